@@ -1,0 +1,185 @@
+"""The metric catalogue: every family the exporter emits, with its type and HELP text.
+
+One table is the source of truth for the collector, the README and the tests that check
+dashboards and alert rules only use metrics that exist (a rename breaks them loudly).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Kind(Enum):
+    """Prometheus metric type of a family (``_info`` metrics are gauges valued 1)."""
+
+    GAUGE = "gauge"
+    COUNTER = "counter"
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric family: its sample name as exposed (counters end in ``_total``), type,
+    labels and HELP text."""
+
+    name: str
+    kind: Kind
+    help: str
+    labels: tuple[str, ...] = ()
+
+
+def _g(name: str, help_text: str, *labels: str) -> MetricSpec:
+    return MetricSpec(name, Kind.GAUGE, help_text, labels)
+
+
+_NODE = ("node",)
+_CHAIN = ("node", "blockchain")
+
+BUILD_INFO = MetricSpec(
+    "ledger_exporter_build_info", Kind.GAUGE, "Version of the exporter; always 1.", ("version",)
+)
+CYCLE_DURATION = _g(
+    "ledger_exporter_cycle_duration_seconds", "Wall time of the last full polling cycle."
+)
+CONFIG_RELOAD_OK = _g(
+    "ledger_exporter_config_last_reload_successful",
+    "1 when the last configuration load succeeded, 0 when it failed and the old one is kept.",
+)
+
+NODE_UP = _g("ledger_node_up", "1 when /health was read and parsed in the last cycle.", *_NODE)
+NODE_SCRAPE_DURATION = _g(
+    "ledger_node_scrape_duration_seconds", "Wall time of the node's last poll.", *_NODE
+)
+NODE_SCRAPE_ERRORS = MetricSpec(
+    "ledger_node_scrape_errors_total",
+    Kind.COUNTER,
+    "Failed requests to the node, by API endpoint and reason.",
+    ("node", "endpoint", "reason"),
+)
+NODE_LAST_SUCCESS = _g(
+    "ledger_node_last_success_timestamp_seconds",
+    "Unix time when /health was last read successfully.",
+    *_NODE,
+)
+NODE_INFO = MetricSpec(
+    "ledger_node_info",
+    Kind.GAUGE,
+    "Identity of the node as reported by /health; always 1.",
+    ("node", "node_version", "node_id", "peer_id"),
+)
+NODE_PEERS = _g("ledger_node_peers", "Peers connected to the node (network.peerCount).", *_NODE)
+NODE_BLOCKCHAINS = _g(
+    "ledger_node_blockchains", "Number of blockchains the node's /health lists.", *_NODE
+)
+
+CHAIN_UP = _g(
+    "ledger_blockchain_up", "1 when the chain's status was read and parsed in the last cycle.", *_CHAIN
+)
+CHAIN_HEIGHT = _g("ledger_blockchain_height", "Current block height (blockHeight).", *_CHAIN)
+CHAIN_BLOCKS_BEHIND = _g(
+    "ledger_blockchain_blocks_behind",
+    "Highest height of this chain among the polled nodes minus this node's height.",
+    *_CHAIN,
+)
+CHAIN_HEIGHT_CHANGED = _g(
+    "ledger_blockchain_height_last_change_timestamp_seconds",
+    "Exporter's clock when it first saw the current height.",
+    *_CHAIN,
+)
+CHAIN_LAST_MESSAGE = _g(
+    "ledger_blockchain_last_message_timestamp_seconds",
+    "Time of the last processed message or block (lastMessageTime).",
+    *_CHAIN,
+)
+CHAIN_PENDING_MESSAGES = _g(
+    "ledger_blockchain_pending_messages", "Queued messages (pendingMessagesCount).", *_CHAIN
+)
+CHAIN_DELAYED_MESSAGES = _g(
+    "ledger_blockchain_delayed_messages", "Queued delayed messages (delayedMessagesCount).", *_CHAIN
+)
+CHAIN_PENDING_TXS = _g(
+    "ledger_blockchain_pending_transactions", "Queued transactions (pendingTransactions).", *_CHAIN
+)
+CHAIN_SYNCING = _g("ledger_blockchain_syncing", "1 while the node syncs the chain.", *_CHAIN)
+CHAIN_IN_COUNCIL = _g(
+    "ledger_blockchain_in_council", "1 when the node is a council member.", *_CHAIN
+)
+CHAIN_VOTING = _g("ledger_blockchain_voting", "Voting-state flag isVoting (0/1).", *_CHAIN)
+CHAIN_TIME_TO_VOTE = _g(
+    "ledger_blockchain_time_to_vote", "Voting-state flag isTimeToVote (0/1).", *_CHAIN
+)
+CHAIN_COUNCIL_MEMBERS = _g(
+    "ledger_blockchain_council_members", "Number of council members (councilMembers).", *_CHAIN
+)
+CHAIN_PEERS = _g(
+    "ledger_blockchain_peers", "Number of peers on this chain (blockchainPeers).", *_CHAIN
+)
+CHAIN_VOTE_SESSIONS = _g(
+    "ledger_blockchain_vote_sessions", "Number of active vote sessions (voteSessions).", *_CHAIN
+)
+CHAIN_VOTE_ROUND = _g(
+    "ledger_blockchain_vote_round", "Highest round among the active vote sessions.", *_CHAIN
+)
+CHAIN_CONSENSUS = MetricSpec(
+    "ledger_blockchain_consensus_info",
+    Kind.GAUGE,
+    "Consensus type and key type of the chain; always 1.",
+    ("node", "blockchain", "consensus_type", "key_type"),
+)
+CHAIN_MIN_MEMBERS = _g(
+    "ledger_blockchain_consensus_min_members",
+    "Minimum council members for consensus (consensus.minMembers).",
+    *_CHAIN,
+)
+CHAIN_CONSENSUS_TIMEOUT = _g(
+    "ledger_blockchain_consensus_timeout_seconds",
+    "Consensus timeout (consensus.consensusTimeout).",
+    *_CHAIN,
+)
+CHAIN_TX_MAX_TIME_TRIGGER = _g(
+    "ledger_blockchain_tx_max_time_trigger_seconds",
+    "Transaction max time trigger (consensus.txMaxTimeTrigger).",
+    *_CHAIN,
+)
+CHAIN_TX_KARMA_THRESHOLD = _g(
+    "ledger_blockchain_tx_karma_threshold",
+    "Transaction karma threshold (consensus.txKarmaThreshold).",
+    *_CHAIN,
+)
+CHAIN_TX_MINT_THRESHOLD = _g(
+    "ledger_blockchain_tx_mint_threshold",
+    "Transaction mint threshold (consensus.txMintThreshold).",
+    *_CHAIN,
+)
+CHAIN_FEATURE = _g(
+    "ledger_blockchain_feature_enabled",
+    "1 when the feature flag is enabled on the chain, 0 when disabled.",
+    "node",
+    "blockchain",
+    "feature",
+)
+
+ALL: tuple[MetricSpec, ...] = tuple(
+    value for value in list(globals().values()) if isinstance(value, MetricSpec)
+)
+
+#: Families added by client_python's standard process, platform and GC collectors.
+RUNTIME_SAMPLE_NAMES = frozenset(
+    {
+        "process_cpu_seconds_total",
+        "process_open_fds",
+        "process_max_fds",
+        "process_virtual_memory_bytes",
+        "process_resident_memory_bytes",
+        "process_start_time_seconds",
+        "python_info",
+        "python_gc_objects_collected_total",
+        "python_gc_objects_uncollectable_total",
+        "python_gc_collections_total",
+    }
+)
+
+
+def sample_names() -> frozenset[str]:
+    """Every sample name the exporter can emit (its own families and the runtime ones)."""
+    return frozenset(spec.name for spec in ALL) | RUNTIME_SAMPLE_NAMES
