@@ -78,7 +78,8 @@ class Exporter:
     def start(self, listen_address: str, web: WebConfig | None = None) -> ExporterServer:
         """Bind the server (raises OSError if the port is taken), then start both threads."""
         self._server = ExporterServer(listen_address, self, web)
-        for target, name in ((self._server.serve_forever, "http"), (self._poller.run, "poll")):
+        serve = self._server.serve_forever
+        for target, name in ((serve, "http"), (self._poller.run, "poll")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)

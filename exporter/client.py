@@ -15,7 +15,8 @@ from urllib.parse import quote
 
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3.exceptions import ReadTimeoutError
+from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError
+from urllib3.exceptions import SSLError as Urllib3SSLError
 
 from exporter import __version__
 from exporter.config import NodeConfig
@@ -115,13 +116,30 @@ class NodeClient:
                 Reason.TOO_LARGE, f"declared {declared} bytes, over the {self._max_bytes} cap"
             )
         body = bytearray()
-        for chunk in response.iter_content(_CHUNK_BYTES):
+        while chunk := _read_some(response):
             body += chunk
             if len(body) > self._max_bytes:
                 raise FetchError(Reason.TOO_LARGE, f"body over the {self._max_bytes} bytes cap")
             if self._monotonic() > deadline:
                 raise FetchError(Reason.TIMEOUT, "the body did not arrive before the deadline")
         return bytes(body)
+
+
+def _read_some(response: requests.Response) -> bytes:
+    """The next piece of the decoded body, as soon as one socket read brings any.
+
+    ``iter_content`` blocks until a whole chunk has arrived, so a node dripping its body a few
+    bytes at a time would hold the request far past the deadline; ``read1`` never waits for more
+    than one read, and the caller checks the deadline between pieces.
+    """
+    try:
+        return bytes(response.raw.read1(_CHUNK_BYTES, decode_content=True) or b"")
+    except ReadTimeoutError:
+        raise FetchError(Reason.TIMEOUT, "the body did not arrive in time") from None
+    except DecodeError:
+        raise FetchError(Reason.INVALID_RESPONSE, "the body's content encoding is broken") from None
+    except (ProtocolError, Urllib3SSLError):
+        raise FetchError(Reason.CONNECTION, "the connection broke while reading the body") from None
 
 
 def _classify(error: requests.RequestException) -> FetchError:

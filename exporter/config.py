@@ -232,6 +232,10 @@ class _CredentialReader:
         if not given:
             return None
         source = given[0]
+        if source == key and not (isinstance(data[key], str) and data[key]):
+            # Reader.string would echo the value, and this one is a secret.
+            self.reader.problem((*path, key), "must be a non-empty string (value not shown)")
+            return ""
         text = self.reader.string(data[source], (*path, source))
         if not text or source == key:
             return text

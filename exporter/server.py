@@ -64,6 +64,10 @@ class ExporterServer(ThreadingHTTPServer):
         self._tls = self.web.ssl_context()
         super().__init__((host or "0.0.0.0", port), _Handler)
 
+    def serve_forever(self, poll_interval: float = 0.1) -> None:
+        """Serve until shutdown(); a short poll interval makes shutdown prompt."""
+        super().serve_forever(poll_interval)
+
     @property
     def port(self) -> int:
         return int(self.server_address[1])

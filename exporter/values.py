@@ -20,11 +20,13 @@ _UNIT_SECONDS = {
     "m": 60.0,
     "h": 3600.0,
 }
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+# re.ASCII: without it \d also matches non-ASCII digits (Arabic-Indic, ...) that Go and JSON refuse.
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)", re.ASCII)
+_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _TIMESTAMP = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?"
-    r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))"
+    r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))",
+    re.ASCII,
 )
 
 
@@ -66,9 +68,10 @@ def parse_timestamp(text: str) -> float:
     if match.group(8):
         zone = UTC
     else:
-        offset = timedelta(hours=int(match.group(10)), minutes=int(match.group(11)))
-        if offset >= timedelta(hours=24):
+        hours, minutes = int(match.group(10)), int(match.group(11))
+        if hours > 23 or minutes > 59:
             raise ValueError(f"invalid timestamp {text!r}: offset out of range")
+        offset = timedelta(hours=hours, minutes=minutes)
         zone = timezone(-offset if match.group(9) == "-" else offset)
     moment = datetime(year, month, day, hour, minute, second, tzinfo=zone)
     return moment.timestamp() + fraction

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import ssl
 import threading
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ _TLS_VERSIONS = {
     "TLS12": ssl.TLSVersion.TLSv1_2,
     "TLS13": ssl.TLSVersion.TLSv1_3,
 }
+# A modular-crypt bcrypt hash as htpasswd and Python's bcrypt write it: cost and 53 characters.
+_BCRYPT_HASH = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}", re.ASCII)
 _TLS_KEYS = (
     "cert_file",
     "key_file",
@@ -86,7 +89,11 @@ class WebConfig:
                 return True
         import bcrypt  # noqa: PLC0415 - only needed when basic auth is configured
 
-        if not bcrypt.checkpw(password.encode(), hashed.encode()):
+        try:
+            matches = bcrypt.checkpw(password.encode(), hashed.encode())
+        except ValueError:  # a malformed hash ("Invalid salt") refuses, never crashes a request
+            return False
+        if not matches:
             return False
         with self._lock:
             self._verified.add(digest)
@@ -118,7 +125,10 @@ class _WebReader(Reader):
         headers: dict[str, str] = {}
         if "http_server_config" in data:
             server = self.mapping(data["http_server_config"], ("http_server_config",), ("headers",))
-            raw = self.mapping(server.get("headers", {}), ("http_server_config", "headers"), ())
+            raw = server.get("headers", {})
+            if not isinstance(raw, dict):
+                self.problem(("http_server_config", "headers"), "must map header names to values")
+                raw = {}
             headers = {
                 k: self.string(v, ("http_server_config", "headers", k)) for k, v in raw.items()
             }
@@ -129,7 +139,7 @@ class _WebReader(Reader):
         data = self.mapping(value, path, _TLS_KEYS, required=("cert_file", "key_file"))
         files = {key: self.readable_file(data.get(key), (*path, key)) for key in _TLS_KEYS[:2]}
         auth = data.get("client_auth_type", "NoClientCert")
-        if auth not in _CLIENT_AUTH:
+        if not isinstance(auth, str) or auth not in _CLIENT_AUTH:
             self.problem((*path, "client_auth_type"), f"must be one of {', '.join(_CLIENT_AUTH)}")
             auth = "NoClientCert"
         ca_file = self.readable_file(data.get("client_ca_file"), (*path, "client_ca_file"))
@@ -138,7 +148,9 @@ class _WebReader(Reader):
         versions = {}
         for key in ("min_version", "max_version"):
             version = data.get(key, "TLS12" if key == "min_version" else None)
-            if version is not None and version not in _TLS_VERSIONS:
+            if version is not None and (
+                not isinstance(version, str) or version not in _TLS_VERSIONS
+            ):
                 self.problem((*path, key), f"must be one of {', '.join(_TLS_VERSIONS)}")
                 version = None
             versions[key] = version
@@ -158,7 +170,7 @@ class _WebReader(Reader):
         users = {}
         for user, hashed in value.items():
             text = self.string(hashed, ("basic_auth_users", user))
-            if text and not text.startswith(("$2a$", "$2b$", "$2y$")):
+            if text and not _BCRYPT_HASH.fullmatch(text):
                 self.problem(("basic_auth_users", user), "must be a bcrypt hash ($2b$...)")
             users[str(user)] = text
         return users
