@@ -195,3 +195,14 @@ def test_prometheusrule_structure() -> None:
         for entry in group["rules"]:
             assert ("record" in entry) != ("alert" in entry)
             assert entry["expr"]
+
+
+def test_operator_job_name_is_the_one_the_alerts_expect() -> None:
+    """Without `jobLabel` the Operator names the job after the Service; the alerts match
+    `job="..."` on it. Fails until deploy/prometheus/alerts.yml is merged."""
+    alerts_file = ROOT / "deploy" / "prometheus" / "alerts.yml"
+    assert alerts_file.exists(), f"{alerts_file} missing (monitoring branch)"
+    assert "jobLabel" not in load("servicemonitor.yaml")["spec"]
+    job = load("service.yaml")["metadata"]["name"]
+    expected_jobs = set(re.findall(r'job="([^"]+)"', alerts_file.read_text(encoding="utf-8")))
+    assert expected_jobs <= {job}, f"alerts expect jobs {expected_jobs}, the Operator gives {job}"
