@@ -92,6 +92,7 @@ def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None)
         stream=sys.stderr,
         format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=%(message)r",
     )
+    log.setLevel(LOG_LEVELS[args.log_level])  # also when the caller configured logging first
     host, port = args.listen_address
     network = SimulatedNetwork(
         args.nodes, args.chains, args.block_interval, args.seed, host, port, args.layout

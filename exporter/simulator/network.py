@@ -59,6 +59,7 @@ class SimulatedNetwork:
         self.stopping = threading.Event()
         self._listeners: dict[int | None, Listener] = {}
         self._lock = threading.Lock()
+        self._bound_port = 0  # kept after stop() so URLs still name what was served
 
     # lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -70,6 +71,7 @@ class SimulatedNetwork:
             node_count = self.topology.node_count if self.layout == "ports" else 0
             router = Router(self)
             self._listeners = bind_layout(self.host, self._requested_port, node_count, router)
+            self._bound_port = self._listeners[None].port
             for node, listener in self._listeners.items():
                 down = node is not None and self.faults.node_wide(self.node_name(node), "down")
                 if not down:
@@ -101,10 +103,10 @@ class SimulatedNetwork:
     # addresses ------------------------------------------------------------------------------
     @property
     def port(self) -> int:
-        """The admin port (and the nodes' port in the paths layout)."""
-        listener = self._listeners.get(None)
-        if listener is not None:
-            return listener.port
+        """The admin port (and the nodes' port in the paths layout); with port 0, the port
+        chosen by the last start()."""
+        if self._bound_port:
+            return self._bound_port
         if self._requested_port == 0:
             raise SimulatorError("port 0 is chosen when binding: start() the network first")
         return self._requested_port
@@ -118,6 +120,11 @@ class SimulatedNetwork:
     def admin_url(self) -> str:
         """Base URL of the admin endpoint, e.g. ``http://127.0.0.1:7740/-/sim/``."""
         return f"http://{self._url_host()}:{self.port}/-/sim/"
+
+    @property
+    def node_names(self) -> list[str]:
+        """``node-1`` .. ``node-N`` (known before start, unlike the URLs with port 0)."""
+        return [self.node_name(i) for i in range(self.topology.node_count)]
 
     @property
     def chain_ids(self) -> list[str]:
@@ -188,6 +195,8 @@ class SimulatedNetwork:
         return self.state.health(self.topology.node_index(node), self.now())
 
     def blockchain(self, node: str, chain: str) -> dict[str, Any]:
-        """Exactly what ``GET /blockchains/{chain}`` of ``node`` serves now."""
+        """Exactly what ``GET /blockchains/{chain}`` of ``node`` serves now; NotFoundError
+        when ``node`` does not track ``chain``."""
         index = self.topology.node_index(node)
+        self.topology.chain_index(chain)  # UnknownChainError for a chain of no node
         return self.api.chain_document(index, self.api.tracked(index, chain), [], "", self.now())

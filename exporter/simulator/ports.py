@@ -8,7 +8,7 @@ import threading
 from exporter.simulator.errors import SimulatorError
 from exporter.simulator.http import Router, SimServer
 
-POLL_SECONDS = 0.2
+POLL_SECONDS = 0.05  # how soon a serving loop notices stop()
 BIND_ATTEMPTS = 50
 
 
