@@ -89,7 +89,7 @@ def test_ports_layout_with_slow_fault() -> None:
         process.terminate()
         assert process.wait(timeout=20) == 0
         assert process.stderr is not None
-        assert "answered method=GET" in process.stderr.read()
+        assert "msg=answered method=GET" in process.stderr.read()
 
 
 @pytest.mark.parametrize(

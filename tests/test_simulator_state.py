@@ -210,8 +210,8 @@ def test_many_nodes_cost_nothing_until_asked() -> None:
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(0, "0s"), (0.5, "500ms"), (2, "2s"), (30, "30s"), (90, "1m30s"), (60, "1m0s"),
-     (7200, "2h0m0s"), (3723.5, "1h2m3.5s")],
+    [(0, "0s"), (0.5, "500ms"), (0.0015, "1.5ms"), (2e-6, "2µs"), (2, "2s"), (30, "30s"),
+     (90, "1m30s"), (60, "1m0s"), (7200, "2h0m0s"), (3723.5, "1h2m3.5s")],
 )  # fmt: skip
 def test_go_duration_round_trip(seconds: float, text: str) -> None:
     assert go_duration(seconds) == text

@@ -10,15 +10,14 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
+from exporter.logs import LEVELS, setup_logging
 from exporter.simulator.errors import SimulatorError
 from exporter.simulator.faults import parse_fault_spec
 from exporter.simulator.ids import DurationError, go_duration, parse_go_duration
 from exporter.simulator.network import LAYOUTS, SimulatedNetwork
 
-LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING}
-LOG_LEVELS["error"] = logging.ERROR
 LISTED_NODES = 10  # more nodes than this are summarised on start
-log = logging.getLogger("exporter.simulator")
+log = logging.getLogger("ledger_exporter.simulator")
 
 
 def parse_listen_address(text: str) -> tuple[str, int]:
@@ -76,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NODE:FAULT[=DELAY][:CHAIN]",
         help="switch a fault on at start, e.g. node-2:stall, node-3:slow=5s (repeatable)",
     )
-    add("--log.level", dest="log_level", choices=list(LOG_LEVELS), default="info")
+    add("--log.level", dest="log_level", choices=list(LEVELS), default="info")
     return parser
 
 
@@ -87,12 +86,7 @@ def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None)
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
-    logging.basicConfig(
-        level=LOG_LEVELS[args.log_level],
-        stream=sys.stderr,
-        format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=%(message)r",
-    )
-    log.setLevel(LOG_LEVELS[args.log_level])  # also when the caller configured logging first
+    setup_logging(args.log_level, "logfmt")  # the exporter's logfmt output on stderr
     host, port = args.listen_address
     network = SimulatedNetwork(
         args.nodes, args.chains, args.block_interval, args.seed, host, port, args.layout
@@ -111,7 +105,7 @@ def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None)
         return 1
     print_summary(network, args.block_interval)
     wait_for_stop(stop or threading.Event())
-    log.info("stopping")
+    log.info("stopping the simulated network")
     network.stop()
     return 0
 

@@ -24,7 +24,7 @@ from exporter.simulator.errors import UnknownNodeError
 from exporter.simulator.faults import FaultRegistry
 from exporter.simulator.topology import Topology
 
-log = logging.getLogger("exporter.simulator")
+log = logging.getLogger("ledger_exporter.simulator")
 MAX_BODY = 64 * 1024  # admin requests are tiny; refuse anything larger
 
 
@@ -169,17 +169,16 @@ class Handler(BaseHTTPRequestHandler):
         response = self.server.router.handle(request)
         if response is None:
             self.close_connection = True
-            log.debug("closed without answer method=%s path=%s", self.command, self.path)
+            log.debug("closed without answer", extra={"fields": self.fields()})
             return
         self.write(response, close=self.command == "HEAD" or response.status == 405)
-        elapsed = time.monotonic() - started
-        log.debug(
-            "answered method=%s path=%s status=%d seconds=%.3f",
-            self.command,
-            self.path,
-            response.status,
-            elapsed,
-        )
+        seconds = round(time.monotonic() - started, 3)
+        fields = {**self.fields(), "status": response.status, "seconds": seconds}
+        log.debug("answered", extra={"fields": fields})
+
+    def fields(self) -> dict[str, object]:
+        """Key-values of the request for logfmt/JSON log lines."""
+        return {"method": self.command, "path": self.path}
 
     def write(self, response: Response, close: bool) -> None:
         """Send status, headers and (except for HEAD) the body."""

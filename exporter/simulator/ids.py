@@ -72,7 +72,9 @@ def go_duration(seconds: float) -> str:
     if seconds == 0:
         return "0s"
     if seconds < 1:
-        return f"{round(seconds * 1000):d}ms"
+        for unit_name, scale in (("ms", 1e3), ("µs", 1e6), ("ns", 1e9)):
+            if seconds * scale >= 1 or unit_name == "ns":
+                return f"{seconds * scale:.6f}".rstrip("0").rstrip(".") + unit_name
     whole = int(seconds)
     fraction = round(seconds - whole, 6)
     hours, rest = divmod(whole, 3600)
