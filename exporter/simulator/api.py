@@ -128,8 +128,8 @@ class NodeApi:
         """Index of ``chain_id`` if this node tracks it; NotFoundError otherwise."""
         try:
             chain = self.state.topology.chain_index(chain_id)
-        except UnknownChainError as error:
-            raise NotFoundError(str(error)) from None
+        except UnknownChainError:
+            raise NotFoundError(f"blockchain {chain_id!r} not found on this node") from None
         if not self.state.topology.tracks(node, chain):
             raise NotFoundError(f"blockchain {chain_id!r} is not tracked by this node")
         return chain
