@@ -3,6 +3,7 @@ options and exits cleanly on SIGTERM and SIGINT."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
@@ -20,6 +21,15 @@ from exporter.simulator import SimulatedNetwork
 from exporter.simulator.cli import main, print_summary
 
 URL_LINE = re.compile(r"^(admin|node-\d+): (http://\S+)$")
+
+
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    """main() configures the ``ledger_exporter`` logger; undo that for the tests that follow."""
+    logger = logging.getLogger("ledger_exporter")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    yield
+    logger.handlers[:], logger.level, logger.propagate = saved
 
 
 @contextmanager
@@ -96,6 +106,7 @@ def test_ports_layout_with_slow_fault() -> None:
     ("args", "message"),
     [
         (["--nodes", "0"], "whole number"),
+        (["--nodes", "\u0663"], "whole number"),
         (["--block-interval", "2"], "Go syntax"),
         (["--listen-address", "localhost"], "host:port"),
         (["--layout", "grid"], "invalid choice"),

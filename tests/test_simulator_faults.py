@@ -237,8 +237,9 @@ def test_admin_methods(net: SimulatedNetwork) -> None:
 def test_set_fault_validates(net: SimulatedNetwork) -> None:
     with pytest.raises(FaultError, match="choose one of"):
         net.set_fault("node-1", "explode")
-    with pytest.raises(FaultError, match=r"node-1 \.\. node-4"):
-        net.set_fault("node-5", "stall")
+    for name in ("node-5", "node-0", "node-01", "node-\u0661", "node1"):
+        with pytest.raises(FaultError, match=r"node-1 \.\. node-4"):
+            net.set_fault(name, "stall")
 
 
 def refused(url: str) -> bool:

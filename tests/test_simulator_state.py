@@ -218,7 +218,7 @@ def test_go_duration_round_trip(seconds: float, text: str) -> None:
     assert parse_go_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "5", "abc", "1x", "s", "1m30", "-1s"])
+@pytest.mark.parametrize("text", ["", "5", "abc", "1x", "s", "1m30", "-1s", "\u0661s"])
 def test_bad_go_duration(text: str) -> None:
     with pytest.raises(DurationError, match="Go syntax"):
         parse_go_duration(text)

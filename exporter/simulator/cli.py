@@ -23,7 +23,7 @@ log = logging.getLogger("ledger_exporter.simulator")
 def parse_listen_address(text: str) -> tuple[str, int]:
     """``host:port``, ``:port`` (all interfaces) or ``[v6]:port`` -> (host, port)."""
     host, sep, port_text = text.rpartition(":")
-    if not sep or not port_text.isdigit() or int(port_text) > 65535:
+    if not sep or not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535:
         raise argparse.ArgumentTypeError(
             f"invalid listen address {text!r}: use host:port, e.g. 127.0.0.1:7740 (port 0 = free)"
         )
@@ -44,7 +44,7 @@ def parse_interval(text: str) -> float:
 
 def positive_int(text: str) -> int:
     """An integer >= 1."""
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return int(text)
 

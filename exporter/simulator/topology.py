@@ -4,6 +4,7 @@ councils and peer links. Everything is derived from the seed; only per-chain tab
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from exporter.simulator.errors import SimulatorError, UnknownChainError, UnknownNodeError
@@ -11,6 +12,7 @@ from exporter.simulator.ids import hex_id, peer_id, pick, public_key
 
 _LOGICAL_NAMES = ("payments", "registry", "identity", "settlement", "karma")
 NODE_VERSIONS = ("v2.14.3", "v2.14.3", "v2.14.3", "v2.14.2")
+_NODE_NAME = re.compile(r"node-([1-9][0-9]*)")
 MAX_RING_PEERS = 4  # a node links to up to 4 neighbours on each side of a ring
 
 
@@ -53,11 +55,9 @@ class Topology:
 
     def node_index(self, name: str) -> int:
         """0-based index of ``node-<i>``; UnknownNodeError for anything else."""
-        prefix, _, number = name.partition("-")
-        if prefix == "node" and number.isdigit() and not number.startswith("0"):
-            index = int(number) - 1
-            if 0 <= index < self.node_count:
-                return index
+        match = _NODE_NAME.fullmatch(name)
+        if match and 0 < int(match.group(1)) <= self.node_count:
+            return int(match.group(1)) - 1
         raise UnknownNodeError(
             f"unknown node {name!r}: the simulated nodes are node-1 .. node-{self.node_count}"
         )
