@@ -1,0 +1,113 @@
+"""The admin endpoint under ``/-/sim/``: switch faults, list faults, nodes and chain content."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from exporter.simulator.api import Response, error_response, json_response
+from exporter.simulator.errors import SimulatorError
+from exporter.simulator.faults import FaultRegistry
+from exporter.simulator.ids import DurationError, parse_go_duration
+from exporter.simulator.ledger import Ledger
+
+ENDPOINTS = {
+    "faults": "GET lists the faults in force; POST switches one (JSON body)",
+    "nodes": "GET lists node names with their base URL and blockchain ids",
+    "blockchains": "GET lists contract addresses per blockchain and the wallet addresses",
+}
+SetFault = Callable[[str, str, bool, "str | None", float], None]
+
+
+class AdminError(SimulatorError, ValueError):
+    """A POST /-/sim/faults body is not what the endpoint accepts."""
+
+
+class AdminApi:
+    """Answers admin requests; ``set_fault`` is the network's (it may rebind ports)."""
+
+    def __init__(
+        self,
+        faults: FaultRegistry,
+        ledger: Ledger,
+        set_fault: SetFault,
+        nodes: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.faults = faults
+        self.ledger = ledger
+        self.set_fault = set_fault
+        self.nodes = nodes
+
+    def handle(self, method: str, segments: list[str], body: bytes) -> Response:
+        """Route ``/-/sim/<segments>``."""
+        name = "/".join(segments)
+        if name and name not in ENDPOINTS:
+            return error_response(404, f"no such admin endpoint: /-/sim/{name}")
+        allowed = "GET, POST" if name == "faults" else "GET"
+        if method not in allowed.split(", "):
+            return error_response(405, f"method {method} not allowed", Allow=allowed)
+        if name == "faults" and method == "POST":
+            return self.post_fault(body)
+        if name == "faults":
+            return json_response(200, {"faults": self.faults.listing()})
+        if name == "nodes":
+            return json_response(200, self.nodes())
+        if name == "blockchains":
+            return json_response(200, self.catalog())
+        return json_response(200, {"endpoints": {f"/-/sim/{k}": v for k, v in ENDPOINTS.items()}})
+
+    def post_fault(self, body: bytes) -> Response:
+        """Switch one fault from a JSON body; 400 with the reason when it is refused."""
+        try:
+            node, fault, enabled, chain, delay = parse_fault_request(body)
+            self.set_fault(node, fault, enabled, chain, delay)
+        except SimulatorError as error:
+            return error_response(400, str(error))
+        return json_response(200, {"faults": self.faults.listing()})
+
+    def catalog(self) -> dict[str, Any]:
+        """Contract addresses per chain and wallet addresses: starting points for endpoints
+        6 to 9 (transaction ids come from blocks and from contracts' deploymentTxId)."""
+        chain_ids = self.ledger.state.topology.chain_ids
+        return {
+            "blockchains": {
+                chain_id: {"contracts": self.ledger.contract_addresses(index)}
+                for index, chain_id in enumerate(chain_ids)
+            },
+            "wallets": self.ledger.wallet_addresses(),
+        }
+
+
+def parse_fault_request(body: bytes) -> tuple[str, str, bool, str | None, float]:
+    """``{"node", "fault", "enabled"?, "chain"?, "delay_seconds"?}`` -> checked values."""
+    try:
+        document = json.loads(body or b"null")
+    except (ValueError, UnicodeDecodeError) as error:
+        raise AdminError(f"body is not JSON ({error})") from None
+    if not isinstance(document, dict):
+        raise AdminError('body must be a JSON object such as {"node": "node-1", "fault": "stall"}')
+    node, fault = document.get("node"), document.get("fault")
+    enabled = document.get("enabled", True)
+    chain = document.get("chain")
+    if not isinstance(node, str) or not isinstance(fault, str):
+        raise AdminError('"node" and "fault" are required strings')
+    if not isinstance(enabled, bool):
+        raise AdminError('"enabled" must be true or false')
+    if chain is not None and not isinstance(chain, str):
+        raise AdminError('"chain" must be a blockchain id string or null')
+    return node, fault, enabled, chain, parse_delay(document.get("delay_seconds"))
+
+
+def parse_delay(value: object) -> float:
+    """``delay_seconds``: a number of seconds or a Go duration string; absent means 0."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise AdminError('"delay_seconds" must be a number of seconds or a duration like "5s"')
+    if isinstance(value, str):
+        try:
+            return parse_go_duration(value)
+        except DurationError as error:
+            raise AdminError(f'"delay_seconds": {error}') from None
+    return float(value)

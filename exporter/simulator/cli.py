@@ -1,0 +1,147 @@
+"""``ledger-exporter simulate``: serve a simulated ledger network until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from exporter.logs import LEVELS, setup_logging
+from exporter.simulator.errors import SimulatorError
+from exporter.simulator.faults import parse_fault_spec
+from exporter.simulator.ids import DurationError, go_duration, parse_go_duration
+from exporter.simulator.network import LAYOUTS, SimulatedNetwork
+
+LISTED_NODES = 10  # more nodes than this are summarised on start
+log = logging.getLogger("ledger_exporter.simulator")
+
+
+def parse_listen_address(text: str) -> tuple[str, int]:
+    """``host:port``, ``:port`` (all interfaces) or ``[v6]:port`` -> (host, port)."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535:
+        raise argparse.ArgumentTypeError(
+            f"invalid listen address {text!r}: use host:port, e.g. 127.0.0.1:7740 (port 0 = free)"
+        )
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port_text)
+
+
+def parse_interval(text: str) -> float:
+    """A positive Go duration such as ``2s`` or ``500ms``."""
+    try:
+        seconds = parse_go_duration(text)
+    except DurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"block interval must be positive, got {text!r}")
+    return seconds
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1."""
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``simulate`` sub-command's options."""
+    parser = argparse.ArgumentParser(
+        prog="ledger-exporter simulate",
+        description="Serve simulated ledger nodes (the node HTTP API) for demos and tests.",
+    )
+    add = parser.add_argument
+    add("--nodes", type=positive_int, default=3, help="number of nodes (default 3)")
+    add("--chains", type=positive_int, default=2, help="number of blockchains (default 2)")
+    add("--block-interval", type=parse_interval, default=2.0, help="Go duration (default 2s)")
+    add("--seed", type=int, default=0, help="seed of every simulated value (default 0)")
+    add(
+        "--listen-address",
+        type=parse_listen_address,
+        default=("127.0.0.1", 7740),
+        help="host:port of the admin endpoint (and of the nodes in the paths layout); "
+        "port 0 picks free ports (default 127.0.0.1:7740)",
+    )
+    add("--layout", choices=LAYOUTS, default="paths", help="paths (default) or ports")
+    add(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NODE:FAULT[=DELAY][:CHAIN]",
+        help="switch a fault on at start, e.g. node-2:stall, node-3:slow=5s (repeatable)",
+    )
+    add("--log.level", dest="log_level", choices=list(LEVELS), default="info")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None) -> int:
+    """Run until SIGINT/SIGTERM (or ``stop`` is set); 0 on a clean stop, 2 on bad options,
+    1 when the sockets cannot be bound."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 2
+    setup_logging(args.log_level, "logfmt")  # the exporter's logfmt output on stderr
+    host, port = args.listen_address
+    network = SimulatedNetwork(
+        args.nodes, args.chains, args.block_interval, args.seed, host, port, args.layout
+    )
+    try:
+        for text in args.fault:
+            spec = parse_fault_spec(text)
+            network.set_fault(spec.node, spec.fault, True, spec.chain, spec.delay_seconds)
+    except SimulatorError as error:
+        print(f"ledger-exporter simulate: {error}", file=sys.stderr)
+        return 2
+    try:
+        network.start()
+    except SimulatorError as error:
+        print(f"ledger-exporter simulate: {error}", file=sys.stderr)
+        return 1
+    print_summary(network, args.block_interval)
+    wait_for_stop(stop or threading.Event())
+    log.info("stopping the simulated network")
+    network.stop()
+    return 0
+
+
+def print_summary(network: SimulatedNetwork, interval: float) -> None:
+    """Print the admin URL and the node URLs (a summary when there are many nodes)."""
+    urls = network.node_urls
+    lines = [
+        f"simulating {len(urls)} nodes, {len(network.chain_ids)} blockchains, "
+        f"block interval {go_duration(interval)}, layout {network.layout}",
+        f"admin: {network.admin_url}",
+    ]
+    names = list(urls)
+    shown = names if len(names) <= LISTED_NODES else [*names[:3], names[-1]]
+    for name in shown:
+        lines.append(f"{name}: {urls[name]}")
+        if len(shown) < len(names) and name == names[2]:
+            lines.append(f"... {len(names) - 4} more; GET {network.admin_url}nodes lists them")
+    lines.extend(f"blockchain: {chain}" for chain in network.chain_ids)
+    print("\n".join(lines), flush=True)
+
+
+def wait_for_stop(stop: threading.Event) -> None:
+    """Block until ``stop`` is set or SIGINT/SIGTERM arrives (handlers only on the main
+    thread, where Python delivers signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        stop.wait()
+        return
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,166 @@
+"""Faults that can be switched on and off per node, and optionally per chain, while running."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from exporter.simulator.errors import SimulatorError
+from exporter.simulator.ids import DurationError, iso_utc, parse_go_duration
+from exporter.simulator.topology import Topology
+
+FAULTS = ("stall", "peers_lost", "syncing", "down", "slow", "http_500", "malformed_json")
+DEFAULT_SLOW_SECONDS = 5.0
+
+
+class FaultError(SimulatorError, ValueError):
+    """A fault request names an unknown fault, node or chain, or has a bad delay."""
+
+
+@dataclass(frozen=True)
+class FaultKey:
+    """One switchable fault: a node, a fault name and ``None`` (whole node) or a chain id."""
+
+    node: str
+    fault: str
+    chain: str | None
+
+
+@dataclass(frozen=True)
+class FaultState:
+    """When a fault was switched on (clock time) and, for ``slow``, its delay."""
+
+    since: float
+    delay_seconds: float
+
+
+@dataclass
+class ActiveFaults:
+    """The faults in force for one node (and chain): node-wide ones merged with the chain's."""
+
+    stall_since: float | None = None
+    peers_lost: bool = False
+    syncing: bool = False
+    down: bool = False
+    slow_seconds: float = 0.0
+    http_500: bool = False
+    malformed_json: bool = False
+    names: set[str] = field(default_factory=set)
+
+    def add(self, fault: str, state: FaultState) -> None:
+        """Merge one fault; a stall in force twice keeps the earliest freeze time."""
+        self.names.add(fault)
+        if fault == "stall":
+            since = self.stall_since
+            self.stall_since = state.since if since is None else min(since, state.since)
+        elif fault == "slow":
+            self.slow_seconds = max(self.slow_seconds, state.delay_seconds)
+        else:
+            setattr(self, fault, True)
+
+
+class FaultRegistry:
+    """Thread-safe table of the faults in force; validated against the topology."""
+
+    def __init__(self, topology: Topology) -> None:
+        self._topology = topology
+        self._lock = threading.Lock()
+        self._faults: dict[FaultKey, FaultState] = {}
+
+    def set(
+        self,
+        node: str,
+        fault: str,
+        enabled: bool,
+        *,
+        chain: str | None,
+        delay_seconds: float,
+        now: float,
+    ) -> bool:
+        """Switch a fault on or off; return whether anything changed."""
+        key = self.validate(node, fault, chain)
+        if delay_seconds < 0:
+            raise FaultError(f"delay_seconds must be >= 0, got {delay_seconds}")
+        delay = (delay_seconds or DEFAULT_SLOW_SECONDS) if fault == "slow" else 0.0
+        with self._lock:
+            if not enabled:
+                return self._faults.pop(key, None) is not None
+            previous = self._faults.get(key)
+            since = previous.since if previous is not None else now
+            self._faults[key] = FaultState(since, delay)
+            return previous is None or previous.delay_seconds != delay
+
+    def validate(self, node: str, fault: str, chain: str | None) -> FaultKey:
+        """Check names against the topology; FaultError says what is accepted."""
+        if fault not in FAULTS:
+            raise FaultError(f"unknown fault {fault!r}; choose one of: {', '.join(FAULTS)}")
+        try:
+            self._topology.node_index(node)
+            if chain is not None:
+                self._topology.chain_index(chain)
+        except SimulatorError as error:
+            raise FaultError(str(error)) from None
+        return FaultKey(node, fault, chain)
+
+    def active(self, node: str, chain: str | None = None) -> ActiveFaults:
+        """Faults in force for ``node`` (node-wide) plus, if given, those of ``chain``."""
+        result = ActiveFaults()
+        with self._lock:
+            items = list(self._faults.items())
+        for key, state in items:
+            if key.node == node and key.chain in (None, chain):
+                result.add(key.fault, state)
+        return result
+
+    def node_wide(self, node: str, fault: str) -> bool:
+        """Whether ``fault`` is on for the whole of ``node``."""
+        with self._lock:
+            return FaultKey(node, fault, None) in self._faults
+
+    def listing(self) -> list[dict[str, Any]]:
+        """The faults in force as JSON-ready dicts, sorted for stable output."""
+        with self._lock:
+            items = sorted(
+                self._faults.items(), key=lambda kv: (kv[0].node, kv[0].fault, kv[0].chain or "")
+            )
+        return [
+            {
+                "node": key.node,
+                "fault": key.fault,
+                "chain": key.chain,
+                "delay_seconds": state.delay_seconds,
+                "since": iso_utc(state.since),
+            }
+            for key, state in items
+        ]
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """A fault given on the command line: ``NODE:FAULT[=DELAY][:CHAIN]``."""
+
+    node: str
+    fault: str
+    chain: str | None
+    delay_seconds: float
+
+
+def parse_fault_spec(text: str) -> FaultSpec:
+    """Parse ``node-2:stall``, ``node-3:slow=5s`` or ``node-1:http_500:<chain id>``."""
+    parts = text.split(":", 2)
+    if len(parts) < 2 or not parts[0] or not parts[1]:
+        raise FaultError(
+            f"invalid --fault {text!r}: use NODE:FAULT[=DELAY][:CHAIN], e.g. node-3:slow=5s"
+        )
+    fault, _, delay_text = parts[1].partition("=")
+    delay = 0.0
+    if delay_text:
+        if fault != "slow":
+            raise FaultError(f"invalid --fault {text!r}: only slow takes =DELAY")
+        try:
+            delay = parse_go_duration(delay_text)
+        except DurationError as error:
+            raise FaultError(f"invalid --fault {text!r}: {error}") from None
+    chain = parts[2] if len(parts) == 3 and parts[2] else None
+    return FaultSpec(parts[0], fault, chain, delay)

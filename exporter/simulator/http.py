@@ -1,0 +1,205 @@
+"""HTTP plumbing: the request handler, the server class and the request router.
+
+A router sees every request with the node the listening port belongs to (ports layout) or
+``None`` (the shared port: admin endpoint, and all nodes under ``/nodes/node-<i>/`` in the
+paths layout). Node requests pass through the faults in force before the node API answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import socketserver
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from exporter.simulator.admin import AdminApi
+from exporter.simulator.api import NodeApi, Response, error_response, split_path
+from exporter.simulator.errors import UnknownNodeError
+from exporter.simulator.faults import FaultRegistry
+from exporter.simulator.topology import Topology
+
+log = logging.getLogger("ledger_exporter.simulator")
+MAX_BODY = 64 * 1024  # admin requests are tiny; refuse anything larger
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the router needs from an HTTP request."""
+
+    method: str
+    path: str
+    query: str
+    body: bytes
+    node: int | None  # the node owning the port, None on the shared port
+
+
+class Core(Protocol):
+    """What the router needs from the network."""
+
+    topology: Topology
+    faults: FaultRegistry
+    api: NodeApi
+    admin: AdminApi
+    layout: str
+    stopping: threading.Event
+
+    def now(self) -> float: ...
+
+
+class Router:
+    """Maps requests to the admin endpoint or a node, applying the node's faults."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def handle(self, request: Request) -> Response | None:
+        """The answer, or None when the connection must be closed without one."""
+        segments = split_path(request.path)
+        if request.node is not None:
+            return self.node_request(request.node, segments[:], request)
+        if segments[:2] == ["-", "sim"]:
+            return self.core.admin.handle(request.method, segments[2:], request.body)
+        if self.core.layout == "paths" and len(segments) >= 2 and segments[0] == "nodes":
+            try:
+                node = self.core.topology.node_index(segments[1])
+            except UnknownNodeError as error:
+                return error_response(404, str(error))
+            return self.node_request(node, segments[2:], request)
+        if not segments and request.method == "GET":
+            return self.core.admin.handle("GET", [], b"")
+        return error_response(404, f"no such endpoint: {request.path}")
+
+    def node_request(self, node: int, segments: list[str], request: Request) -> Response | None:
+        """A node API request: GET only, shaped by the faults of the node and its chain."""
+        if request.method != "GET":
+            return error_response(405, f"method {request.method} not allowed", Allow="GET")
+        api = self.core.api
+        chain = api.target_chain(segments, request.query)
+        faults = self.core.faults.active(self.core.topology.node_name(node), chain)
+        if faults.down:
+            return None
+        if faults.slow_seconds and self.core.stopping.wait(faults.slow_seconds):
+            return None
+        if faults.http_500:
+            return error_response(500, "simulated internal error (fault http_500)")
+        response = api.respond(node, segments, request.query, self.core.now())
+        if faults.malformed_json:
+            response.body = response.body[: max(1, len(response.body) // 2)]
+        return response
+
+
+class SimServer(ThreadingHTTPServer):
+    """A threading HTTP server that remembers its open connections so stop() can cut them."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], router: Router, node: int | None) -> None:
+        self.router = router
+        self.node = node
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        super().__init__(address, Handler, bind_and_activate=False)
+
+    def server_bind(self) -> None:
+        """Bind without http.server's reverse DNS lookup of the host (slow, and unused)."""
+        socketserver.TCPServer.server_bind(self)
+        self.server_name = str(self.server_address[0])
+        self.server_port = self.server_address[1]
+
+    def track(self, connection: socket.socket, is_open: bool) -> None:
+        """Add or remove an accepted connection."""
+        with self._open_lock:
+            if is_open:
+                self._open.add(connection)
+            else:
+                self._open.discard(connection)
+
+    def cut_connections(self) -> None:
+        """Shut down every open connection (keep-alive or waiting on a slow fault)."""
+        with self._open_lock:
+            connections = list(self._open)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Turns an HTTP request into a Request for the router and writes its Response."""
+
+    server: SimServer
+    protocol_version = "HTTP/1.1"
+    server_version = "ledger-simulator"
+    timeout = 60  # idle keep-alive connections are dropped after a minute
+
+    def setup(self) -> None:
+        """Register the connection so it can be cut on stop."""
+        super().setup()
+        self.server.track(self.connection, True)
+
+    def finish(self) -> None:
+        """Unregister the connection."""
+        self.server.track(self.connection, False)
+        with contextlib.suppress(OSError):
+            super().finish()
+
+    def do_GET(self) -> None:
+        """Every method goes through the router, which decides what is allowed."""
+        self.serve()
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_GET  # noqa: N815
+
+    def serve(self) -> None:
+        """Read the request, route it and write the answer (or close without one)."""
+        started = time.monotonic()
+        parts = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            self.write(error_response(413, f"request body over {MAX_BODY} bytes"), close=True)
+            return
+        body = self.rfile.read(length) if length > 0 else b""
+        request = Request(self.command, parts.path, parts.query, body, self.server.node)
+        response = self.server.router.handle(request)
+        if response is None:
+            self.close_connection = True
+            log.debug("closed without answer", extra={"fields": self.fields()})
+            return
+        self.write(response, close=self.command == "HEAD" or response.status == 405)
+        seconds = round(time.monotonic() - started, 3)
+        fields = {**self.fields(), "status": response.status, "seconds": seconds}
+        log.debug("answered", extra={"fields": fields})
+
+    def fields(self) -> dict[str, object]:
+        """Key-values of the request for logfmt/JSON log lines."""
+        return {"method": self.command, "path": self.path}
+
+    def write(self, response: Response, close: bool) -> None:
+        """Send status, headers and (except for HEAD) the body."""
+        try:
+            self.send_response(response.status)
+            self.send_header("Content-Type", response.content_type)
+            self.send_header("Content-Length", str(len(response.body)))
+            for name, value in response.headers.items():
+                self.send_header(name, value)
+            if close:
+                self.send_header("Connection", "close")
+                self.close_connection = True
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(response.body)
+        except OSError:
+            self.close_connection = True  # the client went away; nothing to answer
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """Requests are logged by serve() with their duration instead."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Route http.server's own messages (errors) to logging instead of stderr."""
+        log.debug(format, *args)

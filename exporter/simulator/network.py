@@ -1,0 +1,202 @@
+"""SimulatedNetwork: binds the sockets of a layout and serves the simulated nodes.
+
+``paths``: one port serves the admin endpoint and every node under ``/nodes/node-<i>/`` (cheap
+enough for thousands of nodes). ``ports``: the admin endpoint on PORT and node i on PORT+i,
+each with its own listening socket and serving thread (meant for tens of nodes).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from exporter.simulator.admin import AdminApi
+from exporter.simulator.api import NodeApi
+from exporter.simulator.errors import SimulatorError
+from exporter.simulator.faults import FaultRegistry
+from exporter.simulator.http import Router
+from exporter.simulator.ledger import Ledger
+from exporter.simulator.ports import Listener, bind_layout
+from exporter.simulator.state import SimState
+from exporter.simulator.topology import Topology
+
+LAYOUTS = ("paths", "ports")
+
+
+class SimulatedNetwork:
+    """A network of simulated ledger nodes; deterministic under ``seed`` and ``clock``."""
+
+    def __init__(  # noqa: PLR0917 (the positional signature is the project's fixed API)
+        self,
+        nodes: int = 3,
+        chains: int = 2,
+        block_interval: float = 2.0,
+        seed: int = 0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        layout: str = "paths",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if layout not in LAYOUTS:
+            raise SimulatorError(f"unknown layout {layout!r}; choose paths or ports")
+        if not block_interval > 0:
+            raise SimulatorError(f"block interval must be positive, got {block_interval}")
+        if not 0 <= port <= 65535:
+            raise SimulatorError(f"port {port} out of range 0..65535")
+        self.layout = layout
+        self.host = host
+        self._requested_port = port
+        self._clock = clock
+        self.topology = Topology.build(seed, nodes, chains)
+        self.faults = FaultRegistry(self.topology)
+        self.state = SimState(self.topology, self.faults, block_interval, genesis=clock())
+        self.ledger = Ledger(self.state)
+        self.api = NodeApi(self.state, self.ledger)
+        self.admin = AdminApi(self.faults, self.ledger, self.set_fault, self.listing)
+        self.stopping = threading.Event()
+        self._listeners: dict[int | None, Listener] = {}
+        self._lock = threading.Lock()
+        self._bound_port = 0  # kept after stop() so URLs still name what was served
+
+    # lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Bind the layout's sockets and serve them from background threads."""
+        with self._lock:
+            if self._listeners:
+                raise SimulatorError("the simulated network is already started")
+            self.stopping.clear()
+            node_count = self.topology.node_count if self.layout == "ports" else 0
+            router = Router(self)
+            self._listeners = bind_layout(self.host, self._requested_port, node_count, router)
+            self._bound_port = self._listeners[None].port
+            for node, listener in self._listeners.items():
+                down = node is not None and self.faults.node_wide(self.node_name(node), "down")
+                if not down:
+                    listener.up()
+
+    def stop(self) -> None:
+        """Wake slow answers, stop serving, cut open connections and close every socket."""
+        with self._lock:
+            self.stopping.set()
+            listeners, self._listeners = list(self._listeners.values()), {}
+        threads = [threading.Thread(target=listener.close) for listener in listeners]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def __enter__(self) -> SimulatedNetwork:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # addresses ------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        """The admin port (and the nodes' port in the paths layout); with port 0, the port
+        chosen by the last start()."""
+        if self._bound_port:
+            return self._bound_port
+        if self._requested_port == 0:
+            raise SimulatorError("port 0 is chosen when binding: start() the network first")
+        return self._requested_port
+
+    @property
+    def node_urls(self) -> dict[str, str]:
+        """Node name -> base URL ending in ``/``."""
+        return {self.node_name(i): self.node_url(i) for i in range(self.topology.node_count)}
+
+    @property
+    def admin_url(self) -> str:
+        """Base URL of the admin endpoint, e.g. ``http://127.0.0.1:7740/-/sim/``."""
+        return f"http://{self._url_host()}:{self.port}/-/sim/"
+
+    @property
+    def node_names(self) -> list[str]:
+        """``node-1`` .. ``node-N`` (known before start, unlike the URLs with port 0)."""
+        return [self.node_name(i) for i in range(self.topology.node_count)]
+
+    @property
+    def chain_ids(self) -> list[str]:
+        """Every chain id of the network."""
+        return list(self.topology.chain_ids)
+
+    def node_name(self, node: int) -> str:
+        """``node-<i>`` for 0-based index ``node``."""
+        return self.topology.node_name(node)
+
+    def node_url(self, node: int) -> str:
+        """Base URL of 0-based node ``node`` in this layout."""
+        if self.layout == "ports":
+            return f"http://{self._url_host()}:{self.port + node + 1}/"
+        return f"http://{self._url_host()}:{self.port}/nodes/{self.node_name(node)}/"
+
+    def _url_host(self) -> str:
+        if ":" in self.host:
+            return f"[{self.host}]"
+        return "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
+
+    def listing(self) -> dict[str, Any]:
+        """What ``GET /-/sim/nodes`` serves."""
+        top = self.topology
+        return {
+            "layout": self.layout,
+            "blockchains": list(top.chain_ids),
+            "nodes": {
+                top.node_name(i): {
+                    "url": self.node_url(i),
+                    "blockchains": [top.chain_ids[c] for c in top.chains_of(i)],
+                }
+                for i in range(top.node_count)
+            },
+        }
+
+    # state ----------------------------------------------------------------------------------
+    def now(self) -> float:
+        """The injected clock's current time."""
+        return self._clock()
+
+    def set_fault(
+        self,
+        node: str,
+        fault: str,
+        enabled: bool = True,
+        chain: str | None = None,
+        delay_seconds: float = 0.0,
+    ) -> None:
+        """Switch a fault on or off; a node-wide ``down`` in the ports layout closes (or
+        reopens) the node's listening socket."""
+        self.faults.set(
+            node, fault, enabled, chain=chain, delay_seconds=delay_seconds, now=self.now()
+        )
+        if fault == "down" and chain is None and self.layout == "ports":
+            with self._lock:
+                listener = self._listeners.get(self.topology.node_index(node))
+                if listener is None:
+                    return
+                if self.faults.node_wide(node, "down"):
+                    listener.down()
+                else:
+                    listener.up()
+
+    def health(self, node: str) -> dict[str, Any]:
+        """Exactly what ``GET /health`` of ``node`` serves now (faults that change data, like
+        stall or peers_lost, included; transport faults like http_500 are not)."""
+        return self.state.health(self.topology.node_index(node), self.now())
+
+    def blockchain(self, node: str, chain: str) -> dict[str, Any]:
+        """Exactly what ``GET /blockchains/{chain}`` of ``node`` serves now; NotFoundError
+        when ``node`` does not track ``chain``."""
+        index = self.topology.node_index(node)
+        self.topology.chain_index(chain)  # UnknownChainError for a chain of no node
+        return self.api.chain_document(index, self.api.tracked(index, chain), [], "", self.now())

@@ -1,0 +1,314 @@
+"""Faults switched on and off while running, via the admin endpoint and via set_fault, and
+checked over real HTTP; layouts; the admin endpoint's own answers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+
+from exporter.simulator import FaultError, SimulatedNetwork
+
+INTERVAL = 2.0
+Switch = Callable[..., None]
+
+
+class Clock:
+    """A clock the test steps by hand."""
+
+    def __init__(self, start: float = 1_700_000_000.0) -> None:
+        self.time = start
+
+    def __call__(self) -> float:
+        return self.time
+
+    def advance(self, seconds: float) -> None:
+        self.time += seconds
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def net(clock: Clock) -> Iterator[SimulatedNetwork]:
+    with SimulatedNetwork(nodes=4, chains=2, block_interval=INTERVAL, seed=9, clock=clock) as n:
+        yield n
+
+
+def via_admin(net: SimulatedNetwork) -> Switch:
+    def switch(node: str, fault: str, enabled: bool = True, **extra: Any) -> None:
+        body = {"node": node, "fault": fault, "enabled": enabled, **extra}
+        answer = requests.post(net.admin_url + "faults", json=body, timeout=5)
+        assert answer.status_code == 200, answer.text
+
+    return switch
+
+
+def via_api(net: SimulatedNetwork) -> Switch:
+    def switch(node: str, fault: str, enabled: bool = True, **extra: Any) -> None:
+        net.set_fault(node, fault, enabled, **extra)
+
+    return switch
+
+
+@pytest.fixture(params=[via_admin, via_api], ids=["admin", "set_fault"])
+def switch(request: pytest.FixtureRequest, net: SimulatedNetwork) -> Switch:
+    factory: Callable[[SimulatedNetwork], Switch] = request.param
+    return factory(net)
+
+
+def get_json(url: str) -> Any:
+    answer = requests.get(url, timeout=10)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def chain_doc(net: SimulatedNetwork, node: str, chain: str) -> Any:
+    return get_json(net.node_urls[node] + "blockchains/" + chain)
+
+
+def test_stall_freezes_height_then_catches_up(
+    net: SimulatedNetwork, clock: Clock, switch: Switch
+) -> None:
+    chain = net.chain_ids[0]
+    switch("node-2", "stall")
+    frozen = chain_doc(net, "node-2", chain)
+    other = chain_doc(net, "node-1", chain)["blockHeight"]
+    clock.advance(10 * INTERVAL)
+    stalled = chain_doc(net, "node-2", chain)
+    assert stalled["blockHeight"] == frozen["blockHeight"]
+    assert stalled["lastMessageTime"] == frozen["lastMessageTime"]
+    assert stalled["pendingMessagesCount"] > frozen["pendingMessagesCount"]  # backlog grows
+    assert chain_doc(net, "node-1", chain)["blockHeight"] == other + 10
+    switch("node-2", "stall", False)
+    assert chain_doc(net, "node-2", chain)["blockHeight"] >= frozen["blockHeight"] + 9
+
+
+def test_peers_lost(net: SimulatedNetwork, switch: Switch) -> None:
+    before = get_json(net.node_urls["node-3"] + "health")
+    peer_id = before["network"]["peerId"]
+    switch("node-3", "peers_lost")
+    health = get_json(net.node_urls["node-3"] + "health")
+    assert health["network"]["peerCount"] == 0
+    assert health["network"]["networkPeers"] == []
+    for chain in health["blockchains"]:
+        assert chain_doc(net, "node-3", chain)["blockchainPeers"] == []
+    for other in ("node-1", "node-2", "node-4"):
+        assert peer_id not in get_json(net.node_urls[other] + "health")["network"]["networkPeers"]
+    switch("node-3", "peers_lost", False)
+    assert get_json(net.node_urls["node-3"] + "health") == before
+
+
+def test_syncing(net: SimulatedNetwork, switch: Switch) -> None:
+    chains = net.health("node-1")["blockchains"]
+    assert not any(chain_doc(net, "node-1", c)["syncing"] for c in chains)
+    switch("node-1", "syncing")
+    assert all(chain_doc(net, "node-1", c)["syncing"] for c in chains)
+    assert not chain_doc(net, "node-2", chains[0])["syncing"]
+    switch("node-1", "syncing", False)
+    assert not any(chain_doc(net, "node-1", c)["syncing"] for c in chains)
+
+
+def test_http_500(net: SimulatedNetwork, switch: Switch) -> None:
+    switch("node-4", "http_500")
+    for path in ("", "health", "blockchains"):
+        answer = requests.get(net.node_urls["node-4"] + path, timeout=5)
+        assert answer.status_code == 500
+        assert answer.json()["code"] == 500
+    get_json(net.node_urls["node-1"] + "health")
+    switch("node-4", "http_500", False)
+    get_json(net.node_urls["node-4"] + "health")
+
+
+def test_malformed_json(net: SimulatedNetwork, switch: Switch) -> None:
+    switch("node-2", "malformed_json")
+    answer = requests.get(net.node_urls["node-2"] + "health", timeout=5)
+    assert answer.status_code == 200
+    assert answer.headers["Content-Type"] == "application/json"
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(answer.text)
+    switch("node-2", "malformed_json", False)
+    get_json(net.node_urls["node-2"] + "health")
+
+
+def test_down_in_paths_layout_closes_without_answer(net: SimulatedNetwork, switch: Switch) -> None:
+    switch("node-1", "down")
+    with pytest.raises(requests.ConnectionError):
+        requests.get(net.node_urls["node-1"] + "health", timeout=5)
+    get_json(net.node_urls["node-2"] + "health")
+    switch("node-1", "down", False)
+    get_json(net.node_urls["node-1"] + "health")
+
+
+def test_slow_delays_only_that_node(net: SimulatedNetwork, switch: Switch) -> None:
+    switch("node-2", "slow", delay_seconds=1.5)
+    finished: dict[str, float] = {}
+    started = time.monotonic()
+
+    def fetch(node: str) -> None:
+        get_json(net.node_urls[node] + "health")
+        finished[node] = time.monotonic() - started
+
+    slow = threading.Thread(target=fetch, args=("node-2",))
+    slow.start()
+    fetch("node-1")
+    assert slow.is_alive(), "the slow node answered before the prompt one"
+    slow.join(timeout=30)
+    assert finished["node-1"] < finished["node-2"]
+    assert finished["node-2"] >= 1.0
+    switch("node-2", "slow", False)
+    started = time.monotonic()
+    fetch("node-2")
+    assert finished["node-2"] < 1.0
+
+
+def test_per_chain_fault_affects_only_that_chain(
+    net: SimulatedNetwork, clock: Clock, switch: Switch
+) -> None:
+    first, second = net.chain_ids
+    wallet = get_json(net.admin_url + "blockchains")["wallets"][0]
+    wallet_url = net.node_urls["node-1"] + f"wallets/{wallet}?blockchainId="
+    switch("node-1", "http_500", chain=second)
+    switch("node-1", "stall", chain=first)
+    for url in (net.node_urls["node-1"] + "blockchains/" + second, wallet_url + second):
+        assert requests.get(url, timeout=5).status_code == 500
+    get_json(wallet_url + first)
+    get_json(net.node_urls["node-1"] + "health")
+    heights = {c: chain_doc(net, "node-1", c)["blockHeight"] for c in (first,)}
+    switch("node-1", "http_500", False, chain=second)
+    before_second = chain_doc(net, "node-1", second)["blockHeight"]
+    clock.advance(5 * INTERVAL)
+    assert chain_doc(net, "node-1", first)["blockHeight"] == heights[first]
+    assert chain_doc(net, "node-1", second)["blockHeight"] == before_second + 5
+
+
+def test_admin_lists_faults_and_nodes(net: SimulatedNetwork) -> None:
+    switch = via_admin(net)
+    switch("node-3", "slow", delay_seconds="250ms")
+    switch("node-1", "http_500", chain=net.chain_ids[1])
+    faults = get_json(net.admin_url + "faults")["faults"]
+    assert [(f["node"], f["fault"], f["chain"], f["delay_seconds"]) for f in faults] == [
+        ("node-1", "http_500", net.chain_ids[1], 0.0),
+        ("node-3", "slow", None, 0.25),
+    ]
+    nodes = get_json(net.admin_url + "nodes")
+    assert {name: n["url"] for name, n in nodes["nodes"].items()} == net.node_urls
+    assert nodes["nodes"]["node-2"]["blockchains"] == net.health("node-2")["blockchains"]
+    switch("node-3", "slow", False)
+    assert len(get_json(net.admin_url + "faults")["faults"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"not json", "not JSON"),
+        (b"[]", "JSON object"),
+        (b'{"node": "node-1"}', "required"),
+        (b'{"node": "node-1", "fault": "melt"}', "unknown fault"),
+        (b'{"node": "node-9", "fault": "stall"}', "unknown node"),
+        (b'{"node": "node-1", "fault": "stall", "chain": "x"}', "unknown blockchain"),
+        (b'{"node": "node-1", "fault": "stall", "enabled": "yes"}', "true or false"),
+        (b'{"node": "node-1", "fault": "slow", "delay_seconds": "fast"}', "delay_seconds"),
+        (b'{"node": "node-1", "fault": "slow", "delay_seconds": -1}', "delay_seconds"),
+    ],
+)
+def test_admin_refuses_bad_fault_requests(net: SimulatedNetwork, body: bytes, message: str) -> None:
+    answer = requests.post(net.admin_url + "faults", data=body, timeout=5)
+    assert answer.status_code == 400
+    assert message in answer.json()["error"]
+    assert get_json(net.admin_url + "faults")["faults"] == []
+
+
+def test_admin_methods(net: SimulatedNetwork) -> None:
+    assert requests.put(net.admin_url + "faults", timeout=5).status_code == 405
+    assert requests.post(net.admin_url + "nodes", timeout=5).status_code == 405
+    assert "/-/sim/faults" in get_json(net.admin_url)["endpoints"]
+
+
+def test_set_fault_validates(net: SimulatedNetwork) -> None:
+    with pytest.raises(FaultError, match="choose one of"):
+        net.set_fault("node-1", "explode")
+    for name in ("node-5", "node-0", "node-01", "node-\u0661", "node1"):
+        with pytest.raises(FaultError, match=r"node-1 \.\. node-4"):
+            net.set_fault(name, "stall")
+
+
+def refused(url: str) -> bool:
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname, parts.port), timeout=5):
+            return False
+    except ConnectionRefusedError:
+        return True
+
+
+@pytest.mark.parametrize("use_admin", [True, False], ids=["admin", "set_fault"])
+def test_ports_layout_and_down_refuses(clock: Clock, use_admin: bool) -> None:
+    with SimulatedNetwork(nodes=3, chains=2, seed=4, layout="ports", clock=clock) as net:
+        admin_port = urlsplit(net.admin_url).port
+        assert admin_port is not None
+        ids = set()
+        for index, (name, url) in enumerate(net.node_urls.items(), start=1):
+            assert urlsplit(url).port == admin_port + index
+            assert urlsplit(url).path == "/"
+            ids.add(get_json(url + "health")["nodeId"])
+            assert get_json(url + "health") == net.health(name)
+        assert len(ids) == 3
+        switch = via_admin(net) if use_admin else via_api(net)
+        switch("node-2", "down")
+        assert refused(net.node_urls["node-2"])
+        get_json(net.node_urls["node-3"] + "health")
+        switch("node-2", "down", False)
+        get_json(net.node_urls["node-2"] + "health")
+        switch("node-2", "http_500")
+        assert requests.get(net.node_urls["node-2"], timeout=5).status_code == 500
+    for url in [net.admin_url, *net.node_urls.values()]:
+        assert refused(url)
+
+
+def test_ports_layout_node_down_from_the_start(clock: Clock) -> None:
+    net = SimulatedNetwork(nodes=2, chains=1, layout="ports", clock=clock)
+    net.set_fault("node-1", "down")
+    with net:
+        assert refused(net.node_urls["node-1"])
+        get_json(net.node_urls["node-2"] + "health")
+
+
+def test_paths_layout_with_thousands_of_nodes(clock: Clock) -> None:
+    with SimulatedNetwork(nodes=2000, chains=3, seed=1, clock=clock) as net:
+        health = get_json(net.node_urls["node-1999"] + "health")
+        assert health == net.health("node-1999")
+        chain = health["blockchains"][-1]
+        assert chain_doc(net, "node-1999", chain)["blockHeight"] > 0
+        assert len(get_json(net.admin_url + "nodes")["nodes"]) == 2000
+
+
+def test_stop_wakes_slow_answers_and_closes(clock: Clock) -> None:
+    net = SimulatedNetwork(nodes=2, chains=1, clock=clock)
+    net.start()
+    net.set_fault("node-1", "slow", delay_seconds=60)
+    errors: list[Exception] = []
+
+    def fetch() -> None:
+        try:
+            requests.get(net.node_urls["node-1"] + "health", timeout=30)
+        except requests.ConnectionError as error:
+            errors.append(error)
+
+    waiting = threading.Thread(target=fetch)
+    waiting.start()
+    time.sleep(0.2)
+    net.stop()
+    waiting.join(timeout=20)
+    assert not waiting.is_alive()
+    assert errors
+    assert refused(net.admin_url)
