@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit tools clean
+.PHONY: demo test lint typecheck unit tools manifests clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,11 +15,18 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/ledger-exporter demo
 
-# Debian's prometheus package ships the server and promtool used by the integration tests.
+# Debian's prometheus package ships the server and promtool used by the integration tests;
+# docker-compose (v1, `config` needs no engine) and amtool check the deployment files.
 tools:
-	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { \
-	  echo "installing Debian's prometheus package (server + promtool)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null \
+	  && command -v docker-compose >/dev/null && command -v amtool >/dev/null || { \
+	  echo "installing Debian's prometheus, prometheus-alertmanager (amtool), docker-compose"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    prometheus prometheus-alertmanager docker-compose >/dev/null; }
+
+# Regenerate the Kubernetes PrometheusRule from deploy/prometheus/{rules,alerts}.yml.
+manifests: $(STAMP)
+	$(BIN)/python tools/gen_prometheusrule.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

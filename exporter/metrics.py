@@ -73,7 +73,9 @@ NODE_BLOCKCHAINS = _g(
 )
 
 CHAIN_UP = _g(
-    "ledger_blockchain_up", "1 when the chain's status was read and parsed in the last cycle.", *_CHAIN
+    "ledger_blockchain_up",
+    "1 when the chain's status was read and parsed in the last cycle.",
+    *_CHAIN,
 )
 CHAIN_HEIGHT = _g("ledger_blockchain_height", "Current block height (blockHeight).", *_CHAIN)
 CHAIN_BLOCKS_BEHIND = _g(

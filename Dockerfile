@@ -1,0 +1,54 @@
+# ledger-exporter container image.
+# Stage 1 builds the project's wheel and installs it, with wheels of its runtime
+# dependencies, into a venv. Stage 2 copies only that venv onto a clean base: the final
+# image has no compiler, no build tooling, no wheels, no pip cache and no source tree.
+# Works with the classic builder and BuildKit alike (no RUN --mount).
+
+FROM python:3.11.11-slim-bookworm AS builder
+
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY exporter/ exporter/
+# The venv has no pip of its own: the base image's pip installs into it from the
+# wheels just built, offline (--no-index), so only the wheel's contents land there.
+RUN pip wheel --no-cache-dir --wheel-dir /wheels . \
+    && python -m venv --without-pip /opt/venv \
+    && python -m pip --python /opt/venv/bin/python install --no-cache-dir --no-index \
+       --find-links=/wheels /wheels/ledger_exporter-*.whl
+
+FROM python:3.11.11-slim-bookworm
+
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="ledger-exporter" \
+      org.opencontainers.image.description="Prometheus exporter for the nodes of a permissioned peer-to-peer ledger network" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.base.name="docker.io/library/python:3.11.11-slim-bookworm"
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PATH="/opt/venv/bin:${PATH}"
+
+# Fixed numeric ids, so Kubernetes' runAsUser/runAsNonRoot and volume permissions can
+# rely on them; no home directory, no login shell.
+RUN groupadd --system --gid 65532 ledger \
+    && useradd --system --no-log-init --uid 65532 --gid 65532 --no-create-home \
+       --home-dir /nonexistent --shell /usr/sbin/nologin ledger
+
+# Same base image as the builder, so the venv's python symlink resolves here too.
+COPY --from=builder /opt/venv /opt/venv
+# The config the image ships: the repository's example, replaced by a mount in practice.
+COPY config/example.yml /etc/ledger-exporter/config.yml
+
+USER 65532:65532
+EXPOSE 9877
+
+# No curl/wget in the image: the venv's Python probes the liveness endpoint itself
+# (urlopen raises on a refused connection or a non-2xx answer, so the exit code is 1).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9877/-/healthy', timeout=4)"]
+
+ENTRYPOINT ["ledger-exporter"]
+CMD ["--config.file=/etc/ledger-exporter/config.yml"]

@@ -1,0 +1,95 @@
+"""The running exporter: wires config -> poller -> snapshot -> exposition -> HTTP server.
+
+It owns the current Exposition (swapped whole at the end of each cycle), readiness, and
+config reloads (``POST /-/reload`` or SIGHUP): a bad config keeps the old one running and sets
+``ledger_exporter_config_last_reload_successful`` to 0 at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from exporter.config import Config, load_config
+from exporter.exposition import Exposition
+from exporter.poller import Poller
+from exporter.schema import ConfigError
+from exporter.server import ExporterServer
+from exporter.snapshot import Snapshot
+from exporter.webconfig import WebConfig
+
+log = logging.getLogger("ledger_exporter")
+
+
+class Exporter:
+    """One exporter process: a poll loop thread and an HTTP server thread."""
+
+    def __init__(
+        self, config: Config, config_path: str | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._config_path = config_path
+        self._lock = threading.Lock()
+        self._reload_ok = True
+        self._exposition = Exposition(Snapshot())
+        self._ready = threading.Event()
+        self._poller = Poller(config, self._publish, clock)
+        self._threads: list[threading.Thread] = []
+        self._server: ExporterServer | None = None
+
+    def exposition(self) -> Exposition:
+        """What /metrics serves now."""
+        return self._exposition
+
+    def ready(self) -> bool:
+        """True once the first polling cycle has finished."""
+        return self._ready.is_set()
+
+    def _publish(self, snapshot: Snapshot) -> None:
+        with self._lock:
+            self._exposition = Exposition(replace(snapshot, config_reload_ok=self._reload_ok))
+        self._ready.set()
+
+    def _set_reload_ok(self, ok: bool) -> None:
+        with self._lock:
+            self._reload_ok = ok
+            snapshot = replace(self._exposition.snapshot, config_reload_ok=ok)
+            self._exposition = Exposition(snapshot)
+
+    def reload(self) -> None:
+        """Re-read the config file; on error keep the running config and raise ConfigError."""
+        if self._config_path is None:
+            raise ConfigError("<none>", ["the exporter was started without --config.file"])
+        try:
+            config = load_config(self._config_path)
+        except ConfigError as error:
+            self._set_reload_ok(False)
+            log.error(
+                "config reload failed, keeping the running config",
+                extra={"fields": {"problems": "; ".join(error.problems)}},
+            )
+            raise
+        self._poller.apply(config)
+        self._set_reload_ok(True)
+        log.info("config reloaded", extra={"fields": {"nodes": len(config.nodes)}})
+
+    def start(self, listen_address: str, web: WebConfig | None = None) -> ExporterServer:
+        """Bind the server (raises OSError if the port is taken), then start both threads."""
+        self._server = ExporterServer(listen_address, self, web)
+        serve = self._server.serve_forever
+        for target, name in ((serve, "http"), (self._poller.run, "poll")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self._server
+
+    def stop(self) -> None:
+        """Stop serving and polling; returns once the server socket is closed."""
+        self._poller.stop()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        for thread in self._threads:
+            thread.join(timeout=5)

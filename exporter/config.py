@@ -1,0 +1,285 @@
+"""The exporter's YAML configuration: loaded, validated whole, and frozen.
+
+Like blackbox_exporter, unknown keys are refused and every problem is reported at once with
+its key path and line, so an operator fixes the file in one pass. Secrets are read from the
+file itself, from files, or from environment variables, and never appear in a repr or a log.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from exporter.schema import ConfigError, Reader, locate, read_document
+from exporter.yamlsource import Path
+
+DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+RESERVED_LABELS = frozenset(
+    {
+        "node",
+        "blockchain",
+        "endpoint",
+        "reason",
+        "feature",
+        "version",
+        "node_version",
+        "node_id",
+        "peer_id",
+        "consensus_type",
+        "key_type",
+        "session",
+        "job",
+        "instance",
+    }
+)
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+_SIZE = re.compile(r"(\d+)\s*(B|KiB|MiB|GiB)?")
+_SIZE_UNITS = {None: 1, "B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
+_TOP_KEYS = ("scrape_interval", "scrape_timeout", "max_concurrency", "max_response_bytes", "nodes")
+_NODE_KEYS = (
+    "name",
+    "url",
+    "labels",
+    "blockchains",
+    "headers",
+    "basic_auth",
+    "authorization",
+    "tls_config",
+)
+
+
+@dataclass(frozen=True)
+class TlsConfig:
+    """TLS settings for connections to one node."""
+
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    insecure_skip_verify: bool = False
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """One node to poll. ``url`` never holds user-info; credentials live in hidden fields."""
+
+    name: str
+    url: str
+    labels: tuple[tuple[str, str], ...] = ()
+    blockchains: tuple[str, ...] | None = None
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    basic_auth: tuple[str, str] | None = field(default=None, repr=False)
+    tls: TlsConfig = TlsConfig()
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole validated configuration."""
+
+    nodes: tuple[NodeConfig, ...]
+    scrape_interval: float = 15.0
+    scrape_timeout: float = 10.0
+    max_concurrency: int = 64
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+
+
+def load_config(path: str) -> Config:
+    """Read and validate the config file at ``path``; raises ConfigError listing every problem."""
+    return parse_config(*read_document(path))
+
+
+def parse_config(text: str, source: str = "<config>") -> Config:
+    """Validate YAML text into a Config; raises ConfigError listing every problem."""
+    reader = _Reader(locate(text, source))
+    config = reader.config()
+    if reader.problems or config is None:
+        raise ConfigError(source, reader.problems)
+    return config
+
+
+class _Reader(Reader):
+    """Reads the exporter's config document."""
+
+    def config(self) -> Config | None:
+        data = self.located.data
+        if data is None:
+            self.problem((), "the config is empty; it needs at least a 'nodes' list")
+            return None
+        top = self.mapping(data, (), _TOP_KEYS, required=("nodes",))
+        interval = self.duration(top, "scrape_interval", (), 15.0)
+        timeout = self.duration(top, "scrape_timeout", (), min(10.0, interval))
+        if timeout > interval:
+            self.problem(("scrape_timeout",), "must not be longer than scrape_interval")
+        concurrency = self.positive_int(top.get("max_concurrency", 64), ("max_concurrency",))
+        max_bytes = self.size(top.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES))
+        nodes = self.nodes(top.get("nodes"))
+        return Config(nodes, interval, timeout, concurrency, max_bytes)
+
+    def size(self, value: Any) -> int:
+        match = _SIZE.fullmatch(value) if isinstance(value, str) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        if match and int(match.group(1)) > 0:
+            return int(match.group(1)) * _SIZE_UNITS[match.group(2)]
+        self.problem(
+            ("max_response_bytes",),
+            f"must be a positive size such as 8MiB or 1048576, not {value!r}",
+        )
+        return DEFAULT_MAX_RESPONSE_BYTES
+
+    def nodes(self, value: Any) -> tuple[NodeConfig, ...]:
+        if not isinstance(value, list) or not value:
+            self.problem(("nodes",), "must be a non-empty list of nodes")
+            return ()
+        nodes = tuple(self.node(item, ("nodes", index)) for index, item in enumerate(value))
+        seen: set[str] = set()
+        for index, node in enumerate(nodes):
+            if node.name and node.name in seen:
+                self.problem(("nodes", index, "name"), f"duplicate node name {node.name!r}")
+            seen.add(node.name)
+        return nodes
+
+    def node(self, value: Any, path: Path) -> NodeConfig:
+        data = self.mapping(value, path, _NODE_KEYS, required=("name", "url"))
+        name = self.string(data["name"], (*path, "name")) if "name" in data else ""
+        url, url_auth = self.url(data.get("url"), (*path, "url")) if "url" in data else ("", None)
+        auth = _CredentialReader(self, path)
+        basic_auth = auth.basic_auth(data.get("basic_auth"))
+        if url_auth is not None and basic_auth is not None:
+            self.problem((*path, "url"), "has user-info and basic_auth is set too; keep one")
+        headers = auth.headers(data.get("headers"), data.get("authorization"))
+        return NodeConfig(
+            name=name,
+            url=url,
+            labels=self.labels(data.get("labels", {}), (*path, "labels")),
+            blockchains=self.blockchains(data.get("blockchains"), (*path, "blockchains")),
+            headers=headers,
+            basic_auth=basic_auth or url_auth,
+            tls=self.tls(data.get("tls_config"), (*path, "tls_config")),
+        )
+
+    def url(self, value: Any, path: Path) -> tuple[str, tuple[str, str] | None]:
+        text = self.string(value, path)
+        try:
+            parts = urlsplit(text)
+            parts.port  # noqa: B018 - raises ValueError for a malformed port
+        except ValueError:
+            parts = urlsplit("")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            self.problem(path, "must be an http:// or https:// URL with a host")
+            return "", None
+        if parts.query or parts.fragment:
+            self.problem(path, "must not have a query or fragment; API paths are appended to it")
+        auth = None
+        if parts.username is not None:
+            auth = (unquote(parts.username), unquote(parts.password or ""))
+        host = parts.netloc.rpartition("@")[2]
+        return urlunsplit((parts.scheme, host, parts.path, "", "")), auth
+
+    def labels(self, value: Any, path: Path) -> tuple[tuple[str, str], ...]:
+        if not isinstance(value, dict):
+            self.problem(path, "must be a mapping of label names to values")
+            return ()
+        labels = []
+        for name, label_value in value.items():
+            if not _LABEL_NAME.fullmatch(name) or name.startswith("__"):
+                self.problem((*path, name), "is not a valid Prometheus label name")
+            elif name in RESERVED_LABELS:
+                self.problem((*path, name), "is a label the exporter or Prometheus sets itself")
+            elif isinstance(label_value, bool) or not isinstance(label_value, str | int | float):
+                self.problem((*path, name), "must be a string")
+            else:
+                labels.append((name, str(label_value)))
+        return tuple(sorted(labels))
+
+    def blockchains(self, value: Any, path: Path) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if not isinstance(value, list) or not value:
+            self.problem(path, "must be a non-empty list of blockchain ids (or left out for all)")
+            return None
+        chains = [self.string(item, (*path, index)) for index, item in enumerate(value)]
+        if len(set(chains)) != len(chains):
+            self.problem(path, "lists a blockchain id more than once")
+        return tuple(dict.fromkeys(chain for chain in chains if chain))
+
+    def tls(self, value: Any, path: Path) -> TlsConfig:
+        if value is None:
+            return TlsConfig()
+        keys = ("ca_file", "cert_file", "key_file", "insecure_skip_verify")
+        data = self.mapping(value, path, keys)
+        files = {key: self.readable_file(data.get(key), (*path, key)) for key in keys[:3]}
+        if (files["cert_file"] is None) != (files["key_file"] is None):
+            self.problem(path, "cert_file and key_file must be given together")
+        insecure = self.boolean(data.get("insecure_skip_verify", False), (*path, keys[3]))
+        return TlsConfig(files["ca_file"], files["cert_file"], files["key_file"], insecure)
+
+
+class _CredentialReader:
+    """Reads node credentials: inline, ``*_file`` or ``*_env``, exactly one of them."""
+
+    def __init__(self, reader: _Reader, path: Path) -> None:
+        self.reader = reader
+        self.path = path
+
+    def secret(self, data: Mapping[str, Any], key: str, path: Path) -> str | None:
+        given = [name for name in (key, f"{key}_file", f"{key}_env") if name in data]
+        if len(given) > 1:
+            self.reader.problem(path, f"set only one of {', '.join(given)}")
+        if not given:
+            return None
+        source = given[0]
+        if source == key and not (isinstance(data[key], str) and data[key]):
+            # Reader.string would echo the value, and this one is a secret.
+            self.reader.problem((*path, key), "must be a non-empty string (value not shown)")
+            return ""
+        text = self.reader.string(data[source], (*path, source))
+        if not text or source == key:
+            return text
+        if source.endswith("_env"):
+            if text not in os.environ:
+                self.reader.problem((*path, source), f"environment variable {text} is not set")
+            return os.environ.get(text, "")
+        try:
+            with open(text, encoding="utf-8") as handle:
+                return handle.read().rstrip("\r\n")
+        except (OSError, UnicodeDecodeError) as error:
+            self.reader.problem(
+                (*path, source),
+                f"cannot read {text!r}: {getattr(error, 'strerror', None) or error}",
+            )
+            return ""
+
+    def basic_auth(self, value: Any) -> tuple[str, str] | None:
+        if value is None:
+            return None
+        path = (*self.path, "basic_auth")
+        keys = ("username", "password", "password_file", "password_env")
+        data = self.reader.mapping(value, path, keys, required=("username",))
+        username = self.reader.string(data.get("username", "-"), (*path, "username"))
+        return username, self.secret(data, "password", path) or ""
+
+    def headers(self, headers: Any, authorization: Any) -> tuple[tuple[str, str], ...]:
+        result: dict[str, str] = {}
+        if headers is not None:
+            path = (*self.path, "headers")
+            if not isinstance(headers, dict):
+                self.reader.problem(path, "must be a mapping of header names to values")
+                headers = {}
+            for name, value in headers.items():
+                result[name] = self.reader.string(value, (*path, name))
+        if authorization is not None:
+            path = (*self.path, "authorization")
+            keys = ("type", "credentials", "credentials_file", "credentials_env")
+            data = self.reader.mapping(authorization, path, keys)
+            scheme = self.reader.string(data.get("type", "Bearer"), (*path, "type"))
+            credentials = self.secret(data, "credentials", path)
+            if credentials is None:
+                self.reader.problem(path, "needs credentials, credentials_file or credentials_env")
+            if any(name.lower() == "authorization" for name in result):
+                self.reader.problem(path, "conflicts with an Authorization header in headers")
+            result["Authorization"] = f"{scheme} {credentials or ''}"
+        return tuple(result.items())

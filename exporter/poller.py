@@ -1,0 +1,216 @@
+"""The polling loop: every node and chain read concurrently, once per interval, never overlapping.
+
+One bounded thread pool runs every request. A node's chain requests are submitted by its
+/health task when that finishes, and no task ever waits on another, so the pool cannot
+deadlock however many nodes and chains there are. Every request shares the cycle's deadline
+(``scrape_timeout``), and a node still unfinished then is reported with what it has so far:
+a slow or dead node never delays the others or the snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+import requests
+
+from exporter.client import FetchError, NodeClient, Reason, make_session
+from exporter.config import Config, NodeConfig
+from exporter.history import ChainResult, History, NodeResult
+from exporter.readings import HealthReading, InvalidResponseError, read_chain, read_health
+from exporter.snapshot import Snapshot
+
+log = logging.getLogger("ledger_exporter")
+
+#: Extra wait after the deadline for requests that are just finishing their last read.
+DEADLINE_GRACE_SECONDS = 0.25
+
+
+class _NodePoll:
+    """One node's poll in one cycle: /health, then each chain, all on the shared pool."""
+
+    def __init__(self, node: NodeConfig, client: NodeClient, pool: ThreadPoolExecutor) -> None:
+        self.node = node
+        self.done: Future[None] = Future()
+        self._client = client
+        self._pool = pool
+        self._lock = threading.Lock()
+        self._health_error: FetchError | None = None
+        self._health: HealthReading | None = None
+        self._chains: dict[str, ChainResult] = {}
+        self._started = 0.0
+        self._finished: float | None = None
+
+    def start(self, deadline: float, started: float) -> None:
+        self._started = started
+        self._pool.submit(self._read_health, deadline)
+
+    def _read_health(self, deadline: float) -> None:
+        try:
+            health = read_health(self._client.get_json(["health"], deadline))
+        except Exception as error:
+            with self._lock:
+                self._health_error = _as_fetch_error(error)
+            self._finish()
+            return
+        chains = self.node.blockchains or health.blockchain_ids
+        with self._lock:
+            self._health = health
+            self._chains = {chain: ChainResult(chain) for chain in chains}
+        if not chains:
+            self._finish()
+        for chain in chains:
+            self._pool.submit(self._read_chain, chain, deadline)
+
+    def _read_chain(self, chain: str, deadline: float) -> None:
+        reading, error = None, None
+        try:
+            reading = read_chain(self._client.get_json(["blockchains", chain], deadline))
+        except Exception as failure:
+            error = _as_fetch_error(failure)
+        with self._lock:
+            result = self._chains[chain]
+            result.reading, result.error = reading, error
+            finished = all(r.reading or r.error for r in self._chains.values())
+        if finished:
+            self._finish()
+
+    def _finish(self) -> None:
+        with self._lock:
+            self._finished = time.monotonic()
+        self.done.set_result(None)
+
+    def result(self, now: float) -> NodeResult:
+        """What is known now; parts still outstanding count as timed out."""
+        with self._lock:
+            late = FetchError(Reason.TIMEOUT, "no answer before the cycle's deadline")
+            health_error = self._health_error
+            if self._health is None and health_error is None:
+                health_error = late
+            chains = [
+                ChainResult(c.blockchain, c.reading, c.error or (None if c.reading else late))
+                for c in self._chains.values()
+            ]
+            end = self._finished if self._finished is not None else now
+        if health_error is not None:
+            return failed_node(self.node, health_error, end - self._started)
+        return NodeResult(self.node, self._health, None, chains, end - self._started)
+
+
+def failed_node(node: NodeConfig, error: FetchError, duration: float) -> NodeResult:
+    """A node whose /health failed: configured chains are down too, but were not requested."""
+    chain_error = FetchError(error.reason, "the node's /health could not be read")
+    chains = [ChainResult(c, None, chain_error, requested=False) for c in node.blockchains or ()]
+    return NodeResult(node, None, error, chains, duration)
+
+
+def _as_fetch_error(error: Exception) -> FetchError:
+    if isinstance(error, FetchError):
+        return error
+    if isinstance(error, InvalidResponseError):
+        return FetchError(Reason.INVALID_RESPONSE, str(error))
+    log.error("unexpected failure while polling", exc_info=error)
+    return FetchError(Reason.INVALID_RESPONSE, f"unexpected {type(error).__name__}")
+
+
+@dataclass
+class _Resources:
+    """The session, pool and per-node clients built for one configuration."""
+
+    config: Config
+    session: requests.Session
+    pool: ThreadPoolExecutor
+    clients: dict[str, NodeClient]
+
+
+class Poller:
+    """Runs polling cycles over the configured nodes and hands each snapshot to ``publish``."""
+
+    def __init__(
+        self,
+        config: Config,
+        publish: Callable[[Snapshot], None],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._publish = publish
+        self._clock = clock
+        self._history = History()
+        self._pending_config: Config | None = None
+        self._resources = self._build(config)
+        self._running: dict[str, _NodePoll] = {}
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+
+    def apply(self, config: Config) -> None:
+        """Use ``config`` from the next cycle on, and start that cycle now."""
+        self._pending_config = config
+        self._wake.set()
+
+    def _build(self, config: Config) -> _Resources:
+        session = make_session(config.max_concurrency)
+        pool = ThreadPoolExecutor(config.max_concurrency, thread_name_prefix="poll")
+        clients = {
+            node.name: NodeClient(session, node, config.max_response_bytes) for node in config.nodes
+        }
+        return _Resources(config, session, pool, clients)
+
+    def _take_pending_config(self) -> None:
+        config, self._pending_config = self._pending_config, None
+        if config is None:
+            return
+        old = self._resources
+        self._resources = self._build(config)
+        old.pool.shutdown(wait=False, cancel_futures=True)
+        self._running.clear()
+
+    def run_cycle(self) -> Snapshot:
+        """Poll every node once, fold the results into the history, and return the snapshot."""
+        self._take_pending_config()
+        resources = self._resources
+        started = time.monotonic()
+        deadline = started + resources.config.scrape_timeout
+        polls, stuck = [], []
+        for node in resources.config.nodes:
+            previous = self._running.get(node.name)
+            if previous is not None and not previous.done.done():
+                stuck.append(node)  # an earlier poll still hangs: never a second request
+                continue
+            poll = _NodePoll(node, resources.clients[node.name], resources.pool)
+            self._running[node.name] = poll
+            poll.start(deadline, started)
+            polls.append(poll)
+        wait([poll.done for poll in polls], timeout=deadline - started + DEADLINE_GRACE_SECONDS)
+        ended = time.monotonic()
+        hung = FetchError(Reason.TIMEOUT, "the previous poll of this node has not ended yet")
+        results = [poll.result(ended) for poll in polls]
+        results += [failed_node(node, hung, ended - started) for node in stuck]
+        order = {node.name: index for index, node in enumerate(resources.config.nodes)}
+        results.sort(key=lambda result: order[result.node.name])
+        nodes = self._history.record(results, self._clock())
+        return Snapshot(nodes, ended - started, self._clock())
+
+    def run(self) -> None:
+        """Cycle every ``scrape_interval`` until stop(); a late cycle skips missed ticks."""
+        next_start = time.monotonic()
+        while not self._stopped.is_set():
+            self._wake.clear()
+            try:
+                self._publish(self.run_cycle())
+            except Exception:  # a bug must not end polling; log it loudly and go on
+                log.exception("polling cycle failed")
+            interval = self._resources.config.scrape_interval
+            next_start = max(next_start + interval, time.monotonic())
+            self._wake.wait(max(0.0, next_start - time.monotonic()))
+            if self._wake.is_set():
+                next_start = time.monotonic()
+
+    def stop(self) -> None:
+        """End run() after the current cycle and release threads and connections."""
+        self._stopped.set()
+        self._wake.set()
+        self._resources.pool.shutdown(wait=False, cancel_futures=True)
+        self._resources.session.close()

@@ -1,0 +1,157 @@
+"""What a node's JSON answers mean, as frozen typed readings.
+
+Only values the node actually sent in a readable form make it into a reading (contract rule 1);
+everything else is left out, so the collector can never invent a sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from exporter import metrics as m
+from exporter.values import (
+    read_bool,
+    read_count,
+    read_duration,
+    read_length,
+    read_number,
+    read_text,
+    read_timestamp,
+)
+
+
+class InvalidResponseError(ValueError):
+    """The answer is JSON but not of the shape the API documents (e.g. not an object)."""
+
+
+@dataclass(frozen=True)
+class HealthReading:
+    """What ``GET /health`` said about the node."""
+
+    node_version: str | None
+    node_id: str | None
+    peer_id: str | None
+    peer_count: float | None
+    blockchain_count: float | None
+    blockchain_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChainReading:
+    """What ``GET /blockchains/{id}`` said: plain gauges, the consensus info and feature flags."""
+
+    gauges: tuple[tuple[m.MetricSpec, float], ...]
+    height: float | None
+    consensus_type: str | None
+    key_type: str | None
+    features: tuple[tuple[str, float], ...]
+
+
+Reader = Callable[[Any], float | None]
+
+
+def _list_length(value: Any) -> float | None:
+    return read_length(value, list)
+
+
+def _vote_sessions(value: Any) -> float | None:
+    # The contract counts an absent voteSessions as none; null or another type is unreadable.
+    return 0.0 if value is _ABSENT else read_length(value, dict)
+
+
+_ABSENT = object()
+
+_CHAIN_GAUGES: tuple[tuple[m.MetricSpec, tuple[str, ...], Reader], ...] = (
+    (m.CHAIN_HEIGHT, ("blockHeight",), read_count),
+    (m.CHAIN_LAST_MESSAGE, ("lastMessageTime",), read_timestamp),
+    (m.CHAIN_PENDING_MESSAGES, ("pendingMessagesCount",), read_count),
+    (m.CHAIN_DELAYED_MESSAGES, ("delayedMessagesCount",), read_count),
+    (m.CHAIN_PENDING_TXS, ("pendingTransactions",), read_count),
+    (m.CHAIN_SYNCING, ("syncing",), read_bool),
+    (m.CHAIN_IN_COUNCIL, ("isInCouncil",), read_bool),
+    (m.CHAIN_VOTING, ("isVoting",), read_bool),
+    (m.CHAIN_TIME_TO_VOTE, ("isTimeToVote",), read_bool),
+    (m.CHAIN_COUNCIL_MEMBERS, ("councilMembers",), _list_length),
+    (m.CHAIN_PEERS, ("blockchainPeers",), _list_length),
+    (m.CHAIN_VOTE_SESSIONS, ("voteSessions",), _vote_sessions),
+    (m.CHAIN_MIN_MEMBERS, ("consensus", "minMembers"), read_count),
+    (m.CHAIN_CONSENSUS_TIMEOUT, ("consensus", "consensusTimeout"), read_duration),
+    (m.CHAIN_TX_MAX_TIME_TRIGGER, ("consensus", "txMaxTimeTrigger"), read_duration),
+    (m.CHAIN_TX_KARMA_THRESHOLD, ("consensus", "txKarmaThreshold"), read_number),
+    (m.CHAIN_TX_MINT_THRESHOLD, ("consensus", "txMintThreshold"), read_number),
+)
+
+
+def _lookup(body: dict[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at ``path``, ``_ABSENT`` when a key is missing, ``None`` through a non-object."""
+    value: Any = body
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key, _ABSENT)
+    return value
+
+
+def read_health(body: Any) -> HealthReading:
+    """Interpret a ``/health`` answer; raises InvalidResponseError unless it is a JSON object."""
+    if not isinstance(body, dict):
+        raise InvalidResponseError(f"/health answered a JSON {type(body).__name__}, not an object")
+    network = body.get("network")
+    network = network if isinstance(network, dict) else {}
+    chains = body.get("blockchains")
+    chain_ids: tuple[str, ...] = ()
+    if isinstance(chains, list):
+        chain_ids = tuple(dict.fromkeys(c for c in chains if isinstance(c, str) and c))
+    return HealthReading(
+        node_version=read_text(body.get("nodeVersion")),
+        node_id=read_text(body.get("nodeId")),
+        peer_id=read_text(network.get("peerId")) or read_text(body.get("peerId")),
+        peer_count=read_count(network.get("peerCount")),
+        blockchain_count=_list_length(chains),
+        blockchain_ids=chain_ids,
+    )
+
+
+def read_chain(body: Any) -> ChainReading:
+    """Interpret a ``/blockchains/{id}`` answer; raises InvalidResponseError unless an object."""
+    if not isinstance(body, dict):
+        raise InvalidResponseError(
+            f"the chain status is a JSON {type(body).__name__}, not an object"
+        )
+    gauges: list[tuple[m.MetricSpec, float]] = []
+    for spec, path, reader in _CHAIN_GAUGES:
+        raw = _lookup(body, path)
+        value = reader(raw) if raw is not _ABSENT or reader is _vote_sessions else None
+        if value is not None:
+            gauges.append((spec, value))
+    vote_round = _highest_round(body.get("voteSessions"))
+    if vote_round is not None:
+        gauges.append((m.CHAIN_VOTE_ROUND, vote_round))
+    return ChainReading(
+        gauges=tuple(gauges),
+        height=read_count(body.get("blockHeight")),
+        consensus_type=read_text(_lookup(body, ("consensus", "consensusType"))),
+        key_type=read_text(body.get("keyType")),
+        features=_features(body.get("features")),
+    )
+
+
+def _features(features: Any) -> tuple[tuple[str, float], ...]:
+    """Every flag present in ``features`` whose value is a JSON boolean, unknown flags too."""
+    if not isinstance(features, dict):
+        return ()
+    flags = ((name, read_bool(value)) for name, value in features.items())
+    return tuple(sorted((name, flag) for name, flag in flags if flag is not None))
+
+
+def _highest_round(sessions: Any) -> float | None:
+    if not isinstance(sessions, dict):
+        return None
+    rounds = [
+        value
+        for session in sessions.values()
+        if isinstance(session, dict) and (value := read_count(session.get("round"))) is not None
+    ]
+    return max(rounds) if rounds else None

@@ -1,0 +1,118 @@
+"""Validation of YAML documents that reports every problem at once, with key path and line.
+
+Shared by the exporter's config and its web config: unknown keys are refused, and a problem
+never stops the walk, so the operator sees the whole list in one run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from exporter.values import parse_go_duration
+from exporter.yamlsource import LocatedYaml, Path, YamlSyntaxError, load_located
+
+
+class ConfigError(Exception):
+    """A config file cannot be used; ``problems`` lists every reason, one per line."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        super().__init__(f"{source}: " + "; ".join(problems))
+
+
+def read_document(path: str) -> tuple[str, str]:
+    """The text of a config file (and its name for messages); raises ConfigError."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read(), path
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(path, [f"cannot read the file: {error}"]) from None
+
+
+def locate(text: str, source: str) -> LocatedYaml:
+    """Parse YAML keeping lines; raises ConfigError on a syntax error."""
+    try:
+        return load_located(text)
+    except YamlSyntaxError as error:
+        raise ConfigError(source, [f"invalid YAML: {error}"]) from None
+
+
+def dotted(path: Path) -> str:
+    """``("nodes", 2, "url")`` as ``nodes[2].url``."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text or "(top level)"
+
+
+class Reader:
+    """Walks YAML data, converting values and collecting problems instead of stopping."""
+
+    def __init__(self, located: LocatedYaml) -> None:
+        self.located = located
+        self.problems: list[str] = []
+        for path, line in located.duplicates:
+            self.problems.append(f"line {line}: {dotted(path)}: key given more than once")
+
+    def problem(self, path: Path, message: str) -> None:
+        line = self.located.line_of(path)
+        where = f"line {line}: " if line is not None else ""
+        self.problems.append(f"{where}{dotted(path)}: {message}")
+
+    def mapping(
+        self, value: Any, path: Path, allowed: tuple[str, ...], required: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            self.problem(path, "must be a mapping of keys to values")
+            return {}
+        for key in value:
+            if key not in allowed:
+                self.problem((*path, key), f"unknown key; allowed keys: {', '.join(allowed)}")
+        for key in required:
+            if key not in value:
+                self.problem(path, f"missing required key {key!r}")
+        return {key: item for key, item in value.items() if key in allowed}
+
+    def duration(self, data: Mapping[str, Any], key: str, path: Path, default: float) -> float:
+        if key not in data:
+            return default
+        value = data[key]
+        try:
+            seconds = parse_go_duration(value) if isinstance(value, str) else -1.0
+        except ValueError:
+            seconds = -1.0
+        if seconds <= 0:
+            self.problem(
+                (*path, key), f"must be a positive duration such as 15s or 1m, not {value!r}"
+            )
+            return default
+        return seconds
+
+    def positive_int(self, value: Any, path: Path) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            self.problem(path, f"must be a whole number of at least 1, not {value!r}")
+            return 1
+        return value
+
+    def string(self, value: Any, path: Path) -> str:
+        if not isinstance(value, str) or not value:
+            self.problem(path, f"must be a non-empty string, not {value!r}")
+            return ""
+        return value
+
+    def boolean(self, value: Any, path: Path) -> bool:
+        if not isinstance(value, bool):
+            self.problem(path, f"must be true or false, not {value!r}")
+            return False
+        return value
+
+    def readable_file(self, value: Any, path: Path) -> str | None:
+        if value is None:
+            return None
+        name = self.string(value, path)
+        if name and not os.access(name, os.R_OK):
+            self.problem(path, f"file {name!r} does not exist or is not readable")
+        return name or None

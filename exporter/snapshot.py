@@ -1,0 +1,54 @@
+"""The immutable result of one polling cycle: everything the collector and landing page show.
+
+A snapshot is built once at the end of a cycle and swapped in whole, so a scrape never sees
+half a cycle and never causes a request to a node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from exporter.readings import ChainReading, HealthReading
+
+
+@dataclass(frozen=True)
+class ChainStatus:
+    """One chain of one node in this cycle; ``reading`` is None when it could not be read."""
+
+    blockchain: str
+    reading: ChainReading | None
+    error: str | None = None
+    height_changed_at: float | None = None
+    blocks_behind: float | None = None
+
+    @property
+    def up(self) -> bool:
+        return self.reading is not None
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    """One node in this cycle, with its cumulative error counts and last success time."""
+
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    health: HealthReading | None
+    error: str | None
+    chains: tuple[ChainStatus, ...]
+    duration: float
+    last_success: float | None
+    error_counts: tuple[tuple[str, str, int], ...]  # (endpoint, reason, count)
+
+    @property
+    def up(self) -> bool:
+        return self.health is not None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """All nodes after one cycle. ``completed_at`` is None until the first cycle has ended."""
+
+    nodes: tuple[NodeStatus, ...] = ()
+    cycle_duration: float | None = None
+    completed_at: float | None = None
+    config_reload_ok: bool = True

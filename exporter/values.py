@@ -1,0 +1,140 @@
+"""Readers for JSON values sent by nodes: liberal in what they accept, strict in what they return.
+
+Each ``read_*`` function returns a float ready to export, or ``None`` when the value is absent,
+``null``, or of a type or form that cannot be read; ``None`` means "no sample" (contract rule 1).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime, timedelta, timezone
+
+_UNIT_SECONDS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,  # U+00B5 micro sign
+    "μs": 1e-6,  # U+03BC greek mu, as Go accepts both
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+# re.ASCII: without it \d also matches non-ASCII digits (Arabic-Indic, ...) that Go and JSON refuse.
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)", re.ASCII)
+_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_TIMESTAMP = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?"
+    r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))",
+    re.ASCII,
+)
+
+
+def parse_go_duration(text: str) -> float:
+    """Parse a Go duration string (``1h2m3.5s``, ``500ms``, ``0``) into seconds.
+
+    Raises ValueError for anything Go's time.ParseDuration would refuse.
+    """
+    sign = -1.0 if text.startswith("-") else 1.0
+    body = text[1:] if text[:1] in "+-" else text
+    if body == "0":
+        return 0.0
+    if not body:
+        raise ValueError(f"invalid duration {text!r}")
+    total = 0.0
+    position = 0
+    while position < len(body):
+        part = _DURATION_PART.match(body, position)
+        if part is None:
+            raise ValueError(
+                f"invalid duration {text!r}: expected a number and a unit (ns, us, ms, s, m, h)"
+            )
+        total += float(part.group(1)) * _UNIT_SECONDS[part.group(2)]
+        position = part.end()
+    return sign * total
+
+
+def parse_timestamp(text: str) -> float:
+    """Parse an ISO 8601 date-time with ``Z`` or a UTC offset into Unix seconds.
+
+    Fractions of any length are kept to float precision. A time without a zone is refused:
+    it cannot be placed on the Unix time line without guessing.
+    """
+    match = _TIMESTAMP.fullmatch(text)
+    if match is None:
+        raise ValueError(f"invalid timestamp {text!r}: expected e.g. 2024-05-01T12:00:00Z")
+    year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
+    fraction = float(match.group(7)) if match.group(7) else 0.0
+    if match.group(8):
+        zone = UTC
+    else:
+        hours, minutes = int(match.group(10)), int(match.group(11))
+        if hours > 23 or minutes > 59:
+            raise ValueError(f"invalid timestamp {text!r}: offset out of range")
+        offset = timedelta(hours=hours, minutes=minutes)
+        zone = timezone(-offset if match.group(9) == "-" else offset)
+    moment = datetime(year, month, day, hour, minute, second, tzinfo=zone)
+    return moment.timestamp() + fraction
+
+
+def read_number(value: object) -> float | None:
+    """A finite JSON number, or a JSON string holding one (``"42"``); booleans are not numbers."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return None
+
+
+def read_count(value: object) -> float | None:
+    """A number that counts something (a height, a queue length): never negative."""
+    number = read_number(value)
+    return number if number is not None and number >= 0 else None
+
+
+def read_bool(value: object) -> float | None:
+    """JSON ``true``/``false`` as 1/0; nothing else counts as a boolean."""
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    return None
+
+
+def read_duration(value: object) -> float | None:
+    """A non-negative Go duration string, in seconds."""
+    if not isinstance(value, str):
+        return None
+    try:
+        seconds = parse_go_duration(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def read_timestamp(value: object) -> float | None:
+    """An ISO 8601 timestamp string with a zone, as Unix seconds."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_timestamp(value)
+    except (ValueError, OverflowError):
+        return None
+
+
+def read_text(value: object) -> str | None:
+    """A JSON string, as is."""
+    return value if isinstance(value, str) else None
+
+
+def read_length(
+    value: object, container: type[list[object]] | type[dict[str, object]]
+) -> float | None:
+    """The number of entries of a JSON array or object of the expected kind."""
+    return float(len(value)) if isinstance(value, container) else None

@@ -1,0 +1,74 @@
+"""YAML loading that remembers the line of every key, so config errors can point at it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+Path = tuple[str | int, ...]
+
+
+class YamlSyntaxError(Exception):
+    """The file is not valid YAML; the message names the line."""
+
+
+@dataclass
+class LocatedYaml:
+    """Plain Python data from a YAML document plus the line (1-based) of each key path."""
+
+    data: Any
+    lines: dict[Path, int] = field(default_factory=dict)
+    duplicates: list[tuple[Path, int]] = field(default_factory=list)
+
+    def line_of(self, path: Path) -> int | None:
+        """Line of the closest known ancestor of ``path``."""
+        for end in range(len(path), -1, -1):
+            line = self.lines.get(path[:end])
+            if line is not None:
+                return line
+        return None
+
+
+def load_located(text: str) -> LocatedYaml:
+    """Parse one YAML document; mapping keys must be scalars, duplicates are recorded."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as error:
+        raise YamlSyntaxError(str(error).replace("\n", " ")) from None
+    located = LocatedYaml(data=None)
+    if root is None:
+        return located
+    located.data = _convert(root, (), located)
+    return located
+
+
+def _convert(node: yaml.Node, path: Path, located: LocatedYaml) -> Any:
+    located.lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = _scalar(key_node)
+            key_text = str(key)
+            key_path = (*path, key_text)
+            if key_text in result:
+                located.duplicates.append((key_path, key_node.start_mark.line + 1))
+            located.lines[key_path] = key_node.start_mark.line + 1
+            result[key_text] = _convert(value_node, key_path, located)
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [_convert(item, (*path, index), located) for index, item in enumerate(node.value)]
+    return _scalar(node)
+
+
+def _scalar(node: yaml.Node) -> Any:
+    if not isinstance(node, yaml.ScalarNode):
+        raise YamlSyntaxError(f"line {node.start_mark.line + 1}: keys must be plain scalars")
+    constructor = yaml.SafeLoader(stream="")
+    try:
+        return constructor.construct_object(node, deep=True)
+    except yaml.YAMLError as error:
+        raise YamlSyntaxError(str(error).replace("\n", " ")) from None
+    finally:
+        constructor.dispose()

@@ -1,0 +1,134 @@
+"""Golden files: recorded node answers + a config -> the exact exposition the exporter serves.
+
+Each folder under ``testdata/golden`` holds ``config.yml``, the answers of each node under
+``nodes/<host>/`` (``health.json``, ``health.html``, ``blockchains/<id>.json``; a ``.status``
+file holds ``<status> <body>``) and ``expected.prom``. Nodes whose folder is missing refuse
+connections. Run with ``UPDATE_GOLDEN=1`` to rewrite the expected files after a deliberate change.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import responses
+from prometheus_client.registry import CollectorRegistry
+
+from exporter.collector import snapshot_collectors
+from exporter.config import load_config
+from exporter.exposition import render_collectors
+from exporter.poller import Poller
+from exporter.snapshot import Snapshot
+from tests.conftest import TESTDATA
+
+GOLDEN = TESTDATA / "golden"
+CLOCK = 1_700_000_000.0
+_VARYING = re.compile(
+    r"^((?:ledger_node_scrape|ledger_exporter_cycle)_duration_seconds\S*) \S+$", re.M
+)
+_CONTENT_TYPES = {".json": "application/json", ".html": "text/html", ".status": "application/json"}
+
+
+def _register(mock: responses.RequestsMock, base_url: str, folder: Path) -> None:
+    for path in sorted(folder.rglob("*.*")):
+        relative = path.relative_to(folder).with_suffix("").as_posix()
+        body = path.read_text()
+        status = 200
+        if path.suffix == ".status":
+            code, _, body = body.partition(" ")
+            status = int(code)
+        mock.add(
+            responses.GET,
+            base_url + relative,
+            body=body,
+            status=status,
+            content_type=_CONTENT_TYPES[path.suffix],
+        )
+
+
+def poll_golden_case(case: Path) -> Snapshot:
+    """One polling cycle over the recorded answers of ``case``, at a fixed clock."""
+    config = load_config(str(case / "config.yml"))
+    snapshots: list[Snapshot] = []
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        registered: set[str] = set()
+        for node in config.nodes:
+            base = node.url if node.url.endswith("/") else node.url + "/"
+            folder = case / "nodes" / str(urlsplit(base).hostname).removesuffix(".test")
+            if folder.is_dir() and base not in registered:
+                _register(mock, base, folder)
+                registered.add(base)
+        poller = Poller(config, snapshots.append, clock=lambda: CLOCK)
+        try:
+            snapshot = poller.run_cycle()
+        finally:
+            poller.stop()
+    return snapshot
+
+
+def render_snapshot(snapshot: Snapshot) -> str:
+    """The exporter's own families (no runtime metrics), with wall-time values masked."""
+    text = render_collectors(snapshot_collectors(snapshot)).decode()
+    return _VARYING.sub(r"\1 <duration>", text)
+
+
+CASES = sorted(path.name for path in GOLDEN.iterdir() if path.is_dir())
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden_exposition(case: str) -> None:
+    folder = GOLDEN / case
+    actual = render_snapshot(poll_golden_case(folder))
+    expected_file = folder / "expected.prom"
+    if os.environ.get("UPDATE_GOLDEN"):
+        expected_file.write_text(actual)
+    assert actual == expected_file.read_text()
+
+
+def test_golden_cases_exist() -> None:
+    assert {"documented", "odd-values", "failures"} <= set(CASES)
+
+
+def test_values_through_a_registry() -> None:
+    """get_sample_value over a fresh registry agrees with the golden mapping."""
+    snapshot = poll_golden_case(GOLDEN / "documented")
+    registry = CollectorRegistry(auto_describe=False)
+    for collector in snapshot_collectors(snapshot):
+        registry.register(collector)
+    labels = {"node": "validator-1", "region": "eu-west", "role": "validator"}
+    chain = {**labels, "blockchain": "8f2a9c"}
+    assert registry.get_sample_value("ledger_node_up", labels) == 1.0
+    assert registry.get_sample_value("ledger_blockchain_height", chain) == 120443.0
+    assert registry.get_sample_value("ledger_blockchain_vote_round", chain) == 3.0
+    assert registry.get_sample_value("ledger_blockchain_consensus_timeout_seconds", chain) == 90.0
+    assert registry.get_sample_value(
+        "ledger_blockchain_last_message_timestamp_seconds", chain
+    ) == pytest.approx(1714564803.25)
+    spaced = {**labels, "blockchain": "chain/with space"}
+    assert registry.get_sample_value("ledger_blockchain_consensus_timeout_seconds", spaced) == 7200
+    assert registry.get_sample_value("ledger_blockchain_vote_round", spaced) is None
+    assert registry.get_sample_value("ledger_blockchain_vote_sessions", spaced) == 0.0
+
+
+def test_odd_values_never_become_samples() -> None:
+    snapshot = poll_golden_case(GOLDEN / "odd-values")
+    text = render_snapshot(snapshot)
+    c1 = 'blockchain="c1",node="odd-1"'
+    for absent in (
+        "ledger_blockchain_last_message_timestamp_seconds",  # no time zone
+        "ledger_blockchain_in_council",  # "true" is a string
+        "ledger_blockchain_voting",  # 1 is not a boolean
+        "ledger_blockchain_pending_messages",  # negative
+        "ledger_blockchain_delayed_messages",  # "NaN"
+        "ledger_blockchain_council_members",  # a string, not a list
+        "ledger_blockchain_vote_sessions",  # null
+        "ledger_blockchain_tx_max_time_trigger_seconds",  # a number, not a duration string
+        "ledger_blockchain_consensus_timeout_seconds",  # negative
+        "ledger_blockchain_peers",  # null
+    ):
+        assert f"{absent}{{{c1}}}" not in text, absent
+    assert f"ledger_blockchain_height{{{c1}}} 1000.0" in text
+    assert f"ledger_blockchain_tx_karma_threshold{{{c1}}} 12.5" in text

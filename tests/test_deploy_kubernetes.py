@@ -1,0 +1,208 @@
+"""Offline checks of deploy/kubernetes/ (no cluster here).
+
+Core kinds validate strictly against the Kubernetes OpenAPI schemas that
+kubernetes-validate bundles. The Prometheus Operator's CRDs (ServiceMonitor,
+PrometheusRule) are not in those schemas, so their structure is checked explicitly, as
+are the references between objects that no schema sees (selectors, port names, the
+ConfigMap key the config path relies on).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate  # type: ignore[import-untyped]
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+K8S_DIR = ROOT / "deploy" / "kubernetes"
+KUBERNETES_VERSION = "1.34"
+CORE_KINDS = {"Deployment", "Service", "ConfigMap", "ServiceAccount"}
+CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
+DURATION = re.compile(r"^(\d+(ms|s|m|h))+$")
+
+
+def manifest_files() -> list[Path]:
+    return sorted(path for path in K8S_DIR.glob("*.yaml") if path.name != "kustomization.yaml")
+
+
+def load(name: str) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load((K8S_DIR / name).read_text(encoding="utf-8"))
+    return document
+
+
+def pod_spec() -> dict[str, Any]:
+    spec: dict[str, Any] = load("deployment.yaml")["spec"]["template"]["spec"]
+    return spec
+
+
+def container() -> dict[str, Any]:
+    (only,) = pod_spec()["containers"]
+    result: dict[str, Any] = only
+    return result
+
+
+def _seconds(duration: str) -> float:
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    return sum(int(n) * units[u] for n, u in re.findall(r"(\d+)(ms|s|m|h)", duration))
+
+
+@pytest.mark.parametrize("path", manifest_files(), ids=lambda path: path.name)
+def test_each_file_is_one_known_object(path: Path) -> None:
+    documents = [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+    assert len(documents) == 1, "one object per file keeps the kustomization readable"
+    assert documents[0]["kind"] in CORE_KINDS | CRD_KINDS
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for path in manifest_files() if load(path.name)["kind"] in CORE_KINDS],
+    ids=lambda path: path.name,
+)
+def test_core_objects_validate_strictly(path: Path) -> None:
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
+
+
+def test_strict_validation_rejects_unknown_fields_and_wrong_types() -> None:
+    """The validator can fail: a misspelt field and a string port are both errors."""
+    document = load("deployment.yaml")
+    document["spec"]["template"]["spec"]["containers"][0]["livenesProbe"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError, match="livenesProbe"):
+        kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
+    service = load("service.yaml")
+    service["spec"]["ports"][0]["port"] = "9877"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(service, KUBERNETES_VERSION, strict=True)
+
+
+def test_kustomization_lists_exactly_the_manifests() -> None:
+    kustomization = load("kustomization.yaml")
+    assert kustomization["apiVersion"] == "kustomize.config.k8s.io/v1beta1"
+    assert kustomization["kind"] == "Kustomization"
+    listed = kustomization["resources"]
+    assert len(listed) == len(set(listed)), "a resource is listed twice"
+    missing_files = sorted(name for name in listed if not (K8S_DIR / name).exists())
+    assert not missing_files, (
+        f"listed but absent (prometheusrule: `make manifests`): {missing_files}"
+    )
+    unlisted = sorted({path.name for path in manifest_files()} - set(listed))
+    assert not unlisted, f"in the directory but not in kustomization.yaml: {unlisted}"
+    (image,) = kustomization["images"]
+    assert container()["image"].split(":")[0] == image["name"]
+
+
+def test_deployment_is_hardened() -> None:
+    pod = pod_spec()
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 65532, "the image's fixed uid"
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["automountServiceAccountToken"] is False
+    security = container()["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["runAsNonRoot"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert security["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
+def test_deployment_probes_and_resources() -> None:
+    c = container()
+    assert c["livenessProbe"]["httpGet"] == {"path": "/-/healthy", "port": "metrics"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/-/ready", "port": "metrics"}
+    assert {"name": "metrics", "containerPort": 9877, "protocol": "TCP"} in c["ports"]
+    for kind in ("requests", "limits"):
+        assert set(c["resources"][kind]) == {"cpu", "memory"}
+
+
+def test_config_path_comes_from_the_configmap() -> None:
+    """--config.file names the file that the ConfigMap volume puts there."""
+    args = container()["args"]
+    (config_arg,) = [arg for arg in args if arg.startswith("--config.file=")]
+    config_path = config_arg.split("=", 1)[1]
+    mounts = {mount["name"]: mount for mount in container()["volumeMounts"]}
+    volumes = {volume["name"]: volume for volume in pod_spec()["volumes"]}
+    configmap = load("configmap.yaml")
+    (volume,) = [v for v in volumes.values() if "configMap" in v]
+    assert volume["configMap"]["name"] == configmap["metadata"]["name"]
+    (item,) = volume["configMap"]["items"]
+    assert item["key"] in configmap["data"]
+    assert mounts[volume["name"]]["readOnly"] is True
+    assert f"{mounts[volume['name']]['mountPath']}/{item['path']}" == config_path
+
+
+def test_configmap_config_uses_only_documented_keys() -> None:
+    """The full check is `ledger-exporter --config.check` in test_deploy_wheel.py."""
+    config = yaml.safe_load(load("configmap.yaml")["data"]["config.yml"])
+    assert set(config) <= {"scrape_interval", "scrape_timeout", "nodes"}
+    names = [node["name"] for node in config["nodes"]]
+    assert len(names) == len(set(names))
+    assert all(node["url"].startswith(("http://", "https://")) for node in config["nodes"])
+
+
+def test_service_account_exists_and_mounts_no_token() -> None:
+    account = load("serviceaccount.yaml")
+    assert pod_spec()["serviceAccountName"] == account["metadata"]["name"]
+    assert account["automountServiceAccountToken"] is False
+
+
+def test_service_selects_the_pods_and_names_the_port() -> None:
+    service = load("service.yaml")
+    deployment = load("deployment.yaml")
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    (port,) = service["spec"]["ports"]
+    assert port == {"name": "metrics", "port": 9877, "targetPort": "metrics", "protocol": "TCP"}
+    assert port["targetPort"] in {p["name"] for p in container()["ports"]}
+
+
+def test_servicemonitor_structure_and_references() -> None:
+    monitor = load("servicemonitor.yaml")
+    service = load("service.yaml")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["kind"] == "ServiceMonitor"
+    assert set(monitor) == {"apiVersion", "kind", "metadata", "spec"}
+    assert monitor["metadata"]["name"]
+    assert set(monitor["spec"]) <= {"selector", "endpoints", "namespaceSelector", "jobLabel"}
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= (
+        service["metadata"]["labels"].items()
+    )
+    port_names = {port["name"] for port in service["spec"]["ports"]}
+    assert monitor["spec"]["endpoints"], "a ServiceMonitor without endpoints scrapes nothing"
+    for endpoint in monitor["spec"]["endpoints"]:
+        assert set(endpoint) <= {"port", "path", "interval", "scrapeTimeout", "scheme"}
+        assert endpoint["port"] in port_names
+        assert endpoint["path"] == "/metrics"
+        assert DURATION.match(endpoint["interval"])
+        assert DURATION.match(endpoint["scrapeTimeout"])
+        assert _seconds(endpoint["scrapeTimeout"]) <= _seconds(endpoint["interval"])
+
+
+def test_prometheusrule_structure() -> None:
+    """Fails until the rule files are merged and `make manifests` has generated it."""
+    path = K8S_DIR / "prometheusrule.yaml"
+    assert path.exists(), "deploy/kubernetes/prometheusrule.yaml missing: run `make manifests`"
+    rule = load("prometheusrule.yaml")
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1"
+    assert rule["kind"] == "PrometheusRule"
+    assert rule["metadata"]["labels"]["app.kubernetes.io/name"] == "ledger-exporter"
+    for group in rule["spec"]["groups"]:
+        assert group["name"]
+        for entry in group["rules"]:
+            assert ("record" in entry) != ("alert" in entry)
+            assert entry["expr"]
+
+
+def test_operator_job_name_is_the_one_the_alerts_expect() -> None:
+    """Without `jobLabel` the Operator names the job after the Service; the alerts match
+    `job="..."` on it. Fails until deploy/prometheus/alerts.yml is merged."""
+    alerts_file = ROOT / "deploy" / "prometheus" / "alerts.yml"
+    assert alerts_file.exists(), f"{alerts_file} missing (monitoring branch)"
+    assert "jobLabel" not in load("servicemonitor.yaml")["spec"]
+    job = load("service.yaml")["metadata"]["name"]
+    expected_jobs = set(re.findall(r'job="([^"]+)"', alerts_file.read_text(encoding="utf-8")))
+    assert expected_jobs <= {job}, f"alerts expect jobs {expected_jobs}, the Operator gives {job}"

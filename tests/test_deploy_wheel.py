@@ -1,0 +1,178 @@
+"""Smoke test of the install the Dockerfile performs, without Docker and offline.
+
+Builds the project's wheel from exactly the files the Dockerfile's builder copies,
+installs it into a fresh pip-less venv with `pip --python ... --no-index --find-links`
+as the Dockerfile does, and runs the installed console script. The wheelhouse's
+dependency wheels are repacked from the development venv's installed distributions, so
+no registry is contacted; what this does not prove is that PyPI resolves the same
+versions during `docker build`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.integration
+
+
+def builder_copy_sources() -> list[str]:
+    """Context paths the Dockerfile's builder stage copies (before the second FROM)."""
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    builder = text.split("\nFROM ", 2)[1]
+    sources: list[str] = []
+    for line in builder.splitlines():
+        if line.startswith("COPY ") and "--from=" not in line:
+            sources.extend(line.split()[1:-1])
+    return sources
+
+
+def dependency_closure(requirements: list[str]) -> list[importlib.metadata.Distribution]:
+    """Installed distributions that satisfy the requirements, transitively."""
+    found: dict[str, importlib.metadata.Distribution] = {}
+    pending = [Requirement(text) for text in requirements]
+    while pending:
+        requirement = pending.pop()
+        if requirement.marker and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        key = re.sub(r"[-_.]+", "-", requirement.name).lower()
+        if key in found:
+            continue
+        distribution = importlib.metadata.distribution(requirement.name)
+        assert requirement.specifier.contains(distribution.version, prereleases=True), (
+            f"dev venv has {requirement.name} {distribution.version}, wheel wants {requirement}"
+        )
+        found[key] = distribution
+        pending.extend(Requirement(text) for text in distribution.requires or [])
+    return list(found.values())
+
+
+def repack(distribution: importlib.metadata.Distribution, wheelhouse: Path) -> Path:
+    """A wheel of an installed distribution: its site-packages files and dist-info."""
+    site = Path(str(distribution.locate_file("")))
+    name = re.sub(r"[-_.]+", "_", distribution.metadata["Name"])
+    wheel = wheelhouse / f"{name}-{distribution.version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for entry in distribution.files or []:
+            if entry.parts[0] == ".." or "__pycache__" in entry.parts:
+                continue
+            archive.write(site / entry, entry.as_posix())
+    return wheel
+
+
+def _run(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(arg) for arg in args], capture_output=True, text=True, check=False, cwd=cwd
+    )
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv holding only the project's wheel and its runtime dependencies."""
+    work = tmp_path_factory.mktemp("image")
+    context = work / "src"
+    for source in builder_copy_sources():
+        target = context / source
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if (ROOT / source).is_dir():
+            shutil.copytree(ROOT / source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(ROOT / source, target)
+    wheelhouse = work / "wheels"
+    built = _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "--no-cache-dir",
+        "--wheel-dir",
+        wheelhouse,
+        context,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    (project_wheel,) = wheelhouse.glob("ledger_exporter-*.whl")
+    with zipfile.ZipFile(project_wheel) as archive:
+        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        requires = [
+            line.split(":", 1)[1].strip()
+            for line in archive.read(metadata).decode().splitlines()
+            if line.startswith("Requires-Dist:")
+        ]
+    for distribution in dependency_closure(requires):
+        repack(distribution, wheelhouse)
+    target = work / "venv"
+    created = _run(sys.executable, "-m", "venv", "--without-pip", target)
+    assert created.returncode == 0, created.stderr
+    installed = _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        target / "bin" / "python",
+        "install",
+        "--no-cache-dir",
+        "--no-index",
+        "--find-links",
+        wheelhouse,
+        project_wheel,
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    return target
+
+
+def test_the_wheel_holds_the_package_not_the_repository(venv: Path, tmp_path: Path) -> None:
+    located = _run(
+        venv / "bin" / "python", "-c", "import exporter; print(exporter.__file__)", cwd=tmp_path
+    )
+    assert located.returncode == 0, located.stderr
+    assert Path(located.stdout.strip()).is_relative_to(venv)
+
+
+def test_version(venv: Path, tmp_path: Path) -> None:
+    result = _run(venv / "bin" / "ledger-exporter", "--version", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    version = importlib.metadata.version("ledger-exporter")
+    assert version in result.stdout + result.stderr
+
+
+def _configmap_config(tmp_path: Path) -> Path:
+    configmap = yaml.safe_load((ROOT / "deploy/kubernetes/configmap.yaml").read_text())
+    path = tmp_path / "config.yml"
+    path.write_text(configmap["data"]["config.yml"], encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "config",
+    ["config/example.yml", "deploy/compose/exporter.yml", "configmap"],
+)
+def test_shipped_configs_pass_config_check(venv: Path, tmp_path: Path, config: str) -> None:
+    """The image's config, the compose stack's and the Kubernetes ConfigMap's."""
+    path = _configmap_config(tmp_path) if config == "configmap" else ROOT / config
+    result = _run(
+        venv / "bin" / "ledger-exporter", "--config.check", "--config.file", path, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_config_check_rejects_an_unknown_key(venv: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text("scrape_interval: 15s\nnodez: []\n", encoding="utf-8")
+    result = _run(
+        venv / "bin" / "ledger-exporter", "--config.check", "--config.file", bad, cwd=tmp_path
+    )
+    assert result.returncode == 1
+    assert "nodez" in result.stdout + result.stderr

@@ -1,0 +1,99 @@
+"""Cross-cycle state: height-change times, blocks behind, counters, and state-change logs."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from exporter.client import FetchError, Reason
+from exporter.config import NodeConfig
+from exporter.history import ChainResult, History, NodeResult
+from exporter.readings import read_chain, read_health
+from tests.conftest import chain_doc, health_doc
+
+
+def _up(name: str, heights: dict[str, int | None]) -> NodeResult:
+    chains = [
+        ChainResult(chain, read_chain({} if height is None else chain_doc(height)))
+        for chain, height in heights.items()
+    ]
+    return NodeResult(NodeConfig(name, "http://x/"), read_health(health_doc([])), None, chains, 0.1)
+
+
+def _down(name: str, reason: Reason = Reason.TIMEOUT) -> NodeResult:
+    return NodeResult(NodeConfig(name, "http://x/"), None, FetchError(reason, "boom"), [], 0.1)
+
+
+def _chain(history_nodes: tuple, node: str, chain: str):  # type: ignore[no-untyped-def]
+    status = next(n for n in history_nodes if n.name == node)
+    return next(c for c in status.chains if c.blockchain == chain)
+
+
+def test_height_change_time_is_when_the_height_was_first_seen() -> None:
+    history = History()
+    first = history.record([_up("a", {"c": 10})], now=100.0)
+    same = history.record([_up("a", {"c": 10})], now=115.0)
+    moved = history.record([_up("a", {"c": 11})], now=130.0)
+    assert _chain(first, "a", "c").height_changed_at == 100.0
+    assert _chain(same, "a", "c").height_changed_at == 100.0
+    assert _chain(moved, "a", "c").height_changed_at == 130.0
+
+
+def test_a_node_blip_does_not_reset_the_stall_clock() -> None:
+    history = History()
+    history.record([_up("a", {"c": 10})], now=100.0)
+    history.record([_down("a")], now=115.0)
+    back = history.record([_up("a", {"c": 10})], now=130.0)
+    assert _chain(back, "a", "c").height_changed_at == 100.0
+
+
+def test_a_chain_no_longer_listed_is_forgotten() -> None:
+    history = History()
+    history.record([_up("a", {"c": 10})], now=100.0)
+    history.record([_up("a", {})], now=115.0)
+    again = history.record([_up("a", {"c": 10})], now=130.0)
+    assert _chain(again, "a", "c").height_changed_at == 130.0
+
+
+def test_blocks_behind_is_measured_against_the_highest_node() -> None:
+    nodes = History().record(
+        [_up("a", {"c": 100, "d": 5}), _up("b", {"c": 97}), _up("e", {"c": None})], now=1.0
+    )
+    assert _chain(nodes, "a", "c").blocks_behind == 0
+    assert _chain(nodes, "b", "c").blocks_behind == 3
+    assert _chain(nodes, "a", "d").blocks_behind == 0
+    assert _chain(nodes, "e", "c").blocks_behind is None  # no height, no sample
+
+
+def test_error_counters_accumulate_and_start_at_zero() -> None:
+    history = History()
+    history.record([_down("a", Reason.CONNECTION)], now=1.0)
+    nodes = history.record([_down("a", Reason.CONNECTION)], now=2.0)
+    counts = {(e, r): n for e, r, n in nodes[0].error_counts}
+    assert counts[("health", "connection")] == 2
+    assert counts[("blockchain", "too_large")] == 0
+    assert len(counts) == 12
+
+
+def test_last_success_survives_failures_and_removal_forgets_everything() -> None:
+    history = History()
+    history.record([_up("a", {"c": 1})], now=10.0)
+    failed = history.record([_down("a")], now=20.0)
+    assert failed[0].last_success == 10.0
+    history.record([_up("b", {})], now=30.0)
+    readded = history.record([_down("a")], now=40.0)
+    assert readded[0].last_success is None
+    assert {(e, r): n for e, r, n in readded[0].error_counts}[("health", "timeout")] == 1
+
+
+def test_state_changes_are_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    history = History()
+    with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+        history.record([_up("a", {"c": 1})], now=1.0)  # first sighting, up: not news
+        for now in (2.0, 3.0, 4.0):
+            history.record([_down("a")], now=now)
+        history.record([_up("a", {"c": 1})], now=5.0)
+    messages = [record.getMessage() for record in caplog.records]
+    assert messages == ["node a is down", "node a is up again"]
+    assert caplog.records[0].fields == {"node": "a", "reason": "timeout", "error": "boom"}

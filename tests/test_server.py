@@ -1,0 +1,246 @@
+"""The HTTP endpoints over real sockets: negotiation, gzip, readiness, reload, auth and TLS."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import bcrypt
+import pytest
+
+from exporter.app import Exporter
+from exporter.config import Config, NodeConfig
+from exporter.server import ExporterServer, ListenAddressError, parse_listen_address
+from exporter.webconfig import TlsServerConfig, WebConfig
+from tests.conftest import FakeNode, chain_doc, health_doc, new_fake_node
+
+
+def _get(url: str, headers: dict[str, str] | None = None, method: str = "GET", **kw: object):  # type: ignore[no-untyped-def]
+    request = urllib.request.Request(url, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=5, **kw) as response:  # type: ignore[arg-type]
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def _wait_ready(base: str) -> None:
+    deadline = time.monotonic() + 10
+    while _get(base + "-/ready")[0] != 200:
+        assert time.monotonic() < deadline, "exporter never became ready"
+        time.sleep(0.05)
+
+
+def _write_config(path: Path, url: str, name: str = "n") -> None:
+    path.write_text(
+        f"scrape_interval: 1s\nscrape_timeout: 1s\nnodes:\n  - name: {name}\n    url: {url}\n"
+    )
+
+
+@pytest.fixture
+def node(fake_nodes: list[FakeNode]) -> FakeNode:
+    fake = new_fake_node(fake_nodes)
+    fake.play(health_doc(["<b>c1</b>"]), {"%3Cb%3Ec1%3C%2Fb%3E": chain_doc(42)})
+    return fake
+
+
+@pytest.fixture
+def running(node: FakeNode, tmp_path: Path) -> Iterator[tuple[Exporter, str, Path]]:
+    config_file = tmp_path / "config.yml"
+    _write_config(config_file, node.url)
+    config = Config(nodes=(NodeConfig("n", node.url),), scrape_interval=1.0, scrape_timeout=1.0)
+    exporter = Exporter(config, str(config_file))
+    server = exporter.start("127.0.0.1:0")
+    base = f"http://127.0.0.1:{server.port}/"
+    _wait_ready(base)
+    yield exporter, base, config_file
+    exporter.stop()
+
+
+@pytest.mark.parametrize(
+    ("accept", "content_type", "ending"),
+    [
+        (None, "text/plain; version=0.0.4; charset=utf-8", b"\n"),
+        ("text/plain;version=0.0.4", "text/plain; version=0.0.4; charset=utf-8", b"\n"),
+        (
+            "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            b"# EOF\n",
+        ),
+    ],
+)
+def test_metrics_formats(
+    running: tuple, accept: str | None, content_type: str, ending: bytes
+) -> None:
+    _, base, _ = running
+    status, headers, body = _get(base + "metrics", {"Accept": accept} if accept else {})
+    assert status == 200
+    assert headers["Content-Type"] == content_type
+    assert body.endswith(ending)
+    assert b'ledger_blockchain_height{blockchain="<b>c1</b>",node="n"} 42.0' in body
+    assert b"process_resident_memory_bytes" in body
+
+
+def test_gzip_when_asked(running: tuple) -> None:
+    _, base, _ = running
+    plain = _get(base + "metrics")[2]
+    status, headers, body = _get(base + "metrics", {"Accept-Encoding": "gzip, deflate"})
+    assert status == 200 and headers["Content-Encoding"] == "gzip"
+    assert gzip.decompress(body) == plain
+    assert "Content-Encoding" not in _get(base + "metrics", {"Accept-Encoding": "gzip;q=0"})[1]
+
+
+def test_the_same_snapshot_is_served_until_the_next_cycle(running: tuple) -> None:
+    exporter, _, _ = running
+    exposition = exporter.exposition()
+    assert exposition.body(False, False) is exposition.body(False, False)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "-/healthy", 200),
+        ("HEAD", "-/healthy", 200),
+        ("GET", "-/ready", 200),
+        ("GET", "nope", 404),
+        ("GET", "-/reload", 405),
+        ("POST", "metrics", 405),
+    ],
+)
+def test_endpoints(running: tuple, method: str, path: str, status: int) -> None:
+    _, base, _ = running
+    assert _get(base + path, method=method)[0] == status
+
+
+def test_landing_page_escapes_node_values(running: tuple) -> None:
+    _, base, _ = running
+    status, headers, body = _get(base)
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert b"&lt;b&gt;c1&lt;/b&gt;: height 42" in body
+    assert b"<b>c1</b>" not in body
+    assert b"href='/metrics'" in body
+
+
+def test_not_ready_before_the_first_cycle(node: FakeNode) -> None:
+    node.set("/health", health_doc([]), delay=1.5)
+    config = Config(nodes=(NodeConfig("n", node.url),), scrape_interval=3.0, scrape_timeout=2.0)
+    exporter = Exporter(config)
+    server = exporter.start("127.0.0.1:0")
+    try:
+        assert _get(f"http://127.0.0.1:{server.port}/-/ready")[0] == 503
+        assert _get(f"http://127.0.0.1:{server.port}/-/healthy")[0] == 200
+    finally:
+        exporter.stop()
+
+
+def test_reload_keeps_the_old_config_on_error(running: tuple, fake_nodes: list[FakeNode]) -> None:
+    _, base, config_file = running
+    config_file.write_text("nodes: [{name: x}]\n")
+    status, _, body = _get(base + "-/reload", method="POST")
+    assert status == 500 and b"missing required key 'url'" in body
+    assert b"ledger_exporter_config_last_reload_successful 0.0" in _get(base + "metrics")[2]
+    other = new_fake_node(fake_nodes)
+    other.play(health_doc([]), {})
+    _write_config(config_file, other.url, name="renamed")
+    assert _get(base + "-/reload", method="POST")[0] == 200
+    deadline = time.monotonic() + 5
+    while b'node="renamed"' not in _get(base + "metrics")[2]:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    body = _get(base + "metrics")[2]
+    assert b"ledger_exporter_config_last_reload_successful 1.0" in body
+    assert b'ledger_node_up{node="n"}' not in body
+
+
+def test_basic_auth(node: FakeNode) -> None:
+    hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(4)).decode()
+    config = Config(nodes=(NodeConfig("n", node.url),))
+    exporter = Exporter(config)
+    server = exporter.start("127.0.0.1:0", WebConfig(basic_auth_users={"prom": hashed}))
+    base = f"http://127.0.0.1:{server.port}/"
+    good = "Basic " + base64.b64encode(b"prom:s3cret").decode()
+    bad = "Basic " + base64.b64encode(b"prom:wrong").decode()
+    try:
+        status, headers, _ = _get(base + "metrics")
+        assert status == 401 and headers["WWW-Authenticate"].startswith("Basic")
+        assert _get(base + "metrics", {"Authorization": bad})[0] == 401
+        assert _get(base + "metrics", {"Authorization": good})[0] == 200
+        assert _get(base + "-/reload", {"Authorization": bad}, method="POST")[0] == 401
+    finally:
+        exporter.stop()
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[str, str]:
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is needed to make a test certificate"
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return str(cert), str(key)
+
+
+def test_tls_serves_while_an_idle_client_holds_a_connection(
+    node: FakeNode, certificate: tuple[str, str]
+) -> None:
+    cert, key = certificate
+    exporter = Exporter(Config(nodes=(NodeConfig("n", node.url),)))
+    server = exporter.start("127.0.0.1:0", WebConfig(tls=TlsServerConfig(cert, key)))
+    idle = socket.create_connection(("127.0.0.1", server.port))  # never sends a ClientHello
+    try:
+        context = ssl.create_default_context(cafile=cert)
+        results: list[int] = []
+        thread = threading.Thread(
+            target=lambda: results.append(
+                _get(f"https://127.0.0.1:{server.port}/-/healthy", context=context)[0]
+            )
+        )
+        thread.start()
+        thread.join(timeout=5)
+        assert results == [200]
+        with pytest.raises(OSError, match=r"reset|closed|EOF|refused"):  # plain HTTP to TLS
+            urllib.request.urlopen(f"http://127.0.0.1:{server.port}/-/healthy", timeout=2)
+    finally:
+        idle.close()
+        exporter.stop()
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [(":9877", ("", 9877)), ("0.0.0.0:1", ("0.0.0.0", 1)), ("[::1]:80", ("::1", 80))],
+)
+def test_parse_listen_address(address: str, expected: tuple[str, int]) -> None:
+    assert parse_listen_address(address) == expected
+
+
+@pytest.mark.parametrize("address", ["9877", "host:", "host:99999", "host:http"])
+def test_parse_listen_address_rejects(address: str) -> None:
+    with pytest.raises(ListenAddressError):
+        parse_listen_address(address)
+
+
+def test_server_binds_ipv6_loopback_when_asked() -> None:
+    class NoApp:
+        pass
+
+    try:
+        server = ExporterServer("[::1]:0", NoApp())  # type: ignore[arg-type]
+    except OSError:
+        pytest.skip("this machine has no IPv6 loopback")
+    assert server.address_family == socket.AF_INET6
+    server.server_close()
