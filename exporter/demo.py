@@ -13,6 +13,8 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -80,6 +82,7 @@ def prometheus_config(exporter_address: str) -> dict[str, object]:
 
 
 def start_prometheus(exporter_address: str, listen: str, workdir: Path) -> subprocess.Popen[bytes]:
+    """Start Prometheus and wait until it is ready; exit with its own words if it fails."""
     binary = shutil.which("prometheus")
     if binary is None:
         raise SystemExit(
@@ -87,16 +90,41 @@ def start_prometheus(exporter_address: str, listen: str, workdir: Path) -> subpr
         )
     config_file = workdir / "prometheus.yml"
     config_file.write_text(yaml.safe_dump(prometheus_config(exporter_address)))
-    return subprocess.Popen(
+    log_file = (workdir / "prometheus.log").open("wb")
+    process = subprocess.Popen(
         [
             binary,
             f"--config.file={config_file}",
             f"--storage.tsdb.path={workdir / 'data'}",
             f"--web.listen-address={listen}",
         ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
     )
+    log_file.close()  # the child holds its own copy of the descriptor
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = (workdir / "prometheus.log").read_text(errors="replace")[-2000:]
+            raise SystemExit(
+                f"--prometheus: prometheus exited with code {process.returncode}:\n{tail}"
+            )
+        try:
+            with urllib.request.urlopen(f"http://{listen}/-/ready", timeout=1):
+                return process
+        except OSError:
+            time.sleep(0.2)
+    _terminate(process)
+    raise SystemExit(f"--prometheus: prometheus was not ready on {listen} within 30s")
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,15 +154,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             if args.prometheus:
                 prometheus = start_prometheus(address, args.prometheus_address, Path(workdir))
-                print(f"Prometheus:            http://{args.prometheus_address}/alerts")
+                print(f"Prometheus:            http://{args.prometheus_address}/")
             print("Press Ctrl-C to stop.", flush=True)
             _wait_for_signal()
         finally:
-            if prometheus is not None:
-                prometheus.terminate()
-                prometheus.wait(timeout=10)
-            exporter.stop()
-            network.stop()
+            try:
+                if prometheus is not None:
+                    _terminate(prometheus)
+            finally:
+                exporter.stop()
+                network.stop()
     return 0
 
 

@@ -1,0 +1,122 @@
+"""A real Prometheus scraping the real ``ledger-exporter`` process that polls a simulated
+network (issue 3): what a user's Prometheus stores and answers over its HTTP API.
+
+Prometheus asks for OpenMetrics first, so this also proves the OpenMetrics exposition is
+ingested without a scrape error. It must run in CI: ``promserver`` fails there when the
+``prometheus`` binary is missing (``make test`` installs it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from exporter import metrics
+from exporter.simulator import SimulatedNetwork
+from tests.promserver import PrometheusServer, StartPrometheus, prometheus_servers
+from tests.test_cli import ExporterProcess, wait_for
+
+pytestmark = pytest.mark.integration
+
+JOB = "ledger-exporter"
+REASONS = 6  # timeout, connection, http_status, invalid_json, invalid_response, too_large
+ENDPOINTS = 2  # health, blockchain
+
+
+@pytest.fixture
+def prometheus(tmp_path: Path) -> Iterator[StartPrometheus]:
+    with prometheus_servers(tmp_path) as start:
+        yield start
+
+
+@pytest.fixture
+def network() -> Iterator[SimulatedNetwork]:
+    with SimulatedNetwork(nodes=3, chains=2, block_interval=0.5, seed=7) as net:
+        yield net
+
+
+@pytest.fixture
+def exporter(network: SimulatedNetwork, tmp_path: Path) -> Iterator[ExporterProcess]:
+    """``python -m exporter --config.file ...`` polling every simulated node each second."""
+    config = tmp_path / "config.yml"
+    nodes = [{"name": name, "url": url} for name, url in network.node_urls.items()]
+    config.write_text(
+        yaml.safe_dump({"scrape_interval": "1s", "scrape_timeout": "800ms", "nodes": nodes})
+    )
+    process = ExporterProcess(config)
+    try:
+        wait_for(process.base + "/-/ready", "Ready", timeout=10)
+        yield process
+    finally:
+        code, stderr = process.stop()
+    assert code == 0, stderr
+
+
+def tracked_pairs(network: SimulatedNetwork) -> set[tuple[str, str]]:
+    listing = network.listing()["nodes"]
+    return {(node, chain) for node, info in listing.items() for chain in info["blockchains"]}
+
+
+def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
+    """Series per metric name for a healthy network (vote_round comes and goes)."""
+    nodes, pairs = len(network.node_names), tracked_pairs(network)
+    features = sum(len(network.blockchain(node, chain)["features"]) for node, chain in pairs)
+    counts: dict[str, int] = {}
+    for spec in metrics.ALL:
+        if spec.name.startswith("ledger_exporter_"):
+            counts[spec.name] = 1
+        elif spec.name.startswith("ledger_node_"):
+            counts[spec.name] = nodes
+        else:
+            counts[spec.name] = len(pairs)
+    counts["ledger_node_scrape_errors_total"] = nodes * ENDPOINTS * REASONS
+    counts["ledger_blockchain_feature_enabled"] = features
+    del counts["ledger_blockchain_vote_round"]
+    return counts
+
+
+def test_prometheus_scrapes_and_stores_every_node_and_chain(
+    prometheus: StartPrometheus, network: SimulatedNetwork, exporter: ExporterProcess
+) -> None:
+    server = prometheus({JOB: [f"127.0.0.1:{exporter.port}"]})
+    [target] = server.wait_for_scrapes(timeout=20)
+    assert target["lastError"] == ""
+    assert target["scrapeUrl"] == f"{exporter.base}/metrics"
+    assert server.values(f'up{{job="{JOB}"}}') == {(): 1.0}
+    assert server.values(f'scrape_samples_scraped{{job="{JOB}"}}')[()] > 0
+    assert server.values("ledger_node_up", "node") == {(n,): 1.0 for n in network.node_names}
+
+    first = server.values("ledger_blockchain_height", "node", "blockchain")
+    assert set(first) == tracked_pairs(network) and len(first) == 5
+    server.wait_for(
+        "ledger_blockchain_height",
+        lambda result: (
+            len(result) == len(first)
+            and all(
+                float(s["value"][1]) > first[s["metric"]["node"], s["metric"]["blockchain"]]
+                for s in result
+            )
+        ),
+        timeout=10,
+    )
+
+    counts = server.values(
+        f'count by (__name__) ({{__name__=~"ledger_.+", job="{JOB}"}})', "__name__"
+    )
+    vote_rounds = counts.pop(("ledger_blockchain_vote_round",), 0)
+    assert counts == {(name,): n for name, n in expected_series_counts(network).items()}
+    assert vote_rounds <= len(first)
+    assert_ingested_as_openmetrics(server)
+
+
+def assert_ingested_as_openmetrics(server: PrometheusServer) -> None:
+    """OpenMetrics names a counter family without ``_total`` (the text format keeps it), so
+    Prometheus's metadata shows which parser read the scrape."""
+    family = server.metadata(JOB, "ledger_node_scrape_errors")
+    assert [found["type"] for found in family] == ["counter"], "not read as OpenMetrics"
+    assert server.metadata(JOB, "ledger_node_scrape_errors_total") == []
+    [target] = server.targets()
+    assert target["health"] == "up" and target["lastError"] == ""

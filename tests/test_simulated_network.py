@@ -1,0 +1,446 @@
+"""The exporter polling a simulated network: every metric valued as the simulator served it,
+and following faults switched on and off (issue 3).
+
+In-process on purpose: ``Poller.run_cycle()`` drives one cycle at a time, and one hand-stepped
+clock is shared by the simulator and the exporter and frozen while a cycle runs. So what the
+simulator served over real HTTP is exactly ``network.health()`` / ``network.blockchain()`` at
+that moment, and every value (heights, queues, timestamps, the exporter's own clock readings)
+compares exactly, with no sleeps. Each cycle's whole exposition is checked against a reference
+model built from the simulator's answers; the real process behind a real Prometheus is
+``test_prometheus.py``'s job.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter import __version__, metrics
+from exporter.config import Config, NodeConfig
+from exporter.exposition import Exposition
+from exporter.poller import Poller
+from exporter.simulator import SimulatedNetwork
+
+INTERVAL = 2.0  # block interval of the simulated chains
+TIMEOUT = 1.0  # the exporter's scrape_timeout; a slow fault answers after SLOW
+SLOW = 4.0
+START = 1_700_000_000.0
+SEED = 0  # at START + INTERVAL / 4 some chains have an open vote session and some do not
+
+ENDPOINTS = ("health", "blockchain")  # the contract's endpoint and reason labels
+REASONS = ("timeout", "connection", "http_status", "invalid_json", "invalid_response", "too_large")
+
+Key = tuple[str, frozenset[tuple[str, str]]]
+Samples = dict[Key, Any]  # values are floats, or pytest.approx in expectations
+
+
+def key(name: str, **labels: str) -> Key:
+    return name, frozenset(labels.items())
+
+
+def value(samples: Samples, name: str, **labels: str) -> float | None:
+    return samples.get(key(name, **labels))
+
+
+def parse(exposition: bytes) -> Samples:
+    """The ``ledger_*`` samples of a text exposition."""
+    return {
+        key(sample.name, **sample.labels): sample.value
+        for family in text_string_to_metric_families(exposition.decode())
+        for sample in family.samples
+        if sample.name.startswith("ledger_")
+    }
+
+
+def go_seconds(text: str) -> float:
+    """Seconds of the simulator's Go durations (``45s``, ``1m45s``, ``2h0m0s``)."""
+    match = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?", text)
+    assert match and text, f"unexpected duration {text!r}"
+    hours, minutes, seconds = (float(part or 0) for part in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def chain_values(doc: dict[str, Any]) -> dict[str, Any]:
+    """Expected plain gauges (labels node, blockchain) of one served chain document."""
+    consensus, sessions = doc["consensus"], doc["voteSessions"]
+    last_message = datetime.fromisoformat(doc["lastMessageTime"]).timestamp()
+    expected = {
+        "ledger_blockchain_up": 1.0,
+        "ledger_blockchain_height": doc["blockHeight"],
+        "ledger_blockchain_last_message_timestamp_seconds": pytest.approx(last_message, abs=1e-3),
+        "ledger_blockchain_pending_messages": doc["pendingMessagesCount"],
+        "ledger_blockchain_delayed_messages": doc["delayedMessagesCount"],
+        "ledger_blockchain_pending_transactions": doc["pendingTransactions"],
+        "ledger_blockchain_syncing": float(doc["syncing"]),
+        "ledger_blockchain_in_council": float(doc["isInCouncil"]),
+        "ledger_blockchain_voting": float(doc["isVoting"]),
+        "ledger_blockchain_time_to_vote": float(doc["isTimeToVote"]),
+        "ledger_blockchain_council_members": len(doc["councilMembers"]),
+        "ledger_blockchain_peers": len(doc["blockchainPeers"]),
+        "ledger_blockchain_vote_sessions": len(sessions),
+        "ledger_blockchain_consensus_min_members": consensus["minMembers"],
+        "ledger_blockchain_consensus_timeout_seconds": go_seconds(consensus["consensusTimeout"]),
+        "ledger_blockchain_tx_max_time_trigger_seconds": go_seconds(consensus["txMaxTimeTrigger"]),
+        "ledger_blockchain_tx_karma_threshold": consensus["txKarmaThreshold"],
+        "ledger_blockchain_tx_mint_threshold": consensus["txMintThreshold"],
+    }
+    if sessions:
+        expected["ledger_blockchain_vote_round"] = max(s["round"] for s in sessions.values())
+    return expected
+
+
+class Clock:
+    """The one clock of the simulator and the exporter, stepped by the test."""
+
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class Rig:
+    """A simulated network, a poller over it, and a reference model of what it must export."""
+
+    def __init__(self, layout: str) -> None:
+        self.clock = Clock()
+        self.network = SimulatedNetwork(3, 2, INTERVAL, SEED, layout=layout, clock=self.clock)
+        self.network.start()
+        nodes = tuple(NodeConfig(name, url) for name, url in self.network.node_urls.items())
+        config = Config(nodes=nodes, scrape_interval=2 * TIMEOUT, scrape_timeout=TIMEOUT)
+        self.poller = Poller(config, lambda snapshot: None, self.clock)
+        self.errors: Counter[tuple[str, str, str]] = Counter()
+        self.last_success: dict[str, float] = {}
+        self.first_seen: dict[tuple[str, str], tuple[float, float]] = {}  # height, when
+        self.clock.advance(INTERVAL / 4)
+
+    def stop(self) -> None:
+        self.poller.stop()
+        self.network.stop()
+
+    def tracked(self, node: str) -> list[str]:
+        chains: list[str] = self.network.health(node)["blockchains"]
+        return chains
+
+    def cycle(
+        self,
+        down: Mapping[str, str] | None = None,
+        chains_down: Mapping[tuple[str, str], str] | None = None,
+    ) -> Samples:
+        """One polling cycle at the frozen clock; asserts the whole exposition equals the
+        model: the simulator's answers, except ``down`` (node -> reason of its /health
+        error) and ``chains_down`` ((node, chain) -> reason of that chain's error). Returns
+        the samples, less the wall-time durations (checked here for presence only)."""
+        actual = parse(Exposition(self.poller.run_cycle()).body(False, False))
+        expected = self.expect(down or {}, chains_down or {})
+        durations = {
+            labels: actual.pop((name, labels))
+            for name, labels in list(actual)
+            if name.endswith("_duration_seconds")
+        }
+        node_labels = {frozenset({("node", node)}) for node in self.network.node_names}
+        assert set(durations) == {frozenset(), *node_labels}
+        assert all(seconds >= 0 for seconds in durations.values())
+        assert actual == expected
+        return actual
+
+    def expect(
+        self, down: Mapping[str, str], chains_down: Mapping[tuple[str, str], str]
+    ) -> Samples:
+        now = self.clock.now
+        expected: Samples = {
+            key("ledger_exporter_build_info", version=__version__): 1.0,
+            key("ledger_exporter_config_last_reload_successful"): 1.0,
+        }
+        docs: dict[tuple[str, str], dict[str, Any]] = {}
+        for node in self.network.node_names:
+            if node in down:
+                self.errors[node, "health", down[node]] += 1
+                expected[key("ledger_node_up", node=node)] = 0.0
+            else:
+                self.last_success[node] = now
+                expected.update(self.node_samples(node))
+                for chain in self.tracked(node):
+                    if (node, chain) in chains_down:
+                        self.errors[node, "blockchain", chains_down[node, chain]] += 1
+                        expected[key("ledger_blockchain_up", node=node, blockchain=chain)] = 0.0
+                    else:
+                        docs[node, chain] = self.network.blockchain(node, chain)
+            expected.update(self.bookkeeping_samples(node))
+        expected.update(self.chain_samples(docs, now))
+        return expected
+
+    def bookkeeping_samples(self, node: str) -> Samples:
+        """Every error counter of the node (0 until counted) and its last success, if any."""
+        expected: Samples = {
+            key("ledger_node_scrape_errors_total", node=node, endpoint=e, reason=r): (
+                self.errors[node, e, r]
+            )
+            for e in ENDPOINTS
+            for r in REASONS
+        }
+        if node in self.last_success:
+            last = self.last_success[node]
+            expected[key("ledger_node_last_success_timestamp_seconds", node=node)] = last
+        return expected
+
+    def node_samples(self, node: str) -> Samples:
+        health = self.network.health(node)
+        identity = {
+            "node_version": health["nodeVersion"],
+            "node_id": health["nodeId"],
+            "peer_id": health["network"]["peerId"],
+        }
+        return {
+            key("ledger_node_up", node=node): 1.0,
+            key("ledger_node_info", node=node, **identity): 1.0,
+            key("ledger_node_peers", node=node): health["network"]["peerCount"],
+            key("ledger_node_blockchains", node=node): len(health["blockchains"]),
+        }
+
+    def chain_samples(self, docs: dict[tuple[str, str], dict[str, Any]], now: float) -> Samples:
+        highest: dict[str, float] = {}
+        for (_, chain), doc in docs.items():
+            highest[chain] = max(highest.get(chain, 0), doc["blockHeight"])
+        expected: Samples = {}
+        for (node, chain), doc in docs.items():
+            labels = {"node": node, "blockchain": chain}
+            height = doc["blockHeight"]
+            if self.first_seen.get((node, chain), (None,))[0] != height:
+                self.first_seen[node, chain] = (height, now)
+            for name, number in chain_values(doc).items():
+                expected[key(name, **labels)] = number
+            expected[key("ledger_blockchain_blocks_behind", **labels)] = highest[chain] - height
+            changed = self.first_seen[node, chain][1]
+            expected[key("ledger_blockchain_height_last_change_timestamp_seconds", **labels)] = (
+                changed
+            )
+            info = {"consensus_type": doc["consensus"]["consensusType"], "key_type": doc["keyType"]}
+            expected[key("ledger_blockchain_consensus_info", **labels, **info)] = 1.0
+            for feature, enabled in doc["features"].items():
+                expected[key("ledger_blockchain_feature_enabled", **labels, feature=feature)] = (
+                    float(enabled)
+                )
+        return expected
+
+
+Switch = Callable[..., None]
+
+
+def via_api(rig: Rig, node: str, fault: str, enabled: bool = True, **extra: Any) -> None:
+    rig.network.set_fault(node, fault, enabled, **extra)
+
+
+def via_admin(rig: Rig, node: str, fault: str, enabled: bool = True, **extra: Any) -> None:
+    """POST /-/sim/faults, as an operator would with curl."""
+    body = json.dumps({"node": node, "fault": fault, "enabled": enabled, **extra}).encode()
+    request = urllib.request.Request(rig.network.admin_url + "faults", body, method="POST")
+    with urllib.request.urlopen(request, timeout=5) as response:
+        listed = json.load(response)["faults"]
+    in_force = {(f["node"], f["fault"], f["chain"]) for f in listed}
+    assert ((node, fault, extra.get("chain")) in in_force) == enabled, listed
+
+
+@pytest.fixture
+def make_rig() -> Iterator[Callable[..., Rig]]:
+    rigs: list[Rig] = []
+
+    def make(layout: str = "paths") -> Rig:
+        rigs.append(Rig(layout))
+        return rigs[-1]
+
+    yield make
+    for rig in rigs:
+        rig.stop()
+
+
+@pytest.fixture
+def rig(make_rig: Callable[..., Rig]) -> Rig:
+    return make_rig()
+
+
+def series_of(samples: Samples, node: str, prefix: str = "ledger_blockchain_") -> set[str]:
+    return {
+        name for name, labels in samples if name.startswith(prefix) and ("node", node) in labels
+    }
+
+
+def heights(samples: Samples) -> dict[tuple[str, str], float]:
+    return {
+        (dict(labels)["node"], dict(labels)["blockchain"]): number
+        for (name, labels), number in samples.items()
+        if name == "ledger_blockchain_height"
+    }
+
+
+def test_every_metric_appears_with_the_values_the_simulator_served(rig: Rig) -> None:
+    sessions = {
+        (node, chain): len(rig.network.blockchain(node, chain)["voteSessions"])
+        for node in rig.network.node_names
+        for chain in rig.tracked(node)
+    }
+    # the seed and moment are chosen so that vote_round is both present and absent
+    assert 0 in sessions.values() and any(sessions.values()), sessions
+    samples = rig.cycle()
+    assert {name for name, _ in samples} | {
+        "ledger_node_scrape_duration_seconds",
+        "ledger_exporter_cycle_duration_seconds",
+    } == {spec.name for spec in metrics.ALL}
+    for (node, chain), count in sessions.items():
+        has_round = value(samples, "ledger_blockchain_vote_round", node=node, blockchain=chain)
+        assert (has_round is not None) == (count > 0)
+    assert len(heights(samples)) == len(sessions) == 5  # chain 1 everywhere, chain 2 on two
+    for step in (INTERVAL / 3, INTERVAL, 2.5 * INTERVAL):  # heights stay, move, jump
+        rig.clock.advance(step)
+        rig.cycle()
+
+
+@pytest.mark.parametrize(("layout", "switch"), [("paths", via_admin), ("ports", via_api)])
+def test_a_node_down_is_up_0_without_chain_series_and_comes_back(
+    make_rig: Callable[..., Rig], layout: str, switch: Switch
+) -> None:
+    rig = make_rig(layout)
+    before = rig.cycle()
+    assert series_of(before, "node-2")
+    switch(rig, "node-2", "down")
+    rig.clock.advance(INTERVAL)
+    samples = rig.cycle(down={"node-2": "connection"})
+    assert value(samples, "ledger_node_up", node="node-2") == 0
+    assert series_of(samples, "node-2") == set()
+    assert series_of(samples, "node-2", "ledger_node_") == {
+        "ledger_node_up",
+        "ledger_node_scrape_errors_total",
+        "ledger_node_last_success_timestamp_seconds",
+    }
+    errors = {"node": "node-2", "endpoint": "health", "reason": "connection"}
+    assert value(samples, "ledger_node_scrape_errors_total", **errors) == 1
+    assert value(samples, "ledger_node_up", node="node-1") == 1
+    switch(rig, "node-2", "down", enabled=False)
+    rig.clock.advance(INTERVAL)
+    samples = rig.cycle()
+    assert value(samples, "ledger_node_up", node="node-2") == 1
+    assert series_of(samples, "node-2") == series_of(before, "node-2")
+
+
+def test_a_stalled_node_keeps_its_height_and_last_change_while_the_others_move(rig: Rig) -> None:
+    before = rig.cycle()
+    changed = "ledger_blockchain_height_last_change_timestamp_seconds"
+    stalled = {pair for pair in heights(before) if pair[0] == "node-1"}
+    via_api(rig, "node-1", "stall")
+    for _ in range(2):
+        rig.clock.advance(1.5 * INTERVAL)
+        samples = rig.cycle()
+        for pair, height in heights(samples).items():
+            labels = {"node": pair[0], "blockchain": pair[1]}
+            if pair in stalled:
+                assert height == heights(before)[pair]
+                assert value(samples, changed, **labels) == value(before, changed, **labels)
+            else:
+                assert height > heights(before)[pair]
+                assert value(samples, changed, **labels) == rig.clock.now
+    via_api(rig, "node-1", "stall", enabled=False)
+    rig.clock.advance(INTERVAL / 4)
+    samples = rig.cycle()  # it jumps to the height it would have had
+    for pair in stalled:
+        labels = {"node": pair[0], "blockchain": pair[1]}
+        assert heights(samples)[pair] >= heights(before)[pair] + 3
+        assert value(samples, changed, **labels) == rig.clock.now
+
+
+def test_peers_lost_is_zero_peers_on_the_node_and_its_chains(rig: Rig) -> None:
+    before = rig.cycle()
+    chains = rig.tracked("node-1")
+    assert value(before, "ledger_node_peers", node="node-1")  # the test would prove nothing
+    assert any(
+        value(before, "ledger_blockchain_peers", node="node-1", blockchain=c) for c in chains
+    )
+    via_admin(rig, "node-1", "peers_lost")
+    rig.clock.advance(INTERVAL / 2)
+    samples = rig.cycle()
+    assert value(samples, "ledger_node_peers", node="node-1") == 0
+    for chain in chains:
+        assert value(samples, "ledger_blockchain_peers", node="node-1", blockchain=chain) == 0
+        assert value(samples, "ledger_blockchain_up", node="node-1", blockchain=chain) == 1
+    via_admin(rig, "node-1", "peers_lost", enabled=False)
+    assert rig.cycle()[key("ledger_node_peers", node="node-1")] > 0
+
+
+def test_syncing_node_wide_and_per_chain(rig: Rig) -> None:
+    rig.cycle()
+    chain = rig.network.chain_ids[1]
+    assert chain in rig.tracked("node-1")
+    via_admin(rig, "node-3", "syncing")
+    via_api(rig, "node-1", "syncing", chain=chain)
+    samples = rig.cycle()
+    syncing = {
+        pair: value(samples, "ledger_blockchain_syncing", node=pair[0], blockchain=pair[1])
+        for pair in heights(samples)
+    }
+    expected = {pair: float(pair[0] == "node-3" or pair == ("node-1", chain)) for pair in syncing}
+    assert syncing == expected and 1 in syncing.values() and 0 in syncing.values()
+    via_admin(rig, "node-3", "syncing", enabled=False)
+    via_api(rig, "node-1", "syncing", enabled=False, chain=chain)
+    samples = rig.cycle()
+    assert {n for (name, _), n in samples.items() if name == "ledger_blockchain_syncing"} == {0}
+
+
+TRANSPORT_FAULTS = [
+    ("down", "connection"),
+    ("http_500", "http_status"),
+    ("malformed_json", "invalid_json"),
+    ("slow", "timeout"),
+]
+
+
+@pytest.mark.parametrize(("fault", "reason"), TRANSPORT_FAULTS)
+def test_a_node_wide_transport_fault_downs_only_that_node(
+    rig: Rig, fault: str, reason: str
+) -> None:
+    rig.cycle()
+    via_api(rig, "node-3", fault, delay_seconds=SLOW if fault == "slow" else 0.0)
+    rig.clock.advance(INTERVAL)
+    samples = rig.cycle(down={"node-3": reason})
+    assert [value(samples, "ledger_node_up", node=n) for n in rig.network.node_names] == [1, 1, 0]
+    labels = {"node": "node-3", "endpoint": "health", "reason": reason}
+    assert value(samples, "ledger_node_scrape_errors_total", **labels) == 1
+    via_api(rig, "node-3", fault, enabled=False)
+    rig.clock.advance(INTERVAL)
+    assert value(rig.cycle(), "ledger_node_up", node="node-3") == 1
+
+
+@pytest.mark.parametrize(("fault", "reason"), TRANSPORT_FAULTS)
+def test_a_per_chain_transport_fault_downs_only_that_chain(
+    rig: Rig, fault: str, reason: str
+) -> None:
+    rig.cycle()
+    node = next(n for n in rig.network.node_names if len(rig.tracked(n)) == 2)
+    broken, fine = rig.tracked(node)[1], rig.tracked(node)[0]
+    switch = via_admin if fault == "http_500" else via_api
+    switch(rig, node, fault, chain=broken, delay_seconds=SLOW if fault == "slow" else 0.0)
+    rig.clock.advance(INTERVAL)
+    samples = rig.cycle(chains_down={(node, broken): reason})
+    assert value(samples, "ledger_node_up", node=node) == 1
+    assert value(samples, "ledger_blockchain_up", node=node, blockchain=broken) == 0
+    assert value(samples, "ledger_blockchain_up", node=node, blockchain=fine) == 1
+    assert value(samples, "ledger_blockchain_height", node=node, blockchain=broken) is None
+    assert value(samples, "ledger_blockchain_height", node=node, blockchain=fine) is not None
+    only_up = {
+        n for n, labels in samples if ("blockchain", broken) in labels and ("node", node) in labels
+    }
+    assert only_up == {"ledger_blockchain_up"}
+    labels = {"node": node, "endpoint": "blockchain", "reason": reason}
+    assert value(samples, "ledger_node_scrape_errors_total", **labels) == 1
+    switch(rig, node, fault, enabled=False, chain=broken)
+    rig.clock.advance(INTERVAL)
+    assert value(rig.cycle(), "ledger_blockchain_up", node=node, blockchain=broken) == 1
