@@ -36,7 +36,7 @@ def load_located(text: str) -> LocatedYaml:
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as error:
-        raise YamlSyntaxError(str(error).replace("\n", " ")) from None
+        raise YamlSyntaxError(_describe(error)) from None
     located = LocatedYaml(data=None)
     if root is None:
         return located
@@ -69,6 +69,23 @@ def _scalar(node: yaml.Node) -> Any:
     try:
         return constructor.construct_object(node, deep=True)
     except yaml.YAMLError as error:
-        raise YamlSyntaxError(str(error).replace("\n", " ")) from None
+        raise YamlSyntaxError(_describe(error)) from None
+    except (ValueError, TypeError, AttributeError):  # a tag the text does not fit: ``!!int x``
+        line = node.start_mark.line + 1
+        raise YamlSyntaxError(f"line {line}: the value is not a valid {node.tag}") from None
     finally:
         constructor.dispose()
+
+
+def _describe(error: yaml.YAMLError) -> str:
+    """``line L, column C: problem``, without PyYAML's echo of the source line (a secret?)."""
+    if not isinstance(error, yaml.MarkedYAMLError) or error.problem_mark is None:
+        return str(error).replace("\n", " ")
+    mark = error.problem_mark
+    context = ""
+    if error.context:
+        started = error.context_mark
+        where = f" (from line {started.line + 1})" if started else ""
+        context = f"{error.context}{where}, "
+    problem = error.problem or "not valid YAML"
+    return f"line {mark.line + 1}, column {mark.column + 1}: {context}{problem}"

@@ -1,0 +1,414 @@
+"""``--web.config.file``: validation, bcrypt basic auth and the TLS context served with.
+
+Invalid cases are ``testdata/webconfig/invalid-*.yml``, each beginning with one
+``# error: <problem>`` line per expected problem, in order. Certificates are made by the
+``openssl`` command line tool for each test session, and TLS is checked with real handshakes
+over loopback sockets.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import bcrypt
+import pytest
+
+from exporter.schema import ConfigError
+from exporter.webconfig import TlsServerConfig, WebConfig, load_web_config
+
+WEB_TESTDATA = Path(__file__).resolve().parent / "testdata" / "webconfig"
+INVALID_FILES = sorted(WEB_TESTDATA.glob("invalid-*.yml"))
+ERROR_PREFIX = "# error: "
+PASSWORD = "correct horse battery staple"
+HASH = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(4)).decode()
+
+
+@dataclass(frozen=True)
+class Pki:
+    """A self-signed server certificate (its own CA) and an unrelated second key pair."""
+
+    cert: str
+    key: str
+    other_cert: str
+    other_key: str
+
+
+def make_pair(directory: Path, name: str) -> tuple[str, str]:
+    cert, key = directory / f"{name}.pem", directory / f"{name}.key"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            f"/CN={name}",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    return str(cert), str(key)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    directory = tmp_path_factory.mktemp("pki")
+    return Pki(*make_pair(directory, "server"), *make_pair(directory, "other"))
+
+
+def expected_problems(path: Path) -> list[str]:
+    problems = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith(ERROR_PREFIX):
+            break
+        problems.append(line.removeprefix(ERROR_PREFIX))
+    return problems
+
+
+def write(directory: Path, text: str) -> str:
+    path = directory / "web.yml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_invalid_testdata_is_there_and_annotated() -> None:
+    assert len(INVALID_FILES) >= 15
+    for path in INVALID_FILES:
+        assert expected_problems(path), f"{path.name} has no '# error:' line"
+
+
+@pytest.mark.parametrize("path", INVALID_FILES, ids=lambda path: path.stem)
+def test_invalid_web_config_reports_every_problem(path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_web_config(str(path))
+    assert caught.value.problems == expected_problems(path)
+    assert str(caught.value).startswith(f"{path}: ")
+
+
+def test_missing_web_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "web.yml"
+    with pytest.raises(ConfigError) as caught:
+        load_web_config(str(path))
+    assert caught.value.problems == [
+        f"cannot read the file: [Errno 2] No such file or directory: '{path}'"
+    ]
+
+
+HASH_2Y = HASH.replace("$2b$", "$2y$", 1)
+TLS_FILES = "tls_server_config:\n  cert_file: {cert}\n  key_file: {key}\n"
+Case = Callable[[Pki], tuple[str, WebConfig]]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(lambda pki: ("", WebConfig()), id="empty-file"),
+        pytest.param(lambda pki: ("# nothing configured\n", WebConfig()), id="comments-only"),
+        pytest.param(
+            lambda pki: (
+                f"basic_auth_users:\n  alice: '{HASH}'\n  bob: '{HASH_2Y}'\n",
+                WebConfig(basic_auth_users={"alice": HASH, "bob": HASH_2Y}),
+            ),
+            id="basic-auth-users",
+        ),
+        pytest.param(
+            lambda pki: (
+                TLS_FILES.format(cert=pki.cert, key=pki.key),
+                WebConfig(tls=TlsServerConfig(pki.cert, pki.key)),
+            ),
+            id="tls-defaults",
+        ),
+        pytest.param(
+            lambda pki: (
+                TLS_FILES.format(cert=pki.cert, key=pki.key)
+                + "  client_auth_type: RequireAndVerifyClientCert\n"
+                + f"  client_ca_file: {pki.other_cert}\n"
+                + "  min_version: TLS13\n  max_version: TLS13\n",
+                WebConfig(
+                    tls=TlsServerConfig(
+                        pki.cert,
+                        pki.key,
+                        "RequireAndVerifyClientCert",
+                        pki.other_cert,
+                        "TLS13",
+                        "TLS13",
+                    )
+                ),
+            ),
+            id="tls-client-certificates",
+        ),
+        pytest.param(
+            lambda pki: (
+                TLS_FILES.format(cert=pki.cert, key=pki.key)
+                + "  client_auth_type: RequestClientCert\n",
+                WebConfig(tls=TlsServerConfig(pki.cert, pki.key, "RequestClientCert")),
+            ),
+            id="tls-request-client-cert-without-ca",
+        ),
+        pytest.param(
+            lambda pki: (
+                TLS_FILES.format(cert=pki.cert, key=pki.key)
+                + f"basic_auth_users:\n  alice: '{HASH}'\n",
+                WebConfig(tls=TlsServerConfig(pki.cert, pki.key), basic_auth_users={"alice": HASH}),
+            ),
+            id="tls-and-basic-auth",
+        ),
+        pytest.param(
+            lambda pki: (
+                "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+                "    Strict-Transport-Security: max-age=31536000\n",
+                WebConfig(
+                    headers={
+                        "X-Frame-Options": "deny",
+                        "Strict-Transport-Security": "max-age=31536000",
+                    }
+                ),
+            ),
+            id="http-headers",
+        ),
+    ],
+)
+def test_valid_web_config(case: Case, pki: Pki, tmp_path: Path) -> None:
+    text, expected = case(pki)
+    assert load_web_config(write(tmp_path, text)) == expected
+
+
+@pytest.mark.parametrize(
+    "pick",
+    [
+        lambda pki: (pki.cert, pki.other_key),  # key of another certificate
+        lambda pki: ("/dev/null", pki.key),  # readable but no certificate in it
+        lambda pki: (pki.key, pki.cert),  # swapped
+    ],
+    ids=["mismatched-key", "empty-cert", "swapped"],
+)
+def test_certificates_that_cannot_be_loaded(
+    pick: Callable[[Pki], tuple[str, str]], pki: Pki, tmp_path: Path
+) -> None:
+    cert, key = pick(pki)
+    text = f"tls_server_config:\n  cert_file: {cert}\n  key_file: {key}\n"
+    with pytest.raises(ConfigError) as caught:
+        load_web_config(write(tmp_path, text))
+    assert len(caught.value.problems) == 1
+    assert caught.value.problems[0].startswith("tls_server_config: cannot load certificates: ")
+
+
+# --- basic auth ---
+
+
+def test_check_password_accepts_the_right_password() -> None:
+    config = WebConfig(basic_auth_users={"alice": HASH})
+    assert config.check_password("alice", PASSWORD)
+
+
+@pytest.mark.parametrize(
+    ("user", "password"),
+    [
+        ("alice", "wrong"),
+        ("alice", ""),
+        ("alice", PASSWORD + " "),
+        ("alice", PASSWORD.upper()),
+        ("mallory", PASSWORD),
+        ("", PASSWORD),
+        ("Alice", PASSWORD),
+    ],
+)
+def test_check_password_refuses(user: str, password: str) -> None:
+    config = WebConfig(basic_auth_users={"alice": HASH})
+    assert not config.check_password(user, password)
+
+
+@pytest.mark.parametrize("prefix", ["$2a$", "$2y$"])
+def test_check_password_other_bcrypt_prefixes(prefix: str) -> None:
+    config = WebConfig(basic_auth_users={"alice": HASH.replace("$2b$", prefix, 1)})
+    assert config.check_password("alice", PASSWORD)
+    assert not config.check_password("alice", "wrong")
+
+
+def test_check_password_with_a_malformed_hash_refuses_without_raising() -> None:
+    # load_web_config refuses such hashes; a WebConfig built in code must still not crash.
+    config = WebConfig(basic_auth_users={"alice": "$2b$garbage"})
+    assert not config.check_password("alice", PASSWORD)
+
+
+class CountingCheckpw:
+    """bcrypt.checkpw, counting its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.real = bcrypt.checkpw
+
+    def __call__(self, password: bytes, hashed: bytes) -> bool:
+        self.calls += 1
+        return self.real(password, hashed)
+
+
+def test_verified_password_is_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = CountingCheckpw()
+    monkeypatch.setattr(bcrypt, "checkpw", spy)
+    config = WebConfig(basic_auth_users={"alice": HASH, "bob": HASH})
+    assert config.check_password("alice", PASSWORD)
+    assert config.check_password("alice", PASSWORD)
+    assert config.check_password("alice", PASSWORD)
+    assert spy.calls == 1  # the cache answered the second and third time
+    assert config.check_password("bob", PASSWORD)
+    assert spy.calls == 2  # same password and hash, another user: not the same entry
+
+
+def test_failed_password_is_not_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = CountingCheckpw()
+    monkeypatch.setattr(bcrypt, "checkpw", spy)
+    config = WebConfig(basic_auth_users={"alice": HASH})
+    assert not config.check_password("alice", "wrong")
+    assert not config.check_password("alice", "wrong")
+    assert spy.calls == 2
+    assert config.check_password("alice", PASSWORD)
+    assert not config.check_password("alice", "wrong")
+    assert spy.calls == 4
+
+
+def test_cache_does_not_outlive_a_changed_hash() -> None:
+    config = WebConfig(basic_auth_users={"alice": HASH})
+    assert config.check_password("alice", PASSWORD)
+    new_hash = bcrypt.hashpw(b"new password", bcrypt.gensalt(4)).decode()
+    config.basic_auth_users["alice"] = new_hash
+    assert not config.check_password("alice", PASSWORD)
+    assert config.check_password("alice", "new password")
+
+
+def test_repr_hides_password_hashes() -> None:
+    config = WebConfig(basic_auth_users={"alice": HASH})
+    assert config.check_password("alice", PASSWORD)
+    assert HASH not in repr(config)
+    assert "alice" not in repr(config)
+
+
+# --- TLS ---
+
+
+def test_no_tls_means_plain_http() -> None:
+    assert WebConfig().ssl_context() is None
+
+
+@pytest.mark.parametrize(
+    ("client_auth_type", "verify_mode"),
+    [
+        ("NoClientCert", ssl.CERT_NONE),
+        ("RequestClientCert", ssl.CERT_OPTIONAL),
+        ("RequireAnyClientCert", ssl.CERT_REQUIRED),
+        ("VerifyClientCertIfGiven", ssl.CERT_OPTIONAL),
+        ("RequireAndVerifyClientCert", ssl.CERT_REQUIRED),
+    ],
+)
+def test_ssl_context_client_auth(client_auth_type: str, verify_mode: int, pki: Pki) -> None:
+    tls = TlsServerConfig(pki.cert, pki.key, client_auth_type, pki.cert)
+    context = WebConfig(tls=tls).ssl_context()
+    assert context is not None
+    assert context.verify_mode == verify_mode
+    assert context.minimum_version == ssl.TLSVersion.TLSv1_2
+
+
+def test_ssl_context_versions(pki: Pki) -> None:
+    context = WebConfig(tls=TlsServerConfig(pki.cert, pki.key, min_version="TLS13")).ssl_context()
+    assert context is not None
+    assert context.minimum_version == ssl.TLSVersion.TLSv1_3
+    tls = TlsServerConfig(pki.cert, pki.key, max_version="TLS12")
+    context = WebConfig(tls=tls).ssl_context()
+    assert context is not None
+    assert context.maximum_version == ssl.TLSVersion.TLSv1_2
+
+
+def handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> str:
+    """Connect over loopback, exchange a few bytes, return the TLS version; raises on failure."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(5)
+
+    def serve() -> None:
+        try:
+            connection, _ = listener.accept()
+            connection.settimeout(5)
+            with server.wrap_socket(connection, server_side=True) as tls:
+                tls.sendall(b"ok")
+                tls.recv(2)
+        except (OSError, ssl.SSLError):
+            pass  # the client sees the failure too, and reports it
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        with (
+            socket.create_connection(listener.getsockname(), timeout=5) as raw,
+            client.wrap_socket(raw, server_hostname="localhost") as tls,
+        ):
+            assert tls.recv(2) == b"ok"
+            tls.sendall(b"ok")
+            return str(tls.version())
+    finally:
+        thread.join(5)
+        listener.close()
+
+
+def client_context(pki: Pki, with_certificate: bool = False) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=pki.cert)
+    if with_certificate:
+        context.load_cert_chain(pki.cert, pki.key)
+    return context
+
+
+def server_context(config: WebConfig) -> ssl.SSLContext:
+    context = config.ssl_context()
+    assert context is not None
+    return context
+
+
+def test_tls_handshake_with_the_configured_certificate(pki: Pki) -> None:
+    server = server_context(WebConfig(tls=TlsServerConfig(pki.cert, pki.key)))
+    assert handshake(server, client_context(pki)) in ("TLSv1.2", "TLSv1.3")
+
+
+def test_tls_handshake_refused_by_a_client_not_trusting_it(pki: Pki) -> None:
+    server = server_context(WebConfig(tls=TlsServerConfig(pki.cert, pki.key)))
+    client = ssl.create_default_context(cafile=pki.other_cert)
+    with pytest.raises(ssl.SSLCertVerificationError):
+        handshake(server, client)
+
+
+def test_tls13_minimum_refuses_tls12_clients(pki: Pki) -> None:
+    server = server_context(WebConfig(tls=TlsServerConfig(pki.cert, pki.key, min_version="TLS13")))
+    assert handshake(server, client_context(pki)) == "TLSv1.3"
+    old_client = client_context(pki)
+    old_client.maximum_version = ssl.TLSVersion.TLSv1_2
+    with pytest.raises(ssl.SSLError):
+        handshake(server, old_client)
+
+
+def test_tls12_maximum_is_kept(pki: Pki) -> None:
+    server = server_context(WebConfig(tls=TlsServerConfig(pki.cert, pki.key, max_version="TLS12")))
+    assert handshake(server, client_context(pki)) == "TLSv1.2"
+
+
+def test_required_client_certificate(pki: Pki) -> None:
+    tls = TlsServerConfig(pki.cert, pki.key, "RequireAndVerifyClientCert", pki.cert)
+    server = server_context(WebConfig(tls=tls))
+    assert handshake(server, client_context(pki, with_certificate=True))
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        handshake(server, client_context(pki))
