@@ -1,0 +1,444 @@
+"""End to end: simulator -> real exporter process -> real Prometheus with the project's rules.
+
+A ``SimulatedNetwork`` (7 nodes, 2 chains, a block every 0.5 s, seed 5) is polled every second by
+``python -m exporter``; Prometheus scrapes the exporter every second, evaluates every second and
+loads ``deploy/prometheus/rules.yml`` unchanged and a shortened copy of ``alerts.yml``.
+
+**Shortening** (:func:`shorten_rules`, tested below): every time in the alert rules is divided
+by ``SCALE = 60``, so a minute becomes a second and the rules keep their proportions (e.g. the
+10m window of LedgerNodeScrapeErrors still expires before its 15m ``for``). That covers every
+``for`` (2m -> 2s, 30m -> 30s), every range window and subquery step (``[5m]`` -> ``[5s]``) and
+every age threshold, a number compared with ``time() - <timestamp>`` (the stall threshold
+``> 600`` -> ``> 10``). Counts (blocks, peers, messages, rounds) stay as they are, and nothing
+else in an expression changes, so the test proves the real expressions and their label guards.
+
+**The network's own behaviour.** Peer links flap and a vote session now and then reaches round
+4, so LedgerNodePeersLow and LedgerVoteRoundsEscalating may go *pending* on a healthy network;
+their ``for`` is far longer than a flap, so they must never fire. No other alert may even go
+pending. The simulator's lagging node stays at most 10 blocks behind (4 to 9 plus under 2 of
+jitter), within LedgerNodeBehind's threshold. Seven nodes have 6 peers each, so taking one node
+away (``peers_lost``, ``down``) leaves the others at 2 or more peers nearly always: with seed 5
+no node dips below 2 peers for more than 2 s, or to 0, in 400 s of simulated time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from exporter.simulator import SimulatedNetwork
+from tests.promserver import PrometheusServer, free_port
+from tests.test_rules import DASHBOARDS, PROM_DIR, ROOT, variable_query, walk_panels
+
+pytestmark = pytest.mark.integration
+
+SCALE = 60
+JOB = "ledger-exporter"
+FLAPPING = frozenset({"LedgerNodePeersLow", "LedgerVoteRoundsEscalating"})
+Alert = dict[str, Any]
+
+# --- shortening the alert rules ------------------------------------------------------------
+
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+_PART = re.compile(r"(\d+)(ms|s|m|h|d|w)")
+_RANGE = re.compile(r"\[(\w+)(:\w*)?\]")
+_AGE = re.compile(r"(time\(\)\s*-\s*[a-zA-Z_:][\w:]*(?:\{[^}]*\})?\s*[<>]=?\s*)(\d+(?:\.\d+)?)")
+
+
+def duration_ms(text: str) -> int:
+    """Milliseconds of a Prometheus duration such as ``1m30s`` or ``500ms``."""
+    if not re.fullmatch(r"(?:\d+(?:ms|s|m|h|d|w))+", text):
+        raise ValueError(f"not a Prometheus duration: {text!r}")
+    return sum(int(count) * _UNIT_MS[unit] for count, unit in _PART.findall(text))
+
+
+def scaled(text: str) -> str:
+    """``text`` divided by SCALE, in whole seconds when possible (``2m`` -> ``2s``)."""
+    ms = duration_ms(text) // SCALE
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+def shorten_expr(expr: str) -> str:
+    """``expr`` with its range windows and its age thresholds divided by SCALE."""
+    if re.search(r"\boffset\b|@", expr):
+        raise ValueError(f"cannot shorten offset or @ modifiers: {expr!r}")
+
+    def window(match: re.Match[str]) -> str:
+        step = match[2] or ""
+        return f"[{scaled(match[1])}{':' + scaled(step[1:]) if step[1:] else step}]"
+
+    def age(match: re.Match[str]) -> str:
+        return f"{match[1]}{float(match[2]) / SCALE:g}"
+
+    return _AGE.sub(age, _RANGE.sub(window, expr))
+
+
+def shorten_rules(document: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a rule file with every ``for`` and every expression shortened."""
+    groups = []
+    for group in document["groups"]:
+        rules = []
+        for rule in group["rules"]:
+            short = {**rule, "expr": shorten_expr(rule["expr"])}
+            if "for" in rule:
+                short["for"] = scaled(rule["for"])
+            rules.append(short)
+        groups.append({**group, "rules": rules})
+    return {**document, "groups": groups}
+
+
+def load_rules(path: Path) -> dict[str, Any]:
+    return {
+        rule.get("alert") or rule["record"]: rule
+        for group in yaml.safe_load(path.read_text(encoding="utf-8"))["groups"]
+        for rule in group["rules"]
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("2m", "2s"), ("30m", "30s"), ("1h", "60s"), ("90s", "1500ms")]
+)
+def test_durations_scale_down(text: str, expected: str) -> None:
+    assert scaled(text) == expected
+    assert duration_ms(expected) * SCALE == duration_ms(text)
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("time() - a_seconds > 600", "time() - a_seconds > 10"),
+        ('time() - a{b="c"} >= 90 and x', 'time() - a{b="c"} >= 1.5 and x'),
+        ("increase(a[5m]) >= 3 unless b[10m]", "increase(a[5s]) >= 3 unless b[10s]"),
+        ("max_over_time(a[1h:1m]) > 600", "max_over_time(a[60s:1s]) > 600"),
+        ("a > 600 and b_seconds < 120", "a > 600 and b_seconds < 120"),  # no age: unchanged
+    ],
+)
+def test_shorten_expr(expr: str, expected: str) -> None:
+    assert shorten_expr(expr) == expected
+
+
+def test_shorten_refuses_what_it_cannot_scale() -> None:
+    with pytest.raises(ValueError, match="offset"):
+        shorten_expr("a offset 5m")
+
+
+def test_shortened_alerts_differ_only_in_their_timings() -> None:
+    original = load_rules(PROM_DIR / "alerts.yml")
+    short = shorten_rules(yaml.safe_load((PROM_DIR / "alerts.yml").read_text(encoding="utf-8")))
+    shortened = {rule["alert"]: rule for group in short["groups"] for rule in group["rules"]}
+    assert shortened.keys() == original.keys()
+    for name, rule in original.items():
+        assert duration_ms(shortened[name]["for"]) * SCALE == duration_ms(rule["for"]), name
+        assert {**shortened[name], "for": "", "expr": ""} == {**rule, "for": "", "expr": ""}
+        assert not re.search(r"\d[mhdw]\b", shortened[name]["expr"]), name
+    changed = {name for name in original if shortened[name]["expr"] != original[name]["expr"]}
+    # docs/monitoring.md: only these use range windows or the 600 s stall threshold.
+    assert changed == {"LedgerNodeScrapeErrors", "LedgerBlockHeightStalled", "LedgerNodeBehind"}
+    for name in ("LedgerBlockHeightStalled", "LedgerNodeBehind"):  # the stall threshold
+        assert "change_timestamp_seconds > 10" in " ".join(shortened[name]["expr"].split())
+    assert "blocks_behind[5s]) > 10" in shortened["LedgerNodeBehind"]["expr"]
+
+
+# --- the running stack ----------------------------------------------------------------------
+
+
+@dataclass
+class Stack:
+    net: SimulatedNetwork
+    prom: PrometheusServer
+    instance: str
+    chains: dict[str, list[str]]
+    since: float  # when Prometheus began scraping: the time range of the dashboard queries
+
+
+def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as answer:
+            if answer.status == 200:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"exporter not ready at {url}:\n{log.read_text()}")
+
+
+@contextlib.contextmanager
+def running_exporter(config: Path, log: Path) -> Iterator[str]:
+    """``python -m exporter`` on a free port; yields its ``host:port``."""
+    address = f"127.0.0.1:{free_port()}"
+    command = [sys.executable, "-m", "exporter", f"--config.file={config}"]
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(
+            [*command, f"--web.listen-address={address}"], stderr=stderr, cwd=ROOT
+        )
+    try:
+        wait_ready(f"http://{address}/-/ready", process, log)
+        yield address
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    workdir = tmp_path_factory.mktemp("alerts-e2e")
+    alerts = workdir / "alerts-shortened.yml"
+    original = yaml.safe_load((PROM_DIR / "alerts.yml").read_text(encoding="utf-8"))
+    alerts.write_text(yaml.safe_dump(shorten_rules(original), sort_keys=False))
+    with SimulatedNetwork(nodes=7, chains=2, block_interval=0.5, seed=5, port=0) as net:
+        chains = {name: node["blockchains"] for name, node in net.listing()["nodes"].items()}
+        config = workdir / "exporter.yml"
+        nodes = [{"name": n, "url": u, "blockchains": chains[n]} for n, u in net.node_urls.items()]
+        settings = {"scrape_interval": "1s", "scrape_timeout": "800ms", "nodes": nodes}
+        config.write_text(yaml.safe_dump(settings))
+        with running_exporter(config, workdir / "exporter.log") as address:
+            rules = [alerts, PROM_DIR / "rules.yml"]
+            server = PrometheusServer(workdir / "prometheus", {JOB: [address]}, rule_files=rules)
+            with server as prom:
+                prom.wait_for_scrapes(timeout=20)
+                since = time.time()
+                prom.wait_for("count_over_time(ledger_node_up[1m]) >= 3", timeout=10)
+                AlertLog(prom).until(quiet, 10, "no alert at start-up")
+                yield Stack(net, prom, address, chains, since)
+
+
+class AlertLog:
+    """Polls ``/api/v1/alerts`` and keeps every Ledger alert it saw, with its state."""
+
+    def __init__(self, prom: PrometheusServer) -> None:
+        self.prom = prom
+        self.seen: set[tuple[str, str, str, str]] = set()
+
+    def poll(self) -> list[Alert]:
+        alerts = [a for a in self.prom.alerts() if a["labels"]["alertname"].startswith("Ledger")]
+        for alert in alerts:
+            labels = alert["labels"]
+            key = (labels["alertname"], labels.get("node", ""), labels.get("blockchain", ""))
+            self.seen.add((*key, alert["state"]))
+        return alerts
+
+    def watch(self, seconds: float) -> None:
+        """Poll for ``seconds`` whatever happens."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.poll()
+            time.sleep(0.2)
+
+    def until(self, done: Callable[[list[Alert]], bool], timeout: float, what: str) -> list[Alert]:
+        deadline = time.monotonic() + timeout
+        while not done(alerts := self.poll()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}: not reached in {timeout}s; alerts: {alerts}")
+            time.sleep(0.2)
+        return alerts
+
+
+def quiet(alerts: list[Alert]) -> bool:
+    """Nothing active but the flaps a healthy simulated network produces."""
+    return all(a["labels"]["alertname"] in FLAPPING and a["state"] == "pending" for a in alerts)
+
+
+def test_healthy_network_raises_no_alert(stack: Stack) -> None:
+    log = AlertLog(stack.prom)
+    log.watch(8)  # an expression that holds shows as pending from its first evaluation
+    wrong = sorted(a for a in log.seen if a[0] not in FLAPPING or a[3] != "pending")
+    assert not wrong, f"alerts on a healthy network: {wrong}"
+
+
+def test_rules_load_and_evaluate(stack: Stack) -> None:
+    loaded = {rule["name"]: rule for g in stack.prom.rules() for rule in g["rules"]}
+    alerts, records = load_rules(PROM_DIR / "alerts.yml"), load_rules(PROM_DIR / "rules.yml")
+    assert loaded.keys() == alerts.keys() | records.keys()
+    for name, rule in loaded.items():
+        assert rule["health"] == "ok", f"{name}: {rule.get('lastError')}"
+        if name in alerts:
+            assert rule["duration"] * 1000 * SCALE == duration_ms(alerts[name]["for"]), name
+        else:
+            assert stack.prom.query(name), f"recording rule {name} records nothing"
+
+
+# --- dashboards --------------------------------------------------------------------------
+
+GRAFANA_BUILTINS = {"__rate_interval": "4s", "__interval": "1s", "__interval_ms": "1000"}
+_VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\[\[(\w+)(?::\w+)?\]\]|\$(\w+)")
+#: Panels with nothing to show on a healthy network; the fault tests prove each one fills.
+EMPTY_WHEN_HEALTHY = {"ledger-fleet.json panel 22 A": "the table of firing alerts"}
+
+
+@dataclass(frozen=True)
+class Query:
+    where: str  # dashboard file, panel id and refId, or variable name
+    expr: str
+    instant: bool
+    label: str = ""  # for a variable: the label whose values it offers
+
+    def __str__(self) -> str:
+        return self.where
+
+
+def grafana_expr(expr: str, variables: set[str]) -> str:
+    """``expr`` as Grafana sends it with every dashboard variable on *All* (``.*``)."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = next(group for group in match.groups() if group)
+        if name.isdigit():  # a regex back-reference such as label_replace's $1
+            return match[0]
+        if name in GRAFANA_BUILTINS:
+            return GRAFANA_BUILTINS[name]
+        assert name in variables, f"undefined Grafana variable ${name} in {expr!r}"
+        return ".*"
+
+    return _VARIABLE.sub(replace, expr)
+
+
+def dashboard_queries() -> Iterator[Query]:
+    for path in DASHBOARDS:
+        board = json.loads(path.read_text(encoding="utf-8"))
+        variables = {item["name"] for item in board["templating"]["list"]}
+        for item in board["templating"]["list"]:
+            if item["type"] == "query":
+                match = re.fullmatch(r"label_values\((.+),\s*(\w+)\)", variable_query(item))
+                assert match, f"{path.name} variable {item['name']}"
+                expr = f"group by ({match[2]}) ({grafana_expr(match[1], variables)})"
+                yield Query(f"{path.name} variable {item['name']}", expr, True, match[2])
+        for panel in walk_panels(board["panels"]):
+            for target in panel.get("targets", []):
+                where = f"{path.name} panel {panel['id']} {target['refId']}"
+                expr = grafana_expr(target["expr"], variables)
+                yield Query(where, expr, bool(target.get("instant")))
+
+
+QUERIES = {query.where: query for query in dashboard_queries()}
+
+
+def run_query(stack: Stack, query: Query) -> list[dict[str, Any]]:
+    """Grafana's request: instant for tables, else a range over the stack's lifetime."""
+    if query.instant:
+        return [s for s in stack.prom.query(query.expr) if s["metric"].get(query.label, "-")]
+    window = {"start": str(stack.since), "end": str(time.time()), "step": "1"}
+    data = stack.prom.api("query_range", query=query.expr, **window)
+    return [series for series in data["result"] if series["values"]]
+
+
+@pytest.mark.parametrize("query", QUERIES.values(), ids=str)
+def test_dashboard_query_has_data(stack: Stack, query: Query) -> None:
+    result = run_query(stack, query)
+    if query.where in EMPTY_WHEN_HEALTHY:
+        assert not result, f"{query} has data on a healthy network; drop it from the allow-list"
+    else:
+        assert result, f"{query} shows no data: {query.expr}"
+
+
+# --- faults --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fault:
+    fault: str
+    node: str
+    alert: str
+    severity: str
+    state: str  # the state to wait for (SyncingTooLong's 30 s `for` is left to pending)
+    per_chain: bool  # one alert per chain the node tracks, labelled blockchain
+    #: other alerts the fault legitimately raises on its node: name -> worst state allowed
+    also: tuple[tuple[str, str], ...] = ()
+    hold: float = 0.0  # seconds to keep the fault on once its alert is up
+
+    def __str__(self) -> str:
+        return self.fault
+
+
+STALL_ALSO = (
+    ("LedgerPendingMessagesHigh", "firing"),  # its queues keep growing while stalled
+    ("LedgerVoteRoundsEscalating", "firing"),  # its vote session freezes, maybe at round 4
+    ("LedgerNodeBehind", "pending"),  # 10+ blocks behind, but the stall guard stops it firing
+)
+# Failed polls count for LedgerNodeScrapeErrors until its 10 s down window excludes the node;
+# its 15 s `for` outlasts that window, so it is pending at most. No chain alert at all.
+DOWN_ALSO = (("LedgerNodeScrapeErrors", "pending"),)
+FAULTS = [
+    # Unguarded, LedgerNodeBehind would fire about 15 s into the stall: holding the stall 7 s
+    # past LedgerBlockHeightStalled proves the guard holds.
+    Fault("stall", "node-1", "LedgerBlockHeightStalled", "critical", "firing", True, STALL_ALSO, 7),
+    Fault("peers_lost", "node-4", "LedgerNodePeersLost", "critical", "firing", False),
+    Fault("down", "node-5", "LedgerNodeDown", "critical", "firing", False, DOWN_ALSO),
+    Fault("syncing", "node-2", "LedgerBlockchainSyncingTooLong", "warning", "pending", True),
+]
+
+
+def expected_labels(stack: Stack, case: Fault) -> list[dict[str, str]]:
+    base = {"alertname": case.alert, "severity": case.severity, "node": case.node}
+    base |= {"job": JOB, "instance": stack.instance}
+    if not case.per_chain:
+        return [base]
+    return [{**base, "blockchain": chain} for chain in sorted(stack.chains[case.node])]
+
+
+def unexpected(seen: set[tuple[str, str, str, str]], case: Fault) -> list[tuple[str, ...]]:
+    """Alerts seen that neither the fault nor the network's normal flaps explain."""
+    also = dict(case.also)
+    wrong = []
+    for name, node, chain, state in sorted(seen):
+        mine = node == case.node
+        if (mine and name == case.alert) or (name in FLAPPING and state == "pending"):
+            continue
+        if mine and name in also and (also[name] == "firing" or state == "pending"):
+            continue
+        wrong.append((name, node, chain, state))
+    return wrong
+
+
+def alert_listed(name: str) -> Callable[[list[dict[str, Any]]], bool]:
+    """A predicate: the query result has a series of alert ``name``."""
+    return lambda result: name in {series["metric"]["alertname"] for series in result}
+
+
+@pytest.mark.parametrize("case", FAULTS, ids=str)
+def test_fault_raises_its_alert_until_cleared(stack: Stack, case: Fault) -> None:
+    log, expected = AlertLog(stack.prom), expected_labels(stack, case)
+
+    def raised(alerts: list[Alert]) -> list[Alert]:
+        wanted = {"alertname": case.alert, "node": case.node}
+        return [a for a in alerts if wanted.items() <= a["labels"].items()]
+
+    def reached(alerts: list[Alert]) -> bool:
+        hits = [a for a in raised(alerts) if a["state"] == case.state]
+        return len(hits) >= len(expected)
+
+    stack.net.set_fault(case.node, case.fault)
+    try:
+        alerts = raised(log.until(reached, 30, f"{case.alert} {case.state}"))
+        by_chain = sorted((a["labels"] for a in alerts), key=lambda lb: lb.get("blockchain", ""))
+        assert by_chain == expected
+        for alert in alerts:
+            summary = alert["annotations"]["summary"]
+            assert case.node in summary and alert["labels"].get("blockchain", "") in summary
+        if case.fault == "stall":
+            assert all(float(a["value"]) > 600 / SCALE for a in alerts)
+        if case.fault == "down":  # chain series stay, at 0: the node guard is what holds
+            down = stack.prom.query(f'ledger_blockchain_up{{node="{case.node}"}} == 0')
+            assert len(down) == len(stack.chains[case.node]), down
+        if case.state == "firing":
+            for where in EMPTY_WHEN_HEALTHY:
+                stack.prom.wait_for(QUERIES[where].expr, alert_listed(case.alert), timeout=5)
+        log.watch(case.hold)
+    finally:
+        stack.net.set_fault(case.node, case.fault, enabled=False)
+    log.until(quiet, 20, f"{case.alert} cleared after switching {case.fault} off")
+    wrong = unexpected(log.seen, case)
+    assert not wrong, f"alerts that neither {case.fault} on {case.node} nor flaps explain: {wrong}"
