@@ -22,7 +22,7 @@ PROM_DIR = ROOT / "deploy" / "prometheus"
 RULE_FILES = (PROM_DIR / "alerts.yml", PROM_DIR / "rules.yml")
 UNIT_TEST_FILES = sorted((PROM_DIR / "tests").glob("*.yml"))
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
-MONITORING_DOC = ROOT / "docs" / "monitoring.md"
+MONITORING_DOC = ROOT / "README.md"
 
 #: Series Prometheus itself creates: per-target scrape health and alert state.
 PROMETHEUS_NAMES = frozenset({"up", "scrape_duration_seconds", "ALERTS", "ALERTS_FOR_STATE"})
@@ -306,14 +306,14 @@ def test_alert_metadata(alert: str) -> None:
     for key in ("summary", "description"):
         for needle in REQUIRED_LABELS[alert_level(rule)]:
             assert needle in annotations[key], f"{alert} {key} does not name {needle}"
-    anchor = f"docs/monitoring.md#{alert.lower()}"
+    anchor = f"README.md#{alert.lower()}"
     assert annotations["runbook_url"] == anchor
 
 
 @pytest.mark.parametrize("alert", sorted(ALERTS))
 def test_alert_runbook_anchor_exists_in_docs(alert: str) -> None:
     text = MONITORING_DOC.read_text(encoding="utf-8")
-    assert f'<a id="{alert.lower()}"></a>' in text, f"docs/monitoring.md lacks a row for {alert}"
+    assert f'<a id="{alert.lower()}"></a>' in text, f"README.md lacks a row for {alert}"
 
 
 def test_every_alert_is_explained_by_a_comment() -> None:
