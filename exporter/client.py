@@ -81,8 +81,12 @@ class NodeClient:
         )
 
     def url_for(self, segments: Sequence[str]) -> str:
-        """The base URL (path prefix kept) with each segment percent-encoded and appended."""
-        return self._base + "/".join(quote(segment, safe="") for segment in segments)
+        """The base URL (path prefix kept) with each segment percent-encoded and appended.
+
+        ``.`` and ``..`` are encoded too, or URL normalisation would turn a chain id of
+        ``..`` into the node's base path.
+        """
+        return self._base + "/".join(_encode_segment(segment) for segment in segments)
 
     def get_json(self, segments: Sequence[str], deadline: float) -> Any:
         """GET the document at ``segments`` and decode it; raises FetchError on any failure."""
@@ -125,6 +129,11 @@ class NodeClient:
         return bytes(body)
 
 
+def _encode_segment(segment: str) -> str:
+    encoded = quote(segment, safe="")
+    return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
+
+
 def _read_some(response: requests.Response) -> bytes:
     """The next piece of the decoded body, as soon as one socket read brings any.
 
@@ -143,14 +152,9 @@ def _read_some(response: requests.Response) -> bytes:
 
 
 def _classify(error: requests.RequestException) -> FetchError:
-    """Map a requests failure to a reason; a read timeout while streaming is still a timeout."""
-    cause = error.args[0] if error.args else None
-    if isinstance(cause, ReadTimeoutError):
-        return FetchError(Reason.TIMEOUT, "the body did not arrive in time")
-    if isinstance(error, requests.ConnectionError | requests.exceptions.ChunkedEncodingError):
+    """Map a failure to send the request or read the headers (the body has its own reader)."""
+    if isinstance(error, requests.ConnectionError):
         return FetchError(Reason.CONNECTION, _connection_detail(error))
-    if isinstance(error, requests.exceptions.ContentDecodingError):
-        return FetchError(Reason.INVALID_RESPONSE, "the body's content encoding is broken")
     return FetchError(Reason.CONNECTION, type(error).__name__)
 
 
@@ -162,8 +166,6 @@ def _connection_detail(error: requests.RequestException) -> str:
             return marker.lower()
     if isinstance(error, requests.exceptions.SSLError):
         return "TLS handshake failed"
-    if isinstance(error, requests.exceptions.ChunkedEncodingError):
-        return "the connection broke while reading the body"
     return "connection failed"
 
 

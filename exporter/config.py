@@ -18,6 +18,9 @@ from exporter.schema import ConfigError, Reader, locate, read_document
 from exporter.yamlsource import Path
 
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+#: Chains polled per node when its /health lists more (a listing gone wrong must not flood
+#: the shared pool and starve the other nodes); configured `blockchains` are not capped.
+DEFAULT_MAX_BLOCKCHAINS_PER_NODE = 100
 RESERVED_LABELS = frozenset(
     {
         "node",
@@ -37,9 +40,17 @@ RESERVED_LABELS = frozenset(
     }
 )
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_SIZE = re.compile(r"(\d+)\s*(B|KiB|MiB|GiB)?")
+_SIZE = re.compile(r"(\d+)\s*(B|KiB|MiB|GiB)?", re.ASCII)
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _SIZE_UNITS = {None: 1, "B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
-_TOP_KEYS = ("scrape_interval", "scrape_timeout", "max_concurrency", "max_response_bytes", "nodes")
+_TOP_KEYS = (
+    "scrape_interval",
+    "scrape_timeout",
+    "max_concurrency",
+    "max_response_bytes",
+    "max_blockchains_per_node",
+    "nodes",
+)
 _NODE_KEYS = (
     "name",
     "url",
@@ -84,6 +95,7 @@ class Config:
     scrape_timeout: float = 10.0
     max_concurrency: int = 64
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    max_blockchains_per_node: int = DEFAULT_MAX_BLOCKCHAINS_PER_NODE
 
 
 def load_config(path: str) -> Config:
@@ -93,7 +105,7 @@ def load_config(path: str) -> Config:
 
 def parse_config(text: str, source: str = "<config>") -> Config:
     """Validate YAML text into a Config; raises ConfigError listing every problem."""
-    reader = _Reader(locate(text, source))
+    reader = _Reader(locate(text, source), None if source == "<config>" else source)
     config = reader.config()
     if reader.problems or config is None:
         raise ConfigError(source, reader.problems)
@@ -115,8 +127,12 @@ class _Reader(Reader):
             self.problem(("scrape_timeout",), "must not be longer than scrape_interval")
         concurrency = self.positive_int(top.get("max_concurrency", 64), ("max_concurrency",))
         max_bytes = self.size(top.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES))
+        chains = self.positive_int(
+            top.get("max_blockchains_per_node", DEFAULT_MAX_BLOCKCHAINS_PER_NODE),
+            ("max_blockchains_per_node",),
+        )
         nodes = self.nodes(top.get("nodes"))
-        return Config(nodes, interval, timeout, concurrency, max_bytes)
+        return Config(nodes, interval, timeout, concurrency, max_bytes, chains)
 
     def size(self, value: Any) -> int:
         match = _SIZE.fullmatch(value) if isinstance(value, str) else None
@@ -247,7 +263,7 @@ class _CredentialReader:
                 self.reader.problem((*path, source), f"environment variable {text} is not set")
             return os.environ.get(text, "")
         try:
-            with open(text, encoding="utf-8") as handle:
+            with open(self.reader.resolve(text), encoding="utf-8") as handle:
                 return handle.read().rstrip("\r\n")
         except (OSError, UnicodeDecodeError) as error:
             self.reader.problem(
@@ -265,6 +281,15 @@ class _CredentialReader:
         username = self.reader.string(data.get("username", "-"), (*path, "username"))
         return username, self.secret(data, "password", path) or ""
 
+    def header(self, name: str, value: Any, path: Path) -> str:
+        """A header value, never echoed in a problem (it may be an API key)."""
+        if not _HEADER_NAME.fullmatch(name):
+            self.reader.problem(path, "is not a valid HTTP header name")
+        if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+            self.reader.problem(path, "must be a string on one line (value not shown)")
+            return ""
+        return value
+
     def headers(self, headers: Any, authorization: Any) -> tuple[tuple[str, str], ...]:
         result: dict[str, str] = {}
         if headers is not None:
@@ -273,7 +298,7 @@ class _CredentialReader:
                 self.reader.problem(path, "must be a mapping of header names to values")
                 headers = {}
             for name, value in headers.items():
-                result[name] = self.reader.string(value, (*path, name))
+                result[name] = self.header(name, value, (*path, name))
         if authorization is not None:
             path = (*self.path, "authorization")
             keys = ("type", "credentials", "credentials_file", "credentials_env")

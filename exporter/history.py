@@ -40,6 +40,7 @@ class NodeResult:
     error: FetchError | None
     chains: list[ChainResult]
     duration: float
+    unpolled_chains: int = 0  # listed by /health beyond max_blockchains_per_node
 
 
 def describe(error: FetchError | None) -> str | None:
@@ -57,6 +58,7 @@ class _NodeMemory:
     up: bool | None = None
     chains_up: dict[str, bool] = field(default_factory=dict)
     heights: dict[str, tuple[float, float]] = field(default_factory=dict)  # height, first seen
+    unpolled_chains: int = 0
 
 
 class History:
@@ -79,6 +81,11 @@ class History:
         else:
             memory.last_success = now
         memory.up = _log_change(memory.up, result.error, f"node {name}", name)
+        if result.health is not None and bool(result.unpolled_chains) != bool(
+            memory.unpolled_chains
+        ):
+            _log_capped(name, result.unpolled_chains)
+            memory.unpolled_chains = result.unpolled_chains
         if result.health is not None:  # the chain list is known: forget chains no longer in it
             polled = {chain.blockchain for chain in result.chains}
             memory.heights = {k: v for k, v in memory.heights.items() if k in polled}
@@ -120,6 +127,17 @@ def _chain_status(
         height_changed_at=seen[1],
         blocks_behind=highest[chain.blockchain] - height,
     )
+
+
+def _log_capped(node: str, unpolled: int) -> None:
+    if unpolled:
+        fields = {"node": node, "unpolled_blockchains": unpolled}
+        log.warning(
+            "node lists more blockchains than max_blockchains_per_node; polling the first ones",
+            extra={"fields": fields},
+        )
+    else:
+        log.info("node lists no more blockchains than the cap", extra={"fields": {"node": node}})
 
 
 def _log_change(before: bool | None, error: FetchError | None, what: str, node: str) -> bool:

@@ -33,8 +33,12 @@ DEADLINE_GRACE_SECONDS = 0.25
 class _NodePoll:
     """One node's poll in one cycle: /health, then each chain, all on the shared pool."""
 
-    def __init__(self, node: NodeConfig, client: NodeClient, pool: ThreadPoolExecutor) -> None:
+    def __init__(
+        self, node: NodeConfig, client: NodeClient, pool: ThreadPoolExecutor, max_chains: int
+    ) -> None:
         self.node = node
+        self._max_chains = max_chains
+        self._unpolled = 0
         self.done: Future[None] = Future()
         self._client = client
         self._pool = pool
@@ -57,7 +61,9 @@ class _NodePoll:
                 self._health_error = _as_fetch_error(error)
             self._finish()
             return
-        chains = self.node.blockchains or health.blockchain_ids
+        chains = self.node.blockchains or health.blockchain_ids[: self._max_chains]
+        if not self.node.blockchains:
+            self._unpolled = len(health.blockchain_ids) - len(chains)
         with self._lock:
             self._health = health
             self._chains = {chain: ChainResult(chain) for chain in chains}
@@ -98,7 +104,9 @@ class _NodePoll:
             end = self._finished if self._finished is not None else now
         if health_error is not None:
             return failed_node(self.node, health_error, end - self._started)
-        return NodeResult(self.node, self._health, None, chains, end - self._started)
+        return NodeResult(
+            self.node, self._health, None, chains, end - self._started, self._unpolled
+        )
 
 
 def failed_node(node: NodeConfig, error: FetchError, duration: float) -> NodeResult:
@@ -179,7 +187,10 @@ class Poller:
             if previous is not None and not previous.done.done():
                 stuck.append(node)  # an earlier poll still hangs: never a second request
                 continue
-            poll = _NodePoll(node, resources.clients[node.name], resources.pool)
+            client = resources.clients[node.name]
+            poll = _NodePoll(
+                node, client, resources.pool, resources.config.max_blockchains_per_node
+            )
             self._running[node.name] = poll
             poll.start(deadline, started)
             polls.append(poll)

@@ -51,9 +51,10 @@ def dotted(path: Path) -> str:
 class Reader:
     """Walks YAML data, converting values and collecting problems instead of stopping."""
 
-    def __init__(self, located: LocatedYaml) -> None:
+    def __init__(self, located: LocatedYaml, source: str | None = None) -> None:
         self.located = located
         self.problems: list[str] = []
+        self.base_dir = os.path.dirname(os.path.abspath(source)) if source else None
         for path, line in located.duplicates:
             self.problems.append(f"line {line}: {dotted(path)}: key given more than once")
 
@@ -109,10 +110,14 @@ class Reader:
             return False
         return value
 
+    def resolve(self, name: str) -> str:
+        """A relative path is relative to the config file's folder, as in Prometheus."""
+        return os.path.join(self.base_dir, name) if self.base_dir else name
+
     def readable_file(self, value: Any, path: Path) -> str | None:
         if value is None:
             return None
         name = self.string(value, path)
-        if name and not os.access(name, os.R_OK):
+        if name and not os.access(self.resolve(name), os.R_OK):
             self.problem(path, f"file {name!r} does not exist or is not readable")
-        return name or None
+        return self.resolve(name) if name else None

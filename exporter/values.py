@@ -97,7 +97,7 @@ def read_number(value: object) -> float | None:
 def read_count(value: object) -> float | None:
     """A number that counts something (a height, a queue length): never negative."""
     number = read_number(value)
-    return number if number is not None and number >= 0 else None
+    return number + 0.0 if number is not None and number >= 0 else None  # -0 becomes 0
 
 
 def read_bool(value: object) -> float | None:
@@ -115,7 +115,7 @@ def read_duration(value: object) -> float | None:
         seconds = parse_go_duration(value)
     except ValueError:
         return None
-    return seconds if seconds >= 0 else None
+    return seconds + 0.0 if seconds >= 0 else None  # "-0s" becomes 0
 
 
 def read_timestamp(value: object) -> float | None:

@@ -103,7 +103,7 @@ class WebConfig:
 def load_web_config(path: str) -> WebConfig:
     """Read and validate a web config file; raises ConfigError listing every problem."""
     text, source = read_document(path)
-    reader = _WebReader(locate(text, source))
+    reader = _WebReader(locate(text, source), source)
     config = reader.web_config()
     if reader.problems:
         raise ConfigError(source, reader.problems)
@@ -154,6 +154,9 @@ class _WebReader(Reader):
                 self.problem((*path, key), f"must be one of {', '.join(_TLS_VERSIONS)}")
                 version = None
             versions[key] = version
+        low, high = versions["min_version"], versions["max_version"]
+        if low and high and _TLS_VERSIONS[low].value > _TLS_VERSIONS[high].value:
+            self.problem((*path, "min_version"), "must not be above max_version")
         return TlsServerConfig(
             files["cert_file"] or "",
             files["key_file"] or "",

@@ -91,6 +91,9 @@ def test_request_headers_identify_the_exporter(mocked: responses.RequestsMock) -
         ),
         (BASE, ["blockchains", "ünï"], "http://127.0.0.1:7740/blockchains/%C3%BCn%C3%AF"),
         (BASE, ["blockchains", "a+b=c&d"], "http://127.0.0.1:7740/blockchains/a%2Bb%3Dc%26d"),
+        (BASE, ["blockchains", ".."], "http://127.0.0.1:7740/blockchains/%2E%2E"),
+        (BASE, ["blockchains", "."], "http://127.0.0.1:7740/blockchains/%2E"),
+        (BASE, ["blockchains", "a..b"], "http://127.0.0.1:7740/blockchains/a..b"),
     ],
 )
 def test_url_for_keeps_the_prefix_and_escapes_segments(

@@ -22,6 +22,7 @@ from exporter.config import (
     NodeConfig,
     TlsConfig,
     load_config,
+    parse_config,
 )
 from exporter.schema import ConfigError
 
@@ -405,3 +406,35 @@ def test_example_config_commented_settings_are_valid(block: str, tmp_path: Path)
         assert node.basic_auth == ("prometheus", "secret-or-pem")
     else:
         assert ("Authorization", "Bearer secret-or-pem") in node.headers
+
+
+def test_relative_files_are_relative_to_the_config_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    (folder / "password").write_text("from-the-folder\n")
+    (folder / "ca.pem").write_text("not checked here")
+    config_file = folder / "config.yml"
+    config_file.write_text(
+        "nodes:\n  - name: a\n    url: https://h/\n"
+        "    basic_auth: {username: u, password_file: password}\n"
+        "    tls_config: {ca_file: ca.pem}\n"
+    )
+    monkeypatch.chdir(tmp_path)  # the working directory must not matter
+    node = load_config(str(config_file)).nodes[0]
+    assert node.basic_auth == ("u", "from-the-folder")
+    assert node.tls.ca_file == str(folder / "ca.pem")
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, 100), (3, 3), (1, 1)])
+def test_max_blockchains_per_node(value: int | None, expected: int) -> None:
+    line = "" if value is None else f"max_blockchains_per_node: {value}\n"
+    config = parse_config(line + "nodes: [{name: a, url: 'http://h/'}]\n")
+    assert config.max_blockchains_per_node == expected
+
+
+def test_header_values_are_never_echoed() -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_config("nodes: [{name: a, url: 'http://h/', headers: {X-Key: 98765}}]\n")
+    assert "98765" not in str(raised.value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -149,3 +150,28 @@ def test_run_publishes_every_interval_and_stops(healthy: FakeNode) -> None:
     assert not thread.is_alive()
     assert len(published) >= 3
     assert all(snapshot.nodes[0].up for snapshot in published)
+
+
+def test_a_runaway_chain_listing_is_capped(
+    fake_nodes: list[FakeNode], caplog: pytest.LogCaptureFixture
+) -> None:
+    node = new_fake_node(fake_nodes)
+    chains = [f"c{i}" for i in range(5)]
+    node.play(health_doc(chains), {chain: chain_doc(1) for chain in chains})
+    config = Config(
+        nodes=(NodeConfig("n", node.url), NodeConfig("pinned", node.url, blockchains=("c4",))),
+        scrape_interval=2.0,
+        scrape_timeout=1.0,
+        max_blockchains_per_node=2,
+    )
+    poller = Poller(config, lambda _: None)
+    with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+        first = poller.run_cycle()
+        poller.run_cycle()
+    poller.stop()
+    capped = _node(first, "n")
+    assert [chain.blockchain for chain in capped.chains] == ["c0", "c1"]
+    assert capped.health is not None and capped.health.blockchain_count == 5
+    assert [chain.blockchain for chain in _node(first, "pinned").chains] == ["c4"]
+    warnings = [r for r in caplog.records if "max_blockchains_per_node" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].fields["unpolled_blockchains"] == 3

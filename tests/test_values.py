@@ -7,6 +7,7 @@ so every table below pairs accepted forms with their look-alikes that must be re
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 
@@ -348,3 +349,13 @@ def test_read_length(
     value: object, container: type[list[object]] | type[dict[str, object]], expected: float | None
 ) -> None:
     assert read_length(value, container) == expected
+
+
+@pytest.mark.parametrize(
+    ("reader", "value"), [(read_count, "-0"), (read_count, -0.0), (read_duration, "-0s")]
+)
+def test_negative_zero_is_exported_as_zero(
+    reader: Callable[[object], float | None], value: object
+) -> None:
+    result = reader(value)
+    assert result == 0.0 and math.copysign(1.0, result) == 1.0
