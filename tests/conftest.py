@@ -150,3 +150,29 @@ def chain_doc(height: int, **overrides: Any) -> dict[str, Any]:
     }
     document.update(overrides)
     return document
+
+
+class Clock:
+    """A clock the test steps by hand (the simulator and the exporter both accept one)."""
+
+    def __init__(self, start: float = 1_700_000_000.0) -> None:
+        self.time = start
+
+    def __call__(self) -> float:
+        return self.time
+
+    def advance(self, seconds: float) -> None:
+        self.time += seconds
+
+
+ERROR_PREFIX = "# error: "
+
+
+def expected_problems(path: Path) -> list[str]:
+    """The ``# error:`` lines at the top of an invalid-*.yml testdata file, in order."""
+    problems = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith(ERROR_PREFIX):
+            break
+        problems.append(line.removeprefix(ERROR_PREFIX))
+    return problems

@@ -25,22 +25,12 @@ from exporter.config import (
     parse_config,
 )
 from exporter.schema import ConfigError
+from tests.conftest import expected_problems
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG_TESTDATA = Path(__file__).resolve().parent / "testdata" / "config"
 INVALID_FILES = sorted(CONFIG_TESTDATA.glob("invalid-*.yml"))
-ERROR_PREFIX = "# error: "
 UNSET_ENV = "LEDGER_EXPORTER_TEST_UNSET_TOKEN"  # named by invalid-credentials-env-unset.yml
-
-
-def expected_problems(path: Path) -> list[str]:
-    """The ``# error:`` lines at the top of a testdata file, in order."""
-    problems = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.startswith(ERROR_PREFIX):
-            break
-        problems.append(line.removeprefix(ERROR_PREFIX))
-    return problems
 
 
 def write_config(directory: Path, text: str) -> str:

@@ -28,6 +28,7 @@ from exporter.config import Config, NodeConfig
 from exporter.exposition import Exposition
 from exporter.poller import Poller
 from exporter.simulator import SimulatedNetwork
+from tests.conftest import Clock
 
 INTERVAL = 2.0  # block interval of the simulated chains
 TIMEOUT = 1.0  # the exporter's scrape_timeout; a slow fault answers after SLOW
@@ -97,24 +98,11 @@ def chain_values(doc: dict[str, Any]) -> dict[str, Any]:
     return expected
 
 
-class Clock:
-    """The one clock of the simulator and the exporter, stepped by the test."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 class Rig:
     """A simulated network, a poller over it, and a reference model of what it must export."""
 
     def __init__(self, layout: str) -> None:
-        self.clock = Clock()
+        self.clock = Clock(START)
         self.network = SimulatedNetwork(3, 2, INTERVAL, SEED, layout=layout, clock=self.clock)
         self.network.start()
         nodes = tuple(NodeConfig(name, url) for name, url in self.network.node_urls.items())
@@ -158,7 +146,7 @@ class Rig:
     def expect(
         self, down: Mapping[str, str], chains_down: Mapping[tuple[str, str], str]
     ) -> Samples:
-        now = self.clock.now
+        now = self.clock.time
         expected: Samples = {
             key("ledger_exporter_build_info", version=__version__): 1.0,
             key("ledger_exporter_config_last_reload_successful"): 1.0,
@@ -348,14 +336,14 @@ def test_a_stalled_node_keeps_its_height_and_last_change_while_the_others_move(r
                 assert value(samples, changed, **labels) == value(before, changed, **labels)
             else:
                 assert height > heights(before)[pair]
-                assert value(samples, changed, **labels) == rig.clock.now
+                assert value(samples, changed, **labels) == rig.clock.time
     via_api(rig, "node-1", "stall", enabled=False)
     rig.clock.advance(INTERVAL / 4)
     samples = rig.cycle()  # it jumps to the height it would have had
     for pair in stalled:
         labels = {"node": pair[0], "blockchain": pair[1]}
         assert heights(samples)[pair] >= heights(before)[pair] + 3
-        assert value(samples, changed, **labels) == rig.clock.now
+        assert value(samples, changed, **labels) == rig.clock.time
 
 
 def test_peers_lost_is_zero_peers_on_the_node_and_its_chains(rig: Rig) -> None:

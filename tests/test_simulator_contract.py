@@ -12,6 +12,7 @@ import pytest
 import requests
 
 from exporter.simulator import SimulatedNetwork
+from tests.conftest import Clock
 
 ISO_Z = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z")
 GO_DURATION = re.compile(r"((\d+(\.\d+)?)(h|m|s|ms|us|ns))+")
@@ -124,16 +125,6 @@ def check(value: Any, spec: Any, where: str = "$") -> None:
         assert pattern.fullmatch(value), f"{where}: {value!r} is not a {spec.__name__}"
     else:
         assert type(value) is spec, f"{where}: expected {spec.__name__}, got {value!r}"
-
-
-class Clock:
-    """A settable clock for the simulator."""
-
-    def __init__(self, start: float = 1_700_000_000.0) -> None:
-        self.time = start
-
-    def __call__(self) -> float:
-        return self.time
 
 
 @pytest.fixture(scope="module")

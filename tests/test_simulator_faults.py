@@ -15,22 +15,10 @@ import pytest
 import requests
 
 from exporter.simulator import FaultError, SimulatedNetwork
+from tests.conftest import Clock
 
 INTERVAL = 2.0
 Switch = Callable[..., None]
-
-
-class Clock:
-    """A clock the test steps by hand."""
-
-    def __init__(self, start: float = 1_700_000_000.0) -> None:
-        self.time = start
-
-    def __call__(self) -> float:
-        return self.time
-
-    def advance(self, seconds: float) -> None:
-        self.time += seconds
 
 
 @pytest.fixture

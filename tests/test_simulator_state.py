@@ -12,21 +12,9 @@ import requests
 from exporter.simulator import SimulatedNetwork, UnknownChainError, UnknownNodeError
 from exporter.simulator.faults import FaultError, FaultSpec, parse_fault_spec
 from exporter.simulator.ids import DurationError, go_duration, parse_go_duration
+from tests.conftest import Clock
 
 INTERVAL = 2.0
-
-
-class Clock:
-    """A clock the test steps by hand."""
-
-    def __init__(self, start: float = 1_700_000_000.0) -> None:
-        self.time = start
-
-    def __call__(self) -> float:
-        return self.time
-
-    def advance(self, seconds: float) -> None:
-        self.time += seconds
 
 
 def network(seed: int = 3, nodes: int = 6, chains: int = 2) -> tuple[SimulatedNetwork, Clock]:

@@ -21,10 +21,10 @@ import pytest
 
 from exporter.schema import ConfigError
 from exporter.webconfig import TlsServerConfig, WebConfig, load_web_config
+from tests.conftest import expected_problems
 
 WEB_TESTDATA = Path(__file__).resolve().parent / "testdata" / "webconfig"
 INVALID_FILES = sorted(WEB_TESTDATA.glob("invalid-*.yml"))
-ERROR_PREFIX = "# error: "
 PASSWORD = "correct horse battery staple"
 HASH = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(4)).decode()
 
@@ -73,15 +73,6 @@ def make_pair(directory: Path, name: str) -> tuple[str, str]:
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     directory = tmp_path_factory.mktemp("pki")
     return Pki(*make_pair(directory, "server"), *make_pair(directory, "other"))
-
-
-def expected_problems(path: Path) -> list[str]:
-    problems = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.startswith(ERROR_PREFIX):
-            break
-        problems.append(line.removeprefix(ERROR_PREFIX))
-    return problems
 
 
 def write(directory: Path, text: str) -> str:
