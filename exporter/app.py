@@ -48,8 +48,16 @@ class Exporter:
         return self._ready.is_set()
 
     def _publish(self, snapshot: Snapshot) -> None:
+        """Swap in the new snapshot, rendered first in the formats scrapers used last time."""
         with self._lock:
-            self._exposition = Exposition(replace(snapshot, config_reload_ok=self._reload_ok))
+            reload_ok = self._reload_ok
+            asked = self._exposition.asked_for()
+        # Rendering takes a while on big fleets: scrapes meanwhile get the previous snapshot.
+        exposition = Exposition(replace(snapshot, config_reload_ok=reload_ok)).prepare(asked)
+        with self._lock:
+            if reload_ok != self._reload_ok:  # a reload finished while this one rendered
+                exposition = Exposition(replace(snapshot, config_reload_ok=self._reload_ok))
+            self._exposition = exposition
         self._ready.set()
 
     def _set_reload_ok(self, ok: bool) -> None:

@@ -64,6 +64,17 @@ class Exposition:
         self._lock = threading.RLock()  # the gzip form renders the plain one under the lock
         self._cache: dict[tuple[bool, bool], bytes] = {}
 
+    def asked_for(self) -> tuple[tuple[bool, bool], ...]:
+        """The (OpenMetrics, gzip) variants scrapers have asked for so far."""
+        with self._lock:
+            return tuple(self._cache)
+
+    def prepare(self, variants: tuple[tuple[bool, bool], ...]) -> Exposition:
+        """Render ``variants`` now, so the first scrape of this snapshot waits for nothing."""
+        for openmetrics_format, gzipped in variants:
+            self.body(openmetrics_format, gzipped)
+        return self
+
     def body(self, openmetrics_format: bool, gzipped: bool) -> bytes:
         """The exposition in the asked format; safe to call from many server threads."""
         key = (openmetrics_format, gzipped)

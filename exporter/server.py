@@ -90,6 +90,9 @@ class _Handler(BaseHTTPRequestHandler):
     server: ExporterServer
     protocol_version = "HTTP/1.1"
     server_version = "ledger-exporter"
+    # Headers and body go out as two writes; with Nagle's algorithm the body waits for the
+    # client's delayed ACK, adding about 40 ms to every small scrape.
+    disable_nagle_algorithm = True
 
     def do_GET(self) -> None:
         self._dispatch(send_body=True)

@@ -244,3 +244,14 @@ def test_server_binds_ipv6_loopback_when_asked() -> None:
         pytest.skip("this machine has no IPv6 loopback")
     assert server.address_family == socket.AF_INET6
     server.server_close()
+
+
+def test_the_next_snapshot_is_rendered_before_it_is_served(running: tuple) -> None:
+    exporter, base, _ = running
+    _get(base + "metrics", {"Accept": "application/openmetrics-text", "Accept-Encoding": "gzip"})
+    current = exporter.exposition()
+    deadline = time.monotonic() + 5
+    while exporter.exposition() is current:
+        assert time.monotonic() < deadline, "no new cycle was published"
+        time.sleep(0.05)
+    assert (True, True) in exporter.exposition().asked_for()  # rendered before the swap
