@@ -56,7 +56,7 @@ class Exporter:
         exposition = Exposition(replace(snapshot, config_reload_ok=reload_ok)).prepare(asked)
         with self._lock:
             if reload_ok != self._reload_ok:  # a reload finished while this one rendered
-                exposition = Exposition(replace(snapshot, config_reload_ok=self._reload_ok))
+                exposition = Exposition(replace(snapshot, config_reload_ok=self._reload_ok), asked)
             self._exposition = exposition
         self._ready.set()
 
@@ -64,7 +64,7 @@ class Exporter:
         with self._lock:
             self._reload_ok = ok
             snapshot = replace(self._exposition.snapshot, config_reload_ok=ok)
-            self._exposition = Exposition(snapshot)
+            self._exposition = Exposition(snapshot, self._exposition.asked_for())
 
     def reload(self) -> None:
         """Re-read the config file; on error keep the running config and raise ConfigError."""

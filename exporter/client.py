@@ -44,11 +44,13 @@ class FetchError(Exception):
         self.detail = detail
 
 
-def make_session(pool_size: int) -> requests.Session:
-    """One session for every node: connection pools sized to the concurrency, no retries."""
+def make_session(pool_size: int, hosts: int = 1) -> requests.Session:
+    """One session for every node, no retries: a kept-alive connection pool for each of the
+    ``hosts`` (fewer would evict pools and reconnect, a TLS handshake per request over
+    https), each holding up to ``pool_size`` connections."""
     session = requests.Session()
     session.trust_env = False  # proxies and .netrc from the environment must not leak in
-    adapter = HTTPAdapter(pool_connections=pool_size, pool_maxsize=pool_size, max_retries=0)
+    adapter = HTTPAdapter(pool_connections=max(hosts, 1), pool_maxsize=pool_size, max_retries=0)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     session.headers.update(

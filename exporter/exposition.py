@@ -59,15 +59,16 @@ class _SnapshotRegistry(CollectorRegistry):
 class Exposition:
     """The bytes served for one snapshot, per format and encoding, each built at most once."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, asked: tuple[tuple[bool, bool], ...] = ()) -> None:
         self.snapshot = snapshot
+        self._asked = asked  # variants asked of an earlier exposition, to render next time
         self._lock = threading.RLock()  # the gzip form renders the plain one under the lock
         self._cache: dict[tuple[bool, bool], bytes] = {}
 
     def asked_for(self) -> tuple[tuple[bool, bool], ...]:
         """The (OpenMetrics, gzip) variants scrapers have asked for so far."""
         with self._lock:
-            return tuple(self._cache)
+            return tuple(dict.fromkeys((*self._asked, *self._cache)))
 
     def prepare(self, variants: tuple[tuple[bool, bool], ...]) -> Exposition:
         """Render ``variants`` now, so the first scrape of this snapshot waits for nothing."""

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import requests
 
@@ -48,6 +49,31 @@ class _NodePoll:
         self._chains: dict[str, ChainResult] = {}
         self._started = 0.0
         self._finished: float | None = None
+        self._in_flight = 0
+        self._ran_out_of_time = False
+
+    @property
+    def blamed_for_timeout(self) -> bool:
+        """A request to this node ran out of time, or is still out: not one merely queued."""
+        with self._lock:
+            return self._ran_out_of_time or self._in_flight > 0
+
+    def _ask(self, segments: list[str], deadline: float) -> object:
+        """``get_json``, keeping count of requests really sent and of those that timed out."""
+        if time.monotonic() >= deadline:
+            raise FetchError(Reason.TIMEOUT, "no time left in this cycle to send the request")
+        with self._lock:
+            self._in_flight += 1
+        try:
+            return self._client.get_json(segments, deadline)
+        except FetchError as error:
+            if error.reason is Reason.TIMEOUT:
+                with self._lock:
+                    self._ran_out_of_time = True
+            raise
+        finally:
+            with self._lock:
+                self._in_flight -= 1
 
     def start(self, deadline: float, started: float) -> None:
         self._started = started
@@ -55,7 +81,7 @@ class _NodePoll:
 
     def _read_health(self, deadline: float) -> None:
         try:
-            health = read_health(self._client.get_json(["health"], deadline))
+            health = read_health(self._ask(["health"], deadline))
         except Exception as error:
             with self._lock:
                 self._health_error = _as_fetch_error(error)
@@ -75,7 +101,7 @@ class _NodePoll:
     def _read_chain(self, chain: str, deadline: float) -> None:
         reading, error = None, None
         try:
-            reading = read_chain(self._client.get_json(["blockchains", chain], deadline))
+            reading = read_chain(self._ask(["blockchains", chain], deadline))
         except Exception as failure:
             error = _as_fetch_error(failure)
         with self._lock:
@@ -117,8 +143,10 @@ def failed_node(node: NodeConfig, error: FetchError, duration: float) -> NodeRes
 
 
 def _as_fetch_error(error: Exception) -> FetchError:
+    """A fresh error without a traceback: a traceback keeps the request's frames, and with
+    them a refused body of up to max_response_bytes, alive until the next GC."""
     if isinstance(error, FetchError):
-        return error
+        return FetchError(error.reason, error.detail)
     if isinstance(error, InvalidResponseError):
         return FetchError(Reason.INVALID_RESPONSE, str(error))
     log.error("unexpected failure while polling", exc_info=error)
@@ -132,7 +160,12 @@ class _Resources:
     config: Config
     session: requests.Session
     pool: ThreadPoolExecutor
+    slow_pool: ThreadPoolExecutor  # for nodes that timed out last cycle (see run_cycle)
     clients: dict[str, NodeClient]
+
+    def shutdown(self) -> None:
+        for pool in (self.pool, self.slow_pool):
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 class Poller:
@@ -150,6 +183,7 @@ class Poller:
         self._pending_config: Config | None = None
         self._resources = self._build(config)
         self._running: dict[str, _NodePoll] = {}
+        self._timed_out: set[str] = set()
         self._wake = threading.Event()
         self._stopped = threading.Event()
 
@@ -159,12 +193,16 @@ class Poller:
         self._wake.set()
 
     def _build(self, config: Config) -> _Resources:
-        session = make_session(config.max_concurrency)
+        hosts = len({urlsplit(node.url).netloc for node in config.nodes})
+        session = make_session(config.max_concurrency, hosts)
         pool = ThreadPoolExecutor(config.max_concurrency, thread_name_prefix="poll")
+        slow_pool = ThreadPoolExecutor(
+            max(1, config.max_concurrency // 4), thread_name_prefix="poll-slow"
+        )
         clients = {
             node.name: NodeClient(session, node, config.max_response_bytes) for node in config.nodes
         }
-        return _Resources(config, session, pool, clients)
+        return _Resources(config, session, pool, slow_pool, clients)
 
     def _take_pending_config(self) -> None:
         config, self._pending_config = self._pending_config, None
@@ -172,7 +210,7 @@ class Poller:
             return
         old = self._resources
         self._resources = self._build(config)
-        old.pool.shutdown(wait=False, cancel_futures=True)
+        old.shutdown()
         self._running.clear()
 
     def run_cycle(self) -> Snapshot:
@@ -182,25 +220,30 @@ class Poller:
         started = time.monotonic()
         deadline = started + resources.config.scrape_timeout
         polls, stuck = [], []
-        for node in resources.config.nodes:
+        # Nodes that timed out last cycle go last, on a small pool of their own: however many
+        # hang, they cannot hold the threads the healthy nodes' requests need.
+        suspects = self._timed_out
+        for node in sorted(resources.config.nodes, key=lambda node: node.name in suspects):
             previous = self._running.get(node.name)
             if previous is not None and not previous.done.done():
                 stuck.append(node)  # an earlier poll still hangs: never a second request
                 continue
             client = resources.clients[node.name]
-            poll = _NodePoll(
-                node, client, resources.pool, resources.config.max_blockchains_per_node
-            )
+            pool = resources.slow_pool if node.name in suspects else resources.pool
+            poll = _NodePoll(node, client, pool, resources.config.max_blockchains_per_node)
             self._running[node.name] = poll
             poll.start(deadline, started)
             polls.append(poll)
-        wait([poll.done for poll in polls], timeout=deadline - started + DEADLINE_GRACE_SECONDS)
+        remaining = max(0.0, deadline - time.monotonic())
+        wait([poll.done for poll in polls], timeout=remaining + DEADLINE_GRACE_SECONDS)
         ended = time.monotonic()
         hung = FetchError(Reason.TIMEOUT, "the previous poll of this node has not ended yet")
         results = [poll.result(ended) for poll in polls]
         results += [failed_node(node, hung, ended - started) for node in stuck]
         order = {node.name: index for index, node in enumerate(resources.config.nodes)}
         results.sort(key=lambda result: order[result.node.name])
+        self._timed_out = {poll.node.name for poll in polls if poll.blamed_for_timeout}
+        self._timed_out |= {node.name for node in stuck}
         nodes = self._history.record(results, self._clock())
         return Snapshot(nodes, ended - started, self._clock())
 
@@ -223,5 +266,5 @@ class Poller:
         """End run() after the current cycle and release threads and connections."""
         self._stopped.set()
         self._wake.set()
-        self._resources.pool.shutdown(wait=False, cancel_futures=True)
+        self._resources.shutdown()
         self._resources.session.close()

@@ -5,13 +5,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
-from exporter.client import NodeClient
+from exporter.client import NodeClient, make_session
 from exporter.config import Config, NodeConfig
-from exporter.poller import Poller
+from exporter.poller import Poller, _NodePoll
 from exporter.snapshot import NodeStatus, Snapshot
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
 
@@ -175,3 +176,46 @@ def test_a_runaway_chain_listing_is_capped(
     assert [chain.blockchain for chain in _node(first, "pinned").chains] == ["c4"]
     warnings = [r for r in caplog.records if "max_blockchains_per_node" in r.getMessage()]
     assert len(warnings) == 1 and warnings[0].fields["unpolled_blockchains"] == 3
+
+
+def test_nodes_that_hang_cannot_starve_the_healthy_ones(
+    healthy: FakeNode, fake_nodes: list[FakeNode]
+) -> None:
+    hanging = new_fake_node(fake_nodes)
+    hanging.set("/health", health_doc([]), delay=2.0)
+    slow = tuple(NodeConfig(f"slow-{i}", hanging.url) for i in range(6))
+    good = tuple(NodeConfig(f"good-{i}", healthy.url) for i in range(3))
+    poller = Poller(_config(*slow, *good, timeout=0.5, concurrency=4), lambda _: None)
+    poller.run_cycle()  # the slow ones fill every thread: the good ones may time out here
+    while any(not poll.done.done() for poll in poller._running.values()):
+        time.sleep(0.05)  # let the first cycle's hung requests end (the server sleeps 2 s)
+    second = poller.run_cycle()
+    poller.stop()
+    assert all(_node(second, node.name).up for node in good)
+    assert all(chain.up for node in good for chain in _node(second, node.name).chains)
+    assert not any(_node(second, node.name).up for node in slow)
+
+
+def test_errors_kept_in_results_hold_no_traceback(fake_nodes: list[FakeNode]) -> None:
+    big = new_fake_node(fake_nodes)
+    big.set("/health", b"x" * 4096)
+    config = Config(nodes=(NodeConfig("big", big.url),), max_response_bytes=1024)
+    poll = _NodePoll(
+        config.nodes[0],
+        NodeClient(make_session(1), config.nodes[0], 1024),
+        ThreadPoolExecutor(1),
+        10,
+    )
+    poll.start(time.monotonic() + 2, time.monotonic())
+    poll.done.result(timeout=5)
+    result = poll.result(time.monotonic())
+    assert result.error is not None and result.error.reason.value == "too_large"
+    assert result.error.__traceback__ is None  # a traceback would pin the refused body
+
+
+def test_one_connection_pool_per_host() -> None:
+    nodes = tuple(NodeConfig(f"n{i}", f"http://127.0.0.1:{7000 + i}/") for i in range(70))
+    poller = Poller(_config(*nodes, concurrency=8), lambda _: None)
+    adapter = poller._resources.session.get_adapter("http://127.0.0.1:7000/")
+    poller.stop()
+    assert adapter._pool_connections == 70 and adapter._pool_maxsize == 8  # type: ignore[attr-defined]

@@ -136,6 +136,7 @@ class Handler(BaseHTTPRequestHandler):
 
     server: SimServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else each kept-alive answer waits ~40 ms for an ACK
     server_version = "ledger-simulator"
     timeout = 60  # idle keep-alive connections are dropped after a minute
 
