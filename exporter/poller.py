@@ -53,6 +53,12 @@ class _NodePoll:
         self._ran_out_of_time = False
 
     @property
+    def in_flight(self) -> int:
+        """Requests to this node sent and not yet ended."""
+        with self._lock:
+            return self._in_flight
+
+    @property
     def blamed_for_timeout(self) -> bool:
         """A request to this node ran out of time, or is still out: not one merely queued."""
         with self._lock:
@@ -261,6 +267,10 @@ class Poller:
             self._wake.wait(max(0.0, next_start - time.monotonic()))
             if self._wake.is_set():
                 next_start = time.monotonic()
+
+    def requests_in_flight(self) -> int:
+        """Requests sent and not yet ended, across all nodes (hung ones included)."""
+        return sum(poll.in_flight for poll in list(self._running.values()))
 
     def stop(self) -> None:
         """End run() after the current cycle and release threads and connections."""

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -229,3 +230,41 @@ def test_a_taken_port_is_reported(network: Path) -> None:
             timeout=20,
         )
     assert result.returncode == 1 and "cannot listen" in result.stderr
+
+
+def test_sigterm_exits_promptly_while_a_node_drips_its_headers(tmp_path: Path) -> None:
+    """Each read of a dripping node brings a byte, so only the cycle's deadline ends it; the
+    request's thread must not hold the process after SIGTERM."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+
+    def drip() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.sendall(b"HTTP/1.1 200 OK\r\n")
+            while not stop.wait(0.2):
+                connection.sendall(b"X")  # an endless header line, one byte at a time
+
+    dripper = threading.Thread(target=drip, daemon=True)
+    dripper.start()
+    config = tmp_path / "config.yml"
+    port = listener.getsockname()[1]
+    config.write_text(
+        "scrape_interval: 2s\nscrape_timeout: 500ms\n"
+        f"nodes: [{{name: dripping, url: 'http://127.0.0.1:{port}/'}}]\n"
+    )
+    exporter = ExporterProcess(config)
+    try:
+        wait_for(exporter.base + "/metrics", 'ledger_node_up{node="dripping"} 0.0', timeout=10)
+        exporter.process.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        code, stderr = exporter.stop()
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        listener.close()
+    assert code == 0, stderr
+    assert took < 8  # the dripping goes on for as long as the test lets it
+    assert "exiting without waiting for requests that still hang" in stderr
