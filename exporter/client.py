@@ -44,6 +44,14 @@ class FetchError(Exception):
         self.detail = detail
 
 
+class NotSentError(FetchError):
+    """The cycle's deadline passed before the request could be sent (it waited in the queue):
+    a timeout, but not one the node caused."""
+
+    def __init__(self) -> None:
+        super().__init__(Reason.TIMEOUT, "no time left in this cycle to send the request")
+
+
 def make_session(pool_size: int, hosts: int = 1) -> requests.Session:
     """One session for every node, no retries: a kept-alive connection pool for each of the
     ``hosts`` (fewer would evict pools and reconnect, a TLS handshake per request over
@@ -94,7 +102,7 @@ class NodeClient:
         """GET the document at ``segments`` and decode it; raises FetchError on any failure."""
         remaining = deadline - self._monotonic()
         if remaining <= 0:
-            raise FetchError(Reason.TIMEOUT, "no time left in this cycle to send the request")
+            raise NotSentError
         try:
             with self._session.get(
                 self.url_for(segments),

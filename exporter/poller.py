@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from exporter.client import FetchError, NodeClient, Reason, make_session
+from exporter.client import FetchError, NodeClient, NotSentError, Reason, make_session
 from exporter.config import Config, NodeConfig
 from exporter.history import ChainResult, History, NodeResult
 from exporter.readings import HealthReading, InvalidResponseError, read_chain, read_health
@@ -65,13 +65,13 @@ class _NodePoll:
             return self._ran_out_of_time or self._in_flight > 0
 
     def _ask(self, segments: list[str], deadline: float) -> object:
-        """``get_json``, keeping count of requests really sent and of those that timed out."""
-        if time.monotonic() >= deadline:
-            raise FetchError(Reason.TIMEOUT, "no time left in this cycle to send the request")
+        """``get_json``, keeping count of requests in flight and of those that timed out."""
         with self._lock:
             self._in_flight += 1
         try:
             return self._client.get_json(segments, deadline)
+        except NotSentError:
+            raise  # it only waited in the queue: the node is not to blame
         except FetchError as error:
             if error.reason is Reason.TIMEOUT:
                 with self._lock:
