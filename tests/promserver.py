@@ -48,6 +48,18 @@ POLL_SECONDS = 0.2
 Sample = dict[str, Any]  # one element of an instant query's result: {"metric", "value"}
 
 
+def stop_process(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """Terminate a test's child process; kill it when it does not end within ``timeout``."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 class PrometheusError(AssertionError):
     """Prometheus did not start, answered an error, or a condition was not met in time."""
 
@@ -283,14 +295,8 @@ class PrometheusServer(PrometheusApi):
     def stop(self) -> None:
         """Terminate, wait, kill when it does not end in time."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=STOP_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            stop_process(process, STOP_TIMEOUT_SECONDS)
 
     def __enter__(self) -> PrometheusServer:
         return self.start()

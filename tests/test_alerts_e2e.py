@@ -39,7 +39,7 @@ import pytest
 import yaml
 
 from exporter.simulator import SimulatedNetwork
-from tests.promserver import PrometheusServer, free_port
+from tests.promserver import PrometheusServer, free_port, stop_process
 from tests.test_rules import DASHBOARDS, PROM_DIR, ROOT, variable_query, walk_panels
 
 pytestmark = pytest.mark.integration
@@ -186,12 +186,7 @@ def running_exporter(config: Path, log: Path) -> Iterator[str]:
         wait_ready(f"http://{address}/-/ready", process, log)
         yield address
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 @pytest.fixture(scope="module")
