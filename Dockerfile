@@ -9,6 +9,7 @@ FROM python:3.11.11-slim-bookworm AS builder
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY exporter/ exporter/
+COPY ledger_simulator/ ledger_simulator/
 # The venv has no pip of its own: the base image's pip installs into it from the
 # wheels just built, offline (--no-index), so only the wheel's contents land there.
 RUN pip wheel --no-cache-dir --wheel-dir /wheels . \

@@ -32,12 +32,12 @@ MIB = 1024 * 1024
 # for the client's delayed ACK (see docs/performance.md). A timer bounds its lifetime.
 _SIM_BOOT = """
 import os, signal, sys, threading
-from exporter.simulator import http
+from ledger_simulator import http
 http.Handler.disable_nagle_algorithm = {nodelay}
 timer = threading.Timer({lifetime}, os.kill, (os.getpid(), signal.SIGTERM))
 timer.daemon = True
 timer.start()
-from exporter.simulator.cli import main
+from ledger_simulator.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ledger-exporter`` console script."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["simulate"]:
-        from exporter.simulator.cli import main as simulate  # noqa: PLC0415
+        from ledger_simulator.cli import main as simulate  # noqa: PLC0415
 
         return simulate(args_list[1:])
     if args_list[:1] == ["demo"]:

@@ -24,8 +24,8 @@ import yaml
 from exporter.app import Exporter
 from exporter.config import Config, NodeConfig
 from exporter.logs import setup_logging
-from exporter.simulator import SimulatedNetwork
 from exporter.values import parse_go_duration
+from ledger_simulator import SimulatedNetwork
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "deploy" / "prometheus"
 

@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 import yaml
 
-from exporter.simulator import SimulatedNetwork
+from ledger_simulator import SimulatedNetwork
 from tests.promserver import PrometheusServer, free_port, stop_process
 from tests.test_rules import DASHBOARDS, PROM_DIR, ROOT, variable_query, walk_panels
 

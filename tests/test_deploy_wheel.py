@@ -176,3 +176,17 @@ def test_config_check_rejects_an_unknown_key(venv: Path, tmp_path: Path) -> None
     )
     assert result.returncode == 1
     assert "nodez" in result.stdout + result.stderr
+
+
+def test_the_wheel_holds_the_simulator_for_the_simulate_command(venv: Path, tmp_path: Path) -> None:
+    """The compose stack runs `ledger-exporter simulate` from the image: the wheel needs it."""
+    result = _run(venv / "bin" / "ledger-exporter", "simulate", "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    located = _run(
+        venv / "bin" / "python",
+        "-c",
+        "import ledger_simulator; print(ledger_simulator.__file__)",
+        cwd=tmp_path,
+    )
+    assert located.returncode == 0, located.stderr
+    assert Path(located.stdout.strip()).is_relative_to(venv)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from exporter import metrics
-from exporter.simulator import SimulatedNetwork
+from ledger_simulator import SimulatedNetwork
 from tests.promserver import PrometheusServer, StartPrometheus, prometheus_servers
 from tests.test_cli import ExporterProcess, wait_for
 

@@ -27,7 +27,7 @@ from exporter import __version__, metrics
 from exporter.config import Config, NodeConfig
 from exporter.exposition import Exposition
 from exporter.poller import Poller
-from exporter.simulator import SimulatedNetwork
+from ledger_simulator import SimulatedNetwork
 from tests.conftest import Clock
 
 INTERVAL = 2.0  # block interval of the simulated chains

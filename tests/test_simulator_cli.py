@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import requests
 
-from exporter.simulator import SimulatedNetwork
-from exporter.simulator.cli import main, print_summary
+from ledger_simulator import SimulatedNetwork
+from ledger_simulator.cli import main, print_summary
 
 URL_LINE = re.compile(r"^(admin|node-\d+): (http://\S+)$")
 
@@ -34,8 +34,8 @@ def restore_logging() -> Iterator[None]:
 
 @contextmanager
 def simulate(*args: str) -> Iterator[tuple[subprocess.Popen[str], dict[str, str]]]:
-    """Start ``python -m exporter.simulator ARGS``; yield it with the URLs it printed."""
-    command = [sys.executable, "-m", "exporter.simulator", "--listen-address", "127.0.0.1:0"]
+    """Start ``python -m ledger_simulator ARGS``; yield it with the URLs it printed."""
+    command = [sys.executable, "-m", "ledger_simulator", "--listen-address", "127.0.0.1:0"]
     process = subprocess.Popen(
         [*command, *args],
         stdout=subprocess.PIPE,

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 import requests
 
-from exporter.simulator import SimulatedNetwork
+from ledger_simulator import SimulatedNetwork
 from tests.conftest import Clock
 
 ISO_Z = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z")

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from exporter.simulator import FaultError, SimulatedNetwork
+from ledger_simulator import FaultError, SimulatedNetwork
 from tests.conftest import Clock
 
 INTERVAL = 2.0

@@ -9,9 +9,9 @@ from datetime import datetime
 import pytest
 import requests
 
-from exporter.simulator import SimulatedNetwork, UnknownChainError, UnknownNodeError
-from exporter.simulator.faults import FaultError, FaultSpec, parse_fault_spec
-from exporter.simulator.ids import DurationError, go_duration, parse_go_duration
+from ledger_simulator import SimulatedNetwork, UnknownChainError, UnknownNodeError
+from ledger_simulator.faults import FaultError, FaultSpec, parse_fault_spec
+from ledger_simulator.ids import DurationError, go_duration, parse_go_duration
 from tests.conftest import Clock
 
 INTERVAL = 2.0

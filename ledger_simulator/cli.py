@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from types import FrameType
 
 from exporter.logs import LEVELS, setup_logging
-from exporter.simulator.errors import SimulatorError
-from exporter.simulator.faults import parse_fault_spec
-from exporter.simulator.ids import DurationError, go_duration, parse_go_duration
-from exporter.simulator.network import LAYOUTS, SimulatedNetwork
+from ledger_simulator.errors import SimulatorError
+from ledger_simulator.faults import parse_fault_spec
+from ledger_simulator.ids import DurationError, go_duration, parse_go_duration
+from ledger_simulator.network import LAYOUTS, SimulatedNetwork
 
 LISTED_NODES = 10  # more nodes than this are summarised on start
 log = logging.getLogger("ledger_exporter.simulator")

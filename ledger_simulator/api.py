@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from exporter.simulator.errors import BadRequestError, NotFoundError, UnknownChainError
-from exporter.simulator.ledger import Ledger
-from exporter.simulator.state import SimState
+from ledger_simulator.errors import BadRequestError, NotFoundError, UnknownChainError
+from ledger_simulator.ledger import Ledger
+from ledger_simulator.state import SimState
 
 JSON_TYPE = "application/json"
 _DIGITS = re.compile(r"[0-9]+")

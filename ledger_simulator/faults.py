@@ -6,9 +6,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.simulator.errors import SimulatorError
-from exporter.simulator.ids import DurationError, iso_utc, parse_go_duration
-from exporter.simulator.topology import Topology
+from ledger_simulator.errors import SimulatorError
+from ledger_simulator.ids import DurationError, iso_utc, parse_go_duration
+from ledger_simulator.topology import Topology
 
 FAULTS = ("stall", "peers_lost", "syncing", "down", "slow", "http_500", "malformed_json")
 DEFAULT_SLOW_SECONDS = 5.0

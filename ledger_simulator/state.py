@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.simulator.faults import ActiveFaults, FaultRegistry
-from exporter.simulator.ids import go_duration, hex_id, iso_utc, pick, triangle, unit
-from exporter.simulator.topology import Topology
+from ledger_simulator.faults import ActiveFaults, FaultRegistry
+from ledger_simulator.ids import go_duration, hex_id, iso_utc, pick, triangle, unit
+from ledger_simulator.topology import Topology
 
 SESSION_OPENS = 0.2  # fraction of a block interval after a mint when the next session opens
 STAGES = 3  # propose, vote, commit

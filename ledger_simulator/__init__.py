@@ -1,18 +1,18 @@
 """A simulated ledger network serving the node HTTP API, for demos, tests and benchmarks.
 
 ``SimulatedNetwork`` is the Python API (used by ``ledger-exporter demo`` and the end-to-end
-tests); ``exporter.simulator.cli.main`` is the ``ledger-exporter simulate`` sub-command.
+tests); ``ledger_simulator.cli.main`` is the ``ledger-exporter simulate`` sub-command.
 """
 
-from exporter.simulator.errors import (
+from ledger_simulator.errors import (
     BadRequestError,
     NotFoundError,
     SimulatorError,
     UnknownChainError,
     UnknownNodeError,
 )
-from exporter.simulator.faults import FAULTS, FaultError
-from exporter.simulator.network import LAYOUTS, SimulatedNetwork
+from ledger_simulator.faults import FAULTS, FaultError
+from ledger_simulator.network import LAYOUTS, SimulatedNetwork
 
 __all__ = [
     "FAULTS",

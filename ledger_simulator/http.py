@@ -18,11 +18,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from exporter.simulator.admin import AdminApi
-from exporter.simulator.api import NodeApi, Response, error_response, split_path
-from exporter.simulator.errors import UnknownNodeError
-from exporter.simulator.faults import FaultRegistry
-from exporter.simulator.topology import Topology
+from ledger_simulator.admin import AdminApi
+from ledger_simulator.api import NodeApi, Response, error_response, split_path
+from ledger_simulator.errors import UnknownNodeError
+from ledger_simulator.faults import FaultRegistry
+from ledger_simulator.topology import Topology
 
 log = logging.getLogger("ledger_exporter.simulator")
 MAX_BODY = 64 * 1024  # admin requests are tiny; refuse anything larger

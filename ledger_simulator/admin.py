@@ -6,11 +6,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from exporter.simulator.api import Response, error_response, json_response
-from exporter.simulator.errors import SimulatorError
-from exporter.simulator.faults import FaultRegistry
-from exporter.simulator.ids import DurationError, parse_go_duration
-from exporter.simulator.ledger import Ledger
+from ledger_simulator.api import Response, error_response, json_response
+from ledger_simulator.errors import SimulatorError
+from ledger_simulator.faults import FaultRegistry
+from ledger_simulator.ids import DurationError, parse_go_duration
+from ledger_simulator.ledger import Ledger
 
 ENDPOINTS = {
     "faults": "GET lists the faults in force; POST switches one (JSON body)",

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from exporter.simulator.errors import SimulatorError, UnknownChainError, UnknownNodeError
-from exporter.simulator.ids import hex_id, peer_id, pick, public_key
+from ledger_simulator.errors import SimulatorError, UnknownChainError, UnknownNodeError
+from ledger_simulator.ids import hex_id, peer_id, pick, public_key
 
 _LOGICAL_NAMES = ("payments", "registry", "identity", "settlement", "karma")
 NODE_VERSIONS = ("v2.14.3", "v2.14.3", "v2.14.3", "v2.14.2")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from exporter.simulator.errors import SimulatorError
-from exporter.simulator.http import Router, SimServer
+from ledger_simulator.errors import SimulatorError
+from ledger_simulator.http import Router, SimServer
 
 POLL_SECONDS = 0.05  # how soon a serving loop notices stop()
 BIND_ATTEMPTS = 50

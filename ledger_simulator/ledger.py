@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.simulator.errors import NotFoundError
-from exporter.simulator.ids import hex_id, iso_utc, pick, public_key
-from exporter.simulator.state import SimState
+from ledger_simulator.errors import NotFoundError
+from ledger_simulator.ids import hex_id, iso_utc, pick, public_key
+from ledger_simulator.state import SimState
 
 WALLETS = 64
 DEPLOY_INDEX = 0xFFFF  # transaction index reserved for a contract's deployment

@@ -13,15 +13,15 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-from exporter.simulator.admin import AdminApi
-from exporter.simulator.api import NodeApi
-from exporter.simulator.errors import SimulatorError
-from exporter.simulator.faults import FaultRegistry
-from exporter.simulator.http import Router
-from exporter.simulator.ledger import Ledger
-from exporter.simulator.ports import Listener, bind_layout
-from exporter.simulator.state import SimState
-from exporter.simulator.topology import Topology
+from ledger_simulator.admin import AdminApi
+from ledger_simulator.api import NodeApi
+from ledger_simulator.errors import SimulatorError
+from ledger_simulator.faults import FaultRegistry
+from ledger_simulator.http import Router
+from ledger_simulator.ledger import Ledger
+from ledger_simulator.ports import Listener, bind_layout
+from ledger_simulator.state import SimState
+from ledger_simulator.topology import Topology
 
 LAYOUTS = ("paths", "ports")
 
