@@ -1,7 +1,9 @@
 """A snapshot rendered to bytes once per cycle, not once per scrape.
 
-Rendering costs about 6 us per sample, so each format (text, OpenMetrics) and its gzip form
-is built on first request and then served from memory until the next snapshot replaces it.
+The exporter's own families are written directly by :mod:`exporter.render` (their sample
+lines once for both formats); client_python renders only the runtime families (process,
+platform, GC). Each format and its gzip form is built on first request, or ahead of the
+swap for the variants scrapers asked before, and then served from memory.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from exporter.collector import snapshot_collectors
+from exporter import render
+from exporter.metrics import MetricSpec
+from exporter.render import Renderer
 from exporter.snapshot import Snapshot
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -40,30 +44,31 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
     return False
 
 
-class _SnapshotRegistry(CollectorRegistry):
-    """A registry exposing one snapshot plus the process, platform and GC runtime metrics."""
+class _RuntimeRegistry(CollectorRegistry):
+    """The process, platform and GC runtime metrics, rendered by client_python."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self) -> None:
         super().__init__(auto_describe=False)
-        self._snapshot_collectors = snapshot_collectors(snapshot)
         ProcessCollector(registry=self)
         PlatformCollector(registry=self)
         GCCollector(registry=self)
-
-    def collect(self) -> Iterable:  # type: ignore[type-arg]
-        for collector in self._snapshot_collectors:
-            yield from collector.collect()
-        yield from super().collect()
 
 
 class Exposition:
     """The bytes served for one snapshot, per format and encoding, each built at most once."""
 
-    def __init__(self, snapshot: Snapshot, asked: tuple[tuple[bool, bool], ...] = ()) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        asked: tuple[tuple[bool, bool], ...] = (),
+        renderer: Renderer | None = None,
+    ) -> None:
         self.snapshot = snapshot
         self._asked = asked  # variants asked of an earlier exposition, to render next time
+        self._renderer = renderer or Renderer()  # shared across cycles: it caches label strings
         self._lock = threading.RLock()  # the gzip form renders the plain one under the lock
         self._cache: dict[tuple[bool, bool], bytes] = {}
+        self._families: dict[MetricSpec, list[str]] | None = None
 
     def asked_for(self) -> tuple[tuple[bool, bool], ...]:
         """The (OpenMetrics, gzip) variants scrapers have asked for so far."""
@@ -89,11 +94,13 @@ class Exposition:
     def _render(self, openmetrics_format: bool, gzipped: bool) -> bytes:
         if gzipped:
             return gzip.compress(self.body(openmetrics_format, False), compresslevel=6)
-        registry = _SnapshotRegistry(self.snapshot)
+        if self._families is None:
+            self._families = self._renderer.samples(self.snapshot)
+        registry = _RuntimeRegistry()
         if openmetrics_format:
-            rendered: bytes = openmetrics.exposition.generate_latest(registry)  # type: ignore[no-untyped-call]
-            return rendered
-        return exposition.generate_latest(registry)
+            runtime: bytes = openmetrics.exposition.generate_latest(registry)  # type: ignore[no-untyped-call]
+            return render.openmetrics_format(self._families).encode() + runtime
+        return render.text_format(self._families).encode() + exposition.generate_latest(registry)
 
 
 def render_collectors(collectors: Iterable[Collector]) -> bytes:

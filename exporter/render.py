@@ -1,0 +1,154 @@
+"""The snapshot written straight into the text and OpenMetrics formats, without metric objects.
+
+client_python builds a Metric and a Sample per value and formats every label set again each
+time (7-18 us a sample). Here each family's sample lines are written once per snapshot and
+shared by both formats; a series' label string is built once and reused while its node's
+name, labels and chain stay the same. ``tests/test_render.py`` checks the bytes equal
+client_python's for the same snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client.utils import floatToGoString
+
+from exporter import __version__
+from exporter import metrics as m
+from exporter.metrics import MetricSpec
+from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
+
+Extra = tuple[tuple[str, str], ...]
+_ORDER = (
+    m.BUILD_INFO,
+    m.CYCLE_DURATION,
+    m.CONFIG_RELOAD_OK,
+    m.NODE_UP,
+    m.NODE_SCRAPE_DURATION,
+    m.NODE_SCRAPE_ERRORS,
+    m.NODE_LAST_SUCCESS,
+    m.NODE_INFO,
+    m.NODE_PEERS,
+    m.NODE_BLOCKCHAINS,
+    *(spec for spec in m.ALL if spec.name.startswith("ledger_blockchain_")),
+)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def _label_string(labels: Iterable[tuple[str, str]]) -> str:
+    """``{a="1",b="2"}`` with names sorted, as client_python writes them; empty for none."""
+    items = sorted(labels)
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in items) + "}" if items else ""
+
+
+class Renderer:
+    """Writes snapshots; keeps the label strings of the series it wrote last time."""
+
+    def __init__(self) -> None:
+        self._labels: dict[tuple[object, ...], str] = {}
+        self._fresh: dict[tuple[object, ...], str] = {}
+
+    def _series(self, key: tuple[object, ...], labels: Iterable[tuple[str, str]]) -> str:
+        text = self._labels.get(key)
+        if text is None:
+            text = _label_string(labels)
+        self._fresh[key] = text
+        return text
+
+    def samples(self, snapshot: Snapshot) -> dict[MetricSpec, list[str]]:
+        """Each non-empty family's sample lines, in the collectors' order."""
+        self._fresh = {}
+        lines: dict[str, list[str]] = {spec.name: [] for spec in _ORDER}
+        add = _Adder(lines)
+        add(m.BUILD_INFO, _label_string([("version", __version__)]), 1.0)
+        add(m.CYCLE_DURATION, "", snapshot.cycle_duration)
+        add(m.CONFIG_RELOAD_OK, "", 1.0 if snapshot.config_reload_ok else 0.0)
+        for node in snapshot.nodes:
+            self._node(add, node)
+        for node in snapshot.nodes:
+            base = (node.name, node.labels)
+            for chain in node.chains:
+                self._chain(add, node, base, chain)
+        self._labels = self._fresh  # series no longer written are forgotten
+        return {spec: lines[spec.name] for spec in _ORDER if lines[spec.name]}
+
+    def _node(self, add: _Adder, node: NodeStatus) -> None:
+        key = (node.name, node.labels)
+        own = (("node", node.name), *node.labels)
+        labels = self._series(key, own)
+        add(m.NODE_UP, labels, 1.0 if node.up else 0.0)
+        add(m.NODE_SCRAPE_DURATION, labels, node.duration)
+        for endpoint, reason, count in node.error_counts:
+            extra = (("endpoint", endpoint), ("reason", reason))
+            add(m.NODE_SCRAPE_ERRORS, self._series((*key, extra), (*own, *extra)), count)
+        add(m.NODE_LAST_SUCCESS, labels, node.last_success)
+        health = node.health
+        if health is None:
+            return
+        identity = (health.node_version, health.node_id, health.peer_id)
+        if any(part is not None for part in identity):
+            names = ("node_version", "node_id", "peer_id")
+            info = tuple((k, v or "") for k, v in zip(names, identity, strict=True))
+            add(m.NODE_INFO, self._series((*key, info), (*own, *info)), 1.0)
+        add(m.NODE_PEERS, labels, health.peer_count)
+        add(m.NODE_BLOCKCHAINS, labels, health.blockchain_count)
+
+    def _chain(
+        self, add: _Adder, node: NodeStatus, base: tuple[object, ...], chain: ChainStatus
+    ) -> None:
+        key = (*base, chain.blockchain)
+        own = (("node", node.name), *node.labels, ("blockchain", chain.blockchain))
+        labels = self._series(key, own)
+        add(m.CHAIN_UP, labels, 1.0 if chain.up else 0.0)
+        reading = chain.reading
+        if reading is None:
+            return
+        for spec, value in reading.gauges:
+            add(spec, labels, value)
+        add(m.CHAIN_BLOCKS_BEHIND, labels, chain.blocks_behind)
+        add(m.CHAIN_HEIGHT_CHANGED, labels, chain.height_changed_at)
+        if reading.consensus_type is not None or reading.key_type is not None:
+            info: Extra = (
+                ("consensus_type", reading.consensus_type or ""),
+                ("key_type", reading.key_type or ""),
+            )
+            add(m.CHAIN_CONSENSUS, self._series((*key, info), (*own, *info)), 1.0)
+        for feature, enabled in reading.features:
+            extra = (("feature", feature),)
+            add(m.CHAIN_FEATURE, self._series((*key, extra), (*own, *extra)), enabled)
+
+
+class _Adder:
+    """Appends ``name{labels} value`` lines to their family; None values give no sample."""
+
+    def __init__(self, lines: dict[str, list[str]]) -> None:
+        self._lines = lines
+
+    def __call__(self, spec: MetricSpec, labels: str, value: float | None) -> None:
+        if value is not None:
+            name = spec.name
+            text = floatToGoString(value)  # type: ignore[no-untyped-call]
+            self._lines[name].append(f"{name}{labels} {text}\n")
+
+
+def text_format(families: dict[MetricSpec, list[str]]) -> str:
+    """The families in the Prometheus text format 0.0.4."""
+    out: list[str] = []
+    for spec, lines in families.items():
+        help_text = spec.help.replace("\\", r"\\").replace("\n", r"\n")
+        out.append(f"# HELP {spec.name} {help_text}\n# TYPE {spec.name} {spec.kind.value}\n")
+        out += lines
+    return "".join(out)
+
+
+def openmetrics_format(families: dict[MetricSpec, list[str]]) -> str:
+    """The families in OpenMetrics 1.0 (counter families named without ``_total``), no EOF."""
+    out: list[str] = []
+    for spec, lines in families.items():
+        name = spec.name.removesuffix("_total") if spec.kind is m.Kind.COUNTER else spec.name
+        out.append(f"# HELP {name} {_escape(spec.help)}\n# TYPE {name} {spec.kind.value}\n")
+        out += lines
+    return "".join(out)
