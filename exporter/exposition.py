@@ -8,8 +8,8 @@ swap for the variants scrapers asked before, and then served from memory.
 
 from __future__ import annotations
 
-import gzip
 import threading
+import zlib
 from collections.abc import Iterable
 
 from prometheus_client import exposition, openmetrics
@@ -68,7 +68,7 @@ class Exposition:
         self._renderer = renderer or Renderer()  # shared across cycles: it caches label strings
         self._lock = threading.RLock()  # the gzip form renders the plain one under the lock
         self._cache: dict[tuple[bool, bool], bytes] = {}
-        self._families: dict[MetricSpec, list[str]] | None = None
+        self._families: dict[MetricSpec, str] | None = None
 
     def asked_for(self) -> tuple[tuple[bool, bool], ...]:
         """The (OpenMetrics, gzip) variants scrapers have asked for so far."""
@@ -79,6 +79,8 @@ class Exposition:
         """Render ``variants`` now, so the first scrape of this snapshot waits for nothing."""
         for openmetrics_format, gzipped in variants:
             self.body(openmetrics_format, gzipped)
+        with self._lock:
+            self._families = None  # rendered: the sample lines need not stay in memory
         return self
 
     def body(self, openmetrics_format: bool, gzipped: bool) -> bytes:
@@ -92,15 +94,22 @@ class Exposition:
             return cached
 
     def _render(self, openmetrics_format: bool, gzipped: bool) -> bytes:
-        if gzipped:
-            return gzip.compress(self.body(openmetrics_format, False), compresslevel=6)
+        """One variant; a gzip one is compressed family by family, never whole in memory."""
         if self._families is None:
             self._families = self._renderer.samples(self.snapshot)
         registry = _RuntimeRegistry()
         if openmetrics_format:
+            headers = render.openmetrics_headers
             runtime: bytes = openmetrics.exposition.generate_latest(registry)  # type: ignore[no-untyped-call]
-            return render.openmetrics_format(self._families).encode() + runtime
-        return render.text_format(self._families).encode() + exposition.generate_latest(registry)
+        else:
+            headers = render.text_headers
+            runtime = exposition.generate_latest(registry)
+        pieces = ((headers(spec) + lines).encode() for spec, lines in self._families.items())
+        if not gzipped:
+            return b"".join([*pieces, runtime])
+        packer = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: the gzip container
+        packed = [packer.compress(piece) for piece in pieces]
+        return b"".join([*packed, packer.compress(runtime), packer.flush()])
 
 
 def render_collectors(collectors: Iterable[Collector]) -> bytes:

@@ -58,8 +58,8 @@ class Renderer:
         self._fresh[key] = text
         return text
 
-    def samples(self, snapshot: Snapshot) -> dict[MetricSpec, list[str]]:
-        """Each non-empty family's sample lines, in the collectors' order."""
+    def samples(self, snapshot: Snapshot) -> dict[MetricSpec, str]:
+        """Each non-empty family's sample lines (joined), in the collectors' order."""
         self._fresh = {}
         lines: dict[str, list[str]] = {spec.name: [] for spec in _ORDER}
         add = _Adder(lines)
@@ -73,7 +73,7 @@ class Renderer:
             for chain in node.chains:
                 self._chain(add, node, base, chain)
         self._labels = self._fresh  # series no longer written are forgotten
-        return {spec: lines[spec.name] for spec in _ORDER if lines[spec.name]}
+        return {spec: "".join(lines[spec.name]) for spec in _ORDER if lines[spec.name]}
 
     def _node(self, add: _Adder, node: NodeStatus) -> None:
         key = (node.name, node.labels)
@@ -134,21 +134,23 @@ class _Adder:
             self._lines[name].append(f"{name}{labels} {text}\n")
 
 
-def text_format(families: dict[MetricSpec, list[str]]) -> str:
+def text_headers(spec: MetricSpec) -> str:
+    """A family's HELP and TYPE lines in the Prometheus text format 0.0.4."""
+    help_text = spec.help.replace("\\", r"\\").replace("\n", r"\n")
+    return f"# HELP {spec.name} {help_text}\n# TYPE {spec.name} {spec.kind.value}\n"
+
+
+def openmetrics_headers(spec: MetricSpec) -> str:
+    """A family's HELP and TYPE lines in OpenMetrics 1.0 (counters named without ``_total``)."""
+    name = spec.name.removesuffix("_total") if spec.kind is m.Kind.COUNTER else spec.name
+    return f"# HELP {name} {_escape(spec.help)}\n# TYPE {name} {spec.kind.value}\n"
+
+
+def text_format(families: dict[MetricSpec, str]) -> str:
     """The families in the Prometheus text format 0.0.4."""
-    out: list[str] = []
-    for spec, lines in families.items():
-        help_text = spec.help.replace("\\", r"\\").replace("\n", r"\n")
-        out.append(f"# HELP {spec.name} {help_text}\n# TYPE {spec.name} {spec.kind.value}\n")
-        out += lines
-    return "".join(out)
+    return "".join(text_headers(spec) + lines for spec, lines in families.items())
 
 
-def openmetrics_format(families: dict[MetricSpec, list[str]]) -> str:
-    """The families in OpenMetrics 1.0 (counter families named without ``_total``), no EOF."""
-    out: list[str] = []
-    for spec, lines in families.items():
-        name = spec.name.removesuffix("_total") if spec.kind is m.Kind.COUNTER else spec.name
-        out.append(f"# HELP {name} {_escape(spec.help)}\n# TYPE {name} {spec.kind.value}\n")
-        out += lines
-    return "".join(out)
+def openmetrics_format(families: dict[MetricSpec, str]) -> str:
+    """The families in OpenMetrics 1.0, without the closing ``# EOF``."""
+    return "".join(openmetrics_headers(spec) + lines for spec, lines in families.items())
