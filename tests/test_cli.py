@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -14,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.cli import DEFAULTS
 from exporter.cli import build_parser as main_parser
@@ -395,3 +398,49 @@ def test_help_describes_every_flag_without_markup(command: str) -> None:
             result.stdout.splitlines()[index + 1].strip()
         ]
         assert described[0], f"{command} {flag} has no help text"
+
+
+def test_the_example_config_polls_the_simulator_as_shipped(tmp_path: Path) -> None:
+    """config/example.yml against `ledger-exporter simulate` with its defaults: every node
+    up. Only the port moves (tests bind free ports); the example's 7740 is simulate's."""
+    text = (REPO / "config" / "example.yml").read_text(encoding="utf-8")
+    assert len(re.findall(r"url: http://127\.0\.0\.1:7740/nodes/node-[123]/\n", text)) == 3
+    port = free_port()
+    config = tmp_path / "example.yml"
+    text = text.replace("scrape_interval: 15s", "scrape_interval: 1s")
+    text = text.replace("scrape_timeout: 10s", "scrape_timeout: 1s")
+    config.write_text(text.replace("127.0.0.1:7740", f"127.0.0.1:{port}"), encoding="utf-8")
+    command = exporter_command("simulate", f"--listen-address=127.0.0.1:{port}")
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as simulator:
+        exporter = ExporterProcess(config)
+        try:
+            up = wait_for_node_up(exporter.base + "/metrics", 3, timeout=30)
+        finally:
+            code, stderr = exporter.stop()
+            simulator.terminate()
+            simulator.communicate(timeout=30)
+    assert up == {
+        ("validator-1", "eu-west", "validator"): 1.0,
+        ("validator-2", "us-east", "validator"): 1.0,
+        ("observer-1", "eu-west", "observer"): 1.0,
+    }
+    assert code == 0, stderr
+
+
+def wait_for_node_up(url: str, nodes: int, timeout: float) -> dict[tuple[str, ...], float]:
+    """``ledger_node_up`` by (node, region, role) once ``nodes`` nodes are all up, or the last
+    values seen when the timeout passes."""
+    deadline = time.monotonic() + timeout
+    up: dict[tuple[str, ...], float] = {}
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            up = {
+                tuple(s.labels.get(k, "") for k in ("node", "region", "role")): s.value
+                for family in text_string_to_metric_families(fetch(url))
+                for s in family.samples
+                if s.name == "ledger_node_up"
+            }
+        if len(up) == nodes and set(up.values()) == {1.0}:
+            break
+        time.sleep(0.2)
+    return up
