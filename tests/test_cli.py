@@ -48,7 +48,7 @@ def exporter_command(*args: str) -> list[str]:
 
 def fetch(url: str) -> str:
     with urllib.request.urlopen(url, timeout=5) as response:
-        return response.read().decode()
+        return bytes(response.read()).decode()
 
 
 def wait_for(url: str, needle: str, timeout: float) -> str:
