@@ -20,10 +20,16 @@ from types import FrameType
 from exporter import __version__
 from exporter.app import Exporter
 from exporter.config import Config, load_config
-from exporter.flags import Parser, apply_environment, env_name, log_format, log_level
+from exporter.flags import (
+    Parser,
+    apply_environment,
+    env_name,
+    listen_address,
+    log_format,
+    log_level,
+)
 from exporter.logs import LEVELS, setup_logging
 from exporter.schema import ConfigError
-from exporter.server import ListenAddressError, parse_listen_address
 from exporter.webconfig import WebConfig, load_web_config
 
 log = logging.getLogger("ledger_exporter")
@@ -37,15 +43,6 @@ DEFAULTS: dict[str, str | None] = {
     "log_level": "info",
     "log_format": "logfmt",
 }
-
-
-def listen_address(text: str) -> str:
-    """``host:port``, ``:port`` or ``[v6]:port``, checked by the server's own parser."""
-    try:
-        parse_listen_address(text)
-    except ListenAddressError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return text
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,9 +26,17 @@ import yaml
 
 from exporter.app import Exporter
 from exporter.config import Config, NodeConfig
-from exporter.flags import Parser, any_int, log_format, log_level, positive_duration, positive_int
+from exporter.flags import (
+    Parser,
+    any_int,
+    listen_address,
+    log_format,
+    log_level,
+    positive_duration,
+    positive_int,
+)
 from exporter.logs import LEVELS, setup_logging
-from exporter.server import ListenAddressError, parse_listen_address
+from exporter.server import parse_listen_address
 from ledger_simulator import SimulatedNetwork
 from ledger_simulator.errors import SimulatorError
 
@@ -44,15 +52,6 @@ DESCRIPTION = (
 
 class DemoError(Exception):
     """The demo cannot start; the message names the flag to change."""
-
-
-def listen_address(text: str) -> str:
-    """``host:port`` or ``:port``, checked by the server's own parser."""
-    try:
-        parse_listen_address(text)
-    except ListenAddressError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return text
 
 
 def build_parser() -> argparse.ArgumentParser:

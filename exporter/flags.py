@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from exporter.logs import FORMATS, LEVELS
+from exporter.server import ListenAddressError, parse_listen_address
 from exporter.values import DurationError, parse_go_duration
 
 ENV_PREFIX = "LEDGER_EXPORTER_"
@@ -38,7 +39,7 @@ def one_of(kind: str, allowed: tuple[str, ...]) -> Callable[[str], str]:
     def check(text: str) -> str:
         if text in allowed:
             return text
-        close = difflib.get_close_matches(text, allowed, n=1)
+        close = difflib.get_close_matches(text.lower(), allowed, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise argparse.ArgumentTypeError(
             f"unknown {kind} {text!r}; {hint}use one of {', '.join(allowed)}"
@@ -78,6 +79,15 @@ def positive_duration(text: str) -> float:
             f"duration {text!r} out of range: use one between 1ms and 24h, such as 2s or 1m"
         )
     return seconds
+
+
+def listen_address(text: str) -> str:
+    """``host:port``, ``:port`` or ``[v6]:port``, checked by the server's own parser."""
+    try:
+        parse_listen_address(text)
+    except ListenAddressError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def env_name(flag: str) -> str:
