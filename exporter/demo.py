@@ -187,7 +187,11 @@ def start_prometheus(exporter_address: str, listen: str, workdir: Path) -> subpr
         stderr=subprocess.STDOUT,
     )
     log_file.close()  # the child holds its own copy of the descriptor
-    _wait_ready(process, listen, workdir / "prometheus.log")
+    try:
+        _wait_ready(process, listen, workdir / "prometheus.log")
+    except BaseException:  # Ctrl-C while waiting included: never leave Prometheus behind
+        _terminate(process)
+        raise
     return process
 
 
@@ -204,7 +208,6 @@ def _wait_ready(process: subprocess.Popen[bytes], listen: str, log: Path) -> Non
                 return
         except OSError:
             time.sleep(0.2)
-    _terminate(process)
     raise DemoError(f"--prometheus: prometheus was not ready on {listen} within 30s")
 
 
@@ -240,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DemoError as error:
         print(f"ledger-exporter demo: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C before the demo was up: stop as quietly as after
+        return 130
     finally:
         network.stop()
 
