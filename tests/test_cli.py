@@ -208,8 +208,8 @@ def test_config_check_prints_every_problem(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"{config}: line 1: scrape_interval: must be a positive duration such as 15s or 1m, "
-        "not '1x'",
+        f"{config}: line 1: scrape_interval: must be a duration from 100ms to 1h such as 15s "
+        "or 1m, not '1x'",
         f"{config}: line 3: nodes[0].url: must be an http:// or https:// URL with a host",
         f"{config}: line 4: nodes[1]: missing required key 'url'",
         f"{config}: line 4: nodes[1].name: duplicate node name 'a'",
