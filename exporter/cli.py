@@ -22,13 +22,12 @@ from exporter.app import Exporter
 from exporter.config import Config, load_config
 from exporter.flags import (
     Parser,
+    add_log_flags,
     apply_environment,
     env_name,
     listen_address,
-    log_format,
-    log_level,
 )
-from exporter.logs import LEVELS, setup_logging
+from exporter.logs import setup_logging
 from exporter.schema import ConfigError
 from exporter.webconfig import WebConfig, load_web_config
 
@@ -76,20 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="exporter-toolkit web config: TLS and basic auth for the endpoints",
     )
-    add(
-        "--log.level",
-        dest="log_level",
-        type=log_level,
-        metavar="LEVEL",
-        help=f"least severe level logged: {', '.join(LEVELS)} (default info)",
-    )
-    add(
-        "--log.format",
-        dest="log_format",
-        type=log_format,
-        metavar="FORMAT",
-        help="log line format on stderr: logfmt (key=value) or json (default logfmt)",
-    )
+    add_log_flags(parser, defaults=False)
     add("--version", action="version", version=f"ledger-exporter {__version__}")
     for action in parser._actions:
         if action.dest in DEFAULTS and action.help:

@@ -28,14 +28,13 @@ from exporter.app import Exporter
 from exporter.config import Config, NodeConfig
 from exporter.flags import (
     Parser,
+    add_log_flags,
     any_int,
     listen_address,
-    log_format,
-    log_level,
     positive_duration,
     positive_int,
 )
-from exporter.logs import LEVELS, setup_logging
+from exporter.logs import setup_logging
 from exporter.server import parse_listen_address
 from ledger_simulator import SimulatedNetwork
 from ledger_simulator.errors import SimulatorError
@@ -92,22 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="Prometheus address (default 127.0.0.1:9090)",
     )
-    add(
-        "--log.level",
-        dest="log_level",
-        type=log_level,
-        default="info",
-        metavar="LEVEL",
-        help=f"least severe level logged: {', '.join(LEVELS)} (default info)",
-    )
-    add(
-        "--log.format",
-        dest="log_format",
-        type=log_format,
-        default="logfmt",
-        metavar="FORMAT",
-        help="log line format on stderr: logfmt or json (default logfmt)",
-    )
+    add_log_flags(parser)
     return parser
 
 

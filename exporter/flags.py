@@ -53,6 +53,30 @@ log_level = one_of("log level", tuple(LEVELS))
 log_format = one_of("log format", FORMATS)
 
 
+def add_log_flags(
+    parser: argparse.ArgumentParser, *, defaults: bool = True, formats: bool = True
+) -> None:
+    """``--log.level`` (and ``--log.format``), with their help, as every command has them;
+    ``defaults=False`` leaves the defaults to apply_environment."""
+    parser.add_argument(
+        "--log.level",
+        dest="log_level",
+        type=log_level,
+        metavar="LEVEL",
+        help=f"least severe level logged: {', '.join(LEVELS)} (default info)",
+        default="info" if defaults else argparse.SUPPRESS,
+    )
+    if formats:
+        parser.add_argument(
+            "--log.format",
+            dest="log_format",
+            type=log_format,
+            metavar="FORMAT",
+            help="log line format on stderr: logfmt (key=value) or json (default logfmt)",
+            default="logfmt" if defaults else argparse.SUPPRESS,
+        )
+
+
 def positive_int(text: str) -> int:
     """A whole number >= 1 (``--nodes``, ``--chains``)."""
     if not (text.isascii() and text.isdigit()) or int(text) < 1:

@@ -10,8 +10,8 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from exporter.flags import Parser, any_int, log_level, positive_duration, positive_int
-from exporter.logs import LEVELS, setup_logging
+from exporter.flags import Parser, add_log_flags, any_int, positive_duration, positive_int
+from exporter.logs import setup_logging
 from ledger_simulator.errors import SimulatorError
 from ledger_simulator.faults import parse_fault_spec
 from ledger_simulator.ids import go_duration
@@ -64,14 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NODE:FAULT[=DELAY][:CHAIN]",
         help="switch a fault on at start, e.g. node-2:stall, node-3:slow=5s (repeatable)",
     )
-    add(
-        "--log.level",
-        dest="log_level",
-        type=log_level,
-        default="info",
-        metavar="LEVEL",
-        help=f"least severe level logged: {', '.join(LEVELS)} (default info)",
-    )
+    add_log_flags(parser, formats=False)
     return parser
 
 
