@@ -30,9 +30,10 @@ from exporter.flags import (
     Parser,
     add_log_flags,
     any_int,
+    chain_count,
     listen_address,
+    node_count,
     positive_duration,
-    positive_int,
 )
 from exporter.logs import setup_logging
 from exporter.server import parse_listen_address
@@ -57,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The demo's flags; each value is checked before anything starts."""
     parser = Parser(prog="ledger-exporter demo", description=DESCRIPTION)
     add = parser.add_argument
-    add("--nodes", type=positive_int, default=4, help="simulated nodes (default 4)")
-    add("--chains", type=positive_int, default=2, help="blockchains (default 2)")
+    add("--nodes", type=node_count, default=4, help="simulated nodes, 1 to 100000 (default 4)")
+    add("--chains", type=chain_count, default=2, help="blockchains, 1 to 1000 (default 2)")
     add(
         "--block-interval",
         type=positive_duration,

@@ -77,11 +77,24 @@ def add_log_flags(
         )
 
 
-def positive_int(text: str) -> int:
-    """A whole number >= 1 (``--nodes``, ``--chains``)."""
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return int(text)
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """A checker for a whole number from ``low`` to ``high`` (``--nodes``, ``--chains``): the
+    upper bound keeps a slip of the finger (100000000 nodes) from hanging the command."""
+
+    def check(text: str) -> int:
+        if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number from {low} to {high}, got {text!r}"
+            )
+        return int(text)
+
+    check.__name__ = "whole number"
+    return check
+
+
+#: Simulated nodes and chains a command accepts (100000 nodes start in about a second).
+node_count = whole_number(1, 100_000)
+chain_count = whole_number(1, 1_000)
 
 
 def any_int(text: str) -> int:

@@ -10,7 +10,14 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from exporter.flags import Parser, add_log_flags, any_int, positive_duration, positive_int
+from exporter.flags import (
+    Parser,
+    add_log_flags,
+    any_int,
+    chain_count,
+    node_count,
+    positive_duration,
+)
 from exporter.logs import setup_logging
 from ledger_simulator.errors import SimulatorError
 from ledger_simulator.faults import parse_fault_spec
@@ -39,8 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve simulated ledger nodes (the node HTTP API) for demos and tests.",
     )
     add = parser.add_argument
-    add("--nodes", type=positive_int, default=3, help="number of nodes (default 3)")
-    add("--chains", type=positive_int, default=2, help="number of blockchains (default 2)")
+    add("--nodes", type=node_count, default=3, help="number of nodes, 1 to 100000 (default 3)")
+    add(
+        "--chains", type=chain_count, default=2, help="number of blockchains, 1 to 1000 (default 2)"
+    )
     add(
         "--block-interval",
         type=positive_duration,
