@@ -68,7 +68,7 @@ class Exposition:
         self._renderer = renderer or Renderer()  # shared across cycles: it caches label strings
         self._lock = threading.RLock()  # the gzip form renders the plain one under the lock
         self._cache: dict[tuple[bool, bool], bytes] = {}
-        self._families: dict[MetricSpec, str] | None = None
+        self._families: dict[MetricSpec, bytes] | None = None
 
     def asked_for(self) -> tuple[tuple[bool, bool], ...]:
         """The (OpenMetrics, gzip) variants scrapers have asked for so far."""
@@ -104,11 +104,11 @@ class Exposition:
         else:
             headers = render.text_headers
             runtime = exposition.generate_latest(registry)
-        pieces = ((headers(spec) + lines).encode() for spec, lines in self._families.items())
+        pieces = [(headers(spec).encode(), lines) for spec, lines in self._families.items()]
         if not gzipped:
-            return b"".join([*pieces, runtime])
+            return b"".join([*(part for piece in pieces for part in piece), runtime])
         packer = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: the gzip container
-        packed = [packer.compress(piece) for piece in pieces]
+        packed = [packer.compress(part) for piece in pieces for part in piece]
         return b"".join([*packed, packer.compress(runtime), packer.flush()])
 
 

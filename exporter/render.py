@@ -58,10 +58,11 @@ class Renderer:
         self._fresh[key] = text
         return text
 
-    def samples(self, snapshot: Snapshot) -> dict[MetricSpec, str]:
-        """Each non-empty family's sample lines (joined), in the collectors' order."""
+    def samples(self, snapshot: Snapshot) -> dict[MetricSpec, bytes]:
+        """Each non-empty family's sample lines, in the collectors' order. Kept as one byte
+        buffer per family: a str object per line would double the memory of a render."""
         self._fresh = {}
-        lines: dict[str, list[str]] = {spec.name: [] for spec in _ORDER}
+        lines: dict[str, bytearray] = {spec.name: bytearray() for spec in _ORDER}
         add = _Adder(lines)
         add(m.BUILD_INFO, _label_string([("version", __version__)]), 1.0)
         add(m.CYCLE_DURATION, "", snapshot.cycle_duration)
@@ -73,7 +74,7 @@ class Renderer:
             for chain in node.chains:
                 self._chain(add, node, base, chain)
         self._labels = self._fresh  # series no longer written are forgotten
-        return {spec: "".join(lines[spec.name]) for spec in _ORDER if lines[spec.name]}
+        return {spec: bytes(lines[spec.name]) for spec in _ORDER if lines[spec.name]}
 
     def _node(self, add: _Adder, node: NodeStatus) -> None:
         key = (node.name, node.labels)
@@ -124,14 +125,14 @@ class Renderer:
 class _Adder:
     """Appends ``name{labels} value`` lines to their family; None values give no sample."""
 
-    def __init__(self, lines: dict[str, list[str]]) -> None:
+    def __init__(self, lines: dict[str, bytearray]) -> None:
         self._lines = lines
 
     def __call__(self, spec: MetricSpec, labels: str, value: float | None) -> None:
         if value is not None:
             name = spec.name
             text = floatToGoString(value)  # type: ignore[no-untyped-call]
-            self._lines[name].append(f"{name}{labels} {text}\n")
+            self._lines[name] += f"{name}{labels} {text}\n".encode()
 
 
 def text_headers(spec: MetricSpec) -> str:
@@ -146,11 +147,11 @@ def openmetrics_headers(spec: MetricSpec) -> str:
     return f"# HELP {name} {_escape(spec.help)}\n# TYPE {name} {spec.kind.value}\n"
 
 
-def text_format(families: dict[MetricSpec, str]) -> str:
+def text_format(families: dict[MetricSpec, bytes]) -> bytes:
     """The families in the Prometheus text format 0.0.4."""
-    return "".join(text_headers(spec) + lines for spec, lines in families.items())
+    return b"".join(text_headers(spec).encode() + lines for spec, lines in families.items())
 
 
-def openmetrics_format(families: dict[MetricSpec, str]) -> str:
+def openmetrics_format(families: dict[MetricSpec, bytes]) -> bytes:
     """The families in OpenMetrics 1.0, without the closing ``# EOF``."""
-    return "".join(openmetrics_headers(spec) + lines for spec, lines in families.items())
+    return b"".join(openmetrics_headers(spec).encode() + lines for spec, lines in families.items())

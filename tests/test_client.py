@@ -74,9 +74,10 @@ class LocalNode:
                 node.request_headers.append(dict(self.headers))
                 node.paths.append(self.path)
                 node.client_ports.append(self.client_address[1])
-                action = node.routes.get(self.path) or getattr(
-                    node, "serve_" + self.path.strip("/").replace("-", "_"), node.serve_missing
-                )
+                action = node.routes.get(self.path)
+                if action is None:
+                    name = "serve_" + self.path.strip("/").replace("-", "_")
+                    action = getattr(node, name, node.serve_missing)
                 with contextlib.suppress(OSError):  # the client hung up, as it should
                     action(self)
 

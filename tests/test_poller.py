@@ -288,11 +288,13 @@ class CountingServer(FakeNode):
             return accept()
 
         self.server.get_request = counting_accept  # type: ignore[method-assign]
-        self.server.RequestHandlerClass.protocol_version = "HTTP/1.1"
+        handler: Any = self.server.RequestHandlerClass
+        handler.protocol_version = "HTTP/1.1"  # keep-alive, as a node's API server does
 
 
 def test_connections_are_kept_alive_across_cycles() -> None:
-    node = CountingServer().start()
+    node = CountingServer()
+    node.start()
     try:
         node.play(health_doc(["c1", "c2"]), {"c1": chain_doc(1), "c2": chain_doc(2)})
         nodes = tuple(NodeConfig(f"n{i}", node.url) for i in range(4))

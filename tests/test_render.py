@@ -12,14 +12,14 @@ from exporter.snapshot import Snapshot
 from tests.test_collector import CASES, GOLDEN, poll_golden_case
 
 
-def _client_python(snapshot: Snapshot, om: bool) -> str:
+def _client_python(snapshot: Snapshot, om: bool) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     for collector in snapshot_collectors(snapshot):
         registry.register(collector)
     if om:
         rendered: bytes = openmetrics.exposition.generate_latest(registry)  # type: ignore[no-untyped-call]
-        return rendered.decode().removesuffix("# EOF\n")
-    return exposition.generate_latest(registry).decode()
+        return rendered.removesuffix(b"# EOF\n")
+    return exposition.generate_latest(registry)
 
 
 @pytest.mark.parametrize("case", CASES)
