@@ -68,7 +68,7 @@ class Exposition:
         self._renderer = renderer or Renderer()  # shared across cycles: it caches label strings
         self._lock = threading.RLock()  # the gzip form renders the plain one under the lock
         self._cache: dict[tuple[bool, bool], bytes] = {}
-        self._families: dict[MetricSpec, bytes] | None = None
+        self._families: dict[MetricSpec, bytearray] | None = None
 
     def asked_for(self) -> tuple[tuple[bool, bool], ...]:
         """The (OpenMetrics, gzip) variants scrapers have asked for so far."""

@@ -9,6 +9,7 @@ client_python's for the same snapshot.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 
 from prometheus_client.utils import floatToGoString
@@ -48,6 +49,7 @@ class Renderer:
     """Writes snapshots; keeps the label strings of the series it wrote last time."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()  # the next snapshot may render while a scrape renders
         self._labels: dict[tuple[object, ...], str] = {}
         self._fresh: dict[tuple[object, ...], str] = {}
 
@@ -58,9 +60,13 @@ class Renderer:
         self._fresh[key] = text
         return text
 
-    def samples(self, snapshot: Snapshot) -> dict[MetricSpec, bytes]:
+    def samples(self, snapshot: Snapshot) -> dict[MetricSpec, bytearray]:
         """Each non-empty family's sample lines, in the collectors' order. Kept as one byte
         buffer per family: a str object per line would double the memory of a render."""
+        with self._lock:
+            return self._samples(snapshot)
+
+    def _samples(self, snapshot: Snapshot) -> dict[MetricSpec, bytearray]:
         self._fresh = {}
         lines: dict[str, bytearray] = {spec.name: bytearray() for spec in _ORDER}
         add = _Adder(lines)
@@ -74,7 +80,7 @@ class Renderer:
             for chain in node.chains:
                 self._chain(add, node, base, chain)
         self._labels = self._fresh  # series no longer written are forgotten
-        return {spec: bytes(lines[spec.name]) for spec in _ORDER if lines[spec.name]}
+        return {spec: lines[spec.name] for spec in _ORDER if lines[spec.name]}
 
     def _node(self, add: _Adder, node: NodeStatus) -> None:
         key = (node.name, node.labels)
@@ -147,11 +153,11 @@ def openmetrics_headers(spec: MetricSpec) -> str:
     return f"# HELP {name} {_escape(spec.help)}\n# TYPE {name} {spec.kind.value}\n"
 
 
-def text_format(families: dict[MetricSpec, bytes]) -> bytes:
+def text_format(families: dict[MetricSpec, bytearray]) -> bytes:
     """The families in the Prometheus text format 0.0.4."""
     return b"".join(text_headers(spec).encode() + lines for spec, lines in families.items())
 
 
-def openmetrics_format(families: dict[MetricSpec, bytes]) -> bytes:
+def openmetrics_format(families: dict[MetricSpec, bytearray]) -> bytes:
     """The families in OpenMetrics 1.0, without the closing ``# EOF``."""
     return b"".join(openmetrics_headers(spec).encode() + lines for spec, lines in families.items())
