@@ -107,7 +107,8 @@ class Exposition:
         pieces = [(headers(spec).encode(), lines) for spec, lines in self._families.items()]
         if not gzipped:
             return b"".join([*(part for piece in pieces for part in piece), runtime])
-        packer = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: the gzip container
+        # level 1: a third of level 6's CPU for ~15 % more bytes; 31: the gzip container
+        packer = zlib.compressobj(1, zlib.DEFLATED, 31)
         packed = [packer.compress(part) for piece in pieces for part in piece]
         return b"".join([*packed, packer.compress(runtime), packer.flush()])
 
