@@ -141,12 +141,14 @@ def serve_fleet(port_file: str, latency: float) -> None:
 
 
 def _get(url: str, accept: str) -> tuple[bytes, float]:
+    """The decoded body and the seconds the HTTP exchange took (decoding not included)."""
     started = time.perf_counter()
     request = urllib.request.Request(url, headers={"Accept": accept, "Accept-Encoding": "gzip"})
     with urllib.request.urlopen(request, timeout=10) as response:
         body = response.read()
         encoded = response.headers.get("Content-Encoding") == "gzip"
-    return (gzip.decompress(body) if encoded else body), time.perf_counter() - started
+    took = time.perf_counter() - started
+    return (gzip.decompress(body) if encoded else body), took
 
 
 def _proc_cpu(pid: int) -> float:

@@ -122,6 +122,7 @@ class Engine:
         self._sockets: dict[int, int] = {}
         self._transfers: dict[pycurl.Curl, _Transfer] = {}
         self._spare: list[pycurl.Curl] = []
+        self._connects = 0
         self._ca_bundle = certifi.where()
         self._wakeup = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._epoll = select.epoll()
@@ -154,6 +155,11 @@ class Engine:
             (self._suspects if request.suspect else self._queue).append((request, future))
         os.eventfd_write(self._wakeup, 1)
         return future
+
+    def connections_opened(self) -> int:
+        """New connections (TCP, and TLS where https) made so far: keep-alive keeps it low."""
+        with self._lock:
+            return self._connects
 
     def in_flight(self) -> int:
         """Requests queued or out on the network."""
@@ -307,6 +313,9 @@ class Engine:
         status = os_errno = 0
         try:
             status = curl.getinfo(pycurl.RESPONSE_CODE)
+            connects = curl.getinfo(pycurl.NUM_CONNECTS)
+            with self._lock:
+                self._connects += connects
             os_errno = curl.getinfo(pycurl.OS_ERRNO) if failure else 0
             self._release(curl)
         finally:  # whatever happens, the caller hears back

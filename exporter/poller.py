@@ -286,6 +286,10 @@ class Poller:
             if self._wake.is_set():
                 next_start = time.monotonic()
 
+    def connections_opened(self) -> int:
+        """New connections to nodes made so far (kept-alive ones are reused across cycles)."""
+        return self._engine.connections_opened()
+
     def requests_in_flight(self) -> int:
         """Requests sent or queued and not yet ended, across all nodes (hung ones included)."""
         return self._engine.in_flight()

@@ -124,6 +124,9 @@ class HangingEngine:
     def in_flight(self) -> int:
         return sum(not future.done() for future in self.futures)
 
+    def connections_opened(self) -> int:
+        return 0
+
     def release(self) -> None:
         for future in self.futures:
             future.set_result(Response(200, b"{}"))
@@ -300,12 +303,14 @@ def test_connections_are_kept_alive_across_cycles() -> None:
         nodes = tuple(NodeConfig(f"n{i}", node.url) for i in range(4))
         poller = Poller(_config(*nodes, timeout=2.0, concurrency=4), lambda _: None)
         snapshots = [poller.run_cycle() for _ in range(4)]
+        opened = poller.connections_opened()
         poller.stop()
     finally:
         node.stop()
     assert all(n.up and all(c.up for c in n.chains) for s in snapshots for n in s.nodes)
     assert len(node.requests) == 4 * 4 * 3
     assert node.accepted <= 4  # at most one connection per slot, reused by every cycle
+    assert opened == node.accepted
 
 
 def test_shutdown_ends_a_cycle_whose_nodes_hang(fake_nodes: list[FakeNode]) -> None:
