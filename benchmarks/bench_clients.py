@@ -30,6 +30,7 @@ from typing import Any
 from benchlib import PYTHON, REPO, markdown_table
 
 DESIGNS = ("requests-threads", "urllib3-threads", "pycurl-engine", "aiohttp")
+PEAK_THREADS = [0]  # most threads seen while polling
 
 
 def _threaded(get: Callable[[str], Any], base: str, nodes: int, in_flight: int) -> int:
@@ -39,6 +40,7 @@ def _threaded(get: Callable[[str], Any], base: str, nodes: int, in_flight: int) 
 
     def poll(index: int) -> None:
         nonlocal done
+        PEAK_THREADS[0] = max(PEAK_THREADS[0], threading.active_count())
         url = f"{base}/n{index}/"
         chains = get(url + "health")["blockchains"]
         for chain in chains:
@@ -159,7 +161,7 @@ def worker(design: str, base: str, nodes: int, in_flight: int, rounds: int) -> N
     for _ in range(rounds):
         served += one_round()
     cpu, wall = time.process_time() - cpu, time.monotonic() - wall
-    threads = threading.active_count()
+    threads = max(PEAK_THREADS[0], threading.active_count())
     print(json.dumps({"design": design, "cpu_ms": cpu / served * 1000, "wall": wall / rounds,
                       "requests": served / rounds, "threads": threads}))  # fmt: skip
 
