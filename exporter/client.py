@@ -26,7 +26,6 @@ from exporter.engine import (
     Engine,
     Request,
     Response,
-    TlsOptions,
     TransferError,
 )
 
@@ -79,8 +78,7 @@ class NodeClient:
         self._monotonic = monotonic
         self._headers = ("Accept: application/json", *(f"{k}: {v}" for k, v in node.headers))
         self._basic_auth = node.basic_auth
-        tls = node.tls
-        self._tls = TlsOptions(tls.ca_file, tls.cert_file, tls.key_file, tls.insecure_skip_verify)
+        self._tls = node.tls
         self._suspect = False
 
     def as_suspect(self) -> NodeClient:

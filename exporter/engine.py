@@ -24,6 +24,8 @@ from typing import Any
 import certifi
 import pycurl
 
+from exporter.config import TlsConfig
+
 log = logging.getLogger("ledger_exporter")
 
 #: libcurl error raised by the engine itself, not libcurl, when a deadline passes unsent.
@@ -41,16 +43,6 @@ _EPOLL_FLAGS = {
 
 
 @dataclass(frozen=True)
-class TlsOptions:
-    """How to check a node's certificate and which client certificate to show."""
-
-    ca_file: str | None = None
-    cert_file: str | None = None
-    key_file: str | None = None
-    insecure_skip_verify: bool = False
-
-
-@dataclass(frozen=True)
 class Request:
     """One GET: the URL, the raw header lines, a monotonic deadline and a body size cap."""
 
@@ -59,7 +51,7 @@ class Request:
     max_bytes: int
     headers: tuple[str, ...] = ()
     basic_auth: tuple[str, str] | None = field(default=None, repr=False)
-    tls: TlsOptions = TlsOptions()
+    tls: TlsConfig = field(default_factory=TlsConfig)
     suspect: bool = False  # the node timed out recently: it gets at most a quarter of the slots
 
 

@@ -16,23 +16,13 @@ from prometheus_client.utils import floatToGoString
 
 from exporter import __version__
 from exporter import metrics as m
+from exporter.collector import BlockchainCollector, ExporterCollector, NodeCollector
 from exporter.metrics import MetricSpec
 from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
 
 Extra = tuple[tuple[str, str], ...]
-_ORDER = (
-    m.BUILD_INFO,
-    m.CYCLE_DURATION,
-    m.CONFIG_RELOAD_OK,
-    m.NODE_UP,
-    m.NODE_SCRAPE_DURATION,
-    m.NODE_SCRAPE_ERRORS,
-    m.NODE_LAST_SUCCESS,
-    m.NODE_INFO,
-    m.NODE_PEERS,
-    m.NODE_BLOCKCHAINS,
-    *(spec for spec in m.ALL if spec.name.startswith("ledger_blockchain_")),
-)
+#: Family order, as the collectors (and so client_python) emit them.
+_ORDER = ExporterCollector.SPECS + NodeCollector.SPECS + BlockchainCollector.SPECS
 
 
 def _escape(value: str) -> str:
