@@ -127,12 +127,22 @@ class Engine:
         self._thread = threading.Thread(target=self._run, name="http-engine", daemon=True)
         self._thread.start()
 
-    def resize(self, connections: int) -> None:
-        """Keep up to ``connections`` idle connections open (one per node host), from the
-        engine's next turn on; callable from any thread (a reload)."""
+    def resize(self, connections: int, max_in_flight: int | None = None) -> None:
+        """Keep up to ``connections`` idle connections open (one per node host) and, if given,
+        allow ``max_in_flight`` requests at once, from the engine's next turn on; callable
+        from any thread (a reload)."""
         with self._lock:
             self._max_connections = connections
+            if max_in_flight is not None:
+                self._max_in_flight = max(1, max_in_flight)
+                self._max_suspects = max(1, self._max_in_flight // 4)
         os.eventfd_write(self._wakeup, 1)
+
+    @property
+    def max_in_flight(self) -> int:
+        """Requests allowed on the network at once."""
+        with self._lock:
+            return self._max_in_flight
 
     def _connection_cache_size(self) -> int:
         return max(self._max_connections, self._max_in_flight, 8)

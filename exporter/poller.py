@@ -214,7 +214,7 @@ class Poller:
 
     def _build(self, config: Config) -> _Resources:
         hosts = len({urlsplit(node.url).netloc for node in config.nodes})
-        self._engine.resize(hosts)
+        self._engine.resize(hosts, config.max_concurrency)
         clients = {
             node.name: NodeClient(self._engine, node, config.max_response_bytes)
             for node in config.nodes

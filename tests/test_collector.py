@@ -31,6 +31,7 @@ from exporter.metrics import RUNTIME_SAMPLE_NAMES
 from exporter.poller import Poller
 from exporter.snapshot import Snapshot
 from tests.conftest import TESTDATA, FakeNode, closed_port_url
+from tests.test_cli import _promtool_check
 
 GOLDEN = TESTDATA / "golden"
 CLOCK = 1_700_000_000.0
@@ -94,8 +95,9 @@ def render_snapshot(snapshot: Snapshot) -> str:
     return _VARYING.sub(r"\1 <duration>", text)
 
 
-def served_metrics(case: Path, server: FakeNode) -> tuple[str, str]:
-    """What a real Exporter's ``/metrics`` serves for ``case``: text, then OpenMetrics."""
+def served_metrics(case: Path, server: FakeNode) -> tuple[str, str, str]:
+    """What a real Exporter's ``/metrics`` serves for ``case``: text and OpenMetrics (masked),
+    and the text as served."""
     config = _serve_case(server, load_config(str(case / "config.yml")), case)
     exporter = Exporter(config, clock=lambda: CLOCK)
     http = exporter.start("127.0.0.1:0")
@@ -108,10 +110,10 @@ def served_metrics(case: Path, server: FakeNode) -> tuple[str, str]:
         for accept in ("text/plain;version=0.0.4", OPENMETRICS):
             request = urllib.request.Request(base + "/metrics", headers={"Accept": accept})
             with urllib.request.urlopen(request, timeout=10) as response:
-                bodies.append(_mask(response.read().decode()))
+                bodies.append(response.read().decode())
     finally:
         exporter.stop()
-    return bodies[0], bodies[1]
+    return _mask(bodies[0]), _mask(bodies[1]), bodies[0]
 
 
 def _mask(text: str) -> str:
@@ -126,7 +128,8 @@ CASES = sorted(path.name for path in GOLDEN.iterdir() if path.is_dir())
 @pytest.mark.parametrize("case", CASES)
 def test_golden_exposition_as_served(case: str, golden_server: FakeNode) -> None:
     folder = GOLDEN / case
-    text, om = served_metrics(folder, golden_server)
+    text, om, raw = served_metrics(folder, golden_server)
+    _promtool_check(raw)
     for actual, name in ((text, "expected.prom"), (om, "expected.om")):
         expected_file = folder / name
         if os.environ.get("UPDATE_GOLDEN"):

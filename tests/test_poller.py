@@ -118,7 +118,7 @@ class HangingEngine:
         self.futures.append(future)
         return future
 
-    def resize(self, connections: int) -> None:
+    def resize(self, connections: int, max_in_flight: int | None = None) -> None:
         pass
 
     def in_flight(self) -> int:
@@ -202,6 +202,18 @@ def test_apply_switches_config_and_forgets_removed_nodes(
     poller.stop()
     assert [node.name for node in snapshot.nodes] == ["b"]
     assert [chain.blockchain for chain in snapshot.nodes[0].chains] == ["c9"]
+
+
+def test_a_reload_resizes_the_engine(healthy: FakeNode) -> None:
+    poller = Poller(_config(NodeConfig("n", healthy.url), concurrency=8), lambda _: None)
+    engine = poller._engine
+    before = engine.max_in_flight
+    poller.apply(_config(NodeConfig("n", healthy.url), concurrency=3))
+    snapshot = poller.run_cycle()
+    after = engine.max_in_flight
+    poller.stop()
+    assert (before, after) == (8, 3)
+    assert snapshot.nodes[0].up
 
 
 def test_run_publishes_every_interval_and_stops(healthy: FakeNode) -> None:
