@@ -10,7 +10,8 @@ client_python's for the same snapshot.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from array import array
+from collections.abc import Callable, Iterable
 
 from prometheus_client.utils import floatToGoString
 
@@ -50,15 +51,15 @@ class Renderer:
         self._fresh[key] = text
         return text
 
-    def samples(self, snapshot: Snapshot) -> dict[MetricSpec, bytearray]:
-        """Each non-empty family's sample lines, in the collectors' order. Kept as one byte
-        buffer per family: a str object per line would double the memory of a render."""
+    def samples(self, snapshot: Snapshot) -> dict[MetricSpec, Family]:
+        """Each non-empty family's series, in the collectors' order: label strings (shared
+        with the cache) and values, 16 bytes a sample until :func:`family_lines` writes them."""
         with self._lock:
             return self._samples(snapshot)
 
-    def _samples(self, snapshot: Snapshot) -> dict[MetricSpec, bytearray]:
+    def _samples(self, snapshot: Snapshot) -> dict[MetricSpec, Family]:
         self._fresh = {}
-        lines: dict[str, bytearray] = {spec.name: bytearray() for spec in _ORDER}
+        lines: dict[str, Family] = {spec.name: Family() for spec in _ORDER}
         add = _Adder(lines)
         add(m.BUILD_INFO, _label_string([("version", __version__)]), 1.0)
         add(m.CYCLE_DURATION, "", snapshot.cycle_duration)
@@ -70,7 +71,7 @@ class Renderer:
             for chain in node.chains:
                 self._chain(add, node, base, chain)
         self._labels = self._fresh  # series no longer written are forgotten
-        return {spec: lines[spec.name] for spec in _ORDER if lines[spec.name]}
+        return {spec: lines[spec.name] for spec in _ORDER if lines[spec.name].labels}
 
     def _node(self, add: _Adder, node: NodeStatus) -> None:
         key = (node.name, node.labels)
@@ -118,17 +119,35 @@ class Renderer:
             add(m.CHAIN_FEATURE, self._series((*key, extra), (*own, *extra)), enabled)
 
 
-class _Adder:
-    """Appends ``name{labels} value`` lines to their family; None values give no sample."""
+class Family:
+    """One family's series: label strings and values, in the order they were added."""
 
-    def __init__(self, lines: dict[str, bytearray]) -> None:
-        self._lines = lines
+    __slots__ = ("labels", "values")
+
+    def __init__(self) -> None:
+        self.labels: list[str] = []
+        self.values = array("d")
+
+
+class _Adder:
+    """Adds a series to its family; None values give no sample."""
+
+    def __init__(self, families: dict[str, Family]) -> None:
+        self._families = families
 
     def __call__(self, spec: MetricSpec, labels: str, value: float | None) -> None:
         if value is not None:
-            name = spec.name
-            text = floatToGoString(value)  # type: ignore[no-untyped-call]
-            self._lines[name] += f"{name}{labels} {text}\n".encode()
+            family = self._families[spec.name]
+            family.labels.append(labels)
+            family.values.append(value)
+
+
+def family_lines(spec: MetricSpec, family: Family) -> bytes:
+    """The family's sample lines (the same in both formats)."""
+    name = spec.name
+    fmt: Callable[[float], str] = floatToGoString
+    pairs = zip(family.labels, family.values, strict=True)
+    return "".join([f"{name}{labels} {fmt(value)}\n" for labels, value in pairs]).encode()
 
 
 def text_headers(spec: MetricSpec) -> str:
@@ -143,11 +162,13 @@ def openmetrics_headers(spec: MetricSpec) -> str:
     return f"# HELP {name} {_escape(spec.help)}\n# TYPE {name} {spec.kind.value}\n"
 
 
-def text_format(families: dict[MetricSpec, bytearray]) -> bytes:
+def text_format(families: dict[MetricSpec, Family]) -> bytes:
     """The families in the Prometheus text format 0.0.4."""
-    return b"".join(text_headers(spec).encode() + lines for spec, lines in families.items())
+    return b"".join(text_headers(s).encode() + family_lines(s, f) for s, f in families.items())
 
 
-def openmetrics_format(families: dict[MetricSpec, bytearray]) -> bytes:
+def openmetrics_format(families: dict[MetricSpec, Family]) -> bytes:
     """The families in OpenMetrics 1.0, without the closing ``# EOF``."""
-    return b"".join(openmetrics_headers(spec).encode() + lines for spec, lines in families.items())
+    return b"".join(
+        openmetrics_headers(s).encode() + family_lines(s, f) for s, f in families.items()
+    )
