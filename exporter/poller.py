@@ -268,6 +268,8 @@ class Poller:
         results.sort(key=lambda result: order[result.node.name])
         self._timed_out = {poll.node.name for poll in polls if poll.blamed_for_timeout}
         self._timed_out |= {node.name for node in stuck}
+        # only polls still out are kept (to guard and count them); ended ones free their results
+        self._running = {name: p for name, p in self._running.items() if not p.done.is_set()}
         nodes = self._history.record(results, self._clock())
         return Snapshot(nodes, ended - started, self._clock())
 

@@ -44,10 +44,12 @@ class Renderer:
         self._labels: dict[tuple[object, ...], str] = {}
         self._fresh: dict[tuple[object, ...], str] = {}
 
-    def _series(self, key: tuple[object, ...], labels: Iterable[tuple[str, str]]) -> str:
+    def _series(self, key: tuple[object, ...], own: Extra, extra: Extra = ()) -> str:
+        """The label string of ``own`` + ``extra``, cached under ``key`` (flat, so a cached
+        series costs one small tuple; the label pairs are only built on a miss)."""
         text = self._labels.get(key)
         if text is None:
-            text = _label_string(labels)
+            text = _label_string((*own, *extra))
         self._fresh[key] = text
         return text
 
@@ -81,7 +83,9 @@ class Renderer:
         add(m.NODE_SCRAPE_DURATION, labels, node.duration)
         for endpoint, reason, count in node.error_counts:
             extra = (("endpoint", endpoint), ("reason", reason))
-            add(m.NODE_SCRAPE_ERRORS, self._series((*key, extra), (*own, *extra)), count)
+            add(
+                m.NODE_SCRAPE_ERRORS, self._series(("e", *key, endpoint, reason), own, extra), count
+            )
         add(m.NODE_LAST_SUCCESS, labels, node.last_success)
         health = node.health
         if health is None:
@@ -90,7 +94,7 @@ class Renderer:
         if any(part is not None for part in identity):
             names = ("node_version", "node_id", "peer_id")
             info = tuple((k, v or "") for k, v in zip(names, identity, strict=True))
-            add(m.NODE_INFO, self._series((*key, info), (*own, *info)), 1.0)
+            add(m.NODE_INFO, self._series(("i", *key, *identity), own, info), 1.0)
         add(m.NODE_PEERS, labels, health.peer_count)
         add(m.NODE_BLOCKCHAINS, labels, health.blockchain_count)
 
@@ -113,10 +117,11 @@ class Renderer:
                 ("consensus_type", reading.consensus_type or ""),
                 ("key_type", reading.key_type or ""),
             )
-            add(m.CHAIN_CONSENSUS, self._series((*key, info), (*own, *info)), 1.0)
+            consensus = ("c", *key, reading.consensus_type, reading.key_type)
+            add(m.CHAIN_CONSENSUS, self._series(consensus, own, info), 1.0)
         for feature, enabled in reading.features:
             extra = (("feature", feature),)
-            add(m.CHAIN_FEATURE, self._series((*key, extra), (*own, *extra)), enabled)
+            add(m.CHAIN_FEATURE, self._series(("f", *key, feature), own, extra), enabled)
 
 
 class Family:
