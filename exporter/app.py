@@ -16,6 +16,7 @@ from dataclasses import replace
 from exporter.config import Config, load_config
 from exporter.exposition import Exposition
 from exporter.poller import Poller
+from exporter.render import Renderer
 from exporter.schema import ConfigError
 from exporter.server import ExporterServer
 from exporter.snapshot import Snapshot
@@ -33,7 +34,8 @@ class Exporter:
         self._config_path = config_path
         self._lock = threading.Lock()
         self._reload_ok = True
-        self._exposition = Exposition(Snapshot())
+        self._renderer = Renderer()  # one for the process: it keeps label strings across cycles
+        self._exposition = Exposition(Snapshot(), renderer=self._renderer)
         self._ready = threading.Event()
         self._poller = Poller(config, self._publish, clock)
         self._threads: list[threading.Thread] = []
@@ -53,10 +55,12 @@ class Exporter:
             reload_ok = self._reload_ok
             asked = self._exposition.asked_for()
         # Rendering takes a while on big fleets: scrapes meanwhile get the previous snapshot.
-        exposition = Exposition(replace(snapshot, config_reload_ok=reload_ok)).prepare(asked)
+        fresh = replace(snapshot, config_reload_ok=reload_ok)
+        exposition = Exposition(fresh, renderer=self._renderer).prepare(asked)
         with self._lock:
             if reload_ok != self._reload_ok:  # a reload finished while this one rendered
-                exposition = Exposition(replace(snapshot, config_reload_ok=self._reload_ok), asked)
+                fresh = replace(snapshot, config_reload_ok=self._reload_ok)
+                exposition = Exposition(fresh, asked, self._renderer)
             self._exposition = exposition
         self._ready.set()
 
@@ -64,7 +68,7 @@ class Exporter:
         with self._lock:
             self._reload_ok = ok
             snapshot = replace(self._exposition.snapshot, config_reload_ok=ok)
-            self._exposition = Exposition(snapshot, self._exposition.asked_for())
+            self._exposition = Exposition(snapshot, self._exposition.asked_for(), self._renderer)
 
     def reload(self) -> None:
         """Re-read the config file; on error keep the running config and raise ConfigError."""
