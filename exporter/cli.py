@@ -22,6 +22,8 @@ from exporter.app import Exporter
 from exporter.config import Config, load_config
 from exporter.logs import LEVELS, setup_logging
 from exporter.schema import ConfigError
+from exporter.server import ServerLimits
+from exporter.values import parse_go_duration
 from exporter.webconfig import WebConfig, load_web_config
 
 log = logging.getLogger("ledger_exporter")
@@ -62,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=_env("web.config.file"),
         help="exporter-toolkit web config: TLS and basic auth for the endpoints",
     )
+    _add_server_limits(parser)
     parser.add_argument(
         "--log.level", dest="log_level", choices=sorted(LEVELS), default=_env("log.level", "info")
     )
@@ -73,6 +76,53 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ledger-exporter {__version__}")
     return parser
+
+
+def _positive_duration(text: str) -> float:
+    try:
+        seconds = parse_go_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive duration such as 10s, not {text!r}")
+    return seconds
+
+
+def _positive_int(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
+def _add_server_limits(parser: argparse.ArgumentParser) -> None:
+    """The HTTP server's limits (``exporter.httpserver``): slow or idle clients are closed."""
+    add = parser.add_argument
+    add(
+        "--web.read-header-timeout",
+        dest="read_header_timeout",
+        type=_positive_duration,
+        default=_env("web.read-header-timeout", "10s"),
+        help="time a client has to send a request's headers (and finish TLS); default 10s",
+    )
+    add(
+        "--web.idle-timeout",
+        dest="idle_timeout",
+        type=_positive_duration,
+        default=_env("web.idle-timeout", "60s"),
+        help="how long an idle keep-alive connection stays open; default 60s",
+    )
+    add(
+        "--web.max-connections",
+        dest="max_connections",
+        type=_positive_int,
+        default=_env("web.max-connections", "512"),
+        help="connections open at once; past it the least recently active one is closed "
+        "(default 512)",
+    )
+
+
+def _limits(args: argparse.Namespace) -> ServerLimits:
+    return ServerLimits(args.read_header_timeout, args.idle_timeout, args.max_connections)
 
 
 def _load(args: argparse.Namespace) -> tuple[Config, WebConfig | None] | None:
@@ -119,16 +169,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.config_file}: OK, {len(config.nodes)} node(s)")
         return 0
     setup_logging(args.log_level, args.log_format)
-    return serve(config, args.config_file, args.listen_address, web)
+    return serve(
+        config, args.config_file, args.listen_address, web, args.web_config_file, _limits(args)
+    )
 
 
-def serve(
-    config: Config, config_path: str | None, listen_address: str, web: WebConfig | None
+def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
+    config: Config,
+    config_path: str | None,
+    listen_address: str,
+    web: WebConfig | None,
+    web_config_path: str | None = None,
+    limits: ServerLimits | None = None,
 ) -> int:
-    """Run until SIGTERM or SIGINT; SIGHUP reloads the config."""
+    """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config)."""
     exporter = Exporter(config, config_path)
     try:
-        server = exporter.start(listen_address, web)
+        server = exporter.start(listen_address, web, web_config_path, limits)
     except (OSError, ValueError) as error:
         log.error(
             "cannot listen", extra={"fields": {"address": listen_address, "error": str(error)}}
