@@ -163,6 +163,16 @@ class HTTPRequestHandler(BaseHTTPRequestHandler):
         self.close_connection = True
         self._conn = connection
 
+    def discard_body(self, limit: int = 65536) -> None:
+        """Read and drop a small request body so the connection can carry the next request
+        (a larger or unreadable one is left unread, and the connection then closes)."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            return
+        if 0 < length <= limit:
+            self.rfile.read(length)
+
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """One debug line per request, structured."""
         fields = {"client": self._conn.peer, "method": self.command, "status": str(code)}

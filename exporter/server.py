@@ -74,6 +74,7 @@ class _Handler(HTTPRequestHandler):
         self._dispatch(send_body=False)
 
     def do_POST(self) -> None:  # noqa: N802
+        self.discard_body()
         if not self._authorized():
             return
         if self.path.split("?")[0] != "/-/reload":
@@ -106,6 +107,7 @@ class _Handler(HTTPRequestHandler):
 
     def _other_method(self) -> None:
         """PUT, DELETE, ...: 405 with what the path does accept."""
+        self.discard_body()
         if not self._authorized():
             return
         self._not_allowed("POST" if self.path.split("?")[0] == "/-/reload" else "GET, HEAD")

@@ -114,12 +114,27 @@ def test_the_same_snapshot_is_served_until_the_next_cycle(running: tuple) -> Non
         ("GET", "-/ready", 200),
         ("GET", "nope", 404),
         ("GET", "-/reload", 405),
+        ("PUT", "-/reload", 405),
+        ("DELETE", "-/reload", 405),
         ("POST", "metrics", 405),
+        ("PUT", "metrics", 405),
     ],
 )
 def test_endpoints(running: tuple, method: str, path: str, status: int) -> None:
     _, base, _ = running
     assert _get(base + path, method=method)[0] == status
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [("GET", "-/reload", "POST"), ("PUT", "-/reload", "POST"), ("POST", "metrics", "GET, HEAD")],
+)
+def test_wrong_methods_say_what_is_allowed(
+    running: tuple, method: str, path: str, allow: str
+) -> None:
+    _, base, _ = running
+    status, headers, _ = _get(base + path, method=method)
+    assert (status, headers["Allow"]) == (405, allow)
 
 
 def test_landing_page_escapes_node_values(running: tuple) -> None:
