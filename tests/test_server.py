@@ -21,7 +21,7 @@ import pytest
 from exporter.app import Exporter
 from exporter.config import Config, NodeConfig
 from exporter.server import ExporterServer, ListenAddressError, parse_listen_address
-from exporter.webconfig import TlsServerConfig, WebConfig
+from exporter.webconfig import TlsServerConfig, WebConfig, load_web_config
 from tests.conftest import FakeNode, chain_doc, health_doc, new_fake_node
 
 
@@ -270,3 +270,37 @@ def test_the_next_snapshot_is_rendered_before_it_is_served(running: tuple) -> No
         assert time.monotonic() < deadline, "no new cycle was published"
         time.sleep(0.05)
     assert (True, True) in exporter.exposition().asked_for()  # rendered before the swap
+
+
+def _auth(user: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def test_reload_rereads_the_web_config_and_keeps_it_when_bad(
+    node: FakeNode, tmp_path: Path
+) -> None:
+    config_file, web_file = tmp_path / "config.yml", tmp_path / "web.yml"
+    _write_config(config_file, node.url)
+    hashed = bcrypt.hashpw(b"pw", bcrypt.gensalt(4)).decode()
+    web_file.write_text(f"basic_auth_users:\n  old: '{hashed}'\n")
+    exporter = Exporter(Config(nodes=(NodeConfig("n", node.url),)), str(config_file))
+    server = exporter.start("127.0.0.1:0", load_web_config(str(web_file)), str(web_file))
+    base = f"http://127.0.0.1:{server.port}/"
+    try:
+        assert _get(base + "-/healthy", _auth("old", "pw"))[0] == 200
+        web_file.write_text(
+            f"basic_auth_users:\n  new: '{hashed}'\n"
+            "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+        )
+        assert _get(base + "-/reload", _auth("old", "pw"), method="POST")[0] == 200
+        assert _get(base + "-/healthy", _auth("old", "pw"))[0] == 401
+        status, headers, _ = _get(base + "-/healthy", _auth("new", "pw"))
+        assert (status, headers["X-Frame-Options"]) == (200, "deny")
+        web_file.write_text("basic_auth_users:\n  new: not-a-hash\n")
+        status, _, body = _get(base + "-/reload", _auth("new", "pw"), method="POST")
+        assert status == 500 and b"must be a bcrypt hash" in body
+        status, _, body = _get(base + "metrics", _auth("new", "pw"))  # the old one still runs
+        assert status == 200
+        assert b"ledger_exporter_config_last_reload_successful 0.0" in body
+    finally:
+        exporter.stop()
