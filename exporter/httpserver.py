@@ -62,7 +62,9 @@ class _Connection:
 
     def __init__(self, sock: socket.socket, peer: Any, deadline: float) -> None:
         self.sock = sock
-        self.peer = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        self.address = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) else (str(peer), 0)
+        host = self.address[0]
+        self.peer = f"[{host}]:{self.address[1]}" if ":" in host else f"{host}:{self.address[1]}"
         self.buffer = bytearray()
         self.deadline = deadline
         self.handshaking = False
@@ -156,7 +158,7 @@ class HTTPRequestHandler(BaseHTTPRequestHandler):
     def __init__(self, connection: _Connection, server: ThreadedHTTPServer) -> None:
         # Deliberately not BaseHTTPRequestHandler.__init__: the server drives one request.
         self.request = self.connection = connection.sock
-        self.client_address = (connection.peer, 0)
+        self.client_address = connection.address
         self.server = server
         self.reader = self.rfile = _RequestReader(connection.buffer, connection.sock)
         self.wfile = _SocketWriter(connection.sock)
@@ -175,8 +177,9 @@ class HTTPRequestHandler(BaseHTTPRequestHandler):
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """One debug line per request, structured."""
-        fields = {"client": self._conn.peer, "method": self.command, "status": str(code)}
-        log.debug("request", extra={"fields": {**fields, "path": self.path.split("?")[0]}})
+        path = str(getattr(self, "path", "")).split("?")[0]  # unset for a garbage request line
+        fields = {"client": self._conn.peer, "method": self.command or "", "path": path}
+        log.debug("request", extra={"fields": {**fields, "status": str(code)}})
 
     def log_error(self, format: str, *args: Any) -> None:
         """http.server's complaints (bad request line, timeout) at debug, once per connection."""
