@@ -141,7 +141,7 @@ def test_landing_page_escapes_node_values(running: tuple) -> None:
     _, base, _ = running
     status, headers, body = _get(base)
     assert status == 200 and headers["Content-Type"].startswith("text/html")
-    assert b"&lt;b&gt;c1&lt;/b&gt;: height 42" in body
+    assert b'<code title="&lt;b&gt;c1&lt;/b&gt;">&lt;b&gt;c1&lt;/b&gt;</code>' in body
     assert b"<b>c1</b>" not in body
     assert b"href='/metrics'" in body
 
