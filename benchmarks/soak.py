@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from benchlib import stop_process
+
 REPO = Path(__file__).resolve().parent.parent
 MODES = ("down", "http_500", "invalid_json", "slow", "drop_mid_body")
 SLOW_SECONDS = 3.0  # longer than the soak's scrape timeout
@@ -271,17 +273,6 @@ def start_stand_in(chains: int, lifetime: float) -> tuple[subprocess.Popen[str],
     return process, int(json.loads(line)["port"])
 
 
-def stop(process: subprocess.Popen[Any]) -> None:
-    """SIGTERM, then SIGKILL after 10 s: only a process this script started."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-
-
 def soak(args: argparse.Namespace, folder: Path) -> tuple[list[Sample], list[str], Path]:
     """Run the three processes for ``args.minutes``; the samples, any non-JSON log lines,
     and the exporter's log file."""
@@ -315,8 +306,8 @@ def soak(args: argparse.Namespace, folder: Path) -> tuple[list[Sample], list[str
                     print(json.dumps(asdict(sample)), file=sys.stderr, flush=True)
                 time.sleep(max(0.0, started + len(samples) * args.sample_seconds - now))
         finally:
-            stop(exporter)
-            stop(nodes)
+            stop_process(exporter)
+            stop_process(nodes)
             down.close()
         log.seek(0)
         bad = [line for line in log.read().splitlines() if not _is_json(line)]
