@@ -4,8 +4,8 @@ One selector thread accepts connections, drives TLS handshakes and reads request
 blocking; only a complete request head is handed to a small pool of handler threads, which
 run a ``BaseHTTPRequestHandler`` subclass for it. Connections that do not send a whole head
 within ``read_header_timeout`` (or a new request within ``idle_timeout``) are closed, and past
-``max_connections`` the oldest connection still waiting for its head makes room for the new
-one, so hundreds of half-open clients cost descriptors for a few seconds and no threads.
+``max_connections`` the least recently active connection not being answered makes room for
+the new one, so hundreds of half-open clients cost descriptors for a few seconds and no threads.
 Errors on connections are logged once per connection at debug level, never as tracebacks.
 Shared by the exporter and the simulator (which may import from ``exporter``, not the reverse).
 """
@@ -13,24 +13,27 @@ Shared by the exporter and the simulator (which may import from ``exporter``, no
 from __future__ import annotations
 
 import contextlib
-import io
 import logging
-import re
 import selectors
 import socket
 import ssl
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from exporter.httpconn import READ_CHUNK, Connection, HTTPRequestHandler, Workers
 
 log = logging.getLogger("ledger_exporter")
 
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
-_READ_CHUNK = 65536
+__all__ = [
+    "HTTPRequestHandler",
+    "ListenAddressError",
+    "ServerLimits",
+    "ThreadedHTTPServer",
+    "parse_listen_address",
+]
 
 
 class ListenAddressError(ValueError):
@@ -57,177 +60,6 @@ class ServerLimits:
     max_head_bytes: int = 65536  # request line and headers
 
 
-class _Connection:
-    """One accepted client connection and what has been read of its next request."""
-
-    def __init__(self, sock: socket.socket, peer: Any, deadline: float) -> None:
-        self.sock = sock
-        self.address = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) else (str(peer), 0)
-        host = self.address[0]
-        self.peer = f"[{host}]:{self.address[1]}" if ":" in host else f"{host}:{self.address[1]}"
-        self.buffer = bytearray()
-        self.deadline = deadline
-        self.handshaking = False
-        self.busy = False
-        self.logged = False
-
-    def log_once(self, message: str, error: object = None) -> None:
-        """Log a connection problem at debug level, the first one only."""
-        if self.logged:
-            return
-        self.logged = True
-        fields: dict[str, object] = {"client": self.peer}
-        if error is not None:
-            fields["error"] = str(error) or type(error).__name__
-        log.debug(message, extra={"fields": fields})
-
-    def head_end(self) -> int:
-        """Where the first complete request head in the buffer ends, or 0."""
-        found = _HEAD_END.search(self.buffer)
-        return found.end() if found else 0
-
-
-class _RequestReader(io.BufferedIOBase):
-    """The handler's ``rfile``: the bytes read so far, then the socket (blocking, timed)."""
-
-    def __init__(self, buffer: bytearray, sock: socket.socket) -> None:
-        self._buffer = buffer
-        self._sock = sock
-        self.consumed = 0
-
-    def _take(self, size: int) -> bytes:
-        data = bytes(self._buffer[:size])
-        del self._buffer[:size]
-        self.consumed += len(data)
-        return data
-
-    def _fill(self, wanted: int) -> bool:
-        chunk = self._sock.recv(max(wanted, _READ_CHUNK))
-        self._buffer += chunk
-        return bool(chunk)
-
-    def readline(self, limit: int | None = -1) -> bytes:
-        limit = -1 if limit is None else limit
-        while (end := self._buffer.find(b"\n")) < 0:
-            if 0 <= limit <= len(self._buffer) or not self._fill(_READ_CHUNK):
-                end = len(self._buffer) - 1
-                break
-        end += 1
-        if 0 <= limit < end:
-            end = limit
-        return self._take(end)
-
-    def read(self, size: int | None = -1) -> bytes:
-        if size is None or size < 0:
-            raise io.UnsupportedOperation("a request body is read by its Content-Length")
-        while len(self._buffer) < size and self._fill(size - len(self._buffer)):
-            pass
-        return self._take(size)
-
-    def read1(self, size: int = -1) -> bytes:
-        return self.read(size if size >= 0 else len(self._buffer))
-
-    def readable(self) -> bool:
-        return True
-
-
-class _SocketWriter(io.BufferedIOBase):
-    """The handler's ``wfile``: every write goes straight to the socket."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-
-    def write(self, data: Any) -> int:
-        # In pieces: the socket's timeout then bounds a stall, not the whole body's transfer.
-        view = memoryview(data).cast("B")
-        for start in range(0, len(view), _READ_CHUNK):
-            self._sock.sendall(view[start : start + _READ_CHUNK])
-        return len(view)
-
-    def writable(self) -> bool:
-        return True
-
-
-class HTTPRequestHandler(BaseHTTPRequestHandler):
-    """Handles one request of a connection the server has read the head of."""
-
-    server: ThreadedHTTPServer  # type: ignore[assignment]  # not a socketserver.BaseServer
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # two writes per answer: without it the body waits an ACK
-
-    def __init__(self, connection: _Connection, server: ThreadedHTTPServer) -> None:
-        # Deliberately not BaseHTTPRequestHandler.__init__: the server drives one request.
-        self.request = self.connection = connection.sock
-        self.client_address = connection.address
-        self.server = server
-        self.reader = self.rfile = _RequestReader(connection.buffer, connection.sock)
-        self.wfile = _SocketWriter(connection.sock)
-        self.close_connection = True
-        self._conn = connection
-
-    def discard_body(self, limit: int = 65536) -> None:
-        """Read and drop a small request body so the connection can carry the next request
-        (a larger or unreadable one is left unread, and the connection then closes)."""
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            return
-        if 0 < length <= limit:
-            self.rfile.read(length)
-
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        """One debug line per request, structured."""
-        path = str(getattr(self, "path", "")).split("?")[0]  # unset for a garbage request line
-        fields = {"client": self._conn.peer, "method": self.command or "", "path": path}
-        log.debug("request", extra={"fields": {**fields, "status": str(code)}})
-
-    def log_error(self, format: str, *args: Any) -> None:
-        """http.server's complaints (bad request line, timeout) at debug, once per connection."""
-        self._conn.log_once("bad request", format % args)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug(format, *args)
-
-
-class _Workers:
-    """At most ``limit`` daemon threads, started on demand, ending after ``idle`` seconds."""
-
-    def __init__(self, limit: int, idle: float, name: str) -> None:
-        self._limit, self._idle_seconds, self._name = limit, idle, name
-        self._jobs: deque[Callable[[], None]] = deque()
-        self._cond = threading.Condition()
-        self._threads = self._idle = 0
-        self._stopping = False
-
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._cond:
-            self._jobs.append(job)
-            if self._idle >= len(self._jobs):
-                self._cond.notify()
-            elif self._threads < self._limit:
-                self._threads += 1
-                threading.Thread(target=self._run, name=self._name, daemon=True).start()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._jobs:
-                    self._idle += 1
-                    woken = self._cond.wait(self._idle_seconds)
-                    self._idle -= 1
-                    if not self._jobs and (not woken or self._stopping):
-                        self._threads -= 1
-                        return
-                job = self._jobs.popleft()
-            job()
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopping = True
-            self._jobs.clear()
-            self._cond.notify_all()
-
-
 class ThreadedHTTPServer:
     """Serves ``handler_class`` on one address; see the module docstring for how.
 
@@ -251,9 +83,9 @@ class ThreadedHTTPServer:
         self.tls = tls
         self.socket = socket.socket(self.address_family, socket.SOCK_STREAM)
         self.server_address: tuple[Any, ...] = (host or "0.0.0.0", port)
-        self._conns: dict[int, _Connection] = {}  # least recently active first
+        self._conns: dict[int, Connection] = {}  # least recently active first
         self._lock = threading.Lock()
-        self._returned: deque[_Connection] = deque()
+        self._returned: deque[Connection] = deque()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -262,7 +94,7 @@ class ThreadedHTTPServer:
         self._stopped = threading.Event()
         self._stopped.set()
         self._next_sweep = 0.0
-        self._workers = _Workers(self.limits.max_handlers, self.limits.idle_timeout, "http")
+        self._workers = Workers(self.limits.max_handlers, self.limits.idle_timeout, "http")
         if bind_and_activate:
             try:
                 self.server_bind()
@@ -302,12 +134,7 @@ class ThreadedHTTPServer:
             self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
             while not self._stop.is_set():
                 for key, _ in self._selector.select(poll_interval):
-                    if key.data is None:
-                        self._accept()
-                    elif key.data == "wake":
-                        self._take_returned()
-                    else:
-                        self._on_readable(key.data)
+                    self._dispatch(key.data)
                 self._expire(time.monotonic())
         finally:
             for sock in (self.socket, self._wake_r):
@@ -343,6 +170,21 @@ class ThreadedHTTPServer:
         self._selector.close()
 
     # the selector thread -----------------------------------------------------------------
+    def _dispatch(self, target: Connection | str | None) -> None:
+        """One ready socket; a bug here costs that connection, never the serving thread."""
+        try:
+            if target is None:
+                self._accept()
+            elif target == "wake":
+                self._take_returned()
+            elif isinstance(target, Connection):
+                self._on_readable(target)
+        except Exception as error:
+            fields = {"error": f"{type(error).__name__}: {error}"}
+            log.error("HTTP server error", extra={"fields": fields})
+            if isinstance(target, Connection):
+                self._close(target)
+
     def _wake(self) -> None:
         with contextlib.suppress(OSError):  # full: a wake-up is already pending
             self._wake_w.send(b"\0")
@@ -369,7 +211,7 @@ class ThreadedHTTPServer:
         sock.setblocking(False)
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = _Connection(sock, peer, time.monotonic() + self.limits.read_header_timeout)
+        conn = Connection(sock, peer, time.monotonic() + self.limits.read_header_timeout)
         if self.tls is not None:
             try:
                 conn.sock = self.tls.wrap_socket(
@@ -393,13 +235,13 @@ class ThreadedHTTPServer:
         self._close(oldest, "connection closed to make room for a new one")
         return True
 
-    def _on_readable(self, conn: _Connection) -> None:
+    def _on_readable(self, conn: Connection) -> None:
         if conn.handshaking and not self._handshake(conn):
             return
         try:
-            data = conn.sock.recv(_READ_CHUNK)
+            data = conn.sock.recv(READ_CHUNK)
             while data and isinstance(conn.sock, ssl.SSLSocket) and conn.sock.pending():
-                data += conn.sock.recv(_READ_CHUNK)
+                data += conn.sock.recv(READ_CHUNK)
         except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except OSError as error:
@@ -420,7 +262,7 @@ class ThreadedHTTPServer:
                 conn.sock.send(b"HTTP/1.1 431 Request Header Fields Too Large\r\n\r\n")
             self._close(conn, "request head too large")
 
-    def _handshake(self, conn: _Connection) -> bool:
+    def _handshake(self, conn: Connection) -> bool:
         """Advance the TLS handshake; True once it is done."""
         try:
             conn.sock.do_handshake()  # type: ignore[attr-defined]
@@ -447,6 +289,8 @@ class ThreadedHTTPServer:
                 if not self._returned:
                     return
                 conn = self._returned.popleft()
+                if conn.closed:  # made room for another, or expired, while in the queue
+                    continue
                 self._conns.pop(id(conn), None)
                 self._conns[id(conn)] = conn  # now the most recently active
             self._selector.register(conn.sock, selectors.EVENT_READ, conn)
@@ -465,7 +309,7 @@ class ThreadedHTTPServer:
             else:  # an idle keep-alive connection ending is normal: not logged
                 self._close(conn, "request head timed out" if conn.buffer else None)
 
-    def _close(self, conn: _Connection, problem: str | None = None, error: object = None) -> None:
+    def _close(self, conn: Connection, problem: str | None = None, error: object = None) -> None:
         """Close a connection (logging ``problem`` once); from a handler while it is busy."""
         if problem:
             conn.log_once(problem, error)
@@ -473,12 +317,13 @@ class ThreadedHTTPServer:
             with contextlib.suppress(KeyError, ValueError, RuntimeError):
                 self._selector.unregister(conn.sock)
         with self._lock:
+            conn.closed = True
             self._conns.pop(id(conn), None)
         with contextlib.suppress(OSError):
             conn.sock.close()
 
     # a handler thread -------------------------------------------------------------------
-    def _serve(self, conn: _Connection) -> None:
+    def _serve(self, conn: Connection) -> None:
         """Answer the connection's complete requests, then give it back to the selector."""
         try:
             conn.sock.settimeout(self.limits.read_header_timeout)
@@ -504,7 +349,7 @@ class ThreadedHTTPServer:
             self._returned.append(conn)
         self._wake()
 
-    def _handle_one(self, conn: _Connection) -> bool:
+    def _handle_one(self, conn: Connection) -> bool:
         """Run the handler for one request; True when the connection may serve another."""
         expected = conn.head_end()
         handler = self.handler_class(conn, self)
