@@ -9,7 +9,8 @@ exporter's RSS, threads and open descriptors from /proc, scrapes ``/metrics`` an
 Prometheus and an operator would, then prints a table and a verdict on growth.
 
 Every tenth node misbehaves, in turn: down (connection refused), 500s, invalid JSON, too slow
-(answers after the scrape timeout) and connection dropped mid-body. The exit status is 0 when
+(answers after the scrape timeout) and connection dropped mid-body. With ``--stalled N``, N
+clients keep a connection open to the exporter with half a request for the whole run. The exit status is 0 when
 memory, threads and descriptors stayed flat after the warm-up, 1 when one of them grew.
 """
 
@@ -23,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Sequence
@@ -199,6 +201,60 @@ def exporter_port(stderr: IO[str], timeout: float) -> int:
     raise RuntimeError(f"the exporter did not start: {stderr.read()[-2000:]}")
 
 
+class Slowloris:
+    """``count`` clients that open a connection to the exporter and send half a request, for
+    the whole run; each one the exporter closes is opened again within a second."""
+
+    HALF = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */"
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.reopened = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, port: int) -> None:
+        if self.count:
+            self._thread = threading.Thread(target=self._run, args=(port,), daemon=True)
+            self._thread.start()
+
+    def _open(self, port: int) -> socket.socket | None:
+        try:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+            sock.sendall(self.HALF)
+            sock.setblocking(False)
+            return sock
+        except OSError:
+            return None
+
+    def _run(self, port: int) -> None:
+        socks: list[socket.socket | None] = [self._open(port) for _ in range(self.count)]
+        while not self._stop.wait(1.0):
+            for index, sock in enumerate(socks):
+                if sock is None or _closed(sock):
+                    if sock is not None:
+                        sock.close()
+                    socks[index] = self._open(port)
+                    self.reopened += 1
+        for sock in socks:
+            if sock is not None:
+                sock.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+
+
+def _closed(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1024) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
 # --- verdict -------------------------------------------------------------------------------
 
 
@@ -290,8 +346,10 @@ def soak(args: argparse.Namespace, folder: Path) -> tuple[list[Sample], list[str
              "--log.format", "json", "--log.level", "info"],
             cwd=REPO, stderr=log, stdout=subprocess.DEVNULL, text=True,
         )  # fmt: skip
+        attacker = Slowloris(args.stalled)
         try:
             web = exporter_port(log, 60)
+            attacker.start(web)
             started = time.monotonic()
             end = started + args.minutes * 60
             while (now := time.monotonic()) < end or len(samples) < 4:
@@ -306,11 +364,14 @@ def soak(args: argparse.Namespace, folder: Path) -> tuple[list[Sample], list[str
                     print(json.dumps(asdict(sample)), file=sys.stderr, flush=True)
                 time.sleep(max(0.0, started + len(samples) * args.sample_seconds - now))
         finally:
+            attacker.stop()
             stop_process(exporter)
             stop_process(nodes)
             down.close()
         log.seek(0)
         bad = [line for line in log.read().splitlines() if not _is_json(line)]
+    if args.stalled:
+        print(f"stalled clients reconnected {attacker.reopened} times", file=sys.stderr)
     return samples, bad, log_file
 
 
@@ -334,6 +395,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--max-fd-growth", type=int, default=16, help="descriptors after warm-up (default 16)")
     add("--max-heap-growth", type=float, default=0.10, help="fraction (default 0.10)")
     add("--json", action="store_true", help="print the samples and verdict as one JSON object")
+    add("--stalled", type=int, default=0, help="clients stalling on half a request (default 0)")
     add("--progress", action="store_true", help="print each sample to stderr as it is taken")
     add("--stand-in", action="store_true", help=argparse.SUPPRESS)
     add("--lifetime", type=float, default=1800.0, help=argparse.SUPPRESS)

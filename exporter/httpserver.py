@@ -26,6 +26,7 @@ from typing import Any
 from exporter.httpconn import READ_CHUNK, Connection, HTTPRequestHandler, Workers
 
 log = logging.getLogger("ledger_exporter")
+ACCEPT_BATCH = 32
 
 __all__ = [
     "HTTPRequestHandler",
@@ -190,7 +191,9 @@ class ThreadedHTTPServer:
             self._wake_w.send(b"\0")
 
     def _accept(self) -> None:
-        while True:
+        # A few at a time: between batches the selector reads the heads that have arrived, so
+        # a burst of new clients cannot push out one that has just sent its request.
+        for _ in range(ACCEPT_BATCH):
             try:
                 sock, peer = self.socket.accept()
             except (BlockingIOError, InterruptedError):
