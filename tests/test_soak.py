@@ -40,11 +40,12 @@ def test_a_short_soak_stays_flat() -> None:
     assert max(s["threads"] for s in samples) < 100
 
 
-def _soak_module() -> ModuleType:
+def _soak_module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # soak.py imports benchlib
     spec = importlib.util.spec_from_file_location("soak", REPO / "benchmarks" / "soak.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["soak"] = module  # dataclasses look their module up by name
+    monkeypatch.setitem(sys.modules, "soak", module)  # dataclasses look it up by name
     spec.loader.exec_module(module)
     return module
 
@@ -60,9 +61,14 @@ def _soak_module() -> ModuleType:
     ],
 )
 def test_the_verdict_flags_growth_after_the_warm_up(
-    rss: tuple[float, ...], threads: int, fds: int, heap: int, flagged: list[str]
+    rss: tuple[float, ...],
+    threads: int,
+    fds: int,
+    heap: int,
+    flagged: list[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    soak = _soak_module()
+    soak = _soak_module(monkeypatch)
     samples = [
         soak.Sample(i, r, 20 + threads * i, 30 + fds * i, 100_000 + heap * i, 1, 90, 1.0)
         for i, r in enumerate(rss)
