@@ -51,7 +51,7 @@ def _soak_module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 
 @pytest.mark.parametrize(
-    ("rss", "threads", "fds", "heap", "flagged"),
+    "case",
     [
         ((50, 50, 50.5, 50.2, 50.4, 50.3), 0, 0, 0, []),
         ((50, 50, 55, 60, 65, 70), 0, 0, 0, ["RSS grew"]),
@@ -61,13 +61,9 @@ def _soak_module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     ],
 )
 def test_the_verdict_flags_growth_after_the_warm_up(
-    rss: tuple[float, ...],
-    threads: int,
-    fds: int,
-    heap: int,
-    flagged: list[str],
-    monkeypatch: pytest.MonkeyPatch,
+    case: tuple[tuple[float, ...], int, int, int, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    rss, threads, fds, heap, flagged = case  # growth per sample of each
     soak = _soak_module(monkeypatch)
     samples = [
         soak.Sample(i, r, 20 + threads * i, 30 + fds * i, 100_000 + heap * i, 1, 90, 1.0)
