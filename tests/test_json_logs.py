@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -234,3 +235,35 @@ def test_a_tls_disconnect_storm_leaves_only_structured_debug_lines(
     assert max(Counter(r["client"] for r in problems).values()) == 1
     assert len(problems) <= made
     assert os.path.getsize(exporter.log_path) > 0
+
+
+def test_the_simulator_prints_no_traceback_when_clients_vanish(tmp_path: Path) -> None:
+    errors = tmp_path / "simulate.err"
+    with errors.open("w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "exporter", "simulate", "--nodes", "3",
+             "--listen-address", "127.0.0.1:0", "--log.level", "debug",
+             "--fault", "node-2:slow=1s"],
+            stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=REPO,
+        )  # fmt: skip
+        try:
+            assert process.stdout is not None
+            admin = ""
+            while not admin.startswith("admin: "):
+                admin = process.stdout.readline()
+                assert admin, "the simulator did not start"
+            port = int(re.search(r"127\.0\.0\.1:(\d+)", admin).group(1))  # type: ignore[union-attr]
+            made = storm(port, tls=False)
+            for _ in range(20):  # ask a slow node, then vanish before it answers
+                sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+                sock.sendall(b"GET /nodes/node-2/health HTTP/1.1\r\nHost: x\r\n\r\n")
+                reset(sock)
+            time.sleep(1.5)
+            assert made and process.poll() is None
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.communicate(timeout=15)
+    lines = errors.read_text().splitlines()
+    assert lines, "no log at all"
+    assert not [line for line in lines if not line.startswith("ts=")], lines[:5]
+    assert "Traceback" not in errors.read_text()
