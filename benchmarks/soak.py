@@ -10,8 +10,9 @@ Prometheus and an operator would, then prints a table and a verdict on growth.
 
 Every tenth node misbehaves, in turn: down (connection refused), 500s, invalid JSON, too slow
 (answers after the scrape timeout) and connection dropped mid-body. With ``--stalled N``, N
-clients keep a connection open to the exporter with half a request for the whole run. The exit status is 0 when
-memory, threads and descriptors stayed flat after the warm-up, 1 when one of them grew.
+clients keep a connection open to the exporter with half a request for the whole run. The
+exit status is 0 when memory, threads and descriptors stayed flat after the warm-up, 1 when
+one of them grew.
 """
 
 from __future__ import annotations
