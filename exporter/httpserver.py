@@ -212,8 +212,9 @@ class ThreadedHTTPServer:
             log.debug("connection refused: all connections busy", extra={"fields": {}})
             return
         sock.setblocking(False)
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.handler_class.disable_nagle_algorithm:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = Connection(sock, peer, time.monotonic() + self.limits.read_header_timeout)
         if self.tls is not None:
             try:
