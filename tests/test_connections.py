@@ -9,16 +9,20 @@ from __future__ import annotations
 import os
 import re
 import socket
+import ssl
+import subprocess
 import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from exporter.app import Exporter
 from exporter.config import Config, NodeConfig
 from exporter.server import ExporterServer, ServerLimits
+from exporter.webconfig import TlsServerConfig, WebConfig
 from tests.conftest import FakeNode, chain_doc, health_doc, new_fake_node
 
 STALLED = 300
@@ -186,3 +190,36 @@ def test_an_unread_request_body_ends_the_connection(
         sock.settimeout(10)
         assert sock.recv(4096).startswith(b"HTTP/1.1 405")
         eventually(lambda: closed_by_peer(sock), 10, "closed after the answer")
+
+
+def test_stalled_tls_handshakes_cost_no_thread_and_are_closed(
+    node: FakeNode, tmp_path: Path
+) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+         "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    web = WebConfig(tls=TlsServerConfig(str(cert), str(key)))
+    limits = ServerLimits(read_header_timeout=1.0, idle_timeout=2.0)
+    exporter = Exporter(Config(nodes=(NodeConfig("n", node.url),), scrape_interval=1.0))
+    server = exporter.start("127.0.0.1:0", web, limits=limits)
+    threads = threading.active_count()
+    # Half of them never send a ClientHello, half send the first bytes of one.
+    stalled = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(100)]
+    try:
+        for sock in stalled[::2]:
+            sock.sendall(b"\x16\x03\x01\x00\xa0\x01\x00")
+        context = ssl.create_default_context(cafile=str(cert))
+        url = f"https://127.0.0.1:{server.port}/-/healthy"
+        with urllib.request.urlopen(url, timeout=10, context=context) as answer:
+            assert answer.status == 200
+        assert threading.active_count() <= threads + server.limits.max_handlers
+        eventually(lambda: all(closed_by_peer(s) for s in stalled), 15, "handshakes timed out")
+        eventually(lambda: server.open_connections() == 0, 10, "server side closed")
+    finally:
+        for sock in stalled:
+            sock.close()
+        exporter.stop()
