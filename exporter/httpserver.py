@@ -128,7 +128,10 @@ class ThreadedHTTPServer:
 
     def serve_forever(self, poll_interval: float = 0.1) -> None:
         """Accept, read heads and expire connections until shutdown()."""
-        self._stopped.clear()
+        with self._lock:  # against a shutdown() racing this start
+            if self._stop.is_set():
+                return
+            self._stopped.clear()
         try:
             self.socket.setblocking(False)
             self._selector.register(self.socket, selectors.EVENT_READ, None)
@@ -145,7 +148,8 @@ class ThreadedHTTPServer:
 
     def shutdown(self) -> None:
         """Stop serve_forever() and wait until it has returned."""
-        self._stop.set()
+        with self._lock:
+            self._stop.set()
         self._wake()
         self._stopped.wait()
 
