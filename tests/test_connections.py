@@ -10,7 +10,6 @@ import os
 import re
 import socket
 import ssl
-import subprocess
 import threading
 import time
 import urllib.request
@@ -23,7 +22,7 @@ from exporter.app import Exporter
 from exporter.config import Config, NodeConfig
 from exporter.server import ExporterServer, ServerLimits
 from exporter.webconfig import TlsServerConfig, WebConfig
-from tests.conftest import FakeNode, chain_doc, health_doc, new_fake_node
+from tests.conftest import FakeNode, chain_doc, health_doc, make_certificate, new_fake_node
 
 STALLED = 300
 HALF_A_REQUEST = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */"
@@ -195,14 +194,8 @@ def test_an_unread_request_body_ends_the_connection(
 def test_stalled_tls_handshakes_cost_no_thread_and_are_closed(
     node: FakeNode, tmp_path: Path
 ) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
-         "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=30,
-    )  # fmt: skip
-    web = WebConfig(tls=TlsServerConfig(str(cert), str(key)))
+    cert, key = make_certificate(tmp_path)
+    web = WebConfig(tls=TlsServerConfig(cert, key))
     limits = ServerLimits(read_header_timeout=1.0, idle_timeout=2.0)
     exporter = Exporter(Config(nodes=(NodeConfig("n", node.url),), scrape_interval=1.0))
     server = exporter.start("127.0.0.1:0", web, limits=limits)
@@ -212,7 +205,7 @@ def test_stalled_tls_handshakes_cost_no_thread_and_are_closed(
     try:
         for sock in stalled[::2]:
             sock.sendall(b"\x16\x03\x01\x00\xa0\x01\x00")
-        context = ssl.create_default_context(cafile=str(cert))
+        context = ssl.create_default_context(cafile=cert)
         url = f"https://127.0.0.1:{server.port}/-/healthy"
         with urllib.request.urlopen(url, timeout=10, context=context) as answer:
             assert answer.status == 200

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from ledger_simulator.network import SimulatedNetwork
-from tests.conftest import REPO
+from tests.conftest import REPO, make_certificate
 
 pytestmark = pytest.mark.integration
 
@@ -196,14 +196,7 @@ def test_every_line_is_json_through_faults_reloads_and_a_disconnect_storm(
 
 @pytest.fixture
 def certificate(tmp_path: Path) -> tuple[str, str]:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
-         "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=30,
-    )  # fmt: skip
-    return str(cert), str(key)
+    return make_certificate(tmp_path)
 
 
 def test_a_tls_disconnect_storm_leaves_only_structured_debug_lines(

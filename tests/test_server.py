@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import base64
 import gzip
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
 import urllib.error
@@ -22,7 +20,7 @@ from exporter.app import Exporter
 from exporter.config import Config, NodeConfig
 from exporter.server import ExporterServer, ListenAddressError, parse_listen_address
 from exporter.webconfig import TlsServerConfig, WebConfig, load_web_config
-from tests.conftest import FakeNode, chain_doc, health_doc, new_fake_node
+from tests.conftest import FakeNode, chain_doc, health_doc, make_certificate, new_fake_node
 
 
 def _get(url: str, headers: dict[str, str] | None = None, method: str = "GET", **kw: object):  # type: ignore[no-untyped-def]
@@ -197,17 +195,7 @@ def test_basic_auth(node: FakeNode) -> None:
 
 @pytest.fixture
 def certificate(tmp_path: Path) -> tuple[str, str]:
-    openssl = shutil.which("openssl")
-    assert openssl, "openssl is needed to make a test certificate"
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return str(cert), str(key)
+    return make_certificate(tmp_path)
 
 
 def test_tls_serves_while_an_idle_client_holds_a_connection(
