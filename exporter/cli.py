@@ -20,78 +20,74 @@ from types import FrameType
 from exporter import __version__
 from exporter.app import Exporter
 from exporter.config import Config, load_config
-from exporter.logs import LEVELS, setup_logging
+from exporter.flags import (
+    Parser,
+    add_log_flags,
+    apply_environment,
+    env_name,
+    listen_address,
+    positive_duration,
+    whole_number,
+)
+from exporter.logs import setup_logging
 from exporter.schema import ConfigError
 from exporter.server import ServerLimits
-from exporter.values import parse_go_duration
 from exporter.webconfig import WebConfig, load_web_config
 
 log = logging.getLogger("ledger_exporter")
 
 
-def _env(flag: str, default: str | None = None) -> str | None:
-    name = "LEDGER_EXPORTER_" + flag.upper().replace(".", "_").replace("-", "_")
-    return os.environ.get(name, default)
+#: What each flag that an environment variable may set defaults to.
+DEFAULTS: dict[str, str | float | None] = {
+    "config_file": None,
+    "listen_address": ":9877",
+    "web_config_file": None,
+    "log_level": "info",
+    "log_format": "logfmt",
+    "read_header_timeout": 10.0,
+    "idle_timeout": 60.0,
+    "max_connections": 512,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    """The main command's flags; each value flag may come from ``LEDGER_EXPORTER_<FLAG>``."""
+    parser = Parser(
         prog="ledger-exporter",
         description="Prometheus exporter for ledger nodes. Sub-commands: demo, simulate "
-        "(see 'ledger-exporter demo --help', 'ledger-exporter simulate --help').",
+        "(see 'ledger-exporter demo --help', 'ledger-exporter simulate --help'). "
+        "Every flag with a value may also be set by an environment variable, shown in its help.",
+        argument_default=argparse.SUPPRESS,  # so that apply_environment sees what was given
     )
-    parser.add_argument(
-        "--config.file",
-        dest="config_file",
-        default=_env("config.file"),
-        help="YAML config file (env LEDGER_EXPORTER_CONFIG_FILE)",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--config.file", dest="config_file", metavar="FILE", help="YAML config file (required)")
+    add(
         "--config.check",
         dest="config_check",
         action="store_true",
-        help="validate the config (and web config), print every problem, exit",
+        default=False,
+        help="check the flags, environment, config and web config; print every problem, exit",
     )
-    parser.add_argument(
+    add(
         "--web.listen-address",
         dest="listen_address",
-        default=_env("web.listen-address", ":9877"),
-        help="address to serve metrics on (default :9877)",
+        type=listen_address,
+        metavar="ADDRESS",
+        help="host:port to serve metrics on, ':port' for all interfaces (default :9877)",
     )
-    parser.add_argument(
+    add(
         "--web.config.file",
         dest="web_config_file",
-        default=_env("web.config.file"),
+        metavar="FILE",
         help="exporter-toolkit web config: TLS and basic auth for the endpoints",
     )
     _add_server_limits(parser)
-    parser.add_argument(
-        "--log.level", dest="log_level", choices=sorted(LEVELS), default=_env("log.level", "info")
-    )
-    parser.add_argument(
-        "--log.format",
-        dest="log_format",
-        choices=("logfmt", "json"),
-        default=_env("log.format", "logfmt"),
-    )
-    parser.add_argument("--version", action="version", version=f"ledger-exporter {__version__}")
+    add_log_flags(parser, defaults=False)
+    add("--version", action="version", version=f"ledger-exporter {__version__}")
+    for action in parser._actions:
+        if action.dest in DEFAULTS and action.help:
+            action.help += f" [env {env_name(action.option_strings[0].lstrip('-'))}]"
     return parser
-
-
-def _positive_duration(text: str) -> float:
-    try:
-        seconds = parse_go_duration(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive duration such as 10s, not {text!r}")
-    return seconds
-
-
-def _positive_int(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
-    return int(text)
 
 
 def _add_server_limits(parser: argparse.ArgumentParser) -> None:
@@ -100,22 +96,22 @@ def _add_server_limits(parser: argparse.ArgumentParser) -> None:
     add(
         "--web.read-header-timeout",
         dest="read_header_timeout",
-        type=_positive_duration,
-        default=_env("web.read-header-timeout", "10s"),
+        type=positive_duration,
+        metavar="DURATION",
         help="time a client has to send a request's headers (and finish TLS); default 10s",
     )
     add(
         "--web.idle-timeout",
         dest="idle_timeout",
-        type=_positive_duration,
-        default=_env("web.idle-timeout", "60s"),
+        type=positive_duration,
+        metavar="DURATION",
         help="how long an idle keep-alive connection stays open; default 60s",
     )
     add(
         "--web.max-connections",
         dest="max_connections",
-        type=_positive_int,
-        default=_env("web.max-connections", "512"),
+        type=whole_number(1, 1_000_000),
+        metavar="N",
         help="connections open at once; past it the least recently active one is closed "
         "(default 512)",
     )
@@ -159,6 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return demo(args_list[1:])
     parser = build_parser()
     args = parser.parse_args(args_list)
+    for warning in apply_environment(parser, args, DEFAULTS, os.environ):
+        print(f"ledger-exporter: {warning}", file=sys.stderr)
     if not args.config_file:
         parser.error("--config.file is required (or LEDGER_EXPORTER_CONFIG_FILE)")
     loaded = _load(args)
