@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from exporter.config import Config, load_config
 from exporter.exposition import Exposition
+from exporter.memory import Allocator
 from exporter.poller import Poller
 from exporter.render import Renderer
 from exporter.schema import ConfigError
@@ -29,9 +30,14 @@ class Exporter:
     """One exporter process: a poll loop thread and an HTTP server thread."""
 
     def __init__(
-        self, config: Config, config_path: str | None = None, clock: Callable[[], float] = time.time
+        self,
+        config: Config,
+        config_path: str | None = None,
+        clock: Callable[[], float] = time.time,
+        allocator: Allocator | None = None,
     ) -> None:
         self._config_path = config_path
+        self._allocator = allocator or Allocator(None)
         self._lock = threading.Lock()
         self._reload_ok = True
         self._renderer = Renderer()  # one for the process: it keeps label strings across cycles
@@ -63,6 +69,7 @@ class Exporter:
                 fresh = replace(snapshot, config_reload_ok=self._reload_ok)
                 exposition = Exposition(fresh, asked, self._renderer)
             self._exposition = exposition
+        self._allocator.trim()  # the cycle's bodies and the previous snapshot are free now
         self._ready.set()
 
     def _set_reload_ok(self, ok: bool) -> None:
