@@ -58,6 +58,7 @@ class Exporter:
 
     def _publish(self, snapshot: Snapshot) -> None:
         """Swap in the new snapshot, rendered first in the formats scrapers used last time."""
+        self._allocator.trim()  # the cycle's bodies and documents are free: before rendering
         with self._lock:
             reload_ok = self._reload_ok
             asked = self._exposition.asked_for()
