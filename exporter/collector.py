@@ -200,10 +200,12 @@ class NetworkCollector(Collector):
                 (m.CHAIN_COUNCIL_AGREES, chain.council_agrees),
             ):
                 for node, agrees in agreement:
-                    families.add(spec, {**nodes[node], **network}, _flag(agrees))
+                    if node in nodes:
+                        families.add(spec, {**nodes[node], **network}, _flag(agrees))
         families.add(m.NETWORK_PEER_PARTITIONS, {}, view.partitions)
         for node, linked in view.polled_peers:
-            families.add(m.NODE_POLLED_PEERS, nodes[node], linked)
+            if node in nodes:
+                families.add(m.NODE_POLLED_PEERS, nodes[node], linked)
         return iter(families)
 
 
