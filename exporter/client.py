@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from enum import Enum
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import pycurl
 
@@ -88,21 +88,29 @@ class NodeClient:
         suspect._suspect = True
         return suspect
 
-    def url_for(self, segments: Sequence[str]) -> str:
-        """The base URL (path prefix kept) with each segment percent-encoded and appended.
+    def url_for(self, segments: Sequence[str], query: Sequence[tuple[str, str]] = ()) -> str:
+        """The base URL (path prefix kept) with each segment percent-encoded and appended,
+        then the query parameters, percent-encoded too.
 
         ``.`` and ``..`` are encoded too, or URL normalisation would turn a chain id of
         ``..`` into the node's base path.
         """
-        return self._base + "/".join(_encode_segment(segment) for segment in segments)
+        url = self._base + "/".join(_encode_segment(segment) for segment in segments)
+        return url + "?" + urlencode(query, quote_via=quote) if query else url
 
-    def get(self, segments: Sequence[str], deadline: float, done: Outcome) -> None:
+    def get(
+        self,
+        segments: Sequence[str],
+        deadline: float,
+        done: Outcome,
+        query: Sequence[tuple[str, str]] = (),
+    ) -> None:
         """Send the GET now and call ``done(document, None)`` or ``done(None, error)`` once it
         ends, on the engine's thread (or at once if it cannot be sent)."""
         if deadline - self._monotonic() <= 0:
             done(None, NotSentError())
             return
-        url = self.url_for(segments)
+        url = self.url_for(segments, query)
         request = Request(
             url,
             deadline,

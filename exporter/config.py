@@ -53,8 +53,10 @@ _TOP_KEYS = (
     "max_concurrency",
     "max_response_bytes",
     "max_blockchains_per_node",
+    "network_checks",
     "nodes",
 )
+DEFAULT_BLOCK_HASH_FIELDS = ("hash", "blockHash")
 _NODE_KEYS = (
     "name",
     "url",
@@ -91,6 +93,15 @@ class NodeConfig:
 
 
 @dataclass(frozen=True)
+class NetworkChecks:
+    """Cross-node checks: how deep below the lowest head block hashes are compared (0: no
+    block requests) and which block fields may hold the hash, first present wins."""
+
+    checkpoint_depth: int = 5
+    block_hash_fields: tuple[str, ...] = DEFAULT_BLOCK_HASH_FIELDS
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole validated configuration."""
 
@@ -100,6 +111,7 @@ class Config:
     max_concurrency: int = 256
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     max_blockchains_per_node: int = DEFAULT_MAX_BLOCKCHAINS_PER_NODE
+    network_checks: NetworkChecks = NetworkChecks()
 
 
 def load_config(path: str) -> Config:
@@ -136,7 +148,28 @@ class _Reader(Reader):
             ("max_blockchains_per_node",),
         )
         nodes = self.nodes(top.get("nodes"))
-        return Config(nodes, interval, timeout, concurrency, max_bytes, chains)
+        checks = self.network_checks(top.get("network_checks"))
+        return Config(nodes, interval, timeout, concurrency, max_bytes, chains, checks)
+
+    def network_checks(self, value: Any) -> NetworkChecks:
+        if value is None:
+            return NetworkChecks()
+        path: Path = ("network_checks",)
+        data = self.mapping(value, path, ("checkpoint_depth", "block_hash_fields"))
+        depth = data.get("checkpoint_depth", 5)
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+            self.problem((*path, "checkpoint_depth"), f"must be a whole number >= 0, not {depth!r}")
+            depth = 5
+        fields = data.get("block_hash_fields", list(DEFAULT_BLOCK_HASH_FIELDS))
+        if not isinstance(fields, list) or not fields:
+            self.problem((*path, "block_hash_fields"), "must be a non-empty list of field names")
+            fields = list(DEFAULT_BLOCK_HASH_FIELDS)
+        names = [
+            self.string(item, (*path, "block_hash_fields", i)) for i, item in enumerate(fields)
+        ]
+        if len(set(names)) != len(names):
+            self.problem((*path, "block_hash_fields"), "lists a field more than once")
+        return NetworkChecks(depth, tuple(dict.fromkeys(n for n in names if n)))
 
     def size(self, value: Any) -> int:
         match = _SIZE.fullmatch(value) if isinstance(value, str) else None

@@ -161,6 +161,56 @@ CHAIN_FEATURE = _g(
     "feature",
 )
 
+_NETWORK_CHAIN = ("blockchain",)
+NETWORK_CHECKPOINT_HEIGHT = _g(
+    "ledger_network_blockchain_checkpoint_height",
+    "Height at which the polled nodes' block hashes are compared: the lowest height among "
+    "the up, not-syncing nodes minus network_checks.checkpoint_depth.",
+    *_NETWORK_CHAIN,
+)
+NETWORK_CHECKPOINT_HASHES = _g(
+    "ledger_network_blockchain_checkpoint_hashes",
+    "Distinct block hashes at the checkpoint among the nodes whose block was read "
+    "(1: agreement, more: a fork).",
+    *_NETWORK_CHAIN,
+)
+CHAIN_CHECKPOINT_AGREES = _g(
+    "ledger_blockchain_checkpoint_agrees",
+    "1 when the node's block at the checkpoint has the hash a strict majority of the nodes "
+    "read report, else 0.",
+    *_CHAIN,
+)
+NETWORK_COUNCIL_VIEWS = _g(
+    "ledger_network_blockchain_council_views",
+    "Distinct councilMembers sets (order ignored) among the up nodes that read the chain.",
+    *_NETWORK_CHAIN,
+)
+CHAIN_COUNCIL_AGREES = _g(
+    "ledger_blockchain_council_agrees",
+    "1 when the node's council set is the one a strict majority of the nodes report, else 0.",
+    *_CHAIN,
+)
+NETWORK_PEER_PARTITIONS = _g(
+    "ledger_network_peer_partitions",
+    "Connected components of the up polled nodes linked by networkPeers (1: all connected).",
+)
+NODE_POLLED_PEERS = _g(
+    "ledger_node_polled_peers",
+    "Other up polled nodes this node is linked to by networkPeers (either side listing).",
+    *_NODE,
+)
+
+#: The cross-node families, emitted by the network view rather than per node or chain.
+NETWORK_SPECS = (
+    NETWORK_CHECKPOINT_HEIGHT,
+    NETWORK_CHECKPOINT_HASHES,
+    CHAIN_CHECKPOINT_AGREES,
+    NETWORK_COUNCIL_VIEWS,
+    CHAIN_COUNCIL_AGREES,
+    NETWORK_PEER_PARTITIONS,
+    NODE_POLLED_PEERS,
+)
+
 ALL: tuple[MetricSpec, ...] = tuple(
     value for value in list(globals().values()) if isinstance(value, MetricSpec)
 )

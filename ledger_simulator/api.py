@@ -115,7 +115,7 @@ class NodeApi:
                 return self.state.blockchain(node, chain, now)
             case ["blocks"]:
                 height = parse_height(query_value(query, "height"))
-                return ledger.block(chain, height, self.height(node, chain, now))
+                return ledger.block(node, chain, height, self.height(node, chain, now))
             case ["contracts", address]:
                 return ledger.contract(chain, address)
             case ["contracts", address, "state"]:

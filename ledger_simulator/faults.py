@@ -10,7 +10,20 @@ from ledger_simulator.errors import SimulatorError
 from ledger_simulator.ids import DurationError, iso_utc, parse_go_duration
 from ledger_simulator.topology import Topology
 
-FAULTS = ("stall", "peers_lost", "syncing", "down", "slow", "http_500", "malformed_json")
+FAULTS = (
+    "stall",
+    "peers_lost",
+    "syncing",
+    "down",
+    "slow",
+    "http_500",
+    "malformed_json",
+    "fork",
+    "other_council",
+    "partition",
+)
+#: Faults that only make sense for a whole node (a partition cuts peer links, not chains).
+NODE_WIDE_ONLY = frozenset({"partition"})
 DEFAULT_SLOW_SECONDS = 5.0
 
 
@@ -29,10 +42,12 @@ class FaultKey:
 
 @dataclass(frozen=True)
 class FaultState:
-    """When a fault was switched on (clock time) and, for ``slow``, its delay."""
+    """When a fault was switched on (clock time), for ``slow`` its delay and for ``fork``
+    the first height whose block differs (``None``: the first block after ``since``)."""
 
     since: float
     delay_seconds: float
+    height: int | None = None
 
 
 @dataclass
@@ -46,14 +61,21 @@ class ActiveFaults:
     slow_seconds: float = 0.0
     http_500: bool = False
     malformed_json: bool = False
+    fork: FaultState | None = None
+    other_council: bool = False
+    partition: bool = False
     names: set[str] = field(default_factory=set)
 
     def add(self, fault: str, state: FaultState) -> None:
-        """Merge one fault; a stall in force twice keeps the earliest freeze time."""
+        """Merge one fault; a stall in force twice keeps the earliest freeze time, a fork
+        in force node-wide and for the chain keeps the one switched on first."""
         self.names.add(fault)
         if fault == "stall":
             since = self.stall_since
             self.stall_since = state.since if since is None else min(since, state.since)
+        elif fault == "fork":
+            if self.fork is None or state.since < self.fork.since:
+                self.fork = state
         elif fault == "slow":
             self.slow_seconds = max(self.slow_seconds, state.delay_seconds)
         else:
@@ -77,19 +99,23 @@ class FaultRegistry:
         chain: str | None,
         delay_seconds: float,
         now: float,
+        height: int | None = None,
     ) -> bool:
         """Switch a fault on or off; return whether anything changed."""
         key = self.validate(node, fault, chain)
         if delay_seconds < 0:
             raise FaultError(f"delay_seconds must be >= 0, got {delay_seconds}")
+        if height is not None and (fault != "fork" or height < 0):
+            raise FaultError(f"height is for fork only and must be >= 0, got {height}")
         delay = (delay_seconds or DEFAULT_SLOW_SECONDS) if fault == "slow" else 0.0
         with self._lock:
             if not enabled:
                 return self._faults.pop(key, None) is not None
             previous = self._faults.get(key)
             since = previous.since if previous is not None else now
-            self._faults[key] = FaultState(since, delay)
-            return previous is None or previous.delay_seconds != delay
+            state = FaultState(since, delay, height)
+            self._faults[key] = state
+            return previous != state
 
     def validate(self, node: str, fault: str, chain: str | None) -> FaultKey:
         """Check names against the topology; FaultError says what is accepted."""
@@ -101,6 +127,8 @@ class FaultRegistry:
                 self._topology.chain_index(chain)
         except SimulatorError as error:
             raise FaultError(str(error)) from None
+        if chain is not None and fault in NODE_WIDE_ONLY:
+            raise FaultError(f"{fault} applies to a whole node; switch it without a chain")
         return FaultKey(node, fault, chain)
 
     def active(self, node: str, chain: str | None = None) -> ActiveFaults:
@@ -130,6 +158,7 @@ class FaultRegistry:
                 "fault": key.fault,
                 "chain": key.chain,
                 "delay_seconds": state.delay_seconds,
+                "height": state.height,
                 "since": iso_utc(state.since),
             }
             for key, state in items
@@ -138,29 +167,35 @@ class FaultRegistry:
 
 @dataclass(frozen=True)
 class FaultSpec:
-    """A fault given on the command line: ``NODE:FAULT[=DELAY][:CHAIN]``."""
+    """A fault given on the command line: ``NODE:FAULT[=VALUE][:CHAIN]``."""
 
     node: str
     fault: str
     chain: str | None
     delay_seconds: float
+    height: int | None = None
 
 
 def parse_fault_spec(text: str) -> FaultSpec:
-    """Parse ``node-2:stall``, ``node-3:slow=5s`` or ``node-1:http_500:<chain id>``."""
+    """Parse ``node-2:stall``, ``node-3:slow=5s``, ``node-4:fork=1200`` or
+    ``node-1:http_500:<chain id>``."""
     parts = text.split(":", 2)
     if len(parts) < 2 or not parts[0] or not parts[1]:
         raise FaultError(
-            f"invalid --fault {text!r}: use NODE:FAULT[=DELAY][:CHAIN], e.g. node-3:slow=5s"
+            f"invalid --fault {text!r}: use NODE:FAULT[=VALUE][:CHAIN], e.g. node-3:slow=5s"
         )
-    fault, _, delay_text = parts[1].partition("=")
-    delay = 0.0
-    if delay_text:
-        if fault != "slow":
-            raise FaultError(f"invalid --fault {text!r}: only slow takes =DELAY")
+    fault, _, value = parts[1].partition("=")
+    delay, height = 0.0, None
+    if value and fault == "slow":
         try:
-            delay = parse_go_duration(delay_text)
+            delay = parse_go_duration(value)
         except DurationError as error:
             raise FaultError(f"invalid --fault {text!r}: {error}") from None
+    elif value and fault == "fork":
+        if not value.isdigit():
+            raise FaultError(f"invalid --fault {text!r}: fork=HEIGHT takes a block height")
+        height = int(value)
+    elif value:
+        raise FaultError(f"invalid --fault {text!r}: only slow=DELAY and fork=HEIGHT take a value")
     chain = parts[2] if len(parts) == 3 and parts[2] else None
-    return FaultSpec(parts[0], fault, chain, delay)
+    return FaultSpec(parts[0], fault, chain, delay, height)

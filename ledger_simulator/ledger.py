@@ -73,16 +73,16 @@ class Ledger:
         return pick(len(KINDS), self.seed, "tx-contract", chain, height, index)
 
     # endpoint 5 -----------------------------------------------------------------------------
-    def block(self, chain: int, height: int, node_height: int) -> dict[str, Any]:
-        """Block ``height``; blocks exist for 0 .. the node's current height."""
+    def block(self, node: int, chain: int, height: int, node_height: int) -> dict[str, Any]:
+        """Block ``height`` as ``node`` has it; blocks exist for 0 .. the node's height."""
         if height > node_height:
             raise NotFoundError(f"block {height} not found: this node's height is {node_height}")
         state = self.state
         txs = [self.tx_id(chain, height, i) for i in range(self.tx_count(chain, height))]
         return {
             "height": height,
-            "hash": state.block_hash(chain, height),
-            "previousHash": state.block_hash(chain, height - 1) if height else "",
+            "hash": state.node_block_hash(node, chain, height),
+            "previousHash": state.node_block_hash(node, chain, height - 1) if height else "",
             "timestamp": iso_utc(state.block_time(chain, height)),
             "proposer": state.topology.node_id(state.proposer(chain, height)),
             "round": state.failed_rounds(chain, height) + 1,

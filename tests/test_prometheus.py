@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 JOB = "ledger-exporter"
 REASONS = 6  # timeout, connection, http_status, invalid_json, invalid_response, too_large
-ENDPOINTS = 2  # health, blockchain
+ENDPOINTS = 3  # health, blockchain and block (a checkpoint is known after the first cycle)
 
 
 @pytest.fixture
@@ -73,6 +73,10 @@ def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
         else:
             counts[spec.name] = len(pairs)
     counts["ledger_node_scrape_errors_total"] = nodes * ENDPOINTS * REASONS
+    chains = len({chain for _, chain in pairs})
+    for spec in metrics.NETWORK_SPECS:  # per chain, once, or per node as their labels say
+        if "node" not in spec.labels:
+            counts[spec.name] = chains if "blockchain" in spec.labels else 1
     counts["ledger_blockchain_feature_enabled"] = features
     del counts["ledger_blockchain_vote_round"]
     return counts
