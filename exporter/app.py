@@ -12,10 +12,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from http import HTTPStatus
 
 from exporter.config import Config, load_config
 from exporter.exposition import Exposition
 from exporter.poller import Poller
+from exporter.probe import ProbeAnswer, Prober
+from exporter.probepoll import ThreadedProber
 from exporter.schema import ConfigError
 from exporter.server import ExporterServer
 from exporter.snapshot import Snapshot
@@ -36,6 +39,7 @@ class Exporter:
         self._exposition = Exposition(Snapshot())
         self._ready = threading.Event()
         self._poller = Poller(config, self._publish, clock)
+        self._probing: tuple[Prober, ThreadedProber] | None = _probing(config)
         self._threads: list[threading.Thread] = []
         self._server: ExporterServer | None = None
 
@@ -80,8 +84,22 @@ class Exporter:
             )
             raise
         self._poller.apply(config)
+        self._swap_probing(_probing(config))
         self._set_reload_ok(True)
         log.info("config reloaded", extra={"fields": {"nodes": len(config.nodes)}})
+
+    def probe(self, query: str, timeout_header: str | None, openmetrics: bool) -> ProbeAnswer:
+        """Answer ``GET /probe?query`` (404 when the config has no ``probe`` section)."""
+        probing = self._probing
+        if probing is None:
+            body = b"Not found: probe mode is off (the config has no probe section).\n"
+            return ProbeAnswer(HTTPStatus.NOT_FOUND, body)
+        return probing[0].handle(query, timeout_header, openmetrics)
+
+    def _swap_probing(self, probing: tuple[Prober, ThreadedProber] | None) -> None:
+        old, self._probing = self._probing, probing
+        if old is not None:
+            old[1].close()
 
     def start(self, listen_address: str, web: WebConfig | None = None) -> ExporterServer:
         """Bind the server (raises OSError if the port is taken), then start both threads."""
@@ -100,8 +118,19 @@ class Exporter:
     def stop(self) -> None:
         """Stop serving and polling; returns once the server socket is closed."""
         self._poller.stop()
+        self._swap_probing(None)
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
         for thread in self._threads:
             thread.join(timeout=5)
+
+
+def _probing(config: Config) -> tuple[Prober, ThreadedProber] | None:
+    """The /probe handler and the engine polling its targets, when probe mode is configured."""
+    if config.probe is None:
+        return None
+    engine = ThreadedProber(
+        config.probe.max_in_flight, config.max_response_bytes, config.max_blockchains_per_node
+    )
+    return Prober(config.probe, config.scrape_timeout, engine.probe_node), engine

@@ -11,11 +11,14 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from exporter.schema import ConfigError, Reader, locate, read_document
 from exporter.yamlsource import Path
+
+if TYPE_CHECKING:
+    from exporter.probeconfig import ProbeConfig
 
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 #: Chains polled per node when its /health lists more (a listing gone wrong must not flood
@@ -50,6 +53,7 @@ _TOP_KEYS = (
     "max_response_bytes",
     "max_blockchains_per_node",
     "nodes",
+    "probe",
 )
 _NODE_KEYS = (
     "name",
@@ -96,6 +100,7 @@ class Config:
     max_concurrency: int = 64
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     max_blockchains_per_node: int = DEFAULT_MAX_BLOCKCHAINS_PER_NODE
+    probe: ProbeConfig | None = None  # /probe is served only when set
 
 
 def load_config(path: str) -> Config:
@@ -120,7 +125,8 @@ class _Reader(Reader):
         if data is None:
             self.problem((), "the config is empty; it needs at least a 'nodes' list")
             return None
-        top = self.mapping(data, (), _TOP_KEYS, required=("nodes",))
+        probing = isinstance(data, dict) and "probe" in data  # then `nodes` may be left out
+        top = self.mapping(data, (), _TOP_KEYS, required=() if probing else ("nodes",))
         interval = self.duration(top, "scrape_interval", (), 15.0)
         timeout = self.duration(top, "scrape_timeout", (), min(10.0, interval))
         if timeout > interval:
@@ -131,8 +137,14 @@ class _Reader(Reader):
             top.get("max_blockchains_per_node", DEFAULT_MAX_BLOCKCHAINS_PER_NODE),
             ("max_blockchains_per_node",),
         )
-        nodes = self.nodes(top.get("nodes"))
-        return Config(nodes, interval, timeout, concurrency, max_bytes, chains)
+        nodes = self.nodes(top.get("nodes")) if top.get("nodes") or not probing else ()
+        probe = self.probe(top["probe"]) if "probe" in top else None
+        return Config(nodes, interval, timeout, concurrency, max_bytes, chains, probe)
+
+    def probe(self, value: Any) -> ProbeConfig:
+        from exporter.probeconfig import read_probe  # noqa: PLC0415 - it builds on this module
+
+        return read_probe(self, value)
 
     def size(self, value: Any) -> int:
         match = _SIZE.fullmatch(value) if isinstance(value, str) else None
