@@ -1,0 +1,117 @@
+"""/probe through the real ``ledger-exporter`` process over real sockets (issue 11): a
+probe-only exporter answers allowed targets, refuses the others without a request, and a
+daemon without a probe section has no /probe."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+import yaml
+
+from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
+from tests.test_cli import ExporterProcess, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+@pytest.fixture
+def probe_exporter(tmp_path: Path, fake_nodes: list[FakeNode]) -> Iterator[ExporterProcess]:
+    """A probe-only exporter allowed to probe 127.0.0.1 on the fake nodes' ports only."""
+    allowed = new_fake_node(fake_nodes)
+    allowed.play(health_doc(["c1"]), {"c1": chain_doc(42)})
+    port = allowed.server.server_address[1]
+    config = tmp_path / "config.yml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "scrape_timeout": "5s",
+                "probe": {
+                    "allowed_targets": [rf"http://127\.0\.0\.1:{port}/", r"http://127\.0\.0\.1:1/"],
+                    "modules": {"default": {}, "tenant": {"headers": {"X-Tenant": "ops"}}},
+                },
+            }
+        )
+    )
+    process = ExporterProcess(config)
+    try:
+        wait_for(process.base + "/-/ready", "Ready", timeout=10)
+        yield process
+    finally:
+        code, stderr = process.stop()
+    assert code == 0, stderr
+
+
+def test_probe_only_exporter_end_to_end(
+    probe_exporter: ExporterProcess, fake_nodes: list[FakeNode]
+) -> None:
+    [allowed] = fake_nodes
+    outsider = new_fake_node(fake_nodes)
+    outsider.play(health_doc(["c1"]), {"c1": chain_doc(1)})
+    base = probe_exporter.base + "/probe?"
+
+    status, body = get(base + urlencode({"target": allowed.url, "node": "validator-1"}))
+    assert status == 200, body
+    assert 'ledger_blockchain_height{blockchain="c1",node="validator-1"} 42.0' in body
+    assert "ledger_probe_success 1.0" in body
+
+    status, body = get(base + urlencode({"target": outsider.url}))
+    assert (status, body) == (
+        403,
+        f"target {outsider.url!r} matches none of probe.allowed_targets\n",
+    )
+    assert outsider.requests == []
+
+    status, body = get(base + urlencode({"target": allowed.url, "module": "x"}))
+    assert (status, body) == (400, "unknown module 'x'; configured: default, tenant\n")
+    status, body = get(base + urlencode({"module": "tenant"}))
+    assert (status, body) == (400, "the target parameter is missing\n")
+
+    status, metrics = get(probe_exporter.base + "/metrics")
+    assert status == 200 and "ledger_node_up" not in metrics  # probe-only: no nodes polled
+
+
+def test_unreachable_target_is_a_200_with_success_0(probe_exporter: ExporterProcess) -> None:
+    assert closed_port_url() != "http://127.0.0.1:1/"
+    status, body = get(
+        probe_exporter.base + "/probe?" + urlencode({"target": "http://127.0.0.1:1/"}),
+        {"X-Prometheus-Scrape-Timeout-Seconds": "3"},
+    )
+    assert status == 200
+    lines = [line for line in body.splitlines() if not line.startswith("#")]
+    assert [line.split()[0] for line in lines] == [
+        "ledger_probe_success",
+        "ledger_probe_duration_seconds",
+    ]
+    assert "ledger_probe_success 0.0" in lines
+
+
+def test_without_a_probe_section_there_is_no_probe(
+    tmp_path: Path, fake_nodes: list[FakeNode]
+) -> None:
+    node = new_fake_node(fake_nodes)
+    node.play(health_doc(["c1"]), {"c1": chain_doc(1)})
+    config = tmp_path / "config.yml"
+    config.write_text(yaml.safe_dump({"nodes": [{"name": "a", "url": node.url}]}))
+    process = ExporterProcess(config)
+    try:
+        wait_for(process.base + "/-/ready", "Ready", timeout=10)
+        status, body = get(process.base + "/probe?" + urlencode({"target": node.url}))
+        assert status == 404
+        assert "probe mode is off" in body
+    finally:
+        code, stderr = process.stop()
+    assert code == 0, stderr
