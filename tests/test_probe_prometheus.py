@@ -1,0 +1,165 @@
+"""Probe mode with a real Prometheus (issue 11): the shipped scrape configs
+(deploy/prometheus/probe.yml and its two hashmod shards) discover simulated nodes from a
+file_sd file and scrape the real exporter's /probe through relabeling.
+
+Only what a test must change is changed: the file_sd path, the exporter's address, and the
+scrape interval. Relabeling, parameters and paths are the shipped ones.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ledger_simulator import SimulatedNetwork
+from tests.promserver import PrometheusServer, Sample
+from tests.test_cli import ExporterProcess, wait_for
+from tests.test_prometheus import tracked_pairs
+
+pytestmark = pytest.mark.integration
+
+PROM_DIR = Path(__file__).resolve().parent.parent / "deploy" / "prometheus"
+JOB = "ledger-probe"
+NODES = 6
+
+
+@pytest.fixture
+def network() -> Iterator[SimulatedNetwork]:
+    with SimulatedNetwork(nodes=NODES, chains=2, block_interval=0.5, seed=11) as net:
+        yield net
+
+
+@pytest.fixture
+def exporter(network: SimulatedNetwork, tmp_path: Path) -> Iterator[ExporterProcess]:
+    """A probe-only exporter allowed to probe exactly the simulated nodes' URLs."""
+    base = network.node_urls["node-1"].split("/nodes/")[0].replace(".", r"\.")
+    config = tmp_path / "exporter.yml"
+    probe = {"allowed_targets": [rf"{base}/nodes/node-[0-9]+/"]}
+    config.write_text(yaml.safe_dump({"scrape_timeout": "5s", "probe": probe}))
+    process = ExporterProcess(config)
+    try:
+        wait_for(process.base + "/-/ready", "Ready", timeout=10)
+        yield process
+    finally:
+        code, stderr = process.stop()
+    assert code == 0, stderr
+
+
+def write_targets(network: SimulatedNetwork, directory: Path) -> Path:
+    """A file_sd file listing every node's URL, labelled with its name."""
+    groups = [
+        {"targets": [url], "labels": {"node": name}} for name, url in network.node_urls.items()
+    ]
+    path = directory / "targets" / "nodes.yml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(groups))
+    return path
+
+
+def shipped_probe_job(config_name: str, targets: Path, exporter: ExporterProcess) -> Any:
+    """The ledger-probe job of a shipped config, pointed at this test's file and exporter."""
+    document = yaml.safe_load((PROM_DIR / config_name).read_text(encoding="utf-8"))
+    [job] = [copy.deepcopy(j) for j in document["scrape_configs"] if j["job_name"] == JOB]
+    job["file_sd_configs"] = [{"files": [str(targets)], "refresh_interval": "1s"}]
+    last = job["relabel_configs"][-1]
+    assert last["target_label"] == "__address__", "the exporter's address is the last rule"
+    last["replacement"] = f"127.0.0.1:{exporter.port}"
+    job["scrape_interval"] = job["scrape_timeout"] = "2s"
+    return job
+
+
+def probing_prometheus(workdir: Path, job: Any) -> PrometheusServer:
+    """A Prometheus (not started yet) whose only job is ``job``."""
+    server = PrometheusServer(workdir, {})
+    server.config["scrape_configs"] = [job]
+    return server
+
+
+def hashmod_shard(value: str, modulus: int) -> int:
+    """Prometheus's `hashmod`: the md5's last 8 bytes as a big-endian integer, mod modulus."""
+    return int.from_bytes(hashlib.md5(value.encode()).digest()[8:], "big") % modulus
+
+
+def count_is(count: int) -> Callable[[list[Sample]], bool]:
+    """A wait_for predicate: the query gives exactly ``count`` samples."""
+    return lambda result: len(result) == count
+
+
+def discovered(server: PrometheusServer, timeout: float = 30.0) -> tuple[int, int]:
+    """(active, dropped) targets of the probe job, once every node has been discovered."""
+    deadline = time.monotonic() + timeout
+    while True:
+        data = server.api("targets")
+        active = [t for t in data["activeTargets"] if t["labels"].get("job") == JOB]
+        counts = len(active), len(data["droppedTargets"])
+        if sum(counts) == NODES or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.2)
+
+
+def test_file_sd_and_relabeling_give_every_nodes_series(
+    network: SimulatedNetwork, exporter: ExporterProcess, tmp_path: Path
+) -> None:
+    targets = write_targets(network, tmp_path)
+    job = shipped_probe_job("probe.yml", targets, exporter)
+    with probing_prometheus(tmp_path / "prometheus", job) as server:
+        urls = network.node_urls
+        found = server.wait_for(
+            f'ledger_probe_success{{job="{JOB}"}} == 1',
+            count_is(NODES),
+            timeout=30,
+        )
+        assert {s["metric"]["instance"] for s in found} == set(urls.values())
+        [target, *_] = server.targets()
+        assert target["scrapeUrl"].startswith(f"{exporter.base}/probe?")
+        assert "module=default" in target["scrapeUrl"]
+
+        pairs = tracked_pairs(network)
+        heights = server.wait_for("ledger_blockchain_height", count_is(len(pairs)), timeout=20)
+        assert {(s["metric"]["node"], s["metric"]["blockchain"]) for s in heights} == pairs
+        for sample in heights:  # each node's series come from its own probe
+            assert sample["metric"]["instance"] == urls[sample["metric"]["node"]]
+        assert server.values("ledger_node_up", "node") == {(name,): 1.0 for name in urls}
+        assert server.query('{exported_node!=""}') == []  # relabeling left no clash
+
+
+def test_two_hashmod_shards_hold_every_node_exactly_once(
+    network: SimulatedNetwork, exporter: ExporterProcess, tmp_path: Path
+) -> None:
+    targets = write_targets(network, tmp_path)
+    urls = network.node_urls
+    expected = {
+        shard: {name for name, url in urls.items() if hashmod_shard(url, 2) == shard}
+        for shard in (0, 1)
+    }
+    servers = [
+        probing_prometheus(
+            tmp_path / f"shard-{shard}",
+            shipped_probe_job(f"probe-shard-{shard}.yml", targets, exporter),
+        )
+        for shard in (0, 1)
+    ]
+    try:
+        for server in servers:
+            server.start()
+        held: dict[int, set[str]] = {}
+        for shard, server in enumerate(servers):
+            active, dropped = discovered(server)
+            assert (active, dropped) == (len(expected[shard]), NODES - len(expected[shard]))
+            found = server.wait_for(
+                "ledger_node_up == 1", count_is(len(expected[shard])), timeout=30
+            )
+            held[shard] = {sample["metric"]["node"] for sample in found}
+        assert held == expected
+        assert held[0] | held[1] == set(urls)
+        assert not held[0] & held[1]
+    finally:
+        for server in servers:
+            server.stop()
