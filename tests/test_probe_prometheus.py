@@ -76,8 +76,8 @@ def shipped_probe_job(config_name: str, targets: Path, exporter: ExporterProcess
 
 
 def probing_prometheus(workdir: Path, job: Any) -> PrometheusServer:
-    """A Prometheus (not started yet) whose only job is ``job``."""
-    server = PrometheusServer(workdir, {})
+    """A Prometheus (not started yet) whose only job is ``job``, with the shipped rules."""
+    server = PrometheusServer(workdir, {}, rule_files=[PROM_DIR / "rules.yml"])
     server.config["scrape_configs"] = [job]
     return server
 
@@ -128,6 +128,10 @@ def test_file_sd_and_relabeling_give_every_nodes_series(
             assert sample["metric"]["instance"] == urls[sample["metric"]["node"]]
         assert server.values("ledger_node_up", "node") == {(name,): 1.0 for name in urls}
         assert server.query('{exported_node!=""}') == []  # relabeling left no clash
+        # the probe-mode recording rules, evaluated on what the probes brought
+        for rule in ("job:ledger_probe_success:sum", "job:ledger_probe_success:count"):
+            [sample] = server.wait_for(f"{rule} == {NODES}", count_is(1), timeout=20)
+            assert sample["metric"] == {"__name__": rule, "job": JOB}
 
 
 def test_two_hashmod_shards_hold_every_node_exactly_once(
