@@ -399,7 +399,7 @@ def expected_labels(stack: Stack, case: Fault) -> list[dict[str, str]]:
 def unexpected(seen: set[tuple[str, str, str, str]], case: Fault) -> list[tuple[str, ...]]:
     """Alerts seen that neither the fault nor the network's normal flaps explain."""
     also = dict(case.also)
-    wrong = []
+    wrong: list[tuple[str, ...]] = []
     for name, node, chain, state in sorted(seen):
         mine = node == case.node
         if (mine and name == case.alert) or (name in FLAPPING and state == "pending"):
