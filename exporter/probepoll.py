@@ -33,7 +33,7 @@ class ThreadedProber:
         max_chains: int,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._session = make_session(pool_size=4, hosts=TARGET_POOLS)
+        self._session = make_session(pool_size=max(4, max_in_flight), hosts=TARGET_POOLS)
         self._pool = ThreadPoolExecutor(max(4, max_in_flight), thread_name_prefix="probe")
         self._max_bytes = max_bytes
         self._max_chains = max_chains
