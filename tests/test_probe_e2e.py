@@ -4,6 +4,9 @@ daemon without a probe section has no /probe."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -13,8 +16,8 @@ from urllib.parse import urlencode
 import pytest
 import yaml
 
-from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
-from tests.test_cli import ExporterProcess, wait_for
+from tests.conftest import REPO, FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
+from tests.test_cli import ExporterProcess, exporter_command, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -115,3 +118,85 @@ def test_without_a_probe_section_there_is_no_probe(
     finally:
         code, stderr = process.stop()
     assert code == 0, stderr
+
+
+def test_reload_changes_the_allow_list(tmp_path: Path, fake_nodes: list[FakeNode]) -> None:
+    """SIGHUP re-reads the probe section: a target allowed before is refused after, unsent."""
+    node = new_fake_node(fake_nodes)
+    node.play(health_doc(["c1"]), {"c1": chain_doc(7)})
+    port = node.server.server_address[1]
+    config = tmp_path / "config.yml"
+    allow = {
+        "scrape_timeout": "5s",
+        "probe": {"allowed_targets": [rf"http://127\.0\.0\.1:{port}/"]},
+    }
+    config.write_text(yaml.safe_dump(allow))
+    process = ExporterProcess(config)
+    url = process.base + "/probe?" + urlencode({"target": node.url})
+    try:
+        wait_for(process.base + "/-/ready", "Ready", timeout=10)
+        assert get(url)[0] == 200
+        allow["probe"] = {"allowed_targets": [r"http://127\.0\.0\.1:1/"]}
+        config.write_text(yaml.safe_dump(allow))
+        process.process.send_signal(signal.SIGHUP)
+        status, body = 0, ""
+        for _ in range(100):  # the reload lands a moment after the signal
+            status, body = get(url)
+            if status == 403:
+                break
+            time.sleep(0.1)
+        assert status == 403, body
+        sent = len(node.requests)
+        assert get(url)[0] == 403
+        assert len(node.requests) == sent, "a refused probe sent a request"
+    finally:
+        code, stderr = process.stop()
+    assert code == 0, stderr
+
+
+def test_probes_are_answered_while_the_daemon_waits_on_a_slow_node(
+    tmp_path: Path, fake_nodes: list[FakeNode]
+) -> None:
+    """The daemon's first cycle hangs on a node answering after 4 s; meanwhile a probe of a
+    fast node is answered in full (the daemon is still not ready when it is)."""
+    slow = new_fake_node(fake_nodes)
+    slow.set("/health", health_doc([]), delay=4.0)
+    fast = new_fake_node(fake_nodes)
+    fast.play(health_doc(["c1"]), {"c1": chain_doc(3)})
+    config = tmp_path / "config.yml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "scrape_interval": "10s",
+                "scrape_timeout": "8s",
+                "nodes": [{"name": "slow", "url": slow.url}],
+                "probe": {"allowed_targets": [r"http://127\.0\.0\.1:[0-9]+/"]},
+            }
+        )
+    )
+    process = ExporterProcess(config)
+    try:
+        wait_for(process.base + "/-/healthy", "Healthy", timeout=10)
+        deadline = time.monotonic() + 10
+        while "/health" not in slow.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert "/health" in slow.requests, "the daemon's cycle did not start"
+        status, body = get(process.base + "/probe?" + urlencode({"target": fast.url}))
+        assert status == 200 and "ledger_probe_success 1.0" in body
+        assert get(process.base + "/-/ready")[0] == 503, "the cycle ended before the probe"
+    finally:
+        code, stderr = process.stop()
+    assert code == 0, stderr
+
+
+def test_config_check_of_a_probe_only_config() -> None:
+    result = subprocess.run(
+        exporter_command("--config.check", "--config.file", str(REPO / "config" / "probe.yml")),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("OK, 0 node(s), probe mode (1 module(s))")
