@@ -212,6 +212,9 @@ class Prober:
             result = self._probe_node(node, deadline)
         finally:
             self._slots.release()
+        if result.error is not None:  # the exposition never carries it: the log does
+            fields = {"node": node.name, "target": node.url, "error": describe(result.error)}
+            log.debug("probe failed", extra={"fields": fields})
         body = render_probe(result, self._monotonic() - started, openmetrics_format)
         content_type = OPENMETRICS_CONTENT_TYPE if openmetrics_format else TEXT_CONTENT_TYPE
         return ProbeAnswer(HTTPStatus.OK, body, content_type)

@@ -4,6 +4,7 @@ probe is seen to send nothing; tests/test_probe_e2e.py covers real sockets."""
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from http import HTTPStatus
@@ -272,12 +273,21 @@ def test_healthy_probe_exposes_the_node_and_its_chains() -> None:
     }
 
 
-def test_unreadable_node_is_a_200_with_only_the_probe_series() -> None:
+def test_unreadable_node_is_a_200_with_only_the_probe_series(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     node = NodeConfig("127.0.0.1:9", "http://127.0.0.1:9/", blockchains=("c1",))
     error = FetchError(Reason.CONNECTION, "connection refused")
     down = NodeResult(node, None, error, [ChainResult("c1", None, error, requested=False)], 0.1)
     prober = Prober(CONFIG, 10.0, Recorder(down))
-    answer = prober.handle(query(target="http://127.0.0.1:9/"), None, False)
+    with caplog.at_level(logging.DEBUG, logger="ledger_exporter"):
+        answer = prober.handle(query(target="http://127.0.0.1:9/"), None, False)
+    [record] = [r for r in caplog.records if r.getMessage() == "probe failed"]
+    assert record.fields == {  # type: ignore[attr-defined]
+        "node": "127.0.0.1:9",
+        "target": "http://127.0.0.1:9/",
+        "error": "connection: connection refused",
+    }
     assert answer.status == HTTPStatus.OK
     found = samples(answer.body)
     assert set(found) == {("ledger_probe_success", ()), ("ledger_probe_duration_seconds", ())}
