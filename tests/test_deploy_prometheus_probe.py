@@ -18,7 +18,13 @@ from tests.test_rules import promtool  # noqa: F401 - the fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 PROM_DIR = ROOT / "deploy" / "prometheus"
-CONFIGS = ("probe.yml", "probe-shard-0.yml", "probe-shard-1.yml")
+#: Each config and the rule files it loads.
+CONFIGS = {
+    "probe.yml": ["alerts.yml", "rules.yml"],
+    "probe-shard-0.yml": ["alerts.yml"],
+    "probe-shard-1.yml": ["alerts.yml"],
+    "probe-global.yml": ["rules.yml"],
+}
 
 
 def load(name: str) -> Any:
@@ -30,7 +36,7 @@ def probe_job(name: str) -> dict[str, Any]:
     return dict(job)
 
 
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_promtool_check_config(promtool: str, name: str) -> None:  # noqa: F811
     result = subprocess.run(
         [promtool, "check", "config", name],
@@ -41,7 +47,7 @@ def test_promtool_check_config(promtool: str, name: str) -> None:  # noqa: F811
         timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 rule files found" in result.stdout
+    assert load(name)["rule_files"] == CONFIGS[name]
 
 
 @pytest.mark.parametrize("shard", [0, 1])
@@ -76,3 +82,12 @@ def test_example_targets_are_allowed_by_the_example_config() -> None:
             node = probe_target(urlencode(params), probe)
             assert node.url == target
             assert node.name == (params["node"] or target.split("/")[2])
+
+
+def test_the_global_view_federates_only_raw_series() -> None:
+    """Recording rules run once, on the global view: federating the shards' own rule
+    outputs (names with colons) would clash with them."""
+    [job] = load("probe-global.yml")["scrape_configs"]
+    assert job["honor_labels"] is True and job["metrics_path"] == "/federate"
+    assert job["params"] == {"match[]": ['{__name__=~"ledger_.+"}']}
+    assert len(job["static_configs"][0]["targets"]) == 2  # one per shard

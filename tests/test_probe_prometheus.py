@@ -1,6 +1,7 @@
 """Probe mode with a real Prometheus (issue 11): the shipped scrape configs
 (deploy/prometheus/probe.yml and its two hashmod shards) discover simulated nodes from a
-file_sd file and scrape the real exporter's /probe through relabeling.
+file_sd file and scrape the real exporter's /probe through relabeling; the shipped global
+view (probe-global.yml) federates both shards and evaluates the rules that compare nodes.
 
 Only what a test must change is changed: the file_sd path, the exporter's address, and the
 scrape interval. Relabeling, parameters and paths are the shipped ones.
@@ -13,7 +14,6 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -63,8 +63,11 @@ def write_targets(network: SimulatedNetwork, directory: Path) -> Path:
     return path
 
 
-def shipped_probe_job(config_name: str, targets: Path, exporter: ExporterProcess) -> Any:
-    """The ledger-probe job of a shipped config, pointed at this test's file and exporter."""
+def probing_prometheus(
+    workdir: Path, config_name: str, targets: Path, exporter: ExporterProcess
+) -> PrometheusServer:
+    """A Prometheus (not started yet) running a shipped config: its ledger-probe job pointed
+    at this test's file and exporter, its rule files and its external labels."""
     document = yaml.safe_load((PROM_DIR / config_name).read_text(encoding="utf-8"))
     [job] = [copy.deepcopy(j) for j in document["scrape_configs"] if j["job_name"] == JOB]
     job["file_sd_configs"] = [{"files": [str(targets)], "refresh_interval": "1s"}]
@@ -72,13 +75,11 @@ def shipped_probe_job(config_name: str, targets: Path, exporter: ExporterProcess
     assert last["target_label"] == "__address__", "the exporter's address is the last rule"
     last["replacement"] = f"127.0.0.1:{exporter.port}"
     job["scrape_interval"] = job["scrape_timeout"] = "2s"
-    return job
-
-
-def probing_prometheus(workdir: Path, job: Any) -> PrometheusServer:
-    """A Prometheus (not started yet) whose only job is ``job``, with the shipped rules."""
-    server = PrometheusServer(workdir, {}, rule_files=[PROM_DIR / "rules.yml"])
+    rules = [PROM_DIR / name for name in document["rule_files"]]
+    server = PrometheusServer(workdir, {}, rule_files=rules)
     server.config["scrape_configs"] = [job]
+    if "external_labels" in document["global"]:
+        server.config["global"]["external_labels"] = document["global"]["external_labels"]
     return server
 
 
@@ -108,8 +109,7 @@ def test_file_sd_and_relabeling_give_every_nodes_series(
     network: SimulatedNetwork, exporter: ExporterProcess, tmp_path: Path
 ) -> None:
     targets = write_targets(network, tmp_path)
-    job = shipped_probe_job("probe.yml", targets, exporter)
-    with probing_prometheus(tmp_path / "prometheus", job) as server:
+    with probing_prometheus(tmp_path / "prometheus", "probe.yml", targets, exporter) as server:
         urls = network.node_urls
         found = server.wait_for(
             f'ledger_probe_success{{job="{JOB}"}} == 1',
@@ -145,8 +145,7 @@ def test_two_hashmod_shards_hold_every_node_exactly_once(
     }
     servers = [
         probing_prometheus(
-            tmp_path / f"shard-{shard}",
-            shipped_probe_job(f"probe-shard-{shard}.yml", targets, exporter),
+            tmp_path / f"shard-{shard}", f"probe-shard-{shard}.yml", targets, exporter
         )
         for shard in (0, 1)
     ]
@@ -164,6 +163,36 @@ def test_two_hashmod_shards_hold_every_node_exactly_once(
         assert held == expected
         assert held[0] | held[1] == set(urls)
         assert not held[0] & held[1]
+        assert_global_view(tmp_path / "global", servers, network, held)
     finally:
         for server in servers:
             server.stop()
+
+
+def assert_global_view(
+    workdir: Path,
+    shards: list[PrometheusServer],
+    network: SimulatedNetwork,
+    held: dict[int, set[str]],
+) -> None:
+    """The shipped probe-global.yml, federating both shards, evaluates the rules that compare
+    nodes over all of them: every node's lag behind its chain's highest node."""
+    document = yaml.safe_load((PROM_DIR / "probe-global.yml").read_text(encoding="utf-8"))
+    [job] = document["scrape_configs"]
+    job["static_configs"] = [{"targets": [shard.url.removeprefix("http://") for shard in shards]}]
+    job["scrape_interval"] = job["scrape_timeout"] = "2s"
+    server = PrometheusServer(
+        workdir, {}, rule_files=[PROM_DIR / name for name in document["rule_files"]]
+    )
+    server.config["scrape_configs"] = [job]
+    with server:
+        pairs = tracked_pairs(network)
+        lag = server.wait_for(
+            "node_blockchain:ledger_blockchain_height:lag", count_is(len(pairs)), timeout=30
+        )
+        assert {(s["metric"]["node"], s["metric"]["blockchain"]) for s in lag} == pairs
+        shard_of = {node: str(shard) for shard, nodes in held.items() for node in nodes}
+        assert {s["metric"]["node"]: s["metric"]["shard"] for s in lag} == {
+            node: shard_of[node] for node, _ in pairs
+        }
+        server.wait_for(f"job:ledger_probe_success:sum == {NODES}", count_is(1), timeout=20)
