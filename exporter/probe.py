@@ -123,7 +123,7 @@ def _checked_host(target: str) -> str:
             HTTPStatus.BAD_REQUEST, "the target must not have a query or fragment"
         )
     default_port = 443 if parts.scheme == "https" else 80
-    return f"{parts.netloc}" if port is not None else f"{parts.netloc}:{default_port}"
+    return parts.netloc if port is not None else f"{parts.netloc}:{default_port}"
 
 
 class _ProbeCollector(Collector):
@@ -134,9 +134,10 @@ class _ProbeCollector(Collector):
         self._duration = duration
 
     def collect(self) -> Iterator[Metric]:
-        for spec, value in ((m.PROBE_SUCCESS, float(self._success)), (m.PROBE_DURATION, None)):
+        success = 1.0 if self._success else 0.0
+        for spec, value in ((m.PROBE_SUCCESS, success), (m.PROBE_DURATION, self._duration)):
             family = Metric(spec.name, spec.help, spec.kind.value)
-            family.add_sample(spec.name, {}, self._duration if value is None else value)
+            family.add_sample(spec.name, {}, value)
             yield family
 
 

@@ -31,6 +31,7 @@ from tests.conftest import chain_doc, health_doc
 ALLOWED = (
     re.compile(r"https://node-[0-9]+\.ledger\.internal:7740/?"),
     re.compile(r"http://127\.0\.0\.1:[0-9]+/"),
+    re.compile(r"https?://plain\.example/"),
 )
 SECRET_MODULE = ProbeModule(
     blockchains=("c1",),
@@ -68,8 +69,25 @@ def query(**params: str) -> str:
             "127.0.0.1:9000",
             "http://127.0.0.1:9000/",
         ),
+        (
+            {"target": "https://plain.example/"},
+            "plain.example:443",
+            "https://plain.example/",
+        ),
+        (
+            {"target": "http://plain.example/"},
+            "plain.example:80",
+            "http://plain.example/",
+        ),
     ],
-    ids=["host-port-label", "no-trailing-slash", "node-param", "blank-module-is-default"],
+    ids=[
+        "host-port-label",
+        "no-trailing-slash",
+        "node-param",
+        "blank-module-is-default",
+        "https-default-port",
+        "http-default-port",
+    ],
 )
 def test_accepted_targets(params: dict[str, str], name: str, url: str) -> None:
     node = probe_target(query(**params), CONFIG)
