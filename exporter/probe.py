@@ -178,8 +178,9 @@ def render_probe(result: NodeResult, duration: float, openmetrics_format: bool) 
 class Prober:
     """Serves /probe requests: checks them, bounds probes in flight, polls, renders.
 
-    Over ``max_in_flight`` probes, a request waits for a slot up to its own deadline and then
-    gets a 503: the scraper marks that scrape failed, the exporter's load stays bounded.
+    Over ``max_in_flight`` probes, a request gets a 503 at once: the scraper records that
+    scrape as failed and the exporter's load stays bounded. Waiting for a slot would hold a
+    server thread meanwhile, the very thing /metrics and the health checks need.
     """
 
     def __init__(
@@ -206,7 +207,7 @@ class Prober:
         except ProbeRefusedError as refused:
             log.debug("probe refused", extra={"fields": {"reason": str(refused)}})
             return ProbeAnswer(refused.status, f"{refused}\n".encode())
-        if not self._slots.acquire(timeout=max(0.0, deadline - self._monotonic())):
+        if not self._slots.acquire(blocking=False):
             message = f"{self.config.max_in_flight} probes in flight (probe.max_in_flight)\n"
             return ProbeAnswer(HTTPStatus.SERVICE_UNAVAILABLE, message.encode())
         try:

@@ -15,7 +15,9 @@ from exporter.config import NodeConfig, TlsConfig, _CredentialReader, _Reader
 from exporter.yamlsource import Path
 
 DEFAULT_MODULE = "default"
-DEFAULT_MAX_IN_FLIGHT = 32
+#: Probes polling at once: each holds an HTTP server thread while it runs, so the bound
+#: stays well below the server's own, leaving threads for /metrics and health checks.
+DEFAULT_MAX_IN_FLIGHT = 8
 _PROBE_KEYS = ("allowed_targets", "modules", "max_in_flight")
 _MODULE_KEYS = ("headers", "basic_auth", "authorization", "tls_config", "blockchains")
 

@@ -320,9 +320,9 @@ def test_openmetrics_when_asked() -> None:
     assert answer.body.endswith(b"# EOF\n")
 
 
-def test_probes_over_the_bound_wait_then_get_503() -> None:
-    """Two slots: two probes hold them, a third waits its (short) deadline and gets a 503,
-    and once the slots are free probes are served again."""
+def test_probes_over_the_bound_get_503_at_once() -> None:
+    """Two slots: two probes hold them, a third gets a 503 without waiting (it would hold a
+    server thread) and sends nothing; once the slots are free probes are served again."""
     engine = Recorder()
     engine.release.clear()
     prober = Prober(CONFIG, 10.0, engine)
@@ -339,7 +339,7 @@ def test_probes_over_the_bound_wait_then_get_503() -> None:
         thread.start()
     for _ in holders:
         assert engine.entered.acquire(timeout=10)
-    refused = prober.handle(query(target="http://127.0.0.1:9/"), "0.2", False)
+    refused = prober.handle(query(target="http://127.0.0.1:9/"), None, False)
     assert refused.status == HTTPStatus.SERVICE_UNAVAILABLE
     assert refused.body == b"2 probes in flight (probe.max_in_flight)\n"
     assert len(engine.calls) == 2
