@@ -11,17 +11,17 @@ from __future__ import annotations
 import os
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import responses
 
 from exporter.config import NodeConfig, load_config
 from exporter.probe import probe_status, render_probe
 from exporter.probepoll import ThreadedProber
-from tests.conftest import TESTDATA
-from tests.test_collector import GOLDEN, _register
+from tests.conftest import TESTDATA, FakeNode, closed_port_url
+from tests.test_collector import _CONTENT_TYPES, GOLDEN
 
 PROBE_GOLDEN = TESTDATA / "golden-probe"
 CASES = ("documented", "failures", "odd-values")
@@ -36,30 +36,47 @@ DAEMON_ONLY = (
 )
 
 
+def served_nodes(server: FakeNode, case: Path) -> list[NodeConfig]:
+    """The case's nodes, their recorded answers served by ``server`` over real sockets (under
+    ``/<host>/``); a node without a folder gets a URL that refuses connections."""
+    nodes = []
+    for node in load_config(str(case / "config.yml")).nodes:
+        parts = urlsplit(node.url if node.url.endswith("/") else node.url + "/")
+        host = str(parts.hostname).removesuffix(".test")
+        folder = case / "nodes" / host
+        if not folder.is_dir():
+            nodes.append(replace(node, url=closed_port_url()))
+            continue
+        for path in sorted(folder.rglob("*.*")):
+            body, status = path.read_text(), 200
+            if path.suffix == ".status":
+                code, _, body = body.partition(" ")
+                status = int(code)
+            relative = path.relative_to(folder).with_suffix("").as_posix()
+            kind = _CONTENT_TYPES[path.suffix]
+            server.set(f"/{host}{parts.path}{relative}", body.encode(), status, content_type=kind)
+        nodes.append(replace(node, url=f"{server.url}{host}{parts.path}"))
+    return nodes
+
+
 def probe_case(case: Path, static_labels: bool = False) -> dict[str, str]:
     """Node name -> the text exposition of its probe, durations masked. A probe has no
     static labels (Prometheus adds target labels); ``static_labels`` keeps the config's, to
     compare with the daemon's series."""
     config = load_config(str(case / "config.yml"))
     engine = ThreadedProber(4, config.max_response_bytes, config.max_blockchains_per_node)
+    server = FakeNode().start()
     answers: dict[str, str] = {}
     try:
-        with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
-            registered: set[str] = set()
-            for node in config.nodes:
-                base = node.url if node.url.endswith("/") else node.url + "/"
-                folder = case / "nodes" / str(urlsplit(base).hostname).removesuffix(".test")
-                if folder.is_dir() and base not in registered:
-                    _register(mock, base, folder)
-                    registered.add(base)
-            for node in config.nodes:
-                labels = node.labels if static_labels else ()
-                probed = NodeConfig(node.name, node.url, labels, node.blockchains)
-                result = engine.probe_node(probed, time.monotonic() + 10)
-                text = render_probe(result, 0.0, False).decode()
-                answers[node.name] = _DURATION.sub(r"\1 <duration>", text)
+        for node in served_nodes(server, case):
+            labels = node.labels if static_labels else ()
+            probed = NodeConfig(node.name, node.url, labels, node.blockchains)
+            result = engine.probe_node(probed, time.monotonic() + 10)
+            text = render_probe(result, 0.0, False).decode()
+            answers[node.name] = _DURATION.sub(r"\1 <duration>", text)
     finally:
         engine.close()
+        server.stop()
     return answers
 
 
@@ -101,14 +118,15 @@ def test_probe_series_are_the_daemons_for_the_same_answers(case: str) -> None:
 
 
 def test_probe_status_keeps_no_history() -> None:
-    config = load_config(str(GOLDEN / "documented" / "config.yml"))
-    node = config.nodes[0]
-    engine = ThreadedProber(4, config.max_response_bytes, config.max_blockchains_per_node)
+    engine = ThreadedProber(4, 1 << 20, 100)
+    server = FakeNode().start()
     try:
-        with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
-            _register(mock, node.url, GOLDEN / "documented" / "nodes" / "validator-1")
-            status = probe_status(engine.probe_node(node, time.monotonic() + 10))
+        node = served_nodes(server, GOLDEN / "documented")[0]
+        status = probe_status(engine.probe_node(node, time.monotonic() + 10))
     finally:
         engine.close()
+        server.stop()
     assert status.up and status.error_counts == () and status.last_success is None
-    assert all(c.blocks_behind is None and c.height_changed_at is None for c in status.chains)
+    assert status.chains and all(
+        c.blocks_behind is None and c.height_changed_at is None for c in status.chains
+    )
