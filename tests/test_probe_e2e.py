@@ -157,10 +157,10 @@ def test_reload_changes_the_allow_list(tmp_path: Path, fake_nodes: list[FakeNode
 def test_probes_are_answered_while_the_daemon_waits_on_a_slow_node(
     tmp_path: Path, fake_nodes: list[FakeNode]
 ) -> None:
-    """The daemon's first cycle hangs on a node answering after 4 s; meanwhile a probe of a
+    """The daemon's first cycle hangs on a node answering after 8 s; meanwhile a probe of a
     fast node is answered in full (the daemon is still not ready when it is)."""
     slow = new_fake_node(fake_nodes)
-    slow.set("/health", health_doc([]), delay=4.0)
+    slow.set("/health", health_doc([]), delay=8.0)
     fast = new_fake_node(fake_nodes)
     fast.play(health_doc(["c1"]), {"c1": chain_doc(3)})
     config = tmp_path / "config.yml"
@@ -168,7 +168,7 @@ def test_probes_are_answered_while_the_daemon_waits_on_a_slow_node(
         yaml.safe_dump(
             {
                 "scrape_interval": "10s",
-                "scrape_timeout": "8s",
+                "scrape_timeout": "9s",
                 "nodes": [{"name": "slow", "url": slow.url}],
                 "probe": {"allowed_targets": [r"http://127\.0\.0\.1:[0-9]+/"]},
             }
