@@ -28,7 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBE_DIR = ROOT / "deploy" / "kubernetes" / "probe"
 DAEMON_DIR = ROOT / "deploy" / "kubernetes"
 CORE_KINDS = {"Deployment", "Service", "ConfigMap", "ServiceAccount"}
-CRD_KINDS = {"Probe", "ServiceMonitor"}
+CRD_KINDS = {"Probe", "ServiceMonitor", "ScrapeConfig"}
+#: Files offered instead of one the kustomization lists (never both: nodes probed twice).
+ALTERNATIVES = {"scrapeconfig.yaml": "probe.yaml"}
 #: Fields of the Probe spec (monitoring.coreos.com/v1) this setup may use.
 PROBE_SPEC_KEYS = {"jobName", "prober", "module", "interval", "scrapeTimeout", "targets"}
 RELABEL_KEYS = {"sourceLabels", "separator", "regex", "targetLabel", "replacement", "action"}
@@ -78,7 +80,10 @@ def test_core_objects_validate_strictly(path: Path) -> None:
 def test_kustomization_lists_exactly_the_manifests() -> None:
     kustomization = load("kustomization.yaml")
     assert kustomization["kind"] == "Kustomization"
-    assert sorted(kustomization["resources"]) == [path.name for path in manifest_files()]
+    listed = sorted(kustomization["resources"])
+    assert listed == [p.name for p in manifest_files() if p.name not in ALTERNATIVES]
+    for alternative, instead_of in ALTERNATIVES.items():
+        assert instead_of in listed and alternative not in listed
     (image,) = kustomization["images"]
     assert container()["image"].split(":")[0] == image["name"]
 
@@ -216,6 +221,107 @@ def test_promtool_accepts_the_scrape_config_of_the_probe(promtool: str, tmp_path
     config.write_text(
         yaml.safe_dump({"scrape_configs": [operator_scrape_config(load("probe.yaml"))]})
     )
+    result = subprocess.run(
+        [promtool, "check", "config", str(config)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def relabel(labels: dict[str, str], rules: list[dict[str, Any]]) -> dict[str, str] | None:
+    """Prometheus's ``replace`` and ``keep`` relabeling (anchored regexes, ``$1`` groups), in
+    the Operator's camelCase; None when a ``keep`` drops the target."""
+    labels = dict(labels)
+    for rule in rules:
+        value = rule.get("separator", ";").join(
+            labels.get(n, "") for n in rule.get("sourceLabels", [])
+        )
+        match = re.fullmatch(rule.get("regex", "(.*)"), value)
+        if rule.get("action", "replace") == "keep":
+            if match is None:
+                return None
+            continue
+        assert rule.get("action", "replace") == "replace"
+        if match is not None:
+            replacement = re.sub(r"\$(\d)", r"\\\1", rule.get("replacement", "$1"))
+            labels[rule["targetLabel"]] = match.expand(replacement)
+    return labels
+
+
+def test_scrapeconfig_structure() -> None:
+    scrape = load("scrapeconfig.yaml")
+    assert (scrape["apiVersion"], scrape["kind"]) == (
+        "monitoring.coreos.com/v1alpha1",
+        "ScrapeConfig",
+    )
+    spec = scrape["spec"]
+    probe = load("probe.yaml")["spec"]
+    assert spec["jobName"] == probe["jobName"]  # the same job, whichever file is used
+    assert spec["metricsPath"] == "/probe"
+    assert spec["params"] == {"module": [probe["module"]]}
+    assert _seconds(spec["scrapeTimeout"]) <= _seconds(spec["scrapeInterval"])
+    [sd] = spec["kubernetesSDConfigs"]
+    assert sd["role"] == "Service"
+    for rule in spec["relabelings"]:
+        assert set(rule) <= RELABEL_KEYS and rule["action"] in RELABEL_ACTIONS
+    service = load("service.yaml")
+    assert spec["relabelings"][-1] == {
+        "targetLabel": "__address__",
+        "replacement": f"{service['metadata']['name']}:{service['spec']['ports'][0]['port']}",
+        "action": "replace",
+    }
+
+
+@pytest.mark.parametrize(
+    ("service", "port_name", "probed"),
+    [("validator-2", "api", True), ("validator-7", "metrics", False)],
+)
+def test_discovered_services_become_allowed_probes(
+    service: str, port_name: str, probed: bool
+) -> None:
+    """A Service as Kubernetes SD reports it, through the ScrapeConfig's relabeling and the
+    exporter's own /probe checks against the ConfigMap's allow-list."""
+    meta = {
+        "__address__": f"{service}.ledger.svc:7740",
+        "__meta_kubernetes_namespace": "ledger",
+        "__meta_kubernetes_service_name": service,
+        "__meta_kubernetes_service_port_name": port_name,
+        "__meta_kubernetes_service_port_number": "7740",
+    }
+    labels = relabel(meta, load("scrapeconfig.yaml")["spec"]["relabelings"])
+    if not probed:
+        assert labels is None
+        return
+    assert labels is not None
+    target = f"http://{service}.ledger.svc:7740/"
+    assert labels["__param_target"] == labels["instance"] == target
+    assert labels["__address__"] == "ledger-exporter-probe:9877"
+    params = {"target": target, "node": labels["__param_node"]}
+    node = probe_target(urlencode(params), exporter_config().probe)
+    assert (node.name, node.url) == (service, target)
+
+
+def test_promtool_accepts_the_scrape_config_of_the_scrapeconfig(
+    promtool: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    spec = load("scrapeconfig.yaml")["spec"]
+    keys = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
+    job = {
+        "job_name": spec["jobName"],
+        "metrics_path": spec["metricsPath"],
+        "params": spec["params"],
+        "scrape_interval": spec["scrapeInterval"],
+        "scrape_timeout": spec["scrapeTimeout"],
+        # Debian's Prometheus is built without Kubernetes SD: the discovery is checked by
+        # test_scrapeconfig_structure, the relabeling (what promtool parses) here.
+        "static_configs": [{"targets": ["validator-1.ledger.svc:7740"]}],
+        "relabel_configs": [
+            {keys.get(key, key): value for key, value in rule.items()}
+            for rule in spec["relabelings"]
+        ],
+    }
+    config = tmp_path / "prometheus.yml"
+    config.write_text(yaml.safe_dump({"scrape_configs": [job]}))
     result = subprocess.run(
         [promtool, "check", "config", str(config)], capture_output=True, text=True, check=False
     )

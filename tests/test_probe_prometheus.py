@@ -14,11 +14,14 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import yaml
 
 from ledger_simulator import SimulatedNetwork
+from tests.conftest import closed_port_url
 from tests.promserver import PrometheusServer, Sample
 from tests.test_cli import ExporterProcess, wait_for
 from tests.test_prometheus import tracked_pairs
@@ -196,3 +199,46 @@ def assert_global_view(
             node: shard_of[node] for node, _ in pairs
         }
         server.wait_for(f"job:ledger_probe_success:sum == {NODES}", count_is(1), timeout=20)
+
+
+def test_kubernetes_scrapeconfig_relabeling_in_a_real_prometheus(tmp_path: Path) -> None:
+    """The relabeling of deploy/kubernetes/probe/scrapeconfig.yaml, run by Prometheus on the
+    labels Kubernetes SD gives a Service (set by hand: no cluster here). The scrape goes to
+    a closed local port: what matters is the URL and labels Prometheus builds."""
+    spec = yaml.safe_load(
+        (PROM_DIR.parent / "kubernetes" / "probe" / "scrapeconfig.yaml").read_text()
+    )["spec"]
+    keys = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
+    rules = [{keys.get(k, k): v for k, v in rule.items()} for rule in spec["relabelings"]]
+    port = closed_port_url().split(":")[2].rstrip("/")
+    rules[-1]["replacement"] = f"127.0.0.1:{port}"
+
+    def service(name: str, port_name: str) -> dict[str, Any]:
+        meta = {
+            "__meta_kubernetes_namespace": "ledger",
+            "__meta_kubernetes_service_name": name,
+            "__meta_kubernetes_service_port_name": port_name,
+            "__meta_kubernetes_service_port_number": "7740",
+        }
+        return {"targets": [f"{name}.ledger.svc:7740"], "labels": meta}
+
+    job = {
+        "job_name": spec["jobName"],
+        "metrics_path": spec["metricsPath"],
+        "params": spec["params"],
+        "scrape_interval": "1s",
+        "scrape_timeout": "1s",
+        "static_configs": [service("validator-2", "api"), service("validator-2", "metrics")],
+        "relabel_configs": rules,
+    }
+    server = PrometheusServer(tmp_path / "prometheus", {})
+    server.config["scrape_configs"] = [job]
+    with server:
+        deadline = time.monotonic() + 30
+        while not server.targets() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        [target] = server.targets()  # the `metrics` port was dropped
+        target_url = "http://validator-2.ledger.svc:7740/"
+        assert target["labels"] == {"instance": target_url, "job": spec["jobName"]}
+        expected = urlencode({"module": "default", "node": "validator-2", "target": target_url})
+        assert target["scrapeUrl"] == f"http://127.0.0.1:{port}/probe?{expected}"
