@@ -18,11 +18,12 @@ from exporter.config import Config, load_config
 from exporter.exposition import Exposition
 from exporter.poller import Poller
 from exporter.probe import ProbeAnswer, Prober
-from exporter.probepoll import ThreadedProber
+from exporter.probepoll import EngineProber
+from exporter.render import Renderer
 from exporter.schema import ConfigError
-from exporter.server import ExporterServer
+from exporter.server import ExporterServer, ServerLimits
 from exporter.snapshot import Snapshot
-from exporter.webconfig import WebConfig
+from exporter.webconfig import WebConfig, load_web_config
 
 log = logging.getLogger("ledger_exporter")
 
@@ -36,12 +37,15 @@ class Exporter:
         self._config_path = config_path
         self._lock = threading.Lock()
         self._reload_ok = True
-        self._exposition = Exposition(Snapshot())
+        self._renderer = Renderer()  # one for the process: it keeps label strings across cycles
+        self._exposition = Exposition(Snapshot(), renderer=self._renderer)
         self._ready = threading.Event()
         self._poller = Poller(config, self._publish, clock)
-        self._probing: tuple[Prober, ThreadedProber] | None = _probing(config)
+        self._probe_engine: EngineProber | None = None  # made once probe mode is configured
+        self._prober: Prober | None = self._probing(config)
         self._threads: list[threading.Thread] = []
         self._server: ExporterServer | None = None
+        self._web_config_path: str | None = None
 
     def exposition(self) -> Exposition:
         """What /metrics serves now."""
@@ -57,10 +61,12 @@ class Exporter:
             reload_ok = self._reload_ok
             asked = self._exposition.asked_for()
         # Rendering takes a while on big fleets: scrapes meanwhile get the previous snapshot.
-        exposition = Exposition(replace(snapshot, config_reload_ok=reload_ok)).prepare(asked)
+        fresh = replace(snapshot, config_reload_ok=reload_ok)
+        exposition = Exposition(fresh, renderer=self._renderer).prepare(asked)
         with self._lock:
             if reload_ok != self._reload_ok:  # a reload finished while this one rendered
-                exposition = Exposition(replace(snapshot, config_reload_ok=self._reload_ok), asked)
+                fresh = replace(snapshot, config_reload_ok=self._reload_ok)
+                exposition = Exposition(fresh, asked, self._renderer)
             self._exposition = exposition
         self._ready.set()
 
@@ -68,7 +74,7 @@ class Exporter:
         with self._lock:
             self._reload_ok = ok
             snapshot = replace(self._exposition.snapshot, config_reload_ok=ok)
-            self._exposition = Exposition(snapshot, self._exposition.asked_for())
+            self._exposition = Exposition(snapshot, self._exposition.asked_for(), self._renderer)
 
     def reload(self) -> None:
         """Re-read the config file; on error keep the running config and raise ConfigError."""
@@ -76,34 +82,52 @@ class Exporter:
             raise ConfigError("<none>", ["the exporter was started without --config.file"])
         try:
             config = load_config(self._config_path)
+            web = load_web_config(self._web_config_path) if self._web_config_path else None
         except ConfigError as error:
             self._set_reload_ok(False)
             log.error(
                 "config reload failed, keeping the running config",
-                extra={"fields": {"problems": "; ".join(error.problems)}},
+                extra={"fields": {"file": error.source, "problems": "; ".join(error.problems)}},
             )
             raise
         self._poller.apply(config)
-        self._swap_probing(_probing(config))
+        if web is not None and self._server is not None:
+            self._server.use_web_config(web)
+        self._prober = self._probing(config)
         self._set_reload_ok(True)
         log.info("config reloaded", extra={"fields": {"nodes": len(config.nodes)}})
 
     def probe(self, query: str, timeout_header: str | None, openmetrics: bool) -> ProbeAnswer:
         """Answer ``GET /probe?query`` (404 when the config has no ``probe`` section)."""
-        probing = self._probing
-        if probing is None:
+        prober = self._prober
+        if prober is None:
             body = b"Not found: probe mode is off (the config has no probe section).\n"
             return ProbeAnswer(HTTPStatus.NOT_FOUND, body)
-        return probing[0].handle(query, timeout_header, openmetrics)
+        return prober.handle(query, timeout_header, openmetrics)
 
-    def _swap_probing(self, probing: tuple[Prober, ThreadedProber] | None) -> None:
-        old, self._probing = self._probing, probing
-        if old is not None:
-            old[1].close()
+    def _probing(self, config: Config) -> Prober | None:
+        """The /probe handler for ``config``. Its engine is made once and kept across reloads,
+        so a reload never fails the probes running meanwhile."""
+        if config.probe is None:
+            return None
+        limits = (config.probe.max_in_flight, config.max_response_bytes)
+        if self._probe_engine is None:
+            self._probe_engine = EngineProber(*limits, config.max_blockchains_per_node)
+        else:
+            self._probe_engine.configure(*limits, config.max_blockchains_per_node)
+        return Prober(config.probe, config.scrape_timeout, self._probe_engine.probe_node)
 
-    def start(self, listen_address: str, web: WebConfig | None = None) -> ExporterServer:
-        """Bind the server (raises OSError if the port is taken), then start both threads."""
-        self._server = ExporterServer(listen_address, self, web)
+    def start(
+        self,
+        listen_address: str,
+        web: WebConfig | None = None,
+        web_config_path: str | None = None,
+        limits: ServerLimits | None = None,
+    ) -> ExporterServer:
+        """Bind the server (raises OSError if the port is taken), then start both threads.
+        A reload re-reads ``web_config_path`` too; a bad one keeps the running web config."""
+        self._web_config_path = web_config_path
+        self._server = ExporterServer(listen_address, self, web, limits)
         serve = self._server.serve_forever
         for target, name in ((serve, "http"), (self._poller.run, "poll")):
             thread = threading.Thread(target=target, name=name, daemon=True)
@@ -118,19 +142,11 @@ class Exporter:
     def stop(self) -> None:
         """Stop serving and polling; returns once the server socket is closed."""
         self._poller.stop()
-        self._swap_probing(None)
+        self._prober = None
+        if self._probe_engine is not None:
+            self._probe_engine.close()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
         for thread in self._threads:
             thread.join(timeout=5)
-
-
-def _probing(config: Config) -> tuple[Prober, ThreadedProber] | None:
-    """The /probe handler and the engine polling its targets, when probe mode is configured."""
-    if config.probe is None:
-        return None
-    engine = ThreadedProber(
-        config.probe.max_in_flight, config.max_response_bytes, config.max_blockchains_per_node
-    )
-    return Prober(config.probe, config.scrape_timeout, engine.probe_node), engine

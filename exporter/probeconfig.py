@@ -18,6 +18,9 @@ DEFAULT_MODULE = "default"
 #: Probes polling at once: each holds an HTTP server thread while it runs, so the bound
 #: stays well below the server's own, leaving threads for /metrics and health checks.
 DEFAULT_MAX_IN_FLIGHT = 8
+#: The most a config may ask: the HTTP server answers with 16 threads, and 4 of them stay
+#: free for /metrics, health checks and reloads however many probes run.
+MAX_IN_FLIGHT_CEILING = 12
 _PROBE_KEYS = ("allowed_targets", "modules", "max_in_flight")
 _MODULE_KEYS = ("headers", "basic_auth", "authorization", "tls_config", "blockchains")
 
@@ -72,8 +75,20 @@ def read_probe(reader: _Reader, value: Any) -> ProbeConfig:
         modules = _modules(reader, data["modules"], (*path, "modules"))
     in_flight = DEFAULT_MAX_IN_FLIGHT
     if "max_in_flight" in data:
-        in_flight = reader.positive_int(data["max_in_flight"], (*path, "max_in_flight"))
+        in_flight = _in_flight(reader, data["max_in_flight"], (*path, "max_in_flight"))
     return ProbeConfig(patterns, modules, in_flight)
+
+
+def _in_flight(reader: _Reader, value: Any, path: Path) -> int:
+    bound = reader.positive_int(value, path)
+    if bound > MAX_IN_FLIGHT_CEILING:
+        reader.problem(
+            path,
+            f"must be at most {MAX_IN_FLIGHT_CEILING}, not {bound}: each probe holds one of the"
+            " server's 16 request threads; add replicas for more",
+        )
+        return MAX_IN_FLIGHT_CEILING
+    return bound
 
 
 def _patterns(reader: _Reader, value: Any, path: Path) -> tuple[re.Pattern[str], ...]:

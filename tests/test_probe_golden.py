@@ -19,7 +19,7 @@ import pytest
 
 from exporter.config import NodeConfig, load_config
 from exporter.probe import probe_status, render_probe
-from exporter.probepoll import ThreadedProber
+from exporter.probepoll import EngineProber
 from tests.conftest import TESTDATA, FakeNode, closed_port_url
 from tests.test_collector import _CONTENT_TYPES, GOLDEN
 
@@ -64,7 +64,7 @@ def probe_case(case: Path, static_labels: bool = False) -> dict[str, str]:
     static labels (Prometheus adds target labels); ``static_labels`` keeps the config's, to
     compare with the daemon's series."""
     config = load_config(str(case / "config.yml"))
-    engine = ThreadedProber(4, config.max_response_bytes, config.max_blockchains_per_node)
+    engine = EngineProber(4, config.max_response_bytes, config.max_blockchains_per_node)
     server = FakeNode().start()
     answers: dict[str, str] = {}
     try:
@@ -118,7 +118,7 @@ def test_probe_series_are_the_daemons_for_the_same_answers(case: str) -> None:
 
 
 def test_probe_status_keeps_no_history() -> None:
-    engine = ThreadedProber(4, 1 << 20, 100)
+    engine = EngineProber(4, 1 << 20, 100)
     server = FakeNode().start()
     try:
         node = served_nodes(server, GOLDEN / "documented")[0]

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from exporter.config import NodeConfig, TlsConfig, load_config, parse_config
-from exporter.probeconfig import DEFAULT_MAX_IN_FLIGHT, ProbeModule
+from exporter.probeconfig import DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT_CEILING, ProbeModule
+from exporter.server import ServerLimits
 
 
 @pytest.mark.parametrize("nodes", ["", "nodes: []\n", "nodes:\n"], ids=["absent", "empty", "null"])
@@ -93,3 +94,13 @@ def test_module_settings_are_read_like_a_nodes(
     assert basic is not None and basic.basic_auth == ("monitor", "pw")
     assert "pw" not in repr(basic)
     assert probe.module("missing") is None
+
+
+def test_probes_in_flight_always_leave_server_threads_for_metrics() -> None:
+    """A probe holds a request thread while it runs: the bound the config may ask for leaves
+    some of the server's threads to /metrics and the health checks."""
+    handlers = ServerLimits().max_handlers
+    assert DEFAULT_MAX_IN_FLIGHT <= MAX_IN_FLIGHT_CEILING <= handlers - 4
+    text = f"probe:\n  allowed_targets: ['x']\n  max_in_flight: {MAX_IN_FLIGHT_CEILING}\n"
+    config = parse_config(text)
+    assert config.probe is not None and config.probe.max_in_flight == MAX_IN_FLIGHT_CEILING
