@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -200,3 +201,55 @@ def test_config_check_of_a_probe_only_config() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("OK, 0 node(s), probe mode (1 module(s))")
+
+
+def test_the_daemons_cycles_go_on_while_probes_hang(
+    tmp_path: Path, fake_nodes: list[FakeNode]
+) -> None:
+    """Probes of a hanging target run flat out, at their bound, on the probes' own engine;
+    meanwhile the daemon's cycles keep reading its node: every height change shows up on
+    /metrics, the node stays up, and probes over the bound get a 503."""
+    node = new_fake_node(fake_nodes)
+    node.play(health_doc(["c1"]), {"c1": chain_doc(1)})
+    hanging = new_fake_node(fake_nodes)
+    hanging.set("/health", health_doc([]), delay=30.0)
+    config = tmp_path / "config.yml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "scrape_interval": "1s",
+                "scrape_timeout": "1s",
+                "nodes": [{"name": "daemon-node", "url": node.url}],
+                "probe": {"allowed_targets": [r"http://127\.0\.0\.1:[0-9]+/"], "max_in_flight": 2},
+            }
+        )
+    )
+    process = ExporterProcess(config)
+    stop = threading.Event()
+    answers: list[int] = []
+
+    def probe_forever() -> None:
+        while not stop.is_set():
+            answers.append(get(process.base + "/probe?" + urlencode({"target": hanging.url}))[0])
+
+    probers = [threading.Thread(target=probe_forever, daemon=True) for _ in range(4)]
+    try:
+        wait_for(process.base + "/-/ready", "Ready", timeout=20)
+        for thread in probers:
+            thread.start()
+        for height in (2, 3, 4):
+            node.play(health_doc(["c1"]), {"c1": chain_doc(height)})
+            line = f'ledger_blockchain_height{{blockchain="c1",node="daemon-node"}} {height}.0'
+            wait_for(process.base + "/metrics", line, timeout=30)
+            assert 'ledger_node_up{node="daemon-node"} 1.0' in get(process.base + "/metrics")[1]
+        deadline = time.monotonic() + 30
+        while not (200 in answers and 503 in answers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert 200 in answers and 503 in answers, answers
+        assert set(answers) <= {200, 503}, answers
+    finally:
+        stop.set()
+        for thread in probers:
+            thread.join(timeout=30)
+        code, stderr = process.stop()
+    assert code == 0, stderr
