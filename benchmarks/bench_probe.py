@@ -2,7 +2,7 @@
 
 Run on demand, never in the test suite:
 
-    .venv/bin/python benchmarks/bench_probe.py                   # 100 nodes, 1/8/32 clients
+    .venv/bin/python benchmarks/bench_probe.py                   # 100 nodes, 1/8/32 clients, 12 in flight
     .venv/bin/python benchmarks/bench_probe.py --probes 4000 --clients 1,64
 
 A simulator serves the nodes from its own process; a probe-only ``ledger-exporter`` runs in
@@ -58,7 +58,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     add("--chains", type=int, default=2, help="blockchains in the simulated network (2)")
     add("--clients", type=csv_ints, default=[1, 8, 32], help="concurrent probers (1,8,32)")
     add("--probes", type=int, default=2000, help="probes per measurement (2000)")
-    add("--in-flight", type=int, default=32, help="probe.max_in_flight (32)")
+    add("--in-flight", type=int, default=12, help="probe.max_in_flight (12, the most allowed)")
     return parser.parse_args(argv)
 
 
