@@ -2,7 +2,7 @@
 
 Run on demand, never in the test suite:
 
-    .venv/bin/python benchmarks/bench_probe.py                   # 100 nodes, 1/8/32 clients, 12 in flight
+    .venv/bin/python benchmarks/bench_probe.py    # 100 nodes, 1/8/32 clients, 12 in flight
     .venv/bin/python benchmarks/bench_probe.py --probes 4000 --clients 1,64
 
 A simulator serves the nodes from its own process; a probe-only ``ledger-exporter`` runs in
