@@ -17,7 +17,7 @@ from http import HTTPStatus
 from exporter.config import Config, load_config
 from exporter.exposition import Exposition
 from exporter.poller import Poller
-from exporter.probe import ProbeAnswer, Prober
+from exporter.probe import ProbeAnswer, Prober, ProbeSlots
 from exporter.probepoll import EngineProber
 from exporter.render import Renderer
 from exporter.schema import ConfigError
@@ -42,6 +42,7 @@ class Exporter:
         self._ready = threading.Event()
         self._poller = Poller(config, self._publish, clock)
         self._probe_engine: EngineProber | None = None  # made once probe mode is configured
+        self._probe_slots = ProbeSlots()  # probes running, whichever config they started on
         self._prober: Prober | None = self._probing(config)
         self._threads: list[threading.Thread] = []
         self._server: ExporterServer | None = None
@@ -106,8 +107,8 @@ class Exporter:
         return prober.handle(query, timeout_header, openmetrics)
 
     def _probing(self, config: Config) -> Prober | None:
-        """The /probe handler for ``config``. Its engine is made once and kept across reloads,
-        so a reload never fails the probes running meanwhile."""
+        """The /probe handler for ``config``. Its engine and slots are made once and kept across
+        reloads: a reload never fails the probes running meanwhile, and they stay counted."""
         if config.probe is None:
             return None
         limits = (config.probe.max_in_flight, config.max_response_bytes)
@@ -115,7 +116,8 @@ class Exporter:
             self._probe_engine = EngineProber(*limits, config.max_blockchains_per_node)
         else:
             self._probe_engine.configure(*limits, config.max_blockchains_per_node)
-        return Prober(config.probe, config.scrape_timeout, self._probe_engine.probe_node)
+        probe_node = self._probe_engine.probe_node
+        return Prober(config.probe, config.scrape_timeout, probe_node, slots=self._probe_slots)
 
     def start(
         self,

@@ -175,6 +175,27 @@ def render_probe(result: NodeResult, duration: float, openmetrics_format: bool) 
     return exposition.generate_latest(registry)
 
 
+class ProbeSlots:
+    """Probes running now, counted across reloads: a reload's new Prober shares them, so the
+    probes still running on the old one count against the new bound too."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._taken = 0
+
+    def take(self, bound: int) -> bool:
+        """Count one more probe, unless ``bound`` are running already."""
+        with self._lock:
+            if self._taken >= bound:
+                return False
+            self._taken += 1
+            return True
+
+    def give_back(self) -> None:
+        with self._lock:
+            self._taken -= 1
+
+
 class Prober:
     """Serves /probe requests: checks them, bounds probes in flight, polls, renders.
 
@@ -189,12 +210,13 @@ class Prober:
         scrape_timeout: float,
         probe_node: ProbeNode,
         monotonic: Callable[[], float] = time.monotonic,
+        slots: ProbeSlots | None = None,
     ) -> None:
         self.config = config
         self._scrape_timeout = scrape_timeout
         self._probe_node = probe_node
         self._monotonic = monotonic
-        self._slots = threading.BoundedSemaphore(config.max_in_flight)
+        self._slots = slots or ProbeSlots()
 
     def handle(
         self, query: str, timeout_header: str | None, openmetrics_format: bool
@@ -207,13 +229,13 @@ class Prober:
         except ProbeRefusedError as refused:
             log.debug("probe refused", extra={"fields": {"reason": str(refused)}})
             return ProbeAnswer(refused.status, f"{refused}\n".encode())
-        if not self._slots.acquire(blocking=False):
+        if not self._slots.take(self.config.max_in_flight):
             message = f"{self.config.max_in_flight} probes in flight (probe.max_in_flight)\n"
             return ProbeAnswer(HTTPStatus.SERVICE_UNAVAILABLE, message.encode())
         try:
             result = self._probe_node(node, deadline)
         finally:
-            self._slots.release()
+            self._slots.give_back()
         if result.error is not None:  # the exposition never carries it: the log does
             fields = {"node": node.name, "target": node.url, "error": describe(result.error)}
             log.debug("probe failed", extra={"fields": fields})

@@ -20,6 +20,7 @@ from exporter.probe import (
     TIMEOUT_MARGIN_SECONDS,
     Prober,
     ProbeRefusedError,
+    ProbeSlots,
     probe_target,
     probe_timeout,
     render_probe,
@@ -348,6 +349,28 @@ def test_probes_over_the_bound_get_503_at_once() -> None:
         thread.join(timeout=10)
     assert answers == [HTTPStatus.OK, HTTPStatus.OK]
     assert prober.handle(query(target="http://127.0.0.1:9/"), None, False).status == HTTPStatus.OK
+
+
+def test_probes_running_across_a_reload_count_against_the_new_bound() -> None:
+    """A reload makes a new Prober sharing the slots: two probes still running on the old
+    one fill the new one's two slots, so the bound holds while a reload happens."""
+    engine = Recorder()
+    engine.release.clear()
+    slots = ProbeSlots()
+    old = Prober(CONFIG, 10.0, engine, slots=slots)
+    target = query(target="http://127.0.0.1:9/")
+    holders = [threading.Thread(target=old.handle, args=(target, None, False)) for _ in range(2)]
+    for thread in holders:
+        thread.start()
+    for _ in holders:
+        assert engine.entered.acquire(timeout=10)
+    new = Prober(CONFIG, 10.0, engine, slots=slots)
+    assert new.handle(target, None, False).status == HTTPStatus.SERVICE_UNAVAILABLE
+    engine.release.set()
+    for thread in holders:
+        thread.join(timeout=10)
+    assert new.handle(target, None, False).status == HTTPStatus.OK
+    assert len(engine.calls) == 3
 
 
 def test_render_never_invents_history() -> None:
