@@ -164,7 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     config, web = loaded
     if args.config_check:
-        print(f"{args.config_file}: OK, {len(config.nodes)} node(s)")
+        probing = f", probe mode ({len(config.probe.modules)} module(s))" if config.probe else ""
+        print(f"{args.config_file}: OK, {len(config.nodes)} node(s){probing}")
         return 0
     setup_logging(args.log_level, args.log_format)
     return serve(

@@ -11,11 +11,14 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from exporter.schema import ConfigError, Reader, locate, read_document
 from exporter.yamlsource import Path
+
+if TYPE_CHECKING:
+    from exporter.probeconfig import ProbeConfig
 
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 #: Chains polled per node when its /health lists more (a listing gone wrong must not flood
@@ -55,6 +58,7 @@ _TOP_KEYS = (
     "max_blockchains_per_node",
     "network_checks",
     "nodes",
+    "probe",
 )
 DEFAULT_BLOCK_HASH_FIELDS = ("hash", "blockHash")
 _NODE_KEYS = (
@@ -112,6 +116,7 @@ class Config:
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     max_blockchains_per_node: int = DEFAULT_MAX_BLOCKCHAINS_PER_NODE
     network_checks: NetworkChecks = NetworkChecks()
+    probe: ProbeConfig | None = None  # /probe is served only when set
 
 
 def load_config(path: str) -> Config:
@@ -136,7 +141,8 @@ class _Reader(Reader):
         if data is None:
             self.problem((), "the config is empty; it needs at least a 'nodes' list")
             return None
-        top = self.mapping(data, (), _TOP_KEYS, required=("nodes",))
+        probing = isinstance(data, dict) and "probe" in data  # then `nodes` may be left out
+        top = self.mapping(data, (), _TOP_KEYS, required=() if probing else ("nodes",))
         interval = self.duration(top, "scrape_interval", (), 15.0, INTERVAL_BOUNDS)
         timeout = self.duration(top, "scrape_timeout", (), min(10.0, interval), TIMEOUT_BOUNDS)
         if timeout > interval:
@@ -147,9 +153,19 @@ class _Reader(Reader):
             top.get("max_blockchains_per_node", DEFAULT_MAX_BLOCKCHAINS_PER_NODE),
             ("max_blockchains_per_node",),
         )
-        nodes = self.nodes(top.get("nodes"))
+        nodes = self.nodes(top.get("nodes")) if top.get("nodes") or not probing else ()
         checks = self.network_checks(top.get("network_checks"))
-        return Config(nodes, interval, timeout, concurrency, max_bytes, chains, checks)
+        probe = self.probe(top["probe"]) if "probe" in top else None
+        return Config(
+            nodes,
+            interval,
+            timeout,
+            concurrency,
+            max_bytes,
+            chains,
+            network_checks=checks,
+            probe=probe,
+        )
 
     def network_checks(self, value: Any) -> NetworkChecks:
         if value is None:
@@ -170,6 +186,11 @@ class _Reader(Reader):
         if len(set(names)) != len(names):
             self.problem((*path, "block_hash_fields"), "lists a field more than once")
         return NetworkChecks(depth, tuple(dict.fromkeys(n for n in names if n)))
+
+    def probe(self, value: Any) -> ProbeConfig:
+        from exporter.probeconfig import read_probe  # noqa: PLC0415 - it builds on this module
+
+        return read_probe(self, value)
 
     def size(self, value: Any) -> int:
         match = _SIZE.fullmatch(value) if isinstance(value, str) else None

@@ -210,6 +210,9 @@ NETWORK_SPECS = (
     NETWORK_PEER_PARTITIONS,
     NODE_POLLED_PEERS,
 )
+# Only /probe answers these (blackbox_exporter's probe_success and probe_duration_seconds).
+PROBE_SUCCESS = _g("ledger_probe_success", "1 when the probed target's /health was read.")
+PROBE_DURATION = _g("ledger_probe_duration_seconds", "Wall time of the probe.")
 
 ALL: tuple[MetricSpec, ...] = tuple(
     value for value in list(globals().values()) if isinstance(value, MetricSpec)
@@ -230,6 +233,10 @@ RUNTIME_SAMPLE_NAMES = frozenset(
         "python_gc_collections_total",
     }
 )
+
+
+#: Families that only /probe answers, never /metrics.
+PROBE_ONLY = (PROBE_SUCCESS, PROBE_DURATION)
 
 
 def sample_names() -> frozenset[str]:

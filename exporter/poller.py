@@ -53,9 +53,10 @@ def _complete(chain: ChainResult) -> bool:
     return bool((chain.reading or chain.error) and block_done)
 
 
-class _NodePoll:
-    """One node's poll in one cycle: /health, then each chain (and its checkpoint block, sent
-    alongside, so no extra round trip), driven by the engine's callbacks."""
+class NodePoll:
+    """One node's poll (in a cycle, or for one probe): /health, then each chain (and its
+    checkpoint block, sent alongside, so no extra round trip), driven by the engine's
+    callbacks."""
 
     def __init__(
         self, node: NodeConfig, client: NodeClient, max_chains: int, blocks: BlockPlan
@@ -255,7 +256,7 @@ class Poller:
         self._lock = threading.Lock()  # guards the hand-over of a reloaded config
         self._pending_config: Config | None = None
         self._resources = self._build(config)
-        self._running: dict[str, _NodePoll] = {}
+        self._running: dict[str, NodePoll] = {}
         self._timed_out: set[str] = set()
         self._checkpoints: dict[str, int] = {}  # per chain, from the last cycle's heights
         self._block_heights: dict[str, dict[str, int]] = {}  # per node: blocks it can have
@@ -294,8 +295,8 @@ class Poller:
 
     def _start_polls(
         self, resources: _Resources, deadline: float, started: float
-    ) -> tuple[list[_NodePoll], list[NodeConfig]]:
-        polls: list[_NodePoll] = []
+    ) -> tuple[list[NodePoll], list[NodeConfig]]:
+        polls: list[NodePoll] = []
         stuck: list[NodeConfig] = []
         # Nodes that timed out last cycle go last and get at most a quarter of the engine's
         # slots: however many hang, they cannot hold the slots the healthy nodes need.
@@ -308,7 +309,7 @@ class Poller:
             client = resources.clients[node.name]
             if node.name in suspects:
                 client = client.as_suspect()
-            poll = _NodePoll(
+            poll = NodePoll(
                 node, client, resources.config.max_blockchains_per_node, self._block_plan(node)
             )
             self._running[node.name] = poll

@@ -15,7 +15,7 @@ import pytest
 from exporter.client import NodeClient
 from exporter.config import Config, NetworkChecks, NodeConfig
 from exporter.engine import Engine, Request, Response
-from exporter.poller import BlockPlan, Poller, _NodePoll
+from exporter.poller import BlockPlan, NodePoll, Poller
 from exporter.snapshot import NodeStatus, Snapshot
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
 
@@ -281,7 +281,7 @@ def test_errors_kept_in_results_hold_no_traceback(fake_nodes: list[FakeNode]) ->
     big.set("/health", b"x" * 4096)
     config = Config(nodes=(NodeConfig("big", big.url),), max_response_bytes=1024)
     engine = Engine(1, "test")
-    poll = _NodePoll(config.nodes[0], NodeClient(engine, config.nodes[0], 1024), 10, BlockPlan())
+    poll = NodePoll(config.nodes[0], NodeClient(engine, config.nodes[0], 1024), 10, BlockPlan())
     poll.start(time.monotonic() + 2, time.monotonic())
     assert poll.done.wait(5)
     engine.close()
