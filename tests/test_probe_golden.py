@@ -33,6 +33,10 @@ DAEMON_ONLY = (
     "ledger_node_last_success_timestamp_seconds",
     "ledger_blockchain_blocks_behind",
     "ledger_blockchain_height_last_change_timestamp_seconds",
+    # cross-node: they compare the polled nodes, which one probe cannot
+    "ledger_blockchain_checkpoint_agrees",
+    "ledger_blockchain_council_agrees",
+    "ledger_node_polled_peers",
 )
 
 
