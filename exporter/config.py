@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from exporter.schema import ConfigError, Reader, locate, read_document
+from exporter.watchconfig import WatchConfig, read_watch
 from exporter.yamlsource import Path
 
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
@@ -51,6 +52,7 @@ _TOP_KEYS = (
     "max_blockchains_per_node",
     "network_checks",
     "nodes",
+    "watch",
 )
 DEFAULT_BLOCK_HASH_FIELDS = ("hash", "blockHash")
 _NODE_KEYS = (
@@ -108,6 +110,7 @@ class Config:
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     max_blockchains_per_node: int = DEFAULT_MAX_BLOCKCHAINS_PER_NODE
     network_checks: NetworkChecks = NetworkChecks()
+    watch: WatchConfig = WatchConfig()
 
 
 def load_config(path: str) -> Config:
@@ -145,7 +148,9 @@ class _Reader(Reader):
         )
         nodes = self.nodes(top.get("nodes"))
         checks = self.network_checks(top.get("network_checks"))
-        return Config(nodes, interval, timeout, concurrency, max_bytes, chains, checks)
+        names = frozenset(node.name for node in nodes if node.name)
+        watch = read_watch(self, top.get("watch"), names)
+        return Config(nodes, interval, timeout, concurrency, max_bytes, chains, checks, watch)
 
     def network_checks(self, value: Any) -> NetworkChecks:
         if value is None:
