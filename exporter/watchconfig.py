@@ -9,6 +9,7 @@ defaulting to the address), or their series would collide.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,9 +147,7 @@ class _WatchReader:
             self.reader.problem(path, "lists a node more than once")
         return tuple(dict.fromkeys(name for name in names if name))
 
-    def unique(
-        self, entries: tuple[WatchedContract, ...] | tuple[WatchedWallet, ...], kind: str
-    ) -> None:
+    def unique(self, entries: Sequence[WatchedContract | WatchedWallet], kind: str) -> None:
         """Two entries of one kind with one label on one chain would give colliding series."""
         label = "contract" if kind == "contracts" else "wallet"
         seen: set[tuple[str, str]] = set()
