@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from exporter.schema import ConfigError, Reader, locate, read_document
-from exporter.watchconfig import WatchConfig, read_watch
+from exporter.watchconfig import WATCH_LABELS, WatchConfig, read_watch
 from exporter.yamlsource import Path
 
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
@@ -40,6 +40,7 @@ RESERVED_LABELS = frozenset(
         "instance",
     }
 )
+RESERVED_LABELS |= WATCH_LABELS  # the watch series set these themselves
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _SIZE = re.compile(r"(\d+)\s*(B|KiB|MiB|GiB)?", re.ASCII)
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -110,7 +111,7 @@ class Config:
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     max_blockchains_per_node: int = DEFAULT_MAX_BLOCKCHAINS_PER_NODE
     network_checks: NetworkChecks = NetworkChecks()
-    watch: WatchConfig = WatchConfig()
+    watch: WatchConfig = field(default_factory=WatchConfig)
 
 
 def load_config(path: str) -> Config:

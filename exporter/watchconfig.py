@@ -18,6 +18,11 @@ from exporter.yamlsource import Path
 
 _CONTRACT_KEYS = ("blockchain", "address", "name", "state_keys", "nodes")
 _WALLET_KEYS = ("blockchain", "address", "name", "nodes")
+#: Labels the watch series set themselves: a node's static labels must not use them.
+WATCH_LABELS = frozenset(
+    {"contract", "wallet", "status", "address", "vm_type", "code_hash", "key", "group"}
+    | {"permission", "public_key"}
+)
 _LINE = re.compile(r"line (\d+): ")
 
 

@@ -75,7 +75,8 @@ def render_snapshot(snapshot: Snapshot) -> str:
     return _VARYING.sub(r"\1 <duration>", text)
 
 
-CASES = sorted(path.name for path in GOLDEN.iterdir() if path.is_dir())
+# watch-* cases hold watch-list answers: tests/test_watch.py renders them.
+CASES = sorted(p.name for p in GOLDEN.iterdir() if p.is_dir() and not p.name.startswith("watch-"))
 
 
 @pytest.mark.parametrize("case", CASES)
