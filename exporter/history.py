@@ -29,6 +29,9 @@ class ChainResult:
     reading: ChainReading | None = None
     error: FetchError | None = None
     requested: bool = True  # False for configured chains of a node whose /health failed
+    block_height: int | None = None  # the checkpoint whose block was asked for, if any
+    block_hash: str | None = None
+    block_error: FetchError | None = None
 
 
 @dataclass
@@ -105,6 +108,8 @@ class History:
 def _chain_status(
     memory: _NodeMemory, node: str, chain: ChainResult, now: float, highest: dict[str, float]
 ) -> ChainStatus:
+    if chain.block_height is not None:
+        _count_block(memory, chain.block_error)
     if chain.requested:
         if chain.error is not None:
             memory.errors[("blockchain", chain.error.reason.value)] += 1
@@ -127,6 +132,15 @@ def _chain_status(
         height_changed_at=seen[1],
         blocks_behind=highest[chain.blockchain] - height,
     )
+
+
+def _count_block(memory: _NodeMemory, error: FetchError | None) -> None:
+    """Count a block request's failure; the node's block counters start at 0 with its first
+    block request, so an exporter with block checks off has no such series."""
+    if ("block", Reason.TIMEOUT.value) not in memory.errors:
+        memory.errors.update({("block", reason.value): 0 for reason in Reason})
+    if error is not None:
+        memory.errors[("block", error.reason.value)] += 1
 
 
 def _log_capped(node: str, unpolled: int) -> None:

@@ -200,6 +200,17 @@ NODE_POLLED_PEERS = _g(
     *_NODE,
 )
 
+#: The cross-node families, emitted by the network view rather than per node or chain.
+NETWORK_SPECS = (
+    NETWORK_CHECKPOINT_HEIGHT,
+    NETWORK_CHECKPOINT_HASHES,
+    CHAIN_CHECKPOINT_AGREES,
+    NETWORK_COUNCIL_VIEWS,
+    CHAIN_COUNCIL_AGREES,
+    NETWORK_PEER_PARTITIONS,
+    NODE_POLLED_PEERS,
+)
+
 # Watch lists (metrics.md, "Watch lists"): contracts and wallets named in the config.
 _CONTRACT = ("node", "blockchain", "contract")
 _WALLET = ("node", "blockchain", "wallet")

@@ -12,6 +12,8 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from exporter.readings import ChainReading, HealthReading
+
 _Key = TypeVar("_Key", bound=Hashable)
 
 
@@ -67,6 +69,25 @@ class NetworkView:
             if chain.blockchain == blockchain:
                 return chain.next_checkpoint
         return None
+
+
+def observe(
+    node: str,
+    health: HealthReading,
+    chains: Iterable[tuple[str, ChainReading | None, str | None]],
+) -> NodeObservation:
+    """An up node as the view needs it, from its readings; ``chains`` holds (blockchain,
+    reading or None when unread, checkpoint block hash or None). Unread chains are left out."""
+    return NodeObservation(
+        node=node,
+        peer_id=health.peer_id,
+        network_peers=health.network_peers,
+        chains=tuple(
+            ChainObservation(chain, reading.height, reading.syncing, reading.council, block)
+            for chain, reading, block in chains
+            if reading is not None
+        ),
+    )
 
 
 def majority_agreement(

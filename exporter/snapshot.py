@@ -6,8 +6,9 @@ half a cycle and never causes a request to a node.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from exporter.network import NetworkView
 from exporter.readings import ChainReading, HealthReading
 
 
@@ -52,3 +53,4 @@ class Snapshot:
     cycle_duration: float | None = None
     completed_at: float | None = None
     config_reload_ok: bool = True
+    network: NetworkView = field(default_factory=NetworkView)

@@ -372,7 +372,16 @@ FAULTS = [
     # Unguarded, LedgerNodeBehind would fire about 15 s into the stall: holding the stall 7 s
     # past LedgerBlockHeightStalled proves the guard holds.
     Fault("stall", "node-1", "LedgerBlockHeightStalled", "critical", "firing", True, STALL_ALSO, 7),
-    Fault("peers_lost", "node-4", "LedgerNodePeersLost", "critical", "firing", False),
+    # A node with no peers is also cut off from every other polled node: a partition.
+    Fault(
+        "peers_lost",
+        "node-4",
+        "LedgerNodePeersLost",
+        "critical",
+        "firing",
+        False,
+        (("LedgerNetworkPartitioned", "firing"),),
+    ),
     Fault("down", "node-5", "LedgerNodeDown", "critical", "firing", False, DOWN_ALSO),
     Fault("syncing", "node-2", "LedgerBlockchainSyncingTooLong", "warning", "pending", True),
 ]
@@ -387,11 +396,12 @@ def expected_labels(stack: Stack, case: Fault) -> list[dict[str, str]]:
 
 
 def unexpected(seen: set[tuple[str, str, str, str]], case: Fault) -> list[tuple[str, ...]]:
-    """Alerts seen that neither the fault nor the network's normal flaps explain."""
+    """Alerts seen that neither the fault nor the network's normal flaps explain; a
+    network-wide alert (no node label) the fault explains counts as the fault's node's."""
     also = dict(case.also)
     wrong = []
     for name, node, chain, state in sorted(seen):
-        mine = node == case.node
+        mine = node in (case.node, "")
         if (mine and name == case.alert) or (name in FLAPPING and state == "pending"):
             continue
         if mine and name in also and (also[name] == "firing" or state == "pending"):
@@ -438,4 +448,84 @@ def test_fault_raises_its_alert_until_cleared(stack: Stack, case: Fault) -> None
         stack.net.set_fault(case.node, case.fault, enabled=False)
     log.until(quiet, 20, f"{case.alert} cleared after switching {case.fault} off")
     wrong = unexpected(log.seen, case)
+    assert not wrong, f"alerts that neither {case.fault} on {case.node} nor flaps explain: {wrong}"
+
+
+# --- cross-node faults ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NetworkFault:
+    """A fault whose alerts compare nodes: ``alerts`` maps each alert to its severity and
+    whether it is labelled with the faulty node (else it is chain- or network-wide)."""
+
+    fault: str
+    node: str
+    alerts: tuple[tuple[str, str, bool], ...]
+    per_chain: bool  # one alert of each kind per chain the node tracks
+    also: tuple[tuple[str, str], ...] = ()
+
+    def __str__(self) -> str:
+        return self.fault
+
+
+NETWORK_FAULTS = [
+    NetworkFault(
+        "fork",
+        "node-3",
+        (
+            ("LedgerBlockchainForked", "critical", False),
+            ("LedgerNodeOffMajorityBlock", "critical", True),
+        ),
+        True,
+    ),
+    NetworkFault(
+        "other_council", "node-6", (("LedgerCouncilViewsDiverge", "warning", False),), True
+    ),
+    # Partitioned alone, the node also has no peers at all.
+    NetworkFault(
+        "partition",
+        "node-2",
+        (("LedgerNetworkPartitioned", "critical", False),),
+        False,
+        (("LedgerNodePeersLost", "firing"), ("LedgerNodePeersLow", "pending")),
+    ),
+]
+
+
+def network_alert_labels(stack: Stack, case: NetworkFault) -> list[dict[str, str]]:
+    chains = sorted(stack.chains[case.node]) if case.per_chain else [""]
+    expected = []
+    for name, severity, on_node in case.alerts:
+        for chain in chains:
+            labels = {"alertname": name, "severity": severity, "job": JOB}
+            labels["instance"] = stack.instance
+            labels |= {"node": case.node} if on_node else {}
+            labels |= {"blockchain": chain} if chain else {}
+            expected.append(labels)
+    return sorted(expected, key=lambda lb: sorted(lb.items()))
+
+
+@pytest.mark.parametrize("case", NETWORK_FAULTS, ids=str)
+def test_network_fault_raises_its_alerts_until_cleared(stack: Stack, case: NetworkFault) -> None:
+    log, expected = AlertLog(stack.prom), network_alert_labels(stack, case)
+    names = {name for name, _, _ in case.alerts}
+
+    def firing(alerts: list[Alert]) -> list[dict[str, str]]:
+        hits = [a["labels"] for a in alerts if a["state"] == "firing"]
+        return sorted(
+            (lb for lb in hits if lb["alertname"] in names), key=lambda lb: sorted(lb.items())
+        )
+
+    stack.net.set_fault(case.node, case.fault)
+    try:
+        log.until(lambda alerts: firing(alerts) == expected, 40, f"{case.fault} alerts firing")
+        for where in EMPTY_WHEN_HEALTHY:
+            stack.prom.wait_for(QUERIES[where].expr, alert_listed(case.alerts[0][0]), timeout=5)
+    finally:
+        stack.net.set_fault(case.node, case.fault, enabled=False)
+    log.until(quiet, 30, f"{case.fault} alerts cleared after switching it off")
+    explained = Fault(case.fault, case.node, "", "", "", False, case.also)
+    mine = {(lb["alertname"], lb.get("node", ""), lb.get("blockchain", "")) for lb in expected}
+    wrong = [a for a in unexpected(log.seen, explained) if a[:3] not in mine]
     assert not wrong, f"alerts that neither {case.fault} on {case.node} nor flaps explain: {wrong}"

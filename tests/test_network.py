@@ -14,6 +14,7 @@ from exporter.network import (
     majority_agreement,
     network_view,
     next_checkpoint,
+    observe,
     partitions,
 )
 from exporter.readings import InvalidResponseError, read_block_hash, read_chain, read_health
@@ -212,3 +213,15 @@ def test_council_absent() -> None:
 )
 def test_network_peers(network: dict[str, Any], expected: frozenset[str]) -> None:
     assert read_health({"network": network}).network_peers == expected
+
+
+def test_observe_keeps_only_the_chains_read() -> None:
+    health = read_health({"network": {"peerId": "p1", "networkPeers": ["p2"]}})
+    chain_reading = read_chain({"blockHeight": 12, "syncing": True, "councilMembers": ["a"]})
+    observed = observe("n1", health, [("c1", chain_reading, "h"), ("c2", None, "x")])
+    assert observed == NodeObservation(
+        "n1",
+        "p1",
+        frozenset({"p2"}),
+        (ChainObservation("c1", 12.0, True, frozenset({"a"}), "h"),),
+    )
