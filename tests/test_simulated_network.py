@@ -273,8 +273,7 @@ def heights(samples: Samples) -> dict[tuple[str, str], float]:
     }
 
 
-#: Watch-list series (#9) come once the event-loop poller (#10) reads watch lists; until then
-#: the rig's config has none. tests/test_watch.py covers their mapping.
+#: The rig's config has no watch list, so no watch-list series (tests/test_watch.py).
 WATCH_NAMES = {spec.name for spec in WATCH_SPECS}
 
 
