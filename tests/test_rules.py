@@ -438,7 +438,7 @@ def dashboard_parse_errors(
 
 
 def test_dashboards_have_queries() -> None:
-    assert len(DASHBOARDS) == 3
+    assert len(DASHBOARDS) == 4
     assert len(DASHBOARD_QUERIES) >= 30
 
 
