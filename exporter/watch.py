@@ -35,15 +35,34 @@ class WatchKind(Enum):
 @dataclass(frozen=True)
 class WatchRequest:
     """One request of a cycle: ``kind`` of the object labelled ``name`` on ``blockchain``,
-    asked of ``node``. ``path`` is relative to the node's base URL, every segment and the
-    query value percent-encoded (a ``/`` or ``?`` in an id never changes the endpoint)."""
+    asked of ``node``, at the API path ``segments`` (not yet encoded) with ``query``."""
 
     node: str
     kind: WatchKind
     blockchain: str
     address: str
     name: str
-    path: str
+
+    @property
+    def segments(self) -> tuple[str, ...]:
+        """The path segments, decoded: endpoint 6, 7 or 9."""
+        if self.kind is WatchKind.WALLET:
+            return ("wallets", self.address)
+        contract = ("blockchains", self.blockchain, "contracts", self.address)
+        return (*contract, "state") if self.kind is WatchKind.CONTRACT_STATE else contract
+
+    @property
+    def query(self) -> tuple[tuple[str, str], ...]:
+        """The query parameters, decoded: the wallet's chain goes in the query."""
+        return (("blockchainId", self.blockchain),) if self.kind is WatchKind.WALLET else ()
+
+    @property
+    def path(self) -> str:
+        """Relative to the node's base URL, every segment and query value percent-encoded
+        (a ``/``, ``?`` or ``..`` in an id never changes the endpoint)."""
+        path = "/".join(_segment(segment) for segment in self.segments)
+        query = "&".join(f"{key}={quote(value, safe='')}" for key, value in self.query)
+        return f"{path}?{query}" if query else path
 
 
 @dataclass(frozen=True)
@@ -86,11 +105,8 @@ def _segment(text: str) -> str:
 
 
 def request_path(kind: WatchKind, blockchain: str, address: str) -> str:
-    """The API path of endpoint 6, 7 or 9 (the wallet's chain goes in the query)."""
-    if kind is WatchKind.WALLET:
-        return f"wallets/{_segment(address)}?blockchainId={quote(blockchain, safe='')}"
-    path = f"blockchains/{_segment(blockchain)}/contracts/{_segment(address)}"
-    return path + "/state" if kind is WatchKind.CONTRACT_STATE else path
+    """The encoded API path of endpoint 6, 7 or 9 for ``address`` on ``blockchain``."""
+    return WatchRequest("", kind, blockchain, address, "").path
 
 
 def _asks(entry: WatchedContract | WatchedWallet, node: str, chains: Collection[str]) -> bool:
@@ -106,20 +122,12 @@ def plan_requests(
     for contract in watch.contracts:
         if _asks(contract, node, chains):
             for kind in (WatchKind.CONTRACT, WatchKind.CONTRACT_STATE):
-                path = request_path(kind, contract.blockchain, contract.address)
-                requests.append(
-                    WatchRequest(
-                        node, kind, contract.blockchain, contract.address, contract.name, path
-                    )
-                )
+                entry = (contract.blockchain, contract.address, contract.name)
+                requests.append(WatchRequest(node, kind, *entry))
     for wallet in watch.wallets:
         if _asks(wallet, node, chains):
-            path = request_path(WatchKind.WALLET, wallet.blockchain, wallet.address)
-            requests.append(
-                WatchRequest(
-                    node, WatchKind.WALLET, wallet.blockchain, wallet.address, wallet.name, path
-                )
-            )
+            entry = (wallet.blockchain, wallet.address, wallet.name)
+            requests.append(WatchRequest(node, WatchKind.WALLET, *entry))
     return tuple(requests)
 
 

@@ -304,3 +304,10 @@ def test_static_labels_cannot_shadow_watch_labels(label: str) -> None:
     text = f'nodes: [{{name: a, url: "http://127.0.0.1:1/", labels: {{{label}: x}}}}]'
     with pytest.raises(Exception, match="is a label the exporter or Prometheus sets itself"):
         parse_config(text)
+
+
+def test_requests_carry_decoded_segments_and_query() -> None:
+    wallet = WatchRequest("n", WatchKind.WALLET, "a/b", "w 1", "x")
+    assert (wallet.segments, wallet.query) == (("wallets", "w 1"), (("blockchainId", "a/b"),))
+    state = WatchRequest("n", WatchKind.CONTRACT_STATE, "c", "0x1", "x")
+    assert (state.segments, state.query) == (("blockchains", "c", "contracts", "0x1", "state"), ())
