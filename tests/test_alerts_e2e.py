@@ -145,7 +145,12 @@ def test_shortened_alerts_differ_only_in_their_timings() -> None:
         assert not re.search(r"\d[mhdw]\b", shortened[name]["expr"]), name
     changed = {name for name in original if shortened[name]["expr"] != original[name]["expr"]}
     # README (alerts): only these use range windows or the 600 s stall threshold.
-    assert changed == {"LedgerNodeScrapeErrors", "LedgerBlockHeightStalled", "LedgerNodeBehind"}
+    assert changed == {
+        "LedgerNodeScrapeErrors",
+        "LedgerBlockHeightStalled",
+        "LedgerNodeBehind",
+        "LedgerWatchedContractChanged",
+    }
     for name in ("LedgerBlockHeightStalled", "LedgerNodeBehind"):  # the stall threshold
         assert "change_timestamp_seconds > 10" in " ".join(shortened[name]["expr"].split())
     assert "blocks_behind[5s]) > 10" in shortened["LedgerNodeBehind"]["expr"]
