@@ -65,15 +65,8 @@ def _contract(labels: Labels, reading: ContractReading) -> list[Sample]:
             samples.append((m.CONTRACT_STATUS, {**labels, "status": status}, value))
     if reading.version is not None:
         samples.append((m.CONTRACT_VERSION, labels, reading.version))
-    identity = {
-        "address": reading.address,
-        "vm_type": reading.vm_type,
-        "code_hash": reading.code_hash,
-    }
-    if any(value is not None for value in identity.values()):
-        info = {key: value or "" for key, value in identity.items()}
-        samples.append((m.CONTRACT_INFO, {**labels, **info}, 1.0))
-    return samples
+    identity = {"vm_type": reading.vm_type, "code_hash": reading.code_hash}
+    return samples + _info(m.CONTRACT_INFO, labels, reading.address, identity)
 
 
 def _state(labels: Labels, reading: StateReading) -> list[Sample]:
@@ -94,15 +87,18 @@ def _wallet(labels: Labels, reading: WalletReading) -> list[Sample]:
     for group, permission, granted in reading.permissions:
         extra = {"group": group, "permission": permission}
         samples.append((m.WALLET_PERMISSION, {**labels, **extra}, granted))
-    identity = {
-        "address": reading.address,
-        "key_type": reading.key_type,
-        "public_key": reading.public_key,
-    }
-    if any(value is not None for value in identity.values()):
-        info = {key: value or "" for key, value in identity.items()}
-        samples.append((m.WALLET_INFO, {**labels, **info}, 1.0))
-    return samples
+    identity = {"key_type": reading.key_type, "public_key": reading.public_key}
+    return samples + _info(m.WALLET_INFO, labels, reading.address, identity)
+
+
+def _info(
+    spec: MetricSpec, labels: Labels, address: str | None, identity: dict[str, str | None]
+) -> list[Sample]:
+    """An ``_info`` sample when the node sent any of its fields; a missing one is ``""``."""
+    fields = {"address": address, **identity}
+    if all(value is None for value in fields.values()):
+        return []
+    return [(spec, {**labels, **{key: value or "" for key, value in fields.items()}}, 1.0)]
 
 
 class WatchCollector(Collector):
