@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit tools manifests clean
+.PHONY: demo package-data test lint typecheck unit tools manifests clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -12,8 +12,23 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/ledger-exporter demo
+# The demo needs the exporter alone: its own small venv, without the test toolchain.
+DEMO_VENV  := .venv-demo
+DEMO_STAMP := $(DEMO_VENV)/.installed
+
+$(DEMO_STAMP): pyproject.toml $(wildcard exporter/*.py exporter/rules/*.yml ledger_simulator/*.py)
+	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/pip install --quiet --upgrade pip
+	$(DEMO_VENV)/bin/pip install --quiet .
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	$(DEMO_VENV)/bin/ledger-exporter demo
+
+# Copy the project's rules into the package, where `ledger-exporter demo --prometheus` finds
+# them in an installed wheel; deploy/prometheus/ stays the one place to edit them.
+package-data:
+	cp deploy/prometheus/rules.yml deploy/prometheus/alerts.yml exporter/rules/
 
 # Debian's prometheus package ships the server and promtool used by the integration tests;
 # docker-compose (v1, `config` needs no engine) and amtool check the deployment files.
@@ -41,4 +56,4 @@ unit: $(STAMP) tools
 test: lint typecheck unit
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO_VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -20,58 +20,66 @@ from types import FrameType
 from exporter import __version__
 from exporter.app import Exporter
 from exporter.config import Config, load_config
-from exporter.logs import LEVELS, setup_logging
+from exporter.flags import (
+    Parser,
+    add_log_flags,
+    apply_environment,
+    env_name,
+    listen_address,
+)
+from exporter.logs import setup_logging
 from exporter.schema import ConfigError
 from exporter.webconfig import WebConfig, load_web_config
 
 log = logging.getLogger("ledger_exporter")
 
 
-def _env(flag: str, default: str | None = None) -> str | None:
-    name = "LEDGER_EXPORTER_" + flag.upper().replace(".", "_").replace("-", "_")
-    return os.environ.get(name, default)
+#: What each flag that an environment variable may set defaults to.
+DEFAULTS: dict[str, str | None] = {
+    "config_file": None,
+    "listen_address": ":9877",
+    "web_config_file": None,
+    "log_level": "info",
+    "log_format": "logfmt",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    """The main command's flags; each value flag may come from ``LEDGER_EXPORTER_<FLAG>``."""
+    parser = Parser(
         prog="ledger-exporter",
         description="Prometheus exporter for ledger nodes. Sub-commands: demo, simulate "
-        "(see 'ledger-exporter demo --help', 'ledger-exporter simulate --help').",
+        "(see 'ledger-exporter demo --help', 'ledger-exporter simulate --help'). "
+        "Every flag with a value may also be set by an environment variable, shown in its help.",
+        argument_default=argparse.SUPPRESS,  # so that apply_environment sees what was given
     )
-    parser.add_argument(
-        "--config.file",
-        dest="config_file",
-        default=_env("config.file"),
-        help="YAML config file (env LEDGER_EXPORTER_CONFIG_FILE)",
-    )
-    parser.add_argument(
+    add = parser.add_argument
+    add("--config.file", dest="config_file", metavar="FILE", help="YAML config file (required)")
+    add(
         "--config.check",
         dest="config_check",
         action="store_true",
-        help="validate the config (and web config), print every problem, exit",
+        default=False,
+        help="check the flags, environment, config and web config; print every problem, exit",
     )
-    parser.add_argument(
+    add(
         "--web.listen-address",
         dest="listen_address",
-        default=_env("web.listen-address", ":9877"),
-        help="address to serve metrics on (default :9877)",
+        type=listen_address,
+        metavar="ADDRESS",
+        help="host:port to serve metrics on, ':port' for all interfaces (default :9877)",
     )
-    parser.add_argument(
+    add(
         "--web.config.file",
         dest="web_config_file",
-        default=_env("web.config.file"),
+        metavar="FILE",
         help="exporter-toolkit web config: TLS and basic auth for the endpoints",
     )
-    parser.add_argument(
-        "--log.level", dest="log_level", choices=sorted(LEVELS), default=_env("log.level", "info")
-    )
-    parser.add_argument(
-        "--log.format",
-        dest="log_format",
-        choices=("logfmt", "json"),
-        default=_env("log.format", "logfmt"),
-    )
-    parser.add_argument("--version", action="version", version=f"ledger-exporter {__version__}")
+    add_log_flags(parser, defaults=False)
+    add("--version", action="version", version=f"ledger-exporter {__version__}")
+    for action in parser._actions:
+        if action.dest in DEFAULTS and action.help:
+            action.help += f" [env {env_name(action.option_strings[0].lstrip('-'))}]"
     return parser
 
 
@@ -109,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return demo(args_list[1:])
     parser = build_parser()
     args = parser.parse_args(args_list)
+    for warning in apply_environment(parser, args, DEFAULTS, os.environ):
+        print(f"ledger-exporter: {warning}", file=sys.stderr)
     if not args.config_file:
         parser.error("--config.file is required (or LEDGER_EXPORTER_CONFIG_FILE)")
     loaded = _load(args)

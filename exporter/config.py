@@ -22,6 +22,10 @@ DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 #: Chains polled per node when its /health lists more (a listing gone wrong must not flood
 #: the shared pool and starve the other nodes); configured `blockchains` are not capped.
 DEFAULT_MAX_BLOCKCHAINS_PER_NODE = 100
+#: Sane ranges: a poll at least every hour (else Prometheus sees stale data between polls)
+#: and not more than ten times a second; a timeout long enough for one round trip.
+INTERVAL_BOUNDS = ("100ms", 0.1, "1h", 3600.0)
+TIMEOUT_BOUNDS = ("10ms", 0.01, "1h", 3600.0)
 RESERVED_LABELS = frozenset(
     {
         "node",
@@ -137,8 +141,8 @@ class _Reader(Reader):
             self.problem((), "the config is empty; it needs at least a 'nodes' list")
             return None
         top = self.mapping(data, (), _TOP_KEYS, required=("nodes",))
-        interval = self.duration(top, "scrape_interval", (), 15.0)
-        timeout = self.duration(top, "scrape_timeout", (), min(10.0, interval))
+        interval = self.duration(top, "scrape_interval", (), 15.0, INTERVAL_BOUNDS)
+        timeout = self.duration(top, "scrape_timeout", (), min(10.0, interval), TIMEOUT_BOUNDS)
         if timeout > interval:
             self.problem(("scrape_timeout",), "must not be longer than scrape_interval")
         concurrency = self.positive_int(top.get("max_concurrency", 64), ("max_concurrency",))
@@ -223,9 +227,12 @@ class _Reader(Reader):
         text = self.string(value, path)
         try:
             parts = urlsplit(text)
-            parts.port  # noqa: B018 - raises ValueError for a malformed port
+            if parts.port == 0:
+                raise ValueError("port 0")
         except ValueError:
-            parts = urlsplit("")
+            port = text.partition("//")[2].partition("/")[0].rpartition("@")[2].rpartition(":")[2]
+            self.problem(path, f"has port {port!r}; a port is a number from 1 to 65535")
+            return "", None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             self.problem(path, "must be an http:// or https:// URL with a host")
             return "", None

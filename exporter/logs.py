@@ -13,6 +13,7 @@ LEVELS = {
     "warn": logging.WARNING,
     "error": logging.ERROR,
 }
+FORMATS = ("logfmt", "json")
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:
@@ -27,11 +28,26 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
     return fields
 
 
+_LOGFMT_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _needs_quotes(char: str) -> bool:
+    """go-logfmt's needsQuotedValueRune: a space or control character, '=', '"' or U+FFFD."""
+    return char <= " " or char in '="\ufffd'
+
+
 def _logfmt_value(value: Any) -> str:
+    """A value as go-kit's logfmt writes it: bare unless it needs quotes; inside quotes
+    backslash, quote, newline, carriage return and tab escaped, other controls as \\u00XX."""
     text = str(value)
-    if text and not any(c in text for c in ' ="\\\n\t'):
+    if text == "null":  # quoted so that it is not read back as a null value
+        return '"null"'
+    if not any(_needs_quotes(char) for char in text):
         return text
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    escaped = "".join(
+        _LOGFMT_ESCAPES.get(char) or (f"\\u{ord(char):04x}" if char < " " else char)
+        for char in text
+    )
     return f'"{escaped}"'
 
 
@@ -50,7 +66,10 @@ class JsonFormatter(logging.Formatter):
 
 
 def setup_logging(level: str, fmt: str) -> None:
-    """Send the exporter's logs to stderr in the chosen format and level."""
+    """Send the exporter's logs to stderr in the chosen format and level (the commands check
+    both first; anything else here is a programming error)."""
+    if level not in LEVELS or fmt not in FORMATS:
+        raise ValueError(f"log level {level!r} or format {fmt!r} unknown")
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if fmt == "json" else LogfmtFormatter())
     logger = logging.getLogger("ledger_exporter")

@@ -6,12 +6,16 @@ never stops the walk, so the operator sees the whole list in one run.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from typing import Any
 
 from exporter.values import parse_go_duration
 from exporter.yamlsource import LocatedYaml, Path, YamlSyntaxError, load_located
+
+#: A duration's allowed range: ("100ms", 0.1, "1h", 3600.0).
+Bounds = tuple[str, float, str, float]
 
 
 class ConfigError(Exception):
@@ -53,15 +57,21 @@ class Reader:
 
     def __init__(self, located: LocatedYaml, source: str | None = None) -> None:
         self.located = located
-        self.problems: list[str] = []
+        self._found: list[tuple[int, str]] = []
         self.base_dir = os.path.dirname(os.path.abspath(source)) if source else None
         for path, line in located.duplicates:
-            self.problems.append(f"line {line}: {dotted(path)}: key given more than once")
+            self._found.append((line, f"line {line}: {dotted(path)}: key given more than once"))
+
+    @property
+    def problems(self) -> list[str]:
+        """Every problem found so far, in the order of the lines they point at (problems of
+        the whole file first), so the operator reads them top to bottom."""
+        return [message for _, message in sorted(self._found, key=lambda found: found[0])]
 
     def problem(self, path: Path, message: str) -> None:
         line = self.located.line_of(path)
         where = f"line {line}: " if line is not None else ""
-        self.problems.append(f"{where}{dotted(path)}: {message}")
+        self._found.append((line or 0, f"{where}{dotted(path)}: {message}"))
 
     def mapping(
         self, value: Any, path: Path, allowed: tuple[str, ...], required: tuple[str, ...] = ()
@@ -71,23 +81,31 @@ class Reader:
             return {}
         for key in value:
             if key not in allowed:
-                self.problem((*path, key), f"unknown key; allowed keys: {', '.join(allowed)}")
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                self.problem((*path, key), f"unknown key; {hint}allowed keys: {', '.join(allowed)}")
         for key in required:
             if key not in value:
                 self.problem(path, f"missing required key {key!r}")
         return {key: item for key, item in value.items() if key in allowed}
 
-    def duration(self, data: Mapping[str, Any], key: str, path: Path, default: float) -> float:
+    def duration(
+        self, data: Mapping[str, Any], key: str, path: Path, default: float, bounds: Bounds
+    ) -> float:
+        """A Go duration within ``bounds`` (text, seconds from, text, seconds to)."""
         if key not in data:
             return default
         value = data[key]
+        low_text, low, high_text, high = bounds
         try:
             seconds = parse_go_duration(value) if isinstance(value, str) else -1.0
         except ValueError:
             seconds = -1.0
-        if seconds <= 0:
+        if not low <= seconds <= high:
             self.problem(
-                (*path, key), f"must be a positive duration such as 15s or 1m, not {value!r}"
+                (*path, key),
+                f"must be a duration from {low_text} to {high_text} such as 15s or 1m, "
+                f"not {value!r}",
             )
             return default
         return seconds

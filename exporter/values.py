@@ -10,18 +10,21 @@ import math
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
-_UNIT_SECONDS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,  # U+00B5 micro sign
-    "μs": 1e-6,  # U+03BC greek mu, as Go accepts both
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
+_UNIT_NANOSECONDS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,  # U+00B5 micro sign
+    "μs": 1_000,  # U+03BC greek mu, as Go accepts both
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
 }
+#: Go's time.Duration is an int64 of nanoseconds: about 292 years either way.
+_MAX_NANOSECONDS = (1 << 63) - 1
+_GO_SYNTAX = "use Go syntax such as 2s, 1m30s or 500ms"
 # re.ASCII: without it \d also matches non-ASCII digits (Arabic-Indic, ...) that Go and JSON refuse.
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)", re.ASCII)
+_DURATION_PART = re.compile(r"(\d*)(?:\.(\d*))?([^\d.]*)", re.ASCII)
 _NUMBER_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _TIMESTAMP = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?"
@@ -30,28 +33,50 @@ _TIMESTAMP = re.compile(
 )
 
 
+class DurationError(ValueError):
+    """A duration is not in Go's syntax (``2s``, ``1m30s``, ``500ms``) or is out of range."""
+
+
 def parse_go_duration(text: str) -> float:
     """Parse a Go duration string (``1h2m3.5s``, ``500ms``, ``0``) into seconds.
 
-    Raises ValueError for anything Go's time.ParseDuration would refuse.
+    The one parser of the package, exactly as Go's time.ParseDuration: an optional sign
+    (``-0s``, ``+5s``), no spaces (``" 2s"`` is refused), a unit after every number except a
+    lone ``0``, and at most Go's int64 nanoseconds. Raises DurationError naming the value.
     """
-    sign = -1.0 if text.startswith("-") else 1.0
+    negative = text[:1] == "-"
     body = text[1:] if text[:1] in "+-" else text
     if body == "0":
         return 0.0
     if not body:
-        raise ValueError(f"invalid duration {text!r}")
-    total = 0.0
-    position = 0
+        raise DurationError(f"invalid duration {text!r}: {_GO_SYNTAX}")
+    total, position = 0, 0
     while position < len(body):
-        part = _DURATION_PART.match(body, position)
-        if part is None:
-            raise ValueError(
-                f"invalid duration {text!r}: expected a number and a unit (ns, us, ms, s, m, h)"
-            )
-        total += float(part.group(1)) * _UNIT_SECONDS[part.group(2)]
-        position = part.end()
-    return sign * total
+        nanoseconds, position = _duration_part(text, body, position)
+        total += nanoseconds
+        if total > _MAX_NANOSECONDS + negative:
+            raise DurationError(f"invalid duration {text!r}: longer than Go's limit of 292 years")
+    return (-total if negative else total) / 1e9
+
+
+def _duration_part(text: str, body: str, position: int) -> tuple[int, int]:
+    """Nanoseconds of the ``<number><unit>`` at ``position`` (truncated as Go does), and
+    where the next part starts."""
+    part = _DURATION_PART.match(body, position)
+    if part is None:  # the pattern matches anywhere, if only the empty string
+        raise DurationError(f"invalid duration {text!r}: {_GO_SYNTAX}")
+    whole, fraction, unit_name = part.groups()
+    if not whole and not fraction:
+        raise DurationError(f"invalid duration {text!r}: {_GO_SYNTAX}")
+    if not unit_name:
+        raise DurationError(f"invalid duration {text!r}: missing unit; {_GO_SYNTAX}")
+    scale = _UNIT_NANOSECONDS.get(unit_name)
+    if scale is None:
+        raise DurationError(f"invalid duration {text!r}: unknown unit {unit_name!r}; {_GO_SYNTAX}")
+    nanoseconds = int(whole or "0") * scale
+    if fraction:
+        nanoseconds += int(fraction) * scale // 10 ** len(fraction)
+    return nanoseconds, part.end()
 
 
 def parse_timestamp(text: str) -> float:

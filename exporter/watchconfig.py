@@ -1,14 +1,13 @@
 """The ``watch`` section of the config: contracts and wallets read from the nodes each cycle.
 
 Validated like the rest of the file (unknown keys refused, every problem with its key path
-and line, in the order the problems appear in the file): a ``nodes`` entry must name a
-configured node, and two entries of one kind on one chain must not share a label (``name``,
-defaulting to the address), or their series would collide.
+and line): a ``nodes`` entry must name a configured node, and two entries of one kind on one
+chain must not share a label (``name``, defaulting to the address), or their series would
+collide.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +22,6 @@ WATCH_LABELS = frozenset(
     {"contract", "wallet", "status", "address", "vm_type", "code_hash", "key", "group"}
     | {"permission", "public_key"}
 )
-_LINE = re.compile(r"line (\d+): ")
 
 
 @dataclass(frozen=True)
@@ -57,19 +55,10 @@ class WatchConfig:
 
 
 def read_watch(reader: Reader, value: Any, node_names: frozenset[str]) -> WatchConfig:
-    """Validate the ``watch`` section (None: no watch list); problems go to ``reader``, sorted
-    by line so they read in file order whatever the order of the checks."""
+    """Validate the ``watch`` section (None: no watch list); problems go to ``reader``."""
     if value is None:
         return WatchConfig()
-    first = len(reader.problems)
-    watch = _WatchReader(reader, node_names).section(value)
-    reader.problems[first:] = sorted(reader.problems[first:], key=_line_number)
-    return watch
-
-
-def _line_number(problem: str) -> int:
-    match = _LINE.match(problem)
-    return int(match.group(1)) if match else 0
+    return _WatchReader(reader, node_names).section(value)
 
 
 class _WatchReader:

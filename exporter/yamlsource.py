@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 Path = tuple[str | int, ...]
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 class YamlSyntaxError(Exception):
@@ -48,18 +49,51 @@ def _convert(node: yaml.Node, path: Path, located: LocatedYaml) -> Any:
     located.lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         result: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            key = _scalar(key_node)
-            key_text = str(key)
+        own = [(key, value) for key, value in node.value if key.tag != _MERGE_TAG]
+        for key_node, value_node in own:
+            key_text = str(_scalar(key_node))
             key_path = (*path, key_text)
             if key_text in result:
                 located.duplicates.append((key_path, key_node.start_mark.line + 1))
             located.lines[key_path] = key_node.start_mark.line + 1
             result[key_text] = _convert(value_node, key_path, located)
+        for key_node, value_node in _merged(node):
+            key_text = str(_scalar(key_node))
+            if key_text not in result:  # the mapping's own keys win over merged ones
+                key_path = (*path, key_text)
+                located.lines[key_path] = key_node.start_mark.line + 1
+                result[key_text] = _convert(value_node, key_path, located)
         return result
     if isinstance(node, yaml.SequenceNode):
         return [_convert(item, (*path, index), located) for index, item in enumerate(node.value)]
     return _scalar(node)
+
+
+def _merged(node: yaml.MappingNode) -> list[tuple[yaml.Node, yaml.Node]]:
+    """The entries that ``<<: *defaults`` (or ``<<: [*a, *b]``, earlier ones winning) merges
+    into ``node``, as YAML's merge key type says; their lines are those of the anchor."""
+    entries: list[tuple[yaml.Node, yaml.Node]] = []
+    for key_node, value_node in node.value:
+        if key_node.tag != _MERGE_TAG:
+            continue
+        sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+        for source in sources:
+            if not isinstance(source, yaml.MappingNode):
+                line = source.start_mark.line + 1
+                raise YamlSyntaxError(f"line {line}: '<<' merges only mappings or lists of them")
+            for inner_key, inner_value in source.value:
+                if inner_key.tag == _MERGE_TAG:  # a merge inside the merged mapping
+                    entries.extend(_merged(source))
+                else:
+                    entries.append((inner_key, inner_value))
+    seen: set[str] = set()
+    unique = []
+    for key_node, value_node in entries:
+        key_text = str(_scalar(key_node))
+        if key_text not in seen:
+            seen.add(key_text)
+            unique.append((key_node, value_node))
+    return unique
 
 
 def _scalar(node: yaml.Node) -> Any:

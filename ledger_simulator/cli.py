@@ -10,10 +10,18 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from exporter.logs import LEVELS, setup_logging
+from exporter.flags import (
+    Parser,
+    add_log_flags,
+    any_int,
+    chain_count,
+    node_count,
+    positive_duration,
+)
+from exporter.logs import setup_logging
 from ledger_simulator.errors import SimulatorError
 from ledger_simulator.faults import parse_fault_spec
-from ledger_simulator.ids import DurationError, go_duration, parse_go_duration
+from ledger_simulator.ids import go_duration
 from ledger_simulator.network import LAYOUTS, SimulatedNetwork
 
 LISTED_NODES = 10  # more nodes than this are summarised on start
@@ -31,35 +39,25 @@ def parse_listen_address(text: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-def parse_interval(text: str) -> float:
-    """A positive Go duration such as ``2s`` or ``500ms``."""
-    try:
-        seconds = parse_go_duration(text)
-    except DurationError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"block interval must be positive, got {text!r}")
-    return seconds
-
-
-def positive_int(text: str) -> int:
-    """An integer >= 1."""
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return int(text)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``simulate`` sub-command's options."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ledger-exporter simulate",
         description="Serve simulated ledger nodes (the node HTTP API) for demos and tests.",
     )
     add = parser.add_argument
-    add("--nodes", type=positive_int, default=3, help="number of nodes (default 3)")
-    add("--chains", type=positive_int, default=2, help="number of blockchains (default 2)")
-    add("--block-interval", type=parse_interval, default=2.0, help="Go duration (default 2s)")
-    add("--seed", type=int, default=0, help="seed of every simulated value (default 0)")
+    add("--nodes", type=node_count, default=3, help="number of nodes, 1 to 100000 (default 3)")
+    add(
+        "--chains", type=chain_count, default=2, help="number of blockchains, 1 to 1000 (default 2)"
+    )
+    add(
+        "--block-interval",
+        type=positive_duration,
+        default=2.0,
+        metavar="DURATION",
+        help="time between blocks, a Go duration such as 2s or 500ms (default 2s)",
+    )
+    add("--seed", type=any_int, default=0, help="seed of every simulated value (default 0)")
     add(
         "--listen-address",
         type=parse_listen_address,
@@ -75,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NODE:FAULT[=VALUE][:CHAIN]",
         help="switch a fault on at start, e.g. node-2:stall, node-3:slow=5s (repeatable)",
     )
-    add("--log.level", dest="log_level", choices=list(LEVELS), default="info")
+    add_log_flags(parser, formats=False)
     return parser
 
 

@@ -7,26 +7,14 @@ of nodes needs no stored state and two runs with the same seed serve the same an
 from __future__ import annotations
 
 import hashlib
-import math
-import re
 from datetime import UTC, datetime
 
+from exporter.values import DurationError
+from exporter.values import parse_go_duration as parse_go_duration_signed
+
+__all__ = ["DurationError", "parse_go_duration"]  # DurationError: re-exported for callers
+
 _B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-_GO_DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
-_GO_UNIT_SECONDS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-
-
-class DurationError(ValueError):
-    """A duration string is not in Go's syntax (e.g. ``2s``, ``1m30s``, ``500ms``)."""
 
 
 def digest(*parts: object) -> bytes:
@@ -88,21 +76,12 @@ def go_duration(seconds: float) -> str:
 
 
 def parse_go_duration(text: str) -> float:
-    """Parse a Go duration string into seconds; raise DurationError naming the bad value."""
-    body = text.strip()
-    if body in ("0", ""):
-        if body == "0":
-            return 0.0
-        raise DurationError("empty duration: use Go syntax such as 2s, 1m30s or 500ms")
-    position, total = 0, 0.0
-    for match in _GO_DURATION.finditer(body):
-        if match.start() != position:
-            break
-        total += float(match.group(1)) * _GO_UNIT_SECONDS[match.group(2)]
-        position = match.end()
-    if position != len(body) or not math.isfinite(total):
-        raise DurationError(f"invalid duration {text!r}: use Go syntax such as 2s, 1m30s or 500ms")
-    return total
+    """A Go duration in seconds, by the exporter's one parser, refusing negative ones:
+    nothing simulated (a delay, an interval, a timeout) can last less than nothing."""
+    seconds = parse_go_duration_signed(text)
+    if seconds < 0:
+        raise DurationError(f"invalid duration {text!r}: must not be negative; use Go syntax")
+    return seconds + 0.0  # "-0s" becomes 0
 
 
 def iso_utc(timestamp: float) -> str:

@@ -404,7 +404,7 @@ def unexpected(seen: set[tuple[str, str, str, str]], case: Fault) -> list[tuple[
     """Alerts seen that neither the fault nor the network's normal flaps explain; a
     network-wide alert (no node label) the fault explains counts as the fault's node's."""
     also = dict(case.also)
-    wrong = []
+    wrong: list[tuple[str, ...]] = []
     for name, node, chain, state in sorted(seen):
         mine = node in (case.node, "")
         if (mine and name == case.alert) or (name in FLAPPING and state == "pending"):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -14,7 +16,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from exporter.cli import DEFAULTS
+from exporter.cli import build_parser as main_parser
+from exporter.demo import build_parser as demo_parser
+from exporter.flags import env_name
+from ledger_simulator.cli import build_parser as simulate_parser
 from tests.conftest import (
     REPO,
     TESTDATA,
@@ -40,7 +48,7 @@ def exporter_command(*args: str) -> list[str]:
 
 def fetch(url: str) -> str:
     with urllib.request.urlopen(url, timeout=5) as response:
-        return response.read().decode()
+        return bytes(response.read()).decode()
 
 
 def wait_for(url: str, needle: str, timeout: float) -> str:
@@ -200,8 +208,8 @@ def test_config_check_prints_every_problem(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"{config}: line 1: scrape_interval: must be a positive duration such as 15s or 1m, "
-        "not '1x'",
+        f"{config}: line 1: scrape_interval: must be a duration from 100ms to 1h such as 15s "
+        "or 1m, not '1x'",
         f"{config}: line 3: nodes[0].url: must be an http:// or https:// URL with a host",
         f"{config}: line 4: nodes[1]: missing required key 'url'",
         f"{config}: line 4: nodes[1].name: duplicate node name 'a'",
@@ -268,3 +276,173 @@ def test_sigterm_exits_promptly_while_a_node_drips_its_headers(tmp_path: Path) -
     assert code == 0, stderr
     assert took < 8  # the dripping goes on for as long as the test lets it
     assert "exiting without waiting for requests that still hang" in stderr
+
+
+# --- Every flag and variable of every command, mistyped: one line that says what to fix. ---
+
+EXAMPLE = str(REPO / "config" / "example.yml")
+CHECK = ("--config.check", f"--config.file={EXAMPLE}")
+# (argv, environment, exit status, the one line on stderr must contain this)
+MISTAKES: list[tuple[tuple[str, ...], dict[str, str], int, str]] = [
+    ((), {}, 2, "ledger-exporter: error: --config.file is required"),
+    (("--config.file", "/nonexistent.yml", "--config.check"), {}, 1, "cannot read the file"),
+    (("--config.check=yes", f"--config.file={EXAMPLE}"), {}, 2, "ignored explicit argument"),
+    ((*CHECK, "--web.listen-address", "9877"), {}, 2, "must be host:port"),
+    ((*CHECK, "--web.listen-address", ":99999"), {}, 2, "must be host:port"),
+    ((*CHECK, "--web.config.file", "/nonexistent.yml"), {}, 1, "cannot read the file"),
+    ((*CHECK, "--log.level", "verbose"), {}, 2, "unknown log level 'verbose'; use one of"),
+    ((*CHECK, "--log.level", "warning"), {}, 2, "did you mean 'warn'?"),
+    ((*CHECK, "--log.format", "xml"), {}, 2, "unknown log format 'xml'; use one of logfmt"),
+    ((*CHECK, "--bogus"), {}, 2, "unrecognized arguments: --bogus"),
+    (("--config.check",), {"LEDGER_EXPORTER_CONFIG_FILE": "/nonexistent.yml"}, 1, "cannot read"),
+    (CHECK, {"LEDGER_EXPORTER_WEB_LISTEN_ADDRESS": "x"}, 2, "LEDGER_EXPORTER_WEB_LISTEN_ADDRESS="),
+    (CHECK, {"LEDGER_EXPORTER_WEB_CONFIG_FILE": "/nonexistent.yml"}, 1, "cannot read the file"),
+    (CHECK, {"LEDGER_EXPORTER_LOG_LEVEL": "verbose"}, 2, "LEDGER_EXPORTER_LOG_LEVEL='verbose'"),
+    (CHECK, {"LEDGER_EXPORTER_LOG_FORMAT": "xml"}, 2, "LEDGER_EXPORTER_LOG_FORMAT='xml'"),
+    (("demo", "--nodes", "0"), {}, 2, "--nodes: expected a whole number from 1 to 100000, got '0'"),
+    (("demo", "--chains", "two"), {}, 2, "--chains: expected a whole number from 1 to 1000"),
+    (("demo", "--nodes", "100000000"), {}, 2, "--nodes: expected a whole number from 1 to 100000"),
+    (("demo", "--block-interval", "0s"), {}, 2, "--block-interval: duration '0s' out of range"),
+    (("demo", "--seed", "x"), {}, 2, "--seed: expected a whole number, got 'x'"),
+    (("demo", "--web.listen-address", "localhost"), {}, 2, "--web.listen-address: listen"),
+    (("demo", "--scrape-interval", "5"), {}, 2, "--scrape-interval: invalid duration '5': missing"),
+    (("demo", "--scrape-interval", "9" * 20 + "h"), {}, 2, "longer than Go's limit"),
+    (("demo", "--prometheus=yes"), {}, 2, "--prometheus: ignored explicit argument 'yes'"),
+    (("demo", "--prometheus.listen-address", "x:y"), {}, 2, "--prometheus.listen-address: "),
+    (("demo", "--log.level", "bogus"), {}, 2, "--log.level: unknown log level 'bogus'"),
+    (("demo", "--log.format", "xml"), {}, 2, "--log.format: unknown log format 'xml'"),
+    (("simulate", "--nodes", "0"), {}, 2, "--nodes: expected a whole number from 1 to 100000"),
+    (("simulate", "--chains", "-1"), {}, 2, "--chains: expected a whole number from 1 to 1000"),
+    (("simulate", "--chains", "1001"), {}, 2, "--chains: expected a whole number from 1 to 1000"),
+    (("simulate", "--block-interval", "5"), {}, 2, "--block-interval: invalid duration '5'"),
+    (("simulate", "--seed", "1.5"), {}, 2, "--seed: expected a whole number, got '1.5'"),
+    (("simulate", "--listen-address", "7740"), {}, 2, "--listen-address: invalid listen address"),
+    (("simulate", "--layout", "grid"), {}, 2, "--layout: invalid choice: 'grid'"),
+    (("simulate", "--fault", "node-2"), {}, 2, "invalid --fault 'node-2': use NODE:FAULT"),
+    (("simulate", "--log.level", "loud"), {}, 2, "--log.level: unknown log level 'loud'"),
+]
+
+
+PARSERS = {"main": main_parser, "demo": demo_parser, "simulate": simulate_parser}
+
+
+def _flags(command: str) -> set[str]:
+    options = {o for a in PARSERS[command]()._actions for o in a.option_strings}
+    return {o for o in options if o.startswith("--") and o not in ("--help", "--version")}
+
+
+@pytest.mark.parametrize("command", ["main", "demo", "simulate"])
+def test_the_mistakes_table_covers_every_flag_and_variable(command: str) -> None:
+    covered = {
+        word.partition("=")[0]
+        for argv, env, _, _ in MISTAKES
+        if (argv[:1] == (command,))
+        or (command == "main" and argv[:1] not in (("demo",), ("simulate",)))
+        for word in (*argv, *env)
+    }
+    assert _flags(command) <= covered
+    if command == "main":
+        options = {o.lstrip("-") for o in _flags("main") if o != "--config.check"}
+        assert {env_name(flag) for flag in options} <= covered
+        assert len(options) == len(DEFAULTS)
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "code", "expected"),
+    MISTAKES,
+    ids=[
+        " ".join(argv) + "".join(f" {k}={v}" for k, v in env.items())
+        for argv, env, _, _ in MISTAKES
+    ],
+)
+def test_a_mistake_is_one_line_that_says_what_to_fix(
+    argv: tuple[str, ...], env: dict[str, str], code: int, expected: str
+) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_EXPORTER_")}
+    result = subprocess.run(
+        exporter_command(*argv), capture_output=True, text=True, env={**clean, **env}, timeout=60
+    )
+    assert result.returncode == code, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and expected in lines[0], result.stderr
+    assert result.stdout == ""
+
+
+def test_a_misspelt_variable_is_named_with_the_right_one() -> None:
+    env = {**os.environ, "LEDGER_EXPORTER_LOG_LEVLE": "debug", "LEDGER_EXPORTER_MY_TOKEN": "x"}
+    result = subprocess.run(exporter_command(*CHECK), capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "ledger-exporter: ignoring unknown environment variable LEDGER_EXPORTER_LOG_LEVLE; "
+        "did you mean LEDGER_EXPORTER_LOG_LEVEL?"
+    ]
+
+
+def test_flags_win_over_the_environment(tmp_path: Path) -> None:
+    env = {**os.environ, "LEDGER_EXPORTER_LOG_FORMAT": "xml", "LEDGER_EXPORTER_CONFIG_FILE": "/x"}
+    result = subprocess.run(
+        exporter_command(*CHECK, "--log.format=json"), capture_output=True, text=True, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"{EXAMPLE}: OK")
+
+
+@pytest.mark.parametrize("command", ["main", "demo", "simulate"])
+def test_help_describes_every_flag_without_markup(command: str) -> None:
+    argv = () if command == "main" else (command,)
+    result = subprocess.run(exporter_command(*argv, "--help"), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "``" not in result.stdout and ":func:" not in result.stdout
+    for flag in _flags(command):
+        line = next(line for line in result.stdout.splitlines() if line.strip().startswith(flag))
+        index = result.stdout.splitlines().index(line)
+        described = line.split(flag, 1)[1].split(maxsplit=1)[1:] or [
+            result.stdout.splitlines()[index + 1].strip()
+        ]
+        assert described[0], f"{command} {flag} has no help text"
+
+
+def test_the_example_config_polls_the_simulator_as_shipped(tmp_path: Path) -> None:
+    """config/example.yml against `ledger-exporter simulate` with its defaults: every node
+    up. Only the port moves (tests bind free ports); the example's 7740 is simulate's."""
+    text = (REPO / "config" / "example.yml").read_text(encoding="utf-8")
+    assert len(re.findall(r"url: http://127\.0\.0\.1:7740/nodes/node-[123]/\n", text)) == 3
+    port = free_port()
+    config = tmp_path / "example.yml"
+    text = text.replace("scrape_interval: 15s", "scrape_interval: 1s")
+    text = text.replace("scrape_timeout: 10s", "scrape_timeout: 1s")
+    config.write_text(text.replace("127.0.0.1:7740", f"127.0.0.1:{port}"), encoding="utf-8")
+    command = exporter_command("simulate", f"--listen-address=127.0.0.1:{port}")
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as simulator:
+        exporter = ExporterProcess(config)
+        try:
+            up = wait_for_node_up(exporter.base + "/metrics", 3, timeout=30)
+        finally:
+            code, stderr = exporter.stop()
+            simulator.terminate()
+            simulator.communicate(timeout=30)
+    assert up == {
+        ("validator-1", "eu-west", "validator"): 1.0,
+        ("validator-2", "us-east", "validator"): 1.0,
+        ("observer-1", "eu-west", "observer"): 1.0,
+    }
+    assert code == 0, stderr
+
+
+def wait_for_node_up(url: str, nodes: int, timeout: float) -> dict[tuple[str, ...], float]:
+    """``ledger_node_up`` by (node, region, role) once ``nodes`` nodes are all up, or the last
+    values seen when the timeout passes."""
+    deadline = time.monotonic() + timeout
+    up: dict[tuple[str, ...], float] = {}
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            up = {
+                tuple(s.labels.get(k, "") for k in ("node", "region", "role")): s.value
+                for family in text_string_to_metric_families(fetch(url))
+                for s in family.samples
+                if s.name == "ledger_node_up"
+            }
+        if len(up) == nodes and set(up.values()) == {1.0}:
+            break
+        time.sleep(0.2)
+    return up

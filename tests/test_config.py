@@ -351,9 +351,45 @@ def test_config_errors_never_show_credentials(tmp_path: Path) -> None:
 
 
 def test_example_config_is_valid() -> None:
+    """As shipped it polls `ledger-exporter simulate`'s nodes (tests/test_cli.py runs it)."""
     config = load_config(str(REPO / "config" / "example.yml"))
-    assert [node.name for node in config.nodes] == ["validator-1", "validator-2"]
-    assert config.nodes[1].url.endswith("/nodes/validator-2/")
+    assert [(node.name, node.url) for node in config.nodes] == [
+        ("validator-1", "http://127.0.0.1:7740/nodes/node-1/"),
+        ("validator-2", "http://127.0.0.1:7740/nodes/node-2/"),
+        ("observer-1", "http://127.0.0.1:7740/nodes/node-3/"),
+    ]
+    assert config.nodes[1].labels == (("region", "us-east"), ("role", "validator"))  # merged
+    text = " ".join((REPO / "config" / "example.yml").read_text(encoding="utf-8").split())
+    assert "are relative to this config file's folder" in text
+    assert "working directory" not in text
+
+
+MERGED = """\
+nodes:
+  - &validator
+    name: a
+    url: http://127.0.0.1:7740/nodes/node-1/
+    labels: &eu {region: eu, tier: gold}
+    blockchains: [c1]
+  - <<: *validator
+    name: b
+    url: http://127.0.0.1:7740/nodes/node-2/
+  - <<: [*validator]
+    name: c
+    url: http://127.0.0.1:7740/nodes/node-3/
+    labels: {<<: *eu, region: us}
+    blockchains: [c2]
+"""
+
+
+def test_yaml_merge_keys_are_supported() -> None:
+    """``<<: *anchor`` (and a list of anchors) merges, the mapping's own keys winning."""
+    config = parse_config(MERGED)
+    assert [(n.name, n.url[-7:-1], n.labels, n.blockchains) for n in config.nodes] == [
+        ("a", "node-1", (("region", "eu"), ("tier", "gold")), ("c1",)),
+        ("b", "node-2", (("region", "eu"), ("tier", "gold")), ("c1",)),
+        ("c", "node-3", (("region", "us"), ("tier", "gold")), ("c2",)),
+    ]
 
 
 NESTED_KEYS = (

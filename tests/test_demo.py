@@ -7,6 +7,7 @@ import json
 import queue
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -17,9 +18,10 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.demo import prometheus_config
+from exporter.demo import RULE_FILES, prometheus_config
 from tests.conftest import REPO
 from tests.promserver import PrometheusApi, free_port, port_is_closed, prometheus_binary
 
@@ -27,6 +29,16 @@ pytestmark = pytest.mark.integration
 
 LAST_LINE = "Press Ctrl-C to stop."
 DEFAULT_NODES = 4
+
+
+def project_rule_groups() -> list[str]:
+    """Names of the groups in deploy/prometheus/{rules,alerts}.yml, the rules' one source."""
+    names: list[str] = []
+    for name in RULE_FILES:
+        document = yaml.safe_load((REPO / "deploy" / "prometheus" / name).read_text())
+        names.extend(group["name"] for group in document["groups"])
+    assert len(names) >= 2
+    return names
 
 
 def fetch(url: str, data: bytes | None = None) -> tuple[int, str]:
@@ -188,9 +200,46 @@ def test_demo_with_prometheus_scrapes_the_exporter_and_stops_both(
     assert api.values("ledger_node_up", "node") == {
         (f"node-{i}",): 1.0 for i in range(1, DEFAULT_NODES + 1)
     }
-    groups = api.rules()  # the project's rules once deploy/prometheus/ has them
-    assert bool(groups) == ("rule_files" in prometheus_config("127.0.0.1:9877")), groups
+    assert demo.printed["Prometheus rules"] == "rules.yml, alerts.yml (the project's)"
+    groups = api.rules()
+    assert sorted(g["name"] for g in groups) == sorted(project_rule_groups()), groups
     broken = [r for g in groups for r in g["rules"] if r["health"] == "err"]
     assert broken == []
     assert demo.interrupt(timeout=15) == 0, demo.log()
     assert port_is_closed(prometheus_port) and port_is_closed(port)
+
+
+@pytest.mark.parametrize("name", RULE_FILES)
+def test_the_packaged_rules_are_those_of_deploy_prometheus(name: str) -> None:
+    """exporter/rules/ ships in the wheel for `demo --prometheus`; deploy/prometheus/ is
+    where the rules are edited. `make package-data` copies them over."""
+    packaged = REPO / "exporter" / "rules" / name
+    deployed = REPO / "deploy" / "prometheus" / name
+    assert packaged.read_bytes() == deployed.read_bytes(), f"run make package-data ({name})"
+
+
+def test_prometheus_config_loads_the_rules_it_is_given() -> None:
+    config = prometheus_config("127.0.0.1:9877", RULE_FILES)
+    assert config["rule_files"] == ["rules.yml", "alerts.yml"]
+
+
+@pytest.mark.parametrize("flag", ["--web.listen-address", "--prometheus.listen-address"])
+def test_a_taken_port_is_one_line_naming_the_flag(flag: str) -> None:
+    prometheus_binary() if flag.startswith("--prometheus") else None
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        others = ["--web.listen-address", f"127.0.0.1:{free_port()}", "--prometheus"]
+        result = subprocess.run(
+            [sys.executable, "-m", "exporter", "demo", *others, flag, address],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=REPO,
+        )
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines() == [
+        f"ledger-exporter demo: cannot listen on {address} (Address already in use): "
+        f"choose another with {flag}"
+    ]

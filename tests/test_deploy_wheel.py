@@ -15,12 +15,15 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
 from packaging.requirements import Requirement
+
+from tests.promserver import PrometheusApi, free_port, prometheus_binary, stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.integration
@@ -190,3 +193,36 @@ def test_the_wheel_holds_the_simulator_for_the_simulate_command(venv: Path, tmp_
     )
     assert located.returncode == 0, located.stderr
     assert Path(located.stdout.strip()).is_relative_to(venv)
+
+
+def test_the_wheel_holds_the_rules_the_demo_loads(venv: Path, tmp_path: Path) -> None:
+    """`ledger-exporter demo --prometheus` from the installed wheel, far from the source tree,
+    starts Prometheus with the project's rule groups (issue 13: it used to load none)."""
+    prometheus_binary()
+    expected = sorted(
+        group["name"]
+        for name in ("rules.yml", "alerts.yml")
+        for group in yaml.safe_load((ROOT / "deploy/prometheus" / name).read_text())["groups"]
+    )
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            venv / "bin" / "ledger-exporter",
+            "demo",
+            f"--web.listen-address=127.0.0.1:{free_port()}",
+            "--prometheus",
+            f"--prometheus.listen-address=127.0.0.1:{port}",
+        ],
+        cwd=tmp_path,  # far from the source tree's deploy/
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        api = PrometheusApi(f"http://127.0.0.1:{port}/")
+        deadline = time.monotonic() + 60
+        while not api.ready():
+            assert process.poll() is None and time.monotonic() < deadline, "no Prometheus"
+            time.sleep(0.2)
+        assert sorted(group["name"] for group in api.rules()) == expected
+    finally:
+        stop_process(process)

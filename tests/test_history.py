@@ -10,6 +10,7 @@ from exporter.client import FetchError, Reason
 from exporter.config import NodeConfig
 from exporter.history import ChainResult, History, NodeResult
 from exporter.readings import read_chain, read_health
+from exporter.snapshot import ChainStatus, NodeStatus
 from tests.conftest import chain_doc, health_doc
 
 
@@ -25,7 +26,7 @@ def _down(name: str, reason: Reason = Reason.TIMEOUT) -> NodeResult:
     return NodeResult(NodeConfig(name, "http://x/"), None, FetchError(reason, "boom"), [], 0.1)
 
 
-def _chain(history_nodes: tuple, node: str, chain: str):  # type: ignore[no-untyped-def]
+def _chain(history_nodes: tuple[NodeStatus, ...], node: str, chain: str) -> ChainStatus:
     status = next(n for n in history_nodes if n.name == node)
     return next(c for c in status.chains if c.blockchain == chain)
 
@@ -96,4 +97,8 @@ def test_state_changes_are_logged_once(caplog: pytest.LogCaptureFixture) -> None
         history.record([_up("a", {"c": 1})], now=5.0)
     messages = [record.getMessage() for record in caplog.records]
     assert messages == ["node a is down", "node a is up again"]
-    assert caplog.records[0].fields == {"node": "a", "reason": "timeout", "error": "boom"}
+    assert caplog.records[0].__dict__["fields"] == {
+        "node": "a",
+        "reason": "timeout",
+        "error": "boom",
+    }

@@ -175,7 +175,7 @@ def test_a_runaway_chain_listing_is_capped(
     assert capped.health is not None and capped.health.blockchain_count == 5
     assert [chain.blockchain for chain in _node(first, "pinned").chains] == ["c4"]
     warnings = [r for r in caplog.records if "max_blockchains_per_node" in r.getMessage()]
-    assert len(warnings) == 1 and warnings[0].fields["unpolled_blockchains"] == 3
+    assert len(warnings) == 1 and vars(warnings[0])["fields"]["unpolled_blockchains"] == 3
 
 
 def test_nodes_that_hang_cannot_starve_the_healthy_ones(

@@ -25,11 +25,16 @@ from exporter.webconfig import TlsServerConfig, WebConfig
 from tests.conftest import FakeNode, chain_doc, health_doc, new_fake_node
 
 
-def _get(url: str, headers: dict[str, str] | None = None, method: str = "GET", **kw: object):  # type: ignore[no-untyped-def]
+def _get(
+    url: str,
+    headers: dict[str, str] | None = None,
+    method: str = "GET",
+    context: ssl.SSLContext | None = None,
+) -> tuple[int, dict[str, str], bytes]:
     request = urllib.request.Request(url, headers=headers or {}, method=method)
     try:
-        with urllib.request.urlopen(request, timeout=5, **kw) as response:  # type: ignore[arg-type]
-            return response.status, dict(response.headers), response.read()
+        with urllib.request.urlopen(request, timeout=5, context=context) as response:
+            return int(response.status), dict(response.headers), bytes(response.read())
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), error.read()
 
@@ -54,8 +59,11 @@ def node(fake_nodes: list[FakeNode]) -> FakeNode:
     return fake
 
 
+Running = tuple[Exporter, str, Path]  # the exporter, its base URL and its config file
+
+
 @pytest.fixture
-def running(node: FakeNode, tmp_path: Path) -> Iterator[tuple[Exporter, str, Path]]:
+def running(node: FakeNode, tmp_path: Path) -> Iterator[Running]:
     config_file = tmp_path / "config.yml"
     _write_config(config_file, node.url)
     config = Config(nodes=(NodeConfig("n", node.url),), scrape_interval=1.0, scrape_timeout=1.0)
@@ -80,7 +88,7 @@ def running(node: FakeNode, tmp_path: Path) -> Iterator[tuple[Exporter, str, Pat
     ],
 )
 def test_metrics_formats(
-    running: tuple, accept: str | None, content_type: str, ending: bytes
+    running: Running, accept: str | None, content_type: str, ending: bytes
 ) -> None:
     _, base, _ = running
     status, headers, body = _get(base + "metrics", {"Accept": accept} if accept else {})
@@ -91,7 +99,7 @@ def test_metrics_formats(
     assert b"process_resident_memory_bytes" in body
 
 
-def test_gzip_when_asked(running: tuple) -> None:
+def test_gzip_when_asked(running: Running) -> None:
     _, base, _ = running
     plain = _get(base + "metrics")[2]
     status, headers, body = _get(base + "metrics", {"Accept-Encoding": "gzip, deflate"})
@@ -100,7 +108,7 @@ def test_gzip_when_asked(running: tuple) -> None:
     assert "Content-Encoding" not in _get(base + "metrics", {"Accept-Encoding": "gzip;q=0"})[1]
 
 
-def test_the_same_snapshot_is_served_until_the_next_cycle(running: tuple) -> None:
+def test_the_same_snapshot_is_served_until_the_next_cycle(running: Running) -> None:
     exporter, _, _ = running
     exposition = exporter.exposition()
     assert exposition.body(False, False) is exposition.body(False, False)
@@ -117,12 +125,12 @@ def test_the_same_snapshot_is_served_until_the_next_cycle(running: tuple) -> Non
         ("POST", "metrics", 405),
     ],
 )
-def test_endpoints(running: tuple, method: str, path: str, status: int) -> None:
+def test_endpoints(running: Running, method: str, path: str, status: int) -> None:
     _, base, _ = running
     assert _get(base + path, method=method)[0] == status
 
 
-def test_landing_page_escapes_node_values(running: tuple) -> None:
+def test_landing_page_escapes_node_values(running: Running) -> None:
     _, base, _ = running
     status, headers, body = _get(base)
     assert status == 200 and headers["Content-Type"].startswith("text/html")
@@ -143,7 +151,7 @@ def test_not_ready_before_the_first_cycle(node: FakeNode) -> None:
         exporter.stop()
 
 
-def test_reload_keeps_the_old_config_on_error(running: tuple, fake_nodes: list[FakeNode]) -> None:
+def test_reload_keeps_the_old_config_on_error(running: Running, fake_nodes: list[FakeNode]) -> None:
     _, base, config_file = running
     config_file.write_text("nodes: [{name: x}]\n")
     status, _, body = _get(base + "-/reload", method="POST")
@@ -246,7 +254,7 @@ def test_server_binds_ipv6_loopback_when_asked() -> None:
     server.server_close()
 
 
-def test_the_next_snapshot_is_rendered_before_it_is_served(running: tuple) -> None:
+def test_the_next_snapshot_is_rendered_before_it_is_served(running: Running) -> None:
     exporter, base, _ = running
     _get(base + "metrics", {"Accept": "application/openmetrics-text", "Accept-Encoding": "gzip"})
     current = exporter.exposition()

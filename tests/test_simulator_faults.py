@@ -280,8 +280,21 @@ def test_paths_layout_with_thousands_of_nodes(clock: Clock) -> None:
         assert len(get_json(net.admin_url + "nodes")["nodes"]) == 2000
 
 
+class WatchedEvent(threading.Event):
+    """The network's ``stopping`` event, telling the test when a slow answer waits on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiters = threading.Semaphore(0)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiters.release()
+        return super().wait(timeout)
+
+
 def test_stop_wakes_slow_answers_and_closes(clock: Clock) -> None:
     net = SimulatedNetwork(nodes=2, chains=1, clock=clock)
+    net.stopping = watched = WatchedEvent()
     net.start()
     net.set_fault("node-1", "slow", delay_seconds=60)
     errors: list[Exception] = []
@@ -294,9 +307,11 @@ def test_stop_wakes_slow_answers_and_closes(clock: Clock) -> None:
 
     waiting = threading.Thread(target=fetch)
     waiting.start()
-    time.sleep(0.2)
+    # Stop only once the answer waits out its delay: stopping earlier would refuse the
+    # connection, and that ConnectionError would pass for a woken answer.
+    assert watched.waiters.acquire(timeout=30), "the slow answer never started waiting"
     net.stop()
-    waiting.join(timeout=20)
+    waiting.join(timeout=20)  # well under the 60 s delay: only stop() can end it this soon
     assert not waiting.is_alive()
-    assert errors
+    assert len(errors) == 1 and "Connection aborted" in str(errors[0]), errors
     assert refused(net.admin_url)

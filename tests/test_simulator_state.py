@@ -113,7 +113,8 @@ def test_vote_sessions_open_close_and_rounds_climb(
 ) -> None:
     net, clock = net_clock
     chain = net.chain_ids[0]
-    counts, rounds_by_session = set(), {}
+    counts: set[int] = set()
+    rounds_by_session: dict[str, list[int]] = {}
     for _ in range(400):
         doc = net.blockchain("node-1", chain)
         counts.add(len(doc["voteSessions"]))

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from exporter.values import (
+    DurationError,
     parse_go_duration,
     parse_timestamp,
     read_bool,
@@ -56,6 +57,13 @@ ARABIC_ONE = "\u0661"  # a Unicode digit Python's \d and int() accept but Go and
         ("+2m", 120.0),
         ("0.000001s", 1e-6),
         ("100000h", 3.6e8),
+        # The three forms the simulator's old parser decided differently, as Go decides them
+        ("-0s", 0.0),
+        ("+5s", 5.0),
+        ("2562047h47m16.854775807s", 9223372036.854775807),  # Go's longest duration
+        ("-2562047h47m16.854775808s", -9223372036.854775808),  # and its most negative
+        ("9223372036854775807ns", 9223372036.854775807),
+        ("1.9999999999ns", 1e-9),  # fractions below a nanosecond are truncated, as in Go
     ],
     ids=lambda value: repr(value) if isinstance(value, str) else None,
 )
@@ -91,12 +99,32 @@ def test_parse_go_duration_accepts_go_syntax(text: str, seconds: float) -> None:
         "0x10s",
         f"{ARABIC_ONE}s",
         f"1{ARABIC_ONE}m",
+        " 2s",  # Go refuses surrounding spaces; the simulator's old parser stripped them
+        "2s\n",
+        "2562047h47m16.854775808s",  # one nanosecond past Go's int64
+        "9" * 30 + "h",  # once read as infinity
+        "1" + "0" * 400 + "s",
     ],
     ids=repr,
 )
 def test_parse_go_duration_refuses_what_go_refuses(text: str) -> None:
-    with pytest.raises(ValueError, match="invalid duration"):
+    with pytest.raises(DurationError, match="invalid duration"):
         parse_go_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("5", "invalid duration '5': missing unit; use Go syntax such as 2s, 1m30s or 500ms"),
+        ("5x", "invalid duration '5x': unknown unit 'x'; use Go syntax such as 2s, 1m30s or 500ms"),
+        ("", "invalid duration '': use Go syntax such as 2s, 1m30s or 500ms"),
+        ("999999999h", "invalid duration '999999999h': longer than Go's limit of 292 years"),
+    ],
+)
+def test_parse_go_duration_says_what_is_wrong(text: str, message: str) -> None:
+    with pytest.raises(DurationError) as caught:
+        parse_go_duration(text)
+    assert str(caught.value) == message
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,6 @@ from exporter.exposition import render_collectors
 from exporter.readings import InvalidResponseError, read_health
 from exporter.watch import (
     Reading,
-    WatchConfig,
     WatchedObject,
     WatchKind,
     WatchRequest,
@@ -34,7 +33,7 @@ from exporter.watch import (
     watched_object,
 )
 from exporter.watchcollector import WatchCollector
-from exporter.watchconfig import WatchedContract, WatchedWallet
+from exporter.watchconfig import WatchConfig, WatchedContract, WatchedWallet
 from tests.conftest import TESTDATA
 
 GOLDEN = TESTDATA / "golden"

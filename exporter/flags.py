@@ -1,0 +1,169 @@
+"""Flag values checked by argparse, shared by the three commands (main, ``demo``, ``simulate``).
+
+Each checker turns a mistake into a one-line message that says what to write instead (argparse
+prints it after the usage and exits with status 2); values that come from the environment go
+through the same checkers, so ``LEDGER_EXPORTER_LOG_LEVEL=verbose`` fails like
+``--log.level=verbose``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn
+
+from exporter.logs import FORMATS, LEVELS
+from exporter.server import ListenAddressError, parse_listen_address
+from exporter.values import DurationError, parse_go_duration
+
+ENV_PREFIX = "LEDGER_EXPORTER_"
+#: Durations a command line takes: at least a millisecond, at most a day.
+MIN_SECONDS, MAX_SECONDS = 0.001, 86400.0
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with kingpin's manners: a mistake is one line on stderr and exit status 2,
+    without the usage block burying it (``--help`` still shows the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``<prog>: error: <message> (see --help)`` and exit with status 2."""
+        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def one_of(kind: str, allowed: tuple[str, ...]) -> Callable[[str], str]:
+    """A checker accepting exactly one of ``allowed``, suggesting the closest on a typo."""
+
+    def check(text: str) -> str:
+        if text in allowed:
+            return text
+        close = difflib.get_close_matches(text.lower(), allowed, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise argparse.ArgumentTypeError(
+            f"unknown {kind} {text!r}; {hint}use one of {', '.join(allowed)}"
+        )
+
+    check.__name__ = kind  # argparse names the checker in some messages
+    return check
+
+
+log_level = one_of("log level", tuple(LEVELS))
+log_format = one_of("log format", FORMATS)
+
+
+def add_log_flags(
+    parser: argparse.ArgumentParser, *, defaults: bool = True, formats: bool = True
+) -> None:
+    """``--log.level`` (and ``--log.format``), with their help, as every command has them;
+    ``defaults=False`` leaves the defaults to apply_environment."""
+    parser.add_argument(
+        "--log.level",
+        dest="log_level",
+        type=log_level,
+        metavar="LEVEL",
+        help=f"least severe level logged: {', '.join(LEVELS)} (default info)",
+        default="info" if defaults else argparse.SUPPRESS,
+    )
+    if formats:
+        parser.add_argument(
+            "--log.format",
+            dest="log_format",
+            type=log_format,
+            metavar="FORMAT",
+            help="log line format on stderr: logfmt (key=value) or json (default logfmt)",
+            default="logfmt" if defaults else argparse.SUPPRESS,
+        )
+
+
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """A checker for a whole number from ``low`` to ``high`` (``--nodes``, ``--chains``): the
+    upper bound keeps a slip of the finger (100000000 nodes) from hanging the command."""
+
+    def check(text: str) -> int:
+        if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number from {low} to {high}, got {text!r}"
+            )
+        return int(text)
+
+    check.__name__ = "whole number"
+    return check
+
+
+#: Simulated nodes and chains a command accepts (100000 nodes start in about a second).
+node_count = whole_number(1, 100_000)
+chain_count = whole_number(1, 1_000)
+
+
+def any_int(text: str) -> int:
+    """A whole number, possibly negative (``--seed``)."""
+    body = text[1:] if text[:1] in "+-" else text
+    if not (body.isascii() and body.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+    return int(text)
+
+
+def positive_duration(text: str) -> float:
+    """A Go duration between 1ms and 24h, in seconds (``--scrape-interval``, ...)."""
+    try:
+        seconds = parse_go_duration(text)
+    except DurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if not MIN_SECONDS <= seconds <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"duration {text!r} out of range: use one between 1ms and 24h, such as 2s or 1m"
+        )
+    return seconds
+
+
+def listen_address(text: str) -> str:
+    """``host:port``, ``:port`` or ``[v6]:port``, checked by the server's own parser."""
+    try:
+        parse_listen_address(text)
+    except ListenAddressError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def env_name(flag: str) -> str:
+    """``web.listen-address`` -> ``LEDGER_EXPORTER_WEB_LISTEN_ADDRESS``."""
+    return ENV_PREFIX + flag.upper().replace(".", "_").replace("-", "_")
+
+
+def apply_environment(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    defaults: Mapping[str, Any],
+    environ: Mapping[str, str],
+) -> list[str]:
+    """Fill each flag left off the command line (its dest absent: default SUPPRESS) from its
+    environment variable, checked as the flag would be, else from ``defaults``.
+
+    Exits with status 2 through ``parser.error`` on a bad value; returns one warning per
+    unknown ``LEDGER_EXPORTER_*`` variable that looks like a misspelt flag's.
+    """
+    known: dict[str, argparse.Action] = {}
+    for action in parser._actions:
+        if action.dest in defaults:
+            known[env_name(action.option_strings[0].lstrip("-"))] = action
+    for name, action in known.items():
+        if hasattr(args, action.dest):
+            continue
+        text = environ.get(name)
+        if text is None:
+            setattr(args, action.dest, defaults[action.dest])
+            continue
+        try:
+            value = action.type(text) if callable(action.type) else text
+        except argparse.ArgumentTypeError as error:
+            parser.error(f"environment variable {name}={text!r}: {error}")
+        setattr(args, action.dest, value)
+    return [
+        f"ignoring unknown environment variable {name}; did you mean {close[0]}?"
+        for name in sorted(environ)
+        if name.startswith(ENV_PREFIX) and name not in known
+        for close in [difflib.get_close_matches(name, tuple(known), n=1, cutoff=0.85)]
+        if close  # others may be the operator's own, e.g. a password_env of the config
+    ]
