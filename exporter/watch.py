@@ -35,13 +35,15 @@ class WatchKind(Enum):
 @dataclass(frozen=True)
 class WatchRequest:
     """One request of a cycle: ``kind`` of the object labelled ``name`` on ``blockchain``,
-    asked of ``node``, at the API path ``segments`` (not yet encoded) with ``query``."""
+    asked of ``node``, at the API path ``segments`` (not yet encoded) with ``query``;
+    ``state_keys`` are the values a contract state request reads."""
 
     node: str
     kind: WatchKind
     blockchain: str
     address: str
     name: str
+    state_keys: tuple[str, ...] = ()
 
     @property
     def segments(self) -> tuple[str, ...]:
@@ -121,9 +123,10 @@ def plan_requests(
     requests: list[WatchRequest] = []
     for contract in watch.contracts:
         if _asks(contract, node, chains):
-            for kind in (WatchKind.CONTRACT, WatchKind.CONTRACT_STATE):
-                entry = (contract.blockchain, contract.address, contract.name)
-                requests.append(WatchRequest(node, kind, *entry))
+            entry = (contract.blockchain, contract.address, contract.name)
+            requests.append(WatchRequest(node, WatchKind.CONTRACT, *entry))
+            state = WatchRequest(node, WatchKind.CONTRACT_STATE, *entry, contract.state_keys)
+            requests.append(state)
     for wallet in watch.wallets:
         if _asks(wallet, node, chains):
             entry = (wallet.blockchain, wallet.address, wallet.name)
@@ -131,7 +134,7 @@ def plan_requests(
     return tuple(requests)
 
 
-def read_answer(request: WatchRequest, body: Any, watch: WatchConfig) -> Reading:
+def read_answer(request: WatchRequest, body: Any) -> Reading:
     """Interpret the decoded answer to ``request``; InvalidResponseError unless an object."""
     if not isinstance(body, dict):
         raise InvalidResponseError(
@@ -140,16 +143,8 @@ def read_answer(request: WatchRequest, body: Any, watch: WatchConfig) -> Reading
     if request.kind is WatchKind.CONTRACT:
         return read_contract(body)
     if request.kind is WatchKind.CONTRACT_STATE:
-        return read_state(body, state_keys(watch, request))
+        return read_state(body, request.state_keys)
     return read_wallet(body)
-
-
-def state_keys(watch: WatchConfig, request: WatchRequest) -> tuple[str, ...]:
-    """The configured ``state_keys`` of the contract ``request`` reads."""
-    for contract in watch.contracts:
-        if (contract.blockchain, contract.name) == (request.blockchain, request.name):
-            return contract.state_keys
-    return ()
 
 
 def read_contract(body: Mapping[str, Any]) -> ContractReading:

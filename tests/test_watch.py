@@ -40,13 +40,13 @@ GOLDEN = TESTDATA / "golden"
 WATCH_CASES = sorted(p.name for p in GOLDEN.iterdir() if p.name.startswith("watch-"))
 
 
-def recorded_reading(folder: Path, request: WatchRequest, watch: WatchConfig) -> Reading | None:
+def recorded_reading(folder: Path, request: WatchRequest) -> Reading | None:
     """The reading of the recorded answer to ``request``; None when the request failed."""
     answer = folder / (request.path.replace("?", "/") + ".json")
     if not answer.is_file():
         return None  # a .status file (HTTP error) or no answer at all
     try:
-        return read_answer(request, json.loads(answer.read_text()), watch)
+        return read_answer(request, json.loads(answer.read_text()))
     except (ValueError, InvalidResponseError):
         return None
 
@@ -61,7 +61,7 @@ def watch_cycle(case: Path) -> WatchStatus:
             continue
         health = read_health(json.loads((folder / "health.json").read_text()))
         for request in plan_requests(config.watch, node.name, health.blockchain_ids):
-            reading = recorded_reading(folder, request, config.watch)
+            reading = recorded_reading(folder, request)
             objects.append(watched_object(request, node.labels, reading))
     return WatchStatus(tuple(objects))
 
@@ -257,7 +257,7 @@ def test_state_value(state: object, key: str, value: float | None) -> None:
 def test_an_answer_that_is_not_an_object_is_invalid(body: object) -> None:
     request = plan_requests(WATCH, "validator-1", ["abc123"])[0]
     with pytest.raises(InvalidResponseError, match="not an object"):
-        read_answer(request, body, WATCH)
+        read_answer(request, body)
 
 
 def test_unreadable_objects_vanish_but_up_stays() -> None:

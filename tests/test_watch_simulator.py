@@ -45,7 +45,7 @@ def read_all(network: SimulatedNetwork, watch: WatchConfig) -> dict[tuple[str, s
         for request in plan_requests(watch, node, health.blockchain_ids):
             answer = requests.get(url + request.path, timeout=10)
             assert answer.status_code == 200, (request, answer.text)
-            readings[node, request.kind.value] = read_answer(request, answer.json(), watch)
+            readings[node, request.kind.value] = read_answer(request, answer.json())
     return readings
 
 
