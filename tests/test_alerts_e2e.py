@@ -337,10 +337,19 @@ def run_query(stack: Stack, query: Query) -> list[dict[str, Any]]:
     return [series for series in data["result"] if series["values"]]
 
 
+def waits_for_watch_lists(query: Query) -> bool:
+    """A query of the watch dashboard that needs watch lists read from the nodes: empty
+    until the event-loop poller (#10) reads them (#9, phase B); its counts say 0 already."""
+    reads_watch = re.search(r"ledger_(contract|wallet)_", query.expr) is not None
+    return reads_watch and "vector(0)" not in query.expr
+
+
 @pytest.mark.parametrize("query", QUERIES.values(), ids=str)
 def test_dashboard_query_has_data(stack: Stack, query: Query) -> None:
     result = run_query(stack, query)
-    if query.where in EMPTY_WHEN_HEALTHY:
+    if waits_for_watch_lists(query):
+        assert not result, f"{query} has data: watch lists are read, drop waits_for_watch_lists"
+    elif query.where in EMPTY_WHEN_HEALTHY:
         assert not result, f"{query} has data on a healthy network; drop it from the allow-list"
     else:
         assert result, f"{query} shows no data: {query.expr}"
