@@ -126,7 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     config, web = loaded
     if args.config_check:
-        print(f"{args.config_file}: OK, {len(config.nodes)} node(s)")
+        summary = f"{args.config_file}: OK, {len(config.nodes)} node(s)"
+        contracts, wallets = len(config.watch.contracts), len(config.watch.wallets)
+        if contracts or wallets:
+            summary += f", watching {contracts} contract(s) and {wallets} wallet(s)"
+        print(summary)
         return 0
     setup_logging(args.log_level, args.log_format)
     return serve(config, args.config_file, args.listen_address, web)
