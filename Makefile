@@ -31,13 +31,18 @@ package-data:
 	cp deploy/prometheus/rules.yml deploy/prometheus/alerts.yml exporter/rules/
 
 # Debian's prometheus package ships the server and promtool used by the integration tests;
-# docker-compose (v1, `config` needs no engine) and amtool check the deployment files.
+# docker-compose (v1, `config` needs no engine) and amtool check the deployment files;
+# chromium renders the landing page in tests/test_landing.py.
 tools:
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null \
 	  && command -v docker-compose >/dev/null && command -v amtool >/dev/null || { \
 	  echo "installing Debian's prometheus, prometheus-alertmanager (amtool), docker-compose"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    prometheus prometheus-alertmanager docker-compose >/dev/null; }
+	@command -v chromium >/dev/null || { \
+	  echo "installing Debian's chromium (the landing page is tested in a headless browser)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    chromium >/dev/null; }
 
 # Regenerate the Kubernetes PrometheusRule from deploy/prometheus/{rules,alerts}.yml.
 manifests: $(STAMP)

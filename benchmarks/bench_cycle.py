@@ -30,7 +30,6 @@ from benchlib import (
     MIB,
     MachineMeter,
     SimProcess,
-    count_new_connections,
     cpu_seconds,
     exporter_version,
     fetch_nodes,
@@ -120,7 +119,6 @@ def worker(p: dict[str, Any]) -> None:
 
     logging.getLogger("ledger_exporter").setLevel(logging.ERROR)
     rss_start = status_mib("VmRSS")
-    connections = count_new_connections()
     nodes = fetch_nodes(p["admin"])
     config = Config(
         nodes=tuple(NodeConfig(name, info["url"]) for name, info in nodes.items()),
@@ -134,7 +132,7 @@ def worker(p: dict[str, Any]) -> None:
     rss_warm, blocks_warm = settled_memory()
     cycles, rss = [], []
     for _ in range(p["cycles"]):
-        cycles.append(measure_cycle(poller, p["sim_pid"], connections))
+        cycles.append(measure_cycle(poller, p["sim_pid"]))
         rss.append(status_mib("VmRSS"))
     rss_end, blocks_end = settled_memory()
     poller.stop()
@@ -161,9 +159,9 @@ def settled_memory() -> tuple[float, int]:
     return status_mib("VmRSS"), sys.getallocatedblocks()
 
 
-def measure_cycle(poller: Any, sim_pid: int, connections: dict[str, int]) -> dict[str, float]:
+def measure_cycle(poller: Any, sim_pid: int) -> dict[str, float]:
     """One run_cycle: wall, own CPU, simulator CPU, requests, then the renders of a scrape."""
-    connections["connections"] = 0
+    connections = poller.connections_opened()
     sim_before = cpu_seconds(sim_pid)
     cpu_before, wall_before = time.process_time(), time.monotonic()
     snapshot = poller.run_cycle()
@@ -180,7 +178,7 @@ def measure_cycle(poller: Any, sim_pid: int, connections: dict[str, int]) -> dic
         "up": sum(node.up for node in snapshot.nodes),
         "chains": sum(len(node.chains) for node in snapshot.nodes),
         "chains_up": sum(chain.up for node in snapshot.nodes for chain in node.chains),
-        "connections": connections["connections"],
+        "connections": poller.connections_opened() - connections,
         **render(snapshot),
     }
 

@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -185,7 +184,7 @@ def worker(p: dict[str, Any]) -> None:
     poller = Poller(config, lambda snapshot: None)
     faulty_names = {node.name for node in faulty}
     cycles = [fault_cycle(poller, faulty_names, p["gap"]) for _ in range(p["cycles"])]
-    memory = {"rss": status_mib("VmRSS"), "hanging": hanging_requests()}
+    memory = {"rss": status_mib("VmRSS"), "hanging": poller.requests_in_flight()}
     memory["trimmed"] = trimmed_rss()  # garbage in reference cycles is still held
     gc.collect()
     memory["collected"] = trimmed_rss()
@@ -215,17 +214,6 @@ def trimmed_rss() -> float:
     except (OSError, AttributeError):
         return float("nan")  # not glibc
     return status_mib("VmRSS")
-
-
-def hanging_requests() -> int:
-    """Threads still inside NodeClient.get_json, i.e. requests outliving their cycle."""
-    return sum(
-        any(
-            entry.name == "get_json" and entry.filename.endswith("client.py")
-            for entry in traceback.extract_stack(frame)
-        )
-        for frame in sys._current_frames().values()
-    )
 
 
 def build_nodes(p: dict[str, Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

@@ -178,21 +178,6 @@ def status_mib(field: str, pid: int | str = "self") -> float:
     raise KeyError(field)
 
 
-def count_new_connections() -> dict[str, int]:
-    """Count TCP connections opened by urllib3 (instrumentation only: wraps ``_new_conn``)."""
-    import urllib3.connectionpool as pool  # noqa: PLC0415 (only workers need urllib3)
-
-    counts = {"connections": 0}
-    original = pool.HTTPConnectionPool._new_conn
-
-    def counting(self: pool.HTTPConnectionPool) -> Any:
-        counts["connections"] += 1
-        return original(self)
-
-    pool.HTTPConnectionPool._new_conn = counting  # type: ignore[method-assign]
-    return counts
-
-
 def percentile(values: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile (``fraction`` 0.5 = median, 0.99 = p99)."""
     ordered = sorted(values)

@@ -16,10 +16,11 @@ from dataclasses import replace
 from exporter.config import Config, load_config
 from exporter.exposition import Exposition
 from exporter.poller import Poller
+from exporter.render import Renderer
 from exporter.schema import ConfigError
-from exporter.server import ExporterServer
+from exporter.server import ExporterServer, ServerLimits
 from exporter.snapshot import Snapshot
-from exporter.webconfig import WebConfig
+from exporter.webconfig import WebConfig, load_web_config
 
 log = logging.getLogger("ledger_exporter")
 
@@ -33,11 +34,13 @@ class Exporter:
         self._config_path = config_path
         self._lock = threading.Lock()
         self._reload_ok = True
-        self._exposition = Exposition(Snapshot())
+        self._renderer = Renderer()  # one for the process: it keeps label strings across cycles
+        self._exposition = Exposition(Snapshot(), renderer=self._renderer)
         self._ready = threading.Event()
         self._poller = Poller(config, self._publish, clock)
         self._threads: list[threading.Thread] = []
         self._server: ExporterServer | None = None
+        self._web_config_path: str | None = None
 
     def exposition(self) -> Exposition:
         """What /metrics serves now."""
@@ -53,10 +56,12 @@ class Exporter:
             reload_ok = self._reload_ok
             asked = self._exposition.asked_for()
         # Rendering takes a while on big fleets: scrapes meanwhile get the previous snapshot.
-        exposition = Exposition(replace(snapshot, config_reload_ok=reload_ok)).prepare(asked)
+        fresh = replace(snapshot, config_reload_ok=reload_ok)
+        exposition = Exposition(fresh, renderer=self._renderer).prepare(asked)
         with self._lock:
             if reload_ok != self._reload_ok:  # a reload finished while this one rendered
-                exposition = Exposition(replace(snapshot, config_reload_ok=self._reload_ok), asked)
+                fresh = replace(snapshot, config_reload_ok=self._reload_ok)
+                exposition = Exposition(fresh, asked, self._renderer)
             self._exposition = exposition
         self._ready.set()
 
@@ -64,7 +69,7 @@ class Exporter:
         with self._lock:
             self._reload_ok = ok
             snapshot = replace(self._exposition.snapshot, config_reload_ok=ok)
-            self._exposition = Exposition(snapshot, self._exposition.asked_for())
+            self._exposition = Exposition(snapshot, self._exposition.asked_for(), self._renderer)
 
     def reload(self) -> None:
         """Re-read the config file; on error keep the running config and raise ConfigError."""
@@ -72,20 +77,31 @@ class Exporter:
             raise ConfigError("<none>", ["the exporter was started without --config.file"])
         try:
             config = load_config(self._config_path)
+            web = load_web_config(self._web_config_path) if self._web_config_path else None
         except ConfigError as error:
             self._set_reload_ok(False)
             log.error(
                 "config reload failed, keeping the running config",
-                extra={"fields": {"problems": "; ".join(error.problems)}},
+                extra={"fields": {"file": error.source, "problems": "; ".join(error.problems)}},
             )
             raise
         self._poller.apply(config)
+        if web is not None and self._server is not None:
+            self._server.use_web_config(web)
         self._set_reload_ok(True)
         log.info("config reloaded", extra={"fields": {"nodes": len(config.nodes)}})
 
-    def start(self, listen_address: str, web: WebConfig | None = None) -> ExporterServer:
-        """Bind the server (raises OSError if the port is taken), then start both threads."""
-        self._server = ExporterServer(listen_address, self, web)
+    def start(
+        self,
+        listen_address: str,
+        web: WebConfig | None = None,
+        web_config_path: str | None = None,
+        limits: ServerLimits | None = None,
+    ) -> ExporterServer:
+        """Bind the server (raises OSError if the port is taken), then start both threads.
+        A reload re-reads ``web_config_path`` too; a bad one keeps the running web config."""
+        self._web_config_path = web_config_path
+        self._server = ExporterServer(listen_address, self, web, limits)
         serve = self._server.serve_forever
         for target, name in ((serve, "http"), (self._poller.run, "poll")):
             thread = threading.Thread(target=target, name=name, daemon=True)

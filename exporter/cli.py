@@ -26,21 +26,27 @@ from exporter.flags import (
     apply_environment,
     env_name,
     listen_address,
+    positive_duration,
+    whole_number,
 )
 from exporter.logs import setup_logging
 from exporter.schema import ConfigError
+from exporter.server import ServerLimits
 from exporter.webconfig import WebConfig, load_web_config
 
 log = logging.getLogger("ledger_exporter")
 
 
 #: What each flag that an environment variable may set defaults to.
-DEFAULTS: dict[str, str | None] = {
+DEFAULTS: dict[str, str | float | None] = {
     "config_file": None,
     "listen_address": ":9877",
     "web_config_file": None,
     "log_level": "info",
     "log_format": "logfmt",
+    "read_header_timeout": 10.0,
+    "idle_timeout": 60.0,
+    "max_connections": 512,
 }
 
 
@@ -75,12 +81,44 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="exporter-toolkit web config: TLS and basic auth for the endpoints",
     )
+    _add_server_limits(parser)
     add_log_flags(parser, defaults=False)
     add("--version", action="version", version=f"ledger-exporter {__version__}")
     for action in parser._actions:
         if action.dest in DEFAULTS and action.help:
             action.help += f" [env {env_name(action.option_strings[0].lstrip('-'))}]"
     return parser
+
+
+def _add_server_limits(parser: argparse.ArgumentParser) -> None:
+    """The HTTP server's limits (``exporter.httpserver``): slow or idle clients are closed."""
+    add = parser.add_argument
+    add(
+        "--web.read-header-timeout",
+        dest="read_header_timeout",
+        type=positive_duration,
+        metavar="DURATION",
+        help="time a client has to send a request's headers (and finish TLS); default 10s",
+    )
+    add(
+        "--web.idle-timeout",
+        dest="idle_timeout",
+        type=positive_duration,
+        metavar="DURATION",
+        help="how long an idle keep-alive connection stays open; default 60s",
+    )
+    add(
+        "--web.max-connections",
+        dest="max_connections",
+        type=whole_number(1, 1_000_000),
+        metavar="N",
+        help="connections open at once; past it the least recently active one is closed "
+        "(default 512)",
+    )
+
+
+def _limits(args: argparse.Namespace) -> ServerLimits:
+    return ServerLimits(args.read_header_timeout, args.idle_timeout, args.max_connections)
 
 
 def _load(args: argparse.Namespace) -> tuple[Config, WebConfig | None] | None:
@@ -133,16 +171,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary)
         return 0
     setup_logging(args.log_level, args.log_format)
-    return serve(config, args.config_file, args.listen_address, web)
+    return serve(
+        config, args.config_file, args.listen_address, web, args.web_config_file, _limits(args)
+    )
 
 
-def serve(
-    config: Config, config_path: str | None, listen_address: str, web: WebConfig | None
+def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
+    config: Config,
+    config_path: str | None,
+    listen_address: str,
+    web: WebConfig | None,
+    web_config_path: str | None = None,
+    limits: ServerLimits | None = None,
 ) -> int:
-    """Run until SIGTERM or SIGINT; SIGHUP reloads the config."""
+    """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config)."""
     exporter = Exporter(config, config_path)
     try:
-        server = exporter.start(listen_address, web)
+        server = exporter.start(listen_address, web, web_config_path, limits)
     except (OSError, ValueError) as error:
         log.error(
             "cannot listen", extra={"fields": {"address": listen_address, "error": str(error)}}

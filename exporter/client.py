@@ -1,27 +1,33 @@
 """HTTP access to one node's JSON API: bounded in time and size, every failure classified.
 
-All nodes share one pooled ``requests.Session`` (built by :func:`make_session`); a request never
-outlives the cycle's deadline and never reads more than the response size cap.
+Requests go through the shared :class:`~exporter.engine.Engine` (one thread for all nodes);
+a request never outlives its deadline and never reads more than the response size cap.
+A failure names the URL path that answered badly, never the host's credentials.
 """
 
 from __future__ import annotations
 
+import copy
+import errno
 import json
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from enum import Enum
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
-import requests
-from requests.adapters import HTTPAdapter
-from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError
-from urllib3.exceptions import SSLError as Urllib3SSLError
+import pycurl
 
-from exporter import __version__
 from exporter.config import NodeConfig
-
-_CHUNK_BYTES = 64 * 1024
+from exporter.engine import (
+    NOT_SENT,
+    SHUT_DOWN,
+    Engine,
+    Request,
+    Response,
+    TransferError,
+)
 
 
 class Reason(Enum):
@@ -45,26 +51,14 @@ class FetchError(Exception):
 
 
 class NotSentError(FetchError):
-    """The cycle's deadline passed before the request could be sent (it waited in the queue):
+    """The deadline passed before the request could be sent (it waited in the queue):
     a timeout, but not one the node caused."""
 
     def __init__(self) -> None:
         super().__init__(Reason.TIMEOUT, "no time left in this cycle to send the request")
 
 
-def make_session(pool_size: int, hosts: int = 1) -> requests.Session:
-    """One session for every node, no retries: a kept-alive connection pool for each of the
-    ``hosts`` (fewer would evict pools and reconnect, a TLS handshake per request over
-    https), each holding up to ``pool_size`` connections."""
-    session = requests.Session()
-    session.trust_env = False  # proxies and .netrc from the environment must not leak in
-    adapter = HTTPAdapter(pool_connections=max(hosts, 1), pool_maxsize=pool_size, max_retries=0)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    session.headers.update(
-        {"User-Agent": f"ledger-exporter/{__version__}", "Accept": "application/json"}
-    )
-    return session
+Outcome = Callable[[Any, FetchError | None], None]
 
 
 class NodeClient:
@@ -72,23 +66,27 @@ class NodeClient:
 
     def __init__(
         self,
-        session: requests.Session,
+        engine: Engine,
         node: NodeConfig,
         max_bytes: int,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._session = session
-        self._node = node
+        self._engine = engine
         self._base = node.url if node.url.endswith("/") else node.url + "/"
+        self._base_path = urlsplit(self._base).path
         self._max_bytes = max_bytes
         self._monotonic = monotonic
-        self._headers = dict(node.headers)
-        self._verify: bool | str = node.tls.ca_file or not node.tls.insecure_skip_verify
-        self._cert = (
-            (node.tls.cert_file, node.tls.key_file)
-            if node.tls.cert_file and node.tls.key_file
-            else None
-        )
+        self._headers = ("Accept: application/json", *(f"{k}: {v}" for k, v in node.headers))
+        self._basic_auth = node.basic_auth
+        self._tls = node.tls
+        self._suspect = False
+
+    def as_suspect(self) -> NodeClient:
+        """This client for a node that timed out lately: its requests may hold only a quarter
+        of the engine's slots, so hanging nodes cannot starve the others."""
+        suspect = copy.copy(self)
+        suspect._suspect = True
+        return suspect
 
     def url_for(self, segments: Sequence[str]) -> str:
         """The base URL (path prefix kept) with each segment percent-encoded and appended.
@@ -98,45 +96,47 @@ class NodeClient:
         """
         return self._base + "/".join(_encode_segment(segment) for segment in segments)
 
-    def get_json(self, segments: Sequence[str], deadline: float) -> Any:
-        """GET the document at ``segments`` and decode it; raises FetchError on any failure."""
-        remaining = deadline - self._monotonic()
-        if remaining <= 0:
-            raise NotSentError
-        try:
-            with self._session.get(
-                self.url_for(segments),
-                headers=self._headers,
-                auth=self._node.basic_auth,
-                verify=self._verify,
-                cert=self._cert,
-                timeout=(remaining, remaining),
-                allow_redirects=False,
-                stream=True,
-            ) as response:
-                body = self._read_body(response, deadline)
-        except requests.Timeout:
-            raise FetchError(Reason.TIMEOUT, f"no answer within {remaining:.3g}s") from None
-        except requests.RequestException as error:
-            raise _classify(error) from None
-        return _decode(body)
+    def get(self, segments: Sequence[str], deadline: float, done: Outcome) -> None:
+        """Send the GET now and call ``done(document, None)`` or ``done(None, error)`` once it
+        ends, on the engine's thread (or at once if it cannot be sent)."""
+        if deadline - self._monotonic() <= 0:
+            done(None, NotSentError())
+            return
+        url = self.url_for(segments)
+        request = Request(
+            url,
+            deadline,
+            self._max_bytes,
+            self._headers,
+            self._basic_auth,
+            self._tls,
+            self._suspect,
+        )
+        path = self._base_path + url[len(self._base) :]
 
-    def _read_body(self, response: requests.Response, deadline: float) -> bytes:
-        if response.status_code >= 300:
-            raise FetchError(Reason.HTTP_STATUS, f"HTTP status {response.status_code}")
-        declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > self._max_bytes:
-            raise FetchError(
-                Reason.TOO_LARGE, f"declared {declared} bytes, over the {self._max_bytes} cap"
-            )
-        body = bytearray()
-        while chunk := _read_some(response):
-            body += chunk
-            if len(body) > self._max_bytes:
-                raise FetchError(Reason.TOO_LARGE, f"body over the {self._max_bytes} bytes cap")
-            if self._monotonic() > deadline:
-                raise FetchError(Reason.TIMEOUT, "the body did not arrive before the deadline")
-        return bytes(body)
+        def finished(future: Future[Response]) -> None:
+            try:
+                document = interpret(future, path, self._max_bytes)
+            except FetchError as error:
+                done(None, error)
+            else:
+                done(document, None)
+
+        self._engine.submit(request).add_done_callback(finished)
+
+    def get_json(self, segments: Sequence[str], deadline: float) -> Any:
+        """GET the document at ``segments`` and decode it, waiting for the answer; raises
+        FetchError on any failure."""
+        result: Future[Any] = Future()
+
+        def done(document: Any, error: FetchError | None) -> None:
+            if error is None:
+                result.set_result(document)
+            else:
+                result.set_exception(error)
+
+        self.get(segments, deadline, done)
+        return result.result()
 
 
 def _encode_segment(segment: str) -> str:
@@ -144,49 +144,59 @@ def _encode_segment(segment: str) -> str:
     return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
 
 
-def _read_some(response: requests.Response) -> bytes:
-    """The next piece of the decoded body, as soon as one socket read brings any.
-
-    ``iter_content`` blocks until a whole chunk has arrived, so a node dripping its body a few
-    bytes at a time would hold the request far past the deadline; ``read1`` never waits for more
-    than one read, and the caller checks the deadline between pieces.
-    """
+def interpret(future: Future[Response], path: str, max_bytes: int) -> Any:
+    """The JSON document of a finished request, or the FetchError that says what went wrong."""
     try:
-        return bytes(response.raw.read1(_CHUNK_BYTES, decode_content=True) or b"")
-    except ReadTimeoutError:
-        raise FetchError(Reason.TIMEOUT, "the body did not arrive in time") from None
-    except DecodeError:
-        raise FetchError(Reason.INVALID_RESPONSE, "the body's content encoding is broken") from None
-    except (ProtocolError, Urllib3SSLError):
-        raise FetchError(Reason.CONNECTION, "the connection broke while reading the body") from None
+        response = future.result()
+    except TransferError as failure:
+        raise classify(failure, path, max_bytes) from None
+    if response.status >= 300:
+        raise FetchError(Reason.HTTP_STATUS, f"HTTP status {response.status} from {path}")
+    return decode(response.body, path)
 
 
-def _classify(error: requests.RequestException) -> FetchError:
-    """Map a failure to send the request or read the headers (the body has its own reader)."""
-    if isinstance(error, requests.ConnectionError):
-        return FetchError(Reason.CONNECTION, _connection_detail(error))
-    return FetchError(Reason.CONNECTION, type(error).__name__)
+#: libcurl errors and what they mean for the operator, by CURLE_* code.
+_TRANSFER_ERRORS: dict[int, tuple[Reason, str]] = {
+    pycurl.E_OPERATION_TIMEDOUT: (Reason.TIMEOUT, "no complete answer before the deadline"),
+    SHUT_DOWN: (Reason.TIMEOUT, "the exporter shut down before the answer came"),
+    pycurl.E_COULDNT_RESOLVE_HOST: (Reason.CONNECTION, "name or service not known"),
+    pycurl.E_PEER_FAILED_VERIFICATION: (Reason.CONNECTION, "certificate verify failed"),
+    pycurl.E_SSL_CONNECT_ERROR: (Reason.CONNECTION, "TLS handshake failed"),
+    pycurl.E_SSL_CERTPROBLEM: (Reason.CONNECTION, "the client certificate or key is unusable"),
+    pycurl.E_SSL_CACERT_BADFILE: (Reason.CONNECTION, "the CA file could not be read"),
+    pycurl.E_BAD_CONTENT_ENCODING: (
+        Reason.INVALID_RESPONSE,
+        "the body's content encoding is broken",
+    ),
+    pycurl.E_PARTIAL_FILE: (Reason.CONNECTION, "the connection broke while reading the body"),
+    pycurl.E_RECV_ERROR: (Reason.CONNECTION, "the connection broke while reading the answer"),
+    pycurl.E_SEND_ERROR: (Reason.CONNECTION, "the connection broke while sending the request"),
+    pycurl.E_GOT_NOTHING: (Reason.CONNECTION, "the node closed the connection without answering"),
+    8: (Reason.CONNECTION, "the answer is not HTTP"),  # CURLE_WEIRD_SERVER_REPLY
+}
 
 
-def _connection_detail(error: requests.RequestException) -> str:
-    """A short cause without the URL (which may carry a path worth keeping out of logs)."""
-    text = str(error)
-    for marker in ("Connection refused", "Name or service not known", "certificate verify failed"):
-        if marker in text:
-            return marker.lower()
-    if isinstance(error, requests.exceptions.SSLError):
-        return "TLS handshake failed"
-    return "connection failed"
+def classify(failure: TransferError, path: str, max_bytes: int) -> FetchError:
+    """Map a failed transfer to a reason and a short detail without host or credentials."""
+    code = failure.code
+    if code == NOT_SENT:
+        return NotSentError()
+    if failure.over_cap or code == pycurl.E_FILESIZE_EXCEEDED:  # declared, or counted
+        return FetchError(Reason.TOO_LARGE, f"body from {path} over the {max_bytes} bytes cap")
+    if code == pycurl.E_COULDNT_CONNECT:
+        refused = failure.os_errno == errno.ECONNREFUSED
+        return FetchError(Reason.CONNECTION, "connection refused" if refused else "cannot connect")
+    reason, detail = _TRANSFER_ERRORS.get(code, (Reason.CONNECTION, f"transfer failed ({code})"))
+    return FetchError(reason, detail)
 
 
-def _decode(body: bytes) -> Any:
+def decode(body: bytes, path: str) -> Any:
+    """The body as JSON; an INVALID_JSON FetchError (noting an HTML page) otherwise."""
     try:
         return json.loads(body)
     except (ValueError, RecursionError):
-        return _raise_invalid_json(body)
-
-
-def _raise_invalid_json(body: bytes) -> Any:
-    start = body[:64].lstrip().lower()
-    hint = " (an HTML page)" if start.startswith((b"<!doctype", b"<html")) else ""
-    raise FetchError(Reason.INVALID_JSON, f"the body is not valid JSON{hint}")
+        start = body[:64].lstrip().lower()
+        hint = " (an HTML page)" if start.startswith((b"<!doctype", b"<html")) else ""
+        raise FetchError(
+            Reason.INVALID_JSON, f"the body from {path} is not valid JSON{hint}"
+        ) from None

@@ -1,59 +1,205 @@
-"""The exporter's landing page: version, links, and each node's state at a glance."""
+"""The landing page: a status page an operator keeps open, problems first.
+
+Plain HTML that refreshes itself (no JavaScript): a banner when the last config reload failed,
+a list of what needs attention, then every node (state, peers, version, last error and since
+when) and every chain (height, blocks behind, time since the height changed, syncing, council,
+vote round, its error). Ages, not clock times; long chain ids shortened with the full id on
+hover. Everything a node sends is escaped. Thresholds follow the shipped alert rules.
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import time
+from dataclasses import dataclass
 from html import escape
 
 from exporter import __version__
-from exporter.snapshot import NodeStatus, Snapshot
+from exporter import metrics as m
+from exporter.readings import ChainReading
+from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
+
+REFRESH_SECONDS = 10
+STALLED_SECONDS = 600  # LedgerBlockHeightStalled
+BEHIND_BLOCKS = 10  # LedgerNodeBehind
+SHORT_ID = 12  # chain ids longer than this are shortened to their first 8 characters
 
 _STYLE = (
-    "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-    "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}"
-    ".up{color:#080}.down{color:#b00}"
+    "body{font-family:sans-serif;margin:1.5em;color:#222}"
+    "table{border-collapse:collapse;margin-bottom:1.5em}"
+    "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}"
+    "th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    ".bad{color:#b00;font-weight:bold}.warn{color:#a60}.ok{color:#080}"
+    ".banner{background:#fdd;border:1px solid #b00;padding:.6em;margin:1em 0}"
+    "tr.problem{background:#fff3f3}code{font-size:90%}"
 )
 
 
-def _when(timestamp: float | None) -> str:
-    if timestamp is None:
-        return "never"
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+@dataclass(frozen=True)
+class _Problem:
+    node: str
+    chain: str | None
+    text: str
 
 
-def _node_row(node: NodeStatus) -> str:
-    state = '<span class="up">up</span>' if node.up else '<span class="down">down</span>'
-    chains = "<br>".join(
-        f"{escape(chain.blockchain)}: "
-        + (
-            f"height {chain.reading.height:.0f}"
-            if chain.reading and chain.reading.height is not None
-            else escape(chain.error or "no height reported")
+def _age(seconds: float) -> str:
+    """``4s``, ``3m 12s``, ``2h 5m``, ``3d 4h``."""
+    seconds = max(0, int(seconds))
+    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit} {seconds % size // sub_size}{sub}"
+    return f"{seconds // 60}m {seconds % 60}s" if seconds >= 60 else f"{seconds}s"
+
+
+def _ago(timestamp: float | None, now: float) -> str:
+    return "never" if timestamp is None else f"{_age(now - timestamp)} ago"
+
+
+def _chain_id(chain: str) -> str:
+    short = chain if len(chain) <= SHORT_ID else chain[:8] + "\u2026"
+    return f'<code title="{escape(chain)}">{escape(short)}</code>'
+
+
+def _gauge(reading: ChainReading | None, spec: m.MetricSpec) -> float | None:
+    if reading is None:
+        return None
+    return next((value for gauge, value in reading.gauges if gauge is spec), None)
+
+
+def _number(value: float | None) -> str:
+    return "&mdash;" if value is None else f"{value:.0f}"
+
+
+def _flag(value: float | None, yes: str = "yes") -> str:
+    return "&mdash;" if value is None else (yes if value else "no")
+
+
+def _chain_problems(node: NodeStatus, chain: ChainStatus, now: float) -> list[str]:
+    if chain.reading is None:
+        return [f"chain down: {chain.error or 'no reading'}"]
+    problems = []
+    syncing = _gauge(chain.reading, m.CHAIN_SYNCING)
+    if chain.height_changed_at is not None and now - chain.height_changed_at > STALLED_SECONDS:
+        problems.append(f"height unchanged for {_age(now - chain.height_changed_at)}")
+    elif chain.blocks_behind is not None and chain.blocks_behind > BEHIND_BLOCKS and not syncing:
+        problems.append(f"{chain.blocks_behind:.0f} blocks behind")
+    if syncing:
+        problems.append("syncing")
+    return problems
+
+
+def _node_problems(node: NodeStatus, now: float) -> list[_Problem]:
+    if not node.up:
+        since = (
+            "never up" if node.last_success is None else f"down for {_age(now - node.last_success)}"
         )
-        for chain in node.chains
+        return [_Problem(node.name, None, f"{since}: {node.error or 'no answer'}")]
+    problems = []
+    peers = node.health.peer_count if node.health else None
+    if peers == 0:
+        problems.append(_Problem(node.name, None, "no peers"))
+    for chain in node.chains:
+        problems += [
+            _Problem(node.name, chain.blockchain, text)
+            for text in _chain_problems(node, chain, now)
+        ]
+    return problems
+
+
+def _problem_list(problems: list[_Problem]) -> str:
+    if not problems:
+        return '<h2>Needs attention</h2><p class="ok">Nothing: every node is up and in step.</p>'
+    items = "".join(
+        f"<li><b>{escape(p.node)}</b>"
+        + (f" chain {_chain_id(p.chain)}" if p.chain is not None else "")
+        + f": {escape(p.text)}</li>"
+        for p in problems
     )
+    return f'<h2 class="bad">Needs attention ({len(problems)})</h2><ul>{items}</ul>'
+
+
+def _node_row(node: NodeStatus, problems: list[_Problem], now: float) -> str:
+    health = node.health
+    state = '<span class="ok">up</span>' if node.up else '<span class="bad">down</span>'
+    peers = health.peer_count if health else None
+    peer_class = " bad" if peers == 0 else ""
+    error = escape(node.error) if node.error else ""
+    if node.error and node.last_success is not None:
+        error += f" <small>(since last success, {_ago(node.last_success, now)})</small>"
     return (
-        f"<tr><td>{escape(node.name)}</td><td>{state}</td>"
-        f"<td>{escape(node.error or '')}</td><td>{_when(node.last_success)}</td>"
-        f"<td>{chains or '&mdash;'}</td></tr>"
+        f"<tr{' class=problem' if problems else ''}><td>{escape(node.name)}</td><td>{state}</td>"
+        f'<td class="n{peer_class}">{_number(peers)}</td>'
+        f"<td>{escape(health.node_version or '') if health else ''}</td>"
+        f"<td>{error}</td><td>{_ago(node.last_success, now)}</td></tr>"
     )
 
 
-def landing_page(snapshot: Snapshot) -> str:
-    """HTML for ``/``; every value from a node is escaped, URLs are never shown."""
+def _chain_row(node: NodeStatus, chain: ChainStatus, now: float) -> str:
+    reading = chain.reading
+    problems = _chain_problems(node, chain, now)
+    height = reading.height if reading else None
+    changed = _ago(chain.height_changed_at, now) if chain.height_changed_at else "&mdash;"
+    council = _flag(_gauge(reading, m.CHAIN_IN_COUNCIL), "member")
+    members = _gauge(reading, m.CHAIN_COUNCIL_MEMBERS)
+    if members is not None:
+        council += f" of {members:.0f}"
+    numbers = (height, chain.blocks_behind)
+    texts = (changed, _flag(_gauge(reading, m.CHAIN_SYNCING)), council)
+    counts = (_gauge(reading, m.CHAIN_VOTE_ROUND), _gauge(reading, m.CHAIN_PEERS))
+    problem = f'<span class="bad">{escape("; ".join(problems))}</span>' if problems else ""
+    return (
+        f"<tr{' class=problem' if problems else ''}><td>{escape(node.name)}</td>"
+        f"<td>{_chain_id(chain.blockchain)}</td>"
+        + "".join(f'<td class="n">{_number(value)}</td>' for value in numbers)
+        + "".join(f"<td>{text}</td>" for text in texts)
+        + "".join(f'<td class="n">{_number(value)}</td>' for value in counts)
+        + f"<td>{problem}</td></tr>"
+    )
+
+
+def _tables(nodes: list[NodeStatus], problems: dict[str, list[_Problem]], now: float) -> str:
+    node_rows = "".join(_node_row(node, problems[node.name], now) for node in nodes)
+    chains = [(node, chain) for node in nodes for chain in node.chains]
+    chains.sort(key=lambda pair: not _chain_problems(pair[0], pair[1], now))
+    chain_rows = "".join(_chain_row(node, chain, now) for node, chain in chains)
+    return (
+        "<h2>Nodes</h2><table><tr><th>Node</th><th>State</th><th>Peers</th><th>Version</th>"
+        f"<th>Last error</th><th>Last success</th></tr>{node_rows}</table>"
+        "<h2>Blockchains</h2><table><tr><th>Node</th><th>Chain</th><th>Height</th>"
+        "<th>Blocks behind</th><th>Height changed</th><th>Syncing</th><th>Council</th>"
+        f"<th>Vote round</th><th>Peers</th><th>Problem</th></tr>{chain_rows}</table>"
+    )
+
+
+def _summary(snapshot: Snapshot, now: float) -> str:
     if snapshot.completed_at is None:
-        status = "<p>The first polling cycle has not finished yet.</p>"
-    else:
-        status = (
-            f"<p>Last cycle finished {_when(snapshot.completed_at)} "
-            f"in {snapshot.cycle_duration or 0:.3f}s.</p>"
-        )
-    rows = "".join(_node_row(node) for node in snapshot.nodes)
+        return "<p>The first polling cycle has not finished yet.</p>"
+    up = sum(node.up for node in snapshot.nodes)
     return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>ledger-exporter</title>"
-        f"<style>{_STYLE}</style></head><body><h1>ledger-exporter {escape(__version__)}</h1>"
+        f"<p>{up} of {len(snapshot.nodes)} nodes up. Last cycle finished "
+        f"{_ago(snapshot.completed_at, now)} and took {snapshot.cycle_duration or 0:.2f}s; "
+        f"this page refreshes every {REFRESH_SECONDS}s.</p>"
+    )
+
+
+def landing_page(snapshot: Snapshot, now: float | None = None) -> str:
+    """HTML for ``/``; every value from a node is escaped, URLs are never shown."""
+    now = time.time() if now is None else now
+    problems = {node.name: _node_problems(node, now) for node in snapshot.nodes}
+    nodes = sorted(snapshot.nodes, key=lambda node: (node.up, not problems[node.name]))
+    banner = (
+        ""
+        if snapshot.config_reload_ok
+        else '<div class="banner bad">The last configuration reload failed: the previous '
+        "configuration is still running. The exporter's log says why.</div>"
+    )
+    listed = [problem for node in nodes for problem in problems[node.name]]
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<meta http-equiv='refresh' content='{REFRESH_SECONDS}'>"
+        f"<title>ledger-exporter</title><style>{_STYLE}</style></head><body>"
+        f"<h1>ledger-exporter {escape(__version__)}</h1>"
         "<p><a href='/metrics'>Metrics</a> &middot; <a href='/-/healthy'>Health</a> &middot; "
-        f"<a href='/-/ready'>Readiness</a></p>{status}"
-        "<table><tr><th>Node</th><th>State</th><th>Last error</th><th>Last success</th>"
-        f"<th>Blockchains</th></tr>{rows}</table></body></html>"
+        f"<a href='/-/ready'>Readiness</a></p>{banner}{_summary(snapshot, now)}"
+        f"{_problem_list(listed) if snapshot.completed_at is not None else ''}"
+        f"{_tables(nodes, problems, now)}</body></html>"
     )

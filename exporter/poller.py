@@ -1,8 +1,8 @@
 """The polling loop: every node and chain read concurrently, once per interval, never overlapping.
 
-One bounded thread pool runs every request. A node's chain requests are submitted by its
-/health task when that finishes, and no task ever waits on another, so the pool cannot
-deadlock however many nodes and chains there are. Every request shares the cycle's deadline
+Every request goes through one :class:`~exporter.engine.Engine` (one thread, libcurl's multi
+interface). A node's chain requests are sent from the callback of its /health request, so no
+thread ever waits on another request. Every request shares the cycle's deadline
 (``scrape_timeout``), and a node still unfinished then is reported with what it has so far:
 a slow or dead node never delays the others or the snapshot.
 """
@@ -13,14 +13,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
-import requests
-
-from exporter.client import FetchError, NodeClient, NotSentError, Reason, make_session
+from exporter import __version__
+from exporter.client import FetchError, NodeClient, NotSentError, Reason
 from exporter.config import Config, NodeConfig
+from exporter.engine import Engine
 from exporter.history import ChainResult, History, NodeResult
 from exporter.readings import HealthReading, InvalidResponseError, read_chain, read_health
 from exporter.snapshot import Snapshot
@@ -32,17 +32,14 @@ DEADLINE_GRACE_SECONDS = 0.25
 
 
 class _NodePoll:
-    """One node's poll in one cycle: /health, then each chain, all on the shared pool."""
+    """One node's poll in one cycle: /health, then each chain, driven by the engine's callbacks."""
 
-    def __init__(
-        self, node: NodeConfig, client: NodeClient, pool: ThreadPoolExecutor, max_chains: int
-    ) -> None:
+    def __init__(self, node: NodeConfig, client: NodeClient, max_chains: int) -> None:
         self.node = node
+        self._client = client
         self._max_chains = max_chains
         self._unpolled = 0
-        self.done: Future[None] = Future()
-        self._client = client
-        self._pool = pool
+        self.done = threading.Event()
         self._lock = threading.Lock()
         self._health_error: FetchError | None = None
         self._health: HealthReading | None = None
@@ -51,6 +48,7 @@ class _NodePoll:
         self._finished: float | None = None
         self._in_flight = 0
         self._ran_out_of_time = False
+        self._deadline = 0.0
 
     @property
     def in_flight(self) -> int:
@@ -64,33 +62,33 @@ class _NodePoll:
         with self._lock:
             return self._ran_out_of_time or self._in_flight > 0
 
-    def _ask(self, segments: list[str], deadline: float) -> object:
-        """``get_json``, keeping count of requests in flight and of those that timed out."""
+    def _ask(self, segments: list[str], done: Callable[[Any, FetchError | None], None]) -> None:
+        """``client.get``, keeping count of requests in flight and of those that timed out."""
         with self._lock:
             self._in_flight += 1
-        try:
-            return self._client.get_json(segments, deadline)
-        except NotSentError:
-            raise  # it only waited in the queue: the node is not to blame
-        except FetchError as error:
-            if error.reason is Reason.TIMEOUT:
-                with self._lock:
-                    self._ran_out_of_time = True
-            raise
-        finally:
+
+        def ended(document: Any, error: FetchError | None) -> None:
             with self._lock:
                 self._in_flight -= 1
+                if error is not None and error.reason is Reason.TIMEOUT:
+                    # one that only waited in the queue is not the node's fault
+                    self._ran_out_of_time |= not isinstance(error, NotSentError)
+            done(document, error)
+
+        self._client.get(segments, self._deadline, ended)
 
     def start(self, deadline: float, started: float) -> None:
-        self._started = started
-        self._pool.submit(self._read_health, deadline)
+        self._started, self._deadline = started, deadline
+        self._ask(["health"], self._health_read)
 
-    def _read_health(self, deadline: float) -> None:
+    def _health_read(self, document: Any, error: FetchError | None) -> None:
         try:
-            health = read_health(self._ask(["health"], deadline))
-        except Exception as error:
+            if error is not None:
+                raise error
+            health = read_health(document)
+        except Exception as failure:
             with self._lock:
-                self._health_error = _as_fetch_error(error)
+                self._health_error = _as_fetch_error(failure)
             self._finish()
             return
         chains = self.node.blockchains or health.blockchain_ids[: self._max_chains]
@@ -102,25 +100,30 @@ class _NodePoll:
         if not chains:
             self._finish()
         for chain in chains:
-            self._pool.submit(self._read_chain, chain, deadline)
+            self._ask(["blockchains", chain], self._chain_reader(chain))
 
-    def _read_chain(self, chain: str, deadline: float) -> None:
-        reading, error = None, None
-        try:
-            reading = read_chain(self._ask(["blockchains", chain], deadline))
-        except Exception as failure:
-            error = _as_fetch_error(failure)
-        with self._lock:
-            result = self._chains[chain]
-            result.reading, result.error = reading, error
-            finished = all(r.reading or r.error for r in self._chains.values())
-        if finished:
-            self._finish()
+    def _chain_reader(self, chain: str) -> Callable[[Any, FetchError | None], None]:
+        def chain_read(document: Any, error: FetchError | None) -> None:
+            reading = None
+            try:
+                if error is not None:
+                    raise error
+                reading = read_chain(document)
+            except Exception as failure:
+                error = _as_fetch_error(failure)
+            with self._lock:
+                result = self._chains[chain]
+                result.reading, result.error = reading, error
+                finished = all(r.reading or r.error for r in self._chains.values())
+            if finished:
+                self._finish()
+
+        return chain_read
 
     def _finish(self) -> None:
         with self._lock:
             self._finished = time.monotonic()
-        self.done.set_result(None)
+        self.done.set()
 
     def result(self, now: float) -> NodeResult:
         """What is known now; parts still outstanding count as timed out."""
@@ -159,19 +162,19 @@ def _as_fetch_error(error: Exception) -> FetchError:
     return FetchError(Reason.INVALID_RESPONSE, f"unexpected {type(error).__name__}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Resources:
-    """The session, pool and per-node clients built for one configuration."""
+    """The per-node clients built for one configuration (the engine outlives them)."""
 
     config: Config
-    session: requests.Session
-    pool: ThreadPoolExecutor
-    slow_pool: ThreadPoolExecutor  # for nodes that timed out last cycle (see run_cycle)
     clients: dict[str, NodeClient]
 
-    def shutdown(self) -> None:
-        for pool in (self.pool, self.slow_pool):
-            pool.shutdown(wait=False, cancel_futures=True)
+
+def new_engine(config: Config) -> Engine:
+    """The engine sized for ``config``: its in-flight limit and one kept-alive connection per
+    node host."""
+    hosts = len({urlsplit(node.url).netloc for node in config.nodes})
+    return Engine(config.max_concurrency, f"ledger-exporter/{__version__}", hosts)
 
 
 class Poller:
@@ -182,10 +185,14 @@ class Poller:
         config: Config,
         publish: Callable[[Snapshot], None],
         clock: Callable[[], float] = time.time,
+        engine: Engine | None = None,
     ) -> None:
         self._publish = publish
         self._clock = clock
         self._history = History()
+        self._owns_engine = engine is None
+        self._engine = engine or new_engine(config)
+        self._lock = threading.Lock()  # guards the hand-over of a reloaded config
         self._pending_config: Config | None = None
         self._resources = self._build(config)
         self._running: dict[str, _NodePoll] = {}
@@ -193,55 +200,66 @@ class Poller:
         self._wake = threading.Event()
         self._stopped = threading.Event()
 
+    @property
+    def config(self) -> Config:
+        """The configuration the next cycle polls with (a pending reload included)."""
+        with self._lock:
+            return self._pending_config or self._resources.config
+
     def apply(self, config: Config) -> None:
         """Use ``config`` from the next cycle on, and start that cycle now."""
-        self._pending_config = config
+        with self._lock:
+            self._pending_config = config
         self._wake.set()
 
     def _build(self, config: Config) -> _Resources:
         hosts = len({urlsplit(node.url).netloc for node in config.nodes})
-        session = make_session(config.max_concurrency, hosts)
-        pool = ThreadPoolExecutor(config.max_concurrency, thread_name_prefix="poll")
-        slow_pool = ThreadPoolExecutor(
-            max(1, config.max_concurrency // 4), thread_name_prefix="poll-slow"
-        )
+        self._engine.resize(hosts, config.max_concurrency)
         clients = {
-            node.name: NodeClient(session, node, config.max_response_bytes) for node in config.nodes
+            node.name: NodeClient(self._engine, node, config.max_response_bytes)
+            for node in config.nodes
         }
-        return _Resources(config, session, pool, slow_pool, clients)
+        return _Resources(config, clients)
 
-    def _take_pending_config(self) -> None:
-        config, self._pending_config = self._pending_config, None
-        if config is None:
-            return
-        old = self._resources
-        self._resources = self._build(config)
-        old.shutdown()
-        self._running.clear()
+    def _take_pending_config(self) -> _Resources:
+        """The resources for this cycle, rebuilt when a reload is pending. Polls still out
+        from the old config stay in ``_running``: still guarded, still counted."""
+        with self._lock:
+            config, self._pending_config = self._pending_config, None
+            if config is not None:
+                self._resources = self._build(config)
+            return self._resources
 
-    def run_cycle(self) -> Snapshot:
-        """Poll every node once, fold the results into the history, and return the snapshot."""
-        self._take_pending_config()
-        resources = self._resources
-        started = time.monotonic()
-        deadline = started + resources.config.scrape_timeout
-        polls, stuck = [], []
-        # Nodes that timed out last cycle go last, on a small pool of their own: however many
-        # hang, they cannot hold the threads the healthy nodes' requests need.
+    def _start_polls(
+        self, resources: _Resources, deadline: float, started: float
+    ) -> tuple[list[_NodePoll], list[NodeConfig]]:
+        polls: list[_NodePoll] = []
+        stuck: list[NodeConfig] = []
+        # Nodes that timed out last cycle go last and get at most a quarter of the engine's
+        # slots: however many hang, they cannot hold the slots the healthy nodes need.
         suspects = self._timed_out
+        self._running = {name: p for name, p in self._running.items() if not p.done.is_set()}
         for node in sorted(resources.config.nodes, key=lambda node: node.name in suspects):
-            previous = self._running.get(node.name)
-            if previous is not None and not previous.done.done():
+            if node.name in self._running:
                 stuck.append(node)  # an earlier poll still hangs: never a second request
                 continue
             client = resources.clients[node.name]
-            pool = resources.slow_pool if node.name in suspects else resources.pool
-            poll = _NodePoll(node, client, pool, resources.config.max_blockchains_per_node)
+            if node.name in suspects:
+                client = client.as_suspect()
+            poll = _NodePoll(node, client, resources.config.max_blockchains_per_node)
             self._running[node.name] = poll
             poll.start(deadline, started)
             polls.append(poll)
-        remaining = max(0.0, deadline - time.monotonic())
-        wait([poll.done for poll in polls], timeout=remaining + DEADLINE_GRACE_SECONDS)
+        return polls, stuck
+
+    def run_cycle(self) -> Snapshot:
+        """Poll every node once, fold the results into the history, and return the snapshot."""
+        resources = self._take_pending_config()
+        started = time.monotonic()
+        deadline = started + resources.config.scrape_timeout
+        polls, stuck = self._start_polls(resources, deadline, started)
+        for poll in polls:
+            poll.done.wait(max(0.0, deadline + DEADLINE_GRACE_SECONDS - time.monotonic()))
         ended = time.monotonic()
         hung = FetchError(Reason.TIMEOUT, "the previous poll of this node has not ended yet")
         results = [poll.result(ended) for poll in polls]
@@ -250,6 +268,8 @@ class Poller:
         results.sort(key=lambda result: order[result.node.name])
         self._timed_out = {poll.node.name for poll in polls if poll.blamed_for_timeout}
         self._timed_out |= {node.name for node in stuck}
+        # only polls still out are kept (to guard and count them); ended ones free their results
+        self._running = {name: p for name, p in self._running.items() if not p.done.is_set()}
         nodes = self._history.record(results, self._clock())
         return Snapshot(nodes, ended - started, self._clock())
 
@@ -268,13 +288,17 @@ class Poller:
             if self._wake.is_set():
                 next_start = time.monotonic()
 
+    def connections_opened(self) -> int:
+        """New connections to nodes made so far (kept-alive ones are reused across cycles)."""
+        return self._engine.connections_opened()
+
     def requests_in_flight(self) -> int:
-        """Requests sent and not yet ended, across all nodes (hung ones included)."""
-        return sum(poll.in_flight for poll in list(self._running.values()))
+        """Requests sent or queued and not yet ended, across all nodes (hung ones included)."""
+        return self._engine.in_flight()
 
     def stop(self) -> None:
-        """End run() after the current cycle and release threads and connections."""
+        """End run() after the current cycle; close the engine if this poller made it."""
         self._stopped.set()
         self._wake.set()
-        self._resources.shutdown()
-        self._resources.session.close()
+        if self._owns_engine:
+            self._engine.close()

@@ -1,19 +1,16 @@
 """The exporter's HTTP endpoints: /metrics, the landing page, health, readiness and reload.
 
-Each connection is served on its own thread, and with TLS the handshake happens on that
-thread too (unlike ``start_http_server``), so one idle client can never block the others.
+Served by ``exporter.httpserver``: idle, stalled or TLS-handshaking clients cost no thread
+and are closed after the time limits, so one client can never block the others.
 """
 
 from __future__ import annotations
 
 import logging
-import socket
-import ssl
 from base64 import b64decode
 from collections.abc import Callable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol
+from typing import Protocol
 
 from exporter.exposition import (
     OPENMETRICS_CONTENT_TYPE,
@@ -22,16 +19,19 @@ from exporter.exposition import (
     accepts_gzip,
     wants_openmetrics,
 )
+from exporter.httpserver import (
+    HTTPRequestHandler,
+    ListenAddressError,
+    ServerLimits,
+    ThreadedHTTPServer,
+    parse_listen_address,
+)
 from exporter.landing import landing_page
 from exporter.webconfig import WebConfig
 
 log = logging.getLogger("ledger_exporter")
 
-TLS_HANDSHAKE_TIMEOUT_SECONDS = 10.0
-
-
-class ListenAddressError(ValueError):
-    """The listen address is not of the form host:port."""
+__all__ = ["App", "ExporterServer", "ListenAddressError", "ServerLimits", "parse_listen_address"]
 
 
 class App(Protocol):
@@ -42,69 +42,43 @@ class App(Protocol):
     def reload(self) -> None: ...
 
 
-def parse_listen_address(address: str) -> tuple[str, int]:
-    """``:9877``, ``0.0.0.0:9877``, ``[::]:9877`` or ``localhost:9877`` to (host, port)."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
-        raise ListenAddressError(f"listen address {address!r} must be host:port, e.g. :9877")
-    return host.strip("[]"), int(port)
+class ExporterServer(ThreadedHTTPServer):
+    """The exporter's HTTP(S) server over an App; TLS and basic auth come from the web config,
+    which a reload may replace (new connections use the new one)."""
 
-
-class ExporterServer(ThreadingHTTPServer):
-    """Threaded HTTP(S) server over an App; TLS and basic auth come from the web config."""
-
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, address: str, app: App, web: WebConfig | None = None) -> None:
-        host, port = parse_listen_address(address)
-        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    def __init__(
+        self,
+        address: str,
+        app: App,
+        web: WebConfig | None = None,
+        limits: ServerLimits | None = None,
+    ) -> None:
         self.app = app
         self.web = web or WebConfig()
-        self._tls = self.web.ssl_context()
-        super().__init__((host or "0.0.0.0", port), _Handler)
+        super().__init__(parse_listen_address(address), _Handler, limits, self.web.ssl_context())
 
-    def serve_forever(self, poll_interval: float = 0.1) -> None:
-        """Serve until shutdown(); a short poll interval makes shutdown prompt."""
-        super().serve_forever(poll_interval)
-
-    @property
-    def port(self) -> int:
-        return int(self.server_address[1])
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        """Do the TLS handshake here, on the connection's own thread, with a timeout."""
-        if self._tls is None:
-            super().finish_request(request, client_address)
-            return
-        request.settimeout(TLS_HANDSHAKE_TIMEOUT_SECONDS)
-        try:
-            with self._tls.wrap_socket(request, server_side=True) as secure:
-                secure.settimeout(None)
-                super().finish_request(secure, client_address)
-        except (ssl.SSLError, OSError) as error:
-            log.debug("TLS connection failed", extra={"fields": {"error": str(error)}})
+    def use_web_config(self, web: WebConfig) -> None:
+        """Serve with a re-read web config from now on (TLS: from the next connection)."""
+        self.tls = web.ssl_context()
+        self.web = web
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(HTTPRequestHandler):
     server: ExporterServer
-    protocol_version = "HTTP/1.1"
     server_version = "ledger-exporter"
-    # Headers and body go out as two writes; with Nagle's algorithm the body waits for the
-    # client's delayed ACK, adding about 40 ms to every small scrape.
-    disable_nagle_algorithm = True
 
-    def do_GET(self) -> None:
+    def do_GET(self) -> None:  # noqa: N802 (http.server names)
         self._dispatch(send_body=True)
 
-    def do_HEAD(self) -> None:
+    def do_HEAD(self) -> None:  # noqa: N802
         self._dispatch(send_body=False)
 
-    def do_POST(self) -> None:
+    def do_POST(self) -> None:  # noqa: N802
+        self.discard_body()
         if not self._authorized():
             return
         if self.path.split("?")[0] != "/-/reload":
-            self._reply(HTTPStatus.METHOD_NOT_ALLOWED, b"Only /-/reload accepts POST.\n")
+            self._not_allowed("GET, HEAD")
             return
         try:
             self.server.app.reload()
@@ -124,11 +98,26 @@ class _Handler(BaseHTTPRequestHandler):
             "/-/ready": self._ready,
         }
         route = routes.get(path)
-        if route is None:
-            status = HTTPStatus.METHOD_NOT_ALLOWED if path == "/-/reload" else HTTPStatus.NOT_FOUND
-            self._reply(status, f"{status.phrase}.\n".encode(), send_body=send_body)
+        if path == "/-/reload":
+            self._not_allowed("POST", send_body)
+        elif route is None:
+            self._reply(HTTPStatus.NOT_FOUND, b"Not Found.\n", send_body=send_body)
+        else:
+            route(send_body)
+
+    def _other_method(self) -> None:
+        """PUT, DELETE, ...: 405 with what the path does accept."""
+        self.discard_body()
+        if not self._authorized():
             return
-        route(send_body)
+        self._not_allowed("POST" if self.path.split("?")[0] == "/-/reload" else "GET, HEAD")
+
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _other_method  # noqa: N815
+
+    def _not_allowed(self, allow: str, send_body: bool = True) -> None:
+        body = f"Method Not Allowed; this path accepts {allow}.\n".encode()
+        extra = {"Allow": allow}
+        self._reply(HTTPStatus.METHOD_NOT_ALLOWED, body, extra=extra, send_body=send_body)
 
     def _metrics(self, send_body: bool) -> None:
         openmetrics = wants_openmetrics(self.headers.get("Accept"))
@@ -179,9 +168,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if send_body:
             self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug(format, *args)
 
 
 def _basic_credentials(header: str) -> tuple[str | None, str]:

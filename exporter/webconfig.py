@@ -3,11 +3,15 @@
 The format is the Prometheus exporter-toolkit's ``web-config.yml`` (the keys this exporter
 supports are listed below), so operators reuse what they already run for node_exporter.
 Passwords are bcrypt hashes, as in exporter-toolkit; a verified pair is remembered by a salted
-digest so a scrape every few seconds does not pay bcrypt's deliberate cost each time.
+digest so a scrape every few seconds does not pay bcrypt's deliberate cost each time. As there:
+an unknown user costs the same bcrypt comparison as a wrong password (no user enumeration by
+timing), one bcrypt comparison runs at a time, only the security headers it allows may be set,
+and ``RequestClientCert``/``RequireAnyClientCert`` accept client certificates unverified.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import re
@@ -25,6 +29,17 @@ _CLIENT_AUTH = {
     "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
     "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
 }
+# Go's tls.RequestClientCert and RequireAnyClientCert ask for a certificate without verifying it.
+_UNVERIFIED_CLIENT_AUTH = ("RequestClientCert", "RequireAnyClientCert")
+# exporter-toolkit's allow-list: the headers that may be set, and their values where fixed.
+_ALLOWED_HEADERS: dict[str, tuple[str, ...]] = {
+    "Strict-Transport-Security": (),
+    "X-Content-Type-Options": ("nosniff",),
+    "X-Frame-Options": ("deny", "sameorigin"),
+    "X-XSS-Protection": (),
+    "Content-Security-Policy": (),
+}
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 _TLS_VERSIONS = {
     "TLS12": ssl.TLSVersion.TLSv1_2,
     "TLS13": ssl.TLSVersion.TLSv1_3,
@@ -63,6 +78,7 @@ class WebConfig:
     _verified: set[bytes] = field(default_factory=set, repr=False, compare=False)
     _salt: bytes = field(default_factory=lambda: os.urandom(16), repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _bcrypt_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The server-side TLS context, or None to serve plain HTTP."""
@@ -76,28 +92,59 @@ class WebConfig:
         context.verify_mode = _CLIENT_AUTH[self.tls.client_auth_type]
         if self.tls.client_ca_file:
             context.load_verify_locations(self.tls.client_ca_file)
+        if self.tls.client_auth_type in _UNVERIFIED_CLIENT_AUTH:
+            _accept_unverified_client_certificates(context)
         return context
 
     def check_password(self, user: str, password: str) -> bool:
-        """True when ``password`` matches the user's bcrypt hash."""
-        hashed = self.basic_auth_users.get(user)
-        if hashed is None:
-            return False
+        """True when ``password`` matches the user's bcrypt hash.
+
+        An unknown user is compared against a configured user's hash all the same, so the
+        answer takes as long as for a wrong password."""
+        known = self.basic_auth_users.get(user)
+        hashed = known if known is not None else next(iter(self.basic_auth_users.values()), "")
         digest = hashlib.sha256(self._salt + f"{user}\0{password}\0{hashed}".encode()).digest()
         with self._lock:
-            if digest in self._verified:
+            if known is not None and digest in self._verified:
                 return True
         import bcrypt  # noqa: PLC0415 - only needed when basic auth is configured
 
         try:
-            matches = bcrypt.checkpw(password.encode(), hashed.encode())
+            with self._bcrypt_lock:  # one at a time: a flood of logins costs one core at most
+                matches = bcrypt.checkpw(password.encode(), hashed.encode())
         except ValueError:  # a malformed hash ("Invalid salt") refuses, never crashes a request
             return False
-        if not matches:
+        if not matches or known is None:
             return False
         with self._lock:
             self._verified.add(digest)
         return True
+
+
+_VERIFY_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
+_ACCEPT_ANY = _VERIFY_CALLBACK(lambda preverified, store: 1)  # kept alive for the process
+
+
+def _accept_unverified_client_certificates(context: ssl.SSLContext) -> None:
+    """Keep asking for (or requiring) a client certificate but accept it unverified, as Go's
+    RequestClientCert/RequireAnyClientCert do. Python's ssl has no verify callback, so this
+    sets OpenSSL's on the context; it checks it found the right SSL_CTX before touching it."""
+    library = ctypes.CDLL(ssl._ssl.__file__)  # type: ignore[attr-defined]  # its libssl
+    get_options = library.SSL_CTX_get_options
+    get_options.argtypes, get_options.restype = [ctypes.c_void_p], ctypes.c_uint64
+    get_mode = library.SSL_CTX_get_verify_mode
+    get_mode.argtypes, get_mode.restype = [ctypes.c_void_p], ctypes.c_int
+    set_verify = library.SSL_CTX_set_verify
+    set_verify.argtypes, set_verify.restype = (
+        [ctypes.c_void_p, ctypes.c_int, _VERIFY_CALLBACK],
+        None,
+    )
+    # CPython's SSLContext object starts with the SSL_CTX pointer, right after its header.
+    pointer = ctypes.c_void_p.from_address(id(context) + object.__basicsize__).value
+    mode = 3 if context.verify_mode == ssl.CERT_REQUIRED else 1  # PEER [| FAIL_IF_NO_PEER_CERT]
+    if not pointer or get_options(pointer) != context.options or get_mode(pointer) != mode:
+        raise ssl.SSLError("cannot accept unverified client certificates with this Python")
+    set_verify(pointer, mode, _ACCEPT_ANY)
 
 
 def load_web_config(path: str) -> WebConfig:
@@ -129,10 +176,23 @@ class _WebReader(Reader):
             if not isinstance(raw, dict):
                 self.problem(("http_server_config", "headers"), "must map header names to values")
                 raw = {}
-            headers = {
-                k: self.string(v, ("http_server_config", "headers", k)) for k, v in raw.items()
-            }
+            headers = {str(k): self.header(k, v) for k, v in raw.items()}
         return WebConfig(tls, users, headers)
+
+    def header(self, name: Any, value: Any) -> str:
+        """A header exporter-toolkit lets one set, with a value that cannot split the response."""
+        path = ("http_server_config", "headers", str(name))
+        text = self.string(value, path)
+        allowed = _ALLOWED_HEADERS.get(str(name))
+        if allowed is None:
+            self.problem(
+                path, f"cannot be configured; allowed headers: {', '.join(_ALLOWED_HEADERS)}"
+            )
+        elif text and _CONTROL_CHARACTERS.search(text):
+            self.problem(path, "must not contain control characters such as CR or LF")
+        elif text and allowed and text not in allowed:
+            self.problem(path, f"must be one of {', '.join(allowed)}, not {text!r}")
+        return text
 
     def tls(self, value: Any) -> TlsServerConfig:
         path = ("tls_server_config",)

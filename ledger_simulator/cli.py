@@ -18,6 +18,8 @@ from exporter.flags import (
     node_count,
     positive_duration,
 )
+from exporter.httpserver import ListenAddressError
+from exporter.httpserver import parse_listen_address as parse_address
 from exporter.logs import setup_logging
 from ledger_simulator.errors import SimulatorError
 from ledger_simulator.faults import parse_fault_spec
@@ -29,14 +31,15 @@ log = logging.getLogger("ledger_exporter.simulator")
 
 
 def parse_listen_address(text: str) -> tuple[str, int]:
-    """``host:port``, ``:port`` (all interfaces) or ``[v6]:port`` -> (host, port)."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535:
+    """``host:port``, ``:port`` (all interfaces) or ``[v6]:port`` -> (host, port), with the
+    exporter's parser."""
+    try:
+        host, port = parse_address(text)
+    except ListenAddressError:
         raise argparse.ArgumentTypeError(
             f"invalid listen address {text!r}: use host:port, e.g. 127.0.0.1:7740 (port 0 = free)"
-        )
-    host = host.strip("[]") or "0.0.0.0"
-    return host, int(port_text)
+        ) from None
+    return host or "0.0.0.0", port
 
 
 def build_parser() -> argparse.ArgumentParser:

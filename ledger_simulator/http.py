@@ -7,17 +7,14 @@ paths layout). Node requests pass through the faults in force before the node AP
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import socket
-import socketserver
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from exporter.httpserver import HTTPRequestHandler, ServerLimits, ThreadedHTTPServer
 from ledger_simulator.admin import AdminApi
 from ledger_simulator.api import NodeApi, Response, error_response, split_path
 from ledger_simulator.errors import UnknownNodeError
@@ -26,6 +23,8 @@ from ledger_simulator.topology import Topology
 
 log = logging.getLogger("ledger_exporter.simulator")
 MAX_BODY = 64 * 1024  # admin requests are tiny; refuse anything larger
+# The ``slow`` fault holds a handler thread for its delay: allow many at once.
+SIM_LIMITS = ServerLimits(max_connections=4096, max_handlers=256)
 
 
 @dataclass(frozen=True)
@@ -94,64 +93,22 @@ class Router:
         return response
 
 
-class SimServer(ThreadingHTTPServer):
-    """A threading HTTP server that remembers its open connections so stop() can cut them."""
-
-    daemon_threads = True
-    allow_reuse_address = True
+class SimServer(ThreadedHTTPServer):
+    """The exporter's HTTP server class, serving the router for one port (node or shared)."""
 
     def __init__(self, address: tuple[str, int], router: Router, node: int | None) -> None:
         self.router = router
         self.node = node
-        self._open: set[socket.socket] = set()
-        self._open_lock = threading.Lock()
-        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        super().__init__(address, Handler, bind_and_activate=False)
-
-    def server_bind(self) -> None:
-        """Bind without http.server's reverse DNS lookup of the host (slow, and unused)."""
-        socketserver.TCPServer.server_bind(self)
-        self.server_name = str(self.server_address[0])
-        self.server_port = self.server_address[1]
-
-    def track(self, connection: socket.socket, is_open: bool) -> None:
-        """Add or remove an accepted connection."""
-        with self._open_lock:
-            if is_open:
-                self._open.add(connection)
-            else:
-                self._open.discard(connection)
-
-    def cut_connections(self) -> None:
-        """Shut down every open connection (keep-alive or waiting on a slow fault)."""
-        with self._open_lock:
-            connections = list(self._open)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
+        super().__init__(address, Handler, SIM_LIMITS, bind_and_activate=False)
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(HTTPRequestHandler):
     """Turns an HTTP request into a Request for the router and writes its Response."""
 
     server: SimServer
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # else each kept-alive answer waits ~40 ms for an ACK
     server_version = "ledger-simulator"
-    timeout = 60  # idle keep-alive connections are dropped after a minute
 
-    def setup(self) -> None:
-        """Register the connection so it can be cut on stop."""
-        super().setup()
-        self.server.track(self.connection, True)
-
-    def finish(self) -> None:
-        """Unregister the connection."""
-        self.server.track(self.connection, False)
-        with contextlib.suppress(OSError):
-            super().finish()
-
-    def do_GET(self) -> None:
+    def do_GET(self) -> None:  # noqa: N802 (http.server names)
         """Every method goes through the router, which decides what is allowed."""
         self.serve()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -176,3 +177,15 @@ def expected_problems(path: Path) -> list[str]:
             break
         problems.append(line.removeprefix(ERROR_PREFIX))
     return problems
+
+
+def make_certificate(directory: Path) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 and its key, made by openssl: (cert, key)."""
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+         "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    return str(cert), str(key)

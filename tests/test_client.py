@@ -1,7 +1,8 @@
-"""NodeClient: how each way a request can fail is classified, and that none outlives its deadline.
+"""NodeClient on the engine: how each way a request can fail is classified, and that none
+outlives its deadline.
 
-Most cases use ``responses`` (requests never leave the process); the ones about time, sockets
-and encodings use a real HTTP server on 127.0.0.1, started and stopped by the test.
+Every case runs over real sockets against a small HTTP server on 127.0.0.1 that the test
+starts and stops; the libcurl error table is also checked directly.
 """
 
 from __future__ import annotations
@@ -10,33 +11,34 @@ import base64
 import contextlib
 import gzip
 import json
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+import pycurl
 import pytest
-import requests
-import responses
 
 from exporter import __version__
-from exporter.client import FetchError, NodeClient, Reason, make_session
-from exporter.config import NodeConfig
+from exporter.client import FetchError, NodeClient, Reason, classify
+from exporter.config import NodeConfig, TlsConfig
+from exporter.engine import NOT_SENT, SHUT_DOWN, Engine, TransferError
 
-BASE = "http://127.0.0.1:7740/"
 CAP = 1000
 
 
 @pytest.fixture
-def mocked() -> Iterator[responses.RequestsMock]:
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
-        yield mock
-
-
-def client(url: str = BASE, max_bytes: int = CAP, **node: Any) -> NodeClient:
-    return NodeClient(make_session(4), NodeConfig("validator-1", url, **node), max_bytes)
+def engine() -> Iterator[Engine]:
+    running = Engine(8, f"ledger-exporter/{__version__}")
+    yield running
+    running.close()
 
 
 def soon(seconds: float = 5.0) -> float:
@@ -49,229 +51,20 @@ def fetch_error(node_client: NodeClient, segments: list[str], deadline: float) -
     return caught.value
 
 
-# --- with responses ---
+# --- a node on loopback that answers each path its own way ---
 
-
-def test_success_decodes_the_document(mocked: responses.RequestsMock) -> None:
-    health = {"nodeVersion": "1.4.2", "network": {"peerCount": 4}, "blockchains": ["8f2a9c"]}
-    mocked.get(BASE + "health", json=health)
-    assert client().get_json(["health"], soon()) == health
-    assert len(mocked.calls) == 1
-    assert mocked.calls[0].request.url == BASE + "health"
-
-
-def test_request_headers_identify_the_exporter(mocked: responses.RequestsMock) -> None:
-    mocked.get(BASE + "health", json={})
-    client().get_json(["health"], soon())
-    headers = mocked.calls[0].request.headers
-    assert headers["User-Agent"] == f"ledger-exporter/{__version__}"
-    assert headers["Accept"] == "application/json"
-    assert "Authorization" not in headers
-
-
-@pytest.mark.parametrize(
-    ("base", "segments", "url"),
-    [
-        (BASE, ["health"], "http://127.0.0.1:7740/health"),
-        ("http://127.0.0.1:7740", ["health"], "http://127.0.0.1:7740/health"),
-        (
-            "http://127.0.0.1:7740/nodes/node-1/",
-            ["blockchains", "8f2a9c"],
-            "http://127.0.0.1:7740/nodes/node-1/blockchains/8f2a9c",
-        ),
-        (
-            "http://127.0.0.1:7740/nodes/node-1",
-            ["blockchains", "8f2a9c"],
-            "http://127.0.0.1:7740/nodes/node-1/blockchains/8f2a9c",
-        ),
-        (
-            "https://proxy.example/a/b/",
-            ["blockchains", "a/b c?d#e%"],
-            "https://proxy.example/a/b/blockchains/a%2Fb%20c%3Fd%23e%25",
-        ),
-        (BASE, ["blockchains", "ünï"], "http://127.0.0.1:7740/blockchains/%C3%BCn%C3%AF"),
-        (BASE, ["blockchains", "a+b=c&d"], "http://127.0.0.1:7740/blockchains/a%2Bb%3Dc%26d"),
-        (BASE, ["blockchains", ".."], "http://127.0.0.1:7740/blockchains/%2E%2E"),
-        (BASE, ["blockchains", "."], "http://127.0.0.1:7740/blockchains/%2E"),
-        (BASE, ["blockchains", "a..b"], "http://127.0.0.1:7740/blockchains/a..b"),
-    ],
-)
-def test_url_for_keeps_the_prefix_and_escapes_segments(
-    base: str, segments: list[str], url: str
-) -> None:
-    assert client(base).url_for(segments) == url
-
-
-@pytest.mark.parametrize(
-    "base", ["http://127.0.0.1:7740/nodes/node-1/", "http://127.0.0.1:7740/nodes/node-1"]
-)
-def test_request_goes_under_the_path_prefix(base: str, mocked: responses.RequestsMock) -> None:
-    url = "http://127.0.0.1:7740/nodes/node-1/blockchains/8f2a9c"
-    mocked.get(url, json={"blockHeight": 7})
-    assert client(base).get_json(["blockchains", "8f2a9c"], soon()) == {"blockHeight": 7}
-    assert mocked.calls[0].request.url == url
-
-
-def test_chain_id_is_sent_as_one_escaped_segment(mocked: responses.RequestsMock) -> None:
-    url = BASE + "blockchains/a%2Fb%20c%3Fd%23e%25"
-    mocked.get(url, json={"blockHeight": 1})
-    assert client().get_json(["blockchains", "a/b c?d#e%"], soon()) == {"blockHeight": 1}
-    assert mocked.calls[0].request.path_url == "/blockchains/a%2Fb%20c%3Fd%23e%25"
-
-
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 500, 502, 503])
-def test_error_status_is_http_status(status: int, mocked: responses.RequestsMock) -> None:
-    mocked.get(BASE + "health", json={"error": "nope"}, status=status)
-    error = fetch_error(client(), ["health"], soon())
-    assert error.reason is Reason.HTTP_STATUS
-    assert error.detail == f"HTTP status {status}"
-
-
-@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
-def test_redirects_are_not_followed(status: int, mocked: responses.RequestsMock) -> None:
-    mocked.get(BASE + "health", status=status, headers={"Location": BASE + "elsewhere"})
-    mocked.get(BASE + "elsewhere", json={"nodeVersion": "1.0"})
-    error = fetch_error(client(), ["health"], soon())
-    assert error.reason is Reason.HTTP_STATUS
-    assert error.detail == f"HTTP status {status}"
-    assert [call.request.url for call in mocked.calls] == [BASE + "health"]
-
-
-@pytest.mark.parametrize(
-    ("body", "detail"),
-    [
-        (b"{not json", "the body is not valid JSON"),
-        (b"", "the body is not valid JSON"),
-        (b'{"a": 1} trailing', "the body is not valid JSON"),
-        (b'{"a": "\xff\xfe"}', "the body is not valid JSON"),
-        (b"OK", "the body is not valid JSON"),
-        (b"<!DOCTYPE html><html><body>Bad gateway</body></html>", "(an HTML page)"),
-        (b"\n  <html><head><title>Login</title></head></html>", "(an HTML page)"),
-        (b"<HTML>", "(an HTML page)"),
-    ],
-    ids=["garbage", "empty", "trailing", "not-utf8", "text", "doctype", "indented-html", "upper"],
-)
-def test_invalid_json(body: bytes, detail: str, mocked: responses.RequestsMock) -> None:
-    mocked.get(BASE + "health", body=body, content_type="text/html")
-    error = fetch_error(client(), ["health"], soon())
-    assert error.reason is Reason.INVALID_JSON
-    assert error.detail.endswith(detail)
-
-
-@pytest.mark.parametrize(
-    "document",
-    [[1, 2], ["8f2a9c"], "text", 42, 1.5, None, True, {"blockHeight": "12"}],
-    ids=repr,
-)
-def test_any_json_is_returned_as_is(document: object, mocked: responses.RequestsMock) -> None:
-    mocked.get(BASE + "health", body=json.dumps(document))
-    assert client().get_json(["health"], soon()) == document
-
-
-def test_declared_length_over_the_cap_is_too_large(mocked: responses.RequestsMock) -> None:
-    body = json.dumps({"pad": "x" * CAP})
-    mocked.get(BASE + "health", body=body, auto_calculate_content_length=True)
-    error = fetch_error(client(), ["health"], soon())
-    assert error.reason is Reason.TOO_LARGE
-    assert error.detail == f"declared {len(body)} bytes, over the {CAP} cap"
-
-
-def test_body_of_exactly_the_cap_is_read(mocked: responses.RequestsMock) -> None:
-    body = json.dumps({"pad": "x" * (CAP - 11)})
-    assert len(body) == CAP
-    mocked.get(BASE + "health", body=body, auto_calculate_content_length=True)
-    assert client().get_json(["health"], soon()) == {"pad": "x" * (CAP - 11)}
-
-
-def test_streamed_body_over_the_cap_is_too_large(mocked: responses.RequestsMock) -> None:
-    mocked.get(BASE + "health", body=json.dumps({"pad": "x" * CAP}))  # no Content-Length
-    error = fetch_error(client(), ["health"], soon())
-    assert error.reason is Reason.TOO_LARGE
-    assert error.detail == f"body over the {CAP} bytes cap"
-
-
-def test_broken_gzip_is_an_invalid_response(mocked: responses.RequestsMock) -> None:
-    mocked.get(BASE + "health", body=b"certainly not gzip", headers={"Content-Encoding": "gzip"})
-    error = fetch_error(client(), ["health"], soon())
-    assert error.reason is Reason.INVALID_RESPONSE
-
-
-@pytest.mark.parametrize(
-    ("exception", "reason"),
-    [
-        (requests.ConnectTimeout("connect timed out"), Reason.TIMEOUT),
-        (requests.ReadTimeout("read timed out"), Reason.TIMEOUT),
-        (requests.ConnectionError("[Errno 111] Connection refused"), Reason.CONNECTION),
-        (requests.ConnectionError("Name or service not known"), Reason.CONNECTION),
-        (requests.exceptions.SSLError("certificate verify failed"), Reason.CONNECTION),
-        (requests.exceptions.ChunkedEncodingError("broken"), Reason.CONNECTION),
-    ],
-    ids=["connect-timeout", "read-timeout", "refused", "dns", "tls", "chunked"],
-)
-def test_transport_failures(
-    exception: Exception, reason: Reason, mocked: responses.RequestsMock
-) -> None:
-    mocked.get(BASE + "health", body=exception)
-    error = fetch_error(client(), ["health"], soon())
-    assert error.reason is reason
-
-
-@pytest.mark.parametrize(
-    ("exception", "detail"),
-    [
-        (requests.ConnectionError("[Errno 111] Connection refused"), "connection refused"),
-        (requests.ConnectionError("Name or service not known"), "name or service not known"),
-        (requests.exceptions.SSLError("certificate verify failed"), "certificate verify failed"),
-        (requests.exceptions.SSLError("wrong version number"), "TLS handshake failed"),
-    ],
-)
-def test_connection_failure_details(
-    exception: Exception, detail: str, mocked: responses.RequestsMock
-) -> None:
-    mocked.get(BASE + "health", body=exception)
-    assert fetch_error(client(), ["health"], soon()).detail == detail
-
-
-@pytest.mark.parametrize("late_by", [0.0, 0.001, 30.0])
-def test_deadline_already_passed_sends_nothing(
-    late_by: float, mocked: responses.RequestsMock
-) -> None:
-    mocked.get(BASE + "health", json={})
-    now = 1000.0
-    node_client = NodeClient(
-        make_session(4), NodeConfig("validator-1", BASE), CAP, monotonic=lambda: now
-    )
-    error = fetch_error(node_client, ["health"], now - late_by)
-    assert error.reason is Reason.TIMEOUT
-    assert len(mocked.calls) == 0
-
-
-def test_configured_headers_are_sent(mocked: responses.RequestsMock) -> None:
-    mocked.get(BASE + "health", json={})
-    headers = (("X-Scope", "monitoring"), ("Authorization", "Bearer token-123"))
-    client(headers=headers).get_json(["health"], soon())
-    sent = mocked.calls[0].request.headers
-    assert sent["X-Scope"] == "monitoring"
-    assert sent["Authorization"] == "Bearer token-123"
-
-
-def test_basic_auth_is_sent(mocked: responses.RequestsMock) -> None:
-    mocked.get(BASE + "health", json={})
-    client(basic_auth=("alice", "s@cret:with colon")).get_json(["health"], soon())
-    expected = base64.b64encode(b"alice:s@cret:with colon").decode()
-    assert mocked.calls[0].request.headers["Authorization"] == f"Basic {expected}"
-
-
-# --- with a real HTTP server on loopback ---
+Serve = Callable[[BaseHTTPRequestHandler], None]
 
 
 class LocalNode:
-    """A misbehaving node on 127.0.0.1: hangs, drips, compresses, chunks, truncates."""
+    """A (mis)behaving node on 127.0.0.1: answers, hangs, drips, compresses, chunks, truncates."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.stop_event = threading.Event()
         self.request_headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
         self.client_ports: list[int] = []
+        self.routes: dict[str, Serve] = {}
         node = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -279,8 +72,12 @@ class LocalNode:
 
             def do_GET(self) -> None:
                 node.request_headers.append(dict(self.headers))
+                node.paths.append(self.path)
                 node.client_ports.append(self.client_address[1])
-                action = getattr(node, "serve_" + self.path.strip("/").replace("-", "_"))
+                action = node.routes.get(self.path)
+                if action is None:
+                    name = "serve_" + self.path.strip("/").replace("-", "_")
+                    action = getattr(node, name, node.serve_missing)
                 with contextlib.suppress(OSError):  # the client hung up, as it should
                     action(self)
 
@@ -288,12 +85,15 @@ class LocalNode:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,))
+        self.scheme = "https" if tls else "http"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/"
+        return f"{self.scheme}://127.0.0.1:{self.server.server_address[1]}/"
 
     def start(self) -> None:
         self.thread.start()
@@ -303,6 +103,33 @@ class LocalNode:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(5)
+
+    def answer(
+        self, path: str, body: bytes | Any, status: int = 200, length: bool = True, **headers: str
+    ) -> None:
+        """Answer ``path`` with ``body`` (JSON-encoded unless bytes) and extra headers."""
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+
+        def serve(handler: BaseHTTPRequestHandler) -> None:
+            handler.send_response(status)
+            handler.send_header("Content-Type", "application/json")
+            for name, value in headers.items():
+                handler.send_header(name.replace("_", "-"), value)
+            if length:
+                handler.send_header("Content-Length", str(len(raw)))
+            else:
+                handler.send_header("Connection", "close")
+                handler.close_connection = True
+            handler.end_headers()
+            handler.wfile.write(raw)
+
+        self.routes[path] = serve
+
+    def serve_missing(self, handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(404)
+        handler.send_header("Content-Length", "2")
+        handler.end_headers()
+        handler.wfile.write(b"{}")
 
     @staticmethod
     def head(handler: BaseHTTPRequestHandler, **headers: str) -> None:
@@ -326,12 +153,21 @@ class LocalNode:
         self.head(handler, Content_Length="100000")
         for _ in self.dripping():
             handler.wfile.write(b" ")
+            handler.wfile.flush()
         handler.close_connection = True
 
     def serve_drip_chunked(self, handler: BaseHTTPRequestHandler) -> None:
         self.head(handler, Transfer_Encoding="chunked")
         for _ in self.dripping():
             handler.wfile.write(b"1\r\n \r\n")
+            handler.wfile.flush()
+        handler.close_connection = True
+
+    def serve_drip_headers(self, handler: BaseHTTPRequestHandler) -> None:
+        handler.wfile.write(b"HTTP/1.1 200 OK\r\n")
+        for index, _ in enumerate(self.dripping()):
+            handler.wfile.write(b"X-Drip-%d: x\r\n" % index)
+            handler.wfile.flush()
         handler.close_connection = True
 
     def serve_gzip(self, handler: BaseHTTPRequestHandler) -> None:
@@ -339,8 +175,18 @@ class LocalNode:
         self.head(handler, Content_Encoding="gzip", Content_Length=str(len(body)))
         handler.wfile.write(body)
 
+    def serve_deflate_bomb(self, handler: BaseHTTPRequestHandler) -> None:
+        body = zlib.compress(b"[" + b"0," * 1_000_000 + b"0]")
+        self.head(handler, Content_Encoding="deflate", Content_Length=str(len(body)))
+        handler.wfile.write(body)
+
     def serve_gzip_bomb(self, handler: BaseHTTPRequestHandler) -> None:
         body = gzip.compress(b"[" + b"0," * 1_000_000 + b"0]")  # ~2 MB unpacked, ~2 kB packed
+        self.head(handler, Content_Encoding="gzip", Content_Length=str(len(body)))
+        handler.wfile.write(body)
+
+    def serve_broken_gzip(self, handler: BaseHTTPRequestHandler) -> None:
+        body = b"certainly not gzip"
         self.head(handler, Content_Encoding="gzip", Content_Length=str(len(body)))
         handler.wfile.write(body)
 
@@ -362,6 +208,9 @@ class LocalNode:
         handler.wfile.write(b'{"blockHeight": 1')
         handler.close_connection = True
 
+    def serve_nothing(self, handler: BaseHTTPRequestHandler) -> None:
+        handler.close_connection = True  # the connection closes without a byte of answer
+
 
 @pytest.fixture
 def local_node() -> Iterator[LocalNode]:
@@ -370,6 +219,197 @@ def local_node() -> Iterator[LocalNode]:
     yield node
     node.stop()
 
+
+def client(engine: Engine, url: str, max_bytes: int = CAP, **node: Any) -> NodeClient:
+    return NodeClient(engine, NodeConfig("validator-1", url, **node), max_bytes)
+
+
+# --- answers ---
+
+
+def test_success_decodes_the_document(engine: Engine, local_node: LocalNode) -> None:
+    health = {"nodeVersion": "1.4.2", "network": {"peerCount": 4}, "blockchains": ["8f2a9c"]}
+    local_node.answer("/health", health)
+    assert client(engine, local_node.url).get_json(["health"], soon()) == health
+    assert local_node.paths == ["/health"]
+
+
+def test_request_headers_identify_the_exporter(engine: Engine, local_node: LocalNode) -> None:
+    local_node.answer("/health", {})
+    client(engine, local_node.url).get_json(["health"], soon())
+    headers = local_node.request_headers[0]
+    assert headers["User-Agent"] == f"ledger-exporter/{__version__}"
+    assert headers["Accept"] == "application/json"
+    assert "Authorization" not in headers
+
+
+@pytest.mark.parametrize(
+    ("base", "segments", "url"),
+    [
+        ("http://127.0.0.1:7740/", ["health"], "http://127.0.0.1:7740/health"),
+        ("http://127.0.0.1:7740", ["health"], "http://127.0.0.1:7740/health"),
+        (
+            "http://127.0.0.1:7740/nodes/node-1/",
+            ["blockchains", "8f2a9c"],
+            "http://127.0.0.1:7740/nodes/node-1/blockchains/8f2a9c",
+        ),
+        (
+            "http://127.0.0.1:7740/nodes/node-1",
+            ["blockchains", "8f2a9c"],
+            "http://127.0.0.1:7740/nodes/node-1/blockchains/8f2a9c",
+        ),
+        (
+            "https://proxy.example/a/b/",
+            ["blockchains", "a/b c?d#e%"],
+            "https://proxy.example/a/b/blockchains/a%2Fb%20c%3Fd%23e%25",
+        ),
+        ("http://h/", ["blockchains", "ünï"], "http://h/blockchains/%C3%BCn%C3%AF"),
+        ("http://h/", ["blockchains", "a+b=c&d"], "http://h/blockchains/a%2Bb%3Dc%26d"),
+        ("http://h/", ["blockchains", ".."], "http://h/blockchains/%2E%2E"),
+        ("http://h/", ["blockchains", "."], "http://h/blockchains/%2E"),
+        ("http://h/", ["blockchains", "a..b"], "http://h/blockchains/a..b"),
+    ],
+)
+def test_url_for_keeps_the_prefix_and_escapes_segments(
+    engine: Engine, base: str, segments: list[str], url: str
+) -> None:
+    assert client(engine, base).url_for(segments) == url
+
+
+@pytest.mark.parametrize("prefix", ["nodes/node-1/", "nodes/node-1"])
+def test_request_goes_under_the_path_prefix(
+    prefix: str, engine: Engine, local_node: LocalNode
+) -> None:
+    local_node.answer("/nodes/node-1/blockchains/8f2a9c", {"blockHeight": 7})
+    document = client(engine, local_node.url + prefix).get_json(["blockchains", "8f2a9c"], soon())
+    assert document == {"blockHeight": 7}
+
+
+def test_chain_id_is_sent_as_one_escaped_segment(engine: Engine, local_node: LocalNode) -> None:
+    local_node.answer("/blockchains/a%2Fb%20c%3Fd%23e%25", {"blockHeight": 1})
+    document = client(engine, local_node.url).get_json(["blockchains", "a/b c?d#e%"], soon())
+    assert document == {"blockHeight": 1}
+    assert local_node.paths == ["/blockchains/a%2Fb%20c%3Fd%23e%25"]
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 500, 502, 503])
+def test_error_status_names_the_path(status: int, engine: Engine, local_node: LocalNode) -> None:
+    local_node.answer("/api/blockchains/c1", {"error": "nope"}, status=status)
+    node_client = client(engine, local_node.url + "api")
+    error = fetch_error(node_client, ["blockchains", "c1"], soon())
+    assert error.reason is Reason.HTTP_STATUS
+    assert error.detail == f"HTTP status {status} from /api/blockchains/c1"
+
+
+def test_error_detail_never_holds_credentials(engine: Engine, local_node: LocalNode) -> None:
+    local_node.answer("/health", b"nope", status=401)
+    node_client = client(engine, local_node.url, basic_auth=("alice", "s3cret"))
+    error = fetch_error(node_client, ["health"], soon())
+    assert "alice" not in str(error) and "s3cret" not in str(error)
+    assert "127.0.0.1" not in str(error)
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_redirects_are_not_followed(status: int, engine: Engine, local_node: LocalNode) -> None:
+    local_node.answer("/health", b"", status=status, Location=local_node.url + "elsewhere")
+    local_node.answer("/elsewhere", {"nodeVersion": "1.0"})
+    error = fetch_error(client(engine, local_node.url), ["health"], soon())
+    assert error.reason is Reason.HTTP_STATUS
+    assert error.detail == f"HTTP status {status} from /health"
+    assert local_node.paths == ["/health"]
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        (b"{not json", "the body from /health is not valid JSON"),
+        (b"", "the body from /health is not valid JSON"),
+        (b'{"a": 1} trailing', "the body from /health is not valid JSON"),
+        (b'{"a": "\xff\xfe"}', "the body from /health is not valid JSON"),
+        (b"OK", "the body from /health is not valid JSON"),
+        (b"<!DOCTYPE html><html><body>Bad gateway</body></html>", "(an HTML page)"),
+        (b"\n  <html><head><title>Login</title></head></html>", "(an HTML page)"),
+        (b"<HTML>", "(an HTML page)"),
+    ],
+    ids=["garbage", "empty", "trailing", "not-utf8", "text", "doctype", "indented-html", "upper"],
+)
+def test_invalid_json(body: bytes, detail: str, engine: Engine, local_node: LocalNode) -> None:
+    local_node.answer("/health", body)
+    error = fetch_error(client(engine, local_node.url), ["health"], soon())
+    assert error.reason is Reason.INVALID_JSON
+    assert error.detail.endswith(detail)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [[1, 2], ["8f2a9c"], "text", 42, 1.5, None, True, {"blockHeight": "12"}],
+    ids=repr,
+)
+def test_any_json_is_returned_as_is(
+    document: object, engine: Engine, local_node: LocalNode
+) -> None:
+    local_node.answer("/health", document)
+    assert client(engine, local_node.url).get_json(["health"], soon()) == document
+
+
+# --- the size cap ---
+
+
+def test_declared_length_over_the_cap_is_too_large(engine: Engine, local_node: LocalNode) -> None:
+    local_node.answer("/health", {"pad": "x" * CAP})
+    error = fetch_error(client(engine, local_node.url), ["health"], soon())
+    assert error.reason is Reason.TOO_LARGE
+    assert error.detail == f"body from /health over the {CAP} bytes cap"
+
+
+def test_body_of_exactly_the_cap_is_read(engine: Engine, local_node: LocalNode) -> None:
+    body = json.dumps({"pad": "x" * (CAP - 11)}).encode()
+    assert len(body) == CAP
+    for length in (True, False):
+        local_node.answer("/health", body, length=length)
+        document = client(engine, local_node.url).get_json(["health"], soon())
+        assert document == {"pad": "x" * (CAP - 11)}
+
+
+def test_streamed_body_over_the_cap_is_too_large(engine: Engine, local_node: LocalNode) -> None:
+    local_node.answer("/health", {"pad": "x" * CAP}, length=False)  # no Content-Length
+    error = fetch_error(client(engine, local_node.url), ["health"], soon())
+    assert error.reason is Reason.TOO_LARGE
+    assert error.detail == f"body from /health over the {CAP} bytes cap"
+
+
+def test_chunked_body_over_the_cap_is_too_large(engine: Engine, local_node: LocalNode) -> None:
+    error = fetch_error(client(engine, local_node.url), ["chunked-large"], soon())
+    assert error.reason is Reason.TOO_LARGE
+    assert error.detail == f"body from /chunked-large over the {CAP} bytes cap"
+
+
+@pytest.mark.parametrize("path", ["gzip-bomb", "deflate-bomb"])
+def test_compressed_body_is_capped_unpacked(
+    path: str, engine: Engine, local_node: LocalNode
+) -> None:
+    error = fetch_error(client(engine, local_node.url, max_bytes=100_000), [path], soon())
+    assert error.reason is Reason.TOO_LARGE
+    assert error.detail == f"body from /{path} over the 100000 bytes cap"
+
+
+def test_gzip_body_is_decoded(engine: Engine, local_node: LocalNode) -> None:
+    document = client(engine, local_node.url, max_bytes=100_000).get_json(["gzip"], soon())
+    assert document == {"nodeVersion": "1.4.2", "pad": "x" * 5000}
+    assert "gzip" in local_node.request_headers[0]["Accept-Encoding"]
+
+
+def test_broken_gzip_is_an_invalid_response(engine: Engine, local_node: LocalNode) -> None:
+    error = fetch_error(client(engine, local_node.url), ["broken-gzip"], soon())
+    assert error.reason is Reason.INVALID_RESPONSE
+
+
+def test_chunked_body_is_read(engine: Engine, local_node: LocalNode) -> None:
+    document = client(engine, local_node.url).get_json(["chunked"], soon())
+    assert document == {"blockHeight": 18342, "syncing": False}
+
+
+# --- time ---
 
 DEADLINE = 0.5
 
@@ -380,65 +420,125 @@ def timed_error(node_client: NodeClient, path: str) -> tuple[FetchError, float]:
     return error, time.monotonic() - started
 
 
-def test_server_that_never_answers_times_out(local_node: LocalNode) -> None:
-    error, elapsed = timed_error(client(local_node.url), "hang")
+def test_server_that_never_answers_times_out(engine: Engine, local_node: LocalNode) -> None:
+    error, elapsed = timed_error(client(engine, local_node.url), "hang")
     assert error.reason is Reason.TIMEOUT
     assert DEADLINE * 0.9 <= elapsed < DEADLINE * 3
 
 
-@pytest.mark.parametrize("path", ["drip", "drip-chunked"])
-def test_body_dripping_past_the_deadline_times_out(path: str, local_node: LocalNode) -> None:
-    error, elapsed = timed_error(client(local_node.url, max_bytes=1_000_000), path)
+@pytest.mark.parametrize("path", ["drip", "drip-chunked", "drip-headers"])
+def test_dripping_past_the_deadline_times_out(
+    path: str, engine: Engine, local_node: LocalNode
+) -> None:
+    error, elapsed = timed_error(client(engine, local_node.url, max_bytes=1_000_000), path)
     assert error.reason is Reason.TIMEOUT
     assert elapsed < DEADLINE * 3
 
 
-def test_connection_refused(local_node: LocalNode) -> None:
+@pytest.mark.parametrize("late_by", [0.0, 0.001, 30.0])
+def test_deadline_already_passed_sends_nothing(
+    late_by: float, engine: Engine, local_node: LocalNode
+) -> None:
+    now = 1000.0
+    config = NodeConfig("validator-1", local_node.url)
+    node_client = NodeClient(engine, config, CAP, monotonic=lambda: now)
+    error = fetch_error(node_client, ["health"], now - late_by)
+    assert error.reason is Reason.TIMEOUT
+    assert local_node.paths == []
+
+
+def test_a_queued_request_whose_deadline_passes_is_not_sent(local_node: LocalNode) -> None:
+    single = Engine(1, "test")
+    try:
+        hanging = client(single, local_node.url)
+        results: list[FetchError | None] = []
+        hanging.get(["hang"], soon(1.0), lambda _, error: results.append(error))
+        error = fetch_error(client(single, local_node.url), ["health"], soon(0.3))
+    finally:
+        single.close()
+    assert error.reason is Reason.TIMEOUT
+    assert error.detail == "no time left in this cycle to send the request"
+    assert "/health" not in local_node.paths
+
+
+def test_close_fails_what_is_still_out_at_once(local_node: LocalNode) -> None:
+    closing = Engine(4, "test")
+    outcome: list[FetchError | None] = []
+    done = threading.Event()
+
+    def record(_: Any, error: FetchError | None) -> None:
+        outcome.append(error)
+        done.set()
+
+    client(closing, local_node.url).get(["hang"], soon(30.0), record)
+    while not local_node.paths and not done.is_set():
+        time.sleep(0.01)
+    started = time.monotonic()
+    closing.close()
+    assert done.wait(5)
+    assert time.monotonic() - started < 2.0
+    assert outcome[0] is not None and outcome[0].reason is Reason.TIMEOUT
+    assert closing.in_flight() == 0
+
+
+# --- connections ---
+
+
+def test_connection_refused(engine: Engine) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    error = fetch_error(client(f"http://127.0.0.1:{port}/"), ["health"], soon())
+    error = fetch_error(client(engine, f"http://127.0.0.1:{port}/"), ["health"], soon())
     assert error.reason is Reason.CONNECTION
     assert error.detail == "connection refused"
 
 
-def test_gzip_body_is_decoded(local_node: LocalNode) -> None:
-    document = client(local_node.url, max_bytes=100_000).get_json(["gzip"], soon())
-    assert document == {"nodeVersion": "1.4.2", "pad": "x" * 5000}
-    assert "gzip" in local_node.request_headers[0]["Accept-Encoding"]
-
-
-def test_gzip_body_is_capped_unpacked(local_node: LocalNode) -> None:
-    error = fetch_error(client(local_node.url, max_bytes=100_000), ["gzip-bomb"], soon())
-    assert error.reason is Reason.TOO_LARGE
-
-
-def test_chunked_body_is_read(local_node: LocalNode) -> None:
-    document = client(local_node.url).get_json(["chunked"], soon())
-    assert document == {"blockHeight": 18342, "syncing": False}
-
-
-def test_chunked_body_over_the_cap_is_too_large(local_node: LocalNode) -> None:
-    error = fetch_error(client(local_node.url), ["chunked-large"], soon())
-    assert error.reason is Reason.TOO_LARGE
-    assert error.detail == f"body over the {CAP} bytes cap"
-
-
-def test_truncated_body_is_a_connection_error(local_node: LocalNode) -> None:
-    error = fetch_error(client(local_node.url), ["truncated"], soon())
+@pytest.mark.parametrize(
+    ("path", "detail"),
+    [
+        ("truncated", "the connection broke while reading the body"),
+        ("nothing", "the node closed the connection without answering"),
+    ],
+)
+def test_broken_connections(path: str, detail: str, engine: Engine, local_node: LocalNode) -> None:
+    error = fetch_error(client(engine, local_node.url), [path], soon())
     assert error.reason is Reason.CONNECTION
-    assert error.detail == "the connection broke while reading the body"
+    assert error.detail == detail
 
 
-def test_connections_are_reused_after_success(local_node: LocalNode) -> None:
-    node_client = client(local_node.url)
+@pytest.mark.parametrize(
+    ("code", "reason", "detail"),
+    [
+        (pycurl.E_OPERATION_TIMEDOUT, Reason.TIMEOUT, "no complete answer before the deadline"),
+        (NOT_SENT, Reason.TIMEOUT, "no time left in this cycle to send the request"),
+        (SHUT_DOWN, Reason.TIMEOUT, "the exporter shut down before the answer came"),
+        (pycurl.E_COULDNT_RESOLVE_HOST, Reason.CONNECTION, "name or service not known"),
+        (pycurl.E_PEER_FAILED_VERIFICATION, Reason.CONNECTION, "certificate verify failed"),
+        (pycurl.E_SSL_CONNECT_ERROR, Reason.CONNECTION, "TLS handshake failed"),
+        (pycurl.E_SSL_CACERT_BADFILE, Reason.CONNECTION, "the CA file could not be read"),
+        (pycurl.E_RECV_ERROR, Reason.CONNECTION, "the connection broke while reading the answer"),
+        (pycurl.E_COULDNT_CONNECT, Reason.CONNECTION, "cannot connect"),
+        (pycurl.E_FILESIZE_EXCEEDED, Reason.TOO_LARGE, "body from /x over the 10 bytes cap"),
+        (pycurl.E_BAD_CONTENT_ENCODING, Reason.INVALID_RESPONSE, "content encoding is broken"),
+        (999, Reason.CONNECTION, "transfer failed (999)"),
+    ],
+)
+def test_transfer_errors_are_classified(code: int, reason: Reason, detail: str) -> None:
+    error = classify(TransferError(code, "curl says: http://user:pw@host/x"), "/x", 10)
+    assert error.reason is reason
+    assert error.detail.endswith(detail)
+    assert "user" not in error.detail and "host" not in error.detail
+
+
+def test_connections_are_reused_across_requests(engine: Engine, local_node: LocalNode) -> None:
+    node_client = client(engine, local_node.url)
     for _ in range(3):
         assert node_client.get_json(["chunked"], soon()) == {"blockHeight": 18342, "syncing": False}
     assert len(local_node.client_ports) == 3
-    assert len(set(local_node.client_ports)) == 1  # one pooled keep-alive connection
+    assert len(set(local_node.client_ports)) == 1  # one kept-alive connection
 
 
-@pytest.mark.parametrize("variable", ["http_proxy", "HTTP_PROXY", "all_proxy"])
+@pytest.mark.parametrize("variable", ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"])
 def test_proxy_environment_is_ignored(
     variable: str, local_node: LocalNode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -447,5 +547,107 @@ def test_proxy_environment_is_ignored(
     with socket.socket() as probe:  # a proxy address where nothing listens
         probe.bind(("127.0.0.1", 0))
         monkeypatch.setenv(variable, f"http://127.0.0.1:{probe.getsockname()[1]}/")
-    document = client(local_node.url).get_json(["chunked"], soon())
+    fresh = Engine(2, "test")  # libcurl reads the environment per request: a fresh one anyway
+    try:
+        document = client(fresh, local_node.url).get_json(["chunked"], soon())
+    finally:
+        fresh.close()
     assert document == {"blockHeight": 18342, "syncing": False}
+
+
+# --- credentials and headers ---
+
+
+def test_configured_headers_are_sent(engine: Engine, local_node: LocalNode) -> None:
+    local_node.answer("/health", {})
+    headers = (("X-Scope", "monitoring"), ("Authorization", "Bearer token-123"))
+    client(engine, local_node.url, headers=headers).get_json(["health"], soon())
+    sent = local_node.request_headers[0]
+    assert sent["X-Scope"] == "monitoring"
+    assert sent["Authorization"] == "Bearer token-123"
+
+
+def test_basic_auth_is_sent(engine: Engine, local_node: LocalNode) -> None:
+    local_node.answer("/health", {})
+    client(engine, local_node.url, basic_auth=("alice", "s@cret:with colon")).get_json(
+        ["health"], soon()
+    )
+    expected = base64.b64encode(b"alice:s@cret:with colon").decode()
+    assert local_node.request_headers[0]["Authorization"] == f"Basic {expected}"
+
+
+# --- TLS ---
+
+
+def _make_certificate(folder: Path, name: str, issuer: tuple[Path, Path] | None = None) -> Path:
+    """A certificate for 127.0.0.1 (self-signed, or signed by ``issuer``) and its key."""
+    openssl = shutil.which("openssl")
+    assert openssl, "openssl is needed to make test certificates"
+    cert, key = folder / f"{name}.pem", folder / f"{name}-key.pem"
+    sign = ["-CA", str(issuer[0]), "-CAkey", str(issuer[1])] if issuer else []
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+         f"/CN={name}", "-addext", "subjectAltName=IP:127.0.0.1", *sign,
+         "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert
+
+
+@pytest.fixture
+def tls_node(tmp_path: Path) -> Iterator[tuple[LocalNode, Path, Path]]:
+    """An https node that requires a client certificate signed by its client CA."""
+    server_cert = _make_certificate(tmp_path, "server")
+    client_ca = _make_certificate(tmp_path, "client-ca")
+    client_cert = _make_certificate(tmp_path, "client", (client_ca, tmp_path / "client-ca-key.pem"))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(server_cert, tmp_path / "server-key.pem")
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.load_verify_locations(client_ca)
+    node = LocalNode(context)
+    node.answer("/health", {"nodeVersion": "1.4.2"})
+    node.start()
+    yield node, server_cert, client_cert
+    node.stop()
+
+
+def test_tls_with_ca_file_and_client_certificate(
+    engine: Engine, tls_node: tuple[LocalNode, Path, Path]
+) -> None:
+    node, server_cert, client_cert = tls_node
+    tls = TlsConfig(
+        str(server_cert), str(client_cert), str(client_cert.with_name("client-key.pem"))
+    )
+    node_client = client(engine, node.url, tls=tls)
+    for _ in range(3):
+        assert node_client.get_json(["health"], soon()) == {"nodeVersion": "1.4.2"}
+    assert len(set(node.client_ports)) == 1  # one TLS handshake, then kept alive
+
+
+def test_tls_without_the_ca_fails_verification(
+    engine: Engine, tls_node: tuple[LocalNode, Path, Path]
+) -> None:
+    node, _, client_cert = tls_node
+    tls = TlsConfig(None, str(client_cert), str(client_cert.with_name("client-key.pem")))
+    error = fetch_error(client(engine, node.url, tls=tls), ["health"], soon())
+    assert error.reason is Reason.CONNECTION
+    assert error.detail == "certificate verify failed"
+
+
+def test_tls_insecure_skip_verify(engine: Engine, tls_node: tuple[LocalNode, Path, Path]) -> None:
+    node, _, client_cert = tls_node
+    tls = TlsConfig(None, str(client_cert), str(client_cert.with_name("client-key.pem")), True)
+    assert client(engine, node.url, tls=tls).get_json(["health"], soon()) == {
+        "nodeVersion": "1.4.2"
+    }
+
+
+def test_tls_without_a_client_certificate_is_refused(
+    engine: Engine, tls_node: tuple[LocalNode, Path, Path]
+) -> None:
+    node, server_cert, _ = tls_node
+    error = fetch_error(
+        client(engine, node.url, tls=TlsConfig(str(server_cert))), ["health"], soon()
+    )
+    assert error.reason is Reason.CONNECTION

@@ -1,74 +1,94 @@
-"""Golden files: recorded node answers + a config -> the exact exposition the exporter serves.
+"""Golden files: recorded node answers + a config -> the exact bytes ``/metrics`` serves.
 
 Each folder under ``testdata/golden`` holds ``config.yml``, the answers of each node under
 ``nodes/<host>/`` (``health.json``, ``health.html``, ``blockchains/<id>.json``; a ``.status``
-file holds ``<status> <body>``) and ``expected.prom``. Nodes whose folder is missing refuse
-connections. Run with ``UPDATE_GOLDEN=1`` to rewrite the expected files after a deliberate change.
+file holds ``<status> <body>``), ``expected.prom`` (text format) and ``expected.om``
+(OpenMetrics). The answers are served from 127.0.0.1 (the ``<host>.test`` URLs of the config
+are pointed there); nodes whose folder is missing refuse connections. A real Exporter serves
+``/metrics``, and the runtime series and wall-time values are masked. Run with
+``UPDATE_GOLDEN=1`` to rewrite the expected files after a deliberate change.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import responses
 from prometheus_client.registry import CollectorRegistry
 
+from exporter.app import Exporter
 from exporter.collector import NetworkCollector, snapshot_collectors
-from exporter.config import load_config
+from exporter.config import Config, load_config
 from exporter.exposition import render_collectors
+from exporter.metrics import RUNTIME_SAMPLE_NAMES
 from exporter.network import ChainAgreement, NetworkView
 from exporter.poller import Poller
 from exporter.readings import HealthReading
 from exporter.snapshot import NodeStatus, Snapshot
-from tests.conftest import TESTDATA
+from tests.conftest import TESTDATA, FakeNode, closed_port_url
+from tests.test_cli import _promtool_check
 
 GOLDEN = TESTDATA / "golden"
 CLOCK = 1_700_000_000.0
 _VARYING = re.compile(
     r"^((?:ledger_node_scrape|ledger_exporter_cycle)_duration_seconds\S*) \S+$", re.M
 )
+_RUNTIME = re.compile(r"^(?:# (?:HELP|TYPE) )?(?:process|python)_\w+.*\n", re.M)
 _CONTENT_TYPES = {".json": "application/json", ".html": "text/html", ".status": "application/json"}
+OPENMETRICS = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
 
 
-def _register(mock: responses.RequestsMock, base_url: str, folder: Path) -> None:
-    for path in sorted(folder.rglob("*.*")):
-        relative = path.relative_to(folder).with_suffix("").as_posix()
-        body = path.read_text()
-        status = 200
-        if path.suffix == ".status":
-            code, _, body = body.partition(" ")
-            status = int(code)
-        mock.add(
-            responses.GET,
-            base_url + relative,
-            body=body,
-            status=status,
-            content_type=_CONTENT_TYPES[path.suffix],
-        )
+def _serve_case(server: FakeNode, config: Config, case: Path) -> Config:
+    """Serve each node folder under ``/<case>/<host>`` and point the config's URLs there."""
+    nodes = []
+    for node in config.nodes:
+        parts = urlsplit(node.url if node.url.endswith("/") else node.url + "/")
+        host = str(parts.hostname).removesuffix(".test")
+        folder = case / "nodes" / host
+        if not folder.is_dir():
+            nodes.append(replace(node, url=closed_port_url()))
+            continue
+        prefix = f"/{case.name}/{host}{parts.path}"
+        for path in sorted(folder.rglob("*.*")):
+            body, status = path.read_text(), 200
+            if path.suffix == ".status":
+                code, _, body = body.partition(" ")
+                status = int(code)
+            relative = path.relative_to(folder).with_suffix("").as_posix()
+            content_type = _CONTENT_TYPES[path.suffix]
+            server.set(prefix + relative, body.encode(), status, content_type=content_type)
+        nodes.append(replace(node, url=server.url.rstrip("/") + prefix))
+    return replace(config, nodes=tuple(nodes))
 
 
-def poll_golden_case(case: Path) -> Snapshot:
+@pytest.fixture(scope="module")
+def golden_server() -> Iterator[FakeNode]:
+    server = FakeNode().start()
+    yield server
+    server.stop()
+
+
+def poll_golden_case(case: Path, server: FakeNode | None = None) -> Snapshot:
     """One polling cycle over the recorded answers of ``case``, at a fixed clock."""
-    config = load_config(str(case / "config.yml"))
-    snapshots: list[Snapshot] = []
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
-        registered: set[str] = set()
-        for node in config.nodes:
-            base = node.url if node.url.endswith("/") else node.url + "/"
-            folder = case / "nodes" / str(urlsplit(base).hostname).removesuffix(".test")
-            if folder.is_dir() and base not in registered:
-                _register(mock, base, folder)
-                registered.add(base)
-        poller = Poller(config, snapshots.append, clock=lambda: CLOCK)
+    own = server is None
+    server = server or FakeNode().start()
+    try:
+        config = _serve_case(server, load_config(str(case / "config.yml")), case)
+        poller = Poller(config, lambda _: None, clock=lambda: CLOCK)
         try:
-            snapshot = poller.run_cycle()
+            return poller.run_cycle()
         finally:
             poller.stop()
-    return snapshot
+    finally:
+        if own:
+            server.stop()
 
 
 def render_snapshot(snapshot: Snapshot) -> str:
@@ -77,18 +97,57 @@ def render_snapshot(snapshot: Snapshot) -> str:
     return _VARYING.sub(r"\1 <duration>", text)
 
 
+def served_metrics(case: Path, server: FakeNode) -> tuple[str, str, str]:
+    """What a real Exporter's ``/metrics`` serves for ``case``: text and OpenMetrics (masked),
+    and the text as served."""
+    config = _serve_case(server, load_config(str(case / "config.yml")), case)
+    exporter = Exporter(config, clock=lambda: CLOCK)
+    http = exporter.start("127.0.0.1:0")
+    base = f"http://127.0.0.1:{http.port}"
+    try:
+        deadline = time.monotonic() + 30
+        while not exporter.ready() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        bodies = []
+        for accept in ("text/plain;version=0.0.4", OPENMETRICS):
+            request = urllib.request.Request(base + "/metrics", headers={"Accept": accept})
+            with urllib.request.urlopen(request, timeout=10) as response:
+                bodies.append(response.read().decode())
+    finally:
+        exporter.stop()
+    return _mask(bodies[0]), _mask(bodies[1]), bodies[0]
+
+
+def _mask(text: str) -> str:
+    text = _RUNTIME.sub("", text)
+    assert not any(name in text for name in RUNTIME_SAMPLE_NAMES)
+    return _VARYING.sub(r"\1 <duration>", text)
+
+
 # watch-* cases hold watch-list answers: tests/test_watch.py renders them.
-CASES = sorted(p.name for p in GOLDEN.iterdir() if p.is_dir() and not p.name.startswith("watch-"))
+CASES = sorted(
+    p.name for p in GOLDEN.iterdir() if p.is_dir() and not p.name.startswith("watch-")
+)
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_golden_exposition(case: str) -> None:
+def test_golden_exposition_as_served(case: str, golden_server: FakeNode) -> None:
     folder = GOLDEN / case
-    actual = render_snapshot(poll_golden_case(folder))
-    expected_file = folder / "expected.prom"
-    if os.environ.get("UPDATE_GOLDEN"):
-        expected_file.write_text(actual)
-    assert actual == expected_file.read_text()
+    text, om, raw = served_metrics(folder, golden_server)
+    _promtool_check(raw)
+    for actual, name in ((text, "expected.prom"), (om, "expected.om")):
+        expected_file = folder / name
+        if os.environ.get("UPDATE_GOLDEN"):
+            expected_file.write_text(actual)
+        assert actual == expected_file.read_text(), name
+    assert om.endswith("# EOF\n")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden_text_matches_client_python(case: str, golden_server: FakeNode) -> None:
+    """The collectors (client_python's rendering) agree with the served golden bytes."""
+    snapshot = poll_golden_case(GOLDEN / case, golden_server)
+    assert render_snapshot(snapshot) == (GOLDEN / case / "expected.prom").read_text()
 
 
 def test_golden_cases_exist() -> None:

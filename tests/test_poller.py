@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from concurrent.futures import Future
+from dataclasses import replace
+from typing import Any, cast
 
 import pytest
 
-from exporter.client import NodeClient, make_session
+from exporter.client import NodeClient
 from exporter.config import Config, NodeConfig
+from exporter.engine import Engine, Request, Response
 from exporter.poller import Poller, _NodePoll
 from exporter.snapshot import NodeStatus, Snapshot
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
@@ -101,26 +104,90 @@ def test_many_nodes_and_chains_on_a_small_pool_do_not_deadlock(healthy: FakeNode
     assert all(node.up and all(chain.up for chain in node.chains) for node in snapshot.nodes)
 
 
-def test_a_hung_poll_is_not_repeated_while_it_hangs(
-    healthy: FakeNode, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    release = threading.Event()
-    calls: list[str] = []
+class HangingEngine:
+    """An engine whose requests never end (as if the node hung past every deadline), to
+    check the poller's own guards independently of libcurl's timeouts."""
 
-    def hanging_get(self: NodeClient, segments: Any, deadline: float) -> Any:
-        calls.append("/".join(segments))
-        release.wait(10)
-        raise AssertionError("released")
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.futures: list[Future[Response]] = []
 
-    monkeypatch.setattr(NodeClient, "get_json", hanging_get)
-    poller = Poller(_config(NodeConfig("n", healthy.url), timeout=0.2), lambda _: None)
+    def submit(self, request: Request) -> Future[Response]:
+        self.sent.append(request.url)
+        future: Future[Response] = Future()
+        self.futures.append(future)
+        return future
+
+    def resize(self, connections: int, max_in_flight: int | None = None) -> None:
+        pass
+
+    def in_flight(self) -> int:
+        return sum(not future.done() for future in self.futures)
+
+    def connections_opened(self) -> int:
+        return 0
+
+    def release(self) -> None:
+        for future in self.futures:
+            future.set_result(Response(200, b"{}"))
+
+
+def test_a_hung_poll_is_not_repeated_while_it_hangs(healthy: FakeNode) -> None:
+    engine = HangingEngine()
+    config = _config(NodeConfig("n", healthy.url), timeout=0.2)
+    poller = Poller(config, lambda _: None, engine=cast(Engine, engine))
     first = _node(poller.run_cycle(), "n")
     second = _node(poller.run_cycle(), "n")
-    release.set()
+    assert poller.requests_in_flight() == 1
+    engine.release()
+    third = _node(poller.run_cycle(), "n")
     poller.stop()
-    assert calls == ["health"]
+    assert engine.sent == [healthy.url + "health"] * 2  # the third cycle only
     assert not first.up and not second.up
     assert second.error == "timeout: the previous poll of this node has not ended yet"
+    assert third.error != second.error
+
+
+def test_a_hung_poll_stays_guarded_and_counted_across_a_reload(healthy: FakeNode) -> None:
+    engine = HangingEngine()
+    config = _config(NodeConfig("n", healthy.url), NodeConfig("m", healthy.url), timeout=0.2)
+    poller = Poller(config, lambda _: None, engine=cast(Engine, engine))
+    poller.run_cycle()
+    poller.apply(replace(config, nodes=(config.nodes[0],), scrape_timeout=0.3))
+    after = _node(poller.run_cycle(), "n")
+    in_flight = poller.requests_in_flight()
+    engine.release()
+    poller.stop()
+    assert len(engine.sent) == 2  # n and m once each; n not asked again after the reload
+    assert after.error == "timeout: the previous poll of this node has not ended yet"
+    assert in_flight == 2  # m left the config, but its hung request is still counted
+
+
+def test_a_reload_during_cycles_is_never_dropped(healthy: FakeNode) -> None:
+    """apply() from another thread while cycles take the pending config: the last config
+    applied is the one in force once the cycles settle."""
+    poller = Poller(_config(NodeConfig("n", healthy.url), timeout=0.5), lambda _: None)
+    applied: list[Config] = []
+    stop = threading.Event()
+
+    def reload_often() -> None:
+        for index in range(200):
+            if stop.is_set():
+                return
+            config = _config(NodeConfig(f"n{index}", healthy.url), timeout=0.5)
+            applied.append(config)
+            poller.apply(config)
+
+    reloader = threading.Thread(target=reload_often)
+    reloader.start()
+    deadline = time.monotonic() + 30
+    while reloader.is_alive() and time.monotonic() < deadline:
+        poller.run_cycle()
+    stop.set()
+    reloader.join(5)
+    snapshot = poller.run_cycle()
+    poller.stop()
+    assert [node.name for node in snapshot.nodes] == [applied[-1].nodes[0].name]
 
 
 def test_apply_switches_config_and_forgets_removed_nodes(
@@ -135,6 +202,18 @@ def test_apply_switches_config_and_forgets_removed_nodes(
     poller.stop()
     assert [node.name for node in snapshot.nodes] == ["b"]
     assert [chain.blockchain for chain in snapshot.nodes[0].chains] == ["c9"]
+
+
+def test_a_reload_resizes_the_engine(healthy: FakeNode) -> None:
+    poller = Poller(_config(NodeConfig("n", healthy.url), concurrency=8), lambda _: None)
+    engine = poller._engine
+    before = engine.max_in_flight
+    poller.apply(_config(NodeConfig("n", healthy.url), concurrency=3))
+    snapshot = poller.run_cycle()
+    after = engine.max_in_flight
+    poller.stop()
+    assert (before, after) == (8, 3)
+    assert snapshot.nodes[0].up
 
 
 def test_run_publishes_every_interval_and_stops(healthy: FakeNode) -> None:
@@ -186,9 +265,10 @@ def test_nodes_that_hang_cannot_starve_the_healthy_ones(
     slow = tuple(NodeConfig(f"slow-{i}", hanging.url) for i in range(6))
     good = tuple(NodeConfig(f"good-{i}", healthy.url) for i in range(3))
     poller = Poller(_config(*slow, *good, timeout=0.5, concurrency=4), lambda _: None)
-    poller.run_cycle()  # the slow ones fill every thread: the good ones may time out here
-    while any(not poll.done.done() for poll in poller._running.values()):
-        time.sleep(0.05)  # let the first cycle's hung requests end (the server sleeps 2 s)
+    poller.run_cycle()  # the slow ones fill every slot: the good ones may time out here
+    deadline = time.monotonic() + 10
+    while poller.requests_in_flight() and time.monotonic() < deadline:
+        time.sleep(0.05)  # let the first cycle's requests end
     second = poller.run_cycle()
     poller.stop()
     assert all(_node(second, node.name).up for node in good)
@@ -200,22 +280,65 @@ def test_errors_kept_in_results_hold_no_traceback(fake_nodes: list[FakeNode]) ->
     big = new_fake_node(fake_nodes)
     big.set("/health", b"x" * 4096)
     config = Config(nodes=(NodeConfig("big", big.url),), max_response_bytes=1024)
-    poll = _NodePoll(
-        config.nodes[0],
-        NodeClient(make_session(1), config.nodes[0], 1024),
-        ThreadPoolExecutor(1),
-        10,
-    )
+    engine = Engine(1, "test")
+    poll = _NodePoll(config.nodes[0], NodeClient(engine, config.nodes[0], 1024), 10)
     poll.start(time.monotonic() + 2, time.monotonic())
-    poll.done.result(timeout=5)
+    assert poll.done.wait(5)
+    engine.close()
     result = poll.result(time.monotonic())
     assert result.error is not None and result.error.reason.value == "too_large"
     assert result.error.__traceback__ is None  # a traceback would pin the refused body
 
 
-def test_one_connection_pool_per_host() -> None:
-    nodes = tuple(NodeConfig(f"n{i}", f"http://127.0.0.1:{7000 + i}/") for i in range(70))
-    poller = Poller(_config(*nodes, concurrency=8), lambda _: None)
-    adapter = poller._resources.session.get_adapter("http://127.0.0.1:7000/")
+class CountingServer(FakeNode):
+    """A FakeNode that counts the TCP connections it accepts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.accepted = 0
+        accept = self.server.get_request
+
+        def counting_accept() -> tuple[socket.socket, Any]:
+            self.accepted += 1
+            return accept()
+
+        self.server.get_request = counting_accept  # type: ignore[method-assign]
+        handler: Any = self.server.RequestHandlerClass
+        handler.protocol_version = "HTTP/1.1"  # keep-alive, as a node's API server does
+
+
+def test_connections_are_kept_alive_across_cycles() -> None:
+    node = CountingServer()
+    node.start()
+    try:
+        node.play(health_doc(["c1", "c2"]), {"c1": chain_doc(1), "c2": chain_doc(2)})
+        nodes = tuple(NodeConfig(f"n{i}", node.url) for i in range(4))
+        poller = Poller(_config(*nodes, timeout=2.0, concurrency=4), lambda _: None)
+        snapshots = [poller.run_cycle() for _ in range(4)]
+        opened = poller.connections_opened()
+        poller.stop()
+    finally:
+        node.stop()
+    assert all(n.up and all(c.up for c in n.chains) for s in snapshots for n in s.nodes)
+    assert len(node.requests) == 4 * 4 * 3
+    assert node.accepted <= 4  # at most one connection per slot, reused by every cycle
+    assert opened == node.accepted
+
+
+def test_shutdown_ends_a_cycle_whose_nodes_hang(fake_nodes: list[FakeNode]) -> None:
+    hanging = new_fake_node(fake_nodes)
+    hanging.set("/health", health_doc([]), delay=5.0)
+    config = _config(NodeConfig("h", hanging.url), timeout=30.0)
+    published: list[Snapshot] = []
+    poller = Poller(config, published.append)
+    thread = threading.Thread(target=poller.run)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while not hanging.requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    started = time.monotonic()
     poller.stop()
-    assert adapter._pool_connections == 70 and adapter._pool_maxsize == 8  # type: ignore[attr-defined]
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert time.monotonic() - started < 2.0
+    assert poller.requests_in_flight() == 0

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import base64
 import gzip
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
 import urllib.error
@@ -21,8 +19,8 @@ import pytest
 from exporter.app import Exporter
 from exporter.config import Config, NodeConfig
 from exporter.server import ExporterServer, ListenAddressError, parse_listen_address
-from exporter.webconfig import TlsServerConfig, WebConfig
-from tests.conftest import FakeNode, chain_doc, health_doc, new_fake_node
+from exporter.webconfig import TlsServerConfig, WebConfig, load_web_config
+from tests.conftest import FakeNode, chain_doc, health_doc, make_certificate, new_fake_node
 
 
 def _get(
@@ -122,7 +120,10 @@ def test_the_same_snapshot_is_served_until_the_next_cycle(running: Running) -> N
         ("GET", "-/ready", 200),
         ("GET", "nope", 404),
         ("GET", "-/reload", 405),
+        ("PUT", "-/reload", 405),
+        ("DELETE", "-/reload", 405),
         ("POST", "metrics", 405),
+        ("PUT", "metrics", 405),
     ],
 )
 def test_endpoints(running: Running, method: str, path: str, status: int) -> None:
@@ -130,11 +131,23 @@ def test_endpoints(running: Running, method: str, path: str, status: int) -> Non
     assert _get(base + path, method=method)[0] == status
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [("GET", "-/reload", "POST"), ("PUT", "-/reload", "POST"), ("POST", "metrics", "GET, HEAD")],
+)
+def test_wrong_methods_say_what_is_allowed(
+    running: Running, method: str, path: str, allow: str
+) -> None:
+    _, base, _ = running
+    status, headers, _ = _get(base + path, method=method)
+    assert (status, headers["Allow"]) == (405, allow)
+
+
 def test_landing_page_escapes_node_values(running: Running) -> None:
     _, base, _ = running
     status, headers, body = _get(base)
     assert status == 200 and headers["Content-Type"].startswith("text/html")
-    assert b"&lt;b&gt;c1&lt;/b&gt;: height 42" in body
+    assert b'<code title="&lt;b&gt;c1&lt;/b&gt;">&lt;b&gt;c1&lt;/b&gt;</code>' in body
     assert b"<b>c1</b>" not in body
     assert b"href='/metrics'" in body
 
@@ -190,17 +203,7 @@ def test_basic_auth(node: FakeNode) -> None:
 
 @pytest.fixture
 def certificate(tmp_path: Path) -> tuple[str, str]:
-    openssl = shutil.which("openssl")
-    assert openssl, "openssl is needed to make a test certificate"
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return str(cert), str(key)
+    return make_certificate(tmp_path)
 
 
 def test_tls_serves_while_an_idle_client_holds_a_connection(
@@ -263,3 +266,37 @@ def test_the_next_snapshot_is_rendered_before_it_is_served(running: Running) -> 
         assert time.monotonic() < deadline, "no new cycle was published"
         time.sleep(0.05)
     assert (True, True) in exporter.exposition().asked_for()  # rendered before the swap
+
+
+def _auth(user: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def test_reload_rereads_the_web_config_and_keeps_it_when_bad(
+    node: FakeNode, tmp_path: Path
+) -> None:
+    config_file, web_file = tmp_path / "config.yml", tmp_path / "web.yml"
+    _write_config(config_file, node.url)
+    hashed = bcrypt.hashpw(b"pw", bcrypt.gensalt(4)).decode()
+    web_file.write_text(f"basic_auth_users:\n  old: '{hashed}'\n")
+    exporter = Exporter(Config(nodes=(NodeConfig("n", node.url),)), str(config_file))
+    server = exporter.start("127.0.0.1:0", load_web_config(str(web_file)), str(web_file))
+    base = f"http://127.0.0.1:{server.port}/"
+    try:
+        assert _get(base + "-/healthy", _auth("old", "pw"))[0] == 200
+        web_file.write_text(
+            f"basic_auth_users:\n  new: '{hashed}'\n"
+            "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+        )
+        assert _get(base + "-/reload", _auth("old", "pw"), method="POST")[0] == 200
+        assert _get(base + "-/healthy", _auth("old", "pw"))[0] == 401
+        status, headers, _ = _get(base + "-/healthy", _auth("new", "pw"))
+        assert (status, headers["X-Frame-Options"]) == (200, "deny")
+        web_file.write_text("basic_auth_users:\n  new: not-a-hash\n")
+        status, _, body = _get(base + "-/reload", _auth("new", "pw"), method="POST")
+        assert status == 500 and b"must be a bcrypt hash" in body
+        status, _, body = _get(base + "metrics", _auth("new", "pw"))  # the old one still runs
+        assert status == 200
+        assert b"ledger_exporter_config_last_reload_successful 0.0" in body
+    finally:
+        exporter.stop()

@@ -403,3 +403,97 @@ def test_required_client_certificate(pki: Pki) -> None:
     assert handshake(server, client_context(pki, with_certificate=True))
     with pytest.raises((ssl.SSLError, ConnectionError)):
         handshake(server, client_context(pki))
+
+
+# --- exporter-toolkit's hardening ---
+
+
+def test_unknown_user_costs_one_bcrypt_comparison_as_a_wrong_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spy = CountingCheckpw()
+    monkeypatch.setattr(bcrypt, "checkpw", spy)
+    config = WebConfig(basic_auth_users={"alice": HASH})
+    assert not config.check_password("mallory", "wrong")
+    assert spy.calls == 1  # the same work as for a known user: no enumeration by timing
+    assert not config.check_password("mallory", PASSWORD)  # alice's password, wrong user
+    assert not config.check_password("mallory", PASSWORD)  # and never cached as verified
+    assert spy.calls == 3
+    assert not config.check_password("alice", "wrong")
+    assert spy.calls == 4
+
+
+def test_bcrypt_comparisons_run_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    running, most = [0], [0]
+    guard = threading.Lock()
+    real = bcrypt.checkpw
+
+    def checkpw(password: bytes, hashed: bytes) -> bool:
+        with guard:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            return real(password, hashed)
+        finally:
+            with guard:
+                running[0] -= 1
+
+    monkeypatch.setattr(bcrypt, "checkpw", checkpw)
+    config = WebConfig(basic_auth_users={"alice": HASH})
+    start = threading.Barrier(8)
+
+    def login(index: int) -> None:
+        start.wait()
+        config.check_password("alice", f"wrong {index}")
+
+    threads = [threading.Thread(target=login, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert most[0] == 1
+
+
+def unrelated_client(pki: Pki, with_certificate: bool) -> ssl.SSLContext:
+    """A client trusting the server, holding (or not) a certificate nobody vouches for."""
+    context = ssl.create_default_context(cafile=pki.cert)
+    if with_certificate:
+        context.load_cert_chain(pki.other_cert, pki.other_key)
+    return context
+
+
+@pytest.mark.parametrize(
+    ("client_auth_type", "with_certificate", "accepted"),
+    [
+        ("RequestClientCert", True, True),
+        ("RequestClientCert", False, True),
+        ("RequireAnyClientCert", True, True),
+        ("RequireAnyClientCert", False, False),
+        ("NoClientCert", True, True),
+    ],
+)
+def test_unverified_client_certificates_as_go_does(
+    pki: Pki, client_auth_type: str, with_certificate: bool, accepted: bool
+) -> None:
+    server = server_context(WebConfig(tls=TlsServerConfig(pki.cert, pki.key, client_auth_type)))
+    client = unrelated_client(pki, with_certificate)
+    if accepted:
+        assert handshake(server, client)
+    else:
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            handshake(server, client)
+
+
+def test_require_any_client_cert_ignores_the_ca_file(pki: Pki) -> None:
+    # Go never verifies for RequireAnyClientCert, even with a client_ca_file given.
+    tls = TlsServerConfig(pki.cert, pki.key, "RequireAnyClientCert", pki.cert)
+    server = server_context(WebConfig(tls=tls))
+    assert handshake(server, unrelated_client(pki, with_certificate=True))
+
+
+def test_verify_if_given_still_refuses_an_unverified_certificate(pki: Pki) -> None:
+    tls = TlsServerConfig(pki.cert, pki.key, "VerifyClientCertIfGiven", pki.cert)
+    server = server_context(WebConfig(tls=tls))
+    assert handshake(server, unrelated_client(pki, with_certificate=False))
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        handshake(server, unrelated_client(pki, with_certificate=True))

@@ -1,0 +1,225 @@
+"""The landing page as a status page: unit tables over hand-made snapshots, then the real thing
+in headless Chromium against the simulator with faults on (its screenshot is kept under
+pytest's temporary directory, ``.../artifacts/landing.png``)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from exporter.app import Exporter
+from exporter.config import load_config
+from exporter.landing import landing_page
+from exporter.readings import read_chain, read_health
+from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
+from ledger_simulator.network import SimulatedNetwork
+from tests.conftest import chain_doc, health_doc
+
+NOW = 1_700_000_000.0
+LONG_ID = "ab" * 32
+
+
+def node(
+    name: str,
+    *,
+    up: bool = True,
+    peers: int = 4,
+    chains: tuple[ChainStatus, ...] = (),
+    error: str | None = None,
+    last_success: float | None = NOW - 5,
+    version: str = "1.4.2",
+) -> NodeStatus:
+    health = read_health(health_doc([c.blockchain for c in chains], peers, version))
+    return NodeStatus(name, (), health if up else None, error, chains, 0.1, last_success, ())
+
+
+def chain(
+    blockchain: str = LONG_ID, height: int = 100, behind: float = 0, changed: float = NOW - 3,
+    **overrides: object,
+) -> ChainStatus:  # fmt: skip
+    reading = read_chain(chain_doc(height, **overrides))
+    return ChainStatus(blockchain, reading, None, changed, behind)
+
+
+def snapshot(*nodes: NodeStatus, reload_ok: bool = True) -> Snapshot:
+    return Snapshot(tuple(nodes), 0.25, NOW - 2, reload_ok)
+
+
+class Text(HTMLParser):
+    """The visible text of a page, and every title attribute."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self.titles: list[str] = []
+        self.scripts = 0
+        self.in_style = False
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.scripts += tag == "script"
+        self.titles += [value or "" for key, value in attrs if key == "title"]
+        self.in_style = tag == "style"
+        if tag not in ("b", "code", "span", "small", "a"):  # blocks and cells part words
+            self.parts.append(" ")
+
+    def handle_endtag(self, tag: str) -> None:
+        self.in_style = False
+
+    def handle_data(self, data: str) -> None:
+        if not self.in_style:
+            self.parts.append(data)
+
+    @property
+    def text(self) -> str:
+        return " ".join("".join(self.parts).split())
+
+
+def test_a_healthy_fleet_says_nothing_needs_attention() -> None:
+    page = Text(landing_page(snapshot(node("a", chains=(chain(),))), NOW))
+    assert "Needs attention Nothing: every node is up and in step." in page.text
+    assert "1 of 1 nodes up. Last cycle finished 2s ago and took 0.25s" in page.text
+
+
+@pytest.mark.parametrize(
+    ("bad", "listed"),
+    [
+        (node("b", up=False, error="connection: refused", last_success=NOW - 125),
+         "b: down for 2m 5s: connection: refused"),
+        (node("b", up=False, error="HTTP status 500", last_success=None),
+         "b: never up: HTTP status 500"),
+        (node("b", peers=0), "b: no peers"),
+        (node("b", chains=(chain(behind=11),)), "b chain abababab…: 11 blocks behind"),
+        (node("b", chains=(chain(changed=NOW - 601),)),
+         "b chain abababab…: height unchanged for 10m 1s"),
+        (node("b", chains=(chain(behind=30, syncing=True),)), "b chain abababab…: syncing"),
+        (node("b", chains=(ChainStatus("c1", None, "invalid_json: not JSON"),)),
+         "b chain c1: chain down: invalid_json: not JSON"),
+    ],
+)  # fmt: skip
+def test_problems_come_first(bad: NodeStatus, listed: str) -> None:
+    healthy = node("a", chains=(chain(behind=10),))  # 10 behind is within the alert's limit
+    page = Text(landing_page(snapshot(healthy, bad), NOW)).text
+    assert f"Needs attention (1) {listed} Nodes" in page
+    assert page.index("Nodes Node State Peers Version Last error Last success b ") >= 0
+
+
+def test_chain_columns_and_the_full_id_on_hover() -> None:
+    page = Text(landing_page(snapshot(node("a", chains=(chain(height=1234, behind=2),))), NOW))
+    # node, short id, height, behind, changed, syncing, council, vote round, peers, problem
+    assert "a abababab… 1234 2 3s ago no member of 4 2 2" in page.text
+    assert LONG_ID in page.titles
+    assert LONG_ID not in page.text
+
+
+def test_a_failed_reload_is_a_banner() -> None:
+    assert "reload failed" not in landing_page(snapshot(node("a")), NOW)
+    page = Text(landing_page(snapshot(node("a"), reload_ok=False), NOW)).text
+    assert "The last configuration reload failed: the previous configuration is still" in page
+
+
+def test_everything_a_node_sends_is_escaped() -> None:
+    hostile = '<script>alert(1)</script>"'
+    bad = node(
+        "n",
+        up=True,
+        version=hostile,
+        error=hostile,
+        chains=(ChainStatus(hostile, None, hostile), chain(blockchain='x"><img src=x>' * 2)),
+    )
+    html = landing_page(snapshot(bad), NOW)
+    assert "<script" not in html and "<img" not in html
+    page = Text(html)
+    assert page.scripts == 0
+    assert hostile in page.text  # shown, as text
+    assert 'x"><img src=x>' * 2 in page.titles
+
+
+def test_ages_not_clock_times_and_it_refreshes_itself() -> None:
+    html = landing_page(snapshot(node("a", last_success=NOW - 7200 - 300)), NOW)
+    assert "2h 5m ago" in html
+    assert not re.search(r"\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d", html)
+    assert "<meta http-equiv='refresh' content='10'>" in html
+
+
+def test_before_the_first_cycle() -> None:
+    page = Text(landing_page(Snapshot(), NOW)).text
+    assert "The first polling cycle has not finished yet." in page
+
+
+# --- in a real browser ---------------------------------------------------------------------
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert found, "chromium is needed (make tools installs Debian's package)"
+    return found
+
+
+def browse(url: str, *flags: str) -> str:
+    command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               "--window-size=1400,1000", *flags, url]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout
+
+
+@pytest.fixture
+def faulty(tmp_path: Path) -> Iterator[tuple[str, SimulatedNetwork]]:
+    """An exporter polling five simulated nodes, four of them in trouble, after a bad reload."""
+    with SimulatedNetwork(nodes=5, chains=2, block_interval=0.5, seed=3, port=0) as network:
+        names = network.node_names
+        network.set_fault(names[1], "down")
+        network.set_fault(names[2], "peers_lost")
+        network.set_fault(names[3], "syncing", chain=network.chain_ids[0])
+        network.set_fault(names[4], "stall")
+        config = tmp_path / "config.yml"
+        config.write_text(
+            "scrape_interval: 1s\nnodes:\n"
+            + "".join(f"  - name: {n}\n    url: {network.node_urls[n]}\n" for n in names)
+        )
+        exporter = Exporter(load_config(str(config)), str(config))
+        server = exporter.start("127.0.0.1:0")
+        try:
+            base = f"http://127.0.0.1:{server.port}/"
+            deadline = time.monotonic() + 60
+            while b"20 blocks behind" not in urllib.request.urlopen(base, timeout=10).read():
+                assert time.monotonic() < deadline, "the stalled node never fell behind"
+                time.sleep(0.5)
+            config.write_text("nodes: [{name: x}]\n")
+            with pytest.raises(urllib.error.HTTPError):
+                urllib.request.urlopen(urllib.request.Request(base + "-/reload", method="POST"))
+            yield base, network
+        finally:
+            exporter.stop()
+
+
+@pytest.mark.integration
+def test_the_status_page_in_headless_chromium(
+    faulty: tuple[str, SimulatedNetwork], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    base, network = faulty
+    text = Text(browse(base, "--dump-dom")).text
+    assert "The last configuration reload failed" in text
+    attention = text[text.index("Needs attention") : text.index("Nodes Node State")]
+    assert "node-2: never up: connection" in attention
+    assert "node-3: no peers" in attention
+    assert f"node-4 chain {network.chain_ids[0][:8]}…: syncing" in attention
+    assert re.search(r"node-5 chain \w{8}…: \d+ blocks behind", attention)
+    assert "node-1" not in attention
+    nodes = text[text.index("Nodes Node State") : text.index("Blockchains")]
+    assert nodes.index("node-2 down") < nodes.index("node-1 up")  # problems first
+    artifacts = tmp_path_factory.getbasetemp() / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    shot = artifacts / "landing.png"
+    browse(base, f"--screenshot={shot}")
+    assert shot.stat().st_size > 10_000  # a real rendering, kept for a person to look at
+    assert shot.read_bytes().startswith(b"\x89PNG")
