@@ -24,18 +24,29 @@ from exporter.engine import Engine
 from exporter.history import ChainResult, History, NodeResult
 from exporter.readings import HealthReading, InvalidResponseError, read_chain, read_health
 from exporter.snapshot import Snapshot
+from exporter.watchconfig import WatchConfig
+from exporter.watchpoll import WatchPoll, watch_status
 
 log = logging.getLogger("ledger_exporter")
 
 #: Extra wait after the deadline for requests that are just finishing their last read.
 DEADLINE_GRACE_SECONDS = 0.25
+NO_WATCH = WatchConfig()
 
 
 class _NodePoll:
     """One node's poll in one cycle: /health, then each chain, driven by the engine's callbacks."""
 
-    def __init__(self, node: NodeConfig, client: NodeClient, max_chains: int) -> None:
+    def __init__(
+        self,
+        node: NodeConfig,
+        client: NodeClient,
+        max_chains: int,
+        watch: WatchConfig = NO_WATCH,
+    ) -> None:
         self.node = node
+        self._watch = WatchPoll(watch, node.name, _as_fetch_error)
+        self._chains_done = False
         self._client = client
         self._max_chains = max_chains
         self._unpolled = 0
@@ -62,7 +73,12 @@ class _NodePoll:
         with self._lock:
             return self._ran_out_of_time or self._in_flight > 0
 
-    def _ask(self, segments: list[str], done: Callable[[Any, FetchError | None], None]) -> None:
+    def _ask(
+        self,
+        segments: list[str],
+        done: Callable[[Any, FetchError | None], None],
+        query: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         """``client.get``, keeping count of requests in flight and of those that timed out."""
         with self._lock:
             self._in_flight += 1
@@ -75,7 +91,7 @@ class _NodePoll:
                     self._ran_out_of_time |= not isinstance(error, NotSentError)
             done(document, error)
 
-        self._client.get(segments, self._deadline, ended)
+        self._client.get(segments, self._deadline, ended, query)
 
     def start(self, deadline: float, started: float) -> None:
         self._started, self._deadline = started, deadline
@@ -97,10 +113,14 @@ class _NodePoll:
         with self._lock:
             self._health = health
             self._chains = {chain: ChainResult(chain) for chain in chains}
+        watch = self._watch.plan(health.blockchain_ids)
         if not chains:
             self._finish()
         for chain in chains:
             self._ask(["blockchains", chain], self._chain_reader(chain))
+        for request in watch:  # right after the chains', under the same deadline
+            read = self._watch.reader(request, self._watch_ended)
+            self._ask(list(request.segments), read, request.query)
 
     def _chain_reader(self, chain: str) -> Callable[[Any, FetchError | None], None]:
         def chain_read(document: Any, error: FetchError | None) -> None:
@@ -120,8 +140,15 @@ class _NodePoll:
 
         return chain_read
 
-    def _finish(self) -> None:
+    def _watch_ended(self) -> None:
+        self._finish(chains=False)
+
+    def _finish(self, chains: bool = True) -> None:
+        """Mark the chain part (or one watch request) ended; done once every part has."""
         with self._lock:
+            self._chains_done |= chains
+            if not self._chains_done or self._watch.pending:
+                return
             self._finished = time.monotonic()
         self.done.set()
 
@@ -137,10 +164,11 @@ class _NodePoll:
                 for c in self._chains.values()
             ]
             end = self._finished if self._finished is not None else now
+            watch = self._watch.results(late)
         if health_error is not None:
             return failed_node(self.node, health_error, end - self._started)
         return NodeResult(
-            self.node, self._health, None, chains, end - self._started, self._unpolled
+            self.node, self._health, None, chains, end - self._started, self._unpolled, watch
         )
 
 
@@ -246,7 +274,8 @@ class Poller:
             client = resources.clients[node.name]
             if node.name in suspects:
                 client = client.as_suspect()
-            poll = _NodePoll(node, client, resources.config.max_blockchains_per_node)
+            config = resources.config
+            poll = _NodePoll(node, client, config.max_blockchains_per_node, config.watch)
             self._running[node.name] = poll
             poll.start(deadline, started)
             polls.append(poll)
@@ -271,7 +300,7 @@ class Poller:
         # only polls still out are kept (to guard and count them); ended ones free their results
         self._running = {name: p for name, p in self._running.items() if not p.done.is_set()}
         nodes = self._history.record(results, self._clock())
-        return Snapshot(nodes, ended - started, self._clock())
+        return Snapshot(nodes, ended - started, self._clock(), watch=watch_status(results))
 
     def run(self) -> None:
         """Cycle every ``scrape_interval`` until stop(); a late cycle skips missed ticks."""

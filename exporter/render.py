@@ -20,10 +20,13 @@ from exporter import metrics as m
 from exporter.collector import BlockchainCollector, ExporterCollector, NodeCollector
 from exporter.metrics import MetricSpec
 from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.watch import WatchStatus
+from exporter.watchcollector import WatchCollector, watch_samples
 
 Extra = tuple[tuple[str, str], ...]
 #: Family order, as the collectors (and so client_python) emit them.
 _ORDER = ExporterCollector.SPECS + NodeCollector.SPECS + BlockchainCollector.SPECS
+_ORDER += WatchCollector.SPECS
 
 
 def _escape(value: str) -> str:
@@ -72,6 +75,7 @@ class Renderer:
             base = (node.name, node.labels)
             for chain in node.chains:
                 self._chain(add, node, base, chain)
+        _watch(add, snapshot.watch)
         self._labels = self._fresh  # series no longer written are forgotten
         return {spec: lines[spec.name] for spec in _ORDER if lines[spec.name].labels}
 
@@ -122,6 +126,13 @@ class Renderer:
         for feature, enabled in reading.features:
             extra = (("feature", feature),)
             add(m.CHAIN_FEATURE, self._series(("f", *key, feature), own, extra), enabled)
+
+
+def _watch(add: _Adder, status: WatchStatus) -> None:
+    """The watch-list series: few, so their label strings are not cached."""
+    for watched in status.objects:
+        for spec, labels, value in watch_samples(watched):
+            add(spec, _label_string(labels.items()), value)
 
 
 class Family:

@@ -111,11 +111,13 @@ class WatchCollector(Collector):
     ... and the other watch families of exporter/metrics.py.
     """
 
+    SPECS = SPECS
+
     def __init__(self, status: WatchStatus) -> None:
         self._status = status
 
     def collect(self) -> Iterator[Metric]:
-        families = {spec: Metric(spec.name, spec.help, spec.kind.value) for spec in SPECS}
+        families = {spec: Metric(spec.name, spec.help, spec.kind.value) for spec in self.SPECS}
         for watched in self._status.objects:
             for spec, labels, value in watch_samples(watched):
                 families[spec].add_sample(spec.name, labels, value)
