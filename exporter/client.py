@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from enum import Enum
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlsplit
 
 import pycurl
 
@@ -59,6 +59,8 @@ class NotSentError(FetchError):
 
 
 Outcome = Callable[[Any, FetchError | None], None]
+#: Query parameters of a request, decoded: ``(name, value)`` pairs in order.
+Query = Sequence[tuple[str, str]]
 
 
 class NodeClient:
@@ -88,22 +90,20 @@ class NodeClient:
         suspect._suspect = True
         return suspect
 
-    def url_for(self, segments: Sequence[str], query: Sequence[tuple[str, str]] = ()) -> str:
+    def url_for(self, segments: Sequence[str], query: Query = ()) -> str:
         """The base URL (path prefix kept) with each segment percent-encoded and appended,
-        then the query parameters, percent-encoded too.
+        then the ``query`` parameters, names and values percent-encoded.
 
         ``.`` and ``..`` are encoded too, or URL normalisation would turn a chain id of
         ``..`` into the node's base path.
         """
         url = self._base + "/".join(_encode_segment(segment) for segment in segments)
-        return url + "?" + urlencode(query, quote_via=quote) if query else url
+        if not query:
+            return url
+        return url + "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query)
 
     def get(
-        self,
-        segments: Sequence[str],
-        deadline: float,
-        done: Outcome,
-        query: Sequence[tuple[str, str]] = (),
+        self, segments: Sequence[str], deadline: float, done: Outcome, query: Query = ()
     ) -> None:
         """Send the GET now and call ``done(document, None)`` or ``done(None, error)`` once it
         ends, on the engine's thread (or at once if it cannot be sent)."""
@@ -132,7 +132,7 @@ class NodeClient:
 
         self._engine.submit(request).add_done_callback(finished)
 
-    def get_json(self, segments: Sequence[str], deadline: float) -> Any:
+    def get_json(self, segments: Sequence[str], deadline: float, query: Query = ()) -> Any:
         """GET the document at ``segments`` and decode it, waiting for the answer; raises
         FetchError on any failure."""
         result: Future[Any] = Future()
@@ -143,7 +143,7 @@ class NodeClient:
             else:
                 result.set_exception(error)
 
-        self.get(segments, deadline, done)
+        self.get(segments, deadline, done, query)
         return result.result()
 
 

@@ -15,6 +15,7 @@ from exporter import __version__
 from exporter import metrics as m
 from exporter.metrics import MetricSpec
 from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.watchcollector import WatchCollector
 
 Labels = dict[str, str]
 
@@ -216,4 +217,5 @@ def snapshot_collectors(snapshot: Snapshot) -> tuple[Collector, ...]:
         NodeCollector(snapshot),
         BlockchainCollector(snapshot),
         NetworkCollector(snapshot),
+        WatchCollector(snapshot.watch),
     )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from exporter.schema import ConfigError, Reader, locate, read_document
+from exporter.watchconfig import WATCH_LABELS, WatchConfig, read_watch
 from exporter.yamlsource import Path
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ RESERVED_LABELS = frozenset(
         "instance",
     }
 )
+RESERVED_LABELS |= WATCH_LABELS  # the watch series set these themselves
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _SIZE = re.compile(r"(\d+)\s*(B|KiB|MiB|GiB)?", re.ASCII)
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -59,6 +61,7 @@ _TOP_KEYS = (
     "network_checks",
     "nodes",
     "probe",
+    "watch",
 )
 DEFAULT_BLOCK_HASH_FIELDS = ("hash", "blockHash")
 _NODE_KEYS = (
@@ -117,6 +120,7 @@ class Config:
     max_blockchains_per_node: int = DEFAULT_MAX_BLOCKCHAINS_PER_NODE
     network_checks: NetworkChecks = NetworkChecks()
     probe: ProbeConfig | None = None  # /probe is served only when set
+    watch: WatchConfig = field(default_factory=WatchConfig)
 
 
 def load_config(path: str) -> Config:
@@ -156,6 +160,8 @@ class _Reader(Reader):
         nodes = self.nodes(top.get("nodes")) if top.get("nodes") or not probing else ()
         checks = self.network_checks(top.get("network_checks"))
         probe = self.probe(top["probe"]) if "probe" in top else None
+        names = frozenset(node.name for node in nodes if node.name)
+        watch = read_watch(self, top.get("watch"), names)
         return Config(
             nodes,
             interval,
@@ -165,6 +171,7 @@ class _Reader(Reader):
             chains,
             network_checks=checks,
             probe=probe,
+            watch=watch,
         )
 
     def network_checks(self, value: Any) -> NetworkChecks:

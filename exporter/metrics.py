@@ -214,6 +214,68 @@ NETWORK_SPECS = (
 PROBE_SUCCESS = _g("ledger_probe_success", "1 when the probed target's /health was read.")
 PROBE_DURATION = _g("ledger_probe_duration_seconds", "Wall time of the probe.")
 
+# Watch lists (metrics.md, "Watch lists"): contracts and wallets named in the config.
+_CONTRACT = ("node", "blockchain", "contract")
+_WALLET = ("node", "blockchain", "wallet")
+CONTRACT_UP = _g(
+    "ledger_contract_up",
+    "1 when the watched contract's metadata was read in the last cycle, else 0.",
+    *_CONTRACT,
+)
+CONTRACT_STATUS = _g(
+    "ledger_contract_status",
+    "State set of the contract's status: 1 for the reported one, 0 for each other of "
+    "ACTIVE, PAUSED, UPGRADED.",
+    *_CONTRACT,
+    "status",
+)
+CONTRACT_VERSION = _g("ledger_contract_version", "Contract version (version).", *_CONTRACT)
+CONTRACT_INFO = _g(
+    "ledger_contract_info",
+    "Address, VM type and code hash of the contract as the node reports them; always 1.",
+    *_CONTRACT,
+    "address",
+    "vm_type",
+    "code_hash",
+)
+CONTRACT_STATE_UP = _g(
+    "ledger_contract_state_up",
+    "1 when the watched contract's state was read in the last cycle, else 0.",
+    *_CONTRACT,
+)
+CONTRACT_STATE_VERSION = _g(
+    "ledger_contract_state_version", "Version of the contract's state (version).", *_CONTRACT
+)
+CONTRACT_STATE_VALUE = _g(
+    "ledger_contract_state_value",
+    "Value at a configured dotted path of the contract's state (numbers, numeric strings, "
+    "booleans as 0/1).",
+    *_CONTRACT,
+    "key",
+)
+WALLET_UP = _g(
+    "ledger_wallet_up", "1 when the watched wallet was read in the last cycle, else 0.", *_WALLET
+)
+WALLET_ENABLED = _g("ledger_wallet_enabled", "1 when the wallet is enabled (enabled).", *_WALLET)
+WALLET_SATELLITES = _g(
+    "ledger_wallet_satellite_wallets", "Number of satellite wallets (satelliteWallets).", *_WALLET
+)
+WALLET_PERMISSION = _g(
+    "ledger_wallet_permission",
+    "1 when the wallet's auth group grants the permission (authGroups), else 0.",
+    *_WALLET,
+    "group",
+    "permission",
+)
+WALLET_INFO = _g(
+    "ledger_wallet_info",
+    "Address, key type and public key of the wallet as the node reports them; always 1.",
+    *_WALLET,
+    "address",
+    "key_type",
+    "public_key",
+)
+
 ALL: tuple[MetricSpec, ...] = tuple(
     value for value in list(globals().values()) if isinstance(value, MetricSpec)
 )

@@ -31,11 +31,14 @@ from exporter.readings import (
     read_health,
 )
 from exporter.snapshot import NodeStatus, Snapshot
+from exporter.watchconfig import WatchConfig
+from exporter.watchpoll import WatchPoll, watch_status
 
 log = logging.getLogger("ledger_exporter")
 
 #: Extra wait after the deadline for requests that are just finishing their last read.
 DEADLINE_GRACE_SECONDS = 0.25
+NO_WATCH = WatchConfig()
 
 
 @dataclass(frozen=True)
@@ -59,9 +62,16 @@ class NodePoll:
     callbacks."""
 
     def __init__(
-        self, node: NodeConfig, client: NodeClient, max_chains: int, blocks: BlockPlan
+        self,
+        node: NodeConfig,
+        client: NodeClient,
+        max_chains: int,
+        blocks: BlockPlan,
+        watch: WatchConfig = NO_WATCH,
     ) -> None:
         self.node = node
+        self._watch = WatchPoll(watch, node.name, _as_fetch_error)
+        self._chains_done = False
         self._client = client
         self._max_chains = max_chains
         self._blocks = blocks
@@ -132,6 +142,7 @@ class NodePoll:
             self._chains = {
                 chain: ChainResult(chain, block_height=heights.get(chain)) for chain in chains
             }
+        watch = self._watch.plan(health.blockchain_ids)
         if not chains:
             self._finish()
         for chain in chains:
@@ -139,45 +150,59 @@ class NodePoll:
             if chain in heights:
                 query = (("height", str(heights[chain])),)
                 self._ask(["blockchains", chain, "blocks"], self._block_reader(chain), query)
+        for request in watch:  # right after the chains', under the same deadline
+            read = self._watch.reader(request, self._watch_ended)
+            self._ask(list(request.segments), read, request.query)
 
     def _block_reader(self, chain: str) -> Callable[[Any, FetchError | None], None]:
-        def block_read(document: Any, error: FetchError | None) -> None:
-            block_hash = None
-            try:
-                if error is not None:
-                    raise error
-                block_hash = read_block_hash(document, self._blocks.hash_fields)
-            except Exception as failure:
-                error = _as_fetch_error(failure)
-            with self._lock:
-                result = self._chains[chain]
-                result.block_hash, result.block_error = block_hash, error
-                finished = all(_complete(r) for r in self._chains.values())
-            if finished:
-                self._finish()
+        def store(result: ChainResult, block_hash: Any, error: FetchError | None) -> None:
+            result.block_hash, result.block_error = block_hash, error
 
-        return block_read
+        return self._reader(chain, self._read_block_hash, store)
+
+    def _read_block_hash(self, document: Any) -> str:
+        return read_block_hash(document, self._blocks.hash_fields)
 
     def _chain_reader(self, chain: str) -> Callable[[Any, FetchError | None], None]:
-        def chain_read(document: Any, error: FetchError | None) -> None:
-            reading = None
+        def store(result: ChainResult, reading: Any, error: FetchError | None) -> None:
+            result.reading, result.error = reading, error
+
+        return self._reader(chain, read_chain, store)
+
+    def _reader(
+        self,
+        chain: str,
+        parse: Callable[[Any], object],
+        store: Callable[[ChainResult, Any, FetchError | None], None],
+    ) -> Callable[[Any, FetchError | None], None]:
+        """A callback that parses an answer about ``chain`` (or keeps its error) into the
+        chain's result, and ends the chain part once every chain request has ended."""
+
+        def read(document: Any, error: FetchError | None) -> None:
+            value = None
             try:
                 if error is not None:
                     raise error
-                reading = read_chain(document)
+                value = parse(document)
             except Exception as failure:
                 error = _as_fetch_error(failure)
             with self._lock:
-                result = self._chains[chain]
-                result.reading, result.error = reading, error
+                store(self._chains[chain], value, error)
                 finished = all(_complete(r) for r in self._chains.values())
             if finished:
                 self._finish()
 
-        return chain_read
+        return read
 
-    def _finish(self) -> None:
+    def _watch_ended(self) -> None:
+        self._finish(chains=False)
+
+    def _finish(self, chains: bool = True) -> None:
+        """Mark the chain part (or one watch request) ended; done once every part has."""
         with self._lock:
+            self._chains_done |= chains
+            if not self._chains_done or self._watch.pending:
+                return
             self._finished = time.monotonic()
         self.done.set()
 
@@ -198,10 +223,11 @@ class NodePoll:
                 for c in self._chains.values()
             ]
             end = self._finished if self._finished is not None else now
+            watch = self._watch.results(late)
         if health_error is not None:
             return failed_node(self.node, health_error, end - self._started)
         return NodeResult(
-            self.node, self._health, None, chains, end - self._started, self._unpolled
+            self.node, self._health, None, chains, end - self._started, self._unpolled, watch
         )
 
 
@@ -309,8 +335,9 @@ class Poller:
             client = resources.clients[node.name]
             if node.name in suspects:
                 client = client.as_suspect()
+            config = resources.config
             poll = NodePoll(
-                node, client, resources.config.max_blockchains_per_node, self._block_plan(node)
+                node, client, config.max_blockchains_per_node, self._block_plan(node), config.watch
             )
             self._running[node.name] = poll
             poll.start(deadline, started)
@@ -372,7 +399,8 @@ class Poller:
         self._running = {name: p for name, p in self._running.items() if not p.done.is_set()}
         nodes = self._history.record(results, self._clock())
         network = self._network(results, nodes)
-        return Snapshot(nodes, ended - started, self._clock(), network=network)
+        watch = watch_status(results)
+        return Snapshot(nodes, ended - started, self._clock(), network=network, watch=watch)
 
     def run(self) -> None:
         """Cycle every ``scrape_interval`` until stop(); a late cycle skips missed ticks."""

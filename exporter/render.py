@@ -25,6 +25,8 @@ from exporter.collector import (
 )
 from exporter.metrics import MetricSpec
 from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.watch import WatchStatus
+from exporter.watchcollector import WatchCollector, watch_samples
 
 Extra = tuple[tuple[str, str], ...]
 #: Family order, as the collectors (and so client_python) emit them.
@@ -33,6 +35,7 @@ _ORDER = (
     + NodeCollector.SPECS
     + BlockchainCollector.SPECS
     + NetworkCollector.SPECS
+    + WatchCollector.SPECS
 )
 
 
@@ -83,6 +86,7 @@ class Renderer:
             for chain in node.chains:
                 self._chain(add, node, base, chain)
         self._network(add, snapshot)
+        _watch(add, snapshot.watch)
         self._labels = self._fresh  # series no longer written are forgotten
         return {spec: lines[spec.name] for spec in _ORDER if lines[spec.name].labels}
 
@@ -163,6 +167,13 @@ class Renderer:
         for feature, enabled in reading.features:
             extra = (("feature", feature),)
             add(m.CHAIN_FEATURE, self._series(("f", *key, feature), own, extra), enabled)
+
+
+def _watch(add: _Adder, status: WatchStatus) -> None:
+    """The watch-list series: few, so their label strings are not cached."""
+    for watched in status.objects:
+        for spec, labels, value in watch_samples(watched):
+            add(spec, _label_string(labels.items()), value)
 
 
 class Family:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from exporter.network import NetworkView
 from exporter.readings import ChainReading, HealthReading
+from exporter.watch import WatchStatus
 
 
 @dataclass(frozen=True)
@@ -54,3 +55,4 @@ class Snapshot:
     completed_at: float | None = None
     config_reload_ok: bool = True
     network: NetworkView = field(default_factory=NetworkView)
+    watch: WatchStatus = field(default_factory=WatchStatus)  # watched objects, node by node

@@ -96,7 +96,13 @@ def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None)
         for text in args.fault:
             spec = parse_fault_spec(text)
             network.set_fault(
-                spec.node, spec.fault, True, spec.chain, spec.delay_seconds, spec.height
+                spec.node,
+                spec.fault,
+                True,
+                spec.chain,
+                spec.delay_seconds,
+                spec.height,
+                spec.target,
             )
     except SimulatorError as error:
         print(f"ledger-exporter simulate: {error}", file=sys.stderr)

@@ -174,9 +174,11 @@ class SimulatedNetwork:
         chain: str | None = None,
         delay_seconds: float = 0.0,
         height: int | None = None,
+        target: str | None = None,
     ) -> None:
         """Switch a fault on or off; a node-wide ``down`` in the ports layout closes (or
-        reopens) the node's listening socket. ``height``: where a ``fork`` starts."""
+        reopens) the node's listening socket. ``height``: where a ``fork`` starts;
+        ``target``: the address an object fault applies to (None: all of the chain's)."""
         self.faults.set(
             node,
             fault,
@@ -185,6 +187,7 @@ class SimulatedNetwork:
             delay_seconds=delay_seconds,
             now=self.now(),
             height=height,
+            target=target,
         )
         if fault == "down" and chain is None and self.layout == "ports":
             with self._lock:

@@ -47,6 +47,7 @@ pytestmark = pytest.mark.integration
 SCALE = 60
 JOB = "ledger-exporter"
 FLAPPING = frozenset({"LedgerNodePeersLow", "LedgerVoteRoundsEscalating"})
+TOKEN, WALLET = "karma-token", "treasury"  # the names of the stack's watched objects
 Alert = dict[str, Any]
 
 # --- shortening the alert rules ------------------------------------------------------------
@@ -155,6 +156,7 @@ def test_shortened_alerts_differ_only_in_their_timings() -> None:
         "LedgerBlockHeightStalled",
         "LedgerNodeBehind",
         "LedgerProbeBlockHeightStalled",
+        "LedgerWatchedContractChanged",
     }
     for name in ("LedgerBlockHeightStalled", "LedgerNodeBehind"):  # the stall threshold
         assert "change_timestamp_seconds > 10" in " ".join(shortened[name]["expr"].split())
@@ -211,7 +213,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         nodes = [{"name": n, "url": u, "blockchains": chains[n]} for n, u in net.node_urls.items()]
         # The whole interval as the deadline: on two cores the simulator, Prometheus and the
         # exporter share the CPU, and one late answer is a pending LedgerNodeDown here.
-        settings = {"scrape_interval": "1s", "scrape_timeout": "1s", "nodes": nodes}
+        settings: dict[str, Any] = {"scrape_interval": "1s", "scrape_timeout": "1s", "nodes": nodes}
+        settings["watch"] = watch_list(net)
         config.write_text(yaml.safe_dump(settings))
         with running_exporter(config, workdir / "exporter.log") as address:
             rules = [alerts, PROM_DIR / "rules.yml"]
@@ -222,6 +225,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 prom.wait_for("count_over_time(ledger_node_up[1m]) >= 3", timeout=10)
                 AlertLog(prom).until(quiet, 10, "no alert at start-up")
                 yield Stack(net, prom, address, chains, since)
+
+
+def watch_list(net: SimulatedNetwork) -> dict[str, Any]:
+    """The stack's ``watch`` section: the first chain's token contract and first wallet, as
+    ``ledger-exporter demo`` watches them; every node lists that chain."""
+    chain = net.chain_ids[0]
+    token = net.ledger.contract_addresses(0)[0]
+    state_keys = ["totalSupply", "holders", "paused"]
+    contract = {"blockchain": chain, "address": token, "name": TOKEN, "state_keys": state_keys}
+    wallet = {"blockchain": chain, "address": net.ledger.wallet_addresses()[0], "name": WALLET}
+    return {"contracts": [contract], "wallets": [wallet]}
 
 
 class AlertLog:
@@ -539,3 +553,55 @@ def test_network_fault_raises_its_alerts_until_cleared(stack: Stack, case: Netwo
     mine = {(lb["alertname"], lb.get("node", ""), lb.get("blockchain", "")) for lb in expected}
     wrong = [a for a in unexpected(log.seen, explained) if a[:3] not in mine]
     assert not wrong, f"alerts that neither {case.fault} on {case.node} nor flaps explain: {wrong}"
+
+
+# --- watched contracts and wallets ---------------------------------------------------------
+
+#: Each fault on one node: the alert on that node, and the disagreement of all nodes.
+WATCH_FAULTS = {
+    "contract_paused": ("LedgerWatchedContractNotActive", "LedgerWatchedContractNodesDisagree"),
+    "wallet_disabled": ("LedgerWatchedWalletDisabled", "LedgerWatchedWalletNodesDisagree"),
+}
+
+
+def watch_alert_labels(stack: Stack, fault: str, node: str) -> list[dict[str, str]]:
+    on_node, disagree = WATCH_FAULTS[fault]
+    chain = stack.net.chain_ids[0]
+    base = {"severity": "warning", "job": JOB, "instance": stack.instance, "blockchain": chain}
+    base |= {"contract": TOKEN} if fault.startswith("contract") else {"wallet": WALLET}
+    mine = {**base, "alertname": on_node, "node": node}
+    mine |= {"status": "PAUSED"} if fault == "contract_paused" else {}
+    return sorted([mine, {**base, "alertname": disagree}], key=lambda lb: lb["alertname"])
+
+
+@pytest.mark.parametrize(
+    ("fault", "node"), [("contract_paused", "node-3"), ("wallet_disabled", "node-6")]
+)
+def test_watched_object_fault_pages_until_cleared(stack: Stack, fault: str, node: str) -> None:
+    AlertLog(stack.prom).until(quiet, 30, "quiet before the fault")  # earlier tests' alerts
+    log, expected = AlertLog(stack.prom), watch_alert_labels(stack, fault, node)
+    names = set(WATCH_FAULTS[fault])
+
+    def firing(alerts: list[Alert]) -> list[dict[str, str]]:
+        hits = [a["labels"] for a in alerts if a["state"] == "firing"]
+        return sorted(
+            (lb for lb in hits if lb["alertname"] in names), key=lambda lb: lb["alertname"]
+        )
+
+    stack.net.set_fault(node, fault, chain=stack.net.chain_ids[0])
+    try:
+        alerts = log.until(lambda alerts: firing(alerts) == expected, 40, f"{fault} alerts firing")
+        summaries = [
+            a["annotations"]["summary"] for a in alerts if a["labels"]["alertname"] in names
+        ]
+        assert all((TOKEN if fault.startswith("contract") else WALLET) in s for s in summaries)
+        for where in EMPTY_WHEN_HEALTHY:
+            stack.prom.wait_for(
+                QUERIES[where].expr, alert_listed(expected[0]["alertname"]), timeout=5
+            )
+    finally:
+        stack.net.set_fault(node, fault, enabled=False, chain=stack.net.chain_ids[0])
+    log.until(quiet, 30, f"{fault} alerts cleared after switching it off")
+    explained = Fault(fault, node, "", "", "", False)
+    wrong = [a for a in unexpected(log.seen, explained) if a[0] not in names]
+    assert not wrong, f"alerts that neither {fault} on {node} nor flaps explain: {wrong}"
