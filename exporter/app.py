@@ -12,11 +12,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from http import HTTPStatus
 
 from exporter.config import Config, load_config
 from exporter.exposition import Exposition
 from exporter.memory import Allocator
 from exporter.poller import Poller
+from exporter.probe import ProbeAnswer, Prober, ProbeSlots
+from exporter.probepoll import EngineProber
 from exporter.render import Renderer
 from exporter.schema import ConfigError
 from exporter.server import ExporterServer, ServerLimits
@@ -44,6 +47,9 @@ class Exporter:
         self._exposition = Exposition(Snapshot(), renderer=self._renderer)
         self._ready = threading.Event()
         self._poller = Poller(config, self._publish, clock)
+        self._probe_engine: EngineProber | None = None  # made once probe mode is configured
+        self._probe_slots = ProbeSlots()  # probes running, whichever config they started on
+        self._prober: Prober | None = self._probing(config)
         self._threads: list[threading.Thread] = []
         self._server: ExporterServer | None = None
         self._web_config_path: str | None = None
@@ -96,8 +102,30 @@ class Exporter:
         self._poller.apply(config)
         if web is not None and self._server is not None:
             self._server.use_web_config(web)
+        self._prober = self._probing(config)
         self._set_reload_ok(True)
         log.info("config reloaded", extra={"fields": {"nodes": len(config.nodes)}})
+
+    def probe(self, query: str, timeout_header: str | None, openmetrics: bool) -> ProbeAnswer:
+        """Answer ``GET /probe?query`` (404 when the config has no ``probe`` section)."""
+        prober = self._prober
+        if prober is None:
+            body = b"Not found: probe mode is off (the config has no probe section).\n"
+            return ProbeAnswer(HTTPStatus.NOT_FOUND, body)
+        return prober.handle(query, timeout_header, openmetrics)
+
+    def _probing(self, config: Config) -> Prober | None:
+        """The /probe handler for ``config``. Its engine and slots are made once and kept across
+        reloads: a reload never fails the probes running meanwhile, and they stay counted."""
+        if config.probe is None:
+            return None
+        limits = (config.probe.max_in_flight, config.max_response_bytes)
+        if self._probe_engine is None:
+            self._probe_engine = EngineProber(*limits, config.max_blockchains_per_node)
+        else:
+            self._probe_engine.configure(*limits, config.max_blockchains_per_node)
+        probe_node = self._probe_engine.probe_node
+        return Prober(config.probe, config.scrape_timeout, probe_node, slots=self._probe_slots)
 
     def start(
         self,
@@ -124,6 +152,9 @@ class Exporter:
     def stop(self) -> None:
         """Stop serving and polling; returns once the server socket is closed."""
         self._poller.stop()
+        self._prober = None
+        if self._probe_engine is not None:
+            self._probe_engine.close()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

@@ -165,7 +165,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     config, web = loaded
     if args.config_check:
-        print(f"{args.config_file}: OK, {len(config.nodes)} node(s)")
+        summary = f"{args.config_file}: OK, {len(config.nodes)} node(s)"
+        if config.probe:
+            summary += f", probe mode ({len(config.probe.modules)} module(s))"
+        contracts, wallets = len(config.watch.contracts), len(config.watch.wallets)
+        if contracts or wallets:
+            summary += f", watching {contracts} contract(s) and {wallets} wallet(s)"
+        print(summary)
         return 0
     setup_logging(args.log_level, args.log_format)
     return serve(

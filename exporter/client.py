@@ -59,6 +59,8 @@ class NotSentError(FetchError):
 
 
 Outcome = Callable[[Any, FetchError | None], None]
+#: Query parameters of a request, decoded: ``(name, value)`` pairs in order.
+Query = Sequence[tuple[str, str]]
 
 
 class NodeClient:
@@ -88,21 +90,27 @@ class NodeClient:
         suspect._suspect = True
         return suspect
 
-    def url_for(self, segments: Sequence[str]) -> str:
-        """The base URL (path prefix kept) with each segment percent-encoded and appended.
+    def url_for(self, segments: Sequence[str], query: Query = ()) -> str:
+        """The base URL (path prefix kept) with each segment percent-encoded and appended,
+        then the ``query`` parameters, names and values percent-encoded.
 
         ``.`` and ``..`` are encoded too, or URL normalisation would turn a chain id of
         ``..`` into the node's base path.
         """
-        return self._base + "/".join(_encode_segment(segment) for segment in segments)
+        url = self._base + "/".join(_encode_segment(segment) for segment in segments)
+        if not query:
+            return url
+        return url + "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query)
 
-    def get(self, segments: Sequence[str], deadline: float, done: Outcome) -> None:
+    def get(
+        self, segments: Sequence[str], deadline: float, done: Outcome, query: Query = ()
+    ) -> None:
         """Send the GET now and call ``done(document, None)`` or ``done(None, error)`` once it
         ends, on the engine's thread (or at once if it cannot be sent)."""
         if deadline - self._monotonic() <= 0:
             done(None, NotSentError())
             return
-        url = self.url_for(segments)
+        url = self.url_for(segments, query)
         request = Request(
             url,
             deadline,
@@ -124,7 +132,7 @@ class NodeClient:
 
         self._engine.submit(request).add_done_callback(finished)
 
-    def get_json(self, segments: Sequence[str], deadline: float) -> Any:
+    def get_json(self, segments: Sequence[str], deadline: float, query: Query = ()) -> Any:
         """GET the document at ``segments`` and decode it, waiting for the answer; raises
         FetchError on any failure."""
         result: Future[Any] = Future()
@@ -135,7 +143,7 @@ class NodeClient:
             else:
                 result.set_exception(error)
 
-        self.get(segments, deadline, done)
+        self.get(segments, deadline, done, query)
         return result.result()
 
 

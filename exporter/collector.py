@@ -15,6 +15,7 @@ from exporter import __version__
 from exporter import metrics as m
 from exporter.metrics import MetricSpec
 from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.watchcollector import WatchCollector
 
 Labels = dict[str, str]
 
@@ -130,7 +131,11 @@ class BlockchainCollector(Collector):
     ... and one gauge per field of the chain status: see exporter/metrics.py.
     """
 
-    SPECS = tuple(spec for spec in m.ALL if spec.name.startswith("ledger_blockchain_"))
+    SPECS = tuple(
+        spec
+        for spec in m.ALL
+        if spec.name.startswith("ledger_blockchain_") and spec not in m.NETWORK_SPECS
+    )
 
     def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot = snapshot
@@ -163,6 +168,54 @@ class BlockchainCollector(Collector):
             families.add(m.CHAIN_FEATURE, {**labels, "feature": feature}, enabled)
 
 
+class NetworkCollector(Collector):
+    """Cross-node checks over the up polled nodes (README, "The network as a whole").
+
+    # TYPE ledger_network_blockchain_checkpoint_height gauge  (label blockchain)
+    # TYPE ledger_network_blockchain_checkpoint_hashes gauge  (label blockchain)
+    # TYPE ledger_blockchain_checkpoint_agrees gauge  (labels node, blockchain)
+    # TYPE ledger_network_blockchain_council_views gauge  (label blockchain)
+    # TYPE ledger_blockchain_council_agrees gauge  (labels node, blockchain)
+    # TYPE ledger_network_peer_partitions gauge
+    # TYPE ledger_node_polled_peers gauge  (label node)
+    """
+
+    SPECS = m.NETWORK_SPECS
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        families = _Families(self.SPECS)
+        view = self._snapshot.network
+        nodes = {
+            node.name: {"node": node.name, **dict(node.labels)} for node in self._snapshot.nodes
+        }
+        for chain in view.chains:
+            network: Labels = {"blockchain": chain.blockchain}
+            families.add(m.NETWORK_CHECKPOINT_HEIGHT, network, chain.checkpoint_height)
+            families.add(m.NETWORK_CHECKPOINT_HASHES, network, chain.checkpoint_hashes)
+            families.add(m.NETWORK_COUNCIL_VIEWS, network, chain.council_views)
+            for spec, agreement in (
+                (m.CHAIN_CHECKPOINT_AGREES, chain.block_agrees),
+                (m.CHAIN_COUNCIL_AGREES, chain.council_agrees),
+            ):
+                for node, agrees in agreement:
+                    if node in nodes:
+                        families.add(spec, {**nodes[node], **network}, _flag(agrees))
+        families.add(m.NETWORK_PEER_PARTITIONS, {}, view.partitions)
+        for node, linked in view.polled_peers:
+            if node in nodes:
+                families.add(m.NODE_POLLED_PEERS, nodes[node], linked)
+        return iter(families)
+
+
 def snapshot_collectors(snapshot: Snapshot) -> tuple[Collector, ...]:
     """Every collector that together expose one snapshot."""
-    return (ExporterCollector(snapshot), NodeCollector(snapshot), BlockchainCollector(snapshot))
+    return (
+        ExporterCollector(snapshot),
+        NodeCollector(snapshot),
+        BlockchainCollector(snapshot),
+        NetworkCollector(snapshot),
+        WatchCollector(snapshot.watch),
+    )

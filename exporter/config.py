@@ -11,11 +11,15 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from exporter.schema import ConfigError, Reader, locate, read_document
+from exporter.watchconfig import WATCH_LABELS, WatchConfig, read_watch
 from exporter.yamlsource import Path
+
+if TYPE_CHECKING:
+    from exporter.probeconfig import ProbeConfig
 
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 #: Chains polled per node when its /health lists more (a listing gone wrong must not flood
@@ -43,6 +47,7 @@ RESERVED_LABELS = frozenset(
         "instance",
     }
 )
+RESERVED_LABELS |= WATCH_LABELS  # the watch series set these themselves
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _SIZE = re.compile(r"(\d+)\s*(B|KiB|MiB|GiB)?", re.ASCII)
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -53,8 +58,12 @@ _TOP_KEYS = (
     "max_concurrency",
     "max_response_bytes",
     "max_blockchains_per_node",
+    "network_checks",
     "nodes",
+    "probe",
+    "watch",
 )
+DEFAULT_BLOCK_HASH_FIELDS = ("hash", "blockHash")
 _NODE_KEYS = (
     "name",
     "url",
@@ -91,6 +100,15 @@ class NodeConfig:
 
 
 @dataclass(frozen=True)
+class NetworkChecks:
+    """Cross-node checks: how deep below the lowest head block hashes are compared (0: no
+    block requests) and which block fields may hold the hash, first present wins."""
+
+    checkpoint_depth: int = 5
+    block_hash_fields: tuple[str, ...] = DEFAULT_BLOCK_HASH_FIELDS
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole validated configuration."""
 
@@ -100,6 +118,9 @@ class Config:
     max_concurrency: int = 256
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     max_blockchains_per_node: int = DEFAULT_MAX_BLOCKCHAINS_PER_NODE
+    network_checks: NetworkChecks = NetworkChecks()
+    probe: ProbeConfig | None = None  # /probe is served only when set
+    watch: WatchConfig = field(default_factory=WatchConfig)
 
 
 def load_config(path: str) -> Config:
@@ -124,7 +145,8 @@ class _Reader(Reader):
         if data is None:
             self.problem((), "the config is empty; it needs at least a 'nodes' list")
             return None
-        top = self.mapping(data, (), _TOP_KEYS, required=("nodes",))
+        probing = isinstance(data, dict) and "probe" in data  # then `nodes` may be left out
+        top = self.mapping(data, (), _TOP_KEYS, required=() if probing else ("nodes",))
         interval = self.duration(top, "scrape_interval", (), 15.0, INTERVAL_BOUNDS)
         timeout = self.duration(top, "scrape_timeout", (), min(10.0, interval), TIMEOUT_BOUNDS)
         if timeout > interval:
@@ -135,8 +157,47 @@ class _Reader(Reader):
             top.get("max_blockchains_per_node", DEFAULT_MAX_BLOCKCHAINS_PER_NODE),
             ("max_blockchains_per_node",),
         )
-        nodes = self.nodes(top.get("nodes"))
-        return Config(nodes, interval, timeout, concurrency, max_bytes, chains)
+        nodes = self.nodes(top.get("nodes")) if top.get("nodes") or not probing else ()
+        checks = self.network_checks(top.get("network_checks"))
+        probe = self.probe(top["probe"]) if "probe" in top else None
+        names = frozenset(node.name for node in nodes if node.name)
+        watch = read_watch(self, top.get("watch"), names)
+        return Config(
+            nodes,
+            interval,
+            timeout,
+            concurrency,
+            max_bytes,
+            chains,
+            network_checks=checks,
+            probe=probe,
+            watch=watch,
+        )
+
+    def network_checks(self, value: Any) -> NetworkChecks:
+        if value is None:
+            return NetworkChecks()
+        path: Path = ("network_checks",)
+        data = self.mapping(value, path, ("checkpoint_depth", "block_hash_fields"))
+        depth = data.get("checkpoint_depth", 5)
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+            self.problem((*path, "checkpoint_depth"), f"must be a whole number >= 0, not {depth!r}")
+            depth = 5
+        fields = data.get("block_hash_fields", list(DEFAULT_BLOCK_HASH_FIELDS))
+        if not isinstance(fields, list) or not fields:
+            self.problem((*path, "block_hash_fields"), "must be a non-empty list of field names")
+            fields = list(DEFAULT_BLOCK_HASH_FIELDS)
+        names = [
+            self.string(item, (*path, "block_hash_fields", i)) for i, item in enumerate(fields)
+        ]
+        if len(set(names)) != len(names):
+            self.problem((*path, "block_hash_fields"), "lists a field more than once")
+        return NetworkChecks(depth, tuple(dict.fromkeys(n for n in names if n)))
+
+    def probe(self, value: Any) -> ProbeConfig:
+        from exporter.probeconfig import read_probe  # noqa: PLC0415 - it builds on this module
+
+        return read_probe(self, value)
 
     def size(self, value: Any) -> int:
         match = _SIZE.fullmatch(value) if isinstance(value, str) else None

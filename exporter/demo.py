@@ -37,6 +37,7 @@ from exporter.flags import (
 )
 from exporter.logs import setup_logging
 from exporter.server import parse_listen_address
+from exporter.watchconfig import WatchConfig, WatchedContract, WatchedWallet
 from ledger_simulator import SimulatedNetwork
 from ledger_simulator.errors import SimulatorError
 
@@ -102,7 +103,25 @@ def demo_config(network: SimulatedNetwork, interval: float) -> Config:
         NodeConfig(name=name, url=url, labels=(("env", "demo"),))
         for name, url in network.node_urls.items()
     )
-    return Config(nodes=nodes, scrape_interval=interval, scrape_timeout=min(interval, 4.0))
+    return Config(
+        nodes=nodes,
+        scrape_interval=interval,
+        scrape_timeout=min(interval, 4.0),
+        watch=demo_watch(network),
+    )
+
+
+def demo_watch(network: SimulatedNetwork) -> WatchConfig:
+    """The first chain's token contract and first wallet (an admin one, always enabled), as
+    config/example.yml lists them for the default seed."""
+    chain = network.chain_ids[0]
+    token = network.ledger.contract_addresses(0)[0]
+    treasury = network.ledger.wallet_addresses()[0]
+    keys = ("totalSupply", "holders", "paused")
+    return WatchConfig(
+        contracts=(WatchedContract(chain, token, "karma-token", keys),),
+        wallets=(WatchedWallet(chain, treasury, "treasury"),),
+    )
 
 
 def rule_texts() -> dict[str, str]:
@@ -262,6 +281,10 @@ def _serve(
     print(
         f"Switch a fault on:     curl -X POST {network.admin_url}faults "
         '-d \'{"node": "node-2", "fault": "stall", "enabled": true}\''
+    )
+    print(
+        f"Pause the watched contract on every node: curl -X POST {network.admin_url}faults "
+        '-d \'{"node": "*", "fault": "contract_paused"}\''
     )
     prometheus = None
     if args.prometheus:

@@ -15,6 +15,7 @@ from exporter.client import FetchError, Reason
 from exporter.config import NodeConfig
 from exporter.readings import ChainReading, HealthReading
 from exporter.snapshot import ChainStatus, NodeStatus
+from exporter.watch import Reading, WatchRequest
 
 ENDPOINTS = ("health", "blockchain")
 #: The error counters' keys, one tuple each shared by every node (12 fewer tuples a node).
@@ -31,6 +32,27 @@ class ChainResult:
     reading: ChainReading | None = None
     error: FetchError | None = None
     requested: bool = True  # False for configured chains of a node whose /health failed
+    block_height: int | None = None  # the checkpoint whose block was asked for, if any
+    block_hash: str | None = None
+    block_error: FetchError | None = None
+
+
+@dataclass(frozen=True)
+class WatchResult:
+    """One watch request's outcome in this cycle; neither reading nor error while it is out."""
+
+    request: WatchRequest
+    reading: Reading | None = None
+    error: FetchError | None = None
+
+    @property
+    def ended(self) -> bool:
+        """The request has an answer or has failed."""
+        return self.reading is not None or self.error is not None
+
+    def late(self, error: FetchError) -> WatchResult:
+        """This request, failed with ``error`` (it had no answer by the deadline)."""
+        return WatchResult(self.request, None, error)
 
 
 @dataclass
@@ -43,6 +65,7 @@ class NodeResult:
     chains: list[ChainResult]
     duration: float
     unpolled_chains: int = 0  # listed by /health beyond max_blockchains_per_node
+    watch: list[WatchResult] = field(default_factory=list)  # in plan order
 
 
 def describe(error: FetchError | None) -> str | None:
@@ -82,6 +105,7 @@ class History:
             memory.errors[("health", result.error.reason.value)] += 1
         else:
             memory.last_success = now
+        _count_watch(memory, result.watch)
         memory.up = _log_change(memory.up, result.error, f"node {name}", name)
         if result.health is not None and bool(result.unpolled_chains) != bool(
             memory.unpolled_chains
@@ -107,6 +131,8 @@ class History:
 def _chain_status(
     memory: _NodeMemory, node: str, chain: ChainResult, now: float, highest: dict[str, float]
 ) -> ChainStatus:
+    if chain.block_height is not None:
+        _count_block(memory, chain.block_error)
     if chain.requested:
         if chain.error is not None:
             memory.errors[("blockchain", chain.error.reason.value)] += 1
@@ -129,6 +155,26 @@ def _chain_status(
         height_changed_at=seen[1],
         blocks_behind=highest[chain.blockchain] - height,
     )
+
+
+def _count_block(memory: _NodeMemory, error: FetchError | None) -> None:
+    """Count a block request's failure; the node's block counters start at 0 with its first
+    block request, so an exporter with block checks off has no such series."""
+    if ("block", Reason.TIMEOUT.value) not in memory.errors:
+        memory.errors.update({("block", reason.value): 0 for reason in Reason})
+    if error is not None:
+        memory.errors[("block", error.reason.value)] += 1
+
+
+def _count_watch(memory: _NodeMemory, results: Sequence[WatchResult]) -> None:
+    """Count failed watch requests by endpoint (contract, contract_state, wallet); an
+    endpoint's counters start at 0 with the node's first request to it."""
+    for result in results:
+        endpoint = result.request.kind.value
+        if (endpoint, Reason.TIMEOUT.value) not in memory.errors:
+            memory.errors.update({(endpoint, reason.value): 0 for reason in Reason})
+        if result.error is not None:
+            memory.errors[(endpoint, result.error.reason.value)] += 1
 
 
 def _log_capped(node: str, unpolled: int) -> None:

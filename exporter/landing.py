@@ -10,11 +10,13 @@ hover. Everything a node sends is escaped. Thresholds follow the shipped alert r
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
 
 from exporter import __version__
 from exporter import metrics as m
+from exporter.network import NetworkView
 from exporter.readings import ChainReading
 from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
 
@@ -73,10 +75,35 @@ def _flag(value: float | None, yes: str = "yes") -> str:
     return "&mdash;" if value is None else (yes if value else "no")
 
 
-def _chain_problems(node: NodeStatus, chain: ChainStatus, now: float) -> list[str]:
+Notes = Mapping[tuple[str, str], list[str]]
+
+
+def _network_notes(network: NetworkView) -> dict[tuple[str, str], list[str]]:
+    """Per (node, chain), where the node disagrees with the majority of the polled nodes."""
+    notes: dict[tuple[str, str], list[str]] = {}
+    for chain in network.chains:
+        for node, agrees in chain.block_agrees:
+            if not agrees:
+                text = f"block at checkpoint {chain.checkpoint_height} is not the majority's"
+                notes.setdefault((node, chain.blockchain), []).append(text)
+        for node, agrees in chain.council_agrees:
+            if not agrees:
+                notes.setdefault((node, chain.blockchain), []).append(
+                    "council is not the majority's"
+                )
+    if len(network.polled_peers) > 1:
+        for node, linked in network.polled_peers:
+            if linked == 0:
+                notes.setdefault((node, ""), []).append("no link to any other polled node")
+    return notes
+
+
+def _chain_problems(
+    node: NodeStatus, chain: ChainStatus, now: float, notes: Notes | None = None
+) -> list[str]:
     if chain.reading is None:
         return [f"chain down: {chain.error or 'no reading'}"]
-    problems = []
+    problems = list((notes or {}).get((node.name, chain.blockchain), []))
     syncing = _gauge(chain.reading, m.CHAIN_SYNCING)
     if chain.height_changed_at is not None and now - chain.height_changed_at > STALLED_SECONDS:
         problems.append(f"height unchanged for {_age(now - chain.height_changed_at)}")
@@ -87,7 +114,7 @@ def _chain_problems(node: NodeStatus, chain: ChainStatus, now: float) -> list[st
     return problems
 
 
-def _node_problems(node: NodeStatus, now: float) -> list[_Problem]:
+def _node_problems(node: NodeStatus, now: float, notes: Notes) -> list[_Problem]:
     if not node.up:
         since = (
             "never up" if node.last_success is None else f"down for {_age(now - node.last_success)}"
@@ -97,10 +124,11 @@ def _node_problems(node: NodeStatus, now: float) -> list[_Problem]:
     peers = node.health.peer_count if node.health else None
     if peers == 0:
         problems.append(_Problem(node.name, None, "no peers"))
+    problems += [_Problem(node.name, None, text) for text in notes.get((node.name, ""), [])]
     for chain in node.chains:
         problems += [
             _Problem(node.name, chain.blockchain, text)
-            for text in _chain_problems(node, chain, now)
+            for text in _chain_problems(node, chain, now, notes)
         ]
     return problems
 
@@ -133,9 +161,9 @@ def _node_row(node: NodeStatus, problems: list[_Problem], now: float) -> str:
     )
 
 
-def _chain_row(node: NodeStatus, chain: ChainStatus, now: float) -> str:
+def _chain_row(node: NodeStatus, chain: ChainStatus, now: float, notes: Notes) -> str:
     reading = chain.reading
-    problems = _chain_problems(node, chain, now)
+    problems = _chain_problems(node, chain, now, notes)
     height = reading.height if reading else None
     changed = _ago(chain.height_changed_at, now) if chain.height_changed_at else "&mdash;"
     council = _flag(_gauge(reading, m.CHAIN_IN_COUNCIL), "member")
@@ -156,11 +184,13 @@ def _chain_row(node: NodeStatus, chain: ChainStatus, now: float) -> str:
     )
 
 
-def _tables(nodes: list[NodeStatus], problems: dict[str, list[_Problem]], now: float) -> str:
+def _tables(
+    nodes: list[NodeStatus], problems: dict[str, list[_Problem]], now: float, notes: Notes
+) -> str:
     node_rows = "".join(_node_row(node, problems[node.name], now) for node in nodes)
     chains = [(node, chain) for node in nodes for chain in node.chains]
-    chains.sort(key=lambda pair: not _chain_problems(pair[0], pair[1], now))
-    chain_rows = "".join(_chain_row(node, chain, now) for node, chain in chains)
+    chains.sort(key=lambda pair: not _chain_problems(pair[0], pair[1], now, notes))
+    chain_rows = "".join(_chain_row(node, chain, now, notes) for node, chain in chains)
     return (
         "<h2>Nodes</h2><table><tr><th>Node</th><th>State</th><th>Peers</th><th>Version</th>"
         f"<th>Last error</th><th>Last success</th></tr>{node_rows}</table>"
@@ -184,7 +214,8 @@ def _summary(snapshot: Snapshot, now: float) -> str:
 def landing_page(snapshot: Snapshot, now: float | None = None) -> str:
     """HTML for ``/``; every value from a node is escaped, URLs are never shown."""
     now = time.time() if now is None else now
-    problems = {node.name: _node_problems(node, now) for node in snapshot.nodes}
+    notes = _network_notes(snapshot.network)
+    problems = {node.name: _node_problems(node, now, notes) for node in snapshot.nodes}
     nodes = sorted(snapshot.nodes, key=lambda node: (node.up, not problems[node.name]))
     banner = (
         ""
@@ -201,5 +232,5 @@ def landing_page(snapshot: Snapshot, now: float | None = None) -> str:
         "<p><a href='/metrics'>Metrics</a> &middot; <a href='/-/healthy'>Health</a> &middot; "
         f"<a href='/-/ready'>Readiness</a></p>{banner}{_summary(snapshot, now)}"
         f"{_problem_list(listed) if snapshot.completed_at is not None else ''}"
-        f"{_tables(nodes, problems, now)}</body></html>"
+        f"{_tables(nodes, problems, now, notes)}</body></html>"
     )

@@ -161,6 +161,121 @@ CHAIN_FEATURE = _g(
     "feature",
 )
 
+_NETWORK_CHAIN = ("blockchain",)
+NETWORK_CHECKPOINT_HEIGHT = _g(
+    "ledger_network_blockchain_checkpoint_height",
+    "Height at which the polled nodes' block hashes are compared: the lowest height among "
+    "the up, not-syncing nodes minus network_checks.checkpoint_depth.",
+    *_NETWORK_CHAIN,
+)
+NETWORK_CHECKPOINT_HASHES = _g(
+    "ledger_network_blockchain_checkpoint_hashes",
+    "Distinct block hashes at the checkpoint among the nodes whose block was read "
+    "(1: agreement, more: a fork).",
+    *_NETWORK_CHAIN,
+)
+CHAIN_CHECKPOINT_AGREES = _g(
+    "ledger_blockchain_checkpoint_agrees",
+    "1 when the node's block at the checkpoint has the hash a strict majority of the nodes "
+    "read report, else 0.",
+    *_CHAIN,
+)
+NETWORK_COUNCIL_VIEWS = _g(
+    "ledger_network_blockchain_council_views",
+    "Distinct councilMembers sets (order ignored) among the up nodes that read the chain.",
+    *_NETWORK_CHAIN,
+)
+CHAIN_COUNCIL_AGREES = _g(
+    "ledger_blockchain_council_agrees",
+    "1 when the node's council set is the one a strict majority of the nodes report, else 0.",
+    *_CHAIN,
+)
+NETWORK_PEER_PARTITIONS = _g(
+    "ledger_network_peer_partitions",
+    "Connected components of the up polled nodes linked by networkPeers (1: all connected).",
+)
+NODE_POLLED_PEERS = _g(
+    "ledger_node_polled_peers",
+    "Other up polled nodes this node is linked to by networkPeers (either side listing).",
+    *_NODE,
+)
+
+#: The cross-node families, emitted by the network view rather than per node or chain.
+NETWORK_SPECS = (
+    NETWORK_CHECKPOINT_HEIGHT,
+    NETWORK_CHECKPOINT_HASHES,
+    CHAIN_CHECKPOINT_AGREES,
+    NETWORK_COUNCIL_VIEWS,
+    CHAIN_COUNCIL_AGREES,
+    NETWORK_PEER_PARTITIONS,
+    NODE_POLLED_PEERS,
+)
+# Only /probe answers these (blackbox_exporter's probe_success and probe_duration_seconds).
+PROBE_SUCCESS = _g("ledger_probe_success", "1 when the probed target's /health was read.")
+PROBE_DURATION = _g("ledger_probe_duration_seconds", "Wall time of the probe.")
+
+# Watch lists (metrics.md, "Watch lists"): contracts and wallets named in the config.
+_CONTRACT = ("node", "blockchain", "contract")
+_WALLET = ("node", "blockchain", "wallet")
+CONTRACT_UP = _g(
+    "ledger_contract_up",
+    "1 when the watched contract's metadata was read in the last cycle, else 0.",
+    *_CONTRACT,
+)
+CONTRACT_STATUS = _g(
+    "ledger_contract_status",
+    "State set of the contract's status: 1 for the reported one, 0 for each other of "
+    "ACTIVE, PAUSED, UPGRADED.",
+    *_CONTRACT,
+    "status",
+)
+CONTRACT_VERSION = _g("ledger_contract_version", "Contract version (version).", *_CONTRACT)
+CONTRACT_INFO = _g(
+    "ledger_contract_info",
+    "Address, VM type and code hash of the contract as the node reports them; always 1.",
+    *_CONTRACT,
+    "address",
+    "vm_type",
+    "code_hash",
+)
+CONTRACT_STATE_UP = _g(
+    "ledger_contract_state_up",
+    "1 when the watched contract's state was read in the last cycle, else 0.",
+    *_CONTRACT,
+)
+CONTRACT_STATE_VERSION = _g(
+    "ledger_contract_state_version", "Version of the contract's state (version).", *_CONTRACT
+)
+CONTRACT_STATE_VALUE = _g(
+    "ledger_contract_state_value",
+    "Value at a configured dotted path of the contract's state (numbers, numeric strings, "
+    "booleans as 0/1).",
+    *_CONTRACT,
+    "key",
+)
+WALLET_UP = _g(
+    "ledger_wallet_up", "1 when the watched wallet was read in the last cycle, else 0.", *_WALLET
+)
+WALLET_ENABLED = _g("ledger_wallet_enabled", "1 when the wallet is enabled (enabled).", *_WALLET)
+WALLET_SATELLITES = _g(
+    "ledger_wallet_satellite_wallets", "Number of satellite wallets (satelliteWallets).", *_WALLET
+)
+WALLET_PERMISSION = _g(
+    "ledger_wallet_permission",
+    "1 when the wallet's auth group grants the permission (authGroups), else 0.",
+    *_WALLET,
+    "group",
+    "permission",
+)
+WALLET_INFO = _g(
+    "ledger_wallet_info",
+    "Address, key type and public key of the wallet as the node reports them; always 1.",
+    *_WALLET,
+    "address",
+    "key_type",
+    "public_key",
+)
+
 ALL: tuple[MetricSpec, ...] = tuple(
     value for value in list(globals().values()) if isinstance(value, MetricSpec)
 )
@@ -180,6 +295,10 @@ RUNTIME_SAMPLE_NAMES = frozenset(
         "python_gc_collections_total",
     }
 )
+
+
+#: Families that only /probe answers, never /metrics.
+PROBE_ONLY = (PROBE_SUCCESS, PROBE_DURATION)
 
 
 def sample_names() -> frozenset[str]:

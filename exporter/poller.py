@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,22 +22,59 @@ from exporter.client import FetchError, NodeClient, NotSentError, Reason
 from exporter.config import Config, NodeConfig
 from exporter.engine import Engine
 from exporter.history import ChainResult, History, NodeResult
-from exporter.readings import HealthReading, InvalidResponseError, read_chain, read_health
-from exporter.snapshot import Snapshot
+from exporter.network import NetworkView, network_view, observe
+from exporter.readings import (
+    HealthReading,
+    InvalidResponseError,
+    read_block_hash,
+    read_chain,
+    read_health,
+)
+from exporter.snapshot import NodeStatus, Snapshot
+from exporter.watchconfig import WatchConfig
+from exporter.watchpoll import WatchPoll, watch_status
 
 log = logging.getLogger("ledger_exporter")
 
 #: Extra wait after the deadline for requests that are just finishing their last read.
 DEADLINE_GRACE_SECONDS = 0.25
+NO_WATCH = WatchConfig()
 
 
-class _NodePoll:
-    """One node's poll in one cycle: /health, then each chain, driven by the engine's callbacks."""
+@dataclass(frozen=True)
+class BlockPlan:
+    """Which block to ask a node for per chain this cycle (the checkpoint), and where a block
+    keeps its hash. Empty when block checks are off or no checkpoint is known yet."""
 
-    def __init__(self, node: NodeConfig, client: NodeClient, max_chains: int) -> None:
+    heights: Mapping[str, int] = field(default_factory=dict)
+    hash_fields: tuple[str, ...] = ()
+
+
+def _complete(chain: ChainResult) -> bool:
+    """The chain's status has ended, and its block too when one was asked for."""
+    block_done = chain.block_height is None or chain.block_hash or chain.block_error
+    return bool((chain.reading or chain.error) and block_done)
+
+
+class NodePoll:
+    """One node's poll (in a cycle, or for one probe): /health, then each chain (and its
+    checkpoint block, sent alongside, so no extra round trip), driven by the engine's
+    callbacks."""
+
+    def __init__(
+        self,
+        node: NodeConfig,
+        client: NodeClient,
+        max_chains: int,
+        blocks: BlockPlan,
+        watch: WatchConfig = NO_WATCH,
+    ) -> None:
         self.node = node
+        self._watch = WatchPoll(watch, node.name, _as_fetch_error)
+        self._chains_done = False
         self._client = client
         self._max_chains = max_chains
+        self._blocks = blocks
         self._unpolled = 0
         self.done = threading.Event()
         self._lock = threading.Lock()
@@ -62,7 +99,12 @@ class _NodePoll:
         with self._lock:
             return self._ran_out_of_time or self._in_flight > 0
 
-    def _ask(self, segments: list[str], done: Callable[[Any, FetchError | None], None]) -> None:
+    def _ask(
+        self,
+        segments: list[str],
+        done: Callable[[Any, FetchError | None], None],
+        query: Sequence[tuple[str, str]] = (),
+    ) -> None:
         """``client.get``, keeping count of requests in flight and of those that timed out."""
         with self._lock:
             self._in_flight += 1
@@ -75,7 +117,7 @@ class _NodePoll:
                     self._ran_out_of_time |= not isinstance(error, NotSentError)
             done(document, error)
 
-        self._client.get(segments, self._deadline, ended)
+        self._client.get(segments, self._deadline, ended, query)
 
     def start(self, deadline: float, started: float) -> None:
         self._started, self._deadline = started, deadline
@@ -94,34 +136,73 @@ class _NodePoll:
         chains = self.node.blockchains or health.blockchain_ids[: self._max_chains]
         if not self.node.blockchains:
             self._unpolled = len(health.blockchain_ids) - len(chains)
+        heights = self._blocks.heights
         with self._lock:
             self._health = health
-            self._chains = {chain: ChainResult(chain) for chain in chains}
+            self._chains = {
+                chain: ChainResult(chain, block_height=heights.get(chain)) for chain in chains
+            }
+        watch = self._watch.plan(health.blockchain_ids)
         if not chains:
             self._finish()
         for chain in chains:
             self._ask(["blockchains", chain], self._chain_reader(chain))
+            if chain in heights:
+                query = (("height", str(heights[chain])),)
+                self._ask(["blockchains", chain, "blocks"], self._block_reader(chain), query)
+        for request in watch:  # right after the chains', under the same deadline
+            read = self._watch.reader(request, self._watch_ended)
+            self._ask(list(request.segments), read, request.query)
+
+    def _block_reader(self, chain: str) -> Callable[[Any, FetchError | None], None]:
+        def store(result: ChainResult, block_hash: Any, error: FetchError | None) -> None:
+            result.block_hash, result.block_error = block_hash, error
+
+        return self._reader(chain, self._read_block_hash, store)
+
+    def _read_block_hash(self, document: Any) -> str:
+        return read_block_hash(document, self._blocks.hash_fields)
 
     def _chain_reader(self, chain: str) -> Callable[[Any, FetchError | None], None]:
-        def chain_read(document: Any, error: FetchError | None) -> None:
-            reading = None
+        def store(result: ChainResult, reading: Any, error: FetchError | None) -> None:
+            result.reading, result.error = reading, error
+
+        return self._reader(chain, read_chain, store)
+
+    def _reader(
+        self,
+        chain: str,
+        parse: Callable[[Any], object],
+        store: Callable[[ChainResult, Any, FetchError | None], None],
+    ) -> Callable[[Any, FetchError | None], None]:
+        """A callback that parses an answer about ``chain`` (or keeps its error) into the
+        chain's result, and ends the chain part once every chain request has ended."""
+
+        def read(document: Any, error: FetchError | None) -> None:
+            value = None
             try:
                 if error is not None:
                     raise error
-                reading = read_chain(document)
+                value = parse(document)
             except Exception as failure:
                 error = _as_fetch_error(failure)
             with self._lock:
-                result = self._chains[chain]
-                result.reading, result.error = reading, error
-                finished = all(r.reading or r.error for r in self._chains.values())
+                store(self._chains[chain], value, error)
+                finished = all(_complete(r) for r in self._chains.values())
             if finished:
                 self._finish()
 
-        return chain_read
+        return read
 
-    def _finish(self) -> None:
+    def _watch_ended(self) -> None:
+        self._finish(chains=False)
+
+    def _finish(self, chains: bool = True) -> None:
+        """Mark the chain part (or one watch request) ended; done once every part has."""
         with self._lock:
+            self._chains_done |= chains
+            if not self._chains_done or self._watch.pending:
+                return
             self._finished = time.monotonic()
         self.done.set()
 
@@ -133,14 +214,20 @@ class _NodePoll:
             if self._health is None and health_error is None:
                 health_error = late
             chains = [
-                ChainResult(c.blockchain, c.reading, c.error or (None if c.reading else late))
+                replace(
+                    c,
+                    error=c.error or (None if c.reading else late),
+                    block_error=c.block_error
+                    or (None if c.block_hash or c.block_height is None else late),
+                )
                 for c in self._chains.values()
             ]
             end = self._finished if self._finished is not None else now
+            watch = self._watch.results(late)
         if health_error is not None:
             return failed_node(self.node, health_error, end - self._started)
         return NodeResult(
-            self.node, self._health, None, chains, end - self._started, self._unpolled
+            self.node, self._health, None, chains, end - self._started, self._unpolled, watch
         )
 
 
@@ -195,8 +282,10 @@ class Poller:
         self._lock = threading.Lock()  # guards the hand-over of a reloaded config
         self._pending_config: Config | None = None
         self._resources = self._build(config)
-        self._running: dict[str, _NodePoll] = {}
+        self._running: dict[str, NodePoll] = {}
         self._timed_out: set[str] = set()
+        self._checkpoints: dict[str, int] = {}  # per chain, from the last cycle's heights
+        self._block_heights: dict[str, dict[str, int]] = {}  # per node: blocks it can have
         self._wake = threading.Event()
         self._stopped = threading.Event()
 
@@ -232,8 +321,8 @@ class Poller:
 
     def _start_polls(
         self, resources: _Resources, deadline: float, started: float
-    ) -> tuple[list[_NodePoll], list[NodeConfig]]:
-        polls: list[_NodePoll] = []
+    ) -> tuple[list[NodePoll], list[NodeConfig]]:
+        polls: list[NodePoll] = []
         stuck: list[NodeConfig] = []
         # Nodes that timed out last cycle go last and get at most a quarter of the engine's
         # slots: however many hang, they cannot hold the slots the healthy nodes need.
@@ -246,11 +335,49 @@ class Poller:
             client = resources.clients[node.name]
             if node.name in suspects:
                 client = client.as_suspect()
-            poll = _NodePoll(node, client, resources.config.max_blockchains_per_node)
+            config = resources.config
+            poll = NodePoll(
+                node, client, config.max_blockchains_per_node, self._block_plan(node), config.watch
+            )
             self._running[node.name] = poll
             poll.start(deadline, started)
             polls.append(poll)
         return polls, stuck
+
+    def _block_plan(self, node: NodeConfig) -> BlockPlan:
+        """The checkpoint blocks to ask ``node`` for: only where block checks are on and the
+        node had reached the checkpoint last cycle (a block it cannot have is no error)."""
+        checks = self._resources.config.network_checks
+        if checks.checkpoint_depth == 0:
+            return BlockPlan()
+        return BlockPlan(self._block_heights.get(node.name, {}), checks.block_hash_fields)
+
+    def _network(self, results: Sequence[NodeResult], nodes: Sequence[NodeStatus]) -> NetworkView:
+        """Compare the up nodes, and plan the next cycle's checkpoints from their heights."""
+        observed = [
+            observe(
+                r.node.name, r.health, ((c.blockchain, c.reading, c.block_hash) for c in r.chains)
+            )
+            for r in results
+            if r.health is not None
+        ]
+        depth = self._resources.config.network_checks.checkpoint_depth
+        view = network_view(observed, self._checkpoints, depth)
+        self._checkpoints = {
+            c.blockchain: c.next_checkpoint for c in view.chains if c.next_checkpoint is not None
+        }
+        self._block_heights = {
+            node.name: {
+                chain.blockchain: self._checkpoints[chain.blockchain]
+                for chain in node.chains
+                if chain.blockchain in self._checkpoints
+                and chain.reading is not None
+                and chain.reading.height is not None
+                and chain.reading.height >= self._checkpoints[chain.blockchain]
+            }
+            for node in nodes
+        }
+        return view
 
     def run_cycle(self) -> Snapshot:
         """Poll every node once, fold the results into the history, and return the snapshot."""
@@ -271,7 +398,9 @@ class Poller:
         # only polls still out are kept (to guard and count them); ended ones free their results
         self._running = {name: p for name, p in self._running.items() if not p.done.is_set()}
         nodes = self._history.record(results, self._clock())
-        return Snapshot(nodes, ended - started, self._clock())
+        network = self._network(results, nodes)
+        watch = watch_status(results)
+        return Snapshot(nodes, ended - started, self._clock(), network=network, watch=watch)
 
     def run(self) -> None:
         """Cycle every ``scrape_interval`` until stop(); a late cycle skips missed ticks."""

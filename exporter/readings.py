@@ -37,6 +37,7 @@ class HealthReading:
     peer_count: float | None
     blockchain_count: float | None
     blockchain_ids: tuple[str, ...]
+    network_peers: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class ChainReading:
     consensus_type: str | None
     key_type: str | None
     features: tuple[tuple[str, float], ...]
+    council: frozenset[str] | None = None
+    syncing: bool | None = None
 
 
 Reader = Callable[[Any], float | None]
@@ -112,6 +115,7 @@ def read_health(body: Any) -> HealthReading:
         peer_count=read_count(network.get("peerCount")),
         blockchain_count=_list_length(chains),
         blockchain_ids=chain_ids,
+        network_peers=_text_set(network.get("networkPeers")) or frozenset(),
     )
 
 
@@ -136,7 +140,34 @@ def read_chain(body: Any) -> ChainReading:
         consensus_type=read_text(_lookup(body, ("consensus", "consensusType"))),
         key_type=read_text(body.get("keyType")),
         features=_features(body.get("features")),
+        council=_text_set(body.get("councilMembers")),
+        syncing=read_bool_value(body.get("syncing")),
     )
+
+
+def read_bool_value(value: Any) -> bool | None:
+    """A JSON boolean as a bool; anything else None."""
+    return value if isinstance(value, bool) else None
+
+
+def _text_set(value: Any) -> frozenset[str] | None:
+    """A JSON list of non-empty strings as a set (order and repeats ignored); None when the
+    value is not a list or holds anything else, so a garbled list never counts as a view."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        return None
+    return frozenset(value)
+
+
+def read_block_hash(body: Any, fields: tuple[str, ...]) -> str:
+    """The hash of a ``/blockchains/{id}/blocks`` answer: the first of ``fields`` that holds a
+    non-empty string; InvalidResponseError when it is not an object or none does."""
+    if not isinstance(body, dict):
+        raise InvalidResponseError(f"the block is a JSON {type(body).__name__}, not an object")
+    for field in fields:
+        value = read_text(body.get(field))
+        if value:
+            return value
+    raise InvalidResponseError(f"the block has none of the hash fields {', '.join(fields)}")
 
 
 def _features(features: Any) -> tuple[tuple[str, float], ...]:

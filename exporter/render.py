@@ -17,13 +17,26 @@ from prometheus_client.utils import floatToGoString
 
 from exporter import __version__
 from exporter import metrics as m
-from exporter.collector import BlockchainCollector, ExporterCollector, NodeCollector
+from exporter.collector import (
+    BlockchainCollector,
+    ExporterCollector,
+    NetworkCollector,
+    NodeCollector,
+)
 from exporter.metrics import MetricSpec
 from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.watch import WatchStatus
+from exporter.watchcollector import WatchCollector, watch_samples
 
 Extra = tuple[tuple[str, str], ...]
 #: Family order, as the collectors (and so client_python) emit them.
-_ORDER = ExporterCollector.SPECS + NodeCollector.SPECS + BlockchainCollector.SPECS
+_ORDER = (
+    ExporterCollector.SPECS
+    + NodeCollector.SPECS
+    + BlockchainCollector.SPECS
+    + NetworkCollector.SPECS
+    + WatchCollector.SPECS
+)
 
 
 def _escape(value: str) -> str:
@@ -72,8 +85,40 @@ class Renderer:
             base = (node.name, node.labels)
             for chain in node.chains:
                 self._chain(add, node, base, chain)
+        self._network(add, snapshot)
+        _watch(add, snapshot.watch)
         self._labels = self._fresh  # series no longer written are forgotten
         return {spec: lines[spec.name] for spec in _ORDER if lines[spec.name].labels}
+
+    def _network(self, add: _Adder, snapshot: Snapshot) -> None:
+        """The cross-node families, in NetworkCollector's order and labels."""
+        view = snapshot.network
+        nodes = {node.name: node for node in snapshot.nodes}
+        for chain in view.chains:
+            own: Extra = (("blockchain", chain.blockchain),)
+            labels = self._series(("network", chain.blockchain), own)
+            add(m.NETWORK_CHECKPOINT_HEIGHT, labels, chain.checkpoint_height)
+            add(m.NETWORK_CHECKPOINT_HASHES, labels, chain.checkpoint_hashes)
+            add(m.NETWORK_COUNCIL_VIEWS, labels, chain.council_views)
+            for spec, agreement in (
+                (m.CHAIN_CHECKPOINT_AGREES, chain.block_agrees),
+                (m.CHAIN_COUNCIL_AGREES, chain.council_agrees),
+            ):
+                for name, agrees in agreement:
+                    if (node := nodes.get(name)) is None:
+                        continue  # the view names only the snapshot's nodes; never guess
+                    key = (node.name, node.labels, chain.blockchain)
+                    series = self._series(key, (("node", name), *node.labels), own)
+                    add(spec, series, 1.0 if agrees else 0.0)
+        add(m.NETWORK_PEER_PARTITIONS, "", view.partitions)
+        for name, linked in view.polled_peers:
+            if (node := nodes.get(name)) is None:
+                continue
+            add(
+                m.NODE_POLLED_PEERS,
+                self._series((name, node.labels), (("node", name), *node.labels)),
+                linked,
+            )
 
     def _node(self, add: _Adder, node: NodeStatus) -> None:
         key = (node.name, node.labels)
@@ -122,6 +167,13 @@ class Renderer:
         for feature, enabled in reading.features:
             extra = (("feature", feature),)
             add(m.CHAIN_FEATURE, self._series(("f", *key, feature), own, extra), enabled)
+
+
+def _watch(add: _Adder, status: WatchStatus) -> None:
+    """The watch-list series: few, so their label strings are not cached."""
+    for watched in status.objects:
+        for spec, labels, value in watch_samples(watched):
+            add(spec, _label_string(labels.items()), value)
 
 
 class Family:

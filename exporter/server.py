@@ -27,6 +27,7 @@ from exporter.httpserver import (
     parse_listen_address,
 )
 from exporter.landing import landing_page
+from exporter.probe import TIMEOUT_HEADER, ProbeAnswer
 from exporter.webconfig import WebConfig
 
 log = logging.getLogger("ledger_exporter")
@@ -40,6 +41,7 @@ class App(Protocol):
     def exposition(self) -> Exposition: ...
     def ready(self) -> bool: ...
     def reload(self) -> None: ...
+    def probe(self, query: str, timeout_header: str | None, openmetrics: bool) -> ProbeAnswer: ...
 
 
 class ExporterServer(ThreadedHTTPServer):
@@ -96,6 +98,7 @@ class _Handler(HTTPRequestHandler):
             "/": self._landing,
             "/-/healthy": lambda body: self._reply(HTTPStatus.OK, b"Healthy.\n", send_body=body),
             "/-/ready": self._ready,
+            "/probe": self._probe,
         }
         route = routes.get(path)
         if path == "/-/reload":
@@ -126,6 +129,12 @@ class _Handler(HTTPRequestHandler):
         content_type = OPENMETRICS_CONTENT_TYPE if openmetrics else TEXT_CONTENT_TYPE
         extra = {"Content-Encoding": "gzip"} if gzipped else {}
         self._reply(HTTPStatus.OK, body, content_type, extra, send_body)
+
+    def _probe(self, send_body: bool) -> None:
+        query = self.path.partition("?")[2]
+        openmetrics = wants_openmetrics(self.headers.get("Accept"))
+        answer = self.server.app.probe(query, self.headers.get(TIMEOUT_HEADER), openmetrics)
+        self._reply(answer.status, answer.body, answer.content_type, send_body=send_body)
 
     def _landing(self, send_body: bool) -> None:
         page = landing_page(self.server.app.exposition().snapshot).encode()

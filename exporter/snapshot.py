@@ -6,9 +6,11 @@ half a cycle and never causes a request to a node.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from exporter.network import NetworkView
 from exporter.readings import ChainReading, HealthReading
+from exporter.watch import WatchStatus
 
 
 @dataclass(frozen=True)
@@ -52,3 +54,5 @@ class Snapshot:
     cycle_duration: float | None = None
     completed_at: float | None = None
     config_reload_ok: bool = True
+    network: NetworkView = field(default_factory=NetworkView)
+    watch: WatchStatus = field(default_factory=WatchStatus)  # watched objects, node by node

@@ -17,7 +17,7 @@ ENDPOINTS = {
     "nodes": "GET lists node names with their base URL and blockchain ids",
     "blockchains": "GET lists contract addresses per blockchain and the wallet addresses",
 }
-SetFault = Callable[[str, str, bool, "str | None", float], None]
+SetFault = Callable[[str, str, bool, "str | None", float, "int | None", "str | None"], None]
 
 
 class AdminError(SimulatorError, ValueError):
@@ -60,8 +60,8 @@ class AdminApi:
     def post_fault(self, body: bytes) -> Response:
         """Switch one fault from a JSON body; 400 with the reason when it is refused."""
         try:
-            node, fault, enabled, chain, delay = parse_fault_request(body)
-            self.set_fault(node, fault, enabled, chain, delay)
+            node, fault, enabled, chain, delay, height, target = parse_fault_request(body)
+            self.set_fault(node, fault, enabled, chain, delay, height, target)
         except SimulatorError as error:
             return error_response(400, str(error))
         return json_response(200, {"faults": self.faults.listing()})
@@ -79,8 +79,11 @@ class AdminApi:
         }
 
 
-def parse_fault_request(body: bytes) -> tuple[str, str, bool, str | None, float]:
-    """``{"node", "fault", "enabled"?, "chain"?, "delay_seconds"?}`` -> checked values."""
+def parse_fault_request(
+    body: bytes,
+) -> tuple[str, str, bool, str | None, float, int | None, str | None]:
+    """``{"node", "fault", "enabled"?, "chain"?, "delay_seconds"?, "height"?, "target"?}`` ->
+    checked values."""
     try:
         document = json.loads(body or b"null")
     except (ValueError, UnicodeDecodeError) as error:
@@ -96,7 +99,14 @@ def parse_fault_request(body: bytes) -> tuple[str, str, bool, str | None, float]
         raise AdminError('"enabled" must be true or false')
     if chain is not None and not isinstance(chain, str):
         raise AdminError('"chain" must be a blockchain id string or null')
-    return node, fault, enabled, chain, parse_delay(document.get("delay_seconds"))
+    height = document.get("height")
+    if height is not None and (isinstance(height, bool) or not isinstance(height, int)):
+        raise AdminError('"height" must be a block height (an integer) or null')
+    target = document.get("target")
+    if target is not None and not isinstance(target, str):
+        raise AdminError('"target" must be a contract or wallet address string or null')
+    delay = parse_delay(document.get("delay_seconds"))
+    return node, fault, enabled, chain, delay, height, target
 
 
 def parse_delay(value: object) -> float:

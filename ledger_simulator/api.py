@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from ledger_simulator.errors import BadRequestError, NotFoundError, UnknownChainError
+from ledger_simulator.faults import ActiveFaults
 from ledger_simulator.ledger import Ledger
 from ledger_simulator.state import SimState
 
@@ -101,8 +102,8 @@ class NodeApi:
             case ["blockchains", chain_id, *rest] if len(rest) <= 4:
                 return self.chain_document(node, self.tracked(node, chain_id), rest, query, now)
             case ["wallets", address]:
-                chain_id = query_value(query, "blockchainId") or ""
-                return self.ledger.wallet(self.tracked(node, chain_id), address)
+                chain = self.tracked(node, query_value(query, "blockchainId") or "")
+                return self.ledger.wallet(chain, address, self.faults(node, chain))
         raise NotFoundError("no such endpoint: /" + "/".join(segments))
 
     def chain_document(
@@ -115,11 +116,12 @@ class NodeApi:
                 return self.state.blockchain(node, chain, now)
             case ["blocks"]:
                 height = parse_height(query_value(query, "height"))
-                return ledger.block(chain, height, self.height(node, chain, now))
+                return ledger.block(node, chain, height, self.height(node, chain, now))
             case ["contracts", address]:
-                return ledger.contract(chain, address)
+                return ledger.contract(chain, address, self.faults(node, chain))
             case ["contracts", address, "state"]:
-                return ledger.contract_state(chain, address, self.height(node, chain, now))
+                height = self.height(node, chain, now)
+                return ledger.contract_state(chain, address, height, self.faults(node, chain))
             case ["contracts", address, "trace", tx]:
                 return ledger.trace(chain, address, tx, self.height(node, chain, now))
         raise NotFoundError("no such endpoint: /blockchains/{id}/" + "/".join(rest))
@@ -133,6 +135,11 @@ class NodeApi:
         if not self.state.topology.tracks(node, chain):
             raise NotFoundError(f"blockchain {chain_id!r} is not tracked by this node")
         return chain
+
+    def faults(self, node: int, chain: int) -> ActiveFaults:
+        """The faults in force for ``node`` on ``chain`` (object faults among them)."""
+        top = self.state.topology
+        return self.state.faults.active(top.node_name(node), top.chain_ids[chain])
 
     def height(self, node: int, chain: int, now: float) -> int:
         """The node's current height of ``chain`` (frozen while stalled)."""

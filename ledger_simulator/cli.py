@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--fault",
         action="append",
         default=[],
-        metavar="NODE:FAULT[=DELAY][:CHAIN]",
+        metavar="NODE:FAULT[=VALUE][:CHAIN]",
         help="switch a fault on at start, e.g. node-2:stall, node-3:slow=5s (repeatable)",
     )
     add_log_flags(parser, formats=False)
@@ -95,7 +95,15 @@ def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None)
     try:
         for text in args.fault:
             spec = parse_fault_spec(text)
-            network.set_fault(spec.node, spec.fault, True, spec.chain, spec.delay_seconds)
+            network.set_fault(
+                spec.node,
+                spec.fault,
+                True,
+                spec.chain,
+                spec.delay_seconds,
+                spec.height,
+                spec.target,
+            )
     except SimulatorError as error:
         print(f"ledger-exporter simulate: {error}", file=sys.stderr)
         return 2

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger_simulator.errors import NotFoundError
+from ledger_simulator.faults import ActiveFaults
 from ledger_simulator.ids import hex_id, iso_utc, pick, public_key
 from ledger_simulator.state import SimState
 
@@ -73,16 +74,16 @@ class Ledger:
         return pick(len(KINDS), self.seed, "tx-contract", chain, height, index)
 
     # endpoint 5 -----------------------------------------------------------------------------
-    def block(self, chain: int, height: int, node_height: int) -> dict[str, Any]:
-        """Block ``height``; blocks exist for 0 .. the node's current height."""
+    def block(self, node: int, chain: int, height: int, node_height: int) -> dict[str, Any]:
+        """Block ``height`` as ``node`` has it; blocks exist for 0 .. the node's height."""
         if height > node_height:
             raise NotFoundError(f"block {height} not found: this node's height is {node_height}")
         state = self.state
         txs = [self.tx_id(chain, height, i) for i in range(self.tx_count(chain, height))]
         return {
             "height": height,
-            "hash": state.block_hash(chain, height),
-            "previousHash": state.block_hash(chain, height - 1) if height else "",
+            "hash": state.node_block_hash(node, chain, height),
+            "previousHash": state.node_block_hash(node, chain, height - 1) if height else "",
             "timestamp": iso_utc(state.block_time(chain, height)),
             "proposer": state.topology.node_id(state.proposer(chain, height)),
             "round": state.failed_rounds(chain, height) + 1,
@@ -110,12 +111,27 @@ class Ledger:
         """Contract status; the token contract is always ACTIVE."""
         return "ACTIVE" if number == 0 else STATUSES[pick(4, self.seed, "status", chain, number)]
 
-    def contract(self, chain: int, address: str) -> dict[str, Any]:
-        """Contract metadata."""
-        number = self.contract_number(chain, address)
-        kind = KINDS[number]
+    def status_and_version(
+        self, chain: int, number: int, faults: ActiveFaults | None
+    ) -> tuple[str, int]:
+        """Status and version as a node serves them: ``contract_upgraded`` bumps the version
+        (and so the code hash) and reports UPGRADED; ``contract_paused`` reports PAUSED."""
         version = 1 + pick(3, self.seed, "contract-version", chain, number)
         status = self.status(chain, number)
+        address = self.contract_addresses(chain)[number]
+        if faults is not None and faults.on_object("contract_upgraded", address):
+            version, status = version + 1, "UPGRADED"
+        if faults is not None and faults.on_object("contract_paused", address):
+            status = "PAUSED"
+        return status, version
+
+    def contract(
+        self, chain: int, address: str, faults: ActiveFaults | None = None
+    ) -> dict[str, Any]:
+        """Contract metadata, as shaped by the node's object faults."""
+        number = self.contract_number(chain, address)
+        kind = KINDS[number]
+        status, version = self.status_and_version(chain, number, faults)
         return {
             "blockchainId": self.state.topology.chain_ids[chain],
             "address": self.contract_addresses(chain)[number],
@@ -132,9 +148,12 @@ class Ledger:
             },
         }
 
-    def contract_state(self, chain: int, address: str, node_height: int) -> dict[str, Any]:
+    def contract_state(
+        self, chain: int, address: str, node_height: int, faults: ActiveFaults | None = None
+    ) -> dict[str, Any]:
         """Contract state as of the node's height; its version climbs as the chain grows."""
         number = self.contract_number(chain, address)
+        status, _ = self.status_and_version(chain, number, faults)
         updates = max(0, node_height - self.deploy_height(chain, number)) // 5
         return {
             "blockchainId": self.state.topology.chain_ids[chain],
@@ -145,14 +164,16 @@ class Ledger:
                 "owner": self.creator(chain, number),
                 "totalSupply": str(1_000_000 + 37 * updates),
                 "holders": 10 + updates % 997,
-                "paused": self.status(chain, number) == "PAUSED",
+                "paused": status == "PAUSED",
                 "lastUpdatedHeight": node_height,
             },
         }
 
     # endpoint 9 -----------------------------------------------------------------------------
-    def wallet(self, chain: int, address: str) -> dict[str, Any]:
-        """Wallet ``address`` as registered on ``chain``."""
+    def wallet(
+        self, chain: int, address: str, faults: ActiveFaults | None = None
+    ) -> dict[str, Any]:
+        """Wallet ``address`` as registered on ``chain`` (``wallet_disabled``: not enabled)."""
         number = self.wallet_number(address)
         family = number - number % 8
         parent = wallet_address(self.seed, family) if number % 8 in (1, 2) else ""
@@ -160,6 +181,11 @@ class Ledger:
         if number % 8 == 0:
             satellites = [wallet_address(self.seed, n) for n in (number + 1, number + 2)]
         admin = number < 4
+        enabled = admin or pick(10, self.seed, "enabled", chain, number) != 0
+        if faults is not None and faults.on_object(
+            "wallet_disabled", wallet_address(self.seed, number)
+        ):
+            enabled = False
         groups = {}
         for group in ("Wallet", "Contract", "Council"):
             flags = pick(16, self.seed, "auth", chain, number, group)
@@ -171,7 +197,7 @@ class Ledger:
             "publicKey": public_key(self.seed, "wallet", number),
             "address": wallet_address(self.seed, number),
             "parent": parent,
-            "enabled": admin or pick(10, self.seed, "enabled", chain, number) != 0,
+            "enabled": enabled,
             "satelliteWallets": satellites,
             "authGroups": groups,
             "keyType": "secp256k1",

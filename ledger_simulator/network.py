@@ -166,18 +166,28 @@ class SimulatedNetwork:
         """The injected clock's current time."""
         return self._clock()
 
-    def set_fault(
+    def set_fault(  # noqa: PLR0917 (admin and CLI pass the fault request positionally)
         self,
         node: str,
         fault: str,
         enabled: bool = True,
         chain: str | None = None,
         delay_seconds: float = 0.0,
+        height: int | None = None,
+        target: str | None = None,
     ) -> None:
         """Switch a fault on or off; a node-wide ``down`` in the ports layout closes (or
-        reopens) the node's listening socket."""
+        reopens) the node's listening socket. ``height``: where a ``fork`` starts;
+        ``target``: the address an object fault applies to (None: all of the chain's)."""
         self.faults.set(
-            node, fault, enabled, chain=chain, delay_seconds=delay_seconds, now=self.now()
+            node,
+            fault,
+            enabled,
+            chain=chain,
+            delay_seconds=delay_seconds,
+            now=self.now(),
+            height=height,
+            target=target,
         )
         if fault == "down" and chain is None and self.layout == "ports":
             with self._lock:

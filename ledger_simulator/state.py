@@ -81,6 +81,30 @@ class SimState:
         """Hash of minted block ``height``."""
         return hex_id(64, self.topology.seed, "block", chain, height)
 
+    def node_block_hash(self, node: int, chain: int, height: int) -> str:
+        """Hash of block ``height`` as ``node`` serves it: a node under ``fork`` has blocks of
+        its own from the fork height on (the first block after the switch, unless given)."""
+        fork = self.faults.active(
+            self.topology.node_name(node), self.topology.chain_ids[chain]
+        ).fork
+        if fork is not None:
+            start = fork.height
+            if start is None:
+                start = self.network_height(chain, fork.since - self.delay(node, chain)) + 1
+            if height >= start:
+                return hex_id(64, self.topology.seed, "fork", node, chain, height)
+        return self.block_hash(chain, height)
+
+    def council_view(self, node: int, chain: int, faults: ActiveFaults) -> list[str]:
+        """The council as ``node`` reports it; under ``other_council`` its last member is
+        swapped for a node outside the council (or dropped when every node sits in it)."""
+        top = self.topology
+        council = list(top.councils[chain])
+        if faults.other_council:
+            outsiders = [n for n in range(top.node_count) if n not in council]
+            council = council[:-1] + outsiders[:1]
+        return [top.node_id(m) for m in council]
+
     def proposal_hash(self, chain: int, height: int, round_index: int) -> str:
         """Hash proposed in a round; the last round's proposal is the block that gets minted."""
         if round_index == self.failed_rounds(chain, height):
@@ -140,7 +164,7 @@ class SimState:
             "isTimeToVote": in_council and 1 in stages,
             "syncing": view.faults.syncing,
             **self.queues(view),
-            "councilMembers": [top.node_id(m) for m in council],
+            "councilMembers": self.council_view(node, chain, view.faults),
             "voteSessions": sessions,
             "consensus": self.consensus(chain),
             "features": self.features(chain),
@@ -224,16 +248,23 @@ class SimState:
         }
 
     def connected_peers(self, node: int, now: float) -> list[int]:
-        """Ring neighbours whose link is up now; links drop for a while and come back, and a
-        node that lost its peers or is down is dropped by the others too."""
+        """Ring neighbours whose link is up now; links drop for a while and come back, a
+        node that lost its peers or is down is dropped by the others too, and nodes under
+        ``partition`` keep only the links among themselves."""
         name = self.topology.node_name
         if self._isolated(name(node)):
             return []
+        side = self._partitioned(name(node))
         return [
             other
             for other in self.topology.ring_peers(node)
-            if self._link_up(node, other, now) and not self._isolated(name(other))
+            if self._link_up(node, other, now)
+            and not self._isolated(name(other))
+            and self._partitioned(name(other)) == side
         ]
+
+    def _partitioned(self, node_name: str) -> bool:
+        return self.faults.node_wide(node_name, "partition")
 
     def _isolated(self, node_name: str) -> bool:
         return self.faults.node_wide(node_name, "peers_lost") or self.faults.node_wide(

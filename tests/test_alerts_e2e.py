@@ -47,6 +47,7 @@ pytestmark = pytest.mark.integration
 SCALE = 60
 JOB = "ledger-exporter"
 FLAPPING = frozenset({"LedgerNodePeersLow", "LedgerVoteRoundsEscalating"})
+TOKEN, WALLET = "karma-token", "treasury"  # the names of the stack's watched objects
 Alert = dict[str, Any]
 
 # --- shortening the alert rules ------------------------------------------------------------
@@ -54,6 +55,7 @@ Alert = dict[str, Any]
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _PART = re.compile(r"(\d+)(ms|s|m|h|d|w)")
 _RANGE = re.compile(r"\[(\w+)(:\w*)?\]")
+_OFFSET = re.compile(r"\boffset\s+(\w+)")
 _AGE = re.compile(r"(time\(\)\s*-\s*[a-zA-Z_:][\w:]*(?:\{[^}]*\})?\s*[<>]=?\s*)(\d+(?:\.\d+)?)")
 
 
@@ -71,9 +73,9 @@ def scaled(text: str) -> str:
 
 
 def shorten_expr(expr: str) -> str:
-    """``expr`` with its range windows and its age thresholds divided by SCALE."""
-    if re.search(r"\boffset\b|@", expr):
-        raise ValueError(f"cannot shorten offset or @ modifiers: {expr!r}")
+    """``expr`` with its range windows, offsets and age thresholds divided by SCALE."""
+    if "@" in expr:
+        raise ValueError(f"cannot shorten @ modifiers: {expr!r}")
 
     def window(match: re.Match[str]) -> str:
         step = match[2] or ""
@@ -82,7 +84,10 @@ def shorten_expr(expr: str) -> str:
     def age(match: re.Match[str]) -> str:
         return f"{match[1]}{float(match[2]) / SCALE:g}"
 
-    return _AGE.sub(age, _RANGE.sub(window, expr))
+    def offset(match: re.Match[str]) -> str:
+        return f"offset {scaled(match[1])}"
+
+    return _AGE.sub(age, _OFFSET.sub(offset, _RANGE.sub(window, expr)))
 
 
 def shorten_rules(document: dict[str, Any]) -> dict[str, Any]:
@@ -123,6 +128,7 @@ def test_durations_scale_down(text: str, expected: str) -> None:
         ("increase(a[5m]) >= 3 unless b[10m]", "increase(a[5s]) >= 3 unless b[10s]"),
         ("max_over_time(a[1h:1m]) > 600", "max_over_time(a[60s:1s]) > 600"),
         ("a > 600 and b_seconds < 120", "a > 600 and b_seconds < 120"),  # no age: unchanged
+        ("changes(a[10m]) == 0 and a offset 10m", "changes(a[10s]) == 0 and a offset 10s"),
     ],
 )
 def test_shorten_expr(expr: str, expected: str) -> None:
@@ -130,8 +136,8 @@ def test_shorten_expr(expr: str, expected: str) -> None:
 
 
 def test_shorten_refuses_what_it_cannot_scale() -> None:
-    with pytest.raises(ValueError, match="offset"):
-        shorten_expr("a offset 5m")
+    with pytest.raises(ValueError, match="@"):
+        shorten_expr("a @ 1700000000")
 
 
 def test_shortened_alerts_differ_only_in_their_timings() -> None:
@@ -145,7 +151,13 @@ def test_shortened_alerts_differ_only_in_their_timings() -> None:
         assert not re.search(r"\d[mhdw]\b", shortened[name]["expr"]), name
     changed = {name for name in original if shortened[name]["expr"] != original[name]["expr"]}
     # README (alerts): only these use range windows or the 600 s stall threshold.
-    assert changed == {"LedgerNodeScrapeErrors", "LedgerBlockHeightStalled", "LedgerNodeBehind"}
+    assert changed == {
+        "LedgerNodeScrapeErrors",
+        "LedgerBlockHeightStalled",
+        "LedgerNodeBehind",
+        "LedgerProbeBlockHeightStalled",
+        "LedgerWatchedContractChanged",
+    }
     for name in ("LedgerBlockHeightStalled", "LedgerNodeBehind"):  # the stall threshold
         assert "change_timestamp_seconds > 10" in " ".join(shortened[name]["expr"].split())
     assert "blocks_behind[5s]) > 10" in shortened["LedgerNodeBehind"]["expr"]
@@ -201,7 +213,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         nodes = [{"name": n, "url": u, "blockchains": chains[n]} for n, u in net.node_urls.items()]
         # The whole interval as the deadline: on two cores the simulator, Prometheus and the
         # exporter share the CPU, and one late answer is a pending LedgerNodeDown here.
-        settings = {"scrape_interval": "1s", "scrape_timeout": "1s", "nodes": nodes}
+        settings: dict[str, Any] = {"scrape_interval": "1s", "scrape_timeout": "1s", "nodes": nodes}
+        settings["watch"] = watch_list(net)
         config.write_text(yaml.safe_dump(settings))
         with running_exporter(config, workdir / "exporter.log") as address:
             rules = [alerts, PROM_DIR / "rules.yml"]
@@ -212,6 +225,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 prom.wait_for("count_over_time(ledger_node_up[1m]) >= 3", timeout=10)
                 AlertLog(prom).until(quiet, 10, "no alert at start-up")
                 yield Stack(net, prom, address, chains, since)
+
+
+def watch_list(net: SimulatedNetwork) -> dict[str, Any]:
+    """The stack's ``watch`` section: the first chain's token contract and first wallet, as
+    ``ledger-exporter demo`` watches them; every node lists that chain."""
+    chain = net.chain_ids[0]
+    token = net.ledger.contract_addresses(0)[0]
+    state_keys = ["totalSupply", "holders", "paused"]
+    contract = {"blockchain": chain, "address": token, "name": TOKEN, "state_keys": state_keys}
+    wallet = {"blockchain": chain, "address": net.ledger.wallet_addresses()[0], "name": WALLET}
+    return {"contracts": [contract], "wallets": [wallet]}
 
 
 class AlertLog:
@@ -265,7 +289,7 @@ def test_rules_load_and_evaluate(stack: Stack) -> None:
         assert rule["health"] == "ok", f"{name}: {rule.get('lastError')}"
         if name in alerts:
             assert rule["duration"] * 1000 * SCALE == duration_ms(alerts[name]["for"]), name
-        else:
+        elif "ledger_probe_" not in records[name]["expr"]:  # probe mode: test_probe_prometheus
             assert stack.prom.query(name), f"recording rule {name} records nothing"
 
 
@@ -372,7 +396,16 @@ FAULTS = [
     # Unguarded, LedgerNodeBehind would fire about 15 s into the stall: holding the stall 7 s
     # past LedgerBlockHeightStalled proves the guard holds.
     Fault("stall", "node-1", "LedgerBlockHeightStalled", "critical", "firing", True, STALL_ALSO, 7),
-    Fault("peers_lost", "node-4", "LedgerNodePeersLost", "critical", "firing", False),
+    # A node with no peers is also cut off from every other polled node: a partition.
+    Fault(
+        "peers_lost",
+        "node-4",
+        "LedgerNodePeersLost",
+        "critical",
+        "firing",
+        False,
+        (("LedgerNetworkPartitioned", "firing"),),
+    ),
     Fault("down", "node-5", "LedgerNodeDown", "critical", "firing", False, DOWN_ALSO),
     Fault("syncing", "node-2", "LedgerBlockchainSyncingTooLong", "warning", "pending", True),
 ]
@@ -387,11 +420,12 @@ def expected_labels(stack: Stack, case: Fault) -> list[dict[str, str]]:
 
 
 def unexpected(seen: set[tuple[str, str, str, str]], case: Fault) -> list[tuple[str, ...]]:
-    """Alerts seen that neither the fault nor the network's normal flaps explain."""
+    """Alerts seen that neither the fault nor the network's normal flaps explain; a
+    network-wide alert (no node label) the fault explains counts as the fault's node's."""
     also = dict(case.also)
     wrong: list[tuple[str, ...]] = []
     for name, node, chain, state in sorted(seen):
-        mine = node == case.node
+        mine = node in (case.node, "")
         if (mine and name == case.alert) or (name in FLAPPING and state == "pending"):
             continue
         if mine and name in also and (also[name] == "firing" or state == "pending"):
@@ -439,3 +473,135 @@ def test_fault_raises_its_alert_until_cleared(stack: Stack, case: Fault) -> None
     log.until(quiet, 20, f"{case.alert} cleared after switching {case.fault} off")
     wrong = unexpected(log.seen, case)
     assert not wrong, f"alerts that neither {case.fault} on {case.node} nor flaps explain: {wrong}"
+
+
+# --- cross-node faults ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NetworkFault:
+    """A fault whose alerts compare nodes: ``alerts`` maps each alert to its severity and
+    whether it is labelled with the faulty node (else it is chain- or network-wide)."""
+
+    fault: str
+    node: str
+    alerts: tuple[tuple[str, str, bool], ...]
+    per_chain: bool  # one alert of each kind per chain the node tracks
+    also: tuple[tuple[str, str], ...] = ()
+
+    def __str__(self) -> str:
+        return self.fault
+
+
+NETWORK_FAULTS = [
+    NetworkFault(
+        "fork",
+        "node-3",
+        (
+            ("LedgerBlockchainForked", "critical", False),
+            ("LedgerNodeOffMajorityBlock", "critical", True),
+        ),
+        True,
+    ),
+    NetworkFault(
+        "other_council", "node-6", (("LedgerCouncilViewsDiverge", "warning", False),), True
+    ),
+    # Partitioned alone, the node also has no peers at all.
+    NetworkFault(
+        "partition",
+        "node-2",
+        (("LedgerNetworkPartitioned", "critical", False),),
+        False,
+        (("LedgerNodePeersLost", "firing"), ("LedgerNodePeersLow", "pending")),
+    ),
+]
+
+
+def network_alert_labels(stack: Stack, case: NetworkFault) -> list[dict[str, str]]:
+    chains = sorted(stack.chains[case.node]) if case.per_chain else [""]
+    expected = []
+    for name, severity, on_node in case.alerts:
+        for chain in chains:
+            labels = {"alertname": name, "severity": severity, "job": JOB}
+            labels["instance"] = stack.instance
+            labels |= {"node": case.node} if on_node else {}
+            labels |= {"blockchain": chain} if chain else {}
+            expected.append(labels)
+    return sorted(expected, key=lambda lb: sorted(lb.items()))
+
+
+@pytest.mark.parametrize("case", NETWORK_FAULTS, ids=str)
+def test_network_fault_raises_its_alerts_until_cleared(stack: Stack, case: NetworkFault) -> None:
+    log, expected = AlertLog(stack.prom), network_alert_labels(stack, case)
+    names = {name for name, _, _ in case.alerts}
+
+    def firing(alerts: list[Alert]) -> list[dict[str, str]]:
+        hits = [a["labels"] for a in alerts if a["state"] == "firing"]
+        return sorted(
+            (lb for lb in hits if lb["alertname"] in names), key=lambda lb: sorted(lb.items())
+        )
+
+    stack.net.set_fault(case.node, case.fault)
+    try:
+        log.until(lambda alerts: firing(alerts) == expected, 40, f"{case.fault} alerts firing")
+        for where in EMPTY_WHEN_HEALTHY:
+            stack.prom.wait_for(QUERIES[where].expr, alert_listed(case.alerts[0][0]), timeout=5)
+    finally:
+        stack.net.set_fault(case.node, case.fault, enabled=False)
+    log.until(quiet, 30, f"{case.fault} alerts cleared after switching it off")
+    explained = Fault(case.fault, case.node, "", "", "", False, case.also)
+    mine = {(lb["alertname"], lb.get("node", ""), lb.get("blockchain", "")) for lb in expected}
+    wrong = [a for a in unexpected(log.seen, explained) if a[:3] not in mine]
+    assert not wrong, f"alerts that neither {case.fault} on {case.node} nor flaps explain: {wrong}"
+
+
+# --- watched contracts and wallets ---------------------------------------------------------
+
+#: Each fault on one node: the alert on that node, and the disagreement of all nodes.
+WATCH_FAULTS = {
+    "contract_paused": ("LedgerWatchedContractNotActive", "LedgerWatchedContractNodesDisagree"),
+    "wallet_disabled": ("LedgerWatchedWalletDisabled", "LedgerWatchedWalletNodesDisagree"),
+}
+
+
+def watch_alert_labels(stack: Stack, fault: str, node: str) -> list[dict[str, str]]:
+    on_node, disagree = WATCH_FAULTS[fault]
+    chain = stack.net.chain_ids[0]
+    base = {"severity": "warning", "job": JOB, "instance": stack.instance, "blockchain": chain}
+    base |= {"contract": TOKEN} if fault.startswith("contract") else {"wallet": WALLET}
+    mine = {**base, "alertname": on_node, "node": node}
+    mine |= {"status": "PAUSED"} if fault == "contract_paused" else {}
+    return sorted([mine, {**base, "alertname": disagree}], key=lambda lb: lb["alertname"])
+
+
+@pytest.mark.parametrize(
+    ("fault", "node"), [("contract_paused", "node-3"), ("wallet_disabled", "node-6")]
+)
+def test_watched_object_fault_pages_until_cleared(stack: Stack, fault: str, node: str) -> None:
+    AlertLog(stack.prom).until(quiet, 30, "quiet before the fault")  # earlier tests' alerts
+    log, expected = AlertLog(stack.prom), watch_alert_labels(stack, fault, node)
+    names = set(WATCH_FAULTS[fault])
+
+    def firing(alerts: list[Alert]) -> list[dict[str, str]]:
+        hits = [a["labels"] for a in alerts if a["state"] == "firing"]
+        return sorted(
+            (lb for lb in hits if lb["alertname"] in names), key=lambda lb: lb["alertname"]
+        )
+
+    stack.net.set_fault(node, fault, chain=stack.net.chain_ids[0])
+    try:
+        alerts = log.until(lambda alerts: firing(alerts) == expected, 40, f"{fault} alerts firing")
+        summaries = [
+            a["annotations"]["summary"] for a in alerts if a["labels"]["alertname"] in names
+        ]
+        assert all((TOKEN if fault.startswith("contract") else WALLET) in s for s in summaries)
+        for where in EMPTY_WHEN_HEALTHY:
+            stack.prom.wait_for(
+                QUERIES[where].expr, alert_listed(expected[0]["alertname"]), timeout=5
+            )
+    finally:
+        stack.net.set_fault(node, fault, enabled=False, chain=stack.net.chain_ids[0])
+    log.until(quiet, 30, f"{fault} alerts cleared after switching it off")
+    explained = Fault(fault, node, "", "", "", False)
+    wrong = [a for a in unexpected(log.seen, explained) if a[0] not in names]
+    assert not wrong, f"alerts that neither {fault} on {node} nor flaps explain: {wrong}"

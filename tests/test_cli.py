@@ -182,7 +182,11 @@ def test_json_logs(network: Path) -> None:
 @pytest.mark.parametrize(
     ("config", "code", "expected"),
     [
-        (REPO / "config" / "example.yml", 0, "OK"),
+        (
+            REPO / "config" / "example.yml",
+            0,
+            "OK, 3 node(s), watching 1 contract(s) and 1 wallet(s)",
+        ),
         (TESTDATA / "golden" / "documented" / "config.yml", 0, "OK, 1 node(s)"),
         (Path("/nonexistent.yml"), 1, "cannot read the file"),
     ],

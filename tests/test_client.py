@@ -292,6 +292,29 @@ def test_chain_id_is_sent_as_one_escaped_segment(engine: Engine, local_node: Loc
     assert local_node.paths == ["/blockchains/a%2Fb%20c%3Fd%23e%25"]
 
 
+@pytest.mark.parametrize(
+    ("query", "url"),
+    [
+        ((), "http://h/wallets/w1"),
+        ((("blockchainId", "8f2a9c"),), "http://h/wallets/w1?blockchainId=8f2a9c"),
+        ((("blockchainId", "a&b=c d/#"),), "http://h/wallets/w1?blockchainId=a%26b%3Dc%20d%2F%23"),
+        ((("a b", "1"), ("c", "")), "http://h/wallets/w1?a%20b=1&c="),
+    ],
+)
+def test_url_for_appends_the_query_escaped(
+    engine: Engine, query: tuple[tuple[str, str], ...], url: str
+) -> None:
+    assert client(engine, "http://h/").url_for(["wallets", "w1"], query) == url
+
+
+def test_query_is_sent_after_the_path(engine: Engine, local_node: LocalNode) -> None:
+    local_node.answer("/wallets/w%2F1?blockchainId=a%26b", {"enabled": True})
+    query = (("blockchainId", "a&b"),)
+    document = client(engine, local_node.url).get_json(["wallets", "w/1"], soon(), query)
+    assert document == {"enabled": True}
+    assert local_node.paths == ["/wallets/w%2F1?blockchainId=a%26b"]
+
+
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 500, 502, 503])
 def test_error_status_names_the_path(status: int, engine: Engine, local_node: LocalNode) -> None:
     local_node.answer("/api/blockchains/c1", {"error": "nope"}, status=status)

@@ -24,12 +24,14 @@ import pytest
 from prometheus_client.registry import CollectorRegistry
 
 from exporter.app import Exporter
-from exporter.collector import snapshot_collectors
+from exporter.collector import NetworkCollector, snapshot_collectors
 from exporter.config import Config, load_config
 from exporter.exposition import render_collectors
 from exporter.metrics import RUNTIME_SAMPLE_NAMES
+from exporter.network import ChainAgreement, NetworkView
 from exporter.poller import Poller
-from exporter.snapshot import Snapshot
+from exporter.readings import HealthReading
+from exporter.snapshot import NodeStatus, Snapshot
 from tests.conftest import TESTDATA, FakeNode, closed_port_url
 from tests.test_cli import _promtool_check
 
@@ -41,6 +43,9 @@ _VARYING = re.compile(
 _RUNTIME = re.compile(r"^(?:# (?:HELP|TYPE) )?(?:process|python)_\w+.*\n", re.M)
 _CONTENT_TYPES = {".json": "application/json", ".html": "text/html", ".status": "application/json"}
 OPENMETRICS = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+
+
+_QUERY_FOLDER = re.compile(r"/([^/=]+=[^/]*)$")
 
 
 def _serve_case(server: FakeNode, config: Config, case: Path) -> Config:
@@ -60,6 +65,7 @@ def _serve_case(server: FakeNode, config: Config, case: Path) -> Config:
                 code, _, body = body.partition(" ")
                 status = int(code)
             relative = path.relative_to(folder).with_suffix("").as_posix()
+            relative = _QUERY_FOLDER.sub(r"?\1", relative)  # wallets/w1/blockchainId=c1
             content_type = _CONTENT_TYPES[path.suffix]
             server.set(prefix + relative, body.encode(), status, content_type=content_type)
         nodes.append(replace(node, url=server.url.rstrip("/") + prefix))
@@ -122,7 +128,8 @@ def _mask(text: str) -> str:
     return _VARYING.sub(r"\1 <duration>", text)
 
 
-CASES = sorted(path.name for path in GOLDEN.iterdir() if path.is_dir())
+# watch-* cases hold watch-list answers: tests/test_watch.py renders them.
+CASES = sorted(p.name for p in GOLDEN.iterdir() if p.is_dir() and not p.name.startswith("watch-"))
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -189,3 +196,39 @@ def test_odd_values_never_become_samples() -> None:
         assert f"{absent}{{{c1}}}" not in text, absent
     assert f"ledger_blockchain_height{{{c1}}} 1000.0" in text
     assert f"ledger_blockchain_tx_karma_threshold{{{c1}}} 12.5" in text
+
+
+def test_network_view_series_carry_node_labels_and_skip_unread_nodes() -> None:
+    health = HealthReading(None, None, "p1", 1.0, 1.0, ("c1",))
+    nodes = tuple(
+        NodeStatus(name, labels, health, None, (), 0.1, CLOCK, ())
+        for name, labels in (("n1", (("region", "eu"),)), ("n2", ()), ("n3", ()))
+    )
+    view = NetworkView(
+        chains=(
+            ChainAgreement(
+                "c1", 95, 2, (("n1", True), ("n2", False)), 1, (("n1", True), ("n3", True)), 96
+            ),
+        ),
+        partitions=2,
+        polled_peers=(("n1", 1), ("n2", 1), ("n3", 0)),
+    )
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(NetworkCollector(Snapshot(nodes, 1.0, CLOCK, network=view)))
+    value = registry.get_sample_value
+    assert value("ledger_network_blockchain_checkpoint_height", {"blockchain": "c1"}) == 95
+    assert value("ledger_network_blockchain_checkpoint_hashes", {"blockchain": "c1"}) == 2
+    assert value("ledger_network_blockchain_council_views", {"blockchain": "c1"}) == 1
+    n1 = {"node": "n1", "region": "eu", "blockchain": "c1"}
+    assert value("ledger_blockchain_checkpoint_agrees", n1) == 1
+    assert value("ledger_blockchain_checkpoint_agrees", {"node": "n2", "blockchain": "c1"}) == 0
+    assert value("ledger_blockchain_checkpoint_agrees", {"node": "n3", "blockchain": "c1"}) is None
+    assert value("ledger_blockchain_council_agrees", {"node": "n2", "blockchain": "c1"}) is None
+    assert value("ledger_network_peer_partitions") == 2
+    assert value("ledger_node_polled_peers", {"node": "n3"}) == 0
+    assert value("ledger_node_polled_peers", {"node": "n1", "region": "eu"}) == 1
+
+
+def test_no_network_view_gives_no_network_series() -> None:
+    text = render_collectors([NetworkCollector(Snapshot())]).decode()
+    assert "ledger_network" not in text and "ledger_node_polled_peers" not in text

@@ -19,6 +19,7 @@ from exporter.config import (
     _TOP_KEYS,
     DEFAULT_MAX_RESPONSE_BYTES,
     Config,
+    NetworkChecks,
     NodeConfig,
     TlsConfig,
     load_config,
@@ -112,6 +113,19 @@ NODE_A = "nodes:\n  - name: a\n    url: http://127.0.0.1:7740/\n"
             "scrape_interval: 2s\nscrape_timeout: 500ms\nmax_concurrency: 8\n" + NODE_A,
             Config((NodeConfig("a", "http://127.0.0.1:7740/"),), 2.0, 0.5, 8),
             id="durations-and-concurrency",
+        ),
+        pytest.param(
+            "network_checks:\n  checkpoint_depth: 0\n  block_hash_fields: [id]\n" + NODE_A,
+            Config(
+                (NodeConfig("a", "http://127.0.0.1:7740/"),),
+                network_checks=NetworkChecks(checkpoint_depth=0, block_hash_fields=("id",)),
+            ),
+            id="network-checks",
+        ),
+        pytest.param(
+            "network_checks: {}\n" + NODE_A,
+            Config((NodeConfig("a", "http://127.0.0.1:7740/"),), network_checks=NetworkChecks(5)),
+            id="network-checks-defaults",
         ),
         *(
             pytest.param(

@@ -22,6 +22,10 @@ EXPECTED = {
     "ledger-fleet.json": ("ledger-fleet", ("datasource", "node", "blockchain")),
     "ledger-node.json": ("ledger-node", ("datasource", "node", "blockchain")),
     "ledger-exporter.json": ("ledger-exporter", ("datasource", "job", "node")),
+    "ledger-watch.json": (
+        "ledger-watch",
+        ("datasource", "node", "blockchain", "contract", "wallet"),
+    ),
 }
 PANEL_TYPES = frozenset({"timeseries", "stat", "table", "state-timeline", "bargauge", "gauge"})
 

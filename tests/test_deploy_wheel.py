@@ -160,7 +160,7 @@ def _configmap_config(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(
     "config",
-    ["config/example.yml", "deploy/compose/exporter.yml", "configmap"],
+    ["config/example.yml", "config/probe.yml", "deploy/compose/exporter.yml", "configmap"],
 )
 def test_shipped_configs_pass_config_check(venv: Path, tmp_path: Path, config: str) -> None:
     """The image's config, the compose stack's and the Kubernetes ConfigMap's."""

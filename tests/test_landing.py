@@ -11,6 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 from exporter.app import Exporter
 from exporter.config import load_config
 from exporter.landing import landing_page
+from exporter.network import ChainAgreement, NetworkView
 from exporter.readings import read_chain, read_health
 from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
 from ledger_simulator.network import SimulatedNetwork
@@ -111,6 +113,21 @@ def test_problems_come_first(bad: NodeStatus, listed: str) -> None:
     page = Text(landing_page(snapshot(healthy, bad), NOW)).text
     assert f"Needs attention (1) {listed} Nodes" in page
     assert page.index("Nodes Node State Peers Version Last error Last success b ") >= 0
+
+
+def test_disagreement_with_the_other_polled_nodes_needs_attention() -> None:
+    agreement = ChainAgreement(
+        "c1", 95, 2, (("a", True), ("b", False), ("c", True)), 2,
+        (("a", True), ("b", True), ("c", False)), 96,
+    )  # fmt: skip
+    view = NetworkView((agreement,), 2, (("a", 1), ("b", 1), ("c", 0)))
+    nodes = tuple(node(name, chains=(chain("c1"),)) for name in "abc")
+    page = Text(landing_page(replace(snapshot(*nodes), network=view), NOW)).text
+    attention = page[page.index("Needs attention") : page.index("Nodes Node State")]
+    assert "b chain c1: block at checkpoint 95 is not the majority's" in attention
+    assert "c: no link to any other polled node" in attention
+    assert "c chain c1: council is not the majority's" in attention
+    assert "a:" not in attention and "a chain" not in attention
 
 
 def test_chain_columns_and_the_full_id_on_hover() -> None:

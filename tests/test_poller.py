@@ -13,9 +13,9 @@ from typing import Any, cast
 import pytest
 
 from exporter.client import NodeClient
-from exporter.config import Config, NodeConfig
+from exporter.config import Config, NetworkChecks, NodeConfig
 from exporter.engine import Engine, Request, Response
-from exporter.poller import Poller, _NodePoll
+from exporter.poller import BlockPlan, NodePoll, Poller
 from exporter.snapshot import NodeStatus, Snapshot
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
 
@@ -281,7 +281,7 @@ def test_errors_kept_in_results_hold_no_traceback(fake_nodes: list[FakeNode]) ->
     big.set("/health", b"x" * 4096)
     config = Config(nodes=(NodeConfig("big", big.url),), max_response_bytes=1024)
     engine = Engine(1, "test")
-    poll = _NodePoll(config.nodes[0], NodeClient(engine, config.nodes[0], 1024), 10)
+    poll = NodePoll(config.nodes[0], NodeClient(engine, config.nodes[0], 1024), 10, BlockPlan())
     poll.start(time.monotonic() + 2, time.monotonic())
     assert poll.done.wait(5)
     engine.close()
@@ -320,7 +320,9 @@ def test_connections_are_kept_alive_across_cycles() -> None:
     finally:
         node.stop()
     assert all(n.up and all(c.up for c in n.chains) for s in snapshots for n in s.nodes)
-    assert len(node.requests) == 4 * 4 * 3
+    # /health and two chains per node and cycle, and from the second cycle on a checkpoint
+    # block per chain: all over the same kept-alive connections
+    assert len(node.requests) == 4 * 4 * 3 + 3 * 4 * 2
     assert node.accepted <= 4  # at most one connection per slot, reused by every cycle
     assert opened == node.accepted
 
@@ -342,3 +344,105 @@ def test_shutdown_ends_a_cycle_whose_nodes_hang(fake_nodes: list[FakeNode]) -> N
     assert not thread.is_alive()
     assert time.monotonic() - started < 2.0
     assert poller.requests_in_flight() == 0
+
+
+# --- the network view: checkpoint blocks, councils, partitions --------------------------
+
+
+def network_node(  # noqa: PLR0917 (a row of the tests' node table)
+    fake_nodes: list[FakeNode],
+    name: str,
+    links: list[str],
+    height: int,
+    council: list[str],
+    block: tuple[int, dict[str, Any]] | None,
+) -> FakeNode:
+    """A node with peer id ``p-<name>`` listing ``links``, one chain ``c/1`` (a slash, so the id
+    must be percent-encoded) and, when given, its block at a height."""
+    node = new_fake_node(fake_nodes)
+    health = health_doc(["c/1"])
+    health["network"] |= {"peerId": f"p-{name}", "networkPeers": [f"p-{p}" for p in links]}
+    node.play(health, {"c%2F1": chain_doc(height, councilMembers=council)})
+    if block is not None:
+        node.set(f"/blockchains/c%2F1/blocks?height={block[0]}", block[1])
+    return node
+
+
+def test_network_checks_find_the_fork_the_council_and_the_cut_off_node(
+    fake_nodes: list[FakeNode],
+) -> None:
+    council, other = ["a", "b", "c"], ["a", "b", "x"]
+    main, fork = {"height": 95, "hash": "h95"}, {"height": 95, "hash": "forked"}
+    nodes = {
+        "n1": network_node(fake_nodes, "n1", ["n2"], 100, council, (95, main)),
+        "n2": network_node(fake_nodes, "n2", ["n1", "n3"], 101, council, (95, main)),
+        # the same block, its hash under the other default field
+        "n3": network_node(fake_nodes, "n3", [], 102, council, (95, {"blockHash": "h95"})),
+        "forked": network_node(fake_nodes, "forked", ["n1"], 100, council, (95, fork)),
+        "council": network_node(fake_nodes, "council", ["n2"], 100, other, (95, main)),
+        "cut": network_node(fake_nodes, "cut", [], 100, council, (95, main)),
+        # its block endpoint fails: no agreement sample, an error counted, chain still up
+        "broken": network_node(fake_nodes, "broken", ["n1"], 100, council, None),
+    }
+    nodes["broken"].set("/blockchains/c%2F1/blocks?height=95", {"error": "boom"}, status=500)
+    config = _config(*(NodeConfig(name, fake.url) for name, fake in nodes.items()), timeout=5)
+    poller = Poller(config, lambda snapshot: None)
+    try:
+        first = poller.run_cycle()  # no checkpoint yet: no block requests
+        assert first.network.chains[0].checkpoint_height is None
+        assert not any("blocks" in r for fake in nodes.values() for r in fake.requests)
+        snapshot = poller.run_cycle()
+    finally:
+        poller.stop()
+    (chain,) = snapshot.network.chains
+    assert (chain.blockchain, chain.checkpoint_height, chain.checkpoint_hashes) == ("c/1", 95, 2)
+    assert dict(chain.block_agrees) == {
+        "n1": True,
+        "n2": True,
+        "n3": True,
+        "forked": False,
+        "council": True,
+        "cut": True,
+    }
+    assert chain.council_views == 2
+    assert [n for n, agrees in chain.council_agrees if not agrees] == ["council"]
+    assert snapshot.network.partitions == 2
+    assert dict(snapshot.network.polled_peers)["cut"] == 0
+    assert dict(snapshot.network.polled_peers)["n1"] == 3  # n2 both ways; forked, broken list it
+    broken = next(n for n in snapshot.nodes if n.name == "broken")
+    assert broken.chains[0].up
+    assert ("block", "http_status", 1) in broken.error_counts
+    healthy = next(n for n in snapshot.nodes if n.name == "n1")
+    assert ("block", "http_status", 0) in healthy.error_counts
+
+
+def test_depth_zero_sends_no_block_request(fake_nodes: list[FakeNode]) -> None:
+    node = network_node(fake_nodes, "n1", [], 100, ["a"], (95, {"hash": "h"}))
+    config = replace(_config(NodeConfig("n1", node.url)), network_checks=NetworkChecks(0))
+    poller = Poller(config, lambda snapshot: None)
+    try:
+        poller.run_cycle()
+        snapshot = poller.run_cycle()
+    finally:
+        poller.stop()
+    assert not any("blocks" in request for request in node.requests)
+    assert snapshot.network.chains[0].checkpoint_height is None
+    assert not any(endpoint == "block" for endpoint, _, _ in snapshot.nodes[0].error_counts)
+
+
+def test_a_node_below_the_checkpoint_is_not_asked_for_its_block(
+    fake_nodes: list[FakeNode],
+) -> None:
+    ahead = network_node(fake_nodes, "ahead", [], 100, ["a"], (95, {"hash": "h"}))
+    syncing = network_node(fake_nodes, "syncing", [], 10, ["a"], None)
+    syncing.set("/blockchains/c%2F1", chain_doc(10, syncing=True, councilMembers=["a"]))
+    config = _config(NodeConfig("ahead", ahead.url), NodeConfig("syncing", syncing.url))
+    poller = Poller(config, lambda snapshot: None)
+    try:
+        poller.run_cycle()
+        snapshot = poller.run_cycle()
+    finally:
+        poller.stop()
+    assert any("blocks?height=95" in r for r in ahead.requests)
+    assert not any("blocks" in r for r in syncing.requests)
+    assert dict(snapshot.network.chains[0].block_agrees) == {"ahead": True}

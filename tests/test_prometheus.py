@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from exporter import metrics
+from exporter.watchcollector import SPECS as WATCH_SPECS
 from ledger_simulator import SimulatedNetwork
 from tests.promserver import PrometheusServer, StartPrometheus, prometheus_servers
 from tests.test_cli import ExporterProcess, wait_for
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.integration
 
 JOB = "ledger-exporter"
 REASONS = 6  # timeout, connection, http_status, invalid_json, invalid_response, too_large
-ENDPOINTS = 2  # health, blockchain
+ENDPOINTS = 3  # health, blockchain and block (a checkpoint is known after the first cycle)
 
 
 @pytest.fixture
@@ -66,6 +67,10 @@ def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
     features = sum(len(network.blockchain(node, chain)["features"]) for node, chain in pairs)
     counts: dict[str, int] = {}
     for spec in metrics.ALL:
+        if spec in metrics.PROBE_ONLY:
+            continue  # /probe answers those, not /metrics
+        if spec in WATCH_SPECS:
+            continue  # this exporter's config has no watch list
         if spec.name.startswith("ledger_exporter_"):
             counts[spec.name] = 1
         elif spec.name.startswith("ledger_node_"):
@@ -73,6 +78,10 @@ def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
         else:
             counts[spec.name] = len(pairs)
     counts["ledger_node_scrape_errors_total"] = nodes * ENDPOINTS * REASONS
+    chains = len({chain for _, chain in pairs})
+    for spec in metrics.NETWORK_SPECS:  # per chain, once, or per node as their labels say
+        if "node" not in spec.labels:
+            counts[spec.name] = chains if "blockchain" in spec.labels else 1
     counts["ledger_blockchain_feature_enabled"] = features
     del counts["ledger_blockchain_vote_round"]
     return counts

@@ -141,6 +141,7 @@ def test_health_full_document() -> None:
         peer_count=4.0,
         blockchain_count=2.0,
         blockchain_ids=("8f2a9c", "chain/with space"),
+        network_peers=frozenset({"12D3KooWa", "12D3KooWb", "12D3KooWc", "12D3KooWd"}),
     )
 
 
@@ -212,6 +213,8 @@ def test_chain_full_document() -> None:
         ("enableTxProof", 1.0),
         ("enableXMOnBlockMint", 0.0),
     )
+    assert reading.council == frozenset({"02aa", "02bb", "02cc", "02dd"})
+    assert reading.syncing is False
 
 
 H = "ledger_blockchain_height"

@@ -282,14 +282,20 @@ def test_recording_rule_names_follow_level_metric_operations(record: str) -> Non
 
 
 def alert_level(rule: dict[str, Any]) -> str:
-    """``chain``, ``node`` or ``exporter``, from the metric families the alert reads."""
+    """``contract``, ``wallet``, ``chain``, ``node`` or ``exporter``, from the metric
+    families the alert reads."""
     names = metric_names(rule["expr"])
+    for watched in ("contract", "wallet"):
+        if any(name.startswith(f"ledger_{watched}_") for name in names):
+            return watched
     if any(name.startswith("ledger_blockchain_") for name in names):
         return "chain"
     return "node" if any(name.startswith("ledger_node_") for name in names) else "exporter"
 
 
 REQUIRED_LABELS = {
+    "contract": ("$labels.contract", "$labels.blockchain"),
+    "wallet": ("$labels.wallet", "$labels.blockchain"),
     "chain": ("$labels.node", "$labels.blockchain"),
     "node": ("$labels.node",),
     "exporter": ("$labels.",),
@@ -432,7 +438,7 @@ def dashboard_parse_errors(
 
 
 def test_dashboards_have_queries() -> None:
-    assert len(DASHBOARDS) == 3
+    assert len(DASHBOARDS) == 4
     assert len(DASHBOARD_QUERIES) >= 30
 
 

@@ -27,6 +27,7 @@ from exporter import __version__, metrics
 from exporter.config import Config, NodeConfig
 from exporter.exposition import Exposition
 from exporter.poller import Poller
+from exporter.watchcollector import SPECS as WATCH_SPECS
 from ledger_simulator import SimulatedNetwork
 from tests.conftest import Clock
 
@@ -37,6 +38,8 @@ START = 1_700_000_000.0
 SEED = 0  # at START + INTERVAL / 4 some chains have an open vote session and some do not
 
 ENDPOINTS = ("health", "blockchain")  # the contract's endpoint and reason labels
+BLOCK = "block"  # the checkpoint block's endpoint label, counted from a node's first request
+DEPTH = 5  # network_checks.checkpoint_depth, the default
 REASONS = ("timeout", "connection", "http_status", "invalid_json", "invalid_response", "too_large")
 
 Key = tuple[str, frozenset[tuple[str, str]]]
@@ -111,6 +114,9 @@ class Rig:
         self.errors: Counter[tuple[str, str, str]] = Counter()
         self.last_success: dict[str, float] = {}
         self.first_seen: dict[tuple[str, str], tuple[float, float]] = {}  # height, when
+        self.checkpoints: dict[str, int] = {}  # chain -> height compared this cycle
+        self.block_heights: dict[str, dict[str, int]] = {}  # node -> chain -> block asked
+        self.block_counting: set[str] = set()  # nodes whose block counters exist
         self.clock.advance(INTERVAL / 4)
 
     def stop(self) -> None:
@@ -152,6 +158,7 @@ class Rig:
             key("ledger_exporter_config_last_reload_successful"): 1.0,
         }
         docs: dict[tuple[str, str], dict[str, Any]] = {}
+        blocks: dict[tuple[str, str], str] = {}
         for node in self.network.node_names:
             if node in down:
                 self.errors[node, "health", down[node]] += 1
@@ -160,14 +167,80 @@ class Rig:
                 self.last_success[node] = now
                 expected.update(self.node_samples(node))
                 for chain in self.tracked(node):
-                    if (node, chain) in chains_down:
-                        self.errors[node, "blockchain", chains_down[node, chain]] += 1
+                    asked = chain in self.block_heights.get(node, {})
+                    self.block_counting |= {node} if asked else set()
+                    if (node, chain) in chains_down:  # the block request meets the same fault
+                        reason = chains_down[node, chain]
+                        self.errors[node, "blockchain", reason] += 1
+                        self.errors[node, BLOCK, reason] += asked
                         expected[key("ledger_blockchain_up", node=node, blockchain=chain)] = 0.0
                     else:
                         docs[node, chain] = self.network.blockchain(node, chain)
+                        if asked:
+                            blocks[node, chain] = self.block_hash(node, chain)
             expected.update(self.bookkeeping_samples(node))
         expected.update(self.chain_samples(docs, now))
+        up = [node for node in self.network.node_names if node not in down]
+        expected.update(self.network_samples(up, docs, blocks))
+        self.plan_blocks(docs)
         return expected
+
+    def block_hash(self, node: str, chain: str) -> str:
+        """The hash the node serves for the checkpoint block of ``chain``."""
+        url = f"{self.network.node_urls[node]}blockchains/{chain}/blocks?height="
+        with urllib.request.urlopen(url + str(self.checkpoints[chain]), timeout=5) as answer:
+            return str(json.load(answer)["hash"])
+
+    def network_samples(
+        self, up: list[str], docs: dict[tuple[str, str], dict[str, Any]], blocks: dict[Any, str]
+    ) -> Samples:
+        """The cross-node series, computed the plain way from what the nodes served."""
+        expected: Samples = {}
+        for chain in sorted({chain for _, chain in docs}):
+            councils = {
+                n: frozenset(d["councilMembers"]) for (n, c), d in docs.items() if c == chain
+            }
+            hashes = {n: h for (n, c), h in blocks.items() if c == chain}
+            expected.update(majority_samples("council", chain, councils))
+            if hashes:
+                expected.update(majority_samples("checkpoint", chain, hashes))
+                checkpoint = key("ledger_network_blockchain_checkpoint_height", blockchain=chain)
+                expected[checkpoint] = self.checkpoints[chain]
+        health = {node: self.network.health(node)["network"] for node in up}
+        linked = {
+            (a, b)
+            for a in up
+            for b in up
+            if a != b
+            and (
+                health[b]["peerId"] in health[a]["networkPeers"]
+                or health[a]["peerId"] in health[b]["networkPeers"]
+            )
+        }
+        groups = {node: {node} for node in up}
+        for a, b in linked:
+            merged = groups[a] | groups[b]
+            for node in merged:
+                groups[node] = merged
+        if up:
+            groups_seen = {frozenset(group) for group in groups.values()}
+            expected[key("ledger_network_peer_partitions")] = len(groups_seen)
+        for node in up:
+            peers = sum((node, other) in linked for other in up)
+            expected[key("ledger_node_polled_peers", node=node)] = peers
+        return expected
+
+    def plan_blocks(self, docs: dict[tuple[str, str], dict[str, Any]]) -> None:
+        """Next cycle's checkpoints (lowest not-syncing height less DEPTH) and who is asked."""
+        lowest: dict[str, int] = {}
+        for (_, chain), doc in docs.items():
+            if not doc["syncing"]:
+                lowest[chain] = min(lowest.get(chain, doc["blockHeight"]), doc["blockHeight"])
+        self.checkpoints = {chain: max(0, height - DEPTH) for chain, height in lowest.items()}
+        self.block_heights = {}
+        for (node, chain), doc in docs.items():
+            if chain in self.checkpoints and doc["blockHeight"] >= self.checkpoints[chain]:
+                self.block_heights.setdefault(node, {})[chain] = self.checkpoints[chain]
 
     def bookkeeping_samples(self, node: str) -> Samples:
         """Every error counter of the node (0 until counted) and its last success, if any."""
@@ -175,7 +248,7 @@ class Rig:
             key("ledger_node_scrape_errors_total", node=node, endpoint=e, reason=r): (
                 self.errors[node, e, r]
             )
-            for e in ENDPOINTS
+            for e in (*ENDPOINTS, *([BLOCK] if node in self.block_counting else []))
             for r in REASONS
         }
         if node in self.last_success:
@@ -221,6 +294,20 @@ class Rig:
                     float(enabled)
                 )
         return expected
+
+
+def majority_samples(kind: str, chain: str, values: Mapping[str, object]) -> Samples:
+    """Distinct values among the nodes and, per node, agreement with a strict majority."""
+    counts = Counter(values.values())
+    winner = next((v for v, n in counts.items() if 2 * n > len(values)), None)
+    distinct = {"council": "council_views", "checkpoint": "checkpoint_hashes"}[kind]
+    expected: Samples = {
+        key(f"ledger_network_blockchain_{distinct}", blockchain=chain): len(counts)
+    }
+    for node, value_ in values.items():
+        agrees = key(f"ledger_blockchain_{kind}_agrees", node=node, blockchain=chain)
+        expected[agrees] = float(value_ == winner)
+    return expected
 
 
 Switch = Callable[..., None]
@@ -272,6 +359,10 @@ def heights(samples: Samples) -> dict[tuple[str, str], float]:
     }
 
 
+#: The rig's config has no watch list, so no watch-list series (tests/test_watch.py).
+WATCH_NAMES = {spec.name for spec in WATCH_SPECS}
+
+
 def test_every_metric_appears_with_the_values_the_simulator_served(rig: Rig) -> None:
     sessions = {
         (node, chain): len(rig.network.blockchain(node, chain)["voteSessions"])
@@ -280,11 +371,12 @@ def test_every_metric_appears_with_the_values_the_simulator_served(rig: Rig) -> 
     }
     # the seed and moment are chosen so that vote_round is both present and absent
     assert 0 in sessions.values() and any(sessions.values()), sessions
+    rig.cycle()  # the first cycle plans the checkpoint whose blocks the second compares
     samples = rig.cycle()
     assert {name for name, _ in samples} | {
         "ledger_node_scrape_duration_seconds",
         "ledger_exporter_cycle_duration_seconds",
-    } == {spec.name for spec in metrics.ALL}
+    } == {spec.name for spec in metrics.ALL if spec not in metrics.PROBE_ONLY} - WATCH_NAMES
     for (node, chain), count in sessions.items():
         has_round = value(samples, "ledger_blockchain_vote_round", node=node, blockchain=chain)
         assert (has_round is not None) == (count > 0)

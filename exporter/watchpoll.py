@@ -1,0 +1,72 @@
+"""One node's watch requests in one cycle: planned from its /health, read as each one ends.
+
+The node's poll (exporter/poller.py) sends what :meth:`WatchPoll.plan` returns with the
+callbacks of :meth:`WatchPoll.reader`, under the cycle's deadline, and is done only when
+:attr:`WatchPoll.pending` is false; what was not answered by then counts as timed out.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+from exporter.client import FetchError, Outcome
+from exporter.history import NodeResult, WatchResult
+from exporter.watch import WatchRequest, WatchStatus, plan_requests, read_answer, watched_object
+from exporter.watchconfig import WatchConfig
+
+
+class WatchPoll:
+    """The watch requests to one node in one cycle and their outcomes, in plan order."""
+
+    def __init__(
+        self, watch: WatchConfig, node: str, as_error: Callable[[Exception], FetchError]
+    ) -> None:
+        self._watch = watch
+        self._node = node
+        self._as_error = as_error  # a fresh FetchError for any failure, without a traceback
+        self._lock = threading.Lock()
+        self._results: dict[WatchRequest, WatchResult] = {}
+
+    def plan(self, chains: Collection[str]) -> tuple[WatchRequest, ...]:
+        """The requests for the ``chains`` the node's /health listed, registered as pending
+        (before any is sent, so the poll cannot end between two of them)."""
+        requests = plan_requests(self._watch, self._node, chains)
+        with self._lock:
+            self._results = {request: WatchResult(request) for request in requests}
+        return requests
+
+    def reader(self, request: WatchRequest, ended: Callable[[], None]) -> Outcome:
+        """The callback of ``request``: keep its reading or its error, then call ``ended``."""
+
+        def watch_read(document: Any, error: FetchError | None) -> None:
+            try:
+                if error is not None:
+                    raise error
+                result = WatchResult(request, read_answer(request, document))
+            except Exception as failure:
+                result = WatchResult(request, None, self._as_error(failure))
+            with self._lock:
+                self._results[request] = result
+            ended()
+
+        return watch_read
+
+    @property
+    def pending(self) -> bool:
+        """A planned request has not ended yet."""
+        with self._lock:
+            return any(not result.ended for result in self._results.values())
+
+    def results(self, late: FetchError) -> list[WatchResult]:
+        """Every outcome so far; a request still out fails with ``late``."""
+        with self._lock:
+            return [r if r.ended else r.late(late) for r in self._results.values()]
+
+
+def watch_status(results: Sequence[NodeResult]) -> WatchStatus:
+    """Every watched object of the cycle, node by node in config order, each in plan order."""
+    return WatchStatus(
+        tuple(watched_object(w.request, r.node.labels, w.reading) for r in results for w in r.watch)
+    )

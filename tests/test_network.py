@@ -1,0 +1,227 @@
+"""The cross-node view (exporter.network) and the readings it is built from: majorities,
+checkpoints, council views and peer partitions, as tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+from exporter.network import (
+    ChainObservation,
+    NodeObservation,
+    majority_agreement,
+    network_view,
+    next_checkpoint,
+    observe,
+    partitions,
+)
+from exporter.readings import InvalidResponseError, read_block_hash, read_chain, read_health
+
+FIELDS = ("hash", "blockHash")
+
+
+def chain(
+    height: float | None = 100,
+    syncing: bool | None = False,
+    council: frozenset[str] | None = frozenset({"a", "b", "c"}),
+    block: str | None = "h1",
+    blockchain: str = "c1",
+) -> ChainObservation:
+    return ChainObservation(blockchain, height, syncing, council, block)
+
+
+def node(name: str, peers: Iterable[str], *chains: ChainObservation) -> NodeObservation:
+    return NodeObservation(name, "p-" + name, frozenset("p-" + p for p in peers), chains)
+
+
+@pytest.mark.parametrize(
+    ("values", "distinct", "agrees"),
+    [
+        ([], 0, {}),
+        ([("n1", "x")], 1, {"n1": True}),
+        ([("n1", "x"), ("n2", "x"), ("n3", "y")], 2, {"n1": True, "n2": True, "n3": False}),
+        ([("n1", "x"), ("n2", "y")], 2, {"n1": False, "n2": False}),  # no strict majority
+        ([("n1", "x"), ("n2", "y"), ("n3", "z")], 3, {"n1": False, "n2": False, "n3": False}),
+        (
+            [("n1", "x"), ("n2", "x"), ("n3", "y"), ("n4", "y")],
+            2,
+            dict.fromkeys(("n1", "n2", "n3", "n4"), False),
+        ),
+    ],
+)
+def test_majority_agreement(
+    values: list[tuple[str, str]], distinct: int, agrees: dict[str, bool]
+) -> None:
+    count, result = majority_agreement(values)
+    assert count == distinct
+    assert dict(result) == agrees
+
+
+@pytest.mark.parametrize(
+    ("chains", "depth", "expected"),
+    [
+        ([chain(100), chain(97)], 5, 92),
+        ([chain(100), chain(3)], 5, 0),  # never below 0
+        ([chain(100), chain(50, syncing=True)], 5, 95),  # a syncing node does not pull it down
+        ([chain(100), chain(50, syncing=None)], 5, 45),  # unknown syncing counts as not syncing
+        ([chain(None), chain(100)], 5, 95),
+        ([chain(None)], 5, None),
+        ([chain(100)], 0, None),  # depth 0 turns block checks off
+    ],
+)
+def test_next_checkpoint(chains: list[ChainObservation], depth: int, expected: int | None) -> None:
+    assert next_checkpoint(chains, depth) == expected
+
+
+def test_healthy_network_agrees_everywhere() -> None:
+    nodes = [node(n, {"n1", "n2", "n3"} - {n}, chain()) for n in ("n1", "n2", "n3")]
+    view = network_view(nodes, {"c1": 95}, depth=5)
+    (c1,) = view.chains
+    assert (c1.checkpoint_height, c1.checkpoint_hashes, c1.council_views) == (95, 1, 1)
+    assert dict(c1.block_agrees) == dict.fromkeys(("n1", "n2", "n3"), True)
+    assert dict(c1.council_agrees) == dict.fromkeys(("n1", "n2", "n3"), True)
+    assert c1.next_checkpoint == 95
+    assert view.partitions == 1
+    assert dict(view.polled_peers) == {"n1": 2, "n2": 2, "n3": 2}
+
+
+def test_fork_council_and_unread_block_land_on_the_right_node() -> None:
+    other = frozenset({"a", "b", "x"})
+    nodes = [
+        node("n1", set(), chain(block="h1")),
+        node("n2", set(), chain(block="h2")),  # forked
+        node("n3", set(), chain(block=None, council=other)),  # block unread, other council
+        node("n4", set(), chain(block="h1", council=None)),  # council unreadable
+        node("n5", set(), chain(block="h1")),
+    ]
+    (c1,) = network_view(nodes, {"c1": 95}, depth=5).chains
+    assert c1.checkpoint_hashes == 2
+    assert dict(c1.block_agrees) == {"n1": True, "n2": False, "n4": True, "n5": True}
+    assert c1.council_views == 2
+    assert dict(c1.council_agrees) == {"n1": True, "n2": True, "n3": False, "n5": True}
+
+
+def test_no_block_read_gives_no_checkpoint_series() -> None:
+    (c1,) = network_view([node("n1", set(), chain(block=None))], {}, depth=5).chains
+    assert (c1.checkpoint_height, c1.checkpoint_hashes, c1.block_agrees) == (None, None, ())
+    assert c1.next_checkpoint == 95
+
+
+def test_chains_are_compared_among_their_own_readers() -> None:
+    nodes = [
+        node("n1", set(), chain(blockchain="c1"), chain(blockchain="c2", block="z")),
+        node("n2", set(), chain(blockchain="c1")),
+    ]
+    view = network_view(nodes, {"c1": 95, "c2": 7}, depth=5)
+    assert [(c.blockchain, c.checkpoint_hashes, c.checkpoint_height) for c in view.chains] == [
+        ("c1", 1, 95),
+        ("c2", 1, 7),
+    ]
+    assert view.checkpoint("c2") == 95
+    assert view.checkpoint("unknown") is None
+
+
+@pytest.mark.parametrize(
+    ("links", "components", "polled"),
+    [
+        (
+            {"n1": {"n2"}, "n2": set(), "n3": {"n2"}},
+            1,
+            {"n1": 1, "n2": 2, "n3": 1},
+        ),  # one side lists
+        ({"n1": {"n2"}, "n2": {"n1"}, "n3": set()}, 2, {"n1": 1, "n2": 1, "n3": 0}),
+        ({"n1": {"unpolled"}, "n2": {"unpolled"}, "n3": set()}, 3, {"n1": 0, "n2": 0, "n3": 0}),
+        ({"n1": set()}, 1, {"n1": 0}),
+        ({"n1": {"n1"}}, 1, {"n1": 0}),  # listing itself is no link
+    ],
+)
+def test_partitions(links: dict[str, set[str]], components: int, polled: dict[str, int]) -> None:
+    count, per_node = partitions([node(name, peers) for name, peers in links.items()])
+    assert count == components
+    assert dict(per_node) == polled
+
+
+def test_no_up_node_gives_no_partition_count() -> None:
+    assert partitions([]) == (None, ())
+
+
+def test_a_node_without_peer_id_can_still_list_others() -> None:
+    nodes = [
+        NodeObservation("n1", None, frozenset({"p-n2"}), ()),
+        NodeObservation("n2", "p-n2", frozenset(), ()),
+    ]
+    assert partitions(nodes) == (1, (("n1", 1), ("n2", 1)))
+
+
+# --- readings the view is built from ---
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"hash": "abc", "blockHash": "def"}, "abc"),
+        ({"blockHash": "def"}, "def"),
+        ({"hash": None, "blockHash": "def"}, "def"),
+        ({"hash": "", "blockHash": "def"}, "def"),
+    ],
+)
+def test_block_hash_from_the_first_field_holding_one(body: dict[str, Any], expected: str) -> None:
+    assert read_block_hash(body, FIELDS) == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"height": 5}, "none of the hash fields hash, blockHash"),
+        ({"hash": 5}, "none of the hash fields"),
+        (["abc"], "JSON list, not an object"),
+    ],
+)
+def test_block_without_a_hash_is_invalid(body: Any, message: str) -> None:
+    with pytest.raises(InvalidResponseError, match=message):
+        read_block_hash(body, FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (["a", "b", "a"], frozenset({"a", "b"})),
+        ([], frozenset()),
+        (["a", 7], None),
+        (["a", ""], None),
+        ("a,b", None),
+        (None, None),
+    ],
+)
+def test_council_set(value: Any, expected: frozenset[str] | None) -> None:
+    assert read_chain({"councilMembers": value}).council == expected
+
+
+def test_council_absent() -> None:
+    assert read_chain({}).council is None
+
+
+@pytest.mark.parametrize(
+    ("network", "expected"),
+    [
+        ({"networkPeers": ["p1", "p2"]}, frozenset({"p1", "p2"})),
+        ({"networkPeers": "p1"}, frozenset()),
+        ({}, frozenset()),
+    ],
+)
+def test_network_peers(network: dict[str, Any], expected: frozenset[str]) -> None:
+    assert read_health({"network": network}).network_peers == expected
+
+
+def test_observe_keeps_only_the_chains_read() -> None:
+    health = read_health({"network": {"peerId": "p1", "networkPeers": ["p2"]}})
+    chain_reading = read_chain({"blockHeight": 12, "syncing": True, "councilMembers": ["a"]})
+    observed = observe("n1", health, [("c1", chain_reading, "h"), ("c2", None, "x")])
+    assert observed == NodeObservation(
+        "n1",
+        "p1",
+        frozenset({"p2"}),
+        (ChainObservation("c1", 12.0, True, frozenset({"a"}), "h"),),
+    )

@@ -1,0 +1,136 @@
+"""Golden files for /probe: the recorded node answers of ``testdata/golden/<case>/`` probed one
+node at a time give ``testdata/golden-probe/<case>.prom`` (``UPDATE_GOLDEN=1`` rewrites it).
+
+Each probe's node and chain samples must also be exactly the daemon's for the same answers
+(``testdata/golden/<case>/expected.prom``): probe mode leaves out what needs history or other
+nodes, and adds only its own two series.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from exporter.config import NodeConfig, load_config
+from exporter.probe import probe_status, render_probe
+from exporter.probepoll import EngineProber
+from tests.conftest import TESTDATA, FakeNode, closed_port_url
+from tests.test_collector import _CONTENT_TYPES, GOLDEN
+
+PROBE_GOLDEN = TESTDATA / "golden-probe"
+CASES = ("documented", "failures", "odd-values")
+_DURATION = re.compile(r"^((?:ledger_probe|ledger_node_scrape)_duration_seconds\S*) \S+$", re.M)
+#: Families only the daemon has: counters, times and comparisons need history or other nodes.
+DAEMON_ONLY = (
+    "ledger_exporter_",
+    "ledger_node_scrape_errors_total",
+    "ledger_node_last_success_timestamp_seconds",
+    "ledger_blockchain_blocks_behind",
+    "ledger_blockchain_height_last_change_timestamp_seconds",
+    # cross-node: they compare the polled nodes, which one probe cannot
+    "ledger_blockchain_checkpoint_agrees",
+    "ledger_blockchain_council_agrees",
+    "ledger_node_polled_peers",
+)
+
+
+def served_nodes(server: FakeNode, case: Path) -> list[NodeConfig]:
+    """The case's nodes, their recorded answers served by ``server`` over real sockets (under
+    ``/<host>/``); a node without a folder gets a URL that refuses connections."""
+    nodes = []
+    for node in load_config(str(case / "config.yml")).nodes:
+        parts = urlsplit(node.url if node.url.endswith("/") else node.url + "/")
+        host = str(parts.hostname).removesuffix(".test")
+        folder = case / "nodes" / host
+        if not folder.is_dir():
+            nodes.append(replace(node, url=closed_port_url()))
+            continue
+        for path in sorted(folder.rglob("*.*")):
+            body, status = path.read_text(), 200
+            if path.suffix == ".status":
+                code, _, body = body.partition(" ")
+                status = int(code)
+            relative = path.relative_to(folder).with_suffix("").as_posix()
+            kind = _CONTENT_TYPES[path.suffix]
+            server.set(f"/{host}{parts.path}{relative}", body.encode(), status, content_type=kind)
+        nodes.append(replace(node, url=f"{server.url}{host}{parts.path}"))
+    return nodes
+
+
+def probe_case(case: Path, static_labels: bool = False) -> dict[str, str]:
+    """Node name -> the text exposition of its probe, durations masked. A probe has no
+    static labels (Prometheus adds target labels); ``static_labels`` keeps the config's, to
+    compare with the daemon's series."""
+    config = load_config(str(case / "config.yml"))
+    engine = EngineProber(4, config.max_response_bytes, config.max_blockchains_per_node)
+    server = FakeNode().start()
+    answers: dict[str, str] = {}
+    try:
+        for node in served_nodes(server, case):
+            labels = node.labels if static_labels else ()
+            probed = NodeConfig(node.name, node.url, labels, node.blockchains)
+            result = engine.probe_node(probed, time.monotonic() + 10)
+            text = render_probe(result, 0.0, False).decode()
+            answers[node.name] = _DURATION.sub(r"\1 <duration>", text)
+    finally:
+        engine.close()
+        server.stop()
+    return answers
+
+
+def samples(text: str) -> set[str]:
+    return {line for line in text.splitlines() if line and not line.startswith("#")}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_probe_golden_exposition(case: str) -> None:
+    answers = probe_case(GOLDEN / case)
+    actual = "".join(f"# --- probe of {name}\n{text}" for name, text in answers.items())
+    expected_file = PROBE_GOLDEN / f"{case}.prom"
+    if os.environ.get("UPDATE_GOLDEN"):
+        expected_file.write_text(actual)
+    assert actual == expected_file.read_text()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_probe_series_are_the_daemons_for_the_same_answers(case: str) -> None:
+    daemon = samples((GOLDEN / case / "expected.prom").read_text())
+    answers = probe_case(GOLDEN / case, static_labels=True)
+    for name, text in answers.items():
+        node_label = f'node="{name}"'
+        up = next(s for s in daemon if s.startswith("ledger_node_up{") and node_label in s)
+        ours = {s for s in samples(text) if not s.startswith("ledger_probe_")}
+        theirs = {
+            s
+            for s in daemon
+            if node_label in s
+            and not s.startswith(DAEMON_ONLY)
+            and not s.startswith("ledger_node_up")
+        }
+        if "ledger_probe_success 1.0" in text:
+            assert ours - {s for s in ours if s.startswith("ledger_node_up")} == theirs, name
+            assert up.endswith(" 1.0") and up in ours
+        else:  # the node could not be read: only the probe's own series
+            assert ours == set(), name
+            assert up.endswith(" 0.0")
+
+
+def test_probe_status_keeps_no_history() -> None:
+    engine = EngineProber(4, 1 << 20, 100)
+    server = FakeNode().start()
+    try:
+        node = served_nodes(server, GOLDEN / "documented")[0]
+        status = probe_status(engine.probe_node(node, time.monotonic() + 10))
+    finally:
+        engine.close()
+        server.stop()
+    assert status.up and status.error_counts == () and status.last_success is None
+    assert status.chains and all(
+        c.blocks_behind is None and c.height_changed_at is None for c in status.chains
+    )

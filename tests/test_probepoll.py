@@ -1,0 +1,77 @@
+"""The probe's poll of one node over real sockets through its own engine:
+every outcome a cycle knows, bounded by the probe's deadline."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from exporter.client import Reason
+from exporter.config import NodeConfig
+from exporter.probepoll import EngineProber
+from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
+
+
+@pytest.fixture
+def prober() -> Iterator[EngineProber]:
+    engine = EngineProber(max_in_flight=4, max_bytes=1 << 20, max_chains=2)
+    yield engine
+    engine.close()
+
+
+def test_reads_health_and_every_chain(fake_nodes: list[FakeNode], prober: EngineProber) -> None:
+    node = new_fake_node(fake_nodes)
+    node.play(health_doc(["c1", "c2"]), {"c1": chain_doc(10)})
+    node.set("/blockchains/c2", {"error": "boom"}, status=500)
+    result = prober.probe_node(NodeConfig("n", node.url), time.monotonic() + 10)
+    assert result.error is None and result.health is not None
+    chains = {chain.blockchain: chain for chain in result.chains}
+    assert chains["c1"].reading is not None and chains["c1"].reading.height == 10
+    assert chains["c2"].error is not None and chains["c2"].error.reason is Reason.HTTP_STATUS
+    assert sorted(node.requests) == ["/blockchains/c1", "/blockchains/c2", "/health"]
+
+
+def test_configured_chains_and_the_chain_cap(
+    fake_nodes: list[FakeNode], prober: EngineProber
+) -> None:
+    node = new_fake_node(fake_nodes)
+    node.play(health_doc(["c1", "c2", "c3"]), {c: chain_doc(1) for c in ("c1", "c2", "c3")})
+    capped = prober.probe_node(NodeConfig("n", node.url), time.monotonic() + 10)
+    assert [c.blockchain for c in capped.chains] == ["c1", "c2"]
+    assert capped.unpolled_chains == 1
+    chosen = prober.probe_node(
+        NodeConfig("n", node.url, blockchains=("c3",)), time.monotonic() + 10
+    )
+    assert [c.blockchain for c in chosen.chains] == ["c3"]
+
+
+def test_down_node(prober: EngineProber) -> None:
+    result = prober.probe_node(NodeConfig("n", closed_port_url()), time.monotonic() + 10)
+    assert result.health is None
+    assert result.error is not None and result.error.reason is Reason.CONNECTION
+
+
+def test_a_chain_slower_than_the_deadline_is_a_timeout(
+    fake_nodes: list[FakeNode], prober: EngineProber
+) -> None:
+    node = new_fake_node(fake_nodes)
+    node.play(health_doc(["c1", "c2"]), {"c1": chain_doc(10)})
+    node.set("/blockchains/c2", chain_doc(10), delay=5.0)
+    result = prober.probe_node(NodeConfig("n", node.url), time.monotonic() + 1.0)
+    chains = {chain.blockchain: chain for chain in result.chains}
+    assert chains["c1"].reading is not None
+    assert chains["c2"].reading is None
+    assert chains["c2"].error is not None and chains["c2"].error.reason is Reason.TIMEOUT
+
+
+def test_after_close_a_probe_ends_with_errors_not_an_exception(
+    fake_nodes: list[FakeNode],
+) -> None:
+    node = new_fake_node(fake_nodes)
+    node.play(health_doc(["c1"]), {"c1": chain_doc(10)})
+    engine = EngineProber(max_in_flight=1, max_bytes=1 << 20, max_chains=5)
+    engine.close()
+    result = engine.probe_node(NodeConfig("n", node.url), time.monotonic() + 5)
+    assert all(chain.reading is None for chain in result.chains)
