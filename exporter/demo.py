@@ -29,10 +29,8 @@ from exporter.config import Config, NodeConfig
 from exporter.flags import (
     Parser,
     add_log_flags,
-    any_int,
-    chain_count,
+    add_network_flags,
     listen_address,
-    node_count,
     positive_duration,
 )
 from exporter.logs import setup_logging
@@ -59,16 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The demo's flags; each value is checked before anything starts."""
     parser = Parser(prog="ledger-exporter demo", description=DESCRIPTION)
     add = parser.add_argument
-    add("--nodes", type=node_count, default=4, help="simulated nodes, 1 to 100000 (default 4)")
-    add("--chains", type=chain_count, default=2, help="blockchains, 1 to 1000 (default 2)")
-    add(
-        "--block-interval",
-        type=positive_duration,
-        default=2.0,
-        metavar="DURATION",
-        help="time between blocks, a Go duration such as 2s or 500ms (default 2s)",
-    )
-    add("--seed", type=any_int, default=1, help="seed of the simulated network (default 1)")
+    add_network_flags(parser, nodes=4, seed=1)
     add(
         "--web.listen-address",
         dest="listen_address",

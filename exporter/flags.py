@@ -105,6 +105,29 @@ def any_int(text: str) -> int:
     return int(text)
 
 
+def add_network_flags(parser: argparse.ArgumentParser, nodes: int, seed: int) -> None:
+    """``--nodes``, ``--chains``, ``--block-interval`` and ``--seed`` of a simulated network,
+    shared by ``simulate`` and ``demo`` so both check them alike."""
+    add = parser.add_argument
+    add(
+        "--nodes",
+        type=node_count,
+        default=nodes,
+        help=f"simulated nodes, 1 to 100000 (default {nodes})",
+    )
+    add("--chains", type=chain_count, default=2, help="blockchains, 1 to 1000 (default 2)")
+    add(
+        "--block-interval",
+        type=positive_duration,
+        default=2.0,
+        metavar="DURATION",
+        help="time between blocks, a Go duration such as 2s or 500ms (default 2s)",
+    )
+    add(
+        "--seed", type=any_int, default=seed, help=f"seed of every simulated value (default {seed})"
+    )
+
+
 def positive_duration(text: str) -> float:
     """A Go duration between 1ms and 24h, in seconds (``--scrape-interval``, ...)."""
     try:

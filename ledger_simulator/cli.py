@@ -13,10 +13,7 @@ from types import FrameType
 from exporter.flags import (
     Parser,
     add_log_flags,
-    any_int,
-    chain_count,
-    node_count,
-    positive_duration,
+    add_network_flags,
 )
 from exporter.httpserver import ListenAddressError
 from exporter.httpserver import parse_listen_address as parse_address
@@ -49,18 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve simulated ledger nodes (the node HTTP API) for demos and tests.",
     )
     add = parser.add_argument
-    add("--nodes", type=node_count, default=3, help="number of nodes, 1 to 100000 (default 3)")
-    add(
-        "--chains", type=chain_count, default=2, help="number of blockchains, 1 to 1000 (default 2)"
-    )
-    add(
-        "--block-interval",
-        type=positive_duration,
-        default=2.0,
-        metavar="DURATION",
-        help="time between blocks, a Go duration such as 2s or 500ms (default 2s)",
-    )
-    add("--seed", type=any_int, default=0, help="seed of every simulated value (default 0)")
+    add_network_flags(parser, nodes=3, seed=0)
     add(
         "--listen-address",
         type=parse_listen_address,

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,19 @@ class ExporterProcess:
             self.process.kill()
             _, stderr = self.process.communicate()
         return self.process.returncode, stderr
+
+
+@contextlib.contextmanager
+def ready_exporter(config: Path, *extra: str) -> Iterator[ExporterProcess]:
+    """An exporter process on ``config``, ready to serve; stopped afterwards, and it must exit
+    cleanly."""
+    process = ExporterProcess(config, *extra)
+    try:
+        wait_for(process.base + "/-/ready", "Ready", timeout=10)
+        yield process
+    finally:
+        code, stderr = process.stop()
+    assert code == 0, stderr
 
 
 @pytest.fixture

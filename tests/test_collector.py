@@ -48,7 +48,7 @@ OPENMETRICS = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0
 _QUERY_FOLDER = re.compile(r"/([^/=]+=[^/]*)$")
 
 
-def _serve_case(server: FakeNode, config: Config, case: Path) -> Config:
+def serve_case(server: FakeNode, config: Config, case: Path) -> Config:
     """Serve each node folder under ``/<case>/<host>`` and point the config's URLs there."""
     nodes = []
     for node in config.nodes:
@@ -84,7 +84,7 @@ def poll_golden_case(case: Path, server: FakeNode | None = None) -> Snapshot:
     own = server is None
     server = server or FakeNode().start()
     try:
-        config = _serve_case(server, load_config(str(case / "config.yml")), case)
+        config = serve_case(server, load_config(str(case / "config.yml")), case)
         poller = Poller(config, lambda _: None, clock=lambda: CLOCK)
         try:
             return poller.run_cycle()
@@ -104,7 +104,7 @@ def render_snapshot(snapshot: Snapshot) -> str:
 def served_metrics(case: Path, server: FakeNode) -> tuple[str, str, str]:
     """What a real Exporter's ``/metrics`` serves for ``case``: text and OpenMetrics (masked),
     and the text as served."""
-    config = _serve_case(server, load_config(str(case / "config.yml")), case)
+    config = serve_case(server, load_config(str(case / "config.yml")), case)
     exporter = Exporter(config, clock=lambda: CLOCK)
     http = exporter.start("127.0.0.1:0")
     base = f"http://127.0.0.1:{http.port}"

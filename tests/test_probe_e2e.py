@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
-from tests.test_cli import ExporterProcess, exporter_command, wait_for
+from tests.test_cli import ExporterProcess, exporter_command, ready_exporter, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -50,13 +50,8 @@ def probe_exporter(tmp_path: Path, fake_nodes: list[FakeNode]) -> Iterator[Expor
             }
         )
     )
-    process = ExporterProcess(config)
-    try:
-        wait_for(process.base + "/-/ready", "Ready", timeout=10)
+    with ready_exporter(config) as process:
         yield process
-    finally:
-        code, stderr = process.stop()
-    assert code == 0, stderr
 
 
 def test_probe_only_exporter_end_to_end(

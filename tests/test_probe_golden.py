@@ -11,17 +11,15 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import replace
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
 from exporter.config import NodeConfig, load_config
 from exporter.probe import probe_status, render_probe
 from exporter.probepoll import EngineProber
-from tests.conftest import TESTDATA, FakeNode, closed_port_url
-from tests.test_collector import _CONTENT_TYPES, GOLDEN
+from tests.conftest import TESTDATA, FakeNode
+from tests.test_collector import GOLDEN, serve_case
 
 PROBE_GOLDEN = TESTDATA / "golden-probe"
 CASES = ("documented", "failures", "odd-values")
@@ -41,26 +39,9 @@ DAEMON_ONLY = (
 
 
 def served_nodes(server: FakeNode, case: Path) -> list[NodeConfig]:
-    """The case's nodes, their recorded answers served by ``server`` over real sockets (under
-    ``/<host>/``); a node without a folder gets a URL that refuses connections."""
-    nodes = []
-    for node in load_config(str(case / "config.yml")).nodes:
-        parts = urlsplit(node.url if node.url.endswith("/") else node.url + "/")
-        host = str(parts.hostname).removesuffix(".test")
-        folder = case / "nodes" / host
-        if not folder.is_dir():
-            nodes.append(replace(node, url=closed_port_url()))
-            continue
-        for path in sorted(folder.rglob("*.*")):
-            body, status = path.read_text(), 200
-            if path.suffix == ".status":
-                code, _, body = body.partition(" ")
-                status = int(code)
-            relative = path.relative_to(folder).with_suffix("").as_posix()
-            kind = _CONTENT_TYPES[path.suffix]
-            server.set(f"/{host}{parts.path}{relative}", body.encode(), status, content_type=kind)
-        nodes.append(replace(node, url=f"{server.url}{host}{parts.path}"))
-    return nodes
+    """The case's nodes, their recorded answers served by ``server`` over real sockets, as the
+    daemon's golden test serves them; a node without a folder refuses connections."""
+    return list(serve_case(server, load_config(str(case / "config.yml")), case).nodes)
 
 
 def probe_case(case: Path, static_labels: bool = False) -> dict[str, str]:

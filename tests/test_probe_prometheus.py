@@ -23,7 +23,7 @@ import yaml
 from ledger_simulator import SimulatedNetwork
 from tests.conftest import closed_port_url
 from tests.promserver import PrometheusServer, Sample
-from tests.test_cli import ExporterProcess, wait_for
+from tests.test_cli import ExporterProcess, ready_exporter
 from tests.test_prometheus import tracked_pairs
 
 pytestmark = pytest.mark.integration
@@ -46,13 +46,8 @@ def exporter(network: SimulatedNetwork, tmp_path: Path) -> Iterator[ExporterProc
     config = tmp_path / "exporter.yml"
     probe = {"allowed_targets": [rf"{base}/nodes/node-[0-9]+/"]}
     config.write_text(yaml.safe_dump({"scrape_timeout": "5s", "probe": probe}))
-    process = ExporterProcess(config)
-    try:
-        wait_for(process.base + "/-/ready", "Ready", timeout=10)
+    with ready_exporter(config) as process:
         yield process
-    finally:
-        code, stderr = process.stop()
-    assert code == 0, stderr
 
 
 def write_targets(network: SimulatedNetwork, directory: Path) -> Path:

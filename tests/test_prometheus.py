@@ -18,7 +18,7 @@ from exporter import metrics
 from exporter.watchcollector import SPECS as WATCH_SPECS
 from ledger_simulator import SimulatedNetwork
 from tests.promserver import PrometheusServer, StartPrometheus, prometheus_servers
-from tests.test_cli import ExporterProcess, wait_for
+from tests.test_cli import ExporterProcess, ready_exporter
 
 pytestmark = pytest.mark.integration
 
@@ -47,13 +47,8 @@ def exporter(network: SimulatedNetwork, tmp_path: Path) -> Iterator[ExporterProc
     config.write_text(
         yaml.safe_dump({"scrape_interval": "1s", "scrape_timeout": "800ms", "nodes": nodes})
     )
-    process = ExporterProcess(config)
-    try:
-        wait_for(process.base + "/-/ready", "Ready", timeout=10)
+    with ready_exporter(config) as process:
         yield process
-    finally:
-        code, stderr = process.stop()
-    assert code == 0, stderr
 
 
 def tracked_pairs(network: SimulatedNetwork) -> set[tuple[str, str]]:
