@@ -16,6 +16,7 @@ from http import HTTPStatus
 
 from exporter.config import Config, load_config
 from exporter.exposition import Exposition
+from exporter.memory import Allocator
 from exporter.poller import Poller
 from exporter.probe import ProbeAnswer, Prober, ProbeSlots
 from exporter.probepoll import EngineProber
@@ -32,9 +33,14 @@ class Exporter:
     """One exporter process: a poll loop thread and an HTTP server thread."""
 
     def __init__(
-        self, config: Config, config_path: str | None = None, clock: Callable[[], float] = time.time
+        self,
+        config: Config,
+        config_path: str | None = None,
+        clock: Callable[[], float] = time.time,
+        allocator: Allocator | None = None,
     ) -> None:
         self._config_path = config_path
+        self._allocator = allocator or Allocator(None)
         self._lock = threading.Lock()
         self._reload_ok = True
         self._renderer = Renderer()  # one for the process: it keeps label strings across cycles
@@ -58,6 +64,7 @@ class Exporter:
 
     def _publish(self, snapshot: Snapshot) -> None:
         """Swap in the new snapshot, rendered first in the formats scrapers used last time."""
+        self._allocator.trim()  # the cycle's bodies and documents are free: before rendering
         with self._lock:
             reload_ok = self._reload_ok
             asked = self._exposition.asked_for()
@@ -69,6 +76,7 @@ class Exporter:
                 fresh = replace(snapshot, config_reload_ok=self._reload_ok)
                 exposition = Exposition(fresh, asked, self._renderer)
             self._exposition = exposition
+        self._allocator.trim()  # the cycle's bodies and the previous snapshot are free now
         self._ready.set()
 
     def _set_reload_ok(self, ok: bool) -> None:

@@ -30,6 +30,7 @@ from exporter.flags import (
     whole_number,
 )
 from exporter.logs import setup_logging
+from exporter.memory import Allocator
 from exporter.schema import ConfigError
 from exporter.server import ServerLimits
 from exporter.webconfig import WebConfig, load_web_config
@@ -187,7 +188,9 @@ def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
     limits: ServerLimits | None = None,
 ) -> int:
     """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config)."""
-    exporter = Exporter(config, config_path)
+    allocator = Allocator.of_this_process()
+    allocator.tune()  # before the exporter's threads start: each may get an arena
+    exporter = Exporter(config, config_path, allocator=allocator)
     try:
         server = exporter.start(listen_address, web, web_config_path, limits)
     except (OSError, ValueError) as error:

@@ -18,6 +18,8 @@ from exporter.snapshot import ChainStatus, NodeStatus
 from exporter.watch import Reading, WatchRequest
 
 ENDPOINTS = ("health", "blockchain")
+#: The error counters' keys, one tuple each shared by every node (12 fewer tuples a node).
+_ERROR_KEYS = tuple((endpoint, reason.value) for endpoint in ENDPOINTS for reason in Reason)
 
 log = logging.getLogger("ledger_exporter")
 
@@ -75,7 +77,7 @@ class _NodeMemory:
     """Everything remembered about one node; dropped whole when the node leaves the config."""
 
     errors: dict[tuple[str, str], int] = field(
-        default_factory=lambda: {(e, r.value): 0 for e in ENDPOINTS for r in Reason}
+        default_factory=lambda: dict.fromkeys(_ERROR_KEYS, 0)
     )
     last_success: float | None = None
     up: bool | None = None

@@ -6,6 +6,7 @@ everything else is left out, so the collector can never invent a sample.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -173,7 +174,7 @@ def _features(features: Any) -> tuple[tuple[str, float], ...]:
     """Every flag present in ``features`` whose value is a JSON boolean, unknown flags too."""
     if not isinstance(features, dict):
         return ()
-    flags = ((name, read_bool(value)) for name, value in features.items())
+    flags = ((sys.intern(name), read_bool(value)) for name, value in features.items())
     return tuple(sorted((name, flag) for name, flag in flags if flag is not None))
 
 

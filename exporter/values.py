@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from datetime import UTC, datetime, timedelta, timezone
 
 _UNIT_NANOSECONDS = {
@@ -154,8 +155,9 @@ def read_timestamp(value: object) -> float | None:
 
 
 def read_text(value: object) -> str | None:
-    """A JSON string, as is."""
-    return value if isinstance(value, str) else None
+    """A JSON string, as is; interned, so the thousands of nodes reporting the same version or
+    type share one copy (an interned string is still freed once nothing uses it)."""
+    return sys.intern(value) if isinstance(value, str) else None
 
 
 def read_length(

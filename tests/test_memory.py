@@ -1,0 +1,112 @@
+"""The glibc malloc knobs: applied where glibc is, skipped quietly where it is not."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import platform
+import time
+
+import pytest
+
+from exporter import memory
+from exporter.app import Exporter
+from exporter.config import Config, NodeConfig
+from exporter.memory import Allocator
+
+ON_GLIBC = platform.libc_ver()[0] == "glibc"
+
+
+class FakeLibc:
+    """Records the calls; ``refuse`` makes mallopt reject that parameter, as glibc does."""
+
+    def __init__(self, refuse: int | None = None, trimmed: int = 1) -> None:
+        self.calls: list[tuple[str, int, int]] = []
+        self._refuse = refuse
+        self._trimmed = trimmed
+
+    def mallopt(self, param: int, value: int) -> int:
+        self.calls.append(("mallopt", param, value))
+        return 0 if param == self._refuse else 1
+
+    def malloc_trim(self, pad: int) -> int:
+        self.calls.append(("malloc_trim", pad, 0))
+        return self._trimmed
+
+
+def test_tune_sets_arenas_mmap_and_trim_thresholds() -> None:
+    libc = FakeLibc()
+    assert Allocator(libc).tune() is True
+    assert libc.calls == [
+        ("mallopt", memory.M_ARENA_MAX, memory.ARENA_MAX),
+        ("mallopt", memory.M_MMAP_THRESHOLD, memory.MMAP_THRESHOLD),
+        ("mallopt", memory.M_TRIM_THRESHOLD, memory.TRIM_THRESHOLD),
+    ]
+
+
+def test_a_refused_setting_is_reported_and_the_others_still_applied(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    libc = FakeLibc(refuse=memory.M_ARENA_MAX)
+    with caplog.at_level(logging.WARNING, logger="ledger_exporter"):
+        assert Allocator(libc).tune() is False
+    assert len(libc.calls) == 3
+    assert "glibc refused a malloc setting" in caplog.text
+
+
+@pytest.mark.parametrize(("trimmed", "expected"), [(1, True), (0, False)])
+def test_trim_returns_whether_glibc_gave_pages_back(trimmed: int, expected: bool) -> None:
+    libc = FakeLibc(trimmed=trimmed)
+    assert Allocator(libc).trim() is expected
+    assert libc.calls == [("malloc_trim", 0, 0)]
+
+
+def test_without_glibc_every_call_is_a_no_op() -> None:
+    allocator = Allocator(None)
+    assert allocator.tunable is False
+    assert allocator.tune() is False
+    assert allocator.trim() is False
+
+
+def test_a_c_library_that_is_not_glibc_is_not_tuned(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Musl:
+        """Has malloc but none of glibc's extras."""
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: Musl())
+    assert Allocator.of_this_process().tunable is False
+
+
+def test_a_c_library_that_cannot_be_loaded_is_not_tuned(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing(name: str | None) -> None:
+        raise OSError("no C library")
+
+    monkeypatch.setattr(ctypes, "CDLL", missing)
+    assert Allocator.of_this_process().tunable is False
+
+
+@pytest.mark.skipif(not ON_GLIBC, reason="glibc only")
+def test_glibc_gives_freed_heap_pages_back() -> None:
+    allocator = Allocator.of_this_process()
+    assert allocator.tunable
+    # 64 KiB blocks come from the heap (over pymalloc's 512 bytes, under the mmap threshold);
+    # freeing every other one leaves holes of whole pages that free() itself cannot return
+    blocks = [bytes(64 * 1024) for _ in range(128)]
+    kept = blocks[1::2]
+    del blocks
+    assert allocator.trim() is True
+    assert len(kept) == 64
+
+
+def test_the_exporter_trims_after_each_published_cycle() -> None:
+    libc = FakeLibc()
+    refused = NodeConfig("down", "http://127.0.0.1:1/")  # nothing listens on port 1
+    exporter = Exporter(Config(nodes=(refused,), scrape_interval=60.0), allocator=Allocator(libc))
+    exporter.start("127.0.0.1:0")
+    try:
+        deadline = time.monotonic() + 30
+        while not exporter.ready() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert exporter.ready()
+    finally:
+        exporter.stop()
+    assert ("malloc_trim", 0, 0) in libc.calls
