@@ -63,13 +63,6 @@ class NetworkView:
     partitions: int | None = None
     polled_peers: tuple[tuple[str, int], ...] = ()
 
-    def checkpoint(self, blockchain: str) -> int | None:
-        """The height the next cycle should compare ``blockchain`` at, if any."""
-        for chain in self.chains:
-            if chain.blockchain == blockchain:
-                return chain.next_checkpoint
-        return None
-
 
 def observe(
     node: str,
