@@ -166,6 +166,12 @@ class Clock:
         self.time += seconds
 
 
+@pytest.fixture
+def clock() -> Clock:
+    """A hand-stepped clock for a test's simulator (and exporter)."""
+    return Clock()
+
+
 ERROR_PREFIX = "# error: "
 
 

@@ -22,11 +22,6 @@ Switch = Callable[..., None]
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
 def net(clock: Clock) -> Iterator[SimulatedNetwork]:
     with SimulatedNetwork(nodes=4, chains=2, block_interval=INTERVAL, seed=9, clock=clock) as n:
         yield n

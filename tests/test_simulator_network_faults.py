@@ -17,11 +17,6 @@ INTERVAL = 2.0
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
 def net(clock: Clock) -> Iterator[SimulatedNetwork]:
     with SimulatedNetwork(nodes=5, chains=2, block_interval=INTERVAL, seed=3, clock=clock) as n:
         yield n
