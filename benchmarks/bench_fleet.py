@@ -43,7 +43,7 @@ TEXT = "text/plain;version=0.0.4"
 # --- the fleet stand-in (runs in its own process) -------------------------------------------
 
 
-def _documents() -> tuple[bytes, bytes]:
+def _documents() -> tuple[bytes, bytes, bytes]:
     health = {
         "nodeVersion": "1.4.2",
         "nodeId": "02ab" * 8,
@@ -74,7 +74,9 @@ def _documents() -> tuple[bytes, bytes]:
         "features": {"enableJoinCouncilOnStartup": True, "enableTxProof": False},
         "blockchainPeers": ["p1", "p2"],
     }
-    return json.dumps(health).encode(), json.dumps(chain).encode()
+    # the checkpoint block (network checks are on by default): the same hash on every node
+    block = {"height": 18337, "hash": "7c" * 32, "previousHash": "3e" * 32, "transactions": []}
+    return json.dumps(health).encode(), json.dumps(chain).encode(), json.dumps(block).encode()
 
 
 def _response(body: bytes, status: str = "200 OK") -> bytes:
@@ -87,9 +89,9 @@ class _FleetProtocol(asyncio.Protocol):
 
     served = 0
 
-    def __init__(self, latency: float, health: bytes, chain: bytes) -> None:
+    def __init__(self, latency: float, health: bytes, chain: bytes, block: bytes) -> None:
         self.latency, self.buffer = latency, b""
-        self.health, self.chain = _response(health), _response(chain)
+        self.health, self.chain, self.block = _response(health), _response(chain), _response(block)
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -114,6 +116,8 @@ class _FleetProtocol(asyncio.Protocol):
         _FleetProtocol.served += 1
         if path.endswith(b"/health"):
             self.transport.write(self.health)
+        elif b"/blocks?" in path:
+            self.transport.write(self.block)
         elif b"/blockchains/" in path:
             self.transport.write(self.chain)
         else:
@@ -124,10 +128,10 @@ def serve_fleet(port_file: str, latency: float) -> None:
     """Serve the fleet until SIGTERM; write the port to ``port_file`` once listening."""
 
     async def main() -> None:
-        health, chain = _documents()
+        health, chain, block = _documents()
         loop = asyncio.get_running_loop()
         server = await loop.create_server(
-            lambda: _FleetProtocol(latency, health, chain), "127.0.0.1", 0, backlog=4096
+            lambda: _FleetProtocol(latency, health, chain, block), "127.0.0.1", 0, backlog=4096
         )
         Path(port_file).write_text(str(server.sockets[0].getsockname()[1]))
         stop = asyncio.Event()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from exporter.client import FetchError, Reason
 from exporter.config import NodeConfig
 from exporter.readings import ChainReading, HealthReading
-from exporter.snapshot import ChainStatus, NodeStatus
+from exporter.snapshot import ChainStatus, ErrorCounts, NodeStatus
 from exporter.watch import Reading, WatchRequest
 
 ENDPOINTS = ("health", "blockchain")
@@ -24,7 +24,7 @@ _ERROR_KEYS = tuple((endpoint, reason.value) for endpoint in ENDPOINTS for reaso
 log = logging.getLogger("ledger_exporter")
 
 
-@dataclass
+@dataclass(slots=True)
 class ChainResult:
     """One chain request's outcome in this cycle."""
 
@@ -37,7 +37,7 @@ class ChainResult:
     block_error: FetchError | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WatchResult:
     """One watch request's outcome in this cycle; neither reading nor error while it is out."""
 
@@ -55,7 +55,7 @@ class WatchResult:
         return WatchResult(self.request, None, error)
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeResult:
     """One node's poll outcome in this cycle."""
 
@@ -96,9 +96,16 @@ class History:
         """Fold one cycle into the history and return the nodes' statuses for the snapshot."""
         self._nodes = {r.node.name: self._nodes.get(r.node.name, _NodeMemory()) for r in results}
         highest = _highest_heights(results)
-        return tuple(self._node_status(result, now, highest) for result in results)
+        layouts: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
+        return tuple(self._node_status(result, now, highest, layouts) for result in results)
 
-    def _node_status(self, result: NodeResult, now: float, highest: dict[str, float]) -> NodeStatus:
+    def _node_status(
+        self,
+        result: NodeResult,
+        now: float,
+        highest: dict[str, float],
+        layouts: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]],
+    ) -> NodeStatus:
         name = result.node.name
         memory = self._nodes[name]
         if result.error is not None:
@@ -124,7 +131,7 @@ class History:
             chains=tuple(_chain_status(memory, name, c, now, highest) for c in result.chains),
             duration=result.duration,
             last_success=memory.last_success,
-            error_counts=tuple((e, r, count) for (e, r), count in memory.errors.items()),
+            error_counts=ErrorCounts.of(memory.errors, layouts),
         )
 
 

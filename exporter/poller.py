@@ -24,8 +24,10 @@ from exporter.engine import Engine
 from exporter.history import ChainResult, History, NodeResult
 from exporter.network import NetworkView, network_view, observe
 from exporter.readings import (
+    ChainReading,
     HealthReading,
     InvalidResponseError,
+    Shared,
     read_block_hash,
     read_chain,
     read_health,
@@ -67,9 +69,12 @@ class NodePoll:
         client: NodeClient,
         max_chains: int,
         blocks: BlockPlan,
+        *,
         watch: WatchConfig = NO_WATCH,
+        shared: Shared | None = None,
     ) -> None:
         self.node = node
+        self._shared = shared
         self._watch = WatchPoll(watch, node.name, _as_fetch_error)
         self._chains_done = False
         self._client = client
@@ -167,7 +172,10 @@ class NodePoll:
         def store(result: ChainResult, reading: Any, error: FetchError | None) -> None:
             result.reading, result.error = reading, error
 
-        return self._reader(chain, read_chain, store)
+        return self._reader(chain, self._read_chain, store)
+
+    def _read_chain(self, document: Any) -> ChainReading:
+        return read_chain(document, self._shared)
 
     def _reader(
         self,
@@ -277,6 +285,7 @@ class Poller:
         self._publish = publish
         self._clock = clock
         self._history = History()
+        self._shared = Shared()  # one copy of the readings' values repeated across nodes
         self._owns_engine = engine is None
         self._engine = engine or new_engine(config)
         self._lock = threading.Lock()  # guards the hand-over of a reloaded config
@@ -336,8 +345,14 @@ class Poller:
             if node.name in suspects:
                 client = client.as_suspect()
             config = resources.config
+            plan = self._block_plan(node)
             poll = NodePoll(
-                node, client, config.max_blockchains_per_node, self._block_plan(node), config.watch
+                node,
+                client,
+                config.max_blockchains_per_node,
+                plan,
+                watch=config.watch,
+                shared=self._shared,
             )
             self._running[node.name] = poll
             poll.start(deadline, started)
@@ -384,6 +399,7 @@ class Poller:
         resources = self._take_pending_config()
         started = time.monotonic()
         deadline = started + resources.config.scrape_timeout
+        self._shared.clear()
         polls, stuck = self._start_polls(resources, deadline, started)
         for poll in polls:
             poll.done.wait(max(0.0, deadline + DEADLINE_GRACE_SECONDS - time.monotonic()))

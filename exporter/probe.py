@@ -156,7 +156,6 @@ def probe_status(result: NodeResult) -> NodeStatus:
         chains=chains,
         duration=result.duration,
         last_success=None,
-        error_counts=(),
     )
 
 

@@ -6,10 +6,12 @@ everything else is left out, so the collector can never invent a sample.
 
 from __future__ import annotations
 
+import math
+import struct
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from exporter import metrics as m
 from exporter.values import (
@@ -27,7 +29,7 @@ class InvalidResponseError(ValueError):
     """The answer is JSON but not of the shape the API documents (e.g. not an object)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HealthReading:
     """What ``GET /health`` said about the node."""
 
@@ -40,17 +42,62 @@ class HealthReading:
     network_peers: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChainReading:
-    """What ``GET /blockchains/{id}`` said: plain gauges, the consensus info and feature flags."""
+    """What ``GET /blockchains/{id}`` said: plain gauges, the consensus info and feature flags.
 
-    gauges: tuple[tuple[m.MetricSpec, float], ...]
-    height: float | None
-    consensus_type: str | None
-    key_type: str | None
-    features: tuple[tuple[str, float], ...]
+    The gauges are one packed array (a float64 per :data:`CHAIN_GAUGE_SPECS`, NaN where the
+    node sent nothing readable; no reader returns NaN): at 3000 chains that is one object a
+    chain instead of ~18 tuples and floats, kept for two cycles.
+    """
+
+    values: bytes
+    consensus_type: str | None = None
+    key_type: str | None = None
+    features: tuple[tuple[str, float], ...] = ()
     council: frozenset[str] | None = None
-    syncing: bool | None = None
+
+    @property
+    def gauges(self) -> tuple[tuple[m.MetricSpec, float], ...]:
+        """The gauges the node reported, as (spec, value) in :data:`CHAIN_GAUGE_SPECS` order."""
+        pairs = zip(CHAIN_GAUGE_SPECS, _VALUES.unpack(self.values), strict=True)
+        return tuple((spec, value) for spec, value in pairs if not math.isnan(value))
+
+    @property
+    def height(self) -> float | None:
+        """The block height, when the node reported a readable one."""
+        return _present(_VALUES.unpack_from(self.values)[_HEIGHT])
+
+    @property
+    def syncing(self) -> bool | None:
+        """Whether the node says it is syncing; None unless it sent a JSON boolean."""
+        flag = _present(_VALUES.unpack_from(self.values)[_SYNCING])
+        return None if flag is None else flag == 1.0
+
+
+def _present(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+Kept = TypeVar("Kept", bound=Hashable)
+
+
+class Shared:
+    """Keeps one copy of equal values read from different nodes (council sets and feature
+    lists repeat on every node of a network). Cleared each cycle, so it never holds more
+    than the cycle's readings do. Each call is one dict operation, atomic under the GIL."""
+
+    def __init__(self) -> None:
+        self._kept: dict[Hashable, Hashable] = {}
+
+    def __call__(self, value: Kept) -> Kept:
+        """The copy kept of ``value`` (``value`` itself the first time)."""
+        kept = self._kept.setdefault(value, value)
+        return kept  # type: ignore[return-value]  # equal values have the same type here
+
+    def clear(self) -> None:
+        """Forget every value: the next cycle starts afresh."""
+        self._kept.clear()
 
 
 Reader = Callable[[Any], float | None]
@@ -88,6 +135,17 @@ _CHAIN_GAUGES: tuple[tuple[m.MetricSpec, tuple[str, ...], Reader], ...] = (
 )
 
 
+#: The chain gauges in the order of ChainReading.values: the table's, then the vote round.
+CHAIN_GAUGE_SPECS: tuple[m.MetricSpec, ...] = (
+    *(spec for spec, _, _ in _CHAIN_GAUGES),
+    m.CHAIN_VOTE_ROUND,
+)
+_VALUES = struct.Struct(f"={len(CHAIN_GAUGE_SPECS)}d")
+_HEIGHT = CHAIN_GAUGE_SPECS.index(m.CHAIN_HEIGHT)
+_SYNCING = CHAIN_GAUGE_SPECS.index(m.CHAIN_SYNCING)
+_NAN = math.nan
+
+
 def _lookup(body: dict[str, Any], path: tuple[str, ...]) -> Any:
     """The value at ``path``, ``_ABSENT`` when a key is missing, ``None`` through a non-object."""
     value: Any = body
@@ -119,35 +177,32 @@ def read_health(body: Any) -> HealthReading:
     )
 
 
-def read_chain(body: Any) -> ChainReading:
-    """Interpret a ``/blockchains/{id}`` answer; raises InvalidResponseError unless an object."""
+def read_chain(body: Any, shared: Shared | None = None) -> ChainReading:
+    """Interpret a ``/blockchains/{id}`` answer; raises InvalidResponseError unless an object.
+    With ``shared``, equal council sets and feature lists of different nodes are kept once."""
     if not isinstance(body, dict):
         raise InvalidResponseError(
             f"the chain status is a JSON {type(body).__name__}, not an object"
         )
-    gauges: list[tuple[m.MetricSpec, float]] = []
-    for spec, path, reader in _CHAIN_GAUGES:
+    values: list[float] = []
+    for _, path, reader in _CHAIN_GAUGES:
         raw = _lookup(body, path)
         value = reader(raw) if raw is not _ABSENT or reader is _vote_sessions else None
-        if value is not None:
-            gauges.append((spec, value))
+        values.append(_NAN if value is None else value)
     vote_round = _highest_round(body.get("voteSessions"))
-    if vote_round is not None:
-        gauges.append((m.CHAIN_VOTE_ROUND, vote_round))
+    values.append(_NAN if vote_round is None else vote_round)
+    features = _features(body.get("features"))
+    council = _text_set(body.get("councilMembers"))
+    if shared is not None:
+        features = shared(features)
+        council = None if council is None else shared(council)
     return ChainReading(
-        gauges=tuple(gauges),
-        height=read_count(body.get("blockHeight")),
+        values=_VALUES.pack(*values),
         consensus_type=read_text(_lookup(body, ("consensus", "consensusType"))),
         key_type=read_text(body.get("keyType")),
-        features=_features(body.get("features")),
-        council=_text_set(body.get("councilMembers")),
-        syncing=read_bool_value(body.get("syncing")),
+        features=features,
+        council=council,
     )
-
-
-def read_bool_value(value: Any) -> bool | None:
-    """A JSON boolean as a bool; anything else None."""
-    return value if isinstance(value, bool) else None
 
 
 def _text_set(value: Any) -> frozenset[str] | None:

@@ -6,6 +6,8 @@ half a cycle and never causes a request to a node.
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from exporter.network import NetworkView
@@ -13,7 +15,31 @@ from exporter.readings import ChainReading, HealthReading
 from exporter.watch import WatchStatus
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class ErrorCounts:
+    """A node's cumulative failed requests per (endpoint, reason), iterated as (endpoint,
+    reason, count). Compact because every node has a dozen or more: the key tuple is shared
+    by all nodes with the same endpoints, and the counts are one packed array."""
+
+    keys: tuple[tuple[str, str], ...] = ()
+    counts: bytes = b""  # one native unsigned 64-bit count per key
+
+    @classmethod
+    def of(
+        cls,
+        counts: Mapping[tuple[str, str], int],
+        layouts: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]],
+    ) -> ErrorCounts:
+        """``counts`` in their order; ``layouts`` keeps one key tuple per distinct key set."""
+        keys = tuple(counts)
+        return cls(layouts.setdefault(keys, keys), array("Q", counts.values()).tobytes())
+
+    def __iter__(self) -> Iterator[tuple[str, str, int]]:
+        counts = memoryview(self.counts).cast("Q")
+        return ((e, r, count) for (e, r), count in zip(self.keys, counts, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
 class ChainStatus:
     """One chain of one node in this cycle; ``reading`` is None when it could not be read."""
 
@@ -28,7 +54,7 @@ class ChainStatus:
         return self.reading is not None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeStatus:
     """One node in this cycle, with its cumulative error counts and last success time."""
 
@@ -39,7 +65,7 @@ class NodeStatus:
     chains: tuple[ChainStatus, ...]
     duration: float
     last_success: float | None
-    error_counts: tuple[tuple[str, str, int], ...]  # (endpoint, reason, count)
+    error_counts: ErrorCounts = ErrorCounts()
 
     @property
     def up(self) -> bool:

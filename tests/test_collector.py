@@ -201,7 +201,7 @@ def test_odd_values_never_become_samples() -> None:
 def test_network_view_series_carry_node_labels_and_skip_unread_nodes() -> None:
     health = HealthReading(None, None, "p1", 1.0, 1.0, ("c1",))
     nodes = tuple(
-        NodeStatus(name, labels, health, None, (), 0.1, CLOCK, ())
+        NodeStatus(name, labels, health, None, (), 0.1, CLOCK)
         for name, labels in (("n1", (("region", "eu"),)), ("n2", ()), ("n3", ()))
     )
     view = NetworkView(

@@ -41,7 +41,7 @@ def node(
     version: str = "1.4.2",
 ) -> NodeStatus:
     health = read_health(health_doc([c.blockchain for c in chains], peers, version))
-    return NodeStatus(name, (), health if up else None, error, chains, 0.1, last_success, ())
+    return NodeStatus(name, (), health if up else None, error, chains, 0.1, last_success)
 
 
 def chain(

@@ -111,7 +111,7 @@ def test_probe_status_keeps_no_history() -> None:
     finally:
         engine.close()
         server.stop()
-    assert status.up and status.error_counts == () and status.last_success is None
+    assert status.up and not list(status.error_counts) and status.last_success is None
     assert status.chains and all(
         c.blocks_behind is None and c.height_changed_at is None for c in status.chains
     )
