@@ -122,15 +122,15 @@ class NodeClient:
         )
         path = self._base_path + url[len(self._base) :]
 
-        def finished(future: Future[Response]) -> None:
+        def finished(outcome: Response | TransferError) -> None:
             try:
-                document = interpret(future, path, self._max_bytes)
+                document = interpret(outcome, path, self._max_bytes)
             except FetchError as error:
                 done(None, error)
             else:
                 done(document, None)
 
-        self._engine.submit(request).add_done_callback(finished)
+        self._engine.submit(request, finished)
 
     def get_json(self, segments: Sequence[str], deadline: float, query: Query = ()) -> Any:
         """GET the document at ``segments`` and decode it, waiting for the answer; raises
@@ -152,12 +152,10 @@ def _encode_segment(segment: str) -> str:
     return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
 
 
-def interpret(future: Future[Response], path: str, max_bytes: int) -> Any:
+def interpret(response: Response | TransferError, path: str, max_bytes: int) -> Any:
     """The JSON document of a finished request, or the FetchError that says what went wrong."""
-    try:
-        response = future.result()
-    except TransferError as failure:
-        raise classify(failure, path, max_bytes) from None
+    if isinstance(response, TransferError):
+        raise classify(response, path, max_bytes)
     if response.status >= 300:
         raise FetchError(Reason.HTTP_STATUS, f"HTTP status {response.status} from {path}")
     return decode(response.body, path)

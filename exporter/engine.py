@@ -1,8 +1,10 @@
 """One thread doing every HTTP request to the nodes: libcurl's multi interface driven by epoll.
 
 An in-flight request costs a socket and a curl handle, not a thread. Any thread may
-``submit`` a request (a wakeup eventfd hands it to the engine thread) and gets a Future that
-the engine resolves with a :class:`Response` or a :class:`TransferError`. Every request
+``submit`` a request with a callback (a wakeup eventfd hands it to the engine thread); the
+engine calls it once, on its own thread, with a :class:`Response` or a :class:`TransferError`.
+A callback, not a ``concurrent.futures.Future``: a Future carries a Condition and an RLock,
+about a kilobyte a request, and a cycle queues thousands at once. Every request
 carries its own monotonic deadline, which libcurl enforces (``TIMEOUT_MS``) and the engine
 double-checks, so no request outlives it whatever the node does. Connections are kept alive
 in the one multi handle's cache for the life of the process, so every cycle reuses them.
@@ -17,7 +19,7 @@ import os
 import select
 import threading
 import time
-from concurrent.futures import Future
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +44,7 @@ _EPOLL_FLAGS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Request:
     """One GET: the URL, the raw header lines, a monotonic deadline and a body size cap."""
 
@@ -55,7 +57,7 @@ class Request:
     suspect: bool = False  # the node timed out recently: it gets at most a quarter of the slots
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Response:
     """A complete answer: status and the decoded (content-encoding removed) body."""
 
@@ -75,14 +77,26 @@ class TransferError(Exception):
         self.over_cap = over_cap
 
 
+#: Called once with how a request ended.
+Done = Callable[[Response | TransferError], None]
+
+
+def _report(done: Done, outcome: Response | TransferError) -> None:
+    """Hand ``outcome`` to ``done``; a failing callback is logged, never ends the engine."""
+    try:
+        done(outcome)
+    except Exception:
+        log.exception("a request's callback failed")
+
+
 class _Transfer:
-    """A request in flight: its curl handle, body buffer and Future."""
+    """A request in flight: its curl handle, body buffer and callback."""
 
-    __slots__ = ("body", "curl", "future", "over_cap", "request")
+    __slots__ = ("body", "curl", "done", "over_cap", "request")
 
-    def __init__(self, request: Request, future: Future[Response], curl: pycurl.Curl) -> None:
+    def __init__(self, request: Request, done: Done, curl: pycurl.Curl) -> None:
         self.request = request
-        self.future = future
+        self.done = done
         self.curl = curl
         self.body = bytearray()
         self.over_cap = False
@@ -103,8 +117,8 @@ class Engine:
         self._max_in_flight = max(1, max_in_flight)
         self._user_agent = user_agent
         self._lock = threading.Lock()
-        self._queue: collections.deque[tuple[Request, Future[Response]]] = collections.deque()
-        self._suspects: collections.deque[tuple[Request, Future[Response]]] = collections.deque()
+        self._queue: collections.deque[tuple[Request, Done]] = collections.deque()
+        self._suspects: collections.deque[tuple[Request, Done]] = collections.deque()
         self._suspects_out = 0
         self._max_suspects = max(1, self._max_in_flight // 4)
         self._max_connections = max_connections
@@ -147,16 +161,17 @@ class Engine:
     def _connection_cache_size(self) -> int:
         return max(self._max_connections, self._max_in_flight, 8)
 
-    def submit(self, request: Request) -> Future[Response]:
-        """Queue ``request`` from any thread; the Future resolves by its deadline at the latest."""
-        future: Future[Response] = Future()
+    def submit(self, request: Request, done: Done) -> None:
+        """Queue ``request`` from any thread; ``done`` hears how it ended by its deadline at the
+        latest, on the engine's thread (at once, on the caller's, once the engine is closed)."""
         with self._lock:
-            if self._closing:
-                future.set_exception(TransferError(SHUT_DOWN, "the exporter is shutting down"))
-                return future
-            (self._suspects if request.suspect else self._queue).append((request, future))
+            closing = self._closing
+            if not closing:
+                (self._suspects if request.suspect else self._queue).append((request, done))
+        if closing:
+            _report(done, TransferError(SHUT_DOWN, "the exporter is shutting down"))
+            return
         os.eventfd_write(self._wakeup, 1)
-        return future
 
     def connections_opened(self) -> int:
         """New connections (TCP, and TLS where https) made so far: keep-alive keeps it low."""
@@ -238,7 +253,7 @@ class Engine:
         """M_TIMERFUNCTION: libcurl wants ``socket_action(SOCKET_TIMEOUT)`` in this many ms."""
         self._timer_at = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
 
-    def _next_queued(self) -> tuple[Request, Future[Response]] | None:
+    def _next_queued(self) -> tuple[Request, Done] | None:
         """The next request allowed a slot: suspects only while they hold under a quarter."""
         with self._lock:
             if len(self._transfers) >= self._max_in_flight:
@@ -252,15 +267,13 @@ class Engine:
     def _start_queued(self) -> None:
         now = time.monotonic()
         while (item := self._next_queued()) is not None:
-            request, future = item
-            if not future.set_running_or_notify_cancel():
-                continue
+            request, done = item
             remaining_ms = int((request.deadline - now) * 1000)
             if remaining_ms <= 0:
-                future.set_exception(TransferError(NOT_SENT, "no time left to send the request"))
+                _report(done, TransferError(NOT_SENT, "no time left to send the request"))
                 continue
             curl = self._spare.pop() if self._spare else pycurl.Curl()
-            transfer = _Transfer(request, future, curl)
+            transfer = _Transfer(request, done, curl)
             self._configure(transfer, remaining_ms)
             with self._lock:
                 self._transfers[curl] = transfer
@@ -322,11 +335,10 @@ class Engine:
             self._release(curl)
         finally:  # whatever happens, the caller hears back
             if failure is None:
-                transfer.future.set_result(Response(status, bytes(transfer.body)))
+                _report(transfer.done, Response(status, bytes(transfer.body)))
             else:
                 code, message = failure
-                error = TransferError(code, message, os_errno, transfer.over_cap)
-                transfer.future.set_exception(error)
+                _report(transfer.done, TransferError(code, message, os_errno, transfer.over_cap))
 
     def _release(self, curl: pycurl.Curl) -> None:
         """Take the handle off the multi; keep a few for reuse, close the rest."""
@@ -348,9 +360,8 @@ class Engine:
                 self._suspects = collections.deque(
                     i for i in self._suspects if i[0].deadline >= now
                 )
-        for _, future in expired:
-            if future.set_running_or_notify_cancel():
-                future.set_exception(TransferError(NOT_SENT, "no time left to send the request"))
+        for _, done in expired:
+            _report(done, TransferError(NOT_SENT, "no time left to send the request"))
         for curl in late:
             self._finish(curl, (pycurl.E_OPERATION_TIMEDOUT, "deadline passed"))
 
@@ -360,9 +371,8 @@ class Engine:
             queued = [*self._queue, *self._suspects]
             self._queue.clear()
             self._suspects.clear()
-        for _, future in queued:
-            if future.set_running_or_notify_cancel():
-                future.set_exception(TransferError(SHUT_DOWN, "the exporter is shutting down"))
+        for _, done in queued:
+            _report(done, TransferError(SHUT_DOWN, "the exporter is shutting down"))
         for curl in list(self._transfers):
             self._finish(curl, (SHUT_DOWN, "the exporter is shutting down"))
         for curl in self._spare:

@@ -504,6 +504,28 @@ def test_close_fails_what_is_still_out_at_once(local_node: LocalNode) -> None:
     assert closing.in_flight() == 0
 
 
+def test_a_failing_callback_is_logged_and_the_engine_goes_on(
+    engine: Engine, local_node: LocalNode, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(_: Any, __: FetchError | None) -> None:
+        raise RuntimeError("bug in a callback")
+
+    local_node.answer("/health", {"nodeVersion": "1.4.2"})
+    client(engine, local_node.url).get(["health"], soon(), broken)
+    document = client(engine, local_node.url).get_json(["health"], soon())
+    assert document == {"nodeVersion": "1.4.2"}
+    assert [r.getMessage() for r in caplog.records] == ["a request's callback failed"]
+    assert engine.in_flight() == 0
+
+
+def test_a_request_submitted_after_close_fails_at_once(local_node: LocalNode) -> None:
+    closed = Engine(4, "test")
+    closed.close()
+    error = fetch_error(client(closed, local_node.url), ["health"], soon())
+    assert error.reason is Reason.TIMEOUT
+    assert local_node.paths == []
+
+
 # --- connections ---
 
 

@@ -6,7 +6,6 @@ import logging
 import socket
 import threading
 import time
-from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any, cast
 
@@ -14,7 +13,7 @@ import pytest
 
 from exporter.client import NodeClient
 from exporter.config import Config, NetworkChecks, NodeConfig
-from exporter.engine import Engine, Request, Response
+from exporter.engine import Done, Engine, Request, Response
 from exporter.poller import BlockPlan, NodePoll, Poller
 from exporter.snapshot import NodeStatus, Snapshot
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
@@ -110,26 +109,25 @@ class HangingEngine:
 
     def __init__(self) -> None:
         self.sent: list[str] = []
-        self.futures: list[Future[Response]] = []
+        self.waiting: list[Done] = []
 
-    def submit(self, request: Request) -> Future[Response]:
+    def submit(self, request: Request, done: Done) -> None:
         self.sent.append(request.url)
-        future: Future[Response] = Future()
-        self.futures.append(future)
-        return future
+        self.waiting.append(done)
 
     def resize(self, connections: int, max_in_flight: int | None = None) -> None:
         pass
 
     def in_flight(self) -> int:
-        return sum(not future.done() for future in self.futures)
+        return len(self.waiting)
 
     def connections_opened(self) -> int:
         return 0
 
     def release(self) -> None:
-        for future in self.futures:
-            future.set_result(Response(200, b"{}"))
+        waiting, self.waiting = self.waiting, []
+        for done in waiting:
+            done(Response(200, b"{}"))
 
 
 def test_a_hung_poll_is_not_repeated_while_it_hangs(healthy: FakeNode) -> None:
