@@ -52,6 +52,33 @@ class BlockPlan:
     hash_fields: tuple[str, ...] = ()
 
 
+class Countdown:
+    """Set once ``count`` polls have ended: one Event for a whole cycle, not one per node (an
+    Event is a Condition and a lock, about half a kilobyte each)."""
+
+    def __init__(self, count: int) -> None:
+        self._left = count
+        self._lock = threading.Lock()
+        self._zero = threading.Event()
+        if count <= 0:
+            self._zero.set()
+
+    def count_down(self) -> None:
+        """One more poll has ended."""
+        with self._lock:
+            self._left -= 1
+            if self._left == 0:
+                self._zero.set()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for every poll; True if they all ended."""
+        return self._zero.wait(timeout)
+
+
+def _nothing() -> None:
+    pass
+
+
 def _complete(chain: ChainResult) -> bool:
     """The chain's status has ended, and its block too when one was asked for."""
     block_done = chain.block_height is None or chain.block_hash or chain.block_error
@@ -72,16 +99,17 @@ class NodePoll:
         *,
         watch: WatchConfig = NO_WATCH,
         shared: Shared | None = None,
+        ended: Callable[[], None] = _nothing,
     ) -> None:
         self.node = node
         self._shared = shared
+        self._ended = ended
         self._watch = WatchPoll(watch, node.name, _as_fetch_error)
         self._chains_done = False
         self._client = client
         self._max_chains = max_chains
         self._blocks = blocks
         self._unpolled = 0
-        self.done = threading.Event()
         self._lock = threading.Lock()
         self._health_error: FetchError | None = None
         self._health: HealthReading | None = None
@@ -91,6 +119,12 @@ class NodePoll:
         self._in_flight = 0
         self._ran_out_of_time = False
         self._deadline = 0.0
+
+    @property
+    def finished(self) -> bool:
+        """Every part of the poll has ended (``ended`` was called)."""
+        with self._lock:
+            return self._finished is not None
 
     @property
     def in_flight(self) -> int:
@@ -209,10 +243,10 @@ class NodePoll:
         """Mark the chain part (or one watch request) ended; done once every part has."""
         with self._lock:
             self._chains_done |= chains
-            if not self._chains_done or self._watch.pending:
+            if not self._chains_done or self._watch.pending or self._finished is not None:
                 return
             self._finished = time.monotonic()
-        self.done.set()
+        self._ended()
 
     def result(self, now: float) -> NodeResult:
         """What is known now; parts still outstanding count as timed out."""
@@ -330,34 +364,36 @@ class Poller:
 
     def _start_polls(
         self, resources: _Resources, deadline: float, started: float
-    ) -> tuple[list[NodePoll], list[NodeConfig]]:
-        polls: list[NodePoll] = []
-        stuck: list[NodeConfig] = []
+    ) -> tuple[list[NodePoll], list[NodeConfig], Countdown]:
+        """Start a poll of every node whose earlier poll has ended (the others are ``stuck``);
+        the countdown reaches zero once all the started polls have ended."""
+        config = resources.config
+        self._running = {name: p for name, p in self._running.items() if not p.finished}
+        stuck = [node for node in config.nodes if node.name in self._running]
         # Nodes that timed out last cycle go last and get at most a quarter of the engine's
         # slots: however many hang, they cannot hold the slots the healthy nodes need.
         suspects = self._timed_out
-        self._running = {name: p for name, p in self._running.items() if not p.done.is_set()}
-        for node in sorted(resources.config.nodes, key=lambda node: node.name in suspects):
-            if node.name in self._running:
-                stuck.append(node)  # an earlier poll still hangs: never a second request
-                continue
+        ready = [node for node in config.nodes if node.name not in self._running]
+        ready.sort(key=lambda node: node.name in suspects)
+        countdown = Countdown(len(ready))
+        polls: list[NodePoll] = []
+        for node in ready:
             client = resources.clients[node.name]
             if node.name in suspects:
                 client = client.as_suspect()
-            config = resources.config
-            plan = self._block_plan(node)
             poll = NodePoll(
                 node,
                 client,
                 config.max_blockchains_per_node,
-                plan,
+                self._block_plan(node),
                 watch=config.watch,
                 shared=self._shared,
+                ended=countdown.count_down,
             )
             self._running[node.name] = poll
             poll.start(deadline, started)
             polls.append(poll)
-        return polls, stuck
+        return polls, stuck, countdown
 
     def _block_plan(self, node: NodeConfig) -> BlockPlan:
         """The checkpoint blocks to ask ``node`` for: only where block checks are on and the
@@ -400,9 +436,8 @@ class Poller:
         started = time.monotonic()
         deadline = started + resources.config.scrape_timeout
         self._shared.clear()
-        polls, stuck = self._start_polls(resources, deadline, started)
-        for poll in polls:
-            poll.done.wait(max(0.0, deadline + DEADLINE_GRACE_SECONDS - time.monotonic()))
+        polls, stuck, countdown = self._start_polls(resources, deadline, started)
+        countdown.wait(max(0.0, deadline + DEADLINE_GRACE_SECONDS - time.monotonic()))
         ended = time.monotonic()
         hung = FetchError(Reason.TIMEOUT, "the previous poll of this node has not ended yet")
         results = [poll.result(ended) for poll in polls]
@@ -412,7 +447,7 @@ class Poller:
         self._timed_out = {poll.node.name for poll in polls if poll.blamed_for_timeout}
         self._timed_out |= {node.name for node in stuck}
         # only polls still out are kept (to guard and count them); ended ones free their results
-        self._running = {name: p for name, p in self._running.items() if not p.done.is_set()}
+        self._running = {name: p for name, p in self._running.items() if not p.finished}
         nodes = self._history.record(results, self._clock())
         network = self._network(results, nodes)
         watch = watch_status(results)

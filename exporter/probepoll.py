@@ -18,7 +18,7 @@ from exporter.client import NodeClient
 from exporter.config import NodeConfig
 from exporter.engine import Engine
 from exporter.history import NodeResult
-from exporter.poller import DEADLINE_GRACE_SECONDS, BlockPlan, NodePoll
+from exporter.poller import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll
 
 #: Idle connections kept for targets (a probe-only exporter polls nodes it is not told of).
 TARGET_CONNECTIONS = 64
@@ -57,9 +57,11 @@ class EngineProber:
         with self._lock:
             max_bytes, max_chains = self._max_bytes, self._max_chains
         client = NodeClient(self._engine, node, max_bytes, self._monotonic)
-        poll = NodePoll(node, client, max_chains, BlockPlan())  # nothing cross-node
+        countdown = Countdown(1)
+        # nothing cross-node: no checkpoint blocks, no shared values
+        poll = NodePoll(node, client, max_chains, BlockPlan(), ended=countdown.count_down)
         poll.start(deadline, self._monotonic())
-        poll.done.wait(max(0.0, deadline + DEADLINE_GRACE_SECONDS - self._monotonic()))
+        countdown.wait(max(0.0, deadline + DEADLINE_GRACE_SECONDS - self._monotonic()))
         return poll.result(self._monotonic())
 
     def requests_in_flight(self) -> int:

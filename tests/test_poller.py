@@ -14,7 +14,7 @@ import pytest
 from exporter.client import NodeClient
 from exporter.config import Config, NetworkChecks, NodeConfig
 from exporter.engine import Done, Engine, Request, Response
-from exporter.poller import BlockPlan, NodePoll, Poller
+from exporter.poller import BlockPlan, Countdown, NodePoll, Poller
 from exporter.snapshot import NodeStatus, Snapshot
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
 
@@ -279,9 +279,11 @@ def test_errors_kept_in_results_hold_no_traceback(fake_nodes: list[FakeNode]) ->
     big.set("/health", b"x" * 4096)
     config = Config(nodes=(NodeConfig("big", big.url),), max_response_bytes=1024)
     engine = Engine(1, "test")
-    poll = NodePoll(config.nodes[0], NodeClient(engine, config.nodes[0], 1024), 10, BlockPlan())
+    countdown = Countdown(1)
+    client = NodeClient(engine, config.nodes[0], 1024)
+    poll = NodePoll(config.nodes[0], client, 10, BlockPlan(), ended=countdown.count_down)
     poll.start(time.monotonic() + 2, time.monotonic())
-    assert poll.done.wait(5)
+    assert countdown.wait(5) and poll.finished
     engine.close()
     result = poll.result(time.monotonic())
     assert result.error is not None and result.error.reason.value == "too_large"
@@ -444,3 +446,11 @@ def test_a_node_below_the_checkpoint_is_not_asked_for_its_block(
     assert any("blocks?height=95" in r for r in ahead.requests)
     assert not any("blocks" in r for r in syncing.requests)
     assert dict(snapshot.network.chains[0].block_agrees) == {"ahead": True}
+
+
+@pytest.mark.parametrize(("count", "ended", "zero"), [(0, 0, True), (2, 1, False), (2, 2, True)])
+def test_countdown_reaches_zero_once_every_poll_ended(count: int, ended: int, zero: bool) -> None:
+    countdown = Countdown(count)
+    for _ in range(ended):
+        countdown.count_down()
+    assert countdown.wait(0.0) is zero
