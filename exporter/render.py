@@ -49,22 +49,106 @@ def _label_string(labels: Iterable[tuple[str, str]]) -> str:
     return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in items) + "}" if items else ""
 
 
+class _ChainSeries:
+    """The label strings of one chain's series of one node."""
+
+    __slots__ = ("consensus", "features", "labels", "own")
+
+    def __init__(self, own: Extra) -> None:
+        self.own = own
+        self.labels = _label_string(own)
+        self.consensus: tuple[tuple[str | None, str | None], str] | None = None
+        self.features: dict[str, str] = {}
+
+    def consensus_labels(self, consensus_type: str | None, key_type: str | None) -> str:
+        kinds = (consensus_type, key_type)
+        if self.consensus is None or self.consensus[0] != kinds:
+            info = (("consensus_type", consensus_type or ""), ("key_type", key_type or ""))
+            self.consensus = (kinds, _label_string((*self.own, *info)))
+        return self.consensus[1]
+
+    def count(self) -> int:
+        """Label strings kept."""
+        return 1 + (self.consensus is not None) + len(self.features)
+
+    def keep_features(self, features: tuple[tuple[str, float], ...]) -> None:
+        """Forget the strings of features the chain no longer reports."""
+        if len(self.features) > len(features):
+            kept = self.features
+            self.features = {name: kept[name] for name, _ in features if name in kept}
+
+    def feature_labels(self, feature: str) -> str:
+        text = self.features.get(feature)
+        if text is None:
+            text = self.features[feature] = _label_string((*self.own, ("feature", feature)))
+        return text
+
+
+class _NodeSeries:
+    """The label strings of one node's series, kept while its name and labels stay the same:
+    one object per node and one per chain, not one key tuple per series."""
+
+    __slots__ = ("chains", "config_labels", "errors", "info", "labels", "own")
+
+    def __init__(self, name: str, config_labels: Extra) -> None:
+        self.config_labels = config_labels
+        self.own: Extra = (("node", name), *config_labels)
+        self.labels = _label_string(self.own)
+        self.errors: dict[tuple[str, str], str] = {}  # keys shared with ErrorCounts.keys
+        self.info: tuple[tuple[str | None, ...], str] | None = None
+        self.chains: dict[str, _ChainSeries] = {}
+
+    def error_labels(self, key: tuple[str, str]) -> str:
+        text = self.errors.get(key)
+        if text is None:
+            extra = (("endpoint", key[0]), ("reason", key[1]))
+            text = self.errors[key] = _label_string((*self.own, *extra))
+        return text
+
+    def info_labels(self, identity: tuple[str | None, ...]) -> str:
+        if self.info is None or self.info[0] != identity:
+            names = ("node_version", "node_id", "peer_id")
+            info = tuple((k, v or "") for k, v in zip(names, identity, strict=True))
+            self.info = (identity, _label_string((*self.own, *info)))
+        return self.info[1]
+
+    def chain(self, blockchain: str) -> _ChainSeries:
+        series = self.chains.get(blockchain)
+        if series is None:
+            own = (*self.own, ("blockchain", blockchain))
+            series = self.chains[blockchain] = _ChainSeries(own)
+        return series
+
+    def forget_beyond(self, node: NodeStatus) -> None:
+        """Drop the strings of series ``node`` no longer has (chains, features, errors)."""
+        if len(self.chains) > len(node.chains):
+            current = {chain.blockchain for chain in node.chains}
+            self.chains = {k: v for k, v in self.chains.items() if k in current}
+        if len(self.errors) > len(node.error_counts.keys):
+            self.errors = {k: self.errors[k] for k in node.error_counts.keys if k in self.errors}
+        for chain in node.chains:
+            if (series := self.chains.get(chain.blockchain)) is not None:
+                series.keep_features(chain.reading.features if chain.reading else ())
+
+    def count(self) -> int:
+        """Label strings kept."""
+        chains = sum(chain.count() for chain in self.chains.values())
+        return 1 + len(self.errors) + (self.info is not None) + chains
+
+
 class Renderer:
     """Writes snapshots; keeps the label strings of the series it wrote last time."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # the next snapshot may render while a scrape renders
-        self._labels: dict[tuple[object, ...], str] = {}
-        self._fresh: dict[tuple[object, ...], str] = {}
+        self._nodes: dict[str, _NodeSeries] = {}
+        self._network_labels: dict[str, str] = {}
 
-    def _series(self, key: tuple[object, ...], own: Extra, extra: Extra = ()) -> str:
-        """The label string of ``own`` + ``extra``, cached under ``key`` (flat, so a cached
-        series costs one small tuple; the label pairs are only built on a miss)."""
-        text = self._labels.get(key)
-        if text is None:
-            text = _label_string((*own, *extra))
-        self._fresh[key] = text
-        return text
+    def cached_series(self) -> int:
+        """How many label strings are kept for the next render."""
+        with self._lock:
+            nodes = sum(node.count() for node in self._nodes.values())
+            return nodes + len(self._network_labels)
 
     def samples(self, snapshot: Snapshot) -> dict[MetricSpec, Family]:
         """Each non-empty family's series, in the collectors' order: label strings (shared
@@ -73,30 +157,45 @@ class Renderer:
             return self._samples(snapshot)
 
     def _samples(self, snapshot: Snapshot) -> dict[MetricSpec, Family]:
-        self._fresh = {}
         lines: dict[str, Family] = {spec.name: Family() for spec in _ORDER}
         add = _Adder(lines)
         add(m.BUILD_INFO, _label_string([("version", __version__)]), 1.0)
         add(m.CYCLE_DURATION, "", snapshot.cycle_duration)
         add(m.CONFIG_RELOAD_OK, "", 1.0 if snapshot.config_reload_ok else 0.0)
+        series = self._node_series(snapshot.nodes)
         for node in snapshot.nodes:
-            self._node(add, node)
+            self._node(add, node, series[node.name])
         for node in snapshot.nodes:
-            base = (node.name, node.labels)
             for chain in node.chains:
-                self._chain(add, node, base, chain)
-        self._network(add, snapshot)
+                _chain(add, series[node.name].chain(chain.blockchain), chain)
+        self._network(add, snapshot, series)
         _watch(add, snapshot.watch)
-        self._labels = self._fresh  # series no longer written are forgotten
+        for node in snapshot.nodes:
+            series[node.name].forget_beyond(node)
         return {spec: lines[spec.name] for spec in _ORDER if lines[spec.name].labels}
 
-    def _network(self, add: _Adder, snapshot: Snapshot) -> None:
+    def _node_series(self, nodes: Iterable[NodeStatus]) -> dict[str, _NodeSeries]:
+        """The cached strings of each node (new ones for new or relabelled nodes); nodes no
+        longer in the snapshot are forgotten."""
+        fresh: dict[str, _NodeSeries] = {}
+        for node in nodes:
+            kept = self._nodes.get(node.name)
+            if kept is None or kept.config_labels != node.labels:
+                kept = _NodeSeries(node.name, node.labels)
+            fresh[node.name] = kept
+        self._nodes = fresh
+        return fresh
+
+    def _network(self, add: _Adder, snapshot: Snapshot, series: dict[str, _NodeSeries]) -> None:
         """The cross-node families, in NetworkCollector's order and labels."""
         view = snapshot.network
-        nodes = {node.name: node for node in snapshot.nodes}
+        if len(self._network_labels) > len(view.chains):
+            self._network_labels = {}
         for chain in view.chains:
-            own: Extra = (("blockchain", chain.blockchain),)
-            labels = self._series(("network", chain.blockchain), own)
+            labels = self._network_labels.get(chain.blockchain)
+            if labels is None:
+                labels = _label_string((("blockchain", chain.blockchain),))
+                self._network_labels[chain.blockchain] = labels
             add(m.NETWORK_CHECKPOINT_HEIGHT, labels, chain.checkpoint_height)
             add(m.NETWORK_CHECKPOINT_HASHES, labels, chain.checkpoint_hashes)
             add(m.NETWORK_COUNCIL_VIEWS, labels, chain.council_views)
@@ -105,68 +204,51 @@ class Renderer:
                 (m.CHAIN_COUNCIL_AGREES, chain.council_agrees),
             ):
                 for name, agrees in agreement:
-                    if (node := nodes.get(name)) is None:
+                    if (node := series.get(name)) is None:
                         continue  # the view names only the snapshot's nodes; never guess
-                    key = (node.name, node.labels, chain.blockchain)
-                    series = self._series(key, (("node", name), *node.labels), own)
-                    add(spec, series, 1.0 if agrees else 0.0)
+                    add(spec, node.chain(chain.blockchain).labels, 1.0 if agrees else 0.0)
         add(m.NETWORK_PEER_PARTITIONS, "", view.partitions)
         for name, linked in view.polled_peers:
-            if (node := nodes.get(name)) is None:
-                continue
-            add(
-                m.NODE_POLLED_PEERS,
-                self._series((name, node.labels), (("node", name), *node.labels)),
-                linked,
-            )
+            if (node := series.get(name)) is not None:
+                add(m.NODE_POLLED_PEERS, node.labels, linked)
 
-    def _node(self, add: _Adder, node: NodeStatus) -> None:
-        key = (node.name, node.labels)
-        own = (("node", node.name), *node.labels)
-        labels = self._series(key, own)
+    @staticmethod
+    def _node(add: _Adder, node: NodeStatus, series: _NodeSeries) -> None:
+        labels = series.labels
         add(m.NODE_UP, labels, 1.0 if node.up else 0.0)
         add(m.NODE_SCRAPE_DURATION, labels, node.duration)
-        for endpoint, reason, count in node.error_counts:
-            extra = (("endpoint", endpoint), ("reason", reason))
-            add(
-                m.NODE_SCRAPE_ERRORS, self._series(("e", *key, endpoint, reason), own, extra), count
-            )
+        counts = node.error_counts
+        for key, count in zip(counts.keys, memoryview(counts.counts).cast("Q"), strict=True):
+            add(m.NODE_SCRAPE_ERRORS, series.error_labels(key), count)
         add(m.NODE_LAST_SUCCESS, labels, node.last_success)
         health = node.health
         if health is None:
             return
         identity = (health.node_version, health.node_id, health.peer_id)
         if any(part is not None for part in identity):
-            names = ("node_version", "node_id", "peer_id")
-            info = tuple((k, v or "") for k, v in zip(names, identity, strict=True))
-            add(m.NODE_INFO, self._series(("i", *key, *identity), own, info), 1.0)
+            add(m.NODE_INFO, series.info_labels(identity), 1.0)
         add(m.NODE_PEERS, labels, health.peer_count)
         add(m.NODE_BLOCKCHAINS, labels, health.blockchain_count)
 
-    def _chain(
-        self, add: _Adder, node: NodeStatus, base: tuple[object, ...], chain: ChainStatus
-    ) -> None:
-        key = (*base, chain.blockchain)
-        own = (("node", node.name), *node.labels, ("blockchain", chain.blockchain))
-        labels = self._series(key, own)
-        add(m.CHAIN_UP, labels, 1.0 if chain.up else 0.0)
-        reading = chain.reading
-        if reading is None:
-            return
-        for spec, value in reading.gauges:
-            add(spec, labels, value)
-        add(m.CHAIN_BLOCKS_BEHIND, labels, chain.blocks_behind)
-        add(m.CHAIN_HEIGHT_CHANGED, labels, chain.height_changed_at)
-        if reading.consensus_type is not None or reading.key_type is not None:
-            info: Extra = (
-                ("consensus_type", reading.consensus_type or ""),
-                ("key_type", reading.key_type or ""),
-            )
-            consensus = ("c", *key, reading.consensus_type, reading.key_type)
-            add(m.CHAIN_CONSENSUS, self._series(consensus, own, info), 1.0)
-        for feature, enabled in reading.features:
-            extra = (("feature", feature),)
-            add(m.CHAIN_FEATURE, self._series(("f", *key, feature), own, extra), enabled)
+
+def _chain(add: _Adder, series: _ChainSeries, chain: ChainStatus) -> None:
+    labels = series.labels
+    add(m.CHAIN_UP, labels, 1.0 if chain.up else 0.0)
+    reading = chain.reading
+    if reading is None:
+        return
+    for spec, value in reading.gauges:
+        add(spec, labels, value)
+    add(m.CHAIN_BLOCKS_BEHIND, labels, chain.blocks_behind)
+    add(m.CHAIN_HEIGHT_CHANGED, labels, chain.height_changed_at)
+    if reading.consensus_type is not None or reading.key_type is not None:
+        add(
+            m.CHAIN_CONSENSUS,
+            series.consensus_labels(reading.consensus_type, reading.key_type),
+            1.0,
+        )
+    for feature, enabled in reading.features:
+        add(m.CHAIN_FEATURE, series.feature_labels(feature), enabled)
 
 
 def _watch(add: _Adder, status: WatchStatus) -> None:

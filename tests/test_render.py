@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from prometheus_client import exposition, openmetrics
 from prometheus_client.registry import CollectorRegistry
 
 from exporter.collector import snapshot_collectors
+from exporter.readings import ChainReading
 from exporter.render import Renderer, openmetrics_format, text_format
 from exporter.snapshot import Snapshot
 from tests.test_collector import CASES, GOLDEN, poll_golden_case
@@ -36,17 +39,49 @@ def test_label_cache_forgets_series_no_longer_written() -> None:
     snapshot = poll_golden_case(GOLDEN / "documented")
     renderer = Renderer()
     renderer.samples(snapshot)
-    assert renderer._labels
+    assert renderer.cached_series() > 0
     renderer.samples(Snapshot())
-    assert renderer._labels == {}
+    assert renderer.cached_series() == 0
 
 
 def test_escaping_of_label_values() -> None:
-    from dataclasses import replace
-
     snapshot = poll_golden_case(GOLDEN / "documented")
     odd = replace(snapshot.nodes[0], name='a"b\\c\nd', labels=(("zone", "x\ny"),))
     weird = replace(snapshot, nodes=(odd,))
     families = Renderer().samples(weird)
     assert text_format(families) == _client_python(weird, om=False)
     assert openmetrics_format(families) == _client_python(weird, om=True)
+
+
+def _plain(reading: ChainReading) -> ChainReading:
+    return replace(reading, features=(), key_type="ed25519")
+
+
+def _changed(snapshot: Snapshot, relabel: bool) -> Snapshot:
+    """``snapshot`` one cycle later: every node down to its first chain, without feature
+    flags and with another key type, its identity changed; the first node relabelled if
+    ``relabel``."""
+
+    nodes = []
+    for index, node in enumerate(snapshot.nodes):
+        chains = tuple(
+            replace(c, reading=_plain(c.reading) if c.reading else None) for c in node.chains[:1]
+        )
+        health = node.health and replace(node.health, node_version="9.9.9")
+        labels = (("zone", "moved"),) if relabel and index == 0 else node.labels
+        nodes.append(replace(node, labels=labels, chains=chains, health=health))
+    return replace(snapshot, nodes=tuple(nodes))
+
+
+@pytest.mark.parametrize("relabel", [False, True])
+@pytest.mark.parametrize("case", CASES)
+def test_label_cache_follows_changed_nodes(case: str, relabel: bool) -> None:
+    before = poll_golden_case(GOLDEN / case)
+    after = _changed(before, relabel)
+    renderer, fresh = Renderer(), Renderer()
+    renderer.samples(before)
+    families = renderer.samples(after)
+    assert text_format(families) == _client_python(after, om=False)
+    assert openmetrics_format(families) == _client_python(after, om=True)
+    fresh.samples(after)
+    assert 0 < renderer.cached_series() == fresh.cached_series()
