@@ -18,13 +18,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from exporter import __version__
-from exporter.client import FetchError, NodeClient, NotSentError, Reason
+from exporter.client import FetchError, NodeClient, NotSentError, Outcome, Query, Reason
 from exporter.config import Config, NodeConfig
 from exporter.engine import Engine
 from exporter.history import ChainResult, History, NodeResult
 from exporter.network import NetworkView, network_view, observe
 from exporter.readings import (
-    ChainReading,
     HealthReading,
     InvalidResponseError,
     Shared,
@@ -138,25 +137,19 @@ class NodePoll:
         with self._lock:
             return self._ran_out_of_time or self._in_flight > 0
 
-    def _ask(
-        self,
-        segments: list[str],
-        done: Callable[[Any, FetchError | None], None],
-        query: Sequence[tuple[str, str]] = (),
-    ) -> None:
+    def _ask(self, segments: list[str], done: Outcome, query: Query = ()) -> None:
         """``client.get``, keeping count of requests in flight and of those that timed out."""
         with self._lock:
             self._in_flight += 1
+        self._client.get(segments, self._deadline, _Counted(self, done), query)
 
-        def ended(document: Any, error: FetchError | None) -> None:
-            with self._lock:
-                self._in_flight -= 1
-                if error is not None and error.reason is Reason.TIMEOUT:
-                    # one that only waited in the queue is not the node's fault
-                    self._ran_out_of_time |= not isinstance(error, NotSentError)
-            done(document, error)
-
-        self._client.get(segments, self._deadline, ended, query)
+    def request_ended(self, error: FetchError | None) -> None:
+        """A request to this node has ended (for the in-flight and timed-out counts)."""
+        with self._lock:
+            self._in_flight -= 1
+            if error is not None and error.reason is Reason.TIMEOUT:
+                # one that only waited in the queue is not the node's fault
+                self._ran_out_of_time |= not isinstance(error, NotSentError)
 
     def start(self, deadline: float, started: float) -> None:
         self._started, self._deadline = started, deadline
@@ -185,56 +178,39 @@ class NodePoll:
         if not chains:
             self._finish()
         for chain in chains:
-            self._ask(["blockchains", chain], self._chain_reader(chain))
+            self._ask(["blockchains", chain], _ChainAnswer(self, chain, block=False))
             if chain in heights:
                 query = (("height", str(heights[chain])),)
-                self._ask(["blockchains", chain, "blocks"], self._block_reader(chain), query)
+                block = _ChainAnswer(self, chain, block=True)
+                self._ask(["blockchains", chain, "blocks"], block, query)
         for request in watch:  # right after the chains', under the same deadline
             read = self._watch.reader(request, self._watch_ended)
             self._ask(list(request.segments), read, request.query)
 
-    def _block_reader(self, chain: str) -> Callable[[Any, FetchError | None], None]:
-        def store(result: ChainResult, block_hash: Any, error: FetchError | None) -> None:
-            result.block_hash, result.block_error = block_hash, error
-
-        return self._reader(chain, self._read_block_hash, store)
-
-    def _read_block_hash(self, document: Any) -> str:
-        return read_block_hash(document, self._blocks.hash_fields)
-
-    def _chain_reader(self, chain: str) -> Callable[[Any, FetchError | None], None]:
-        def store(result: ChainResult, reading: Any, error: FetchError | None) -> None:
-            result.reading, result.error = reading, error
-
-        return self._reader(chain, self._read_chain, store)
-
-    def _read_chain(self, document: Any) -> ChainReading:
-        return read_chain(document, self._shared)
-
-    def _reader(
-        self,
-        chain: str,
-        parse: Callable[[Any], object],
-        store: Callable[[ChainResult, Any, FetchError | None], None],
-    ) -> Callable[[Any, FetchError | None], None]:
-        """A callback that parses an answer about ``chain`` (or keeps its error) into the
-        chain's result, and ends the chain part once every chain request has ended."""
-
-        def read(document: Any, error: FetchError | None) -> None:
-            value = None
-            try:
-                if error is not None:
-                    raise error
-                value = parse(document)
-            except Exception as failure:
-                error = _as_fetch_error(failure)
-            with self._lock:
-                store(self._chains[chain], value, error)
-                finished = all(_complete(r) for r in self._chains.values())
-            if finished:
-                self._finish()
-
-        return read
+    def chain_answered(
+        self, chain: str, block: bool, document: Any, error: FetchError | None
+    ) -> None:
+        """Keep ``chain``'s status (or, with ``block``, its checkpoint block hash) or its
+        error, and end the chain part once every chain request has ended."""
+        value: Any = None
+        try:
+            if error is not None:
+                raise error
+            if block:
+                value = read_block_hash(document, self._blocks.hash_fields)
+            else:
+                value = read_chain(document, self._shared)
+        except Exception as failure:
+            error = _as_fetch_error(failure)
+        with self._lock:
+            result = self._chains[chain]
+            if block:
+                result.block_hash, result.block_error = value, error
+            else:
+                result.reading, result.error = value, error
+            finished = all(_complete(r) for r in self._chains.values())
+        if finished:
+            self._finish()
 
     def _watch_ended(self) -> None:
         self._finish(chains=False)
@@ -271,6 +247,32 @@ class NodePoll:
         return NodeResult(
             self.node, self._health, None, chains, end - self._started, self._unpolled, watch
         )
+
+
+class _Counted:
+    """A request's callback that first tells its poll the request ended. Slotted objects,
+    not closures, since thousands of requests wait in the engine's queue at once."""
+
+    __slots__ = ("_done", "_poll")
+
+    def __init__(self, poll: NodePoll, done: Outcome) -> None:
+        self._poll, self._done = poll, done
+
+    def __call__(self, document: Any, error: FetchError | None) -> None:
+        self._poll.request_ended(error)
+        self._done(document, error)
+
+
+class _ChainAnswer:
+    """The answer to a chain status or checkpoint block request, for its poll."""
+
+    __slots__ = ("_block", "_chain", "_poll")
+
+    def __init__(self, poll: NodePoll, chain: str, block: bool) -> None:
+        self._poll, self._chain, self._block = poll, chain, block
+
+    def __call__(self, document: Any, error: FetchError | None) -> None:
+        self._poll.chain_answered(self._chain, self._block, document, error)
 
 
 def failed_node(node: NodeConfig, error: FetchError, duration: float) -> NodeResult:

@@ -165,7 +165,8 @@ def read_health(body: Any) -> HealthReading:
     chains = body.get("blockchains")
     chain_ids: tuple[str, ...] = ()
     if isinstance(chains, list):
-        chain_ids = tuple(dict.fromkeys(c for c in chains if isinstance(c, str) and c))
+        # interned: every node lists the same chain ids, and history and labels key on them
+        chain_ids = tuple(dict.fromkeys(sys.intern(c) for c in chains if isinstance(c, str) and c))
     return HealthReading(
         node_version=read_text(body.get("nodeVersion")),
         node_id=read_text(body.get("nodeId")),
