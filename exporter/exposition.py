@@ -115,17 +115,18 @@ class Exposition:
             return cached
 
     def _render(self, variants: list[Variant]) -> dict[Variant, bytes]:
-        """Write ``variants`` in one pass: each family's lines are formatted once, handed to
-        every variant (compressed at once for gzip) and dropped, so a render never holds the
-        whole text of every family."""
+        """Write ``variants`` in one pass: each family's lines are formatted once, a chunk at
+        a time, handed to every variant (compressed at once for gzip) and dropped, so a
+        render never holds the whole text of a family."""
         if not variants:
             return {}
         writers = [_Writer(variant) for variant in variants]
         for spec, family in self._renderer.samples(self.snapshot).items():
-            lines = render.family_lines(spec, family)
             for writer in writers:
                 writer.add(writer.headers(spec).encode())
-                writer.add(lines)
+            for chunk in render.family_chunks(spec, family):
+                for writer in writers:
+                    writer.add(chunk)
         if not self._runtime:
             registry = _RuntimeRegistry()
             self._runtime[False] = exposition.generate_latest(registry)

@@ -10,7 +10,13 @@ from prometheus_client.registry import CollectorRegistry
 
 from exporter.collector import snapshot_collectors
 from exporter.readings import ChainReading
-from exporter.render import Renderer, openmetrics_format, text_format
+from exporter.render import (
+    CHUNK_LINES,
+    Renderer,
+    family_chunks,
+    openmetrics_format,
+    text_format,
+)
 from exporter.snapshot import Snapshot
 from tests.test_collector import CASES, GOLDEN, poll_golden_case
 
@@ -85,3 +91,18 @@ def test_label_cache_follows_changed_nodes(case: str, relabel: bool) -> None:
     assert openmetrics_format(families) == _client_python(after, om=True)
     fresh.samples(after)
     assert 0 < renderer.cached_series() == fresh.cached_series()
+
+
+def test_families_longer_than_a_chunk_are_written_whole() -> None:
+    snapshot = poll_golden_case(GOLDEN / "documented")
+    many = tuple(
+        replace(node, name=f"{node.name}-{index}")
+        for index in range(CHUNK_LINES + 1)
+        for node in snapshot.nodes
+    )
+    big = replace(snapshot, nodes=many, network=replace(snapshot.network, polled_peers=()))
+    families = Renderer().samples(big)
+    chunks = [list(family_chunks(spec, family)) for spec, family in families.items()]
+    assert max(len(parts) for parts in chunks) > 1
+    assert text_format(families) == _client_python(big, om=False)
+    assert openmetrics_format(families) == _client_python(big, om=True)
