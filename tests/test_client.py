@@ -29,7 +29,8 @@ import pytest
 from exporter import __version__
 from exporter.client import FetchError, NodeClient, Reason, classify
 from exporter.config import NodeConfig, TlsConfig
-from exporter.engine import NOT_SENT, SHUT_DOWN, Engine, TransferError
+from exporter.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine, TransferError
+from exporter.poller import Countdown
 
 CAP = 1000
 
@@ -584,6 +585,34 @@ def test_connections_are_reused_across_requests(engine: Engine, local_node: Loca
 
 
 @pytest.mark.parametrize("variable", ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"])
+def _ignoring(call: Callable[[], None]) -> Callable[[Any, FetchError | None], None]:
+    return lambda _, __: call()
+
+
+def test_idle_handles_are_closed_and_connections_kept(local_node: LocalNode) -> None:
+    def slow(handler: BaseHTTPRequestHandler) -> None:
+        time.sleep(0.3)  # so that every request of a batch is in flight at once
+        local_node.answer("/slow-answer", {"ok": True})
+        local_node.routes["/slow-answer"](handler)
+
+    local_node.routes["/slow"] = slow
+    busy = Engine(64, "test")
+    try:
+        for _ in range(2):
+            ended = Countdown(40)
+            for _ in range(40):
+                client(busy, local_node.url).get(["slow"], soon(), _ignoring(ended.count_down))
+            assert ended.wait(10)
+            deadline = time.monotonic() + 5
+            while busy.spare_handles() > SPARE_HANDLES and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert busy.spare_handles() == SPARE_HANDLES
+    finally:
+        busy.close()
+    assert len(local_node.client_ports) == 80
+    assert len(set(local_node.client_ports)) == 40  # the second batch reused every connection
+
+
 def test_proxy_environment_is_ignored(
     variable: str, local_node: LocalNode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
