@@ -28,7 +28,7 @@ from exporter.collector import NetworkCollector, snapshot_collectors
 from exporter.config import Config, load_config
 from exporter.exposition import render_collectors
 from exporter.metrics import RUNTIME_SAMPLE_NAMES
-from exporter.network import ChainAgreement, NetworkView
+from exporter.network import Agreement, ChainAgreement, NetworkView
 from exporter.poller import Poller
 from exporter.readings import HealthReading
 from exporter.snapshot import NodeStatus, Snapshot
@@ -207,7 +207,13 @@ def test_network_view_series_carry_node_labels_and_skip_unread_nodes() -> None:
     view = NetworkView(
         chains=(
             ChainAgreement(
-                "c1", 95, 2, (("n1", True), ("n2", False)), 1, (("n1", True), ("n3", True)), 96
+                "c1",
+                95,
+                2,
+                Agreement.of((("n1", True), ("n2", False))),
+                1,
+                Agreement.of((("n1", True), ("n3", True))),
+                96,
             ),
         ),
         partitions=2,

@@ -20,7 +20,7 @@ import pytest
 from exporter.app import Exporter
 from exporter.config import load_config
 from exporter.landing import landing_page
-from exporter.network import ChainAgreement, NetworkView
+from exporter.network import Agreement, ChainAgreement, NetworkView
 from exporter.readings import read_chain, read_health
 from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
 from ledger_simulator.network import SimulatedNetwork
@@ -117,8 +117,8 @@ def test_problems_come_first(bad: NodeStatus, listed: str) -> None:
 
 def test_disagreement_with_the_other_polled_nodes_needs_attention() -> None:
     agreement = ChainAgreement(
-        "c1", 95, 2, (("a", True), ("b", False), ("c", True)), 2,
-        (("a", True), ("b", True), ("c", False)), 96,
+        "c1", 95, 2, Agreement.of((("a", True), ("b", False), ("c", True))), 2,
+        Agreement.of((("a", True), ("b", True), ("c", False))), 96,
     )  # fmt: skip
     view = NetworkView((agreement,), 2, (("a", 1), ("b", 1), ("c", 0)))
     nodes = tuple(node(name, chains=(chain("c1"),)) for name in "abc")

@@ -3,6 +3,7 @@ checkpoints, council views and peer partitions, as tables."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
 from typing import Any
 
@@ -105,7 +106,7 @@ def test_fork_council_and_unread_block_land_on_the_right_node() -> None:
 
 def test_no_block_read_gives_no_checkpoint_series() -> None:
     (c1,) = network_view([node("n1", set(), chain(block=None))], {}, depth=5).chains
-    assert (c1.checkpoint_height, c1.checkpoint_hashes, c1.block_agrees) == (None, None, ())
+    assert (c1.checkpoint_height, c1.checkpoint_hashes, len(c1.block_agrees)) == (None, None, 0)
     assert c1.next_checkpoint == 95
 
 
@@ -152,6 +153,34 @@ def test_a_node_without_peer_id_can_still_list_others() -> None:
         NodeObservation("n2", "p-n2", frozenset(), ()),
     ]
     assert partitions(nodes) == (1, (("n1", 1), ("n2", 1)))
+
+
+def _linked_by_definition(nodes: list[NodeObservation]) -> dict[str, int]:
+    """How many other nodes each is linked to, straight from the definition (every pair)."""
+    links: dict[str, set[str]] = {n.node: set() for n in nodes}
+    for a in nodes:
+        for b in nodes:
+            if a.node != b.node and b.peer_id is not None and b.peer_id in a.network_peers:
+                links[a.node].add(b.node)
+                links[b.node].add(a.node)
+    return {name: len(peers) for name, peers in links.items()}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_partitions_link_exactly_the_pairs_the_definition_links(seed: int) -> None:
+    chooser = random.Random(seed)
+    ids = [f"p{i}" for i in range(8)]  # fewer ids than nodes: some nodes share one
+    nodes = [
+        NodeObservation(
+            f"n{i}",
+            chooser.choice([*ids, None]),
+            frozenset(chooser.sample([*ids, "unpolled"], chooser.randint(0, 3))),
+            (),
+        )
+        for i in range(12)
+    ]
+    _, per_node = partitions(nodes)
+    assert dict(per_node) == _linked_by_definition(nodes)
 
 
 # --- readings the view is built from ---
