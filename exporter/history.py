@@ -8,6 +8,7 @@ so memory stays bounded by the configuration.
 from __future__ import annotations
 
 import logging
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -72,13 +73,57 @@ def describe(error: FetchError | None) -> str | None:
     return None if error is None else f"{error.reason.value}: {error.detail}"
 
 
+class _Layout:
+    """The error counters' keys of the nodes with the same endpoints, each key's position, and
+    the layouts one endpoint more gives; shared by those nodes, so a node's counters are one
+    array."""
+
+    __slots__ = ("index", "keys", "wider")
+
+    def __init__(self, keys: tuple[tuple[str, str], ...]) -> None:
+        self.keys = keys
+        self.index = {key: position for position, key in enumerate(keys)}
+        self.wider: dict[str, _Layout] = {}
+
+    def with_endpoint(self, endpoint: str) -> _Layout:
+        """This layout plus the ``endpoint``'s counters (one per reason)."""
+        wider = self.wider.get(endpoint)
+        if wider is None:
+            more = tuple((endpoint, reason.value) for reason in Reason)
+            wider = self.wider[endpoint] = _Layout(self.keys + more)
+        return wider
+
+
+class _ErrorCounter:
+    """One node's failed requests per (endpoint, reason) since the exporter started."""
+
+    __slots__ = ("counts", "layout")
+
+    def __init__(self, layout: _Layout) -> None:
+        self.layout = layout
+        self.counts = array("Q", bytes(8 * len(layout.keys)))
+
+    def start(self, endpoint: str) -> None:
+        """Give ``endpoint`` its counters at 0, unless it has them."""
+        if (endpoint, Reason.TIMEOUT.value) not in self.layout.index:
+            self.layout = self.layout.with_endpoint(endpoint)
+            self.counts.extend(0 for _ in Reason)
+
+    def add(self, endpoint: str, error: FetchError | None) -> None:
+        """Count ``error`` (if any) of a request to ``endpoint``."""
+        self.start(endpoint)
+        if error is not None:
+            self.counts[self.layout.index[(endpoint, error.reason.value)]] += 1
+
+    def frozen(self) -> ErrorCounts:
+        return ErrorCounts(self.layout.keys, self.counts.tobytes())
+
+
 @dataclass
 class _NodeMemory:
     """Everything remembered about one node; dropped whole when the node leaves the config."""
 
-    errors: dict[tuple[str, str], int] = field(
-        default_factory=lambda: dict.fromkeys(_ERROR_KEYS, 0)
-    )
+    errors: _ErrorCounter
     last_success: float | None = None
     up: bool | None = None
     chains_up: dict[str, bool] = field(default_factory=dict)
@@ -91,26 +136,23 @@ class History:
 
     def __init__(self) -> None:
         self._nodes: dict[str, _NodeMemory] = {}
+        self._layout = _Layout(_ERROR_KEYS)  # every node starts with these counters
+
+    def _memory(self, name: str) -> _NodeMemory:
+        memory = self._nodes.get(name)
+        return memory or _NodeMemory(_ErrorCounter(self._layout))
 
     def record(self, results: Sequence[NodeResult], now: float) -> tuple[NodeStatus, ...]:
         """Fold one cycle into the history and return the nodes' statuses for the snapshot."""
-        self._nodes = {r.node.name: self._nodes.get(r.node.name, _NodeMemory()) for r in results}
+        self._nodes = {r.node.name: self._memory(r.node.name) for r in results}
         highest = _highest_heights(results)
-        layouts: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = {}
-        return tuple(self._node_status(result, now, highest, layouts) for result in results)
+        return tuple(self._node_status(result, now, highest) for result in results)
 
-    def _node_status(
-        self,
-        result: NodeResult,
-        now: float,
-        highest: dict[str, float],
-        layouts: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]],
-    ) -> NodeStatus:
+    def _node_status(self, result: NodeResult, now: float, highest: dict[str, float]) -> NodeStatus:
         name = result.node.name
         memory = self._nodes[name]
-        if result.error is not None:
-            memory.errors[("health", result.error.reason.value)] += 1
-        else:
+        memory.errors.add("health", result.error)
+        if result.error is None:
             memory.last_success = now
         _count_watch(memory, result.watch)
         memory.up = _log_change(memory.up, result.error, f"node {name}", name)
@@ -121,8 +163,9 @@ class History:
             memory.unpolled_chains = result.unpolled_chains
         if result.health is not None:  # the chain list is known: forget chains no longer in it
             polled = {chain.blockchain for chain in result.chains}
-            memory.heights = {k: v for k, v in memory.heights.items() if k in polled}
-            memory.chains_up = {k: v for k, v in memory.chains_up.items() if k in polled}
+            if any(chain not in polled for chain in (*memory.heights, *memory.chains_up)):
+                memory.heights = {k: v for k, v in memory.heights.items() if k in polled}
+                memory.chains_up = {k: v for k, v in memory.chains_up.items() if k in polled}
         return NodeStatus(
             name=name,
             labels=result.node.labels,
@@ -131,7 +174,7 @@ class History:
             chains=tuple(_chain_status(memory, name, c, now, highest) for c in result.chains),
             duration=result.duration,
             last_success=memory.last_success,
-            error_counts=ErrorCounts.of(memory.errors, layouts),
+            error_counts=memory.errors.frozen(),
         )
 
 
@@ -139,10 +182,11 @@ def _chain_status(
     memory: _NodeMemory, node: str, chain: ChainResult, now: float, highest: dict[str, float]
 ) -> ChainStatus:
     if chain.block_height is not None:
-        _count_block(memory, chain.block_error)
+        # the block counters start at 0 with the node's first block request, so an
+        # exporter with block checks off has no such series
+        memory.errors.add("block", chain.block_error)
     if chain.requested:
-        if chain.error is not None:
-            memory.errors[("blockchain", chain.error.reason.value)] += 1
+        memory.errors.add("blockchain", chain.error)
         memory.chains_up[chain.blockchain] = _log_change(
             memory.chains_up.get(chain.blockchain),
             chain.error,
@@ -164,24 +208,11 @@ def _chain_status(
     )
 
 
-def _count_block(memory: _NodeMemory, error: FetchError | None) -> None:
-    """Count a block request's failure; the node's block counters start at 0 with its first
-    block request, so an exporter with block checks off has no such series."""
-    if ("block", Reason.TIMEOUT.value) not in memory.errors:
-        memory.errors.update({("block", reason.value): 0 for reason in Reason})
-    if error is not None:
-        memory.errors[("block", error.reason.value)] += 1
-
-
 def _count_watch(memory: _NodeMemory, results: Sequence[WatchResult]) -> None:
     """Count failed watch requests by endpoint (contract, contract_state, wallet); an
     endpoint's counters start at 0 with the node's first request to it."""
     for result in results:
-        endpoint = result.request.kind.value
-        if (endpoint, Reason.TIMEOUT.value) not in memory.errors:
-            memory.errors.update({(endpoint, reason.value): 0 for reason in Reason})
-        if result.error is not None:
-            memory.errors[(endpoint, result.error.reason.value)] += 1
+        memory.errors.add(result.request.kind.value, result.error)
 
 
 def _log_capped(node: str, unpolled: int) -> None:

@@ -88,22 +88,28 @@ class _NodeSeries:
     """The label strings of one node's series, kept while its name and labels stay the same:
     one object per node and one per chain, not one key tuple per series."""
 
-    __slots__ = ("chains", "config_labels", "errors", "info", "labels", "own")
+    __slots__ = ("chains", "config_labels", "error_keys", "errors", "info", "labels", "own")
 
     def __init__(self, name: str, config_labels: Extra) -> None:
         self.config_labels = config_labels
         self.own: Extra = (("node", name), *config_labels)
         self.labels = _label_string(self.own)
-        self.errors: dict[tuple[str, str], str] = {}  # keys shared with ErrorCounts.keys
+        self.error_keys: tuple[tuple[str, str], ...] = ()  # the ErrorCounts keys (shared)
+        self.errors: tuple[str, ...] = ()  # one label string per key
         self.info: tuple[tuple[str | None, ...], str] | None = None
         self.chains: dict[str, _ChainSeries] = {}
 
-    def error_labels(self, key: tuple[str, str]) -> str:
-        text = self.errors.get(key)
-        if text is None:
-            extra = (("endpoint", key[0]), ("reason", key[1]))
-            text = self.errors[key] = _label_string((*self.own, *extra))
-        return text
+    def error_labels(self, keys: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+        """The label strings of the error counters ``keys``, in their order (only new keys
+        are built when the node gains an endpoint)."""
+        if keys is not self.error_keys:
+            known = dict(zip(self.error_keys, self.errors, strict=True))
+            self.errors = tuple(known.get(key) or self._error_string(key) for key in keys)
+            self.error_keys = keys
+        return self.errors
+
+    def _error_string(self, key: tuple[str, str]) -> str:
+        return _label_string((*self.own, ("endpoint", key[0]), ("reason", key[1])))
 
     def info_labels(self, identity: tuple[str | None, ...]) -> str:
         if self.info is None or self.info[0] != identity:
@@ -120,12 +126,10 @@ class _NodeSeries:
         return series
 
     def forget_beyond(self, node: NodeStatus) -> None:
-        """Drop the strings of series ``node`` no longer has (chains, features, errors)."""
+        """Drop the strings of series ``node`` no longer has (chains, features)."""
         if len(self.chains) > len(node.chains):
             current = {chain.blockchain for chain in node.chains}
             self.chains = {k: v for k, v in self.chains.items() if k in current}
-        if len(self.errors) > len(node.error_counts.keys):
-            self.errors = {k: self.errors[k] for k in node.error_counts.keys if k in self.errors}
         for chain in node.chains:
             if (series := self.chains.get(chain.blockchain)) is not None:
                 series.keep_features(chain.reading.features if chain.reading else ())
@@ -218,8 +222,9 @@ class Renderer:
         add(m.NODE_UP, labels, 1.0 if node.up else 0.0)
         add(m.NODE_SCRAPE_DURATION, labels, node.duration)
         counts = node.error_counts
-        for key, count in zip(counts.keys, memoryview(counts.counts).cast("Q"), strict=True):
-            add(m.NODE_SCRAPE_ERRORS, series.error_labels(key), count)
+        strings = series.error_labels(counts.keys)
+        for text, count in zip(strings, memoryview(counts.counts).cast("Q"), strict=True):
+            add(m.NODE_SCRAPE_ERRORS, text, count)
         add(m.NODE_LAST_SUCCESS, labels, node.last_success)
         health = node.health
         if health is None:

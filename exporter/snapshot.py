@@ -6,8 +6,7 @@ half a cycle and never causes a request to a node.
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from exporter.network import NetworkView
@@ -23,16 +22,6 @@ class ErrorCounts:
 
     keys: tuple[tuple[str, str], ...] = ()
     counts: bytes = b""  # one native unsigned 64-bit count per key
-
-    @classmethod
-    def of(
-        cls,
-        counts: Mapping[tuple[str, str], int],
-        layouts: dict[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]],
-    ) -> ErrorCounts:
-        """``counts`` in their order; ``layouts`` keeps one key tuple per distinct key set."""
-        keys = tuple(counts)
-        return cls(layouts.setdefault(keys, keys), array("Q", counts.values()).tobytes())
 
     def __iter__(self) -> Iterator[tuple[str, str, int]]:
         counts = memoryview(self.counts).cast("Q")

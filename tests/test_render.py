@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import replace
 
 import pytest
@@ -17,7 +18,7 @@ from exporter.render import (
     openmetrics_format,
     text_format,
 )
-from exporter.snapshot import Snapshot
+from exporter.snapshot import ErrorCounts, Snapshot
 from tests.test_collector import CASES, GOLDEN, poll_golden_case
 
 
@@ -65,8 +66,8 @@ def _plain(reading: ChainReading) -> ChainReading:
 
 def _changed(snapshot: Snapshot, relabel: bool) -> Snapshot:
     """``snapshot`` one cycle later: every node down to its first chain, without feature
-    flags and with another key type, its identity changed; the first node relabelled if
-    ``relabel``."""
+    flags and with another key type, its identity changed and a block error counted; the
+    first node relabelled if ``relabel``."""
 
     nodes = []
     for index, node in enumerate(snapshot.nodes):
@@ -75,7 +76,11 @@ def _changed(snapshot: Snapshot, relabel: bool) -> Snapshot:
         )
         health = node.health and replace(node.health, node_version="9.9.9")
         labels = (("zone", "moved"),) if relabel and index == 0 else node.labels
-        nodes.append(replace(node, labels=labels, chains=chains, health=health))
+        counts = node.error_counts  # one endpoint more: the node's first block request
+        wider = ErrorCounts(
+            (*counts.keys, ("block", "timeout")), counts.counts + array("Q", [7]).tobytes()
+        )
+        nodes.append(replace(node, labels=labels, chains=chains, health=health, error_counts=wider))
     return replace(snapshot, nodes=tuple(nodes))
 
 
