@@ -19,6 +19,7 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from exporter import render
+from exporter.metrics import MetricSpec
 from exporter.render import Renderer
 from exporter.snapshot import Snapshot
 
@@ -76,6 +77,21 @@ class _Writer:
         return b"".join(self.parts)
 
 
+class _Writers:
+    """The render's sink: every family's header and lines to each variant being written."""
+
+    def __init__(self, writers: list[_Writer]) -> None:
+        self._writers = writers
+
+    def family(self, spec: MetricSpec) -> None:
+        for writer in self._writers:
+            writer.add(writer.headers(spec).encode())
+
+    def lines(self, chunk: bytes) -> None:
+        for writer in self._writers:
+            writer.add(chunk)
+
+
 class Exposition:
     """The bytes served for one snapshot, per format and encoding, each built at most once."""
 
@@ -121,12 +137,7 @@ class Exposition:
         if not variants:
             return {}
         writers = [_Writer(variant) for variant in variants]
-        for spec, family in self._renderer.samples(self.snapshot).items():
-            for writer in writers:
-                writer.add(writer.headers(spec).encode())
-            for chunk in render.family_chunks(spec, family):
-                for writer in writers:
-                    writer.add(chunk)
+        self._renderer.write(self.snapshot, _Writers(writers))
         if not self._runtime:
             registry = _RuntimeRegistry()
             self._runtime[False] = exposition.generate_latest(registry)

@@ -63,15 +63,19 @@ class ChainReading:
         pairs = zip(CHAIN_GAUGE_SPECS, _VALUES.unpack(self.values), strict=True)
         return tuple((spec, value) for spec, value in pairs if not math.isnan(value))
 
+    def gauge(self, position: int) -> float | None:
+        """The gauge at ``position`` in :data:`CHAIN_GAUGE_SPECS`; None when not reported."""
+        return _present(_ONE.unpack_from(self.values, 8 * position)[0])
+
     @property
     def height(self) -> float | None:
         """The block height, when the node reported a readable one."""
-        return _present(_VALUES.unpack_from(self.values)[_HEIGHT])
+        return self.gauge(_HEIGHT)
 
     @property
     def syncing(self) -> bool | None:
         """Whether the node says it is syncing; None unless it sent a JSON boolean."""
-        flag = _present(_VALUES.unpack_from(self.values)[_SYNCING])
+        flag = self.gauge(_SYNCING)
         return None if flag is None else flag == 1.0
 
 
@@ -141,6 +145,7 @@ CHAIN_GAUGE_SPECS: tuple[m.MetricSpec, ...] = (
     m.CHAIN_VOTE_ROUND,
 )
 _VALUES = struct.Struct(f"={len(CHAIN_GAUGE_SPECS)}d")
+_ONE = struct.Struct("=d")
 _HEIGHT = CHAIN_GAUGE_SPECS.index(m.CHAIN_HEIGHT)
 _SYNCING = CHAIN_GAUGE_SPECS.index(m.CHAIN_SYNCING)
 _NAN = math.nan

@@ -1,17 +1,20 @@
 """The snapshot written straight into the text and OpenMetrics formats, without metric objects.
 
 client_python builds a Metric and a Sample per value and formats every label set again each
-time (7-18 us a sample). Here each family's sample lines are written once per snapshot and
-shared by both formats; a series' label string is built once and reused while its node's
-name, labels and chain stay the same. ``tests/test_render.py`` checks the bytes equal
-client_python's for the same snapshot.
+time (7-18 us a sample). Here the families are written one at a time, straight from the
+snapshot, their sample lines formatted once for both formats and handed out
+:data:`CHUNK_LINES` at a time, so a render never holds a family's text or an index of every
+sample. The label strings of nodes and chains (shared by ~25 families each) are kept while
+a node's name, labels and chains stay the same; the rarer ones (error counters, info,
+consensus, features) are filled into templates shared by every node with the same label
+names. ``tests/test_render.py`` checks the bytes equal client_python's for the same snapshot.
 """
 
 from __future__ import annotations
 
 import threading
-from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Protocol
 
 from prometheus_client.utils import floatToGoString
 
@@ -24,11 +27,11 @@ from exporter.collector import (
     NodeCollector,
 )
 from exporter.metrics import MetricSpec
-from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.readings import CHAIN_GAUGE_SPECS
+from exporter.snapshot import NodeStatus, Snapshot
 from exporter.watch import WatchStatus
 from exporter.watchcollector import WatchCollector, watch_samples
 
-Extra = tuple[tuple[str, str], ...]
 #: Family order, as the collectors (and so client_python) emit them.
 _ORDER = (
     ExporterCollector.SPECS
@@ -37,6 +40,12 @@ _ORDER = (
     + NetworkCollector.SPECS
     + WatchCollector.SPECS
 )
+#: Sample lines written at a time: a family of 18 000 series (the error counters of 1000
+#: nodes) is never held whole, only ~64 KiB of its text.
+CHUNK_LINES = 512
+
+#: One family's series: (label string, value); a None value gives no sample.
+Series = Iterable[tuple[str, float | None]]
 
 
 def _escape(value: str) -> str:
@@ -49,262 +58,290 @@ def _label_string(labels: Iterable[tuple[str, str]]) -> str:
     return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in items) + "}" if items else ""
 
 
-class _ChainSeries:
-    """The label strings of one chain's series of one node."""
+class _Template:
+    """The label string for a set of label names, values filled in later: the names sorted
+    as client_python writes them. One per set of names, shared by every node with them."""
 
-    __slots__ = ("consensus", "features", "labels", "own")
+    __slots__ = ("order", "parts")
 
-    def __init__(self, own: Extra) -> None:
-        self.own = own
-        self.labels = _label_string(own)
-        self.consensus: tuple[tuple[str | None, str | None], str] | None = None
-        self.features: dict[str, str] = {}
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.order = tuple(sorted(range(len(names)), key=names.__getitem__))
+        self.parts = tuple(
+            ("{" if at == 0 else '",') + names[index] + '="' for at, index in enumerate(self.order)
+        )
 
-    def consensus_labels(self, consensus_type: str | None, key_type: str | None) -> str:
-        kinds = (consensus_type, key_type)
-        if self.consensus is None or self.consensus[0] != kinds:
-            info = (("consensus_type", consensus_type or ""), ("key_type", key_type or ""))
-            self.consensus = (kinds, _label_string((*self.own, *info)))
-        return self.consensus[1]
+    def fill(self, escaped: Sequence[str]) -> str:
+        """The label string for already escaped values, given in the names' order."""
+        pieces: list[str] = []
+        for part, index in zip(self.parts, self.order, strict=True):
+            pieces += (part, escaped[index])
+        pieces.append('"}')
+        return "".join(pieces)
 
-    def count(self) -> int:
-        """Label strings kept."""
-        return 1 + (self.consensus is not None) + len(self.features)
 
-    def keep_features(self, features: tuple[tuple[str, float], ...]) -> None:
-        """Forget the strings of features the chain no longer reports."""
-        if len(self.features) > len(features):
-            kept = self.features
-            self.features = {name: kept[name] for name, _ in features if name in kept}
+class _NodeLabels:
+    """One node's label names and escaped values, its label string and its chains'; kept
+    while the node's name and labels stay the same."""
 
-    def feature_labels(self, feature: str) -> str:
-        text = self.features.get(feature)
+    __slots__ = ("chains", "config_labels", "labels", "names", "values")
+
+    def __init__(self, name: str, config_labels: tuple[tuple[str, str], ...]) -> None:
+        self.config_labels = config_labels
+        self.names = ("node", *(k for k, _ in config_labels))
+        self.values = (_escape(name), *(_escape(v) for _, v in config_labels))
+        self.labels = _label_string((("node", name), *config_labels))
+        self.chains: dict[str, str] = {}
+
+    def chain(self, blockchain: str, templates: _Templates) -> str:
+        """The label string of the node's ``blockchain`` series."""
+        text = self.chains.get(blockchain)
         if text is None:
-            text = self.features[feature] = _label_string((*self.own, ("feature", feature)))
+            text = self.chains[blockchain] = self.with_labels(
+                templates, ("blockchain",), (blockchain,)
+            )
         return text
 
+    def with_labels(
+        self, templates: _Templates, names: tuple[str, ...], values: tuple[str, ...]
+    ) -> str:
+        """The node's labels and ``names`` = ``values``, as a label string."""
+        escaped = (*self.values, *(_escape(v) for v in values))
+        return templates.get(self.names + names).fill(escaped)
 
-class _NodeSeries:
-    """The label strings of one node's series, kept while its name and labels stay the same:
-    one object per node and one per chain, not one key tuple per series."""
-
-    __slots__ = ("chains", "config_labels", "error_keys", "errors", "info", "labels", "own")
-
-    def __init__(self, name: str, config_labels: Extra) -> None:
-        self.config_labels = config_labels
-        self.own: Extra = (("node", name), *config_labels)
-        self.labels = _label_string(self.own)
-        self.error_keys: tuple[tuple[str, str], ...] = ()  # the ErrorCounts keys (shared)
-        self.errors: tuple[str, ...] = ()  # one label string per key
-        self.info: tuple[tuple[str | None, ...], str] | None = None
-        self.chains: dict[str, _ChainSeries] = {}
-
-    def error_labels(self, keys: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
-        """The label strings of the error counters ``keys``, in their order (only new keys
-        are built when the node gains an endpoint)."""
-        if keys is not self.error_keys:
-            known = dict(zip(self.error_keys, self.errors, strict=True))
-            self.errors = tuple(known.get(key) or self._error_string(key) for key in keys)
-            self.error_keys = keys
-        return self.errors
-
-    def _error_string(self, key: tuple[str, str]) -> str:
-        return _label_string((*self.own, ("endpoint", key[0]), ("reason", key[1])))
-
-    def info_labels(self, identity: tuple[str | None, ...]) -> str:
-        if self.info is None or self.info[0] != identity:
-            names = ("node_version", "node_id", "peer_id")
-            info = tuple((k, v or "") for k, v in zip(names, identity, strict=True))
-            self.info = (identity, _label_string((*self.own, *info)))
-        return self.info[1]
-
-    def chain(self, blockchain: str) -> _ChainSeries:
-        series = self.chains.get(blockchain)
-        if series is None:
-            own = (*self.own, ("blockchain", blockchain))
-            series = self.chains[blockchain] = _ChainSeries(own)
-        return series
-
-    def forget_beyond(self, node: NodeStatus) -> None:
-        """Drop the strings of series ``node`` no longer has (chains, features)."""
+    def forget_chains_beyond(self, node: NodeStatus) -> None:
+        """Drop the strings of chains ``node`` no longer has."""
         if len(self.chains) > len(node.chains):
             current = {chain.blockchain for chain in node.chains}
             self.chains = {k: v for k, v in self.chains.items() if k in current}
-        for chain in node.chains:
-            if (series := self.chains.get(chain.blockchain)) is not None:
-                series.keep_features(chain.reading.features if chain.reading else ())
 
-    def count(self) -> int:
-        """Label strings kept."""
-        chains = sum(chain.count() for chain in self.chains.values())
-        return 1 + len(self.errors) + (self.info is not None) + chains
+
+class _Templates:
+    """The templates made so far, by label names (a handful: one per label-name set)."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[str, ...], _Template] = {}
+
+    def get(self, names: tuple[str, ...]) -> _Template:
+        template = self._made.get(names)
+        if template is None:
+            template = self._made[names] = _Template(names)
+        return template
+
+
+class FamilySink(Protocol):
+    """Where a render goes: a family's header, then its sample lines in chunks."""
+
+    def family(self, spec: MetricSpec) -> None: ...
+
+    def lines(self, chunk: bytes) -> None: ...
 
 
 class Renderer:
-    """Writes snapshots; keeps the label strings of the series it wrote last time."""
+    """Writes snapshots; keeps the label strings of the nodes and chains it wrote last time."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # the next snapshot may render while a scrape renders
-        self._nodes: dict[str, _NodeSeries] = {}
-        self._network_labels: dict[str, str] = {}
+        self._nodes: dict[str, _NodeLabels] = {}
+        self._templates = _Templates()
 
     def cached_series(self) -> int:
-        """How many label strings are kept for the next render."""
+        """How many node and chain label strings are kept for the next render."""
         with self._lock:
-            nodes = sum(node.count() for node in self._nodes.values())
-            return nodes + len(self._network_labels)
+            return sum(1 + len(node.chains) for node in self._nodes.values())
 
-    def samples(self, snapshot: Snapshot) -> dict[MetricSpec, Family]:
-        """Each non-empty family's series, in the collectors' order: label strings (shared
-        with the cache) and values, 16 bytes a sample until :func:`family_lines` writes them."""
+    def write(self, snapshot: Snapshot, sink: FamilySink) -> None:
+        """Every non-empty family of ``snapshot`` into ``sink``, in the collectors' order."""
         with self._lock:
-            return self._samples(snapshot)
+            render = _Render(snapshot, self._node_labels(snapshot.nodes), self._templates)
+            for spec in _ORDER:
+                started = False
+                for chunk in _chunks(spec.name, render.series(spec)):
+                    if not started:
+                        sink.family(spec)
+                        started = True
+                    sink.lines(chunk)
+            for node in snapshot.nodes:
+                self._nodes[node.name].forget_chains_beyond(node)
 
-    def _samples(self, snapshot: Snapshot) -> dict[MetricSpec, Family]:
-        lines: dict[str, Family] = {spec.name: Family() for spec in _ORDER}
-        add = _Adder(lines)
-        add(m.BUILD_INFO, _label_string([("version", __version__)]), 1.0)
-        add(m.CYCLE_DURATION, "", snapshot.cycle_duration)
-        add(m.CONFIG_RELOAD_OK, "", 1.0 if snapshot.config_reload_ok else 0.0)
-        series = self._node_series(snapshot.nodes)
-        for node in snapshot.nodes:
-            self._node(add, node, series[node.name])
-        for node in snapshot.nodes:
-            for chain in node.chains:
-                _chain(add, series[node.name].chain(chain.blockchain), chain)
-        self._network(add, snapshot, series)
-        _watch(add, snapshot.watch)
-        for node in snapshot.nodes:
-            series[node.name].forget_beyond(node)
-        return {spec: lines[spec.name] for spec in _ORDER if lines[spec.name].labels}
-
-    def _node_series(self, nodes: Iterable[NodeStatus]) -> dict[str, _NodeSeries]:
-        """The cached strings of each node (new ones for new or relabelled nodes); nodes no
+    def _node_labels(self, nodes: Iterable[NodeStatus]) -> dict[str, _NodeLabels]:
+        """The kept labels of each node (new ones for new or relabelled nodes); nodes no
         longer in the snapshot are forgotten."""
-        fresh: dict[str, _NodeSeries] = {}
+        fresh: dict[str, _NodeLabels] = {}
         for node in nodes:
             kept = self._nodes.get(node.name)
             if kept is None or kept.config_labels != node.labels:
-                kept = _NodeSeries(node.name, node.labels)
+                kept = _NodeLabels(node.name, node.labels)
             fresh[node.name] = kept
         self._nodes = fresh
         return fresh
 
-    def _network(self, add: _Adder, snapshot: Snapshot, series: dict[str, _NodeSeries]) -> None:
-        """The cross-node families, in NetworkCollector's order and labels."""
-        view = snapshot.network
-        if len(self._network_labels) > len(view.chains):
-            self._network_labels = {}
-        for chain in view.chains:
-            labels = self._network_labels.get(chain.blockchain)
-            if labels is None:
-                labels = _label_string((("blockchain", chain.blockchain),))
-                self._network_labels[chain.blockchain] = labels
-            add(m.NETWORK_CHECKPOINT_HEIGHT, labels, chain.checkpoint_height)
-            add(m.NETWORK_CHECKPOINT_HASHES, labels, chain.checkpoint_hashes)
-            add(m.NETWORK_COUNCIL_VIEWS, labels, chain.council_views)
-            for spec, agreement in (
-                (m.CHAIN_CHECKPOINT_AGREES, chain.block_agrees),
-                (m.CHAIN_COUNCIL_AGREES, chain.council_agrees),
-            ):
-                for name, agrees in agreement:
-                    if (node := series.get(name)) is None:
-                        continue  # the view names only the snapshot's nodes; never guess
-                    add(spec, node.chain(chain.blockchain).labels, 1.0 if agrees else 0.0)
-        add(m.NETWORK_PEER_PARTITIONS, "", view.partitions)
-        for name, linked in view.polled_peers:
-            if (node := series.get(name)) is not None:
-                add(m.NODE_POLLED_PEERS, node.labels, linked)
 
-    @staticmethod
-    def _node(add: _Adder, node: NodeStatus, series: _NodeSeries) -> None:
-        labels = series.labels
-        add(m.NODE_UP, labels, 1.0 if node.up else 0.0)
-        add(m.NODE_SCRAPE_DURATION, labels, node.duration)
-        counts = node.error_counts
-        strings = series.error_labels(counts.keys)
-        for text, count in zip(strings, memoryview(counts.counts).cast("Q"), strict=True):
-            add(m.NODE_SCRAPE_ERRORS, text, count)
-        add(m.NODE_LAST_SUCCESS, labels, node.last_success)
-        health = node.health
-        if health is None:
-            return
-        identity = (health.node_version, health.node_id, health.peer_id)
-        if any(part is not None for part in identity):
-            add(m.NODE_INFO, series.info_labels(identity), 1.0)
-        add(m.NODE_PEERS, labels, health.peer_count)
-        add(m.NODE_BLOCKCHAINS, labels, health.blockchain_count)
+def _chunks(name: str, series: Series) -> Iterator[bytes]:
+    """The sample lines of ``series`` (the same in both formats), CHUNK_LINES at a time."""
+    fmt: Callable[[float], str] = floatToGoString
+    lines: list[str] = []
+    for labels, value in series:
+        if value is None:
+            continue
+        lines.append(f"{name}{labels} {fmt(value)}\n")
+        if len(lines) == CHUNK_LINES:
+            yield "".join(lines).encode()
+            lines = []
+    if lines:
+        yield "".join(lines).encode()
 
 
-def _chain(add: _Adder, series: _ChainSeries, chain: ChainStatus) -> None:
-    labels = series.labels
-    add(m.CHAIN_UP, labels, 1.0 if chain.up else 0.0)
-    reading = chain.reading
-    if reading is None:
-        return
-    for spec, value in reading.gauges:
-        add(spec, labels, value)
-    add(m.CHAIN_BLOCKS_BEHIND, labels, chain.blocks_behind)
-    add(m.CHAIN_HEIGHT_CHANGED, labels, chain.height_changed_at)
-    if reading.consensus_type is not None or reading.key_type is not None:
-        add(
-            m.CHAIN_CONSENSUS,
-            series.consensus_labels(reading.consensus_type, reading.key_type),
-            1.0,
-        )
-    for feature, enabled in reading.features:
-        add(m.CHAIN_FEATURE, series.feature_labels(feature), enabled)
+def _flag(value: bool) -> float:
+    return 1.0 if value else 0.0
 
 
-def _watch(add: _Adder, status: WatchStatus) -> None:
-    """The watch-list series: few, so their label strings are not cached."""
+class _Render:
+    """One render of one snapshot: each family's series, produced when it is written."""
+
+    def __init__(
+        self, snapshot: Snapshot, nodes: dict[str, _NodeLabels], templates: _Templates
+    ) -> None:
+        self.snapshot = snapshot
+        self.nodes = nodes
+        self.templates = templates
+        self.watch = _watch_series(snapshot.watch)  # few: gathered at once
+        gauges = {spec: position for position, spec in enumerate(CHAIN_GAUGE_SPECS)}
+        self._gauges = gauges
+        self._families: dict[MetricSpec, Callable[[], Series]] = {
+            m.BUILD_INFO: self._build_info,
+            m.CYCLE_DURATION: lambda: (("", snapshot.cycle_duration),),
+            m.CONFIG_RELOAD_OK: lambda: (("", _flag(snapshot.config_reload_ok)),),
+            m.NODE_UP: lambda: self._per_node(lambda node: _flag(node.up)),
+            m.NODE_SCRAPE_DURATION: lambda: self._per_node(lambda node: node.duration),
+            m.NODE_SCRAPE_ERRORS: self._errors,
+            m.NODE_LAST_SUCCESS: lambda: self._per_node(lambda node: node.last_success),
+            m.NODE_INFO: self._info,
+            m.NODE_PEERS: lambda: self._per_health(lambda health: health.peer_count),
+            m.NODE_BLOCKCHAINS: lambda: self._per_health(lambda h: h.blockchain_count),
+            m.CHAIN_UP: lambda: self._per_chain(lambda chain: _flag(chain.up)),
+            m.CHAIN_BLOCKS_BEHIND: self._blocks_behind,
+            m.CHAIN_HEIGHT_CHANGED: self._height_changed,
+            m.CHAIN_CONSENSUS: self._consensus,
+            m.CHAIN_FEATURE: self._features,
+            m.NETWORK_CHECKPOINT_HEIGHT: lambda: self._network(lambda c: c.checkpoint_height),
+            m.NETWORK_CHECKPOINT_HASHES: lambda: self._network(lambda c: c.checkpoint_hashes),
+            m.NETWORK_COUNCIL_VIEWS: lambda: self._network(lambda c: c.council_views),
+            m.CHAIN_CHECKPOINT_AGREES: lambda: self._agreement(block=True),
+            m.CHAIN_COUNCIL_AGREES: lambda: self._agreement(block=False),
+            m.NETWORK_PEER_PARTITIONS: lambda: (("", snapshot.network.partitions),),
+            m.NODE_POLLED_PEERS: self._polled_peers,
+        }
+
+    def series(self, spec: MetricSpec) -> Series:
+        """The family's series, in the order client_python's collectors add them."""
+        family = self._families.get(spec)
+        if family is not None:
+            return family()
+        if spec in self._gauges:
+            return self._gauge(self._gauges[spec])
+        return self.watch.get(spec, ())
+
+    def _build_info(self) -> Series:
+        yield _label_string([("version", __version__)]), 1.0
+
+    def _per_node(self, value: Callable[[NodeStatus], float | None]) -> Series:
+        for node in self.snapshot.nodes:
+            yield self.nodes[node.name].labels, value(node)
+
+    def _per_health(self, value: Callable[..., float | None]) -> Series:
+        for node in self.snapshot.nodes:
+            if node.health is not None:
+                yield self.nodes[node.name].labels, value(node.health)
+
+    def _errors(self) -> Series:
+        names = ("endpoint", "reason")
+        for node in self.snapshot.nodes:
+            labels = self.nodes[node.name]
+            for endpoint, reason, count in node.error_counts:
+                yield labels.with_labels(self.templates, names, (endpoint, reason)), count
+
+    def _info(self) -> Series:
+        names = ("node_version", "node_id", "peer_id")
+        for node in self.snapshot.nodes:
+            health = node.health
+            if health is None:
+                continue
+            identity = (health.node_version, health.node_id, health.peer_id)
+            if any(part is not None for part in identity):
+                values = tuple(part or "" for part in identity)
+                yield self.nodes[node.name].with_labels(self.templates, names, values), 1.0
+
+    def _chains(self) -> Iterator[tuple[str, NodeStatus, int]]:
+        """(chain label string, node, chain index) of every chain, in snapshot order."""
+        for node in self.snapshot.nodes:
+            labels = self.nodes[node.name]
+            for index, chain in enumerate(node.chains):
+                yield labels.chain(chain.blockchain, self.templates), node, index
+
+    def _per_chain(self, value: Callable[..., float | None]) -> Series:
+        for labels, node, index in self._chains():
+            yield labels, value(node.chains[index])
+
+    def _gauge(self, position: int) -> Series:
+        for labels, node, index in self._chains():
+            reading = node.chains[index].reading
+            if reading is not None:
+                yield labels, reading.gauge(position)
+
+    def _blocks_behind(self) -> Series:
+        for labels, node, index in self._chains():
+            chain = node.chains[index]
+            if chain.reading is not None:
+                yield labels, chain.blocks_behind
+
+    def _height_changed(self) -> Series:
+        for labels, node, index in self._chains():
+            chain = node.chains[index]
+            if chain.reading is not None:
+                yield labels, chain.height_changed_at
+
+    def _consensus(self) -> Series:
+        names = ("blockchain", "consensus_type", "key_type")
+        for node in self.snapshot.nodes:
+            for chain in node.chains:
+                reading = chain.reading
+                if reading is None or (reading.consensus_type is None and reading.key_type is None):
+                    continue
+                values = (chain.blockchain, reading.consensus_type or "", reading.key_type or "")
+                yield self.nodes[node.name].with_labels(self.templates, names, values), 1.0
+
+    def _features(self) -> Series:
+        names = ("blockchain", "feature")
+        for node in self.snapshot.nodes:
+            for chain in node.chains:
+                for feature, enabled in chain.reading.features if chain.reading else ():
+                    values = (chain.blockchain, feature)
+                    yield self.nodes[node.name].with_labels(self.templates, names, values), enabled
+
+    def _network(self, value: Callable[..., float | None]) -> Series:
+        for chain in self.snapshot.network.chains:
+            yield _label_string((("blockchain", chain.blockchain),)), value(chain)
+
+    def _agreement(self, block: bool) -> Series:
+        for chain in self.snapshot.network.chains:
+            for name, agrees in chain.block_agrees if block else chain.council_agrees:
+                if (labels := self.nodes.get(name)) is None:
+                    continue  # the view names only the snapshot's nodes; never guess
+                yield labels.chain(chain.blockchain, self.templates), _flag(agrees)
+
+    def _polled_peers(self) -> Series:
+        for name, linked in self.snapshot.network.polled_peers:
+            if (labels := self.nodes.get(name)) is not None:
+                yield labels.labels, linked
+
+
+def _watch_series(status: WatchStatus) -> dict[MetricSpec, list[tuple[str, float | None]]]:
+    """The watch-list series by family: few, so gathered at once and not cached."""
+    families: dict[MetricSpec, list[tuple[str, float | None]]] = {}
     for watched in status.objects:
         for spec, labels, value in watch_samples(watched):
-            add(spec, _label_string(labels.items()), value)
-
-
-class Family:
-    """One family's series: label strings and values, in the order they were added."""
-
-    __slots__ = ("labels", "values")
-
-    def __init__(self) -> None:
-        self.labels: list[str] = []
-        self.values = array("d")
-
-
-class _Adder:
-    """Adds a series to its family; None values give no sample."""
-
-    def __init__(self, families: dict[str, Family]) -> None:
-        self._families = families
-
-    def __call__(self, spec: MetricSpec, labels: str, value: float | None) -> None:
-        if value is not None:
-            family = self._families[spec.name]
-            family.labels.append(labels)
-            family.values.append(value)
-
-
-#: Sample lines written at a time: a family of 18 000 series (the error counters of 1000
-#: nodes) is never held whole as text, only ~64 KiB of it.
-CHUNK_LINES = 512
-
-
-def family_chunks(spec: MetricSpec, family: Family) -> Iterator[bytes]:
-    """The family's sample lines (the same in both formats), ``CHUNK_LINES`` at a time."""
-    name = spec.name
-    fmt: Callable[[float], str] = floatToGoString
-    labels, values = family.labels, family.values
-    for start in range(0, len(labels), CHUNK_LINES):
-        end = start + CHUNK_LINES
-        pairs = zip(labels[start:end], values[start:end], strict=True)
-        yield "".join([f"{name}{label} {fmt(value)}\n" for label, value in pairs]).encode()
-
-
-def family_lines(spec: MetricSpec, family: Family) -> bytes:
-    """The family's sample lines, whole."""
-    return b"".join(family_chunks(spec, family))
+            families.setdefault(spec, []).append((_label_string(labels.items()), value))
+    return families
 
 
 def text_headers(spec: MetricSpec) -> str:
@@ -319,13 +356,39 @@ def openmetrics_headers(spec: MetricSpec) -> str:
     return f"# HELP {name} {_escape(spec.help)}\n# TYPE {name} {spec.kind.value}\n"
 
 
-def text_format(families: dict[MetricSpec, Family]) -> bytes:
-    """The families in the Prometheus text format 0.0.4."""
-    return b"".join(text_headers(s).encode() + family_lines(s, f) for s, f in families.items())
+class _Collected:
+    """A sink that keeps the whole text in one format (for tests and tools)."""
+
+    def __init__(self, openmetrics_format: bool) -> None:
+        self._headers = openmetrics_headers if openmetrics_format else text_headers
+        self.parts: list[bytes] = []
+        self.chunks: dict[str, int] = {}
+
+    def family(self, spec: MetricSpec) -> None:
+        self.parts.append(self._headers(spec).encode())
+        self.chunks[spec.name] = 0
+
+    def lines(self, chunk: bytes) -> None:
+        self.parts.append(chunk)
+        self.chunks[next(reversed(self.chunks))] += 1
 
 
-def openmetrics_format(families: dict[MetricSpec, Family]) -> bytes:
-    """The families in OpenMetrics 1.0, without the closing ``# EOF``."""
-    return b"".join(
-        openmetrics_headers(s).encode() + family_lines(s, f) for s, f in families.items()
-    )
+def text_format(renderer: Renderer, snapshot: Snapshot) -> bytes:
+    """The snapshot's families in the Prometheus text format 0.0.4."""
+    sink = _Collected(openmetrics_format=False)
+    renderer.write(snapshot, sink)
+    return b"".join(sink.parts)
+
+
+def openmetrics_format(renderer: Renderer, snapshot: Snapshot) -> bytes:
+    """The snapshot's families in OpenMetrics 1.0, without the closing ``# EOF``."""
+    sink = _Collected(openmetrics_format=True)
+    renderer.write(snapshot, sink)
+    return b"".join(sink.parts)
+
+
+def chunk_counts(renderer: Renderer, snapshot: Snapshot) -> dict[str, int]:
+    """How many chunks each family's lines were written in (for tests)."""
+    sink = _Collected(openmetrics_format=False)
+    renderer.write(snapshot, sink)
+    return sink.chunks

@@ -14,7 +14,7 @@ from exporter.readings import ChainReading
 from exporter.render import (
     CHUNK_LINES,
     Renderer,
-    family_chunks,
+    chunk_counts,
     openmetrics_format,
     text_format,
 )
@@ -37,17 +37,16 @@ def test_same_bytes_as_client_python(case: str) -> None:
     snapshot = poll_golden_case(GOLDEN / case)
     renderer = Renderer()
     for _ in range(2):  # the second time through the label cache
-        families = renderer.samples(snapshot)
-        assert text_format(families) == _client_python(snapshot, om=False)
-        assert openmetrics_format(families) == _client_python(snapshot, om=True)
+        assert text_format(renderer, snapshot) == _client_python(snapshot, om=False)
+        assert openmetrics_format(renderer, snapshot) == _client_python(snapshot, om=True)
 
 
 def test_label_cache_forgets_series_no_longer_written() -> None:
     snapshot = poll_golden_case(GOLDEN / "documented")
     renderer = Renderer()
-    renderer.samples(snapshot)
+    text_format(renderer, snapshot)
     assert renderer.cached_series() > 0
-    renderer.samples(Snapshot())
+    text_format(renderer, Snapshot())
     assert renderer.cached_series() == 0
 
 
@@ -55,9 +54,8 @@ def test_escaping_of_label_values() -> None:
     snapshot = poll_golden_case(GOLDEN / "documented")
     odd = replace(snapshot.nodes[0], name='a"b\\c\nd', labels=(("zone", "x\ny"),))
     weird = replace(snapshot, nodes=(odd,))
-    families = Renderer().samples(weird)
-    assert text_format(families) == _client_python(weird, om=False)
-    assert openmetrics_format(families) == _client_python(weird, om=True)
+    assert text_format(Renderer(), weird) == _client_python(weird, om=False)
+    assert openmetrics_format(Renderer(), weird) == _client_python(weird, om=True)
 
 
 def _plain(reading: ChainReading) -> ChainReading:
@@ -90,11 +88,10 @@ def test_label_cache_follows_changed_nodes(case: str, relabel: bool) -> None:
     before = poll_golden_case(GOLDEN / case)
     after = _changed(before, relabel)
     renderer, fresh = Renderer(), Renderer()
-    renderer.samples(before)
-    families = renderer.samples(after)
-    assert text_format(families) == _client_python(after, om=False)
-    assert openmetrics_format(families) == _client_python(after, om=True)
-    fresh.samples(after)
+    text_format(renderer, before)
+    assert text_format(renderer, after) == _client_python(after, om=False)
+    assert openmetrics_format(renderer, after) == _client_python(after, om=True)
+    text_format(fresh, after)
     assert 0 < renderer.cached_series() == fresh.cached_series()
 
 
@@ -106,8 +103,6 @@ def test_families_longer_than_a_chunk_are_written_whole() -> None:
         for node in snapshot.nodes
     )
     big = replace(snapshot, nodes=many, network=replace(snapshot.network, polled_peers=()))
-    families = Renderer().samples(big)
-    chunks = [list(family_chunks(spec, family)) for spec, family in families.items()]
-    assert max(len(parts) for parts in chunks) > 1
-    assert text_format(families) == _client_python(big, om=False)
-    assert openmetrics_format(families) == _client_python(big, om=True)
+    assert max(chunk_counts(Renderer(), big).values()) > 1
+    assert text_format(Renderer(), big) == _client_python(big, om=False)
+    assert openmetrics_format(Renderer(), big) == _client_python(big, om=True)

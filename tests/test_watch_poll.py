@@ -143,9 +143,8 @@ def test_render_writes_the_watch_series_as_client_python(case: str) -> None:
         registry.register(collector)
     renderer = Renderer()
     for _ in range(2):
-        families = renderer.samples(snapshot)
-        rendered = text_format(families)
+        rendered = text_format(renderer, snapshot)
         assert rendered == exposition.generate_latest(registry)
         assert b"ledger_contract_up{" in rendered
         om: bytes = openmetrics.exposition.generate_latest(registry)  # type: ignore[no-untyped-call]
-        assert openmetrics_format(families) == om.removesuffix(b"# EOF\n")
+        assert openmetrics_format(renderer, snapshot) == om.removesuffix(b"# EOF\n")
