@@ -115,7 +115,7 @@ class Config:
     nodes: tuple[NodeConfig, ...]
     scrape_interval: float = 15.0
     scrape_timeout: float = 10.0
-    max_concurrency: int = 256
+    max_concurrency: int = 512
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     max_blockchains_per_node: int = DEFAULT_MAX_BLOCKCHAINS_PER_NODE
     network_checks: NetworkChecks = NetworkChecks()
@@ -151,7 +151,7 @@ class _Reader(Reader):
         timeout = self.duration(top, "scrape_timeout", (), min(10.0, interval), TIMEOUT_BOUNDS)
         if timeout > interval:
             self.problem(("scrape_timeout",), "must not be longer than scrape_interval")
-        concurrency = self.positive_int(top.get("max_concurrency", 256), ("max_concurrency",))
+        concurrency = self.positive_int(top.get("max_concurrency", 512), ("max_concurrency",))
         max_bytes = self.size(top.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES))
         chains = self.positive_int(
             top.get("max_blockchains_per_node", DEFAULT_MAX_BLOCKCHAINS_PER_NODE),

@@ -94,7 +94,7 @@ NODE_A = "nodes:\n  - name: a\n    url: http://127.0.0.1:7740/\n"
                 nodes=(NodeConfig("a", "http://127.0.0.1:7740/"),),
                 scrape_interval=15.0,
                 scrape_timeout=10.0,
-                max_concurrency=256,
+                max_concurrency=512,
                 max_response_bytes=8 * 1024 * 1024,
             ),
             id="defaults",
