@@ -30,7 +30,7 @@ from exporter import __version__
 from exporter.client import FetchError, NodeClient, Reason, classify
 from exporter.config import NodeConfig, TlsConfig
 from exporter.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine, TransferError
-from exporter.poller import Countdown
+from exporter.nodepoll import Countdown
 
 CAP = 1000
 
@@ -508,11 +508,16 @@ def test_close_fails_what_is_still_out_at_once(local_node: LocalNode) -> None:
 def test_a_failing_callback_is_logged_and_the_engine_goes_on(
     engine: Engine, local_node: LocalNode, caplog: pytest.LogCaptureFixture
 ) -> None:
+    called = threading.Event()
+
     def broken(_: Any, __: FetchError | None) -> None:
+        called.set()
         raise RuntimeError("bug in a callback")
 
     local_node.answer("/health", {"nodeVersion": "1.4.2"})
     client(engine, local_node.url).get(["health"], soon(), broken)
+    assert called.wait(5)
+    # answered on the engine's thread after the failed callback was logged
     document = client(engine, local_node.url).get_json(["health"], soon())
     assert document == {"nodeVersion": "1.4.2"}
     assert [r.getMessage() for r in caplog.records] == ["a request's callback failed"]
@@ -584,7 +589,6 @@ def test_connections_are_reused_across_requests(engine: Engine, local_node: Loca
     assert len(set(local_node.client_ports)) == 1  # one kept-alive connection
 
 
-@pytest.mark.parametrize("variable", ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"])
 def _ignoring(call: Callable[[], None]) -> Callable[[Any, FetchError | None], None]:
     return lambda _, __: call()
 
@@ -613,6 +617,7 @@ def test_idle_handles_are_closed_and_connections_kept(local_node: LocalNode) -> 
     assert len(set(local_node.client_ports)) == 40  # the second batch reused every connection
 
 
+@pytest.mark.parametrize("variable", ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"])
 def test_proxy_environment_is_ignored(
     variable: str, local_node: LocalNode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
