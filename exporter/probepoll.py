@@ -18,7 +18,7 @@ from exporter.client import NodeClient
 from exporter.config import NodeConfig
 from exporter.engine import Engine
 from exporter.history import NodeResult
-from exporter.poller import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll
+from exporter.nodepoll import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll
 
 #: Idle connections kept for targets (a probe-only exporter polls nodes it is not told of).
 TARGET_CONNECTIONS = 64

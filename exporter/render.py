@@ -13,7 +13,7 @@ names. ``tests/test_render.py`` checks the bytes equal client_python's for the s
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 from prometheus_client.utils import floatToGoString
@@ -26,6 +26,7 @@ from exporter.collector import (
     NetworkCollector,
     NodeCollector,
 )
+from exporter.labels import NodeLabels, Templates, escape, label_string
 from exporter.metrics import MetricSpec
 from exporter.readings import CHAIN_GAUGE_SPECS
 from exporter.snapshot import NodeStatus, Snapshot
@@ -48,86 +49,6 @@ CHUNK_LINES = 512
 Series = Iterable[tuple[str, float | None]]
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
-
-
-def _label_string(labels: Iterable[tuple[str, str]]) -> str:
-    """``{a="1",b="2"}`` with names sorted, as client_python writes them; empty for none."""
-    items = sorted(labels)
-    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in items) + "}" if items else ""
-
-
-class _Template:
-    """The label string for a set of label names, values filled in later: the names sorted
-    as client_python writes them. One per set of names, shared by every node with them."""
-
-    __slots__ = ("order", "parts")
-
-    def __init__(self, names: tuple[str, ...]) -> None:
-        self.order = tuple(sorted(range(len(names)), key=names.__getitem__))
-        self.parts = tuple(
-            ("{" if at == 0 else '",') + names[index] + '="' for at, index in enumerate(self.order)
-        )
-
-    def fill(self, escaped: Sequence[str]) -> str:
-        """The label string for already escaped values, given in the names' order."""
-        pieces: list[str] = []
-        for part, index in zip(self.parts, self.order, strict=True):
-            pieces += (part, escaped[index])
-        pieces.append('"}')
-        return "".join(pieces)
-
-
-class _NodeLabels:
-    """One node's label names and escaped values, its label string and its chains'; kept
-    while the node's name and labels stay the same."""
-
-    __slots__ = ("chains", "config_labels", "labels", "names", "values")
-
-    def __init__(self, name: str, config_labels: tuple[tuple[str, str], ...]) -> None:
-        self.config_labels = config_labels
-        self.names = ("node", *(k for k, _ in config_labels))
-        self.values = (_escape(name), *(_escape(v) for _, v in config_labels))
-        self.labels = _label_string((("node", name), *config_labels))
-        self.chains: dict[str, str] = {}
-
-    def chain(self, blockchain: str, templates: _Templates) -> str:
-        """The label string of the node's ``blockchain`` series."""
-        text = self.chains.get(blockchain)
-        if text is None:
-            text = self.chains[blockchain] = self.with_labels(
-                templates, ("blockchain",), (blockchain,)
-            )
-        return text
-
-    def with_labels(
-        self, templates: _Templates, names: tuple[str, ...], values: tuple[str, ...]
-    ) -> str:
-        """The node's labels and ``names`` = ``values``, as a label string."""
-        escaped = (*self.values, *(_escape(v) for v in values))
-        return templates.get(self.names + names).fill(escaped)
-
-    def forget_chains_beyond(self, node: NodeStatus) -> None:
-        """Drop the strings of chains ``node`` no longer has."""
-        if len(self.chains) > len(node.chains):
-            current = {chain.blockchain for chain in node.chains}
-            self.chains = {k: v for k, v in self.chains.items() if k in current}
-
-
-class _Templates:
-    """The templates made so far, by label names (a handful: one per label-name set)."""
-
-    def __init__(self) -> None:
-        self._made: dict[tuple[str, ...], _Template] = {}
-
-    def get(self, names: tuple[str, ...]) -> _Template:
-        template = self._made.get(names)
-        if template is None:
-            template = self._made[names] = _Template(names)
-        return template
-
-
 class FamilySink(Protocol):
     """Where a render goes: a family's header, then its sample lines in chunks."""
 
@@ -141,8 +62,8 @@ class Renderer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # the next snapshot may render while a scrape renders
-        self._nodes: dict[str, _NodeLabels] = {}
-        self._templates = _Templates()
+        self._nodes: dict[str, NodeLabels] = {}
+        self._templates = Templates()
 
     def cached_series(self) -> int:
         """How many node and chain label strings are kept for the next render."""
@@ -163,14 +84,14 @@ class Renderer:
             for node in snapshot.nodes:
                 self._nodes[node.name].forget_chains_beyond(node)
 
-    def _node_labels(self, nodes: Iterable[NodeStatus]) -> dict[str, _NodeLabels]:
+    def _node_labels(self, nodes: Iterable[NodeStatus]) -> dict[str, NodeLabels]:
         """The kept labels of each node (new ones for new or relabelled nodes); nodes no
         longer in the snapshot are forgotten."""
-        fresh: dict[str, _NodeLabels] = {}
+        fresh: dict[str, NodeLabels] = {}
         for node in nodes:
             kept = self._nodes.get(node.name)
             if kept is None or kept.config_labels != node.labels:
-                kept = _NodeLabels(node.name, node.labels)
+                kept = NodeLabels(node.name, node.labels)
             fresh[node.name] = kept
         self._nodes = fresh
         return fresh
@@ -199,7 +120,7 @@ class _Render:
     """One render of one snapshot: each family's series, produced when it is written."""
 
     def __init__(
-        self, snapshot: Snapshot, nodes: dict[str, _NodeLabels], templates: _Templates
+        self, snapshot: Snapshot, nodes: dict[str, NodeLabels], templates: Templates
     ) -> None:
         self.snapshot = snapshot
         self.nodes = nodes
@@ -242,7 +163,7 @@ class _Render:
         return self.watch.get(spec, ())
 
     def _build_info(self) -> Series:
-        yield _label_string([("version", __version__)]), 1.0
+        yield label_string([("version", __version__)]), 1.0
 
     def _per_node(self, value: Callable[[NodeStatus], float | None]) -> Series:
         for node in self.snapshot.nodes:
@@ -320,7 +241,7 @@ class _Render:
 
     def _network(self, value: Callable[..., float | None]) -> Series:
         for chain in self.snapshot.network.chains:
-            yield _label_string((("blockchain", chain.blockchain),)), value(chain)
+            yield label_string((("blockchain", chain.blockchain),)), value(chain)
 
     def _agreement(self, block: bool) -> Series:
         for chain in self.snapshot.network.chains:
@@ -340,7 +261,7 @@ def _watch_series(status: WatchStatus) -> dict[MetricSpec, list[tuple[str, float
     families: dict[MetricSpec, list[tuple[str, float | None]]] = {}
     for watched in status.objects:
         for spec, labels, value in watch_samples(watched):
-            families.setdefault(spec, []).append((_label_string(labels.items()), value))
+            families.setdefault(spec, []).append((label_string(labels.items()), value))
     return families
 
 
@@ -353,7 +274,7 @@ def text_headers(spec: MetricSpec) -> str:
 def openmetrics_headers(spec: MetricSpec) -> str:
     """A family's HELP and TYPE lines in OpenMetrics 1.0 (counters named without ``_total``)."""
     name = spec.name.removesuffix("_total") if spec.kind is m.Kind.COUNTER else spec.name
-    return f"# HELP {name} {_escape(spec.help)}\n# TYPE {name} {spec.kind.value}\n"
+    return f"# HELP {name} {escape(spec.help)}\n# TYPE {name} {spec.kind.value}\n"
 
 
 class _Collected:

@@ -1,6 +1,6 @@
 """One node's watch requests in one cycle: planned from its /health, read as each one ends.
 
-The node's poll (exporter/poller.py) sends what :meth:`WatchPoll.plan` returns with the
+The node's poll (exporter/nodepoll.py) sends what :meth:`WatchPoll.plan` returns with the
 callbacks of :meth:`WatchPoll.reader`, under the cycle's deadline, and is done only when
 :attr:`WatchPoll.pending` is false; what was not answered by then counts as timed out.
 """

@@ -14,7 +14,8 @@ import pytest
 from exporter.client import NodeClient
 from exporter.config import Config, NetworkChecks, NodeConfig
 from exporter.engine import Done, Engine, Request, Response
-from exporter.poller import BlockPlan, Countdown, NodePoll, Poller
+from exporter.nodepoll import BlockPlan, Countdown, NodePoll
+from exporter.poller import Poller
 from exporter.snapshot import NodeStatus, Snapshot
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
 
