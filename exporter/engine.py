@@ -35,7 +35,7 @@ NOT_SENT = -1
 #: Raised when the engine closes with the request still out.
 SHUT_DOWN = -2
 #: Idle curl handles kept once the queue is empty. A handle is ~17 KiB of C memory, so the
-#: 256 a busy cycle uses are closed between cycles; the multi handle keeps the connections.
+#: hundreds a busy cycle uses are closed between cycles; the multi handle keeps the connections.
 SPARE_HANDLES = 16
 #: How often the engine looks for requests past their deadline that libcurl has not ended.
 _EXPIRY_CHECK_SECONDS = 0.1
