@@ -45,6 +45,8 @@ _ORDER = (
 #: nodes) is never held whole, only ~64 KiB of its text.
 CHUNK_LINES = 512
 
+#: Each chain gauge's position in ChainReading.values.
+_GAUGE_POSITIONS = {spec: position for position, spec in enumerate(CHAIN_GAUGE_SPECS)}
 #: One family's series: (label string, value); a None value gives no sample.
 Series = Iterable[tuple[str, float | None]]
 
@@ -126,8 +128,6 @@ class _Render:
         self.nodes = nodes
         self.templates = templates
         self.watch = _watch_series(snapshot.watch)  # few: gathered at once
-        gauges = {spec: position for position, spec in enumerate(CHAIN_GAUGE_SPECS)}
-        self._gauges = gauges
         self._families: dict[MetricSpec, Callable[[], Series]] = {
             m.BUILD_INFO: self._build_info,
             m.CYCLE_DURATION: lambda: (("", snapshot.cycle_duration),),
@@ -140,8 +140,8 @@ class _Render:
             m.NODE_PEERS: lambda: self._per_health(lambda health: health.peer_count),
             m.NODE_BLOCKCHAINS: lambda: self._per_health(lambda h: h.blockchain_count),
             m.CHAIN_UP: lambda: self._per_chain(lambda chain: _flag(chain.up)),
-            m.CHAIN_BLOCKS_BEHIND: self._blocks_behind,
-            m.CHAIN_HEIGHT_CHANGED: self._height_changed,
+            m.CHAIN_BLOCKS_BEHIND: lambda: self._per_read_chain(lambda c: c.blocks_behind),
+            m.CHAIN_HEIGHT_CHANGED: lambda: self._per_read_chain(lambda c: c.height_changed_at),
             m.CHAIN_CONSENSUS: self._consensus,
             m.CHAIN_FEATURE: self._features,
             m.NETWORK_CHECKPOINT_HEIGHT: lambda: self._network(lambda c: c.checkpoint_height),
@@ -158,8 +158,8 @@ class _Render:
         family = self._families.get(spec)
         if family is not None:
             return family()
-        if spec in self._gauges:
-            return self._gauge(self._gauges[spec])
+        if spec in _GAUGE_POSITIONS:
+            return self._gauge(_GAUGE_POSITIONS[spec])
         return self.watch.get(spec, ())
 
     def _build_info(self) -> Series:
@@ -204,22 +204,14 @@ class _Render:
             yield labels, value(node.chains[index])
 
     def _gauge(self, position: int) -> Series:
-        for labels, node, index in self._chains():
-            reading = node.chains[index].reading
-            if reading is not None:
-                yield labels, reading.gauge(position)
+        return self._per_read_chain(lambda chain: chain.reading.gauge(position))
 
-    def _blocks_behind(self) -> Series:
+    def _per_read_chain(self, value: Callable[..., float | None]) -> Series:
+        """``value`` of every chain that was read (an unread chain has only its ``_up``)."""
         for labels, node, index in self._chains():
             chain = node.chains[index]
             if chain.reading is not None:
-                yield labels, chain.blocks_behind
-
-    def _height_changed(self) -> Series:
-        for labels, node, index in self._chains():
-            chain = node.chains[index]
-            if chain.reading is not None:
-                yield labels, chain.height_changed_at
+                yield labels, value(chain)
 
     def _consensus(self) -> Series:
         names = ("blockchain", "consensus_type", "key_type")
@@ -294,22 +286,22 @@ class _Collected:
         self.chunks[next(reversed(self.chunks))] += 1
 
 
+def _collect(renderer: Renderer, snapshot: Snapshot, openmetrics_format: bool) -> _Collected:
+    sink = _Collected(openmetrics_format)
+    renderer.write(snapshot, sink)
+    return sink
+
+
 def text_format(renderer: Renderer, snapshot: Snapshot) -> bytes:
     """The snapshot's families in the Prometheus text format 0.0.4."""
-    sink = _Collected(openmetrics_format=False)
-    renderer.write(snapshot, sink)
-    return b"".join(sink.parts)
+    return b"".join(_collect(renderer, snapshot, openmetrics_format=False).parts)
 
 
 def openmetrics_format(renderer: Renderer, snapshot: Snapshot) -> bytes:
     """The snapshot's families in OpenMetrics 1.0, without the closing ``# EOF``."""
-    sink = _Collected(openmetrics_format=True)
-    renderer.write(snapshot, sink)
-    return b"".join(sink.parts)
+    return b"".join(_collect(renderer, snapshot, openmetrics_format=True).parts)
 
 
 def chunk_counts(renderer: Renderer, snapshot: Snapshot) -> dict[str, int]:
     """How many chunks each family's lines were written in (for tests)."""
-    sink = _Collected(openmetrics_format=False)
-    renderer.write(snapshot, sink)
-    return sink.chunks
+    return _collect(renderer, snapshot, openmetrics_format=False).chunks
