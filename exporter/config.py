@@ -2,7 +2,8 @@
 
 Like blackbox_exporter, unknown keys are refused and every problem is reported at once with
 its key path and line, so an operator fixes the file in one pass. Secrets are read from the
-file itself, from files, or from environment variables, and never appear in a repr or a log.
+file itself, from files, or from environment variables, and never appear in a repr, a log or a
+problem: ``_Reader.secret`` names their positions and the problem helpers refuse to show them.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
-from exporter.schema import ConfigError, Reader, locate, read_document
+from exporter.schema import NOT_SHOWN, ConfigError, Reader, locate, read_document
 from exporter.watchconfig import WATCH_LABELS, WatchConfig, read_watch
 from exporter.yamlsource import Path
 
@@ -51,6 +52,17 @@ RESERVED_LABELS |= WATCH_LABELS  # the watch series set these themselves
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _SIZE = re.compile(r"(\d+)\s*(B|KiB|MiB|GiB)?", re.ASCII)
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+#: Keys whose values are secrets, with all they hold: a URL may carry user-info, and a node's
+#: header values may be API keys.
+SECRET_KEYS = frozenset({"url", "password", "credentials", "headers"})
+#: Credentials blocks: secret whole and in every value but the names of the ``*_file`` and
+#: ``*_env`` that hold the secret (so ``basic_auth: "user:pw"`` and a token written as the
+#: ``type`` are not shown).
+SECRET_BLOCKS = frozenset({"basic_auth", "authorization"})
+_BLOCK_KEYS = {
+    "basic_auth": ("username", "password", "password_file", "password_env"),
+    "authorization": ("type", "credentials", "credentials_file", "credentials_env"),
+}
 _SIZE_UNITS = {None: 1, "B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 _TOP_KEYS = (
     "scrape_interval",
@@ -140,6 +152,28 @@ def parse_config(text: str, source: str = "<config>") -> Config:
 class _Reader(Reader):
     """Reads the exporter's config document."""
 
+    def secret(self, path: Path) -> bool:
+        if any(part in SECRET_KEYS for part in path):
+            return True
+        for index, part in enumerate(path):
+            if part in SECRET_BLOCKS:
+                key = path[index + 1] if index + 1 < len(path) else ""
+                return not (isinstance(key, str) and key.endswith(("_file", "_env")))
+        return False
+
+    def secret_key(self, path: Path) -> bool:
+        """A key inside a secret, a key of a credentials block that is none of its keys (a
+        ``{password S3CRET}`` without its colon) and a header name that is none (``{X-Key
+        S3CRET}``) are not shown."""
+        parent, key = path[-2:] if len(path) > 1 else (None, None)
+        if not isinstance(key, str):
+            return False
+        if parent in SECRET_BLOCKS:
+            return key not in _BLOCK_KEYS[str(parent)]
+        if parent == "headers":
+            return not _HEADER_NAME.fullmatch(key)
+        return self.secret(path[:-1])
+
     def config(self) -> Config | None:
         data = self.located.data
         if data is None:
@@ -181,7 +215,8 @@ class _Reader(Reader):
         data = self.mapping(value, path, ("checkpoint_depth", "block_hash_fields"))
         depth = data.get("checkpoint_depth", 5)
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-            self.problem((*path, "checkpoint_depth"), f"must be a whole number >= 0, not {depth!r}")
+            where = (*path, "checkpoint_depth")
+            self.problem(where, f"must be a whole number >= 0{self.instead(where, depth)}")
             depth = 5
         fields = data.get("block_hash_fields", list(DEFAULT_BLOCK_HASH_FIELDS))
         if not isinstance(fields, list) or not fields:
@@ -207,7 +242,8 @@ class _Reader(Reader):
             return int(match.group(1)) * _SIZE_UNITS[match.group(2)]
         self.problem(
             ("max_response_bytes",),
-            f"must be a positive size such as 8MiB or 1048576, not {value!r}",
+            "must be a positive size such as 8MiB or 1048576"
+            + self.instead(("max_response_bytes",), value),
         )
         return DEFAULT_MAX_RESPONSE_BYTES
 
@@ -219,7 +255,8 @@ class _Reader(Reader):
         seen: set[str] = set()
         for index, node in enumerate(nodes):
             if node.name and node.name in seen:
-                self.problem(("nodes", index, "name"), f"duplicate node name {node.name!r}")
+                where = ("nodes", index, "name")
+                self.problem(where, f"duplicate node name {self.quote(where, node.name)}")
             seen.add(node.name)
         return nodes
 
@@ -246,17 +283,13 @@ class _Reader(Reader):
         )
 
     def url(self, value: Any, path: Path) -> tuple[str, tuple[str, str] | None]:
+        """The URL without its user-info, and the user-info as basic auth credentials."""
         text = self.string(value, path)
-        try:
-            parts = urlsplit(text)
-            if parts.port == 0:
-                raise ValueError("port 0")
-        except ValueError:
-            port = text.partition("//")[2].partition("/")[0].rpartition("@")[2].rpartition(":")[2]
-            self.problem(path, f"has port {port!r}; a port is a number from 1 to 65535")
+        if not text:
             return "", None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            self.problem(path, "must be an http:// or https:// URL with a host")
+        parts = _split_url(text)
+        if isinstance(parts, str):
+            self.problem(path, parts)
             return "", None
         if parts.query or parts.fragment:
             self.problem(path, "must not have a query or fragment; API paths are appended to it")
@@ -305,6 +338,36 @@ class _Reader(Reader):
         return TlsConfig(files["ca_file"], files["cert_file"], files["key_file"], insecure)
 
 
+def _split_url(text: str) -> SplitResult | str:
+    """The parts of an http(s) URL with a host, or what is wrong with it.
+
+    No part of the URL is quoted: anything before its last ``@`` may be user-info, and a
+    password holding ``/``, ``?`` or ``#`` moves that ``@`` out of what urlsplit reads as the
+    host, so that the host or port it finds would be the password."""
+    shape = "must be an http:// or https:// URL with a host"
+    if any(char.isspace() or ord(char) < 32 or ord(char) == 127 for char in text):
+        return f"must not contain spaces or control characters {NOT_SHOWN}"
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # unbalanced brackets
+        return f"is not a valid URL {NOT_SHOWN}"
+    host_at = len(parts.scheme) + 3
+    if parts.scheme not in ("http", "https") or text[host_at - 3 : host_at] != "://":
+        return shape
+    if "@" in text[host_at + len(parts.netloc) :]:
+        return (
+            f"has an '@' after its host {NOT_SHOWN}: in user-info, percent-encode the"
+            " password's '/', '?', '#' and '@' (%2F, %3F, %23, %40); in a path write '@' as %40"
+        )
+    try:
+        port_ok = parts.port != 0
+    except ValueError:  # not a number, or out of range
+        port_ok = False
+    if not port_ok:
+        return f"has a port that is not a number from 1 to 65535 {NOT_SHOWN}"
+    return parts if parts.hostname else shape
+
+
 class _CredentialReader:
     """Reads node credentials: inline, ``*_file`` or ``*_env``, exactly one of them."""
 
@@ -319,11 +382,7 @@ class _CredentialReader:
         if not given:
             return None
         source = given[0]
-        if source == key and not (isinstance(data[key], str) and data[key]):
-            # Reader.string would echo the value, and this one is a secret.
-            self.reader.problem((*path, key), "must be a non-empty string (value not shown)")
-            return ""
-        text = self.reader.string(data[source], (*path, source))
+        text = self.reader.string(data[source], (*path, source))  # a secret's is not shown
         if not text or source == key:
             return text
         if source.endswith("_env"):
@@ -334,9 +393,9 @@ class _CredentialReader:
             with open(self.reader.resolve(text), encoding="utf-8") as handle:
                 return handle.read().rstrip("\r\n")
         except (OSError, UnicodeDecodeError) as error:
+            name = self.reader.quote((*path, source), text)
             self.reader.problem(
-                (*path, source),
-                f"cannot read {text!r}: {getattr(error, 'strerror', None) or error}",
+                (*path, source), f"cannot read {name}: {getattr(error, 'strerror', None) or error}"
             )
             return ""
 
@@ -351,8 +410,9 @@ class _CredentialReader:
 
     def header(self, name: str, value: Any, path: Path) -> str:
         """A header value, never echoed in a problem (it may be an API key)."""
-        if not _HEADER_NAME.fullmatch(name):
+        if not _HEADER_NAME.fullmatch(name):  # not shown either: "X-Key S3CRET" has a space
             self.reader.problem(path, "is not a valid HTTP header name")
+            return ""
         if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
             self.reader.problem(path, "must be a string on one line (value not shown)")
             return ""
@@ -372,9 +432,16 @@ class _CredentialReader:
             keys = ("type", "credentials", "credentials_file", "credentials_env")
             data = self.reader.mapping(authorization, path, keys)
             scheme = self.reader.string(data.get("type", "Bearer"), (*path, "type"))
+            if scheme and not _HEADER_NAME.fullmatch(scheme):
+                where = (*path, "type")
+                self.reader.problem(
+                    where, f"must be one word such as Bearer{self.reader.instead(where, scheme)}"
+                )
             credentials = self.secret(data, "credentials", path)
             if credentials is None:
                 self.reader.problem(path, "needs credentials, credentials_file or credentials_env")
+            elif any(char in credentials for char in "\r\n\0"):  # it would split the header
+                self.reader.problem(path, f"credentials must be on one line {NOT_SHOWN}")
             if any(name.lower() == "authorization" for name in result):
                 self.reader.problem(path, "conflicts with an Authorization header in headers")
             result["Authorization"] = f"{scheme} {credentials or ''}"

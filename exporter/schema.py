@@ -2,6 +2,12 @@
 
 Shared by the exporter's config and its web config: unknown keys are refused, and a problem
 never stops the walk, so the operator sees the whole list in one run.
+
+A problem never quotes a value from a secret position: each reader names its file's secret
+positions (``Reader.secret``), and the helpers that render values (``Reader.quote`` and
+``Reader.instead``) and key paths (``Reader.where``) refuse to show them. A value reached
+through a YAML alias of a secret is a secret too, and mappings and lists are described by
+their kind, never rendered (they may hold one).
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ from exporter.yamlsource import LocatedYaml, Path, YamlSyntaxError, load_located
 
 #: A duration's allowed range: ("100ms", 0.1, "1h", 3600.0).
 Bounds = tuple[str, float, str, float]
+#: Longest text of a value a problem quotes (a long one is cut, marked with "...").
+QUOTED_LENGTH = 60
+NOT_SHOWN = "(value not shown)"
 
 
 class ConfigError(Exception):
@@ -60,7 +69,7 @@ class Reader:
         self._found: list[tuple[int, str]] = []
         self.base_dir = os.path.dirname(os.path.abspath(source)) if source else None
         for path, line in located.duplicates:
-            self._found.append((line, f"line {line}: {dotted(path)}: key given more than once"))
+            self._found.append((line, f"line {line}: {self.where(path)}: key given more than once"))
 
     @property
     def problems(self) -> list[str]:
@@ -71,7 +80,46 @@ class Reader:
     def problem(self, path: Path, message: str) -> None:
         line = self.located.line_of(path)
         where = f"line {line}: " if line is not None else ""
-        self._found.append((line or 0, f"{where}{dotted(path)}: {message}"))
+        self._found.append((line or 0, f"{where}{self.where(path)}: {message}"))
+
+    def secret(self, path: Path) -> bool:
+        """True when the value at ``path`` is a secret (a subclass names its file's)."""
+        return False
+
+    def secret_key(self, path: Path) -> bool:
+        """True when the last key of ``path`` may itself hold a secret, as a flow mapping's
+        ``{password S3CRET}`` (a missing colon) makes one (a subclass names its file's)."""
+        return False
+
+    def is_secret(self, path: Path) -> bool:
+        """True when the value at ``path``, or at any path sharing its YAML node, is secret."""
+        return any(self.secret(shared) for shared in self.located.sharing(path))
+
+    def where(self, path: Path) -> str:
+        """``path`` as ``nodes[2].url``, with each key that may hold a secret not shown."""
+        shown = tuple(
+            "<key not shown>" if isinstance(part, str) and self.secret_key(path[: i + 1]) else part
+            for i, part in enumerate(path)
+        )
+        return dotted(shown)
+
+    def quote(self, path: Path, value: Any) -> str:
+        """``value`` (found at ``path``) as a problem may show it: a short repr, or what kind
+        of value it is when it is a secret, a mapping or a list."""
+        if self.is_secret(path):
+            return NOT_SHOWN
+        if isinstance(value, dict):
+            return "a mapping"
+        if isinstance(value, list):
+            return "a list"
+        if isinstance(value, str) and len(value) > QUOTED_LENGTH:
+            return repr(value[:QUOTED_LENGTH]) + "..."
+        return repr(value)
+
+    def instead(self, path: Path, value: Any) -> str:
+        """The end of a "must be X" problem: ``, not 5``, or `` (value not shown)``."""
+        quoted = self.quote(path, value)
+        return f" {quoted}" if quoted == NOT_SHOWN else f", not {quoted}"
 
     def mapping(
         self, value: Any, path: Path, allowed: tuple[str, ...], required: tuple[str, ...] = ()
@@ -82,11 +130,11 @@ class Reader:
         for key in value:
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
+                hint = f"did you mean '{close[0]}'? " if close else ""
                 self.problem((*path, key), f"unknown key; {hint}allowed keys: {', '.join(allowed)}")
         for key in required:
             if key not in value:
-                self.problem(path, f"missing required key {key!r}")
+                self.problem(path, f"missing required key '{key}'")
         return {key: item for key, item in value.items() if key in allowed}
 
     def duration(
@@ -104,27 +152,27 @@ class Reader:
         if not low <= seconds <= high:
             self.problem(
                 (*path, key),
-                f"must be a duration from {low_text} to {high_text} such as 15s or 1m, "
-                f"not {value!r}",
+                f"must be a duration from {low_text} to {high_text} such as 15s or 1m"
+                f"{self.instead((*path, key), value)}",
             )
             return default
         return seconds
 
     def positive_int(self, value: Any, path: Path) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            self.problem(path, f"must be a whole number of at least 1, not {value!r}")
+            self.problem(path, f"must be a whole number of at least 1{self.instead(path, value)}")
             return 1
         return value
 
     def string(self, value: Any, path: Path) -> str:
         if not isinstance(value, str) or not value:
-            self.problem(path, f"must be a non-empty string, not {value!r}")
+            self.problem(path, f"must be a non-empty string{self.instead(path, value)}")
             return ""
         return value
 
     def boolean(self, value: Any, path: Path) -> bool:
         if not isinstance(value, bool):
-            self.problem(path, f"must be true or false, not {value!r}")
+            self.problem(path, f"must be true or false{self.instead(path, value)}")
             return False
         return value
 
@@ -137,5 +185,5 @@ class Reader:
             return None
         name = self.string(value, path)
         if name and not os.access(self.resolve(name), os.R_OK):
-            self.problem(path, f"file {name!r} does not exist or is not readable")
+            self.problem(path, f"file {self.quote(path, name)} does not exist or is not readable")
         return self.resolve(name) if name else None

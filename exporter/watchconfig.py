@@ -118,7 +118,10 @@ class _WatchReader:
         for index, item in enumerate(value):
             key = self.reader.string(item, (*path, index))
             if key and "" in key.split("."):
-                self.reader.problem((*path, index), f"{key!r} has an empty part; use a.b.c")
+                where = (*path, index)
+                self.reader.problem(
+                    where, f"{self.reader.quote(where, key)} has an empty part; use a.b.c"
+                )
             elif key:
                 keys.append(key)
         if len(set(keys)) != len(keys):
@@ -135,7 +138,10 @@ class _WatchReader:
         for index, item in enumerate(value):
             name = self.reader.string(item, (*path, index))
             if name and name not in self.node_names:
-                self.reader.problem((*path, index), f"names no configured node: {name!r}")
+                where = (*path, index)
+                self.reader.problem(
+                    where, f"names no configured node: {self.reader.quote(where, name)}"
+                )
             names.append(name)
         if len(set(names)) != len(names):
             self.reader.problem(path, "lists a node more than once")
@@ -148,9 +154,11 @@ class _WatchReader:
         for index, entry in enumerate(entries):
             key = (entry.blockchain, entry.name)
             if entry.name and key in seen:
+                where = ("watch", kind, index, "name" if entry.name != entry.address else "address")
+                name = self.reader.quote(where, entry.name)
+                chain = self.reader.quote(("watch", kind, index, "blockchain"), entry.blockchain)
                 self.reader.problem(
-                    ("watch", kind, index, "name" if entry.name != entry.address else "address"),
-                    f"duplicate {label} {entry.name!r} on blockchain {entry.blockchain!r}; "
-                    "give each entry its own name",
+                    where,
+                    f"duplicate {label} {name} on blockchain {chain}; give each entry its own name",
                 )
             seen.add(key)
