@@ -20,7 +20,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.schema import ConfigError, Reader, locate, read_document
+from exporter.schema import NOT_SHOWN, ConfigError, Reader, locate, read_document
+from exporter.yamlsource import Path
 
 _CLIENT_AUTH = {
     "NoClientCert": ssl.CERT_NONE,
@@ -46,6 +47,7 @@ _TLS_VERSIONS = {
 }
 # A modular-crypt bcrypt hash as htpasswd and Python's bcrypt write it: cost and 53 characters.
 _BCRYPT_HASH = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}", re.ASCII)
+_USER_NAME = re.compile(r"[^\s:$]+")
 _TLS_KEYS = (
     "cert_file",
     "key_file",
@@ -164,6 +166,18 @@ def load_web_config(path: str) -> WebConfig:
 
 
 class _WebReader(Reader):
+    """Reads a web config document; ``basic_auth_users`` and all it holds are secrets."""
+
+    def secret(self, path: Path) -> bool:
+        return path[:1] == ("basic_auth_users",)
+
+    def secret_key(self, path: Path) -> bool:
+        """A user name is shown unless it holds white space, ':' or '$', as a flow mapping's
+        ``{alice $2b$...}`` (a missing colon) or a password run into it would."""
+        if len(path) != 2 or path[0] != "basic_auth_users":
+            return len(path) > 2 and self.secret(path)
+        return not _USER_NAME.fullmatch(str(path[1]))
+
     def web_config(self) -> WebConfig:
         keys = ("tls_server_config", "basic_auth_users", "http_server_config")
         data = self.mapping(self.located.data or {}, (), keys)
@@ -191,7 +205,7 @@ class _WebReader(Reader):
         elif text and _CONTROL_CHARACTERS.search(text):
             self.problem(path, "must not contain control characters such as CR or LF")
         elif text and allowed and text not in allowed:
-            self.problem(path, f"must be one of {', '.join(allowed)}, not {text!r}")
+            self.problem(path, f"must be one of {', '.join(allowed)}{self.instead(path, text)}")
         return text
 
     def tls(self, value: Any) -> TlsServerConfig:
@@ -232,8 +246,8 @@ class _WebReader(Reader):
             return {}
         users = {}
         for user, hashed in value.items():
-            text = self.string(hashed, ("basic_auth_users", user))
-            if text and not _BCRYPT_HASH.fullmatch(text):
-                self.problem(("basic_auth_users", user), "must be a bcrypt hash ($2b$...)")
-            users[str(user)] = text
+            path = ("basic_auth_users", user)
+            if not (isinstance(hashed, str) and _BCRYPT_HASH.fullmatch(hashed)):
+                self.problem(path, f"must be a bcrypt hash ($2b$...) {NOT_SHOWN}")
+            users[str(user)] = hashed if isinstance(hashed, str) else ""
         return users
