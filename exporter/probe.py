@@ -104,6 +104,12 @@ def _checked_host(target: str) -> str:
         raise ProbeRefusedError(
             HTTPStatus.BAD_REQUEST, "the target must not contain spaces, backslashes or controls"
         )
+    if "@" in target:  # after the host too: in "http://u:1/pw@host/" urlsplit misreads it
+        raise ProbeRefusedError(
+            HTTPStatus.BAD_REQUEST,
+            "the target must not carry user-info (or any '@': write %40); "
+            "put credentials in the module",
+        )
     try:
         parts = urlsplit(target)
         port = parts.port
@@ -112,11 +118,6 @@ def _checked_host(target: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ProbeRefusedError(
             HTTPStatus.BAD_REQUEST, "the target must be an http:// or https:// URL with a host"
-        )
-    if "@" in parts.netloc:
-        raise ProbeRefusedError(
-            HTTPStatus.BAD_REQUEST,
-            "the target must not carry user-info; put credentials in the module",
         )
     if parts.query or parts.fragment:
         raise ProbeRefusedError(
