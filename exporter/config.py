@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
-from exporter.schema import NOT_SHOWN, ConfigError, Reader, locate, read_document
+from exporter.schema import NOT_SHOWN, ConfigError, Reader, checking, is_text, locate, read_document
 from exporter.watchconfig import WATCH_LABELS, WatchConfig, read_watch
 from exporter.yamlsource import Path
 
@@ -50,7 +50,7 @@ RESERVED_LABELS = frozenset(
 )
 RESERVED_LABELS |= WATCH_LABELS  # the watch series set these themselves
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_SIZE = re.compile(r"(\d+)\s*(B|KiB|MiB|GiB)?", re.ASCII)
+_SIZE = re.compile(r"(\d{1,15})\s*(B|KiB|MiB|GiB)?", re.ASCII)
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 #: Keys whose values are secrets, with all they hold: a URL may carry user-info, and a node's
 #: header values may be API keys.
@@ -143,7 +143,8 @@ def load_config(path: str) -> Config:
 def parse_config(text: str, source: str = "<config>") -> Config:
     """Validate YAML text into a Config; raises ConfigError listing every problem."""
     reader = _Reader(locate(text, source), None if source == "<config>" else source)
-    config = reader.config()
+    with checking(source):
+        config = reader.config()
     if reader.problems or config is None:
         raise ConfigError(source, reader.problems)
     return config
@@ -413,7 +414,7 @@ class _CredentialReader:
         if not _HEADER_NAME.fullmatch(name):  # not shown either: "X-Key S3CRET" has a space
             self.reader.problem(path, "is not a valid HTTP header name")
             return ""
-        if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+        if not isinstance(value, str) or any(c in value for c in "\r\n") or not is_text(value):
             self.reader.problem(path, "must be a string on one line (value not shown)")
             return ""
         return value

@@ -102,6 +102,8 @@ def _patterns(reader: _Reader, value: Any, path: Path) -> tuple[re.Pattern[str],
             patterns.append(re.compile(text))
         except re.error as error:
             reader.problem((*path, index), f"is not a valid regular expression: {error}")
+        except (OverflowError, RecursionError):  # a{99999999999}, or groups nested too deep
+            reader.problem((*path, index), "is a regular expression too large to compile")
     return tuple(pattern for pattern in patterns if pattern.pattern)
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from exporter.values import parse_go_duration
@@ -36,6 +37,20 @@ class ConfigError(Exception):
         super().__init__(f"{source}: " + "; ".join(problems))
 
 
+@contextmanager
+def checking(source: str) -> Iterator[None]:
+    """Turn an exception the checks did not foresee into a ConfigError that names only its
+    type: its message might quote a value, and it would reach the log and a reload's answer."""
+    try:
+        yield
+    except ConfigError:
+        raise
+    except Exception as error:  # a bug: the file is refused all the same, and says why
+        name = type(error).__name__
+        problem = f"the check failed unexpectedly ({name}); please report this as a bug"
+        raise ConfigError(source, [problem]) from error
+
+
 def read_document(path: str) -> tuple[str, str]:
     """The text of a config file (and its name for messages); raises ConfigError."""
     try:
@@ -51,6 +66,12 @@ def locate(text: str, source: str) -> LocatedYaml:
         return load_located(text)
     except YamlSyntaxError as error:
         raise ConfigError(source, [f"invalid YAML: {error}"]) from None
+
+
+def is_text(value: str) -> bool:
+    """True when ``value`` can be a file name, a variable name or a request's text: no NUL,
+    no lone surrogate (a YAML ``"\\ud800"`` escape makes one)."""
+    return "\0" not in value and not any("\ud800" <= char <= "\udfff" for char in value)
 
 
 def dotted(path: Path) -> str:
@@ -167,6 +188,9 @@ class Reader:
     def string(self, value: Any, path: Path) -> str:
         if not isinstance(value, str) or not value:
             self.problem(path, f"must be a non-empty string{self.instead(path, value)}")
+            return ""
+        if not is_text(value):
+            self.problem(path, f"must not hold NUL or a lone surrogate such as \\ud800 {NOT_SHOWN}")
             return ""
         return value
 

@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.schema import NOT_SHOWN, ConfigError, Reader, locate, read_document
+from exporter.schema import NOT_SHOWN, ConfigError, Reader, checking, locate, read_document
 from exporter.yamlsource import Path
 
 _CLIENT_AUTH = {
@@ -153,7 +153,8 @@ def load_web_config(path: str) -> WebConfig:
     """Read and validate a web config file; raises ConfigError listing every problem."""
     text, source = read_document(path)
     reader = _WebReader(locate(text, source), source)
-    config = reader.web_config()
+    with checking(source):
+        config = reader.web_config()
     if reader.problems:
         raise ConfigError(source, reader.problems)
     try:

@@ -490,6 +490,65 @@ def test_reader_modules_quote_values_only_through_the_helpers() -> None:
         assert source.count("repr(") == allowed, module
 
 
+# --- nothing but a ConfigError ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            NODE + URL + '    basic_auth: {username: u, password_file: "pw\\0.txt"}\n',
+            "line 4: nodes[0].basic_auth.password_file: must not hold NUL or a lone surrogate",
+        ),
+        (
+            NODE + URL + '    authorization: {credentials_env: "\\ud800"}\n',
+            "line 4: nodes[0].authorization.credentials_env: must not hold NUL or a lone",
+        ),
+        (
+            NODE + URL + '    headers: {X-Api-Key: "S3CRET\\udc00"}\n',
+            "line 4: nodes[0].headers.X-Api-Key: must be a string on one line (value not shown)",
+        ),
+        (
+            "max_response_bytes: " + "9" * 5000 + "MiB\n" + NODE + URL,
+            "line 1: max_response_bytes: must be a positive size such as 8MiB",
+        ),
+        (
+            "probe:\n  allowed_targets: ['a{99999999999}', '" + "(" * 2000 + "']\n",
+            "line 2: probe.allowed_targets[0]: is a regular expression too large to compile",
+        ),
+        ("nodes: " + "[" * 5000 + "]" * 5000 + "\n", "invalid YAML: collections are nested"),
+    ],
+    ids=[
+        "nul-in-a-file-name",
+        "surrogate-in-a-variable",
+        "surrogate-in-a-header",
+        "huge-size",
+        "huge-patterns",
+        "deep-nesting",
+    ],
+)
+def test_odd_values_are_problems_not_crashes(text: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text)
+    assert any(line.startswith(problem) for line in caught.value.problems), caught.value.problems
+
+
+def test_an_unforeseen_exception_becomes_a_problem_without_its_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bug in a check must not print its exception's text (it might quote a value)."""
+
+    def failing(self: _Reader, value: Any) -> None:
+        raise ValueError("invalid literal for int(): 'S3CRET-bug'")
+
+    monkeypatch.setattr(_Reader, "network_checks", failing)
+    with pytest.raises(ConfigError) as caught:
+        parse_config(NODE + URL)
+    assert caught.value.problems == [
+        "the check failed unexpectedly (ValueError); please report this as a bug"
+    ]
+
+
 # --- the command line, the log and the reload endpoint ----------------------------------
 
 #: Node cases that stay valid YAML, for one file holding them all (every problem is listed).
