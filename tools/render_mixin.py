@@ -37,6 +37,7 @@ HEADER = (
 SNIPPET = """
 local mixin = (import 'mixin.libsonnet') + { _config+:: std.extVar('overrides') };
 {
+  config: mixin._config,
   alerts: mixin.prometheusAlerts,
   rules: mixin.prometheusRules,
   dashboards: mixin.grafanaDashboards,
