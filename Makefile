@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo package-data test lint typecheck unit tools manifests clean
+.PHONY: demo mixin test lint typecheck unit tools clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,10 +25,13 @@ $(DEMO_STAMP): pyproject.toml $(wildcard exporter/*.py exporter/rules/*.yml ledg
 demo: $(DEMO_STAMP)
 	$(DEMO_VENV)/bin/ledger-exporter demo
 
-# Copy the project's rules into the package, where `ledger-exporter demo --prometheus` finds
-# them in an installed wheel; deploy/prometheus/ stays the one place to edit them.
-package-data:
-	cp deploy/prometheus/rules.yml deploy/prometheus/alerts.yml exporter/rules/
+# Render the monitoring mixin (mixin/, the one place to edit alerts, rules and dashboards)
+# into every file shipped from it: deploy/prometheus/{alerts,rules}.yml, the package's copy
+# in exporter/rules/ (for `ledger-exporter demo --prometheus`), the Kubernetes PrometheusRule
+# and dashboards ConfigMap, grafana/dashboards/*.json. tests/test_mixin.py fails when one of
+# them differs from the rendering.
+mixin: $(STAMP)
+	$(BIN)/python tools/render_mixin.py
 
 # Debian's prometheus package ships the server and promtool used by the integration tests;
 # docker-compose (v1, `config` needs no engine) and amtool check the deployment files;
@@ -43,10 +46,6 @@ tools:
 	  echo "installing Debian's chromium (the landing page is tested in a headless browser)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    chromium >/dev/null; }
-
-# Regenerate the Kubernetes PrometheusRule from deploy/prometheus/{rules,alerts}.yml.
-manifests: $(STAMP)
-	$(BIN)/python tools/gen_prometheusrule.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

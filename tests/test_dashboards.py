@@ -1,5 +1,6 @@
 """Structure of the Grafana dashboards and provisioning files: what Grafana needs to import
-them cleanly on any Prometheus datasource (their PromQL is checked in test_rules.py)."""
+them cleanly on any Prometheus datasource (their PromQL is checked in test_rules.py, the
+linters' rules in test_mixin_lint.py, Grafana's schema in test_dashboards_schema.py)."""
 
 from __future__ import annotations
 
@@ -18,13 +19,14 @@ DASHBOARD_DIR = GRAFANA / "dashboards"
 DATASOURCE_REF = {"type": "prometheus", "uid": "${datasource}"}
 GRID_COLUMNS = 24
 #: Dashboard file -> stable uid and the template variables it must offer.
+TARGET = ("datasource", "job", "instance")
 EXPECTED = {
-    "ledger-fleet.json": ("ledger-fleet", ("datasource", "node", "blockchain")),
-    "ledger-node.json": ("ledger-node", ("datasource", "node", "blockchain")),
-    "ledger-exporter.json": ("ledger-exporter", ("datasource", "job", "node")),
+    "ledger-fleet.json": ("ledger-fleet", (*TARGET, "node", "blockchain")),
+    "ledger-node.json": ("ledger-node", (*TARGET, "node", "blockchain")),
+    "ledger-exporter.json": ("ledger-exporter", (*TARGET, "node")),
     "ledger-watch.json": (
         "ledger-watch",
-        ("datasource", "node", "blockchain", "contract", "wallet"),
+        (*TARGET, "node", "blockchain", "contract", "wallet"),
     ),
 }
 PANEL_TYPES = frozenset({"timeseries", "stat", "table", "state-timeline", "bargauge", "gauge"})
@@ -71,7 +73,7 @@ def test_dashboard_header(name: str) -> None:
     board = load(name)
     uid, _ = EXPECTED[name]
     assert board["uid"] == uid, "uids are stable: links and bookmarks rely on them"
-    assert board["editable"] is True
+    assert board["editable"] is False, "provisioned from the mixin: edit mixin/, not Grafana"
     assert 36 <= board["schemaVersion"] <= 41
     assert board["title"].startswith("Ledger / ")
     assert "ledger" in board["tags"]
@@ -85,12 +87,13 @@ def test_template_variables(name: str) -> None:
     assert set(required) <= set(variables)
     source = variables["datasource"]
     assert (source["type"], source["query"]) == ("datasource", "prometheus")
+    assert list(variables)[: len(required)] == list(required), "in the order they filter"
     for item in variables.values():
         if item["type"] == "query":
             assert item["datasource"] == DATASOURCE_REF
             assert item["multi"] is True, item["name"]
             assert item["includeAll"] is True, item["name"]
-            assert item["allValue"] == ".*", f"{item['name']}: All must not expand to a regex"
+            assert item["allValue"] == ".+", f"{item['name']}: All is any non-empty value"
             assert item["definition"].startswith("label_values("), item["name"]
 
 

@@ -211,11 +211,11 @@ def test_demo_with_prometheus_scrapes_the_exporter_and_stops_both(
 
 @pytest.mark.parametrize("name", RULE_FILES)
 def test_the_packaged_rules_are_those_of_deploy_prometheus(name: str) -> None:
-    """exporter/rules/ ships in the wheel for `demo --prometheus`; deploy/prometheus/ is
-    where the rules are edited. `make package-data` copies them over."""
+    """exporter/rules/ ships in the wheel for `demo --prometheus`; `make mixin` renders both
+    it and deploy/prometheus/ from mixin/ (tests/test_mixin.py)."""
     packaged = REPO / "exporter" / "rules" / name
     deployed = REPO / "deploy" / "prometheus" / name
-    assert packaged.read_bytes() == deployed.read_bytes(), f"run make package-data ({name})"
+    assert packaged.read_bytes() == deployed.read_bytes(), f"run make mixin ({name})"
 
 
 def test_prometheus_config_loads_the_rules_it_is_given() -> None:

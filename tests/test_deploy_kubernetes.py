@@ -86,9 +86,7 @@ def test_kustomization_lists_exactly_the_manifests() -> None:
     listed = kustomization["resources"]
     assert len(listed) == len(set(listed)), "a resource is listed twice"
     missing_files = sorted(name for name in listed if not (K8S_DIR / name).exists())
-    assert not missing_files, (
-        f"listed but absent (prometheusrule: `make manifests`): {missing_files}"
-    )
+    assert not missing_files, f"listed but absent (rendered ones: `make mixin`): {missing_files}"
     unlisted = sorted({path.name for path in manifest_files()} - set(listed))
     assert not unlisted, f"in the directory but not in kustomization.yaml: {unlisted}"
     (image,) = kustomization["images"]
@@ -183,9 +181,9 @@ def test_servicemonitor_structure_and_references() -> None:
 
 
 def test_prometheusrule_structure() -> None:
-    """Fails until the rule files are merged and `make manifests` has generated it."""
+    """Rendered from the mixin (tests/test_mixin.py proves it is the current rendering)."""
     path = K8S_DIR / "prometheusrule.yaml"
-    assert path.exists(), "deploy/kubernetes/prometheusrule.yaml missing: run `make manifests`"
+    assert path.exists(), "deploy/kubernetes/prometheusrule.yaml missing: run `make mixin`"
     rule = load("prometheusrule.yaml")
     assert rule["apiVersion"] == "monitoring.coreos.com/v1"
     assert rule["kind"] == "PrometheusRule"
@@ -198,11 +196,26 @@ def test_prometheusrule_structure() -> None:
 
 
 def test_operator_job_name_is_the_one_the_alerts_expect() -> None:
-    """Without `jobLabel` the Operator names the job after the Service; the alerts match
-    `job="..."` on it. Fails until deploy/prometheus/alerts.yml is merged."""
-    alerts_file = ROOT / "deploy" / "prometheus" / "alerts.yml"
-    assert alerts_file.exists(), f"{alerts_file} missing (monitoring branch)"
+    """Without `jobLabel` the Operator names the job after the Service; the exporter's alerts
+    match `job="..."` on it, and the ledger series' `job=~"..."` matches it and the probe
+    setup's job (deploy/kubernetes/probe/)."""
+    alerts = (ROOT / "deploy" / "prometheus" / "alerts.yml").read_text(encoding="utf-8")
     assert "jobLabel" not in load("servicemonitor.yaml")["spec"]
     job = load("service.yaml")["metadata"]["name"]
-    expected_jobs = set(re.findall(r'job="([^"]+)"', alerts_file.read_text(encoding="utf-8")))
-    assert expected_jobs <= {job}, f"alerts expect jobs {expected_jobs}, the Operator gives {job}"
+    expected_jobs = set(re.findall(r'\bjob="([^"]+)"', alerts))
+    assert expected_jobs == {job}, f"alerts expect jobs {expected_jobs}, the Operator gives {job}"
+    probe = yaml.safe_load((K8S_DIR / "probe" / "probe.yaml").read_text(encoding="utf-8"))
+    for pattern in set(re.findall(r'\bjob=~"([^"]+)"', alerts)):
+        for name in (job, probe["spec"]["jobName"]):
+            assert re.fullmatch(pattern, name), f"job=~{pattern!r} misses the job {name}"
+
+
+def test_dashboards_configmap_is_for_grafanas_sidecar() -> None:
+    """Rendered from the mixin; Grafana's dashboard sidecar (kube-prometheus-stack's, for
+    one) loads ConfigMaps labelled grafana_dashboard=1, each key a dashboard file."""
+    configmap = load("grafana-dashboards.yaml")
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    shipped = sorted(path.name for path in (ROOT / "grafana" / "dashboards").glob("*.json"))
+    assert sorted(configmap["data"]) == shipped
+    size = len((K8S_DIR / "grafana-dashboards.yaml").read_bytes())
+    assert size < 256 * 1024, "kubectl apply keeps a copy in a 256 KiB annotation"

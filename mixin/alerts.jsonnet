@@ -1,0 +1,1 @@
+std.manifestYamlDoc((import 'mixin.libsonnet').prometheusAlerts)

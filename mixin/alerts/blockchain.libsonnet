@@ -1,0 +1,125 @@
+// Each chain on each node: readable, moving, keeping up, draining its queues.
+local utils = import '../lib/utils.libsonnet';
+
+{
+  prometheusAlerts+:: {
+    groups+: [
+      {
+        name: 'ledger-blockchain',
+        rules: [
+          // The node answers /health but not the chain's status. 5m: a chain endpoint that
+          // fails once in a while is LedgerNodeScrapeErrors' business.
+          {
+            alert: 'LedgerBlockchainDown',
+            expr: 'ledger_blockchain_up{%(ledgerSelector)s} == 0 and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A blockchain cannot be read from a ledger node.',
+              description: |||
+                The exporter cannot read the status of blockchain {{ $labels.blockchain }} on
+                ledger node {{ $labels.node }}, although the node itself answers.
+              |||,
+            },
+          },
+          // The height has not changed for heightStalledSeconds (600s, 10m), by the
+          // exporter's own last-change timestamp: clears as soon as a new block arrives. 10m
+          // is many block intervals for a busy chain; raise it for chains that legitimately
+          // idle. `for: 1m` only absorbs evaluation jitter, the threshold is the time
+          // itself. After an exporter restart the timestamp restarts too, delaying (not
+          // losing) the alert.
+          {
+            alert: 'LedgerBlockHeightStalled',
+            expr: |||
+              time() - ledger_blockchain_height_last_change_timestamp_seconds{%(ledgerSelector)s} > %(heightStalledSeconds)d
+              and on(node) ledger_node_up{%(ledgerSelector)s} == 1
+            ||| % $._config,
+            'for': '1m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'A blockchain height has not changed for %s.' % utils.secondsText($._config.heightStalledSeconds),
+              description: |||
+                The height of blockchain {{ $labels.blockchain }} on ledger node
+                {{ $labels.node }} has not changed for {{ $value | humanizeDuration }}.
+              |||,
+            },
+          },
+          // More than blocksBehindThreshold (10) blocks behind the highest node of the chain
+          // at every sample of the last 5m, then for 5m more: nodes polled a moment apart
+          // differ by a block or two while heights move, and that must not flap. A frozen
+          // node is LedgerBlockHeightStalled and a syncing one LedgerBlockchainSyncingTooLong,
+          // so both are excluded here. The stall guard uses LedgerBlockHeightStalled's own
+          // heightStalledSeconds, so a frozen node never pages as "behind" before it pages as
+          // "stalled".
+          {
+            alert: 'LedgerNodeBehind',
+            expr: |||
+              min_over_time(ledger_blockchain_blocks_behind{%(ledgerSelector)s}[5m]) > %(blocksBehindThreshold)d
+              and on(node) ledger_node_up{%(ledgerSelector)s} == 1
+              unless on(node, blockchain) ledger_blockchain_syncing{%(ledgerSelector)s} == 1
+              unless on(node, blockchain)
+              (time() - ledger_blockchain_height_last_change_timestamp_seconds{%(ledgerSelector)s} > %(heightStalledSeconds)d)
+            ||| % $._config,
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A ledger node is more than %s behind its blockchain.' % utils.plural($._config.blocksBehindThreshold, 'block'),
+              description: |||
+                Ledger node {{ $labels.node }} has stayed at least {{ $value }} blocks behind the
+                highest node of blockchain {{ $labels.blockchain }} for 10 minutes.
+              |||,
+            },
+          },
+          // Syncing is normal after a restart or for a new node; syncingTooLongFor (30m) is
+          // longer than a healthy catch-up should take. Raise it for nodes that replay long
+          // chains.
+          {
+            alert: 'LedgerBlockchainSyncingTooLong',
+            expr: 'ledger_blockchain_syncing{%(ledgerSelector)s} == 1 and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+            'for': $._config.syncingTooLongFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A ledger node has been syncing a blockchain for more than %s.' % utils.durationText($._config.syncingTooLongFor),
+              description: |||
+                Ledger node {{ $labels.node }} has been syncing blockchain
+                {{ $labels.blockchain }} for more than %s.
+              ||| % utils.durationText($._config.syncingTooLongFor),
+            },
+          },
+          // More than pendingMessagesThreshold (1000) queued messages for 10m: the node does
+          // not keep up with its input. Short bursts drain within minutes; tune the
+          // threshold to your traffic.
+          {
+            alert: 'LedgerPendingMessagesHigh',
+            expr: 'ledger_blockchain_pending_messages{%(ledgerSelector)s} > %(pendingMessagesThreshold)d and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Pending messages pile up on a ledger node.',
+              description: |||
+                {{ $value }} messages are pending on ledger node {{ $labels.node }} for
+                blockchain {{ $labels.blockchain }}, above %(pendingMessagesThreshold)d for 10 minutes.
+              ||| % $._config,
+            },
+          },
+          // More than delayedMessagesThreshold (100) delayed messages for 10m. Delayed
+          // messages wait for something (a block, a vote); a growing backlog means that
+          // something does not come.
+          {
+            alert: 'LedgerDelayedMessagesHigh',
+            expr: 'ledger_blockchain_delayed_messages{%(ledgerSelector)s} > %(delayedMessagesThreshold)d and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Delayed messages pile up on a ledger node.',
+              description: |||
+                {{ $value }} messages are delayed on ledger node {{ $labels.node }} for
+                blockchain {{ $labels.blockchain }}, above %(delayedMessagesThreshold)d for 10 minutes.
+              ||| % $._config,
+            },
+          },
+        ],
+      },
+    ],
+  },
+}

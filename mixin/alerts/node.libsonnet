@@ -1,0 +1,85 @@
+// Each polled node: readable, answering, connected.
+local utils = import '../lib/utils.libsonnet';
+
+{
+  prometheusAlerts+:: {
+    groups+: [
+      {
+        name: 'ledger-node',
+        rules: [
+          // The node's /health could not be read or parsed. 2m = about 8 polls at the
+          // exporter's default 15s interval, so one slow answer or a quick restart does not
+          // page.
+          {
+            alert: 'LedgerNodeDown',
+            expr: 'ledger_node_up{%(ledgerSelector)s} == 0' % $._config,
+            'for': '2m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'A ledger node is down.',
+              description: |||
+                The exporter {{ $labels.instance }} cannot read /health of ledger node
+                {{ $labels.node }}; its blockchains are not monitored while it is down.
+              |||,
+            },
+          },
+          // At least scrapeErrorsThreshold (3) failed requests in every 5m window (one poll
+          // in 20 at the default 15s interval) for 15m: a node or endpoint failing now and
+          // then. A node down for the whole last 10m is left to LedgerNodeDown; the 10m
+          // window expires before the 15m `for`, so a plain outage never raises both.
+          {
+            alert: 'LedgerNodeScrapeErrors',
+            expr: |||
+              increase(ledger_node_scrape_errors_total{%(ledgerSelector)s}[5m]) >= %(scrapeErrorsThreshold)d
+              unless on(node) (max_over_time(ledger_node_up{%(ledgerSelector)s}[10m]) == 0)
+            ||| % $._config,
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Requests to a ledger node keep failing.',
+              description: |||
+                {{ $value | humanize }} requests to the {{ $labels.endpoint }} endpoint of ledger
+                node {{ $labels.node }} failed with reason {{ $labels.reason }} in the last 5
+                minutes, for at least 15 minutes.
+              |||,
+            },
+          },
+          // The node answers zero peers: it is cut off from the network. 2m rides out a peer
+          // reconnect. Drop this alert for a single-node network, which never has peers.
+          {
+            alert: 'LedgerNodePeersLost',
+            expr: 'ledger_node_peers{%(ledgerSelector)s} == 0 and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+            'for': '2m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'A ledger node has no peers.',
+              description: |||
+                Ledger node {{ $labels.node }} reports 0 connected peers; it cannot receive or
+                propagate blocks and votes.
+              |||,
+            },
+          },
+          // Fewer than peersLowThreshold (2) peers, but more than 0 (LedgerNodePeersLost),
+          // for 10m. With 2, one node down in a 4-node network (3 -> 2 peers on the others)
+          // does not fire on every other node; raise it for larger networks.
+          {
+            alert: 'LedgerNodePeersLow',
+            expr: |||
+              ledger_node_peers{%(ledgerSelector)s} < %(peersLowThreshold)d and ledger_node_peers{%(ledgerSelector)s} > 0
+              and on(node) ledger_node_up{%(ledgerSelector)s} == 1
+            ||| % $._config,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A ledger node has fewer than %s.' % utils.plural($._config.peersLowThreshold, 'peer'),
+              description: |||
+                Ledger node {{ $labels.node }} has only {{ $value }} connected peer(s) for 10
+                minutes; losing one more isolates it.
+              |||,
+            },
+          },
+        ],
+      },
+    ],
+  },
+}

@@ -1,0 +1,52 @@
+// Probe mode (README.md "Probe mode"): the exporter answers /probe per node and keeps no
+// state, so a node that cannot be read has only ledger_probe_success 0 (no ledger_node_up 0),
+// and a stall is seen in Prometheus's history instead of the exporter's.
+local utils = import '../lib/utils.libsonnet';
+
+{
+  prometheusAlerts+:: {
+    groups+: [
+      {
+        name: 'ledger-probe',
+        rules: [
+          // The probe could not read the node's /health. 2m = 8 probes at the 15s interval of
+          // deploy/prometheus/probe.yml: one slow answer or a quick restart does not page.
+          {
+            alert: 'LedgerProbeFailed',
+            expr: 'ledger_probe_success{%(ledgerSelector)s} == 0' % $._config,
+            'for': '2m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'A ledger node cannot be probed.',
+              description: |||
+                The probe of ledger node {{ $labels.instance }} (job {{ $labels.job }}) cannot read
+                its /health; its blockchains are not monitored while it fails.
+              |||,
+            },
+          },
+          // The height has not changed in probeStalledWindow (10m) of probes, on a series at
+          // least that old (a chain just discovered is not stalled). Series with the daemon's
+          // last-change timestamp are left to LedgerBlockHeightStalled, so nothing pages
+          // twice.
+          {
+            alert: 'LedgerProbeBlockHeightStalled',
+            expr: |||
+              changes(ledger_blockchain_height{%(ledgerSelector)s}[%(probeStalledWindow)s]) == 0
+              and ledger_blockchain_height{%(ledgerSelector)s} offset %(probeStalledWindow)s
+              unless on(node, blockchain) ledger_blockchain_height_last_change_timestamp_seconds{%(ledgerSelector)s}
+            ||| % $._config,
+            'for': '1m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'A blockchain height has not changed in %s of probes.' % utils.durationText($._config.probeStalledWindow),
+              description: |||
+                The height of blockchain {{ $labels.blockchain }} on ledger node
+                {{ $labels.node }} has not changed in %s of probes.
+              ||| % utils.durationText($._config.probeStalledWindow),
+            },
+          },
+        ],
+      },
+    ],
+  },
+}

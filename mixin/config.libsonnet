@@ -1,0 +1,83 @@
+// The mixin's settings. Override any of them in your own jsonnet:
+//
+//   (import 'ledger-exporter/mixin/mixin.libsonnet') + {
+//     _config+:: {
+//       exporterJobSelector: 'job="ledger"',
+//       extraSelector: 'cluster="prod"',
+//       runbookURLPattern: 'https://wiki.example.com/ledger/runbooks#%s',
+//     },
+//   }
+//
+// Every threshold an operator is expected to tune is here, with the alert that uses it; the
+// comment above each alert (alerts/*.libsonnet) explains its value and its `for`.
+//
+//   setting                      default  alert(s)
+//   ---------------------------  -------  ------------------------------------------------
+//   exporterJobSelector          job=...  LedgerExporterDown, LedgerExporterAbsent,
+//                                         LedgerExporterConfigReloadFailed
+//   ledgerJobSelector            job=~... every other alert, the recording rules
+//   scrapeErrorsThreshold        3        LedgerNodeScrapeErrors (per 5m window, for 15m)
+//   peersLowThreshold            2        LedgerNodePeersLow (LedgerNodePeersLost: 0 peers)
+//   heightStalledSeconds         600      LedgerBlockHeightStalled, and the stall guard of
+//                                         LedgerNodeBehind (one setting: they stay equal)
+//   blocksBehindThreshold        10       LedgerNodeBehind (min over 5m, for 5m)
+//   syncingTooLongFor            30m      LedgerBlockchainSyncingTooLong
+//   pendingMessagesThreshold     1000     LedgerPendingMessagesHigh (for 10m)
+//   delayedMessagesThreshold     100      LedgerDelayedMessagesHigh (for 10m)
+//   voteRoundThreshold           3        LedgerVoteRoundsEscalating (for 5m)
+//   probeStalledWindow           10m      LedgerProbeBlockHeightStalled
+//   contractChangedWindow        15m      LedgerWatchedContractChanged (info)
+//
+// Fixed by what they detect (no setting): LedgerNodeDown (up == 0, 2m), LedgerBlockchainDown
+// (5m), LedgerCouncilBelowMinMembers (below the chain's own consensus.minMembers, 5m),
+// LedgerBlockchainForked and LedgerNodeOffMajorityBlock (more than one block at the
+// checkpoint, 2m), LedgerCouncilViewsDiverge (more than one council set, 5m),
+// LedgerNetworkPartitioned (more than one group, 2m), LedgerProbeFailed (2m),
+// LedgerWatchedContractNotActive and LedgerWatchedWalletDisabled (2m),
+// LedgerWatchedContractNodesDisagree and LedgerWatchedWalletNodesDisagree (5m).
+{
+  _config+:: {
+    assert self.exporterJobSelector != '' && self.ledgerJobSelector != '' :
+           'exporterJobSelector and ledgerJobSelector must select something (e.g. job="...")',
+
+    // Selects the exporter's own targets (its /metrics: `up`, build info, config reload,
+    // process metrics). The Prometheus Operator names the job after the Service.
+    exporterJobSelector: 'job="ledger-exporter"',
+
+    // Selects the targets that carry the ledger series: the daemon's /metrics and probe
+    // mode's /probe scrapes (deploy/prometheus/probe.yml's job `ledger-probe`).
+    ledgerJobSelector: 'job=~"ledger-exporter|ledger-probe"',
+
+    // Matchers added to every selector of every alert, rule and dashboard query, e.g.
+    // 'cluster="prod"' when several environments share one Prometheus. Empty: none.
+    extraSelector: '',
+
+    // The full selectors the alerts, rules and dashboards use.
+    exporterSelector: std.join(', ', std.filter(function(s) s != '', [self.exporterJobSelector, self.extraSelector])),
+    ledgerSelector: std.join(', ', std.filter(function(s) s != '', [self.ledgerJobSelector, self.extraSelector])),
+
+    // Each alert's runbook_url: this pattern with `%s` replaced by the alert's name in lower
+    // case. The default points at the alert's row in the project's README; point it at your
+    // own copy or wiki if you publish one.
+    runbookURLPattern: 'https://github.com/ledger-exporter/ledger-exporter/blob/main/README.md#%s',
+
+    // Alert thresholds (see the table above).
+    scrapeErrorsThreshold: 3,
+    peersLowThreshold: 2,
+    heightStalledSeconds: 600,
+    blocksBehindThreshold: 10,
+    syncingTooLongFor: '30m',
+    pendingMessagesThreshold: 1000,
+    delayedMessagesThreshold: 100,
+    voteRoundThreshold: 3,
+    probeStalledWindow: '10m',
+    contractChangedWindow: '15m',
+
+    // Dashboards.
+    dashboardTitlePrefix: 'Ledger / ',
+    dashboardTags: ['ledger', 'ledger-exporter'],
+    dashboardRefresh: '30s',
+    dashboardTimezone: 'browser',
+    dashboardTimeFrom: 'now-6h',
+  },
+}

@@ -1,0 +1,130 @@
+// Ledger / Exporter: the exporter's own health.
+local g = import '../lib/grafana.libsonnet';
+
+{
+  grafanaDashboards+:: {
+    'ledger-exporter.json':
+      local c = $._config;
+      local pick = 'job=~"$job", instance=~"$instance"';
+      // The exporter's own series, and the node series it serves in daemon mode.
+      local E = '%s, %s' % [c.exporterSelector, pick];
+      local L = '%s, %s' % [c.ledgerSelector, pick];
+      local N = L + ', node=~"$node"';
+      g.dashboard(
+        c,
+        'ledger-exporter',
+        'Exporter',
+        'Health of ledger-exporter itself: polling cycle, per-node poll duration and errors, config reloads, process resources.',
+        [
+          g.queryVariable('job', 'Job', 'ledger_exporter_build_info{%s}' % c.exporterSelector),
+          g.queryVariable('instance', 'Instance', 'ledger_exporter_build_info{%s, job=~"$job"}' % c.exporterSelector),
+          g.queryVariable('node', 'Node', 'ledger_node_up{%s}' % L),
+        ],
+        [
+          g.row(1, 'Exporter'),
+          g.stat(
+            2,
+            'Exporter targets up',
+            'Exporter targets Prometheus scraped successfully, of all targets of the job.',
+            [g.target('sum(up{%s})' % E, 'up'), g.target('count(up{%s})' % E, 'targets')],
+          ),
+          g.stat(
+            3,
+            'Config reload',
+            'Whether the last configuration (re)load succeeded; a failed reload keeps the old config.',
+            [g.target('ledger_exporter_config_last_reload_successful{%s}' % E, '{{instance}}')],
+            steps=g.thresholds('red', [[1, 'green']]),
+            mappings=g.boolMapping(['failed', 'red'], ['ok', 'green']),
+          ),
+          g.table(
+            4,
+            'Exporter version',
+            'ledger_exporter_build_info per exporter instance.',
+            [g.tableTarget('ledger_exporter_build_info{%s}' % E)],
+            ['instance', 'job', 'version'],
+            size=[6, 4],
+          ),
+          g.stat(
+            5,
+            'Uptime',
+            'Time since the exporter process started.',
+            [g.target('time() - process_start_time_seconds{%s}' % E, '{{instance}}')],
+            unit='dtdurations',
+          ),
+          g.timeseries(
+            6,
+            'Polling cycle duration',
+            "Wall time of the exporter's last full polling cycle; keep it below the exporter's scrape_interval.",
+            [g.target('ledger_exporter_cycle_duration_seconds{%s}' % E, '{{instance}}')],
+            unit='s',
+          ),
+          g.timeseries(
+            7,
+            'Prometheus scrape duration',
+            'How long Prometheus takes to scrape /metrics (scrape_duration_seconds).',
+            [g.target('scrape_duration_seconds{%s}' % E, '{{instance}}')],
+            unit='s',
+          ),
+          g.row(8, 'Nodes'),
+          g.timeseries(
+            9,
+            'Node poll duration',
+            "Wall time of each node's last poll.",
+            [g.target('ledger_node_scrape_duration_seconds{%s}' % N, '{{node}}')],
+            unit='s',
+          ),
+          g.timeseries(
+            10,
+            'Scrape errors by reason',
+            'Failed requests per second to the nodes, by endpoint and reason.',
+            [g.target('sum by (node, endpoint, reason) (rate(ledger_node_scrape_errors_total{%s}[$__rate_interval]))' % N, '{{node}} {{endpoint}} {{reason}}')],
+            unit='reqps',
+          ),
+          g.timeseries(
+            11,
+            'Time since last successful poll',
+            "Age of each node's last successful /health read.",
+            [g.target('time() - ledger_node_last_success_timestamp_seconds{%s}' % N, '{{node}}')],
+            unit='s',
+          ),
+          g.stateTimeline(
+            12,
+            'Node up',
+            "1 when the exporter read the node's /health in that cycle.",
+            [g.target('ledger_node_up{%s}' % N, '{{node}}')],
+            g.boolMapping(['down', 'red'], ['up', 'green']),
+          ),
+          g.row(13, 'Process'),
+          g.timeseries(
+            14,
+            'CPU',
+            'CPU time used by the exporter process (1 = one core).',
+            [g.target('rate(process_cpu_seconds_total{%s}[$__rate_interval])' % E, '{{instance}}')],
+            unit='percentunit',
+            size=[8, 8],
+          ),
+          g.timeseries(
+            15,
+            'Memory',
+            'Resident and virtual memory of the exporter process.',
+            [
+              g.target('process_resident_memory_bytes{%s}' % E, '{{instance}} resident'),
+              g.target('process_virtual_memory_bytes{%s}' % E, '{{instance}} virtual'),
+            ],
+            unit='bytes',
+            size=[8, 8],
+          ),
+          g.timeseries(
+            16,
+            'Open file descriptors',
+            'Open file descriptors against the process limit.',
+            [
+              g.target('process_open_fds{%s}' % E, '{{instance}} open'),
+              g.target('process_max_fds{%s}' % E, '{{instance}} limit'),
+            ],
+            size=[8, 8],
+          ),
+        ],
+      ),
+  },
+}

@@ -1,0 +1,235 @@
+// Ledger / Fleet overview: every node and chain at a glance.
+local g = import '../lib/grafana.libsonnet';
+local utils = import '../lib/utils.libsonnet';
+
+{
+  grafanaDashboards+:: {
+    'ledger-fleet.json':
+      local c = $._config;
+      local pick = 'job=~"$job", instance=~"$instance"';
+      local L = '%s, %s' % [c.ledgerSelector, pick];
+      local N = L + ', node=~"$node"';
+      local B = N + ', blockchain=~"$blockchain"';
+      // Per-chain network series have no node label.
+      local C = L + ', blockchain=~"$blockchain"';
+      // ALERTS carries the alert's own labels: no job selector of the config to match on.
+      local A = std.join(', ', std.filter(function(s) s != '', ['alertname=~"Ledger.*", alertstate="firing"', c.extraSelector, pick]));
+      local perNode = '{{node}} · {{blockchain}}';
+      g.dashboard(
+        c,
+        'ledger-fleet',
+        'Fleet overview',
+        'Every ledger node and chain at a glance: up, heights, lag, peers, sync and council state, firing alerts.',
+        [
+          g.queryVariable('job', 'Job', 'ledger_node_up{%s}' % c.ledgerSelector),
+          g.queryVariable('instance', 'Instance', 'ledger_node_up{%s, job=~"$job"}' % c.ledgerSelector),
+          g.queryVariable('node', 'Node', 'ledger_node_up{%s}' % L),
+          g.queryVariable('blockchain', 'Blockchain', 'ledger_blockchain_up{%s}' % N),
+        ],
+        [
+          g.row(1, 'Fleet'),
+          g.stat(
+            2,
+            'Nodes up',
+            'Nodes whose /health the exporter read in its last cycle.',
+            [g.target('sum(ledger_node_up{%s})' % N, 'up')],
+            size=[4, 4],
+          ),
+          g.stat(
+            3,
+            'Nodes down',
+            'Nodes the exporter could not read in its last cycle.',
+            [g.target('count(ledger_node_up{%s} == 0) or vector(0)' % N, 'down')],
+            steps=g.thresholds('green', [[1, 'red']]),
+            size=[4, 4],
+          ),
+          g.stat(
+            4,
+            'Blockchains',
+            'Distinct blockchains reported by the selected nodes.',
+            [g.target('count(count by (blockchain) (ledger_blockchain_up{%s}))' % B, 'chains')],
+            size=[4, 4],
+          ),
+          g.stat(
+            5,
+            'Max blocks behind',
+            "Worst lag of any selected node behind its chain's highest node.",
+            [g.target('max(ledger_blockchain_blocks_behind{%s})' % B, 'blocks behind')],
+            steps=g.thresholds('green', [[5, 'orange'], [c.blocksBehindThreshold, 'red']]),
+            size=[4, 4],
+          ),
+          g.stat(
+            6,
+            'Longest time since last block',
+            'Longest time any selected node has kept the same height (LedgerBlockHeightStalled fires at %s).' % utils.secondsText(c.heightStalledSeconds),
+            [g.target('max(time() - ledger_blockchain_height_last_change_timestamp_seconds{%s})' % B, 'since last block')],
+            unit='s',
+            steps=g.thresholds('green', [[c.heightStalledSeconds / 2, 'orange'], [c.heightStalledSeconds, 'red']]),
+            size=[4, 4],
+          ),
+          g.stat(
+            7,
+            'Firing Ledger alerts',
+            'Ledger alerts firing in this Prometheus for the selected jobs and instances.',
+            [g.target('count(ALERTS{%s}) or vector(0)' % A, 'firing')],
+            steps=g.thresholds('green', [[1, 'red']]),
+            size=[4, 4],
+          ),
+          g.stateTimeline(
+            8,
+            'Node up',
+            "1 when the exporter read the node's /health in that cycle.",
+            [g.target('ledger_node_up{%s}' % N, '{{node}}')],
+            g.boolMapping(['down', 'red'], ['up', 'green']),
+            size=[24, 6],
+          ),
+          g.row(9, 'Chains'),
+          g.timeseries(
+            10,
+            'Height per chain',
+            'Highest block height of each chain among the selected nodes.',
+            [g.target('max by (blockchain) (ledger_blockchain_height{%s})' % B, '{{blockchain}}')],
+            softMin=false,
+          ),
+          g.timeseries(
+            11,
+            'Block rate per chain',
+            'Blocks per second of each chain (its fastest node): deriv() of the height, a gauge; a chain restarting from 0 shows one dip below 0.',
+            [g.target('max by (blockchain) (deriv(ledger_blockchain_height{%s}[$__rate_interval]))' % B, '{{blockchain}}')],
+            unit='suffix: blocks/s',
+          ),
+          g.timeseries(
+            12,
+            'Height by node',
+            'Block height of every selected node and chain.',
+            [g.target('ledger_blockchain_height{%s}' % B, perNode)],
+            softMin=false,
+          ),
+          g.timeseries(
+            13,
+            'Blocks behind',
+            'Blocks each node is behind the highest node of the chain (as the exporter sees it). LedgerNodeBehind fires above %d for 10m.' % c.blocksBehindThreshold,
+            [g.target('ledger_blockchain_blocks_behind{%s}' % B, perNode)],
+          ),
+          g.timeseries(
+            14,
+            'Time since last block',
+            "Time since the exporter saw the node's height change.",
+            [g.target('time() - ledger_blockchain_height_last_change_timestamp_seconds{%s}' % B, perNode)],
+            unit='s',
+          ),
+          g.timeseries(
+            15,
+            'Time since last message',
+            "Time since the node's lastMessageTime (node's clock).",
+            [g.target('time() - ledger_blockchain_last_message_timestamp_seconds{%s}' % B, perNode)],
+            unit='s',
+          ),
+          g.row(16, 'Network and consensus'),
+          g.timeseries(
+            17,
+            'Peers per node',
+            'Peers connected to each node (network.peerCount).',
+            [g.target('ledger_node_peers{%s}' % N, '{{node}}')],
+          ),
+          g.timeseries(
+            18,
+            'Chain peers',
+            'Peers participating in each chain, per node (blockchainPeers).',
+            [g.target('ledger_blockchain_peers{%s}' % B, perNode)],
+          ),
+          g.stateTimeline(
+            19,
+            'Syncing',
+            'Whether the node is syncing the chain.',
+            [g.target('ledger_blockchain_syncing{%s}' % B, perNode)],
+            g.boolMapping(['in sync', 'green'], ['syncing', 'orange']),
+          ),
+          g.stateTimeline(
+            20,
+            'In council',
+            'Whether the node is a council member of the chain.',
+            [g.target('ledger_blockchain_in_council{%s}' % B, perNode)],
+            g.boolMapping(['not a member', 'transparent'], ['member', 'blue']),
+          ),
+          g.row(23, 'Network agreement'),
+          g.stat(
+            24,
+            'Forked chains',
+            'Chains whose polled nodes hold more than one block at the checkpoint height (a fork).',
+            [g.target('count(ledger_network_blockchain_checkpoint_hashes{%s} > 1) or vector(0)' % C, 'forked chains')],
+            steps=g.thresholds('green', [[1, 'red']]),
+          ),
+          g.stat(
+            25,
+            'Chains with diverging councils',
+            'Chains whose up nodes report more than one council member set.',
+            [g.target('count(ledger_network_blockchain_council_views{%s} > 1) or vector(0)' % C, 'chains')],
+            steps=g.thresholds('green', [[1, 'orange']]),
+          ),
+          g.stat(
+            26,
+            'Peer partitions',
+            'Groups of up polled nodes with no peer link between them (1: one connected network).',
+            [g.target('max(ledger_network_peer_partitions{%s})' % L, 'partitions')],
+            steps=g.thresholds('green', [[2, 'red']]),
+          ),
+          g.stat(
+            27,
+            "Nodes off the majority's block",
+            "Selected nodes whose block at the checkpoint is not the majority's.",
+            [g.target('count(ledger_blockchain_checkpoint_agrees{%s} == 0) or vector(0)' % B, 'nodes')],
+            steps=g.thresholds('green', [[1, 'red']]),
+          ),
+          g.timeseries(
+            28,
+            'Distinct block hashes at the checkpoint',
+            'Per chain: 1 when every polled node holds the same block at the checkpoint, more on a fork.',
+            [g.target('ledger_network_blockchain_checkpoint_hashes{%s}' % C, '{{blockchain}}')],
+          ),
+          g.timeseries(
+            29,
+            'Checkpoint height',
+            'Height at which block hashes are compared: the lowest head of the not-syncing nodes minus checkpoint_depth.',
+            [g.target('ledger_network_blockchain_checkpoint_height{%s}' % C, '{{blockchain}}')],
+          ),
+          g.stateTimeline(
+            30,
+            'Block agreement per node',
+            "1 when the node's block at the checkpoint is the majority's; a gap when its block could not be read.",
+            [g.target('ledger_blockchain_checkpoint_agrees{%s}' % B, '{{node}} {{blockchain}}')],
+            g.boolMapping(['off the majority', 'red'], ['agrees', 'green']),
+          ),
+          g.stateTimeline(
+            31,
+            'Council agreement per node',
+            "1 when the node's council member set is the one a strict majority report.",
+            [g.target('ledger_blockchain_council_agrees{%s}' % B, '{{node}} {{blockchain}}')],
+            g.boolMapping(['off the majority', 'orange'], ['agrees', 'green']),
+          ),
+          g.timeseries(
+            32,
+            'Links to other polled nodes',
+            'How many of the other up polled nodes each node is linked to; 0: cut off from them.',
+            [g.target('ledger_node_polled_peers{%s}' % N, '{{node}}')],
+          ),
+          g.timeseries(
+            33,
+            'Council views per chain',
+            'Distinct council member sets among the up nodes that read the chain (1: agreement).',
+            [g.target('ledger_network_blockchain_council_views{%s}' % C, '{{blockchain}}')],
+          ),
+          g.row(21, 'Alerts'),
+          g.table(
+            22,
+            'Firing Ledger alerts',
+            'Ledger alerts firing now for the selected jobs and instances (all nodes; exporter-level alerts have no node, and LedgerExporterAbsent, which has no instance, shows in Alertmanager only).',
+            [g.tableTarget('ALERTS{%s}' % A)],
+            ['alertname', 'severity', 'node', 'blockchain'],
+            hide=['Value', 'alertstate'],
+            size=[24, 8],
+          ),
+        ],
+      ),
+  },
+}

@@ -1,0 +1,173 @@
+// Ledger / Watched contracts and wallets: the objects of the exporter's watch list.
+local g = import '../lib/grafana.libsonnet';
+
+{
+  grafanaDashboards+:: {
+    'ledger-watch.json':
+      local c = $._config;
+      local pick = 'job=~"$job", instance=~"$instance"';
+      local L = '%s, %s' % [c.ledgerSelector, pick];
+      local N = L + ', node=~"$node"';
+      local B = N + ', blockchain=~"$blockchain"';
+      local K = B + ', contract=~"$contract"';
+      local W = B + ', wallet=~"$wallet"';
+      local perContract = '{{node}} {{contract}}';
+      local perWallet = '{{node}} {{wallet}}';
+      g.dashboard(
+        c,
+        'ledger-watch',
+        'Watched contracts and wallets',
+        "The contracts and wallets of the exporter's watch list, as each node reports them: status, version and code hash, chosen state values, wallets' enabled flag and permissions, and where nodes disagree.",
+        [
+          g.queryVariable('job', 'Job', 'ledger_node_up{%s}' % c.ledgerSelector),
+          g.queryVariable('instance', 'Instance', 'ledger_node_up{%s, job=~"$job"}' % c.ledgerSelector),
+          g.queryVariable('node', 'Node', 'ledger_node_up{%s}' % L),
+          g.queryVariable('blockchain', 'Blockchain', 'ledger_blockchain_up{%s}' % N),
+          g.queryVariable('contract', 'Contract', 'ledger_contract_up{%s}' % B),
+          g.queryVariable('wallet', 'Wallet', 'ledger_wallet_up{%s}' % B),
+        ],
+        [
+          g.row(1, 'Contracts'),
+          g.stat(
+            2,
+            'Contracts not ACTIVE',
+            'Watched contracts (per node) whose status is anything but ACTIVE.',
+            [g.target('count(ledger_contract_status{%s, status!="ACTIVE"} == 1) or vector(0)' % K, 'not active')],
+            steps=g.thresholds('green', [[1, 'orange']]),
+          ),
+          g.stat(
+            3,
+            'Contracts with disagreeing nodes',
+            'Watched contracts whose nodes report more than one status (LedgerWatchedContractNodesDisagree).',
+            [g.target('count(count by (blockchain, contract) (count by (blockchain, contract, status) (ledger_contract_status{%s} == 1)) > 1) or vector(0)' % K, 'disagreeing')],
+            steps=g.thresholds('green', [[1, 'orange']]),
+          ),
+          g.stat(
+            4,
+            'Wallets disabled',
+            'Watched wallets (per node) that report enabled: false.',
+            [g.target('count(ledger_wallet_enabled{%s} == 0) or vector(0)' % W, 'disabled')],
+            steps=g.thresholds('green', [[1, 'orange']]),
+          ),
+          g.stat(
+            5,
+            'Wallets with disagreeing nodes',
+            'Watched wallets whose nodes report a different enabled flag (LedgerWatchedWalletNodesDisagree).',
+            [g.target('count((max by (blockchain, wallet) (ledger_wallet_enabled{%s}) - min by (blockchain, wallet) (ledger_wallet_enabled{%s})) > 0) or vector(0)' % [W, W], 'disagreeing')],
+            steps=g.thresholds('green', [[1, 'orange']]),
+          ),
+          g.stateTimeline(
+            6,
+            'Contract read',
+            "1 when the exporter read the contract's metadata from the node in that cycle (ledger_contract_up).",
+            [g.target('ledger_contract_up{%s}' % K, perContract)],
+            g.boolMapping(['not read', 'red'], ['read', 'green']),
+            size=[12, 6],
+          ),
+          g.stateTimeline(
+            7,
+            'Contract ACTIVE',
+            '1 while the node reports the contract ACTIVE; the status table says what else it reports.',
+            [g.target('ledger_contract_status{%s, status="ACTIVE"}' % K, perContract)],
+            g.boolMapping(['not ACTIVE', 'orange'], ['ACTIVE', 'green']),
+            size=[12, 6],
+          ),
+          g.table(
+            8,
+            'Contract status now',
+            'The status each node reports for each watched contract (ledger_contract_status == 1).',
+            [g.tableTarget('ledger_contract_status{%s} == 1' % K)],
+            ['node', 'blockchain', 'contract', 'status'],
+            hide=['Value', 'instance', 'job'],
+            size=[12, 7],
+          ),
+          g.table(
+            9,
+            'Contract identity',
+            'Address, VM type and code hash each node reports (ledger_contract_info); a node with another code hash is out of step.',
+            [g.tableTarget('ledger_contract_info{%s}' % K)],
+            ['node', 'blockchain', 'contract', 'address', 'vm_type', 'code_hash'],
+            hide=['Value', 'instance', 'job'],
+            renames={ code_hash: 'code hash', vm_type: 'VM' },
+            size=[12, 7],
+          ),
+          g.timeseries(
+            10,
+            'Contract version',
+            "The contract's version per node (ledger_contract_version); a step is an upgrade.",
+            [g.target('ledger_contract_version{%s}' % K, perContract)],
+            softMin=false,
+            size=[24, 7],
+          ),
+          g.row(11, 'Contract state'),
+          g.stateTimeline(
+            12,
+            'State read',
+            "1 when the exporter read the contract's state from the node in that cycle (ledger_contract_state_up).",
+            [g.target('ledger_contract_state_up{%s}' % K, perContract)],
+            g.boolMapping(['not read', 'red'], ['read', 'green']),
+            size=[12, 6],
+          ),
+          g.timeseries(
+            13,
+            'State version',
+            "Version of the contract's state per node (ledger_contract_state_version); it climbs as the contract is used.",
+            [g.target('ledger_contract_state_version{%s}' % K, perContract)],
+            softMin=false,
+            size=[12, 6],
+          ),
+          g.timeseries(
+            14,
+            'State values',
+            'The configured state_keys per node (ledger_contract_state_value; booleans as 0/1).',
+            [g.target('ledger_contract_state_value{%s}' % K, perContract + ' {{key}}')],
+            softMin=false,
+            size=[24, 8],
+          ),
+          g.row(15, 'Wallets'),
+          g.stateTimeline(
+            16,
+            'Wallet read',
+            '1 when the exporter read the wallet from the node in that cycle (ledger_wallet_up).',
+            [g.target('ledger_wallet_up{%s}' % W, perWallet)],
+            g.boolMapping(['not read', 'red'], ['read', 'green']),
+            size=[12, 6],
+          ),
+          g.stateTimeline(
+            17,
+            'Wallet enabled',
+            "The wallet's enabled flag per node (ledger_wallet_enabled).",
+            [g.target('ledger_wallet_enabled{%s}' % W, perWallet)],
+            g.boolMapping(['disabled', 'red'], ['enabled', 'green']),
+            size=[12, 6],
+          ),
+          g.table(
+            18,
+            'Permissions',
+            "Each auth group's create/read/update/delete flag per node (ledger_wallet_permission: 1 granted, 0 not).",
+            [g.tableTarget('ledger_wallet_permission{%s}' % W)],
+            ['node', 'blockchain', 'wallet', 'group', 'permission', 'Value'],
+            hide=['instance', 'job'],
+            renames={ Value: 'granted' },
+          ),
+          g.table(
+            19,
+            'Wallet identity',
+            'Address, key type and public key each node reports (ledger_wallet_info).',
+            [g.tableTarget('ledger_wallet_info{%s}' % W)],
+            ['node', 'blockchain', 'wallet', 'address', 'key_type', 'public_key'],
+            hide=['Value', 'instance', 'job'],
+            renames={ key_type: 'key type', public_key: 'public key' },
+          ),
+          g.timeseries(
+            20,
+            'Satellite wallets',
+            'Number of satellite wallets per node (ledger_wallet_satellite_wallets).',
+            [g.target('ledger_wallet_satellite_wallets{%s}' % W, perWallet)],
+            softMin=false,
+            size=[24, 6],
+          ),
+        ],
+      ),
+  },
+}

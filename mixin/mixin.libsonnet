@@ -1,0 +1,6 @@
+// ledger-exporter's monitoring mixin: prometheusAlerts, prometheusRules and
+// grafanaDashboards (file name -> dashboard), configured by _config (config.libsonnet).
+(import 'config.libsonnet') +
+(import 'alerts/alerts.libsonnet') +
+(import 'rules/rules.libsonnet') +
+(import 'dashboards/dashboards.libsonnet')

@@ -1,0 +1,102 @@
+// Recording rules, named level:metric:operations (https://prometheus.io/docs/practices/rules/).
+//
+// They precompute the fleet-wide views that are expensive or awkward to type: the alerts and
+// the Grafana dashboards use the raw exporter metrics, so neither depends on these rules being
+// loaded; use them for your own queries, federation and long-term storage.
+{
+  prometheusRules+:: {
+    groups+: [
+      {
+        name: 'ledger-blockchain.rules',
+        rules: [
+          // Highest height of each chain among all nodes Prometheus scrapes (across
+          // exporters, unlike ledger_blockchain_blocks_behind, which only compares one
+          // exporter's nodes).
+          {
+            record: 'blockchain:ledger_blockchain_height:max',
+            expr: 'max by (blockchain) (ledger_blockchain_height{%(ledgerSelector)s})' % $._config,
+          },
+          // How many blocks each node is behind the chain's highest node (0 for the leaders).
+          {
+            record: 'node_blockchain:ledger_blockchain_height:lag',
+            expr: |||
+              max by (blockchain) (ledger_blockchain_height{%(ledgerSelector)s})
+              - on(blockchain) group_right()
+              ledger_blockchain_height{%(ledgerSelector)s}
+            ||| % $._config,
+          },
+          // Blocks per second per node and chain over 5m. The height is a gauge that only
+          // grows, so rate() reads it like a counter: unlike deriv(), it survives a chain
+          // restarting from 0 (a deliberate choice; the name is part of the interface).
+          {
+            record: 'node_blockchain:ledger_blockchain_height:rate5m',
+            expr: 'rate(ledger_blockchain_height{%(ledgerSelector)s}[5m])' % $._config,
+          },
+          // Blocks per second per chain: the fastest node's rate, which is the chain's own
+          // pace.
+          {
+            record: 'blockchain:ledger_blockchain_height:max_rate5m',
+            expr: 'max by (blockchain) (rate(ledger_blockchain_height{%(ledgerSelector)s}[5m]))' % $._config,
+          },
+          // Seconds since the node's height last changed (what LedgerBlockHeightStalled
+          // tests).
+          {
+            record: 'node_blockchain:ledger_blockchain_height_last_change_timestamp_seconds:age',
+            expr: 'time() - ledger_blockchain_height_last_change_timestamp_seconds{%(ledgerSelector)s}' % $._config,
+          },
+          // Seconds since the node processed its last message on the chain.
+          {
+            record: 'node_blockchain:ledger_blockchain_last_message_timestamp_seconds:age',
+            expr: 'time() - ledger_blockchain_last_message_timestamp_seconds{%(ledgerSelector)s}' % $._config,
+          },
+        ],
+      },
+      {
+        name: 'ledger-node.rules',
+        rules: [
+          // Failed requests per second by node, endpoint and reason over 5m.
+          {
+            record: 'node_endpoint_reason:ledger_node_scrape_errors:rate5m',
+            expr: 'sum by (node, endpoint, reason) (rate(ledger_node_scrape_errors_total{%(ledgerSelector)s}[5m]))' % $._config,
+          },
+          // Nodes answering /health, and nodes polled, per exporter job.
+          {
+            record: 'job:ledger_node_up:sum',
+            expr: 'sum by (job) (ledger_node_up{%(ledgerSelector)s})' % $._config,
+          },
+          {
+            record: 'job:ledger_node_up:count',
+            expr: 'count by (job) (ledger_node_up{%(ledgerSelector)s})' % $._config,
+          },
+        ],
+      },
+      // Probe mode (README.md "Probe mode"): each /probe answer covers one node, so what the
+      // daemon computes across the nodes it polls is computed here across every scraped
+      // node. Across Prometheus shards, evaluate these where all shards' series meet (Thanos
+      // Ruler, or a Prometheus federating the shards). The daemon's
+      // ledger_blockchain_blocks_behind is node_blockchain:ledger_blockchain_height:lag
+      // above, which needs no probe rule.
+      {
+        name: 'ledger-probe.rules',
+        rules: [
+          // Probed nodes whose /health was read, and nodes probed, per job.
+          {
+            record: 'job:ledger_probe_success:sum',
+            expr: 'sum by (job) (ledger_probe_success{%(ledgerSelector)s})' % $._config,
+          },
+          {
+            record: 'job:ledger_probe_success:count',
+            expr: 'count by (job) (ledger_probe_success{%(ledgerSelector)s})' % $._config,
+          },
+          // Height changes over the last 10m: 0 for a stalled chain. It stands in for the
+          // daemon's ledger_blockchain_height_last_change_timestamp_seconds, which needs
+          // memory across polls that a stateless probe has not.
+          {
+            record: 'node_blockchain:ledger_blockchain_height:changes10m',
+            expr: 'changes(ledger_blockchain_height{%(ledgerSelector)s}[10m])' % $._config,
+          },
+        ],
+      },
+    ],
+  },
+}

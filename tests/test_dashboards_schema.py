@@ -1,0 +1,176 @@
+"""The shipped dashboards against Grafana's own JSON schemas (../shared/reference/
+grafana-jsonschema, generated from Grafana's CUE definitions): the dashboard, every panel,
+each panel's options and custom field config against its plugin's schema, and every query
+against the Prometheus query schema.
+
+A dashboard that carries every field Grafana fills in when it loads one validates clean, so
+Grafana shows no diff on save. Allowed are only the generated schema's own quirks that its
+README lists (Grafana's exports hit them too): an empty string for a table footer's
+``fields``, a cell option ``{"type": "auto"}``, an override value that is a plain string, a
+``null`` base threshold.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: ../shared/ beside the clone (CI); a worktree further down finds it among its ancestors.
+SCHEMAS = next(
+    (
+        found
+        for parent in ROOT.parents
+        if (found := parent / "shared" / "reference" / "grafana-jsonschema").is_dir()
+    ),
+    ROOT.parent / "shared" / "reference" / "grafana-jsonschema",
+)
+DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
+#: Panel type -> the plugin's schema file.
+PLUGINS = {
+    "timeseries": "timeseries",
+    "stat": "stat",
+    "table": "table",
+    "state-timeline": "statetimeline",
+    "text": "text",
+    "gauge": "gauge",
+    "bargauge": "bargauge",
+}
+Board = dict[str, Any]
+
+
+@cache
+def validator(schema_file: str, definition: str) -> jsonschema.Draft7Validator:
+    """A validator for one definition of one schema file (refs resolve within the file)."""
+    path = SCHEMAS / f"{schema_file}.jsonschema.json"
+    assert path.exists(), f"{path} missing: the shared reference schemas are needed"
+    definitions = json.loads(path.read_text(encoding="utf-8"))["definitions"]
+    assert definition in definitions, f"{schema_file} has no {definition}"
+    return jsonschema.Draft7Validator(
+        {"$ref": f"#/definitions/{definition}", "definitions": definitions}
+    )
+
+
+def is_listed_quirk(error: jsonschema.ValidationError) -> bool:
+    """The schema's own mismatches its README lists, and nothing wider."""
+    path = list(error.absolute_path)
+    if path[-2:] == ["footer", "fields"]:
+        return bool(error.instance == "")
+    if path[-1:] == ["cellOptions"]:
+        return bool(error.instance == {"type": "auto"})
+    if len(path) >= 4 and path[-4] == "properties" and path[-1] == "value":
+        return isinstance(error.instance, str)  # overrides[i].properties[j].value
+    if path[-3:-1] == ["steps", 0] and path[-1] == "value":
+        return error.instance is None
+    return False
+
+
+def errors(schema_file: str, definition: str, instance: Any) -> list[str]:
+    return [
+        f"{'/'.join(map(str, error.absolute_path))}: {error.message[:200]}"
+        for error in validator(schema_file, definition).iter_errors(instance)
+        if not is_listed_quirk(error)
+    ]
+
+
+def panels(board: Board) -> Iterator[dict[str, Any]]:
+    for panel in board["panels"]:
+        yield panel
+        yield from panel.get("panels", [])
+
+
+def problems(board: Board) -> list[str]:
+    """Every schema error of the dashboard, its panels, options, field config and queries."""
+    found = errors("dashboard", "Dashboard", board)
+    for panel in panels(board):
+        where = f"panel {panel.get('id')} {panel.get('title')!r}"
+        if panel["type"] == "row":
+            found += [f"{where}: {e}" for e in errors("dashboard", "RowPanel", panel)]
+            continue
+        found += [f"{where}: {e}" for e in errors("dashboard", "Panel", panel)]
+        plugin = PLUGINS.get(panel["type"])
+        if plugin is None:
+            found.append(f"{where}: no schema for panel type {panel['type']!r}")
+            continue
+        found += [f"{where} options: {e}" for e in errors(plugin, "Options", panel["options"])]
+        custom = panel["fieldConfig"]["defaults"].get("custom")
+        if custom is not None:
+            found += [f"{where} custom: {e}" for e in errors(plugin, "FieldConfig", custom)]
+        for target in panel.get("targets", []):
+            found += [
+                f"{where} target {target.get('refId')}: {e}"
+                for e in errors("prometheus", "Dataquery", target)
+            ]
+    return found
+
+
+def load(path: Path) -> Board:
+    board: Board = json.loads(path.read_text(encoding="utf-8"))
+    return board
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda path: path.name)
+def test_dashboard_validates_against_grafanas_schema(path: Path) -> None:
+    assert problems(load(path)) == []
+
+
+def test_every_panel_type_has_a_schema() -> None:
+    types = {p["type"] for path in DASHBOARDS for p in panels(load(path))} - {"row"}
+    assert types <= PLUGINS.keys()
+    assert len(DASHBOARDS) == 4
+
+
+def _set(path: str, value: Any) -> Callable[[Board], None]:
+    """Set (``-``: delete) the value at a dotted path such as ``panels.3.options.frameIndex``."""
+
+    def apply(board: Board) -> None:
+        *parents, last = path.split(".")
+        node: Any = board
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        key: Any = int(last) if last.isdigit() else last
+        if value == "-":
+            del node[key]
+        else:
+            node[key] = value
+
+    return apply
+
+
+# ledger-exporter.json: panels 0 row, 1 stat, 3 table, 5 timeseries, 11 state-timeline.
+BREAKAGES = {
+    "row without panels": _set("panels.0.panels", "-"),
+    "variable without current value": _set("templating.list.1.current", {"text": "All"}),
+    "stat without wideLayout": _set("panels.1.options.wideLayout", "-"),
+    "stat with an unknown option": _set("panels.1.options.sparkline", True),
+    "table without frameIndex": _set("panels.3.options.frameIndex", "-"),
+    "table footer fields not a list": _set("panels.3.options.footer.fields", "node"),
+    "table cell option of the wrong shape": _set(
+        "panels.3.fieldConfig.defaults.custom.cellOptions", {"type": "gauge", "x": 1}
+    ),
+    "timeseries custom field config typo": _set(
+        "panels.5.fieldConfig.defaults.custom.lineWidht", 1
+    ),
+    "state timeline legend without calcs": _set("panels.11.options.legend.calcs", "-"),
+    "query with an unknown key": _set("panels.5.targets.0.exprs", "up"),
+    "threshold step that is a string": _set(
+        "panels.1.fieldConfig.defaults.thresholds.steps.0.value", "0"
+    ),
+    "dashboard with an unknown key": _set("editble", False),
+}
+
+
+@pytest.mark.parametrize("breakage", sorted(BREAKAGES))
+def test_validation_catches(breakage: str) -> None:
+    board = load(ROOT / "grafana" / "dashboards" / "ledger-exporter.json")
+    assert problems(board) == []
+    broken = copy.deepcopy(board)
+    BREAKAGES[breakage](broken)
+    assert problems(broken), f"{breakage} passes validation"
