@@ -64,6 +64,10 @@ class Bounds:
     label_value_length: int = DEFAULT_MAX_LABEL_VALUE_LENGTH
 
 
+#: The bounds of a config that sets none of them.
+DEFAULT_BOUNDS = Bounds()
+
+
 @dataclass(frozen=True, slots=True)
 class Dropped:
     """How many values of one answer were not kept because they exceed a bound."""

@@ -19,6 +19,8 @@ from exporter.snapshot import ChainStatus, ErrorCounts, NodeStatus
 from exporter.watch import Reading, WatchRequest
 
 ENDPOINTS = ("health", "blockchain")
+#: Counted once per /health answer that lists chain ids UTF-8 cannot hold (they are skipped).
+_UNREADABLE_IDS = FetchError(Reason.INVALID_RESPONSE, "blockchain ids UTF-8 cannot hold")
 #: The error counters' keys, one tuple each shared by every node (12 fewer tuples a node).
 _ERROR_KEYS = tuple((endpoint, reason.value) for endpoint in ENDPOINTS for reason in Reason)
 
@@ -129,6 +131,7 @@ class _NodeMemory:
     chains_up: dict[str, bool] = field(default_factory=dict)
     heights: dict[str, tuple[float, float]] = field(default_factory=dict)  # height, first seen
     unpolled_chains: int = 0
+    unreadable_ids: bool = False  # the last /health read listed chain ids UTF-8 cannot hold
 
 
 class History:
@@ -156,11 +159,8 @@ class History:
             memory.last_success = now
         _count_watch(memory, result.watch)
         memory.up = _log_change(memory.up, result.error, f"node {name}", name)
-        if result.health is not None and bool(result.unpolled_chains) != bool(
-            memory.unpolled_chains
-        ):
-            _log_capped(name, result.unpolled_chains)
-            memory.unpolled_chains = result.unpolled_chains
+        if result.health is not None:
+            _note_listing(memory, name, result.health, result.unpolled_chains)
         if result.health is not None:  # the chain list is known: forget chains no longer in it
             polled = {chain.blockchain for chain in result.chains}
             if any(chain not in polled for chain in (*memory.heights, *memory.chains_up)):
@@ -213,6 +213,26 @@ def _count_watch(memory: _NodeMemory, results: Sequence[WatchResult]) -> None:
     endpoint's counters start at 0 with the node's first request to it."""
     for result in results:
         memory.errors.add(result.request.kind.value, result.error)
+
+
+def _note_listing(memory: _NodeMemory, node: str, health: HealthReading, unpolled: int) -> None:
+    """Count a /health answer listing chain ids UTF-8 cannot hold as invalid_response, and
+    log once when the node starts or stops listing those or more chains than the cap."""
+    if bool(unpolled) != bool(memory.unpolled_chains):
+        _log_capped(node, unpolled)
+    memory.unpolled_chains = unpolled
+    unreadable = health.unreadable_chain_ids
+    if unreadable:
+        memory.errors.add("health", _UNREADABLE_IDS)
+    if bool(unreadable) != memory.unreadable_ids:
+        memory.unreadable_ids = bool(unreadable)
+        if unreadable:
+            fields = {"node": node, "unreadable_blockchain_ids": unreadable}
+            message = "node lists blockchain ids UTF-8 cannot hold; they are skipped"
+            log.warning(message, extra={"fields": fields})
+        else:
+            message = "node lists no blockchain ids UTF-8 cannot hold any more"
+            log.info(message, extra={"fields": {"node": node}})
 
 
 def _log_capped(node: str, unpolled: int) -> None:

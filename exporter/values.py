@@ -189,6 +189,30 @@ def read_text(value: object, max_chars: int = MAX_TEXT_CHARS) -> str | None:
     return sys.intern(value)
 
 
+class LabelTexts:
+    """Reads the strings of one answer that become label values: as :func:`read_text` under
+    the configured ``max_chars``, counting in ``dropped`` the ones refused for their length
+    (a bound the operator set, unlike a string UTF-8 cannot hold, which is simply unread)."""
+
+    __slots__ = ("dropped", "max_chars")
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.dropped = 0
+
+    def __call__(self, value: object) -> str | None:
+        if not isinstance(value, str) or not self.fits(value) or not is_text(value):
+            return None
+        return sys.intern(value)
+
+    def fits(self, value: str) -> bool:
+        """``value`` is within the length cap; one over it is counted as dropped."""
+        if len(value) <= self.max_chars:
+            return True
+        self.dropped += 1
+        return False
+
+
 def read_length(
     value: object, container: type[list[object]] | type[dict[str, object]]
 ) -> float | None:

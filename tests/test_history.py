@@ -102,3 +102,31 @@ def test_state_changes_are_logged_once(caplog: pytest.LogCaptureFixture) -> None
         "reason": "timeout",
         "error": "boom",
     }
+
+
+def _listing(name: str, chains: list[str]) -> NodeResult:
+    health = read_health(health_doc(chains))
+    results = [ChainResult(chain, read_chain(chain_doc(1))) for chain in health.blockchain_ids]
+    return NodeResult(NodeConfig(name, "http://x/"), health, None, results, 0.1)
+
+
+def test_chain_ids_utf8_cannot_hold_count_as_invalid_responses_and_log_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    history = History()
+    bad = ["c", "\ud800", "x\udfff"]  # what json.loads makes of "\ud800" or raw ED A0 80
+    with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+        history.record([_listing("a", ["c"])], now=1.0)
+        for now in (2.0, 3.0):
+            nodes = history.record([_listing("a", bad)], now=now)
+        back = history.record([_listing("a", ["c"])], now=4.0)
+    counts = {(e, r): n for e, r, n in nodes[0].error_counts}
+    assert counts[("health", "invalid_response")] == 2  # one a /health answer
+    assert nodes[0].up and [c.blockchain for c in nodes[0].chains] == ["c"]
+    assert {(e, r): n for e, r, n in back[0].error_counts}[("health", "invalid_response")] == 2
+    messages = [(record.levelname, record.getMessage()) for record in caplog.records]
+    assert messages == [
+        ("WARNING", "node lists blockchain ids UTF-8 cannot hold; they are skipped"),
+        ("INFO", "node lists no blockchain ids UTF-8 cannot hold any more"),
+    ]
+    assert caplog.records[0].__dict__["fields"] == {"node": "a", "unreadable_blockchain_ids": 2}
