@@ -124,7 +124,11 @@ def _asks(entry: WatchedContract | WatchedWallet, node: str, chains: Collection[
 def plan_requests(
     watch: WatchConfig, node: str, chains: Collection[str]
 ) -> tuple[WatchRequest, ...]:
-    """The watch requests for ``node`` this cycle, given the chains its /health listed."""
+    """The watch requests for ``node`` this cycle, given the chains its /health listed (a
+    set once: a listing of 10^5 ids is not searched once per entry)."""
+    if not watch.contracts and not watch.wallets:
+        return ()
+    chains = chains if isinstance(chains, set | frozenset) else frozenset(chains)
     requests: list[WatchRequest] = []
     for contract in watch.contracts:
         if _asks(contract, node, chains):

@@ -411,3 +411,24 @@ def test_auth_groups_are_bounded(
     assert isinstance(reading, WalletReading)
     assert sorted({group for group, _, _ in reading.permissions}) == kept
     assert reading.dropped == (dropped or NOTHING_DROPPED)
+
+
+class _Listing(tuple[str, ...]):
+    """A /health listing that counts linear membership scans."""
+
+    scans = 0
+
+    def __contains__(self, item: object) -> bool:
+        type(self).scans += 1
+        return super().__contains__(item)
+
+
+def test_a_huge_listing_is_not_scanned_once_per_watch_entry() -> None:
+    """10^5 chain ids times hundreds of entries would be 10^7 comparisons a cycle."""
+    listing = _Listing(f"chain-{index}" for index in range(100_000))
+    wallets = tuple(
+        WatchedWallet(f"chain-{index}", f"w{index}", f"w{index}") for index in range(300)
+    )
+    requests = plan_requests(WatchConfig(wallets=wallets), "validator-1", listing)
+    assert len(requests) == 300
+    assert _Listing.scans == 0
