@@ -120,10 +120,11 @@ class Exporter:
         if config.probe is None:
             return None
         limits = (config.probe.max_in_flight, config.max_response_bytes)
+        chains, bounds = config.max_blockchains_per_node, config.bounds
         if self._probe_engine is None:
-            self._probe_engine = EngineProber(*limits, config.max_blockchains_per_node)
+            self._probe_engine = EngineProber(*limits, chains, bounds=bounds)
         else:
-            self._probe_engine.configure(*limits, config.max_blockchains_per_node)
+            self._probe_engine.configure(*limits, chains, bounds)
         probe_node = self._probe_engine.probe_node
         return Prober(config.probe, config.scrape_timeout, probe_node, slots=self._probe_slots)
 

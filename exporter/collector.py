@@ -13,6 +13,7 @@ from prometheus_client.registry import Collector
 
 from exporter import __version__
 from exporter import metrics as m
+from exporter.bounds import DropKind
 from exporter.metrics import MetricSpec
 from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.watchcollector import WatchCollector
@@ -52,9 +53,10 @@ class ExporterCollector(Collector):
     # TYPE ledger_exporter_cycle_duration_seconds gauge
     # HELP ledger_exporter_config_last_reload_successful 1 when the last configuration load ...
     # TYPE ledger_exporter_config_last_reload_successful gauge
+    # TYPE ledger_exporter_dropped_values_total counter  (labels node, kind)
     """
 
-    SPECS = (m.BUILD_INFO, m.CYCLE_DURATION, m.CONFIG_RELOAD_OK)
+    SPECS = (m.BUILD_INFO, m.CYCLE_DURATION, m.CONFIG_RELOAD_OK, m.DROPPED_VALUES)
 
     def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot = snapshot
@@ -64,6 +66,10 @@ class ExporterCollector(Collector):
         families.add(m.BUILD_INFO, {"version": __version__}, 1.0)
         families.add(m.CYCLE_DURATION, {}, self._snapshot.cycle_duration)
         families.add(m.CONFIG_RELOAD_OK, {}, _flag(self._snapshot.config_reload_ok))
+        for node in self._snapshot.nodes:
+            labels: Labels = {"node": node.name, **dict(node.labels)}
+            for kind, count in zip(DropKind, node.dropped, strict=False):
+                families.add(m.DROPPED_VALUES, {**labels, "kind": kind.value}, count)
         return iter(families)
 
 

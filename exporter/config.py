@@ -15,6 +15,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
+from exporter.bounds import (
+    DEFAULT_MAX_AUTH_GROUPS_PER_WALLET,
+    DEFAULT_MAX_FEATURES_PER_CHAIN,
+    DEFAULT_MAX_LABEL_VALUE_LENGTH,
+    MAX_TEXT_CHARS,
+    Bounds,
+)
 from exporter.schema import NOT_SHOWN, ConfigError, Reader, checking, is_text, locate, read_document
 from exporter.watchconfig import WATCH_LABELS, WatchConfig, read_watch
 from exporter.yamlsource import Path
@@ -44,6 +51,7 @@ RESERVED_LABELS = frozenset(
         "consensus_type",
         "key_type",
         "session",
+        "kind",
         "job",
         "instance",
     }
@@ -70,6 +78,9 @@ _TOP_KEYS = (
     "max_concurrency",
     "max_response_bytes",
     "max_blockchains_per_node",
+    "max_features_per_chain",
+    "max_auth_groups_per_wallet",
+    "max_label_value_length",
     "network_checks",
     "nodes",
     "probe",
@@ -133,6 +144,18 @@ class Config:
     network_checks: NetworkChecks = NetworkChecks()
     probe: ProbeConfig | None = None  # /probe is served only when set
     watch: WatchConfig = field(default_factory=WatchConfig)
+    max_features_per_chain: int = DEFAULT_MAX_FEATURES_PER_CHAIN
+    max_auth_groups_per_wallet: int = DEFAULT_MAX_AUTH_GROUPS_PER_WALLET
+    max_label_value_length: int = DEFAULT_MAX_LABEL_VALUE_LENGTH
+
+    @property
+    def bounds(self) -> Bounds:
+        """The cardinality bounds the readers apply to every node's answers."""
+        return Bounds(
+            self.max_features_per_chain,
+            self.max_auth_groups_per_wallet,
+            self.max_label_value_length,
+        )
 
 
 def load_config(path: str) -> Config:
@@ -192,6 +215,7 @@ class _Reader(Reader):
             top.get("max_blockchains_per_node", DEFAULT_MAX_BLOCKCHAINS_PER_NODE),
             ("max_blockchains_per_node",),
         )
+        bounds = self.bounds(top)
         nodes = self.nodes(top.get("nodes")) if top.get("nodes") or not probing else ()
         checks = self.network_checks(top.get("network_checks"))
         probe = self.probe(top["probe"]) if "probe" in top else None
@@ -207,6 +231,28 @@ class _Reader(Reader):
             network_checks=checks,
             probe=probe,
             watch=watch,
+            max_features_per_chain=bounds.features_per_chain,
+            max_auth_groups_per_wallet=bounds.auth_groups_per_wallet,
+            max_label_value_length=bounds.label_value_length,
+        )
+
+    def bounds(self, top: dict[str, Any]) -> Bounds:
+        """The cardinality bounds: whole numbers of at least 1, a label value at most
+        MAX_TEXT_CHARS (the longest string the exporter keeps from a node)."""
+        features = top.get("max_features_per_chain", DEFAULT_MAX_FEATURES_PER_CHAIN)
+        groups = top.get("max_auth_groups_per_wallet", DEFAULT_MAX_AUTH_GROUPS_PER_WALLET)
+        length = top.get("max_label_value_length", DEFAULT_MAX_LABEL_VALUE_LENGTH)
+        if isinstance(length, bool) or not isinstance(length, int):
+            length = 0  # refused below, as any number out of range
+        if not 1 <= length <= MAX_TEXT_CHARS:
+            path = ("max_label_value_length",)
+            shown = self.instead(path, top["max_label_value_length"])
+            self.problem(path, f"must be a whole number from 1 to {MAX_TEXT_CHARS}{shown}")
+            length = DEFAULT_MAX_LABEL_VALUE_LENGTH
+        return Bounds(
+            self.positive_int(features, ("max_features_per_chain",)),
+            self.positive_int(groups, ("max_auth_groups_per_wallet",)),
+            length,
         )
 
     def network_checks(self, value: Any) -> NetworkChecks:

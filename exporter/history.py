@@ -12,13 +12,18 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from exporter.bounds import SETTINGS, DropKind, Dropped
 from exporter.client import FetchError, Reason
 from exporter.config import NodeConfig
 from exporter.readings import ChainReading, HealthReading
 from exporter.snapshot import ChainStatus, ErrorCounts, NodeStatus
-from exporter.watch import Reading, WatchRequest
+from exporter.watch import ContractReading, Reading, WalletReading, WatchRequest
 
 ENDPOINTS = ("health", "blockchain")
+#: No value dropped yet: one tuple shared by every node within its bounds.
+_NO_DROPS = (0,) * len(DropKind)
+#: Counted once per /health answer that lists chain ids UTF-8 cannot hold (they are skipped).
+_UNREADABLE_IDS = FetchError(Reason.INVALID_RESPONSE, "blockchain ids UTF-8 cannot hold")
 #: The error counters' keys, one tuple each shared by every node (12 fewer tuples a node).
 _ERROR_KEYS = tuple((endpoint, reason.value) for endpoint in ENDPOINTS for reason in Reason)
 
@@ -129,6 +134,9 @@ class _NodeMemory:
     chains_up: dict[str, bool] = field(default_factory=dict)
     heights: dict[str, tuple[float, float]] = field(default_factory=dict)  # height, first seen
     unpolled_chains: int = 0
+    unreadable_ids: bool = False  # the last /health read listed chain ids UTF-8 cannot hold
+    dropped: tuple[int, ...] = _NO_DROPS  # values dropped since start, per DropKind
+    exceeding: int = 0  # bit i: the last read dropped values of the i-th DropKind
 
 
 class History:
@@ -156,11 +164,9 @@ class History:
             memory.last_success = now
         _count_watch(memory, result.watch)
         memory.up = _log_change(memory.up, result.error, f"node {name}", name)
-        if result.health is not None and bool(result.unpolled_chains) != bool(
-            memory.unpolled_chains
-        ):
-            _log_capped(name, result.unpolled_chains)
-            memory.unpolled_chains = result.unpolled_chains
+        if result.health is not None:
+            _note_listing(memory, name, result.health, result.unpolled_chains)
+            _note_dropped(memory, name, _cycle_drops(result))
         if result.health is not None:  # the chain list is known: forget chains no longer in it
             polled = {chain.blockchain for chain in result.chains}
             if any(chain not in polled for chain in (*memory.heights, *memory.chains_up)):
@@ -175,6 +181,7 @@ class History:
             duration=result.duration,
             last_success=memory.last_success,
             error_counts=memory.errors.frozen(),
+            dropped=memory.dropped,
         )
 
 
@@ -213,6 +220,66 @@ def _count_watch(memory: _NodeMemory, results: Sequence[WatchResult]) -> None:
     endpoint's counters start at 0 with the node's first request to it."""
     for result in results:
         memory.errors.add(result.request.kind.value, result.error)
+
+
+def _note_listing(memory: _NodeMemory, node: str, health: HealthReading, unpolled: int) -> None:
+    """Count a /health answer listing chain ids UTF-8 cannot hold as invalid_response, and
+    log once when the node starts or stops listing those or more chains than the cap."""
+    if bool(unpolled) != bool(memory.unpolled_chains):
+        _log_capped(node, unpolled)
+    memory.unpolled_chains = unpolled
+    unreadable = health.unreadable_chain_ids
+    if unreadable:
+        memory.errors.add("health", _UNREADABLE_IDS)
+    if bool(unreadable) != memory.unreadable_ids:
+        memory.unreadable_ids = bool(unreadable)
+        if unreadable:
+            fields = {"node": node, "unreadable_blockchain_ids": unreadable}
+            message = "node lists blockchain ids UTF-8 cannot hold; they are skipped"
+            log.warning(message, extra={"fields": fields})
+        else:
+            message = "node lists no blockchain ids UTF-8 cannot hold any more"
+            log.info(message, extra={"fields": {"node": node}})
+
+
+def _cycle_drops(result: NodeResult) -> tuple[int, ...]:
+    """The values of an up node's answers this cycle left out for a bound, per DropKind."""
+    found: list[Dropped] = []
+    if result.health is not None and result.health.dropped:
+        found.append(result.health.dropped)
+    found += [c.reading.dropped for c in result.chains if c.reading and c.reading.dropped]
+    for watched in result.watch:
+        if isinstance(watched.reading, ContractReading | WalletReading) and watched.reading.dropped:
+            found.append(watched.reading.dropped)
+    if not found and not result.unpolled_chains:
+        return _NO_DROPS
+    return (
+        result.unpolled_chains,
+        sum(d.features for d in found),
+        sum(d.auth_groups for d in found),
+        sum(d.label_values for d in found),
+    )
+
+
+def _note_dropped(memory: _NodeMemory, node: str, drops: tuple[int, ...]) -> None:
+    """Add this cycle's ``drops`` to the node's counts, and log once per kind when the node
+    starts or stops exceeding its bound (blockchains: see _log_capped)."""
+    if drops is not _NO_DROPS:
+        memory.dropped = tuple(map(sum, zip(memory.dropped, drops, strict=True)))
+    for bit, (kind, count) in enumerate(zip(DropKind, drops, strict=True)):
+        was = bool(memory.exceeding & (1 << bit))
+        if bool(count) == was:
+            continue
+        memory.exceeding ^= 1 << bit
+        if kind is DropKind.BLOCKCHAIN:
+            continue
+        if count:
+            fields = {"node": node, "kind": kind.value, "dropped": count}
+            message = "node sends more than a bound allows; the excess is not exported"
+            log.warning(message, extra={"fields": {**fields, "setting": SETTINGS[kind]}})
+        else:
+            fields = {"node": node, "kind": kind.value}
+            log.info("node is back within the bound", extra={"fields": fields})
 
 
 def _log_capped(node: str, unpolled: int) -> None:

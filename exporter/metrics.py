@@ -45,6 +45,14 @@ CONFIG_RELOAD_OK = _g(
     "ledger_exporter_config_last_reload_successful",
     "1 when the last configuration load succeeded, 0 when it failed and the old one is kept.",
 )
+DROPPED_VALUES = MetricSpec(
+    "ledger_exporter_dropped_values_total",
+    Kind.COUNTER,
+    "Values a node sent beyond a configured bound and so not exported, by kind: blockchain "
+    "(max_blockchains_per_node), feature (max_features_per_chain), auth_group "
+    "(max_auth_groups_per_wallet), label_value (max_label_value_length).",
+    ("node", "kind"),
+)
 
 NODE_UP = _g("ledger_node_up", "1 when /health was read and parsed in the last cycle.", *_NODE)
 NODE_SCRAPE_DURATION = _g(

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.client import FetchError, NodeClient, NotSentError, Outcome, Query, Reason
 from exporter.config import NodeConfig
 from exporter.history import ChainResult, NodeResult
@@ -93,11 +94,13 @@ class NodePoll:
         watch: WatchConfig = NO_WATCH,
         shared: Shared | None = None,
         ended: Callable[[], None] = _nothing,
+        bounds: Bounds = DEFAULT_BOUNDS,
     ) -> None:
         self.node = node
         self._shared = shared
         self._ended = ended
-        self._watch = WatchPoll(watch, node.name, _as_fetch_error)
+        self._bounds = bounds
+        self._watch = WatchPoll(watch, node.name, _as_fetch_error, bounds)
         self._chains_done = False
         self._client = client
         self._max_chains = max_chains
@@ -153,7 +156,7 @@ class NodePoll:
         try:
             if error is not None:
                 raise error
-            health = read_health(document)
+            health = read_health(document, self._bounds)
         except Exception as failure:
             with self._lock:
                 self._health_error = _as_fetch_error(failure)
@@ -193,7 +196,7 @@ class NodePoll:
             if block:
                 value = read_block_hash(document, self._blocks.hash_fields)
             else:
-                value = read_chain(document, self._shared)
+                value = read_chain(document, self._shared, self._bounds)
         except Exception as failure:
             error = _as_fetch_error(failure)
         with self._lock:

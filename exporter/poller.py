@@ -128,6 +128,7 @@ class Poller:
                 watch=config.watch,
                 shared=self._shared,
                 ended=countdown.count_down,
+                bounds=config.bounds,
             )
             self._running[node.name] = poll
             poll.start(deadline, started)

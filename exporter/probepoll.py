@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from exporter import __version__
+from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.client import NodeClient
 from exporter.config import NodeConfig
 from exporter.engine import Engine
@@ -35,6 +36,7 @@ class EngineProber:
         max_bytes: int,
         max_chains: int,
         monotonic: Callable[[], float] = time.monotonic,
+        bounds: Bounds = DEFAULT_BOUNDS,
     ) -> None:
         self._engine = Engine(
             max_in_flight * REQUESTS_PER_PROBE,
@@ -44,22 +46,27 @@ class EngineProber:
         self._lock = threading.Lock()
         self._max_bytes = max_bytes
         self._max_chains = max_chains
+        self._bounds = bounds
         self._monotonic = monotonic
 
-    def configure(self, max_in_flight: int, max_bytes: int, max_chains: int) -> None:
+    def configure(
+        self, max_in_flight: int, max_bytes: int, max_chains: int, bounds: Bounds = DEFAULT_BOUNDS
+    ) -> None:
         """A reload's limits, for the probes that start from now on (running ones keep theirs)."""
         with self._lock:
-            self._max_bytes, self._max_chains = max_bytes, max_chains
+            self._max_bytes, self._max_chains, self._bounds = max_bytes, max_chains, bounds
         self._engine.resize(TARGET_CONNECTIONS, max_in_flight * REQUESTS_PER_PROBE)
 
     def probe_node(self, node: NodeConfig, deadline: float) -> NodeResult:
         """Poll ``node`` now: its health and chains, every request ending by ``deadline``."""
         with self._lock:
-            max_bytes, max_chains = self._max_bytes, self._max_chains
+            max_bytes, max_chains, bounds = self._max_bytes, self._max_chains, self._bounds
         client = NodeClient(self._engine, node, max_bytes, self._monotonic)
         countdown = Countdown(1)
         # nothing cross-node: no checkpoint blocks, no shared values
-        poll = NodePoll(node, client, max_chains, BlockPlan(), ended=countdown.count_down)
+        poll = NodePoll(
+            node, client, max_chains, BlockPlan(), ended=countdown.count_down, bounds=bounds
+        )
         poll.start(deadline, self._monotonic())
         countdown.wait(max(0.0, deadline + DEADLINE_GRACE_SECONDS - self._monotonic()))
         return poll.result(self._monotonic())

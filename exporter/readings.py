@@ -6,6 +6,7 @@ everything else is left out, so the collector can never invent a sample.
 
 from __future__ import annotations
 
+import heapq
 import math
 import struct
 import sys
@@ -14,7 +15,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from exporter import metrics as m
+from exporter.bounds import DEFAULT_BOUNDS, MAX_TEXT_CHARS, NOTHING_DROPPED, Bounds, Dropped
 from exporter.values import (
+    LabelTexts,
+    is_text,
     read_bool,
     read_count,
     read_duration,
@@ -31,7 +35,9 @@ class InvalidResponseError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class HealthReading:
-    """What ``GET /health`` said about the node."""
+    """What ``GET /health`` said about the node. ``unreadable_chain_ids`` counts the listed
+    chain ids UTF-8 cannot hold (skipped: no label can name them); ``dropped`` the label
+    values over the configured length (chain ids among them, skipped too)."""
 
     node_version: str | None
     node_id: str | None
@@ -40,6 +46,8 @@ class HealthReading:
     blockchain_count: float | None
     blockchain_ids: tuple[str, ...]
     network_peers: frozenset[str] = frozenset()
+    unreadable_chain_ids: int = 0
+    dropped: Dropped = NOTHING_DROPPED
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +64,7 @@ class ChainReading:
     key_type: str | None = None
     features: tuple[tuple[str, float], ...] = ()
     council: frozenset[str] | None = None
+    dropped: Dropped = NOTHING_DROPPED  # feature flags and label values over the bounds
 
     @property
     def gauges(self) -> tuple[tuple[m.MetricSpec, float], ...]:
@@ -161,31 +170,55 @@ def _lookup(body: dict[str, Any], path: tuple[str, ...]) -> Any:
     return value
 
 
-def read_health(body: Any) -> HealthReading:
-    """Interpret a ``/health`` answer; raises InvalidResponseError unless it is a JSON object."""
+def read_health(body: Any, bounds: Bounds = DEFAULT_BOUNDS) -> HealthReading:
+    """Interpret a ``/health`` answer; raises InvalidResponseError unless it is a JSON object.
+    Label values (and chain ids) over ``bounds.label_value_length`` are dropped and counted."""
     if not isinstance(body, dict):
         raise InvalidResponseError(f"/health answered a JSON {type(body).__name__}, not an object")
     network = body.get("network")
     network = network if isinstance(network, dict) else {}
     chains = body.get("blockchains")
-    chain_ids: tuple[str, ...] = ()
-    if isinstance(chains, list):
-        # interned: every node lists the same chain ids, and history and labels key on them
-        chain_ids = tuple(dict.fromkeys(sys.intern(c) for c in chains if isinstance(c, str) and c))
+    labels = LabelTexts(bounds.label_value_length)
+    chain_ids, unreadable = _chain_ids(chains, labels)
+    node_version, node_id = labels(body.get("nodeVersion")), labels(body.get("nodeId"))
+    peer_id = labels(network.get("peerId")) or labels(body.get("peerId"))
     return HealthReading(
-        node_version=read_text(body.get("nodeVersion")),
-        node_id=read_text(body.get("nodeId")),
-        peer_id=read_text(network.get("peerId")) or read_text(body.get("peerId")),
+        node_version=node_version,
+        node_id=node_id,
+        peer_id=peer_id,
         peer_count=read_count(network.get("peerCount")),
         blockchain_count=_list_length(chains),
         blockchain_ids=chain_ids,
         network_peers=_text_set(network.get("networkPeers")) or frozenset(),
+        unreadable_chain_ids=unreadable,
+        dropped=Dropped(label_values=labels.dropped) if labels.dropped else NOTHING_DROPPED,
     )
 
 
-def read_chain(body: Any, shared: Shared | None = None) -> ChainReading:
+def _chain_ids(chains: Any, labels: LabelTexts) -> tuple[tuple[str, ...], int]:
+    """The non-empty string ids of a ``blockchains`` list, once each, in order, and how many
+    UTF-8 cannot hold. Interned: every node lists the same ids, and history and labels key
+    on them."""
+    if not isinstance(chains, list):
+        return (), 0
+    ids: dict[str, None] = {}
+    unreadable = 0
+    for chain in chains:
+        if not isinstance(chain, str) or not chain or not labels.fits(chain):
+            continue
+        if is_text(chain):
+            ids[sys.intern(chain)] = None
+        else:
+            unreadable += 1
+    return tuple(ids), unreadable
+
+
+def read_chain(
+    body: Any, shared: Shared | None = None, bounds: Bounds = DEFAULT_BOUNDS
+) -> ChainReading:
     """Interpret a ``/blockchains/{id}`` answer; raises InvalidResponseError unless an object.
-    With ``shared``, equal council sets and feature lists of different nodes are kept once."""
+    With ``shared``, equal council sets and feature lists of different nodes are kept once;
+    feature flags and label values beyond ``bounds`` are dropped and counted."""
     if not isinstance(body, dict):
         raise InvalidResponseError(
             f"the chain status is a JSON {type(body).__name__}, not an object"
@@ -197,24 +230,34 @@ def read_chain(body: Any, shared: Shared | None = None) -> ChainReading:
         values.append(_NAN if value is None else value)
     vote_round = _highest_round(body.get("voteSessions"))
     values.append(_NAN if vote_round is None else vote_round)
-    features = _features(body.get("features"))
+    labels = LabelTexts(bounds.label_value_length)
+    features, extra_features = _features(body.get("features"), bounds.features_per_chain, labels)
     council = _text_set(body.get("councilMembers"))
     if shared is not None:
         features = shared(features)
         council = None if council is None else shared(council)
+    consensus_type = labels(_lookup(body, ("consensus", "consensusType")))
+    key_type = labels(body.get("keyType"))
+    dropped = NOTHING_DROPPED
+    if extra_features or labels.dropped:
+        dropped = Dropped(features=extra_features, label_values=labels.dropped)
     return ChainReading(
         values=_VALUES.pack(*values),
-        consensus_type=read_text(_lookup(body, ("consensus", "consensusType"))),
-        key_type=read_text(body.get("keyType")),
+        consensus_type=consensus_type,
+        key_type=key_type,
         features=features,
         council=council,
+        dropped=dropped,
     )
 
 
 def _text_set(value: Any) -> frozenset[str] | None:
     """A JSON list of non-empty strings as a set (order and repeats ignored); None when the
-    value is not a list or holds anything else, so a garbled list never counts as a view."""
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+    value is not a list or holds anything else (a string UTF-8 cannot hold or one over
+    MAX_TEXT_CHARS included), so a garbled list never counts as a view."""
+    if not isinstance(value, list) or not all(
+        isinstance(v, str) and 0 < len(v) <= MAX_TEXT_CHARS and is_text(v) for v in value
+    ):
         return None
     return frozenset(value)
 
@@ -231,12 +274,21 @@ def read_block_hash(body: Any, fields: tuple[str, ...]) -> str:
     raise InvalidResponseError(f"the block has none of the hash fields {', '.join(fields)}")
 
 
-def _features(features: Any) -> tuple[tuple[str, float], ...]:
-    """Every flag present in ``features`` whose value is a JSON boolean, unknown flags too."""
+def _features(
+    features: Any, limit: int, labels: LabelTexts
+) -> tuple[tuple[tuple[str, float], ...], int]:
+    """Every flag present in ``features`` whose value is a JSON boolean, unknown flags too,
+    by name; past ``limit`` only the first ``limit`` names, and how many more there were.
+    Linear in the flags (a partial sort), so 10^5 of them cost milliseconds."""
     if not isinstance(features, dict):
-        return ()
-    flags = ((sys.intern(name), read_bool(value)) for name, value in features.items())
-    return tuple(sorted((name, flag) for name, flag in flags if flag is not None))
+        return (), 0
+    flags = [
+        (name, flag)
+        for name, value in features.items()
+        if (flag := read_bool(value)) is not None and labels.fits(name) and is_text(name)
+    ]
+    kept = sorted(flags) if len(flags) <= limit else heapq.nsmallest(limit, flags)
+    return tuple((sys.intern(name), flag) for name, flag in kept), len(flags) - len(kept)
 
 
 def _highest_round(sessions: Any) -> float | None:

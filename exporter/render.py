@@ -20,6 +20,7 @@ from prometheus_client.utils import floatToGoString
 
 from exporter import __version__
 from exporter import metrics as m
+from exporter.bounds import DropKind
 from exporter.collector import (
     BlockchainCollector,
     ExporterCollector,
@@ -47,6 +48,8 @@ CHUNK_LINES = 512
 
 #: Each chain gauge's position in ChainReading.values.
 _GAUGE_POSITIONS = {spec: position for position, spec in enumerate(CHAIN_GAUGE_SPECS)}
+#: Each DropKind's ``kind`` label value, as with_labels takes it.
+_DROP_KINDS = tuple((kind.value,) for kind in DropKind)
 #: One family's series: (label string, value); a None value gives no sample.
 Series = Iterable[tuple[str, float | None]]
 
@@ -132,6 +135,7 @@ class _Render:
             m.BUILD_INFO: self._build_info,
             m.CYCLE_DURATION: lambda: (("", snapshot.cycle_duration),),
             m.CONFIG_RELOAD_OK: lambda: (("", _flag(snapshot.config_reload_ok)),),
+            m.DROPPED_VALUES: self._dropped,
             m.NODE_UP: lambda: self._per_node(lambda node: _flag(node.up)),
             m.NODE_SCRAPE_DURATION: lambda: self._per_node(lambda node: node.duration),
             m.NODE_SCRAPE_ERRORS: self._errors,
@@ -180,6 +184,13 @@ class _Render:
             labels = self.nodes[node.name]
             for endpoint, reason, count in node.error_counts:
                 yield labels.with_labels(self.templates, names, (endpoint, reason)), count
+
+    def _dropped(self) -> Series:
+        names = ("kind",)
+        for node in self.snapshot.nodes:
+            labels = self.nodes[node.name]
+            for kind, count in zip(_DROP_KINDS, node.dropped, strict=False):
+                yield labels.with_labels(self.templates, names, kind), count
 
     def _info(self) -> Series:
         names = ("node_version", "node_id", "peer_id")

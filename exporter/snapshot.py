@@ -55,6 +55,7 @@ class NodeStatus:
     duration: float
     last_success: float | None
     error_counts: ErrorCounts = ErrorCounts()
+    dropped: tuple[int, ...] = ()  # values dropped since start, per bounds.DropKind, in order
 
     @property
     def up(self) -> bool:

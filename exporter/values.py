@@ -2,6 +2,9 @@
 
 Each ``read_*`` function returns a float ready to export, or ``None`` when the value is absent,
 ``null``, or of a type or form that cannot be read; ``None`` means "no sample" (contract rule 1).
+A string longer than its cap (:mod:`exporter.bounds`) is refused before it is parsed, and a
+string UTF-8 cannot hold (a lone surrogate, which ``json.loads`` lets through) is never read,
+so no later layer (labels, the status page, logs) ever sees one.
 """
 
 from __future__ import annotations
@@ -10,6 +13,13 @@ import math
 import re
 import sys
 from datetime import UTC, datetime, timedelta, timezone
+
+from exporter.bounds import (
+    MAX_DURATION_CHARS,
+    MAX_NUMBER_CHARS,
+    MAX_TEXT_CHARS,
+    MAX_TIMESTAMP_CHARS,
+)
 
 _UNIT_NANOSECONDS = {
     "ns": 1,
@@ -26,6 +36,9 @@ _MAX_NANOSECONDS = (1 << 63) - 1
 _GO_SYNTAX = "use Go syntax such as 2s, 1m30s or 500ms"
 # re.ASCII: without it \d also matches non-ASCII digits (Arabic-Indic, ...) that Go and JSON refuse.
 _DURATION_PART = re.compile(r"(\d*)(?:\.(\d*))?([^\d.]*)", re.ASCII)
+#: UTF-16 surrogates: json.loads accepts them alone ("\\ud800", raw ED A0 80), UTF-8 cannot
+#: encode them, and a label or page holding one fails to render.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _NUMBER_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _TIMESTAMP = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?"
@@ -43,8 +56,11 @@ def parse_go_duration(text: str) -> float:
 
     The one parser of the package, exactly as Go's time.ParseDuration: an optional sign
     (``-0s``, ``+5s``), no spaces (``" 2s"`` is refused), a unit after every number except a
-    lone ``0``, and at most Go's int64 nanoseconds. Raises DurationError naming the value.
+    lone ``0``, and at most Go's int64 nanoseconds. Raises DurationError naming the value; a
+    text over MAX_DURATION_CHARS is refused unparsed and unquoted (it may be megabytes).
     """
+    if len(text) > MAX_DURATION_CHARS:
+        raise DurationError(f"invalid duration: longer than {MAX_DURATION_CHARS} characters")
     negative = text[:1] == "-"
     body = text[1:] if text[:1] in "+-" else text
     if body == "0":
@@ -84,8 +100,11 @@ def parse_timestamp(text: str) -> float:
     """Parse an ISO 8601 date-time with ``Z`` or a UTC offset into Unix seconds.
 
     Fractions of any length are kept to float precision. A time without a zone is refused:
-    it cannot be placed on the Unix time line without guessing.
+    it cannot be placed on the Unix time line without guessing. A text over
+    MAX_TIMESTAMP_CHARS is refused unparsed and unquoted.
     """
+    if len(text) > MAX_TIMESTAMP_CHARS:
+        raise ValueError(f"invalid timestamp: longer than {MAX_TIMESTAMP_CHARS} characters")
     match = _TIMESTAMP.fullmatch(text)
     if match is None:
         raise ValueError(f"invalid timestamp {text!r}: expected e.g. 2024-05-01T12:00:00Z")
@@ -114,7 +133,7 @@ def read_number(value: object) -> float | None:
             return None
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value):
+    if isinstance(value, str) and len(value) <= MAX_NUMBER_CHARS and _NUMBER_TEXT.fullmatch(value):
         number = float(value)
         return number if math.isfinite(number) else None
     return None
@@ -154,10 +173,44 @@ def read_timestamp(value: object) -> float | None:
         return None
 
 
-def read_text(value: object) -> str | None:
-    """A JSON string, as is; interned, so the thousands of nodes reporting the same version or
-    type share one copy (an interned string is still freed once nothing uses it)."""
-    return sys.intern(value) if isinstance(value, str) else None
+def is_text(value: str) -> bool:
+    """UTF-8 can hold ``value``: it has no lone surrogate. Label values and the status page
+    may hold any other character (NUL and controls too: Prometheus ingests them, and the
+    exposition escapes backslash, newline and double quote)."""
+    return value.isascii() or _SURROGATE.search(value) is None
+
+
+def read_text(value: object, max_chars: int = MAX_TEXT_CHARS) -> str | None:
+    """A JSON string of at most ``max_chars`` characters that UTF-8 can hold, as is; interned,
+    so the thousands of nodes reporting the same version or type share one copy (an
+    interned string is still freed once nothing uses it)."""
+    if not isinstance(value, str) or len(value) > max_chars or not is_text(value):
+        return None
+    return sys.intern(value)
+
+
+class LabelTexts:
+    """Reads the strings of one answer that become label values: as :func:`read_text` under
+    the configured ``max_chars``, counting in ``dropped`` the ones refused for their length
+    (a bound the operator set, unlike a string UTF-8 cannot hold, which is simply unread)."""
+
+    __slots__ = ("dropped", "max_chars")
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.dropped = 0
+
+    def __call__(self, value: object) -> str | None:
+        if not isinstance(value, str) or not self.fits(value) or not is_text(value):
+            return None
+        return sys.intern(value)
+
+    def fits(self, value: str) -> bool:
+        """``value`` is within the length cap; one over it is counted as dropped."""
+        if len(value) <= self.max_chars:
+            return True
+        self.dropped += 1
+        return False
 
 
 def read_length(

@@ -8,14 +8,17 @@ collector. Only values a node sent in a readable form make it into a reading (co
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from operator import itemgetter
 from typing import Any
 from urllib.parse import quote
 
+from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, Bounds, Dropped
 from exporter.readings import InvalidResponseError
-from exporter.values import read_bool, read_count, read_length, read_number, read_text
+from exporter.values import LabelTexts, is_text, read_bool, read_count, read_length, read_number
 from exporter.watchconfig import WatchConfig, WatchedContract, WatchedWallet
 
 #: The statuses the node interface names; each always gets a series in the state set.
@@ -76,6 +79,7 @@ class ContractReading:
     address: str | None
     vm_type: str | None
     code_hash: str | None
+    dropped: Dropped = NOTHING_DROPPED  # label values over the configured length
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,7 @@ class WalletReading:
     address: str | None
     key_type: str | None
     public_key: str | None
+    dropped: Dropped = NOTHING_DROPPED  # auth groups and label values over the bounds
 
 
 Reading = ContractReading | StateReading | WalletReading
@@ -119,7 +124,11 @@ def _asks(entry: WatchedContract | WatchedWallet, node: str, chains: Collection[
 def plan_requests(
     watch: WatchConfig, node: str, chains: Collection[str]
 ) -> tuple[WatchRequest, ...]:
-    """The watch requests for ``node`` this cycle, given the chains its /health listed."""
+    """The watch requests for ``node`` this cycle, given the chains its /health listed (a
+    set once: a listing of 10^5 ids is not searched once per entry)."""
+    if not watch.contracts and not watch.wallets:
+        return ()
+    chains = chains if isinstance(chains, set | frozenset) else frozenset(chains)
     requests: list[WatchRequest] = []
     for contract in watch.contracts:
         if _asks(contract, node, chains):
@@ -134,27 +143,32 @@ def plan_requests(
     return tuple(requests)
 
 
-def read_answer(request: WatchRequest, body: Any) -> Reading:
-    """Interpret the decoded answer to ``request``; InvalidResponseError unless an object."""
+def read_answer(request: WatchRequest, body: Any, bounds: Bounds = DEFAULT_BOUNDS) -> Reading:
+    """Interpret the decoded answer to ``request``; InvalidResponseError unless an object.
+    Label values and auth groups beyond ``bounds`` are dropped and counted."""
     if not isinstance(body, dict):
         raise InvalidResponseError(
             f"the {request.kind.value} answer is a JSON {type(body).__name__}, not an object"
         )
     if request.kind is WatchKind.CONTRACT:
-        return read_contract(body)
+        return read_contract(body, bounds)
     if request.kind is WatchKind.CONTRACT_STATE:
         return read_state(body, request.state_keys)
-    return read_wallet(body)
+    return read_wallet(body, bounds)
 
 
-def read_contract(body: Mapping[str, Any]) -> ContractReading:
+def read_contract(body: Mapping[str, Any], bounds: Bounds = DEFAULT_BOUNDS) -> ContractReading:
     """Endpoint 6: an empty or non-string status is no status (no state set series)."""
+    labels = LabelTexts(bounds.label_value_length)
+    status, address = labels(body.get("status")) or None, labels(body.get("address"))
+    vm_type, code_hash = labels(body.get("vmType")), labels(body.get("codeHash"))
     return ContractReading(
-        status=read_text(body.get("status")) or None,
+        status=status,
         version=read_count(body.get("version")),
-        address=read_text(body.get("address")),
-        vm_type=read_text(body.get("vmType")),
-        code_hash=read_text(body.get("codeHash")),
+        address=address,
+        vm_type=vm_type,
+        code_hash=code_hash,
+        dropped=Dropped(label_values=labels.dropped) if labels.dropped else NOTHING_DROPPED,
     )
 
 
@@ -180,25 +194,54 @@ def state_value(state: Any, key: str) -> float | None:
     return read_bool(value) if isinstance(value, bool) else read_number(value)
 
 
-def read_wallet(body: Mapping[str, Any]) -> WalletReading:
+def read_wallet(body: Mapping[str, Any], bounds: Bounds = DEFAULT_BOUNDS) -> WalletReading:
     """Endpoint 9: flags of each auth group that are JSON booleans; no groups, no samples."""
-    groups = body.get("authGroups")
-    permissions = []
-    if isinstance(groups, dict):
-        for group, flags in sorted(groups.items()):
-            if isinstance(flags, dict):
-                for flag in PERMISSIONS:
-                    granted = read_bool(flags.get(flag))
-                    if granted is not None:
-                        permissions.append((group, flag, granted))
+    labels = LabelTexts(bounds.label_value_length)
+    permissions, extra_groups = _permissions(
+        body.get("authGroups"), bounds.auth_groups_per_wallet, labels
+    )
+    address, key_type = labels(body.get("address")), labels(body.get("keyType"))
+    public_key = labels(body.get("publicKey"))
+    dropped = NOTHING_DROPPED
+    if extra_groups or labels.dropped:
+        dropped = Dropped(auth_groups=extra_groups, label_values=labels.dropped)
     return WalletReading(
         enabled=read_bool(body.get("enabled")),
         satellites=read_length(body.get("satelliteWallets"), list),
-        permissions=tuple(permissions),
-        address=read_text(body.get("address")),
-        key_type=read_text(body.get("keyType")),
-        public_key=read_text(body.get("publicKey")),
+        permissions=permissions,
+        address=address,
+        key_type=key_type,
+        public_key=public_key,
+        dropped=dropped,
     )
+
+
+Grant = tuple[str, str, float]
+
+
+def _permissions(groups: Any, limit: int, labels: LabelTexts) -> tuple[tuple[Grant, ...], int]:
+    """``(group, flag, 0/1)`` of each flag sent as a JSON boolean, group by group in name
+    order; past ``limit`` groups with such flags only the first ``limit`` names, and how many
+    more there were. Linear in the groups (a partial sort)."""
+    if not isinstance(groups, dict):
+        return (), 0
+    readable: list[tuple[str, list[Grant]]] = []
+    for group, flags in groups.items():
+        if not isinstance(flags, dict):
+            continue
+        granted = [
+            (group, flag, value)
+            for flag in PERMISSIONS
+            if (value := read_bool(flags.get(flag))) is not None
+        ]
+        if granted and labels.fits(group) and is_text(group):
+            readable.append((group, granted))
+    by_name = itemgetter(0)
+    if len(readable) <= limit:
+        kept = sorted(readable, key=by_name)
+    else:
+        kept = heapq.nsmallest(limit, readable, key=by_name)
+    return tuple(grant for _, grants in kept for grant in grants), len(readable) - len(kept)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.client import FetchError, Outcome
 from exporter.history import NodeResult, WatchResult
 from exporter.watch import WatchRequest, WatchStatus, plan_requests, read_answer, watched_object
@@ -21,10 +22,15 @@ class WatchPoll:
     """The watch requests to one node in one cycle and their outcomes, in plan order."""
 
     def __init__(
-        self, watch: WatchConfig, node: str, as_error: Callable[[Exception], FetchError]
+        self,
+        watch: WatchConfig,
+        node: str,
+        as_error: Callable[[Exception], FetchError],
+        bounds: Bounds = DEFAULT_BOUNDS,
     ) -> None:
         self._watch = watch
         self._node = node
+        self._bounds = bounds
         self._as_error = as_error  # a fresh FetchError for any failure, without a traceback
         self._lock = threading.Lock()
         self._results: dict[WatchRequest, WatchResult] = {}
@@ -44,7 +50,7 @@ class WatchPoll:
             try:
                 if error is not None:
                     raise error
-                result = WatchResult(request, read_answer(request, document))
+                result = WatchResult(request, read_answer(request, document, self._bounds))
             except Exception as failure:
                 result = WatchResult(request, None, self._as_error(failure))
             with self._lock:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from exporter.bounds import Bounds
 from exporter.config import (
     _NODE_KEYS,
     _TOP_KEYS,
@@ -467,6 +468,38 @@ def test_relative_files_are_relative_to_the_config_folder(
     assert node.tls.ca_file == str(folder / "ca.pem")
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", Bounds(100, 32, 1024)),
+        ("max_features_per_chain: 5\n", Bounds(features_per_chain=5)),
+        ("max_auth_groups_per_wallet: 1\n", Bounds(auth_groups_per_wallet=1)),
+        ("max_label_value_length: 4096\n", Bounds(label_value_length=4096)),
+        ("max_label_value_length: 1\n", Bounds(label_value_length=1)),
+    ],
+    ids=repr,
+)
+def test_cardinality_bounds(text: str, expected: Bounds) -> None:
+    config = parse_config(text + "nodes: [{name: a, url: 'http://h/'}]\n")
+    assert config.bounds == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("max_label_value_length: 0", "must be a whole number from 1 to 4096, not 0"),
+        ("max_label_value_length: '64'", "must be a whole number from 1 to 4096, not '64'"),
+        ("max_label_value_length: true", "must be a whole number from 1 to 4096, not True"),
+        ("max_features_per_chain: -1", "must be a whole number of at least 1, not -1"),
+        ("max_auth_groups_per_wallet: 1.5", "must be a whole number of at least 1, not 1.5"),
+    ],
+)
+def test_cardinality_bounds_refused(text: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text + "\nnodes: [{name: a, url: 'http://h/'}]\n")
+    assert caught.value.problems == [f"line 1: {text.partition(':')[0]}: {problem}"]
+
+
 @pytest.mark.parametrize(("value", "expected"), [(None, 100), (3, 3), (1, 1)])
 def test_max_blockchains_per_node(value: int | None, expected: int) -> None:
     line = "" if value is None else f"max_blockchains_per_node: {value}\n"
@@ -478,3 +511,9 @@ def test_header_values_are_never_echoed() -> None:
     with pytest.raises(ConfigError) as raised:
         parse_config("nodes: [{name: a, url: 'http://h/', headers: {X-Key: 98765}}]\n")
     assert "98765" not in str(raised.value)
+
+
+def test_kind_is_a_label_the_exporter_sets() -> None:
+    """ledger_exporter_dropped_values_total{kind} carries the node's static labels too."""
+    with pytest.raises(ConfigError, match="kind: is a label the exporter or Prometheus sets"):
+        parse_config("nodes: [{name: a, url: 'http://h/', labels: {kind: validator}}]\n")

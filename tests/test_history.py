@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from exporter.bounds import Bounds, DropKind
 from exporter.client import FetchError, Reason
 from exporter.config import NodeConfig
 from exporter.history import ChainResult, History, NodeResult
@@ -102,3 +103,85 @@ def test_state_changes_are_logged_once(caplog: pytest.LogCaptureFixture) -> None
         "reason": "timeout",
         "error": "boom",
     }
+
+
+def _listing(name: str, chains: list[str]) -> NodeResult:
+    health = read_health(health_doc(chains))
+    results = [ChainResult(chain, read_chain(chain_doc(1))) for chain in health.blockchain_ids]
+    return NodeResult(NodeConfig(name, "http://x/"), health, None, results, 0.1)
+
+
+def test_chain_ids_utf8_cannot_hold_count_as_invalid_responses_and_log_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    history = History()
+    bad = ["c", "\ud800", "x\udfff"]  # what json.loads makes of "\ud800" or raw ED A0 80
+    with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+        history.record([_listing("a", ["c"])], now=1.0)
+        for now in (2.0, 3.0):
+            nodes = history.record([_listing("a", bad)], now=now)
+        back = history.record([_listing("a", ["c"])], now=4.0)
+    counts = {(e, r): n for e, r, n in nodes[0].error_counts}
+    assert counts[("health", "invalid_response")] == 2  # one a /health answer
+    assert nodes[0].up and [c.blockchain for c in nodes[0].chains] == ["c"]
+    assert {(e, r): n for e, r, n in back[0].error_counts}[("health", "invalid_response")] == 2
+    messages = [(record.levelname, record.getMessage()) for record in caplog.records]
+    assert messages == [
+        ("WARNING", "node lists blockchain ids UTF-8 cannot hold; they are skipped"),
+        ("INFO", "node lists no blockchain ids UTF-8 cannot hold any more"),
+    ]
+    assert caplog.records[0].__dict__["fields"] == {"node": "a", "unreadable_blockchain_ids": 2}
+
+
+def _bounded(name: str, features: int, version: str = "1.4.2", unpolled: int = 0) -> NodeResult:
+    """A node whose one chain sends ``features`` flags, read under small bounds."""
+    bounds = Bounds(features_per_chain=2, label_value_length=32)
+    health = read_health(health_doc(["c"], version=version), bounds)
+    flags = {f"f{index}": True for index in range(features)}
+    chain = ChainResult("c", read_chain(chain_doc(1, keyType="k", features=flags), bounds=bounds))
+    node = NodeConfig(name, "http://x/")
+    return NodeResult(node, health, None, [chain], 0.1, unpolled_chains=unpolled)
+
+
+def _dropped(status: NodeStatus) -> dict[str, int]:
+    return {kind.value: count for kind, count in zip(DropKind, status.dropped, strict=True)}
+
+
+def test_dropped_values_are_counted_by_kind_from_zero() -> None:
+    history = History()
+    first = history.record([_bounded("a", features=2)], now=1.0)
+    assert _dropped(first[0]) == {"blockchain": 0, "feature": 0, "auth_group": 0, "label_value": 0}
+    history.record([_bounded("a", features=5, version="v" * 33, unpolled=3)], now=2.0)
+    history.record([_down("a")], now=3.0)  # nothing read, nothing dropped
+    nodes = history.record([_bounded("a", features=3)], now=4.0)
+    assert _dropped(nodes[0]) == {"blockchain": 3, "feature": 4, "auth_group": 0, "label_value": 1}
+    assert History().record([_down("b")], now=1.0)[0].dropped == (0, 0, 0, 0)
+
+
+def test_exceeding_a_bound_is_logged_once_per_state_change(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    history = History()
+    with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+        history.record([_bounded("a", features=1)], now=1.0)
+        for now in (2.0, 3.0):
+            history.record([_bounded("a", features=9)], now=now)
+        history.record([_down("a")], now=4.0)  # down: the bound's state does not change
+        history.record([_bounded("a", features=9, version="v" * 40)], now=5.0)
+        history.record([_bounded("a", features=2)], now=6.0)
+    bound_records = [r for r in caplog.records if r.__dict__["fields"].get("kind") == "feature"]
+    assert [(r.levelname, r.getMessage()) for r in bound_records] == [
+        ("WARNING", "node sends more than a bound allows; the excess is not exported"),
+        ("INFO", "node is back within the bound"),
+    ]
+    assert bound_records[0].__dict__["fields"] == {
+        "node": "a",
+        "kind": "feature",
+        "dropped": 7,
+        "setting": "max_features_per_chain",
+    }
+    label_records = [r for r in caplog.records if r.__dict__["fields"].get("kind") == "label_value"]
+    assert [(r.levelname, r.__dict__["fields"].get("dropped")) for r in label_records] == [
+        ("WARNING", 1),
+        ("INFO", None),
+    ]

@@ -22,7 +22,7 @@ from tests.conftest import TESTDATA, FakeNode
 from tests.test_collector import GOLDEN, serve_case
 
 PROBE_GOLDEN = TESTDATA / "golden-probe"
-CASES = ("documented", "failures", "odd-values")
+CASES = ("documented", "failures", "odd-values", "hostile-strings")
 _DURATION = re.compile(r"^((?:ledger_probe|ledger_node_scrape)_duration_seconds\S*) \S+$", re.M)
 #: Families only the daemon has: counters, times and comparisons need history or other nodes.
 DAEMON_ONLY = (
@@ -49,7 +49,9 @@ def probe_case(case: Path, static_labels: bool = False) -> dict[str, str]:
     static labels (Prometheus adds target labels); ``static_labels`` keeps the config's, to
     compare with the daemon's series."""
     config = load_config(str(case / "config.yml"))
-    engine = EngineProber(4, config.max_response_bytes, config.max_blockchains_per_node)
+    engine = EngineProber(
+        4, config.max_response_bytes, config.max_blockchains_per_node, bounds=config.bounds
+    )
     server = FakeNode().start()
     answers: dict[str, str] = {}
     try:

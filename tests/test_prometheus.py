@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from exporter import metrics
+from exporter.bounds import DropKind
 from exporter.watchcollector import SPECS as WATCH_SPECS
 from ledger_simulator import SimulatedNetwork
 from tests.promserver import PrometheusServer, StartPrometheus, prometheus_servers
@@ -73,6 +74,7 @@ def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
         else:
             counts[spec.name] = len(pairs)
     counts["ledger_node_scrape_errors_total"] = nodes * ENDPOINTS * REASONS
+    counts["ledger_exporter_dropped_values_total"] = nodes * len(DropKind)
     chains = len({chain for _, chain in pairs})
     for spec in metrics.NETWORK_SPECS:  # per chain, once, or per node as their labels say
         if "node" not in spec.labels:

@@ -13,10 +13,19 @@ from typing import Any
 
 import pytest
 
+from exporter.bounds import (
+    DEFAULT_MAX_FEATURES_PER_CHAIN,
+    DEFAULT_MAX_LABEL_VALUE_LENGTH,
+    MAX_TEXT_CHARS,
+    NOTHING_DROPPED,
+    Bounds,
+    Dropped,
+)
 from exporter.readings import (
     ChainReading,
     HealthReading,
     InvalidResponseError,
+    read_block_hash,
     read_chain,
     read_health,
 )
@@ -458,3 +467,140 @@ def test_non_object_answers_are_invalid_responses(body: object) -> None:
         read_health(body)
     with pytest.raises(InvalidResponseError, match="not an object"):
         read_chain(body)
+
+
+# --- strings a hostile node sends: unencodable (lone surrogates) or too long ---
+
+SURROGATE = "\ud800"  # what json.loads makes of "\\ud800" and of raw ED A0 80 bytes
+LONG = "v" * (DEFAULT_MAX_LABEL_VALUE_LENGTH + 1)
+
+
+def _hostile_id(value: object) -> str | None:
+    """Test ids without kilobytes of text."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}...({len(text)} chars)"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "expected"),
+    [
+        ({"nodeVersion": f"1.4.2{SURROGATE}"}, "node_version", None),
+        ({"nodeVersion": LONG}, "node_version", None),
+        ({"nodeVersion": "v" * DEFAULT_MAX_LABEL_VALUE_LENGTH}, "node_version", "v" * 1024),
+        ({"nodeVersion": "a\x00b"}, "node_version", "a\x00b"),  # NUL is a valid label value
+        ({"nodeId": SURROGATE}, "node_id", None),
+        ({"nodeId": LONG}, "node_id", None),
+        ({"network": network(peerId=SURROGATE)}, "peer_id", None),
+        ({"network": network(peerId=LONG), "peerId": "12D3KooWTop"}, "peer_id", "12D3KooWTop"),
+        ({"network": network(networkPeers=["a", f"b{SURROGATE}"])}, "network_peers", frozenset()),
+        (
+            {"network": network(networkPeers=["a", "p" * (MAX_TEXT_CHARS + 1)])},
+            "network_peers",
+            frozenset(),
+        ),
+        # a chain id UTF-8 cannot hold is skipped and counted (as invalid_response, later)
+        ({"blockchains": ["a", f"b{SURROGATE}", "c"]}, "blockchain_ids", ("a", "c")),
+        ({"blockchains": ["a", f"b{SURROGATE}", "c"]}, "unreadable_chain_ids", 1),
+        ({"blockchains": ["a", f"b{SURROGATE}", "c"]}, "blockchain_count", 3.0),
+        ({"blockchains": ["a", f"b{SURROGATE}", f"b{SURROGATE}"]}, "unreadable_chain_ids", 2),
+        ({"blockchains": ["a", "", 5]}, "unreadable_chain_ids", 0),
+        # a chain id over the label length is skipped and counted as a dropped label value
+        ({"blockchains": ["a", LONG]}, "blockchain_ids", ("a",)),
+        ({"blockchains": ["a", LONG]}, "unreadable_chain_ids", 0),
+        ({"blockchains": ["a", LONG]}, "dropped", Dropped(label_values=1)),
+        ({"nodeVersion": LONG, "nodeId": LONG}, "dropped", Dropped(label_values=2)),
+        ({"nodeVersion": SURROGATE, "nodeId": 5}, "dropped", NOTHING_DROPPED),
+        ({}, "dropped", NOTHING_DROPPED),
+    ],
+    ids=_hostile_id,
+)
+def test_health_hostile_strings(changes: dict[str, Any], field: str, expected: object) -> None:
+    reading = read_health(document(HEALTH_JSON, **changes))
+    assert getattr(reading, field) == expected
+
+
+def test_health_label_length_is_configurable() -> None:
+    body = document(HEALTH_JSON, nodeVersion="1.4.2-build.381", blockchains=["abc", "abcdefghi"])
+    reading = read_health(body, Bounds(label_value_length=8))
+    assert reading.node_version is None
+    assert reading.blockchain_ids == ("abc",)
+    assert reading.dropped == Dropped(label_values=4)  # version, node and peer id, a chain id
+
+
+@pytest.mark.parametrize(
+    ("changes", "consensus_type", "key_type", "dropped"),
+    [
+        ({"consensus": consensus(consensusType=SURROGATE)}, None, "secp256k1", NOTHING_DROPPED),
+        ({"keyType": f"ed{SURROGATE}"}, "council_leader_proposal", None, NOTHING_DROPPED),
+        ({"consensus": consensus(consensusType=LONG)}, None, "secp256k1", Dropped(label_values=1)),
+        ({"keyType": LONG}, "council_leader_proposal", None, Dropped(label_values=1)),
+    ],
+    ids=_hostile_id,
+)
+def test_chain_hostile_label_strings(
+    changes: dict[str, Any], consensus_type: str | None, key_type: str | None, dropped: Dropped
+) -> None:
+    reading = read_chain(document(CHAIN_JSON, **changes))
+    assert (reading.consensus_type, reading.key_type) == (consensus_type, key_type)
+    assert reading.dropped == dropped
+    assert gauges(reading) == pytest.approx(EXPECTED_CHAIN_GAUGES)
+
+
+@pytest.mark.parametrize(
+    ("features", "bounds", "expected", "dropped"),
+    [
+        ({"ok": True, f"bad{SURROGATE}": True}, Bounds(), (("ok", 1.0),), NOTHING_DROPPED),
+        ({LONG: True, "ok": False}, Bounds(), (("ok", 0.0),), Dropped(label_values=1)),
+        ({LONG: "yes", "ok": False}, Bounds(), (("ok", 0.0),), NOTHING_DROPPED),
+        (
+            {"c": True, "a": False, "b": True, "d": "x", "e": None},
+            Bounds(features_per_chain=2),
+            (("a", 0.0), ("b", 1.0)),
+            Dropped(features=1),
+        ),
+        (
+            {"b": True, "a": False},
+            Bounds(features_per_chain=2),
+            (("a", 0.0), ("b", 1.0)),
+            NOTHING_DROPPED,
+        ),
+    ],
+    ids=_hostile_id,
+)
+def test_chain_features_are_bounded(
+    features: dict[str, Any],
+    bounds: Bounds,
+    expected: tuple[tuple[str, float], ...],
+    dropped: Dropped,
+) -> None:
+    reading = read_chain(document(CHAIN_JSON, features=features), bounds=bounds)
+    assert reading.features == expected
+    assert reading.dropped == dropped
+
+
+def test_a_hundred_thousand_flags_keep_the_first_by_name() -> None:
+    flags = {f"flag-{index:06d}": index % 2 == 0 for index in reversed(range(100_000))}
+    reading = read_chain(document(CHAIN_JSON, features=flags))
+    kept = DEFAULT_MAX_FEATURES_PER_CHAIN
+    assert reading.features == tuple(
+        (f"flag-{index:06d}", 1.0 if index % 2 == 0 else 0.0) for index in range(kept)
+    )
+    assert reading.dropped == Dropped(features=100_000 - kept)
+
+
+@pytest.mark.parametrize(
+    "members",
+    [["02aa", f"02bb{SURROGATE}"], ["02aa", "k" * (MAX_TEXT_CHARS + 1)]],
+    ids=["surrogate", "over-cap"],
+)
+def test_a_council_with_an_unreadable_key_is_no_view(members: list[str]) -> None:
+    reading = read_chain(document(CHAIN_JSON, councilMembers=members))
+    assert reading.council is None
+    assert gauges(reading)["ledger_blockchain_council_members"] == 2.0
+
+
+def test_a_block_hash_utf8_cannot_hold_is_not_a_hash() -> None:
+    fields = ("hash", "blockHash")
+    assert read_block_hash({"hash": f"9f{SURROGATE}", "blockHash": "9f1c"}, fields) == "9f1c"
+    with pytest.raises(InvalidResponseError, match="none of the hash fields"):
+        read_block_hash({"hash": SURROGATE}, fields)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from array import array
 from dataclasses import replace
 
@@ -10,7 +11,10 @@ from prometheus_client import exposition, openmetrics
 from prometheus_client.registry import CollectorRegistry
 
 from exporter.collector import snapshot_collectors
-from exporter.readings import ChainReading
+from exporter.config import NodeConfig
+from exporter.history import ChainResult, History, NodeResult, WatchResult
+from exporter.landing import landing_page
+from exporter.readings import ChainReading, read_chain, read_health
 from exporter.render import (
     CHUNK_LINES,
     Renderer,
@@ -19,6 +23,8 @@ from exporter.render import (
     text_format,
 )
 from exporter.snapshot import ErrorCounts, Snapshot
+from exporter.watch import WatchKind, WatchRequest, read_answer
+from exporter.watchpoll import watch_status
 from tests.test_collector import CASES, GOLDEN, poll_golden_case
 
 
@@ -106,3 +112,47 @@ def test_families_longer_than_a_chunk_are_written_whole() -> None:
     assert max(chunk_counts(Renderer(), big).values()) > 1
     assert text_format(Renderer(), big) == _client_python(big, om=False)
     assert openmetrics_format(Renderer(), big) == _client_python(big, om=True)
+
+
+RAW_SURROGATE = b"\xed\xa0\x80"  # UTF-8-style bytes of U+D800: json.loads lets them through
+
+
+def _hostile_snapshot() -> Snapshot:
+    """One cycle of a node whose every string holds a lone surrogate, raw or escaped, read
+    and folded into the history as the poller does, with a watched contract and wallet."""
+    bad = RAW_SURROGATE.decode("latin-1")  # to splice the raw bytes into the JSON text
+    health_text = (
+        '{"nodeVersion": "1.4.2BAD", "nodeId": "\\ud800", "blockchains": ["c1", "cBAD", '
+        '"\\udfff"], "network": {"peerId": "p\\udfff", "peerCount": 1, "networkPeers": ["BAD"]}}'
+    )
+    chain_text = (
+        '{"blockHeight": 5, "keyType": "BAD", "consensus": {"consensusType": "\\ud800"}, '
+        '"councilMembers": ["\\ud800"], "features": {"ok": true, "\\ud800": true, "xBAD": false}}'
+    )
+    health = read_health(json.loads(health_text.replace("BAD", bad).encode("latin-1")))
+    chain_body = json.loads(chain_text.replace("BAD", bad).encode("latin-1"))
+    chains = [ChainResult(c, read_chain(chain_body)) for c in health.blockchain_ids]
+    contract = WatchRequest("n", WatchKind.CONTRACT, "c1", "0x1", "token")
+    wallet = WatchRequest("n", WatchKind.WALLET, "c1", "w1", "cold")
+    hostile = {"status": "\ud800", "vmType": "\udc00", "keyType": "\ud800", "publicKey": "k\ud800"}
+    groups = {"authGroups": {"\ud800": {"read": True}, "ops": {"read": False}}}
+    watch = [
+        WatchResult(contract, read_answer(contract, hostile)),
+        WatchResult(wallet, read_answer(wallet, {**hostile, **groups})),
+    ]
+    result = NodeResult(NodeConfig("n", "http://x/"), health, None, chains, 0.1, 0, watch)
+    nodes = History().record([result], now=1_700_000_000.0)
+    return Snapshot(nodes, 0.1, 1_700_000_000.0, watch=watch_status([result]))
+
+
+def test_lone_surrogates_reach_no_output() -> None:
+    snapshot = _hostile_snapshot()
+    assert [chain.blockchain for chain in snapshot.nodes[0].chains] == ["c1"]
+    text, om = text_format(Renderer(), snapshot), openmetrics_format(Renderer(), snapshot)
+    assert text == _client_python(snapshot, om=False)
+    assert om == _client_python(snapshot, om=True)
+    for body in (text, om, landing_page(snapshot, now=1_700_000_000.0).encode()):
+        body.decode("utf-8")  # strict: raises on any surrogate that got through
+    assert b'feature="ok"' in text and b"feature=" in text
+    assert b'group="ops"' in text and text.count(b"ledger_wallet_permission{") == 1
+    assert b'reason="invalid_response"} 1.0' in text

@@ -24,6 +24,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import __version__, metrics
+from exporter.bounds import DropKind
 from exporter.config import Config, NodeConfig
 from exporter.exposition import Exposition
 from exporter.poller import Poller
@@ -243,7 +244,8 @@ class Rig:
                 self.block_heights.setdefault(node, {})[chain] = self.checkpoints[chain]
 
     def bookkeeping_samples(self, node: str) -> Samples:
-        """Every error counter of the node (0 until counted) and its last success, if any."""
+        """Every error counter of the node (0 until counted), its dropped-values counters (the
+        simulator stays within every bound) and its last success, if any."""
         expected: Samples = {
             key("ledger_node_scrape_errors_total", node=node, endpoint=e, reason=r): (
                 self.errors[node, e, r]
@@ -251,6 +253,8 @@ class Rig:
             for e in (*ENDPOINTS, *([BLOCK] if node in self.block_counting else []))
             for r in REASONS
         }
+        for kind in DropKind:
+            expected[key("ledger_exporter_dropped_values_total", node=node, kind=kind.value)] = 0
         if node in self.last_success:
             last = self.last_success[node]
             expected[key("ledger_node_last_success_timestamp_seconds", node=node)] = last

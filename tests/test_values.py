@@ -6,11 +6,18 @@ so every table below pairs accepted forms with their look-alikes that must be re
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 
 import pytest
 
+from exporter.bounds import (
+    MAX_DURATION_CHARS,
+    MAX_NUMBER_CHARS,
+    MAX_TEXT_CHARS,
+    MAX_TIMESTAMP_CHARS,
+)
 from exporter.values import (
     DurationError,
     parse_go_duration,
@@ -387,3 +394,100 @@ def test_negative_zero_is_exported_as_zero(
 ) -> None:
     result = reader(value)
     assert result == 0.0 and math.copysign(1.0, result) == 1.0
+
+
+def _short_id(value: object) -> str | None:
+    """Test ids of long strings: their length and start, never megabytes of text."""
+    if isinstance(value, str) and len(value) > 40:
+        return f"{value[:12]!r}...({len(value)} chars)"
+    return repr(value) if isinstance(value, str) else None
+
+
+LONE_HIGH = "\ud800"  # what json.loads makes of the escape "\\ud800" and of raw ED A0 80
+LONE_LOW = "\udc00"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        # Prometheus 2.42 ingests every one of these in both formats (checked against the
+        # real server): label values may hold any UTF-8; only \\, \n and " are escaped.
+        ("a\x00b", "a\x00b"),
+        ("a\rb\tc\x7f", "a\rb\tc\x7f"),
+        ("line\nbreak", "line\nbreak"),
+        ('quote"back\\slash', 'quote"back\\slash'),
+        ("\ufffe\uffff\u2028", "\ufffe\uffff\u2028"),
+        ("\U0001f600", "\U0001f600"),  # a surrogate pair in JSON, one character here
+        ("x" * MAX_TEXT_CHARS, "x" * MAX_TEXT_CHARS),
+        # what cannot be encoded in UTF-8 at all: no value, as for a wrong type
+        (LONE_HIGH, None),
+        (LONE_LOW, None),
+        (f"1.4.2{LONE_HIGH}", None),
+        (f"ok{LONE_LOW}{LONE_HIGH}ok", None),  # a pair in the wrong order
+        ("\ud83d\ude00", None),  # CESU-8 bytes: two lone surrogates, not one character
+        ("x" * (MAX_TEXT_CHARS + 1), None),
+        ("x" * 4_000_000, None),
+    ],
+    ids=_short_id,
+)
+def test_read_text_refuses_what_utf8_cannot_hold_and_overlong(
+    value: str, expected: str | None
+) -> None:
+    assert read_text(value) == expected
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'"\\ud800"', b'"\xed\xa0\x80"', b'"\\udfff tail"', b'"\xed\xa0\xbd\xed\xb8\x80"'],
+    ids=["escape", "raw-ED-A0-80", "low-escape", "raw-CESU-8-pair"],
+)
+def test_surrogates_json_accepts_are_unreadable(body: bytes) -> None:
+    decoded = json.loads(body)  # json.loads lets these through (surrogatepass)
+    assert isinstance(decoded, str)
+    assert read_text(decoded) is None
+
+
+def test_read_text_with_a_smaller_cap() -> None:
+    assert read_text("abcd", max_chars=4) == "abcd"
+    assert read_text("abcde", max_chars=4) is None
+
+
+@pytest.mark.parametrize(
+    ("reader", "value", "expected"),
+    [
+        (read_duration, "0" * (MAX_DURATION_CHARS - 2) + "1s", 1.0),
+        (read_duration, "0" * (MAX_DURATION_CHARS - 1) + "1s", None),
+        (read_duration, "0s" * 1_000_000, None),  # the 2 MB bomb: refused before parsing
+        (read_duration, f"1s{LONE_HIGH}", None),
+        (read_timestamp, "2024-05-01T12:00:00." + "0" * (MAX_TIMESTAMP_CHARS - 21) + "Z", NOON),
+        (read_timestamp, "2024-05-01T12:00:00." + "0" * (MAX_TIMESTAMP_CHARS - 20) + "Z", None),
+        (read_timestamp, "2024-05-01T12:00:00." + "1" * 2_000_000 + "Z", None),
+        (read_number, "1" * 78, float("1" * 78)),  # a uint256 amount
+        (read_number, "0" * (MAX_NUMBER_CHARS - 1) + "7", 7.0),
+        (read_number, "0" * MAX_NUMBER_CHARS + "7", None),
+        (read_number, "9" * 2_000_000, None),
+        (read_count, "0" * MAX_NUMBER_CHARS + "7", None),
+    ],
+    ids=_short_id,
+)
+def test_parsed_strings_have_a_length_cap(
+    reader: Callable[[object], float | None], value: str, expected: float | None
+) -> None:
+    assert reader(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("parse", "text"),
+    [
+        (parse_go_duration, "0s" * 1_000_000),
+        (parse_go_duration, "1" * (MAX_DURATION_CHARS + 1) + "s"),
+        (parse_timestamp, "2024-05-01T12:00:00." + "5" * 1_000_000 + "Z"),
+    ],
+    ids=["duration-bomb", "duration-over-cap", "timestamp-over-cap"],
+)
+def test_overlong_parses_fail_without_echoing_the_text(
+    parse: Callable[[str], float], text: str
+) -> None:
+    with pytest.raises(ValueError, match="characters") as caught:
+        parse(text)
+    assert len(str(caught.value)) < 200

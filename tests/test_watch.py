@@ -12,16 +12,20 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from prometheus_client.registry import CollectorRegistry
 
+from exporter.bounds import DEFAULT_MAX_LABEL_VALUE_LENGTH, NOTHING_DROPPED, Bounds, Dropped
 from exporter.config import load_config, parse_config
 from exporter.exposition import render_collectors
 from exporter.readings import InvalidResponseError, read_health
 from exporter.watch import (
+    ContractReading,
     Reading,
+    WalletReading,
     WatchedObject,
     WatchKind,
     WatchRequest,
@@ -310,3 +314,121 @@ def test_requests_carry_decoded_segments_and_query() -> None:
     assert (wallet.segments, wallet.query) == (("wallets", "w 1"), (("blockchainId", "a/b"),))
     state = WatchRequest("n", WatchKind.CONTRACT_STATE, "c", "0x1", "x")
     assert (state.segments, state.query) == (("blockchains", "c", "contracts", "0x1", "state"), ())
+
+
+SURROGATE = "\ud800"  # what json.loads makes of "\\ud800" and of raw ED A0 80 bytes
+LONG = "v" * (DEFAULT_MAX_LABEL_VALUE_LENGTH + 1)
+CONTRACT = WatchRequest("n", WatchKind.CONTRACT, "abc123", "0x5f", "token")
+WALLET = WatchRequest("n", WatchKind.WALLET, "abc123", "w1", "treasury")
+CONTRACT_BODY = {"address": "0x5f", "status": "ACTIVE", "vmType": "evm", "codeHash": "c0de"}
+WALLET_BODY = {
+    "address": "w1",
+    "keyType": "ed25519",
+    "publicKey": "ab12",
+    "authGroups": {"admins": {"create": True, "read": True}},
+}
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}...({len(text)} chars)"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "attribute", "dropped"),
+    [
+        ("status", SURROGATE, "status", NOTHING_DROPPED),
+        ("status", LONG, "status", Dropped(label_values=1)),
+        ("vmType", f"evm{SURROGATE}", "vm_type", NOTHING_DROPPED),
+        ("vmType", LONG, "vm_type", Dropped(label_values=1)),
+        ("codeHash", SURROGATE, "code_hash", NOTHING_DROPPED),
+        ("codeHash", LONG, "code_hash", Dropped(label_values=1)),
+        ("address", SURROGATE, "address", NOTHING_DROPPED),
+        ("address", LONG, "address", Dropped(label_values=1)),
+    ],
+    ids=_short,
+)
+def test_contract_strings_a_label_cannot_take_are_unread(
+    field: str, value: str, attribute: str, dropped: Dropped
+) -> None:
+    reading = read_answer(CONTRACT, {**CONTRACT_BODY, field: value})
+    assert isinstance(reading, ContractReading)
+    assert getattr(reading, attribute) is None
+    assert reading.dropped == dropped
+    assert render(WatchStatus((watched_object(CONTRACT, (), reading),))).isascii()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "attribute", "dropped"),
+    [
+        ("keyType", SURROGATE, "key_type", NOTHING_DROPPED),
+        ("keyType", LONG, "key_type", Dropped(label_values=1)),
+        ("publicKey", f"ab{SURROGATE}", "public_key", NOTHING_DROPPED),
+        ("publicKey", LONG, "public_key", Dropped(label_values=1)),
+        ("address", SURROGATE, "address", NOTHING_DROPPED),
+    ],
+    ids=_short,
+)
+def test_wallet_strings_a_label_cannot_take_are_unread(
+    field: str, value: str, attribute: str, dropped: Dropped
+) -> None:
+    reading = read_answer(WALLET, {**WALLET_BODY, field: value})
+    assert isinstance(reading, WalletReading)
+    assert getattr(reading, attribute) is None
+    assert reading.dropped == dropped
+
+
+@pytest.mark.parametrize(
+    ("groups", "bounds", "kept", "dropped"),
+    [
+        ({f"adm{SURROGATE}": {"read": True}, "ops": {"read": False}}, Bounds(), ["ops"], 0),
+        (
+            {LONG: {"read": True}, "ops": {"read": False}},
+            Bounds(),
+            ["ops"],
+            Dropped(label_values=1),
+        ),
+        ({LONG: {"read": "yes"}, "ops": {"read": False}}, Bounds(), ["ops"], 0),
+        (
+            {"c": {"read": True}, "a": {"read": True}, "b": {"update": False}, "d": {"x": True}},
+            Bounds(auth_groups_per_wallet=2),
+            ["a", "b"],
+            Dropped(auth_groups=1),
+        ),
+        (
+            {f"g{index:03d}": {"read": True} for index in reversed(range(100))},
+            Bounds(),
+            [f"g{index:03d}" for index in range(Bounds().auth_groups_per_wallet)],
+            Dropped(auth_groups=100 - Bounds().auth_groups_per_wallet),
+        ),
+    ],
+    ids=_short,
+)
+def test_auth_groups_are_bounded(
+    groups: dict[str, Any], bounds: Bounds, kept: list[str], dropped: Dropped | int
+) -> None:
+    reading = read_answer(WALLET, {**WALLET_BODY, "authGroups": groups}, bounds)
+    assert isinstance(reading, WalletReading)
+    assert sorted({group for group, _, _ in reading.permissions}) == kept
+    assert reading.dropped == (dropped or NOTHING_DROPPED)
+
+
+class _Listing(tuple[str, ...]):
+    """A /health listing that counts linear membership scans."""
+
+    scans = 0
+
+    def __contains__(self, item: object) -> bool:
+        type(self).scans += 1
+        return super().__contains__(item)
+
+
+def test_a_huge_listing_is_not_scanned_once_per_watch_entry() -> None:
+    """10^5 chain ids times hundreds of entries would be 10^7 comparisons a cycle."""
+    listing = _Listing(f"chain-{index}" for index in range(100_000))
+    wallets = tuple(
+        WatchedWallet(f"chain-{index}", f"w{index}", f"w{index}") for index in range(300)
+    )
+    requests = plan_requests(WatchConfig(wallets=wallets), "validator-1", listing)
+    assert len(requests) == 300
+    assert _Listing.scans == 0

@@ -94,6 +94,14 @@ local g = import '../lib/grafana.libsonnet';
             [g.target('ledger_node_up{%s}' % N, '{{node}}')],
             g.boolMapping(['down', 'red'], ['up', 'green']),
           ),
+          g.timeseries(
+            17,
+            'Values dropped for a bound',
+            'Values per second the nodes sent beyond a configured bound and so not exported, by kind: blockchain (max_blockchains_per_node), feature (max_features_per_chain), auth_group (max_auth_groups_per_wallet), label_value (max_label_value_length). 0 on a healthy network; above it a node sends more than the bound allows; raise the setting or fix the node (the log names it).',
+            [g.target('sum by (node, kind) (rate(ledger_exporter_dropped_values_total{%s, node=~"$node"}[$__rate_interval]))' % E, '{{node}} {{kind}}')],
+            unit='cps',
+            size=[24, 8],
+          ),
           g.row(13, 'Process'),
           g.timeseries(
             14,
