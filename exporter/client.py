@@ -120,7 +120,11 @@ class NodeClient:
         if deadline - self._monotonic() <= 0:
             done(None, NotSentError())
             return
-        url = self.url_for(segments, query)
+        try:
+            url = self.url_for(segments, query)
+        except UnicodeEncodeError:  # a lone surrogate in an id the node sent
+            done(None, FetchError(Reason.INVALID_RESPONSE, _UNENCODABLE))
+            return
         request = Request(
             url,
             deadline,
@@ -159,12 +163,19 @@ class _Answer:
 
     def __call__(self, outcome: Response | TransferError) -> None:
         client = self._client
+        path = client.path_of(self._url)
         try:
-            document = interpret(outcome, client.path_of(self._url), client.max_bytes)
+            document = interpret(outcome, path, client.max_bytes)
         except FetchError as error:
             self._done(None, error)
+        except Exception as error:  # e.g. MemoryError: the poll must hear of it all the same
+            detail = f"the answer from {path} could not be decoded ({type(error).__name__})"
+            self._done(None, FetchError(Reason.INVALID_RESPONSE, detail))
         else:
             self._done(document, None)
+
+
+_UNENCODABLE = "an id to request is not valid Unicode (a lone surrogate), so it cannot be sent"
 
 
 def _encode_segment(segment: str) -> str:

@@ -524,6 +524,36 @@ def test_a_failing_callback_is_logged_and_the_engine_goes_on(
     assert engine.in_flight() == 0
 
 
+def test_an_unexpected_failure_to_decode_still_reaches_the_caller(
+    engine: Engine, local_node: LocalNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def out_of_memory(*_: Any) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr("exporter.client.interpret", out_of_memory)
+    local_node.answer("/health", {"nodeVersion": "1.4.2"})
+    outcome: list[FetchError | None] = []
+    answered = threading.Event()
+
+    def done(_: Any, error: FetchError | None) -> None:
+        outcome.append(error)
+        answered.set()
+
+    client(engine, local_node.url).get(["health"], soon(), done)
+    assert answered.wait(5)
+    assert outcome[0] is not None and outcome[0].reason is Reason.INVALID_RESPONSE
+    assert outcome[0].detail == "the answer from /health could not be decoded (MemoryError)"
+
+
+def test_an_id_that_cannot_be_encoded_is_an_invalid_response_never_sent(
+    engine: Engine, local_node: LocalNode
+) -> None:
+    error = fetch_error(client(engine, local_node.url), ["blockchains", "a\ud800"], soon())
+    assert error.reason is Reason.INVALID_RESPONSE
+    assert "not valid Unicode" in error.detail
+    assert local_node.paths == []
+
+
 def test_a_request_submitted_after_close_fails_at_once(local_node: LocalNode) -> None:
     closed = Engine(4, "test")
     closed.close()

@@ -18,6 +18,7 @@ from exporter.nodepoll import BlockPlan, Countdown, NodePoll
 from exporter.poller import Poller
 from exporter.snapshot import NodeStatus, Snapshot
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
+from tests.test_watch_poll import CONTRACT, WATCH, _watched
 
 
 def _config(*nodes: NodeConfig, timeout: float = 1.0, concurrency: int = 8) -> Config:
@@ -455,3 +456,82 @@ def test_countdown_reaches_zero_once_every_poll_ended(count: int, ended: int, ze
     for _ in range(ended):
         countdown.count_down()
     assert countdown.wait(0.0) is zero
+
+
+# --- a callback that raises never leaves a poll unfinished ------------------------------------
+
+
+def _raise(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("a reader failed")
+
+
+def _raise_for_chains(original: Any) -> Any:
+    def get(client: NodeClient, segments: list[str], *args: Any, **kwargs: Any) -> None:
+        if segments[0] == "blockchains":
+            raise RuntimeError("sending failed")
+        original(client, segments, *args, **kwargs)
+
+    return get
+
+
+@pytest.mark.parametrize(
+    ("target", "endpoint"),
+    [
+        ("exporter.nodepoll.read_health", "health"),
+        ("exporter.watchpoll.plan_requests", "health"),  # planned from the /health answer
+        ("exporter.nodepoll.read_chain", "blockchain"),
+        ("exporter.nodepoll.read_block_hash", "block"),
+        ("exporter.watchpoll.read_answer", "contract"),
+        ("exporter.client.NodeClient.get", "health"),  # sending the chains from /health's callback
+        ("exporter.nodepoll._ChainAnswer.__call__", "blockchain"),  # past the reader's own guard
+        ("exporter.watchpoll.WatchAnswer.__call__", "contract"),
+    ],
+)
+def test_a_raising_callback_ends_its_part_and_the_node_is_asked_again(
+    target: str, endpoint: str, fake_nodes: list[FakeNode], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = _watched(new_fake_node(fake_nodes), ["c1"])
+    fake.set("/blockchains/c1/blocks?height=5", {"hash": "h5"})
+    if target.endswith(".get"):
+        monkeypatch.setattr(NodeClient, "get", _raise_for_chains(NodeClient.get))
+    else:
+        monkeypatch.setattr(target, _raise)
+    config = replace(
+        _config(NodeConfig("n", fake.url), timeout=3.0),
+        watch=WATCH,
+        network_checks=NetworkChecks(checkpoint_depth=5),
+    )
+    poller = Poller(config, lambda _: None)
+    try:
+        snapshots = [poller.run_cycle() for _ in range(3)]
+        in_flight = poller.requests_in_flight()
+    finally:
+        poller.stop()
+    nodes = [_node(snapshot, "n") for snapshot in snapshots]
+    assert fake.requests.count("/health") == 3  # asked again every cycle
+    assert in_flight == 0
+    path = {"block": "/blockchains/c1/blocks?height=5", "contract": CONTRACT}.get(endpoint)
+    assert path is None or path in fake.requests  # the reader was reached
+    assert not any(node.error and "has not ended" in node.error for node in nodes)
+    assert _errors(nodes[-1]).get((endpoint, "invalid_response"), 0) >= 1
+    if endpoint == "health":
+        assert nodes[-1].error is not None
+        assert nodes[-1].error.startswith("invalid_response: ")
+
+
+def test_a_chain_id_that_cannot_be_requested_does_not_hang_the_poll(
+    fake_nodes: list[FakeNode],
+) -> None:
+    fake = new_fake_node(fake_nodes)
+    fake.play(health_doc(["c1", "\ud800"]), {"c1": chain_doc(100)})
+    poller = Poller(_config(NodeConfig("n", fake.url), timeout=3.0), lambda _: None)
+    try:
+        snapshots = [poller.run_cycle() for _ in range(2)]
+    finally:
+        poller.stop()
+    assert fake.requests.count("/health") == 2
+    for snapshot in snapshots:
+        node = _node(snapshot, "n")
+        assert node.up, node.error
+        assert [c.up for c in node.chains if c.blockchain == "c1"] == [True]
+        assert not any(c.error and "timeout" in c.error for c in node.chains)
