@@ -104,8 +104,9 @@ class NodeClient:
         """The base URL (path prefix kept) with each segment percent-encoded and appended,
         then the ``query`` parameters, names and values percent-encoded.
 
-        ``.`` and ``..`` are encoded too, or URL normalisation would turn a chain id of
-        ``..`` into the node's base path.
+        ``.`` and ``..`` are encoded too (``%2E%2E``), and the engine sends the path as is
+        (libcurl's ``PATH_AS_IS``), or URL normalisation would turn a chain id of ``..``
+        into the node's base path.
         """
         url = self._base + "/".join(_encode_segment(segment) for segment in segments)
         if not query:

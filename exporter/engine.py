@@ -303,6 +303,7 @@ class Engine:
         request, curl = transfer.request, transfer.curl
         setopt = curl.setopt
         setopt(pycurl.URL, request.url)
+        setopt(pycurl.PATH_AS_IS, 1)  # never resolve %2E%2E: a chain ".." is not the base path
         setopt(pycurl.PROXY, "")  # never a proxy from the environment
         setopt(pycurl.FOLLOWLOCATION, 0)
         setopt(pycurl.NOSIGNAL, 1)

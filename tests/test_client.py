@@ -293,6 +293,29 @@ def test_chain_id_is_sent_as_one_escaped_segment(engine: Engine, local_node: Loc
     assert local_node.paths == ["/blockchains/a%2Fb%20c%3Fd%23e%25"]
 
 
+@pytest.mark.parametrize("prefix", ["", "api/v1/"])
+@pytest.mark.parametrize(
+    ("chain", "sent"),
+    [
+        ("..", "%2E%2E"),
+        (".", "%2E"),
+        ("%2e%2e", "%252e%252e"),
+        ("%2E.", "%252E."),
+        ("...", "..."),
+        ("../health", "..%2Fhealth"),
+    ],
+)
+def test_the_node_receives_dot_segments_as_sent(
+    prefix: str, chain: str, sent: str, engine: Engine, local_node: LocalNode
+) -> None:
+    """libcurl would resolve ``%2E%2E`` like ``..`` and ask for the base path instead."""
+    path = f"/{prefix}blockchains/{sent}"
+    local_node.answer(path, {"blockHeight": 7})
+    document = client(engine, local_node.url + prefix).get_json(["blockchains", chain], soon())
+    assert local_node.paths == [path]
+    assert document == {"blockHeight": 7}
+
+
 @pytest.mark.parametrize(
     ("query", "url"),
     [
