@@ -642,6 +642,42 @@ def test_connections_are_reused_across_requests(engine: Engine, local_node: Loca
     assert len(set(local_node.client_ports)) == 1  # one kept-alive connection
 
 
+def test_idle_connections_are_closed_once_no_request_is_in_flight(
+    engine: Engine, local_node: LocalNode
+) -> None:
+    released = threading.Event()
+
+    def held(handler: BaseHTTPRequestHandler) -> None:
+        released.wait(5)
+        local_node.answer("/held-answer", {"held": True})
+        local_node.routes["/held-answer"](handler)
+
+    local_node.routes["/held"] = held
+    local_node.answer("/health", {})
+    node_client = client(engine, local_node.url)
+    node_client.get_json(["health"], soon())
+    outcome: list[Any] = []
+    ended = threading.Event()
+
+    def done(document: Any, _: FetchError | None) -> None:
+        outcome.append(document)
+        ended.set()
+
+    node_client.get(["held"], soon(), done)
+    deadline = time.monotonic() + 5
+    while "/held" not in local_node.paths and time.monotonic() < deadline:
+        time.sleep(0.01)
+    engine.close_idle_connections()  # with a request in flight: waits for it
+    released.set()
+    assert ended.wait(5)
+    node_client.get_json(["health"], soon())
+    assert outcome == [{"held": True}]  # the request in flight was not cut
+    ports = local_node.client_ports
+    assert ports[1] == ports[0]  # kept alive until then
+    assert ports[2] != ports[1]  # closed once the held request ended: a new one was opened
+    assert engine.connections_opened() == 2
+
+
 def _ignoring(call: Callable[[], None]) -> Callable[[Any, FetchError | None], None]:
     return lambda _, __: call()
 

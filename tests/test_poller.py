@@ -6,6 +6,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, cast
 
@@ -118,6 +119,9 @@ class HangingEngine:
         self.waiting.append(done)
 
     def resize(self, connections: int, max_in_flight: int | None = None) -> None:
+        pass
+
+    def close_idle_connections(self) -> None:
         pass
 
     def in_flight(self) -> int:
@@ -293,20 +297,64 @@ def test_errors_kept_in_results_hold_no_traceback(fake_nodes: list[FakeNode]) ->
 
 
 class CountingServer(FakeNode):
-    """A FakeNode that counts the TCP connections it accepts."""
+    """A FakeNode that counts the TCP connections it accepts and those that ended (the
+    client closed them: the server keeps every connection alive)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.accepted = 0
-        accept = self.server.get_request
+        self.ended = 0
+        accept, shutdown = self.server.get_request, self.server.shutdown_request
 
         def counting_accept() -> tuple[socket.socket, Any]:
             self.accepted += 1
             return accept()
 
+        def counting_shutdown(request: Any) -> None:
+            shutdown(request)
+            self.ended += 1
+
         self.server.get_request = counting_accept  # type: ignore[method-assign]
+        self.server.shutdown_request = counting_shutdown  # type: ignore[method-assign]
         handler: Any = self.server.RequestHandlerClass
         handler.protocol_version = "HTTP/1.1"  # keep-alive, as a node's API server does
+
+    @property
+    def open_connections(self) -> int:
+        return self.accepted - self.ended
+
+
+def _eventually(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
+
+
+def test_a_reload_closes_the_connections_to_hosts_no_longer_configured() -> None:
+    kept, removed = CountingServer(), CountingServer()
+    for server in (kept, removed):
+        server.start()
+        server.play(health_doc(["c1", "c2"]), {"c1": chain_doc(1), "c2": chain_doc(2)})
+    try:
+        nodes = [NodeConfig("k", kept.url), *(NodeConfig(f"r{i}", removed.url) for i in range(6))]
+        # the connection cache holds 64: room for every connection to both hosts
+        poller = Poller(_config(*nodes, timeout=2.0, concurrency=64), lambda _: None)
+        first = poller.run_cycle()
+        opened = removed.open_connections
+        poller.apply(_config(nodes[0], timeout=2.0, concurrency=64))
+        second = poller.run_cycle()
+        _eventually(lambda: removed.open_connections == 0)
+        still_open = removed.open_connections
+        third = poller.run_cycle()  # the kept host is still polled (over new connections)
+        poller.stop()
+    finally:
+        kept.stop()
+        removed.stop()
+    assert all(node.up for snapshot in (first, second, third) for node in snapshot.nodes)
+    assert opened > 0
+    assert still_open == 0, f"{still_open} connections to the removed host still open"
+    assert removed.accepted == opened  # nothing sent to it after the reload
 
 
 def test_connections_are_kept_alive_across_cycles() -> None:
