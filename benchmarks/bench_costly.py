@@ -5,13 +5,17 @@ Run on demand, never in the test suite:
 
     .venv/bin/python benchmarks/bench_costly.py                       # every scenario
     .venv/bin/python benchmarks/bench_costly.py --scenarios durations --hostile-chains 20
+    .venv/bin/python benchmarks/bench_costly.py --designs budget,thread,inline --healthy 200
 
 The healthy nodes come from a simulator process (2 chains each, every answer 50 ms late); the
 costly node from benchmarks/hostile_server.py (modes ``durations``, ``arrays``, ``strings``:
 a small /health listing ``--hostile-chains`` chains, each chain and block answer a document
 of 4.1 to 6.9 MiB, under the default 8 MiB cap). Each scenario runs in a fresh worker process
 through ``Poller.run_cycle`` with the default ``scrape_timeout`` (10 s) and the costly node
-first in the config. See benchmarks/README.md.
+first in the config. ``--designs`` compares how the answers are read: ``budget`` (as shipped:
+on the engine's thread, each node's answers within a CPU budget per poll), ``inline`` (on the
+engine's thread, no budget: as before issue 23) and ``thread`` (answers over 64 KiB decoded and
+read by one thread of their own, no budget). See benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import queue
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,7 +47,7 @@ from benchlib import (
     stop_process,
 )
 
-HEALTHY = 10
+DESIGNS = ("budget", "inline", "thread")
 SCENARIOS = {
     "baseline": "no costly node",
     "durations": "Go durations of 1.8 million parts (6.9 MiB)",
@@ -54,6 +60,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--scenarios", default=",".join(SCENARIOS), help="comma-separated, default: all")
+    add("--designs", default="budget", help=f"comma-separated, of {', '.join(DESIGNS)}")
+    add("--healthy", type=int, default=10, help="healthy nodes (10)")
     add("--hostile-chains", type=int, default=4, help="chains the costly node lists (4)")
     add("--cycles", type=int, default=4, help="measured cycles per scenario (4)")
     add("--timeout", type=float, default=10.0, help="scrape_timeout in seconds (10)")
@@ -67,27 +75,31 @@ def main(argv: Sequence[str]) -> int:
     if args.worker:
         worker(json.loads(args.worker))
     names = [name for name in args.scenarios.split(",") if name]
-    if unknown := sorted(set(names) - set(SCENARIOS)):
-        print(f"unknown scenario(s) {unknown}; choose from {sorted(SCENARIOS)}", file=sys.stderr)
+    designs = [design for design in args.designs.split(",") if design]
+    if unknown := sorted(set(names) - set(SCENARIOS)) + sorted(set(designs) - set(DESIGNS)):
+        print(f"unknown {unknown}; choose from {sorted(SCENARIOS)}, {DESIGNS}", file=sys.stderr)
         return 2
     meter = MachineMeter()
-    with SimProcess(HEALTHY, 2) as sim, costly_server(args.hostile_chains) as hostile:
+    with SimProcess(args.healthy, 2) as sim, costly_server(args.hostile_chains) as hostile:
         for name in fetch_nodes(sim.admin_url):
             sim.set_fault(name, "slow", args.latency)
         results = []
-        for name in names:
-            print(f"scenario {name} ...", file=sys.stderr)
-            payload = {**vars(args), "admin": sim.admin_url, "hostile": hostile, "scenario": name}
-            results.append(run_worker(__file__, payload, args.cycles * (args.timeout + 30) + 60))
+        for design in designs:
+            for name in names:
+                print(f"{design}: scenario {name} ...", file=sys.stderr)
+                payload = {**vars(args), "admin": sim.admin_url, "hostile": hostile}
+                payload |= {"scenario": name, "design": design}
+                budget = args.cycles * (args.timeout + 30) + 60
+                results.append(run_worker(__file__, payload, budget))
     print(f"\n{exporter_version()}; {describe(args)}; {meter.report()}\n")
-    print(table(results))
+    print(table(results, args.healthy))
     return 0
 
 
 def describe(args: argparse.Namespace) -> str:
     return (
-        f"{HEALTHY} healthy nodes (2 chains, {args.latency * 1000:.0f} ms late) + 1 costly node "
-        f"({args.hostile_chains} chains) first in the config; scrape_timeout={args.timeout}s, "
+        f"{args.healthy} healthy nodes (2 chains, {args.latency * 1000:.0f} ms late) + 1 costly "
+        f"node ({args.hostile_chains} chains) first in the config; scrape_timeout={args.timeout}s, "
         f"{args.cycles} cycles, 1 s apart"
     )
 
@@ -121,6 +133,7 @@ def worker(p: dict[str, Any]) -> None:
     from exporter.poller import Poller  # noqa: PLC0415
 
     logging.getLogger("ledger_exporter").setLevel(logging.CRITICAL)
+    use_design(p["design"])
     urls = {name: info["url"] for name, info in fetch_nodes(p["admin"]).items()}
     healthy = tuple(NodeConfig(name, url) for name, url in urls.items())
     costly = () if p["scenario"] == "baseline" else (
@@ -136,6 +149,7 @@ def worker(p: dict[str, Any]) -> None:
         time.sleep(1.0)
     finish_worker(
         {
+            "design": p["design"],
             "scenario": p["scenario"],
             "wall": [c["wall"] for c in cycles],
             "cpu": statistics.median(c["cpu"] for c in cycles),
@@ -146,6 +160,32 @@ def worker(p: dict[str, Any]) -> None:
             "rss_peak": status_mib("VmHWM"),
         }
     )
+
+
+def use_design(design: str) -> None:
+    """Patch this worker process's exporter to read answers as ``design`` does."""
+    from exporter import engine, nodepoll  # noqa: PLC0415 (worker only)
+
+    if design == "budget":
+        return
+    nodepoll.MIN_READ_BUDGET_SECONDS = float("inf")  # no budget
+    if design == "inline":
+        return
+    backlog: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
+    report = engine._report
+
+    def hand_over(done: Any, outcome: Any) -> None:
+        if isinstance(outcome, engine.Response) and len(outcome.body) > 64 * 1024:
+            backlog.put((done, outcome))
+        else:
+            report(done, outcome)
+
+    def read_answers() -> None:
+        while True:
+            report(*backlog.get())
+
+    threading.Thread(target=read_answers, name="answers", daemon=True).start()
+    engine._report = hand_over  # type: ignore[assignment]
 
 
 def measured_cycle(poller: Any) -> dict[str, Any]:
@@ -174,8 +214,9 @@ def describe_node(node: Any) -> str:
     )
 
 
-def table(results: list[dict[str, Any]]) -> str:
+def table(results: list[dict[str, Any]], healthy: int) -> str:
     header = [
+        "design",
         "scenario",
         "healthy up per cycle",
         "healthy chains up (min)",
@@ -187,9 +228,10 @@ def table(results: list[dict[str, Any]]) -> str:
     ]
     rows = [
         [
+            r["design"],
             f"{r['scenario']}: {SCENARIOS[r['scenario']]}",
-            " ".join(f"{up}/{HEALTHY}" for up in r["healthy_up"]),
-            f"{r['chains_up']}/{2 * HEALTHY}",
+            " ".join(f"{up}/{healthy}" for up in r["healthy_up"]),
+            f"{r['chains_up']}/{2 * healthy}",
             f"{r['slowest_healthy']:.2f}",
             f"{statistics.median(r['wall']):.2f} / {max(r['wall']):.2f}",
             f"{r['cpu']:.2f}",

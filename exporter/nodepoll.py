@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from exporter.client import FetchError, NodeClient, NotSentError, Query, Reason
+from exporter.client import FetchError, NodeClient, NotSentError, Query, ReadBudget, Reason
 from exporter.config import NodeConfig
 from exporter.history import ChainResult, NodeResult
 from exporter.readings import (
@@ -36,6 +36,10 @@ log = logging.getLogger("ledger_exporter")
 
 #: Extra wait after the deadline for requests that are just finishing their last read.
 DEADLINE_GRACE_SECONDS = 0.25
+#: CPU time a node's answers may cost to decode and read in one poll: this share of the
+#: poll's time, at least MIN_READ_BUDGET_SECONDS (a real answer costs well under 1 ms).
+READ_BUDGET_SHARE = 0.05
+MIN_READ_BUDGET_SECONDS = 0.25
 NO_WATCH = WatchConfig()
 
 
@@ -131,6 +135,7 @@ class NodePoll:
         self._in_flight = 0
         self._ran_out_of_time = False
         self._deadline = 0.0
+        self._budget = ReadBudget(MIN_READ_BUDGET_SECONDS)
 
     @property
     def finished(self) -> bool:
@@ -154,7 +159,7 @@ class NodePoll:
         """``client.get``, keeping count of requests in flight and of those that timed out."""
         with self._lock:
             self._in_flight += 1
-        self._client.get(segments, self._deadline, _Counted(self, done), query)
+        self._client.get(segments, self._deadline, _Counted(self, done), query, self._budget)
 
     def request_ended(self, error: FetchError | None) -> None:
         """A request to this node has ended (for the in-flight and timed-out counts)."""
@@ -166,6 +171,8 @@ class NodePoll:
 
     def start(self, deadline: float, started: float) -> None:
         self._started, self._deadline = started, deadline
+        share = (deadline - started) * READ_BUDGET_SHARE
+        self._budget = ReadBudget(max(MIN_READ_BUDGET_SECONDS, share))
         self._ask(["health"], _HealthAnswer(self))
 
     def health_answered(self, document: Any, error: FetchError | None) -> None:

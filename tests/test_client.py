@@ -27,7 +27,7 @@ import pycurl
 import pytest
 
 from exporter import __version__
-from exporter.client import FetchError, NodeClient, Reason, classify
+from exporter.client import FetchError, NodeClient, ReadBudget, Reason, classify
 from exporter.config import NodeConfig, TlsConfig
 from exporter.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine, TransferError
 from exporter.nodepoll import Countdown
@@ -566,6 +566,43 @@ def test_an_unexpected_failure_to_decode_still_reaches_the_caller(
     assert answered.wait(5)
     assert outcome[0] is not None and outcome[0].reason is Reason.INVALID_RESPONSE
     assert outcome[0].detail == "the answer from /health could not be decoded (MemoryError)"
+
+
+def _outcome(node_client: NodeClient, segments: list[str], budget: ReadBudget) -> FetchError | None:
+    outcome: list[FetchError | None] = []
+    answered = threading.Event()
+
+    def done(_: Any, error: FetchError | None) -> None:
+        outcome.append(error)
+        answered.set()
+
+    node_client.get(segments, soon(), done, budget=budget)
+    assert answered.wait(5)
+    return outcome[0]
+
+
+def test_once_the_read_budget_is_spent_answers_are_refused_unread(
+    engine: Engine, local_node: LocalNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded: list[str] = []
+
+    def decode(body: bytes, path: str) -> Any:
+        decoded.append(path)
+        return json.loads(body)
+
+    monkeypatch.setattr("exporter.client.decode", decode)
+    local_node.answer("/health", {"nodeVersion": "1.4.2"})
+    local_node.answer("/gone", {}, status=404)
+    node_client = client(engine, local_node.url)
+    budget = ReadBudget(1.0)
+    assert _outcome(node_client, ["health"], budget) is None
+    budget.charge(1.0)  # as if reading the answers had cost a second of CPU
+    refused = _outcome(node_client, ["health"], budget)
+    gone = _outcome(node_client, ["gone"], budget)
+    assert decoded == ["/health"]  # the first answer only
+    assert refused is not None and refused.reason is Reason.TOO_LARGE
+    assert refused.detail == "/health not read: the node's answers already took 1 s of CPU"
+    assert gone is not None and gone.reason is Reason.HTTP_STATUS  # reported as such
 
 
 def test_an_id_that_cannot_be_encoded_is_an_invalid_response_never_sent(

@@ -17,6 +17,7 @@ from exporter.config import Config, NetworkChecks, NodeConfig
 from exporter.engine import Done, Engine, Request, Response
 from exporter.nodepoll import BlockPlan, Countdown, NodePoll
 from exporter.poller import Poller
+from exporter.readings import read_chain
 from exporter.snapshot import NodeStatus, Snapshot
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
 from tests.test_watch_poll import CONTRACT, WATCH, _watched
@@ -583,3 +584,50 @@ def test_a_chain_id_that_cannot_be_requested_does_not_hang_the_poll(
         assert node.up, node.error
         assert [c.up for c in node.chains if c.blockchain == "c1"] == [True]
         assert not any(c.error and "timeout" in c.error for c in node.chains)
+
+
+# --- a node whose answers are costly to read cannot hold the engine for the others -----------
+
+
+def _costly_reader(original: Any, seconds: float) -> Any:
+    """read_chain, but a document marked "costly" burns ``seconds`` of CPU first (as a
+    7 MiB document of tiny values would), on the thread that reads it."""
+
+    def read(document: Any, *args: Any) -> Any:
+        if isinstance(document, dict) and document.get("costly"):
+            started = time.thread_time()
+            while time.thread_time() - started < seconds:
+                pass
+        return original(document, *args)
+
+    return read
+
+
+def test_a_node_whose_answers_are_costly_to_read_spends_its_budget_not_the_others_time(
+    fake_nodes: list[FakeNode], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chains = [f"c{i}" for i in range(12)]
+    costly = new_fake_node(fake_nodes)
+    costly.play(health_doc(chains), {c: chain_doc(1, costly=True) for c in chains})
+    healthy = [new_fake_node(fake_nodes) for _ in range(3)]
+    for fake in healthy:
+        fake.play(health_doc(["c1", "c2"]), {"c1": chain_doc(1), "c2": chain_doc(2)})
+        fake.set("/health", health_doc(["c1", "c2"]), delay=0.2)  # comes while costly reads
+    monkeypatch.setattr("exporter.nodepoll.read_chain", _costly_reader(read_chain, 0.3))
+    nodes = [NodeConfig("costly", costly.url)]
+    nodes += [NodeConfig(f"h{i}", fake.url) for i, fake in enumerate(healthy)]
+    # 12 answers of 0.3 s each would hold the engine's thread past the 3 s deadline
+    poller = Poller(_config(*nodes, timeout=3.0, concurrency=64), lambda _: None)
+    try:
+        snapshot = poller.run_cycle()
+    finally:
+        poller.stop()
+    for i in range(3):
+        node = _node(snapshot, f"h{i}")
+        assert node.up and all(chain.up for chain in node.chains), [c.error for c in node.chains]
+    node = _node(snapshot, "costly")
+    assert node.up  # its /health was read, and the one chain that spent the budget
+    assert [chain.up for chain in node.chains].count(True) == 1
+    assert _errors(node) == {("blockchain", "too_large"): 11}
+    refused = [chain.error for chain in node.chains if not chain.up]
+    assert all(error and "s of CPU" in error for error in refused), refused
