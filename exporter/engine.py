@@ -137,6 +137,7 @@ class Engine:
         self._connects = 0
         self._ca_bundle = certifi.where()
         self._wakeup = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._wakeup_open = True  # guarded by _lock: never write to a closed (reused) fd
         self._epoll = select.epoll()
         self._epoll.register(self._wakeup, select.EPOLLIN)
         self._cache_size = self._connection_cache_size()
@@ -153,14 +154,20 @@ class Engine:
             if max_in_flight is not None:
                 self._max_in_flight = max(1, max_in_flight)
                 self._max_suspects = max(1, self._max_in_flight // 4)
-        os.eventfd_write(self._wakeup, 1)
+        self._wake()
 
     def close_idle_connections(self) -> None:
         """Close every kept-alive connection as soon as no request is in flight (after a
         reload that removed node hosts); the next requests open new ones. Any thread."""
         with self._lock:
             self._renew = True
-        os.eventfd_write(self._wakeup, 1)
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake the engine thread; nothing once it has ended and closed its eventfd."""
+        with self._lock:
+            if self._wakeup_open:
+                os.eventfd_write(self._wakeup, 1)
 
     @property
     def max_in_flight(self) -> int:
@@ -181,7 +188,7 @@ class Engine:
         if closing:
             _report(done, TransferError(SHUT_DOWN, "the exporter is shutting down"))
             return
-        os.eventfd_write(self._wakeup, 1)
+        self._wake()
 
     def connections_opened(self) -> int:
         """New connections (TCP, and TLS where https) made so far: keep-alive keeps it low."""
@@ -197,7 +204,7 @@ class Engine:
         """Fail what is still out, close every handle and socket, end the thread."""
         with self._lock:
             self._closing = True
-        os.eventfd_write(self._wakeup, 1)
+        self._wake()
         self._thread.join(timeout)
 
     # --- the engine thread ---
@@ -427,4 +434,6 @@ class Engine:
         self._spare.clear()
         self._multi.close()
         self._epoll.close()
+        with self._lock:
+            self._wakeup_open = False
         os.close(self._wakeup)

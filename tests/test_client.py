@@ -614,6 +614,16 @@ def test_an_id_that_cannot_be_encoded_is_an_invalid_response_never_sent(
     assert local_node.paths == []
 
 
+def test_calls_after_close_never_write_to_the_closed_wakeup_descriptor() -> None:
+    """Its number may already belong to another file: writing would corrupt it (or fail)."""
+    closed = Engine(4, "test")
+    closed.close()
+    closed.resize(2, 2)
+    closed.close_idle_connections()
+    closed.close()
+    assert closed.in_flight() == 0
+
+
 def test_a_request_submitted_after_close_fails_at_once(local_node: LocalNode) -> None:
     closed = Engine(4, "test")
     closed.close()
