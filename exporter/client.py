@@ -1,7 +1,8 @@
 """HTTP access to one node's JSON API: bounded in time and size, every failure classified.
 
 Requests go through the shared :class:`~exporter.engine.Engine` (one thread for all nodes);
-a request never outlives its deadline and never reads more than the response size cap.
+a request never outlives its deadline and never reads more than the response size cap, and
+with a :class:`ReadBudget` a node's answers cost the engine's thread at most so much CPU.
 A failure names the URL path that answered badly, never the host's credentials.
 """
 
@@ -48,6 +49,30 @@ class FetchError(Exception):
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
+
+
+class ReadBudget:
+    """CPU time one poll of a node may spend decoding and reading its answers. Answers are
+    read on the engine's one thread, which every node's requests share: once the budget is
+    spent, the node's further answers in that poll are refused unread (``too_large``), so a
+    node whose answers are costly to read holds the others up at most this long, plus the
+    one answer that spent it (a thread of its own would not help: under the GIL, a busy
+    decoding thread slows the engine's every socket callback instead)."""
+
+    __slots__ = ("_spent", "seconds")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._spent = 0.0
+
+    @property
+    def spent(self) -> bool:
+        """Nothing is left: answers are no longer read."""
+        return self._spent >= self.seconds
+
+    def charge(self, seconds: float) -> None:
+        """Count ``seconds`` of CPU spent reading an answer."""
+        self._spent += seconds
 
 
 class NotSentError(FetchError):
@@ -104,8 +129,9 @@ class NodeClient:
         """The base URL (path prefix kept) with each segment percent-encoded and appended,
         then the ``query`` parameters, names and values percent-encoded.
 
-        ``.`` and ``..`` are encoded too, or URL normalisation would turn a chain id of
-        ``..`` into the node's base path.
+        ``.`` and ``..`` are encoded too (``%2E%2E``), and the engine sends the path as is
+        (libcurl's ``PATH_AS_IS``), or URL normalisation would turn a chain id of ``..``
+        into the node's base path.
         """
         url = self._base + "/".join(_encode_segment(segment) for segment in segments)
         if not query:
@@ -113,14 +139,24 @@ class NodeClient:
         return url + "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query)
 
     def get(
-        self, segments: Sequence[str], deadline: float, done: Outcome, query: Query = ()
+        self,
+        segments: Sequence[str],
+        deadline: float,
+        done: Outcome,
+        query: Query = (),
+        budget: ReadBudget | None = None,
     ) -> None:
         """Send the GET now and call ``done(document, None)`` or ``done(None, error)`` once it
-        ends, on the engine's thread (or at once if it cannot be sent)."""
+        ends, on the engine's thread (or at once if it cannot be sent). The CPU time of
+        decoding the answer and of ``done`` is charged to ``budget``."""
         if deadline - self._monotonic() <= 0:
             done(None, NotSentError())
             return
-        url = self.url_for(segments, query)
+        try:
+            url = self.url_for(segments, query)
+        except UnicodeEncodeError:  # a lone surrogate in an id the node sent
+            done(None, FetchError(Reason.INVALID_RESPONSE, _UNENCODABLE))
+            return
         request = Request(
             url,
             deadline,
@@ -130,7 +166,7 @@ class NodeClient:
             self._tls,
             self._suspect,
         )
-        self._engine.submit(request, _Answer(self, url, done))
+        self._engine.submit(request, _Answer(self, url, done, budget))
 
     def get_json(self, segments: Sequence[str], deadline: float, query: Query = ()) -> Any:
         """GET the document at ``segments`` and decode it, waiting for the answer; raises
@@ -149,22 +185,46 @@ class NodeClient:
 
 class _Answer:
     """The engine's callback for one request: turns its outcome into a document or a
-    FetchError for ``done``. A slotted object, not a closure: thousands wait in the queue
-    at the start of a cycle."""
+    FetchError for ``done``, within the node's read budget. A slotted object, not a
+    closure: thousands wait in the queue at the start of a cycle."""
 
-    __slots__ = ("_client", "_done", "_url")
+    __slots__ = ("_budget", "_client", "_done", "_url")
 
-    def __init__(self, client: NodeClient, url: str, done: Outcome) -> None:
-        self._client, self._url, self._done = client, url, done
+    def __init__(
+        self, client: NodeClient, url: str, done: Outcome, budget: ReadBudget | None
+    ) -> None:
+        self._client, self._url, self._done, self._budget = client, url, done, budget
 
     def __call__(self, outcome: Response | TransferError) -> None:
+        budget = self._budget
+        if budget is None:
+            self._answer(outcome)
+        elif budget.spent and isinstance(outcome, Response) and outcome.status < 300:
+            path = self._client.path_of(self._url)
+            detail = f"{path} not read: the node's answers already took {budget.seconds:g} s of CPU"
+            self._done(None, FetchError(Reason.TOO_LARGE, detail))
+        else:
+            started = time.thread_time()
+            try:
+                self._answer(outcome)
+            finally:
+                budget.charge(time.thread_time() - started)
+
+    def _answer(self, outcome: Response | TransferError) -> None:
         client = self._client
+        path = client.path_of(self._url)
         try:
-            document = interpret(outcome, client.path_of(self._url), client.max_bytes)
+            document = interpret(outcome, path, client.max_bytes)
         except FetchError as error:
             self._done(None, error)
+        except Exception as error:  # e.g. MemoryError: the poll must hear of it all the same
+            detail = f"the answer from {path} could not be decoded ({type(error).__name__})"
+            self._done(None, FetchError(Reason.INVALID_RESPONSE, detail))
         else:
             self._done(document, None)
+
+
+_UNENCODABLE = "an id to request is not valid Unicode (a lone surrogate), so it cannot be sent"
 
 
 def _encode_segment(segment: str) -> str:

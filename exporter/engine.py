@@ -7,7 +7,9 @@ A callback, not a ``concurrent.futures.Future``: a Future carries a Condition an
 about a kilobyte a request, and a cycle queues thousands at once. Every request
 carries its own monotonic deadline, which libcurl enforces (``TIMEOUT_MS``) and the engine
 double-checks, so no request outlives it whatever the node does. Connections are kept alive
-in the one multi handle's cache for the life of the process, so every cycle reuses them.
+in the one multi handle's cache, so every cycle reuses them; after a reload that removed a
+node host, the multi handle is replaced once no request is in flight, which closes them all
+(libcurl cannot close one host's connections alone).
 """
 
 from __future__ import annotations
@@ -126,6 +128,7 @@ class Engine:
         self._max_suspects = max(1, self._max_in_flight // 4)
         self._max_connections = max_connections
         self._closing = False
+        self._renew = False  # close every kept-alive connection once none is in use
         self._timer_at: float | None = None
         self._next_expiry_check = 0.0
         self._sockets: dict[int, int] = {}
@@ -134,13 +137,11 @@ class Engine:
         self._connects = 0
         self._ca_bundle = certifi.where()
         self._wakeup = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._wakeup_open = True  # guarded by _lock: never write to a closed (reused) fd
         self._epoll = select.epoll()
         self._epoll.register(self._wakeup, select.EPOLLIN)
-        self._multi = pycurl.CurlMulti()
-        self._multi.setopt(pycurl.M_SOCKETFUNCTION, self._on_socket)
-        self._multi.setopt(pycurl.M_TIMERFUNCTION, self._on_timer)
         self._cache_size = self._connection_cache_size()
-        self._multi.setopt(pycurl.M_MAXCONNECTS, self._cache_size)
+        self._multi = self._new_multi()
         self._thread = threading.Thread(target=self._run, name="http-engine", daemon=True)
         self._thread.start()
 
@@ -153,7 +154,20 @@ class Engine:
             if max_in_flight is not None:
                 self._max_in_flight = max(1, max_in_flight)
                 self._max_suspects = max(1, self._max_in_flight // 4)
-        os.eventfd_write(self._wakeup, 1)
+        self._wake()
+
+    def close_idle_connections(self) -> None:
+        """Close every kept-alive connection as soon as no request is in flight (after a
+        reload that removed node hosts); the next requests open new ones. Any thread."""
+        with self._lock:
+            self._renew = True
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake the engine thread; nothing once it has ended and closed its eventfd."""
+        with self._lock:
+            if self._wakeup_open:
+                os.eventfd_write(self._wakeup, 1)
 
     @property
     def max_in_flight(self) -> int:
@@ -174,7 +188,7 @@ class Engine:
         if closing:
             _report(done, TransferError(SHUT_DOWN, "the exporter is shutting down"))
             return
-        os.eventfd_write(self._wakeup, 1)
+        self._wake()
 
     def connections_opened(self) -> int:
         """New connections (TCP, and TLS where https) made so far: keep-alive keeps it low."""
@@ -190,14 +204,35 @@ class Engine:
         """Fail what is still out, close every handle and socket, end the thread."""
         with self._lock:
             self._closing = True
-        os.eventfd_write(self._wakeup, 1)
+        self._wake()
         self._thread.join(timeout)
 
     # --- the engine thread ---
 
+    def _new_multi(self) -> pycurl.CurlMulti:
+        multi = pycurl.CurlMulti()
+        multi.setopt(pycurl.M_SOCKETFUNCTION, self._on_socket)
+        multi.setopt(pycurl.M_TIMERFUNCTION, self._on_timer)
+        multi.setopt(pycurl.M_MAXCONNECTS, self._cache_size)
+        return multi
+
+    def _renew_multi(self) -> None:
+        """Replace the multi handle, closing its cache of connections (none is in use)."""
+        with self._lock:
+            self._renew = False
+        self._multi.close()
+        for fd in self._sockets:  # normally already removed through M_SOCKETFUNCTION
+            with contextlib.suppress(OSError, ValueError):
+                self._epoll.unregister(fd)
+        self._sockets.clear()
+        self._timer_at = None
+        self._multi = self._new_multi()
+
     def _run(self) -> None:
         try:
             while not self._closing:
+                if self._renew and not self._transfers:
+                    self._renew_multi()
                 if self._cache_size != (size := self._connection_cache_size()):
                     self._cache_size = size
                     self._multi.setopt(pycurl.M_MAXCONNECTS, size)
@@ -303,6 +338,7 @@ class Engine:
         request, curl = transfer.request, transfer.curl
         setopt = curl.setopt
         setopt(pycurl.URL, request.url)
+        setopt(pycurl.PATH_AS_IS, 1)  # never resolve %2E%2E: a chain ".." is not the base path
         setopt(pycurl.PROXY, "")  # never a proxy from the environment
         setopt(pycurl.FOLLOWLOCATION, 0)
         setopt(pycurl.NOSIGNAL, 1)
@@ -398,4 +434,6 @@ class Engine:
         self._spare.clear()
         self._multi.close()
         self._epoll.close()
+        with self._lock:
+            self._wakeup_open = False
         os.close(self._wakeup)

@@ -3,7 +3,10 @@
 Driven entirely by the engine's callbacks: a node's chain requests are sent from the
 callback of its /health request, so no thread ever waits on another request. The poll ends
 when every part has, or is read as it stands at the cycle's deadline (parts still out count
-as timed out). Used by the polling cycle (:mod:`exporter.poller`) and by probes.
+as timed out). Every request's callback ends its part, even when reading the answer raises
+(the part then fails with ``invalid_response``), so a poll never stays unfinished and the
+node is asked again next cycle. Used by the polling cycle (:mod:`exporter.poller`) and by
+probes.
 """
 
 from __future__ import annotations
@@ -13,10 +16,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
-from exporter.client import FetchError, NodeClient, NotSentError, Outcome, Query, Reason
+from exporter.client import FetchError, NodeClient, NotSentError, Query, ReadBudget, Reason
 from exporter.config import NodeConfig
 from exporter.history import ChainResult, NodeResult
 from exporter.readings import (
@@ -34,6 +37,10 @@ log = logging.getLogger("ledger_exporter")
 
 #: Extra wait after the deadline for requests that are just finishing their last read.
 DEADLINE_GRACE_SECONDS = 0.25
+#: CPU time a node's answers may cost to decode and read in one poll: this share of the
+#: poll's time, at least MIN_READ_BUDGET_SECONDS (a real answer costs well under 1 ms).
+READ_BUDGET_SHARE = 0.05
+MIN_READ_BUDGET_SECONDS = 0.25
 NO_WATCH = WatchConfig()
 
 
@@ -67,6 +74,22 @@ class Countdown:
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for every poll; True if they all ended."""
         return self._zero.wait(timeout)
+
+
+class Part(Protocol):
+    """The callback of one request of a poll: ends its part (the health, a chain's status or
+    block, a watch request) with the answer, or, when that raised, with ``fail``."""
+
+    def __call__(self, document: Any, error: FetchError | None) -> None: ...
+
+    @property
+    def what(self) -> str:
+        """What the request asks for, as an error names it."""
+        ...
+
+    def fail(self, error: FetchError) -> None:
+        """End the part with ``error``; must not raise."""
+        ...
 
 
 def _nothing() -> None:
@@ -115,6 +138,7 @@ class NodePoll:
         self._in_flight = 0
         self._ran_out_of_time = False
         self._deadline = 0.0
+        self._budget = ReadBudget(MIN_READ_BUDGET_SECONDS)
 
     @property
     def finished(self) -> bool:
@@ -134,11 +158,11 @@ class NodePoll:
         with self._lock:
             return self._ran_out_of_time or self._in_flight > 0
 
-    def _ask(self, segments: list[str], done: Outcome, query: Query = ()) -> None:
+    def _ask(self, segments: list[str], done: Part, query: Query = ()) -> None:
         """``client.get``, keeping count of requests in flight and of those that timed out."""
         with self._lock:
             self._in_flight += 1
-        self._client.get(segments, self._deadline, _Counted(self, done), query)
+        self._client.get(segments, self._deadline, _Counted(self, done), query, self._budget)
 
     def request_ended(self, error: FetchError | None) -> None:
         """A request to this node has ended (for the in-flight and timed-out counts)."""
@@ -150,19 +174,21 @@ class NodePoll:
 
     def start(self, deadline: float, started: float) -> None:
         self._started, self._deadline = started, deadline
-        self._ask(["health"], self._health_read)
+        share = (deadline - started) * READ_BUDGET_SHARE
+        self._budget = ReadBudget(max(MIN_READ_BUDGET_SECONDS, share))
+        self._ask(["health"], _HealthAnswer(self))
 
-    def _health_read(self, document: Any, error: FetchError | None) -> None:
+    def health_answered(self, document: Any, error: FetchError | None) -> None:
+        """Read /health, then send the chain, block and watch requests it calls for."""
         try:
             if error is not None:
                 raise error
             health = read_health(document, self._bounds)
+            chains = self.node.blockchains or health.blockchain_ids[: self._max_chains]
+            watch = self._watch.plan(health.blockchain_ids)
         except Exception as failure:
-            with self._lock:
-                self._health_error = _as_fetch_error(failure)
-            self._finish()
+            self.health_failed(_as_fetch_error(failure, "/health"))
             return
-        chains = self.node.blockchains or health.blockchain_ids[: self._max_chains]
         if not self.node.blockchains:
             self._unpolled = len(health.blockchain_ids) - len(chains)
         heights = self._blocks.heights
@@ -171,7 +197,6 @@ class NodePoll:
             self._chains = {
                 chain: ChainResult(chain, block_height=heights.get(chain)) for chain in chains
             }
-        watch = self._watch.plan(health.blockchain_ids)
         if not chains:
             self._finish()
         for chain in chains:
@@ -183,6 +208,14 @@ class NodePoll:
         for request in watch:  # right after the chains', under the same deadline
             read = self._watch.reader(request, self._watch_ended)
             self._ask(list(request.segments), read, request.query)
+
+    def health_failed(self, error: FetchError) -> None:
+        """/health could not be read (or what it called for could not be sent): the node is
+        down, and the poll ends now, whatever was already sent (its answers are ignored)."""
+        with self._lock:
+            self._health_error = error
+        self._watch.abandon(error)
+        self._finish()
 
     def chain_answered(
         self, chain: str, block: bool, document: Any, error: FetchError | None
@@ -198,7 +231,7 @@ class NodePoll:
             else:
                 value = read_chain(document, self._shared, self._bounds)
         except Exception as failure:
-            error = _as_fetch_error(failure)
+            error = _as_fetch_error(failure, "the block" if block else "the chain status")
         with self._lock:
             result = self._chains[chain]
             if block:
@@ -247,17 +280,37 @@ class NodePoll:
 
 
 class _Counted:
-    """A request's callback that first tells its poll the request ended. Slotted objects,
-    not closures, since thousands of requests wait in the engine's queue at once."""
+    """A request's callback that first tells its poll the request ended, then ends its part:
+    with ``fail`` if reading the answer raised, so no exception leaves a part unfinished.
+    Slotted objects, not closures, since thousands of requests wait in the engine's queue."""
 
     __slots__ = ("_done", "_poll")
 
-    def __init__(self, poll: NodePoll, done: Outcome) -> None:
+    def __init__(self, poll: NodePoll, done: Part) -> None:
         self._poll, self._done = poll, done
 
     def __call__(self, document: Any, error: FetchError | None) -> None:
         self._poll.request_ended(error)
-        self._done(document, error)
+        try:
+            self._done(document, error)
+        except Exception as failure:
+            self._done.fail(_as_fetch_error(failure, self._done.what))
+
+
+class _HealthAnswer:
+    """The answer to a poll's /health request."""
+
+    __slots__ = ("_poll",)
+    what = "/health"
+
+    def __init__(self, poll: NodePoll) -> None:
+        self._poll = poll
+
+    def __call__(self, document: Any, error: FetchError | None) -> None:
+        self._poll.health_answered(document, error)
+
+    def fail(self, error: FetchError) -> None:
+        self._poll.health_failed(error)
 
 
 class _ChainAnswer:
@@ -268,8 +321,15 @@ class _ChainAnswer:
     def __init__(self, poll: NodePoll, chain: str, block: bool) -> None:
         self._poll, self._chain, self._block = poll, chain, block
 
+    @property
+    def what(self) -> str:
+        return "the block" if self._block else "the chain status"
+
     def __call__(self, document: Any, error: FetchError | None) -> None:
         self._poll.chain_answered(self._chain, self._block, document, error)
+
+    def fail(self, error: FetchError) -> None:
+        self._poll.chain_answered(self._chain, self._block, None, error)
 
 
 def failed_node(node: NodeConfig, error: FetchError, duration: float) -> NodeResult:
@@ -279,12 +339,14 @@ def failed_node(node: NodeConfig, error: FetchError, duration: float) -> NodeRes
     return NodeResult(node, None, error, chains, duration)
 
 
-def _as_fetch_error(error: Exception) -> FetchError:
+def _as_fetch_error(error: Exception, what: str) -> FetchError:
     """A fresh error without a traceback: a traceback keeps the request's frames, and with
-    them a refused body of up to max_response_bytes, alive until the next GC."""
+    them a refused body of up to max_response_bytes, alive until the next GC. An unexpected
+    error is logged with its traceback and named by type only (its message may quote the
+    node's answer)."""
     if isinstance(error, FetchError):
         return FetchError(error.reason, error.detail)
     if isinstance(error, InvalidResponseError):
         return FetchError(Reason.INVALID_RESPONSE, str(error))
-    log.error("unexpected failure while polling", exc_info=error)
-    return FetchError(Reason.INVALID_RESPONSE, f"unexpected {type(error).__name__}")
+    log.error("unexpected failure while reading %s", what, exc_info=error)
+    return FetchError(Reason.INVALID_RESPONSE, f"unexpected {type(error).__name__} reading {what}")

@@ -41,8 +41,17 @@ class _Resources:
 def new_engine(config: Config) -> Engine:
     """The engine sized for ``config``: its in-flight limit and one kept-alive connection per
     node host."""
-    hosts = len({urlsplit(node.url).netloc for node in config.nodes})
-    return Engine(config.max_concurrency, f"ledger-exporter/{__version__}", hosts)
+    return Engine(config.max_concurrency, f"ledger-exporter/{__version__}", len(_hosts(config)))
+
+
+#: Where connections go: scheme, host name and port (no credentials).
+Host = tuple[str, str | None, int | None]
+
+
+def _hosts(config: Config) -> frozenset[Host]:
+    """The node hosts connections go to: scheme, host and port (no credentials)."""
+    urls = (urlsplit(node.url) for node in config.nodes)
+    return frozenset((url.scheme, url.hostname, url.port) for url in urls)
 
 
 class Poller:
@@ -63,7 +72,7 @@ class Poller:
         self._engine = engine or new_engine(config)
         self._lock = threading.Lock()  # guards the hand-over of a reloaded config
         self._pending_config: Config | None = None
-        self._resources = self._build(config)
+        self._resources = self._build(config, _hosts(config))
         self._running: dict[str, NodePoll] = {}
         self._timed_out: set[str] = set()
         self._checkpoints: dict[str, int] = {}  # per chain, from the last cycle's heights
@@ -83,9 +92,13 @@ class Poller:
             self._pending_config = config
         self._wake.set()
 
-    def _build(self, config: Config) -> _Resources:
-        hosts = len({urlsplit(node.url).netloc for node in config.nodes})
-        self._engine.resize(hosts, config.max_concurrency)
+    def _build(self, config: Config, old_hosts: frozenset[Host]) -> _Resources:
+        """The clients for ``config``; the engine resized, and its connections closed once
+        idle when a host in ``old_hosts`` is no longer configured."""
+        hosts = _hosts(config)
+        self._engine.resize(len(hosts), config.max_concurrency)
+        if old_hosts - hosts:
+            self._engine.close_idle_connections()
         clients = {
             node.name: NodeClient(self._engine, node, config.max_response_bytes)
             for node in config.nodes
@@ -98,7 +111,7 @@ class Poller:
         with self._lock:
             config, self._pending_config = self._pending_config, None
             if config is not None:
-                self._resources = self._build(config)
+                self._resources = self._build(config, _hosts(self._resources.config))
             return self._resources
 
     def _start_polls(

@@ -2,7 +2,8 @@
 
 The node's poll (exporter/nodepoll.py) sends what :meth:`WatchPoll.plan` returns with the
 callbacks of :meth:`WatchPoll.reader`, under the cycle's deadline, and is done only when
-:attr:`WatchPoll.pending` is false; what was not answered by then counts as timed out.
+:attr:`WatchPoll.pending` is false; what was not answered by then counts as timed out. A
+request whose answer cannot be read, whatever raises, ends with an error all the same.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
-from exporter.client import FetchError, Outcome
+from exporter.client import FetchError
 from exporter.history import NodeResult, WatchResult
 from exporter.watch import WatchRequest, WatchStatus, plan_requests, read_answer, watched_object
 from exporter.watchconfig import WatchConfig
@@ -25,13 +26,13 @@ class WatchPoll:
         self,
         watch: WatchConfig,
         node: str,
-        as_error: Callable[[Exception], FetchError],
+        as_error: Callable[[Exception, str], FetchError],
         bounds: Bounds = DEFAULT_BOUNDS,
     ) -> None:
         self._watch = watch
         self._node = node
         self._bounds = bounds
-        self._as_error = as_error  # a fresh FetchError for any failure, without a traceback
+        self._as_error = as_error  # a fresh FetchError for any failure (and what was read)
         self._lock = threading.Lock()
         self._results: dict[WatchRequest, WatchResult] = {}
 
@@ -43,21 +44,35 @@ class WatchPoll:
             self._results = {request: WatchResult(request) for request in requests}
         return requests
 
-    def reader(self, request: WatchRequest, ended: Callable[[], None]) -> Outcome:
+    def reader(self, request: WatchRequest, ended: Callable[[], None]) -> WatchAnswer:
         """The callback of ``request``: keep its reading or its error, then call ``ended``."""
+        return WatchAnswer(self, request, ended)
 
-        def watch_read(document: Any, error: FetchError | None) -> None:
-            try:
-                if error is not None:
-                    raise error
-                result = WatchResult(request, read_answer(request, document, self._bounds))
-            except Exception as failure:
-                result = WatchResult(request, None, self._as_error(failure))
-            with self._lock:
-                self._results[request] = result
-            ended()
+    def answered(self, request: WatchRequest, document: Any, error: FetchError | None) -> None:
+        """Keep the reading of ``request``'s answer, or the error that it could not be read."""
+        try:
+            if error is not None:
+                raise error
+            result = WatchResult(request, read_answer(request, document, self._bounds))
+        except Exception as failure:
+            result = WatchResult(request, None, self._as_error(failure, _what(request)))
+        self._keep(result)
 
-        return watch_read
+    def failed(self, request: WatchRequest, error: FetchError) -> None:
+        """``request`` ended with ``error``."""
+        self._keep(WatchResult(request, None, error))
+
+    def _keep(self, result: WatchResult) -> None:
+        with self._lock:
+            self._results[result.request] = result
+
+    def abandon(self, error: FetchError) -> None:
+        """End every request still pending with ``error`` (the node's poll ends without them;
+        an answer that comes later still overwrites its outcome)."""
+        with self._lock:
+            for request, result in self._results.items():
+                if not result.ended:
+                    self._results[request] = result.late(error)
 
     @property
     def pending(self) -> bool:
@@ -69,6 +84,32 @@ class WatchPoll:
         """Every outcome so far; a request still out fails with ``late``."""
         with self._lock:
             return [r if r.ended else r.late(late) for r in self._results.values()]
+
+
+class WatchAnswer:
+    """The callback of one watch request: its outcome kept, then ``ended`` called, whether
+    reading the answer worked, failed or raised (through ``fail``)."""
+
+    __slots__ = ("_ended", "_poll", "_request")
+
+    def __init__(self, poll: WatchPoll, request: WatchRequest, ended: Callable[[], None]) -> None:
+        self._poll, self._request, self._ended = poll, request, ended
+
+    @property
+    def what(self) -> str:
+        return _what(self._request)
+
+    def __call__(self, document: Any, error: FetchError | None) -> None:
+        self._poll.answered(self._request, document, error)
+        self._ended()
+
+    def fail(self, error: FetchError) -> None:
+        self._poll.failed(self._request, error)
+        self._ended()
+
+
+def _what(request: WatchRequest) -> str:
+    return f"the {request.kind.value.replace('_', ' ')} answer"
 
 
 def watch_status(results: Sequence[NodeResult]) -> WatchStatus:

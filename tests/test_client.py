@@ -27,7 +27,7 @@ import pycurl
 import pytest
 
 from exporter import __version__
-from exporter.client import FetchError, NodeClient, Reason, classify
+from exporter.client import FetchError, NodeClient, ReadBudget, Reason, classify
 from exporter.config import NodeConfig, TlsConfig
 from exporter.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine, TransferError
 from exporter.nodepoll import Countdown
@@ -293,6 +293,29 @@ def test_chain_id_is_sent_as_one_escaped_segment(engine: Engine, local_node: Loc
     assert local_node.paths == ["/blockchains/a%2Fb%20c%3Fd%23e%25"]
 
 
+@pytest.mark.parametrize("prefix", ["", "api/v1/"])
+@pytest.mark.parametrize(
+    ("chain", "sent"),
+    [
+        ("..", "%2E%2E"),
+        (".", "%2E"),
+        ("%2e%2e", "%252e%252e"),
+        ("%2E.", "%252E."),
+        ("...", "..."),
+        ("../health", "..%2Fhealth"),
+    ],
+)
+def test_the_node_receives_dot_segments_as_sent(
+    prefix: str, chain: str, sent: str, engine: Engine, local_node: LocalNode
+) -> None:
+    """libcurl would resolve ``%2E%2E`` like ``..`` and ask for the base path instead."""
+    path = f"/{prefix}blockchains/{sent}"
+    local_node.answer(path, {"blockHeight": 7})
+    document = client(engine, local_node.url + prefix).get_json(["blockchains", chain], soon())
+    assert local_node.paths == [path]
+    assert document == {"blockHeight": 7}
+
+
 @pytest.mark.parametrize(
     ("query", "url"),
     [
@@ -524,6 +547,83 @@ def test_a_failing_callback_is_logged_and_the_engine_goes_on(
     assert engine.in_flight() == 0
 
 
+def test_an_unexpected_failure_to_decode_still_reaches_the_caller(
+    engine: Engine, local_node: LocalNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def out_of_memory(*_: Any) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr("exporter.client.interpret", out_of_memory)
+    local_node.answer("/health", {"nodeVersion": "1.4.2"})
+    outcome: list[FetchError | None] = []
+    answered = threading.Event()
+
+    def done(_: Any, error: FetchError | None) -> None:
+        outcome.append(error)
+        answered.set()
+
+    client(engine, local_node.url).get(["health"], soon(), done)
+    assert answered.wait(5)
+    assert outcome[0] is not None and outcome[0].reason is Reason.INVALID_RESPONSE
+    assert outcome[0].detail == "the answer from /health could not be decoded (MemoryError)"
+
+
+def _outcome(node_client: NodeClient, segments: list[str], budget: ReadBudget) -> FetchError | None:
+    outcome: list[FetchError | None] = []
+    answered = threading.Event()
+
+    def done(_: Any, error: FetchError | None) -> None:
+        outcome.append(error)
+        answered.set()
+
+    node_client.get(segments, soon(), done, budget=budget)
+    assert answered.wait(5)
+    return outcome[0]
+
+
+def test_once_the_read_budget_is_spent_answers_are_refused_unread(
+    engine: Engine, local_node: LocalNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded: list[str] = []
+
+    def decode(body: bytes, path: str) -> Any:
+        decoded.append(path)
+        return json.loads(body)
+
+    monkeypatch.setattr("exporter.client.decode", decode)
+    local_node.answer("/health", {"nodeVersion": "1.4.2"})
+    local_node.answer("/gone", {}, status=404)
+    node_client = client(engine, local_node.url)
+    budget = ReadBudget(1.0)
+    assert _outcome(node_client, ["health"], budget) is None
+    budget.charge(1.0)  # as if reading the answers had cost a second of CPU
+    refused = _outcome(node_client, ["health"], budget)
+    gone = _outcome(node_client, ["gone"], budget)
+    assert decoded == ["/health"]  # the first answer only
+    assert refused is not None and refused.reason is Reason.TOO_LARGE
+    assert refused.detail == "/health not read: the node's answers already took 1 s of CPU"
+    assert gone is not None and gone.reason is Reason.HTTP_STATUS  # reported as such
+
+
+def test_an_id_that_cannot_be_encoded_is_an_invalid_response_never_sent(
+    engine: Engine, local_node: LocalNode
+) -> None:
+    error = fetch_error(client(engine, local_node.url), ["blockchains", "a\ud800"], soon())
+    assert error.reason is Reason.INVALID_RESPONSE
+    assert "not valid Unicode" in error.detail
+    assert local_node.paths == []
+
+
+def test_calls_after_close_never_write_to_the_closed_wakeup_descriptor() -> None:
+    """Its number may already belong to another file: writing would corrupt it (or fail)."""
+    closed = Engine(4, "test")
+    closed.close()
+    closed.resize(2, 2)
+    closed.close_idle_connections()
+    closed.close()
+    assert closed.in_flight() == 0
+
+
 def test_a_request_submitted_after_close_fails_at_once(local_node: LocalNode) -> None:
     closed = Engine(4, "test")
     closed.close()
@@ -587,6 +687,42 @@ def test_connections_are_reused_across_requests(engine: Engine, local_node: Loca
         assert node_client.get_json(["chunked"], soon()) == {"blockHeight": 18342, "syncing": False}
     assert len(local_node.client_ports) == 3
     assert len(set(local_node.client_ports)) == 1  # one kept-alive connection
+
+
+def test_idle_connections_are_closed_once_no_request_is_in_flight(
+    engine: Engine, local_node: LocalNode
+) -> None:
+    released = threading.Event()
+
+    def held(handler: BaseHTTPRequestHandler) -> None:
+        released.wait(5)
+        local_node.answer("/held-answer", {"held": True})
+        local_node.routes["/held-answer"](handler)
+
+    local_node.routes["/held"] = held
+    local_node.answer("/health", {})
+    node_client = client(engine, local_node.url)
+    node_client.get_json(["health"], soon())
+    outcome: list[Any] = []
+    ended = threading.Event()
+
+    def done(document: Any, _: FetchError | None) -> None:
+        outcome.append(document)
+        ended.set()
+
+    node_client.get(["held"], soon(), done)
+    deadline = time.monotonic() + 5
+    while "/held" not in local_node.paths and time.monotonic() < deadline:
+        time.sleep(0.01)
+    engine.close_idle_connections()  # with a request in flight: waits for it
+    released.set()
+    assert ended.wait(5)
+    node_client.get_json(["health"], soon())
+    assert outcome == [{"held": True}]  # the request in flight was not cut
+    ports = local_node.client_ports
+    assert ports[1] == ports[0]  # kept alive until then
+    assert ports[2] != ports[1]  # closed once the held request ended: a new one was opened
+    assert engine.connections_opened() == 2
 
 
 def _ignoring(call: Callable[[], None]) -> Callable[[Any, FetchError | None], None]:

@@ -2,7 +2,8 @@
 
 Ten healthy fake nodes are polled beside nodes that send lone UTF-16 surrogates (escaped and
 as raw ED A0 80 bytes) in a chain id, ``nodeVersion`` and feature names, a 2 MB Go duration,
-a 4 MB ``nodeVersion``, and 20 chains of 100,000 feature flags each. Every healthy node stays
+a 4 MB ``nodeVersion``, a chain named ``..``, and 20 chains of 100,000 feature flags each
+(read until its read budget is spent). Every healthy node stays
 up cycle after cycle, every poll ends, and ``/metrics`` (both formats) and ``/`` answer with
 bounded bodies that say what was dropped.
 """
@@ -68,8 +69,17 @@ def _flags_node(node: FakeNode) -> None:
         node.set(f"/blockchains/{chain}", body)
 
 
+def _dot_dot_node(node: FakeNode) -> None:
+    """A chain named ``..``: unnormalised, it would ask the node's base path instead."""
+    node.set("/health", health_doc(["..", "c1"]))
+    node.set("/blockchains/%2E%2E", chain_doc(7))
+    node.set("/blockchains/c1", chain_doc(10))
+    node.set("/", chain_doc(999))  # what a normalised ``/blockchains/..`` would reach
+
+
 HOSTILE = {
     "surrogates": _surrogate_node,
+    "dot-dot": _dot_dot_node,
     "duration-bomb": _duration_bomb_node,
     "long-version": _long_version_node,
     "flags": _flags_node,
@@ -77,15 +87,16 @@ HOSTILE = {
 
 
 @pytest.fixture(scope="module")
-def exporter_url() -> Iterator[tuple[str, Exporter]]:
+def exporter_url() -> Iterator[tuple[str, Exporter, dict[str, FakeNode]]]:
     nodes: list[FakeNode] = []
     configs = []
     for index in range(HEALTHY):
         node = new_fake_node(nodes)
         node.play(health_doc(["c1", "c2"]), {"c1": chain_doc(100), "c2": chain_doc(200)})
         configs.append(NodeConfig(f"healthy-{index}", node.url))
+    hostile: dict[str, FakeNode] = {}
     for name, serve in HOSTILE.items():
-        node = new_fake_node(nodes)
+        node = hostile[name] = new_fake_node(nodes)
         serve(node)
         configs.append(NodeConfig(name, node.url))
     # generous: the deadline is not what is tested; every node answers well within it
@@ -93,7 +104,7 @@ def exporter_url() -> Iterator[tuple[str, Exporter]]:
     exporter = Exporter(config)
     server = exporter.start("127.0.0.1:0")
     try:
-        yield f"http://127.0.0.1:{server.port}", exporter
+        yield f"http://127.0.0.1:{server.port}", exporter, hostile
     finally:
         exporter.stop()
         for node in nodes:
@@ -134,9 +145,9 @@ def _value(
 
 
 def test_hostile_answers_leave_healthy_nodes_up_and_the_exposition_bounded(
-    exporter_url: tuple[str, Exporter],
+    exporter_url: tuple[str, Exporter, dict[str, FakeNode]],
 ) -> None:
-    url, exporter = exporter_url
+    url, exporter, hostile = exporter_url
     first = _next_snapshot(exporter, None)
     second = _next_snapshot(exporter, first.completed_at)
     for snapshot in (first, second):
@@ -157,20 +168,32 @@ def test_hostile_answers_leave_healthy_nodes_up_and_the_exposition_bounded(
 
     samples = _samples(text)
     dropped = "ledger_exporter_dropped_values_total"
+    # The flags node's answers are costly to read: its poll may spend its read budget before
+    # every chain is read. Those it read keep their first 100 flags; the rest are refused
+    # unread (too_large), never timed out, and never hold up the healthy nodes.
+    flag_chains_read = sum(
+        1
+        for name, labels in samples
+        if name == "ledger_blockchain_up" and ("node", "flags") in labels
+        if samples[(name, labels)] == 1.0
+    )
+    assert flag_chains_read >= 1
     flags_kept = sum(
         1
         for name, labels in samples
         if name == "ledger_blockchain_feature_enabled" and ("node", "flags") in labels
     )
-    assert flags_kept == FLAG_CHAINS * DEFAULT_MAX_FEATURES_PER_CHAIN
+    assert flags_kept == flag_chains_read * DEFAULT_MAX_FEATURES_PER_CHAIN
     errors = "ledger_node_scrape_errors_total"
     for endpoint in ("health", "blockchain"):
         assert _value(samples, errors, node="flags", endpoint=endpoint, reason="timeout") == 0.0
-    per_cycle = FLAG_CHAINS * (FLAGS - DEFAULT_MAX_FEATURES_PER_CHAIN)
+    if flag_chains_read < FLAG_CHAINS:
+        refused = _value(samples, errors, node="flags", endpoint="blockchain", reason="too_large")
+        assert refused is not None and refused >= FLAG_CHAINS - flag_chains_read
+    per_chain = FLAGS - DEFAULT_MAX_FEATURES_PER_CHAIN
     feature_drops = _value(samples, dropped, node="flags", kind="feature")
-    assert (
-        feature_drops is not None and feature_drops % per_cycle == 0 and feature_drops >= per_cycle
-    )
+    assert feature_drops is not None and feature_drops % per_chain == 0
+    assert feature_drops >= flag_chains_read * per_chain
 
     # the surrogate node: its readable chain is polled, the two others skipped and counted
     assert _value(samples, "ledger_blockchain_up", node="surrogates", blockchain="c1") == 1.0
@@ -229,3 +252,9 @@ def test_hostile_answers_leave_healthy_nodes_up_and_the_exposition_bounded(
     label_drops = _value(samples, dropped, node="long-version", kind="label_value")
     assert label_drops is not None and label_drops >= 1
     assert _value(samples, dropped, node="healthy-0", kind="label_value") == 0.0
+
+    # the chain named "..": asked for as such, never the node's base path
+    assert _value(samples, "ledger_blockchain_height", node="dot-dot", blockchain="..") == 7.0
+    received = hostile["dot-dot"].requests
+    assert "/blockchains/%2E%2E" in received
+    assert "/" not in received and "/blockchains/.." not in received

@@ -6,6 +6,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, cast
 
@@ -16,8 +17,10 @@ from exporter.config import Config, NetworkChecks, NodeConfig
 from exporter.engine import Done, Engine, Request, Response
 from exporter.nodepoll import BlockPlan, Countdown, NodePoll
 from exporter.poller import Poller
+from exporter.readings import read_chain
 from exporter.snapshot import NodeStatus, Snapshot
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
+from tests.test_watch_poll import CONTRACT, WATCH, _watched
 
 
 def _config(*nodes: NodeConfig, timeout: float = 1.0, concurrency: int = 8) -> Config:
@@ -117,6 +120,9 @@ class HangingEngine:
         self.waiting.append(done)
 
     def resize(self, connections: int, max_in_flight: int | None = None) -> None:
+        pass
+
+    def close_idle_connections(self) -> None:
         pass
 
     def in_flight(self) -> int:
@@ -292,20 +298,64 @@ def test_errors_kept_in_results_hold_no_traceback(fake_nodes: list[FakeNode]) ->
 
 
 class CountingServer(FakeNode):
-    """A FakeNode that counts the TCP connections it accepts."""
+    """A FakeNode that counts the TCP connections it accepts and those that ended (the
+    client closed them: the server keeps every connection alive)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.accepted = 0
-        accept = self.server.get_request
+        self.ended = 0
+        accept, shutdown = self.server.get_request, self.server.shutdown_request
 
         def counting_accept() -> tuple[socket.socket, Any]:
             self.accepted += 1
             return accept()
 
+        def counting_shutdown(request: Any) -> None:
+            shutdown(request)
+            self.ended += 1
+
         self.server.get_request = counting_accept  # type: ignore[method-assign]
+        self.server.shutdown_request = counting_shutdown  # type: ignore[method-assign]
         handler: Any = self.server.RequestHandlerClass
         handler.protocol_version = "HTTP/1.1"  # keep-alive, as a node's API server does
+
+    @property
+    def open_connections(self) -> int:
+        return self.accepted - self.ended
+
+
+def _eventually(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
+
+
+def test_a_reload_closes_the_connections_to_hosts_no_longer_configured() -> None:
+    kept, removed = CountingServer(), CountingServer()
+    for server in (kept, removed):
+        server.start()
+        server.play(health_doc(["c1", "c2"]), {"c1": chain_doc(1), "c2": chain_doc(2)})
+    try:
+        nodes = [NodeConfig("k", kept.url), *(NodeConfig(f"r{i}", removed.url) for i in range(6))]
+        # the connection cache holds 64: room for every connection to both hosts
+        poller = Poller(_config(*nodes, timeout=2.0, concurrency=64), lambda _: None)
+        first = poller.run_cycle()
+        opened = removed.open_connections
+        poller.apply(_config(nodes[0], timeout=2.0, concurrency=64))
+        second = poller.run_cycle()
+        _eventually(lambda: removed.open_connections == 0)
+        still_open = removed.open_connections
+        third = poller.run_cycle()  # the kept host is still polled (over new connections)
+        poller.stop()
+    finally:
+        kept.stop()
+        removed.stop()
+    assert all(node.up for snapshot in (first, second, third) for node in snapshot.nodes)
+    assert opened > 0
+    assert still_open == 0, f"{still_open} connections to the removed host still open"
+    assert removed.accepted == opened  # nothing sent to it after the reload
 
 
 def test_connections_are_kept_alive_across_cycles() -> None:
@@ -455,3 +505,129 @@ def test_countdown_reaches_zero_once_every_poll_ended(count: int, ended: int, ze
     for _ in range(ended):
         countdown.count_down()
     assert countdown.wait(0.0) is zero
+
+
+# --- a callback that raises never leaves a poll unfinished ------------------------------------
+
+
+def _raise(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("a reader failed")
+
+
+def _raise_for_chains(original: Any) -> Any:
+    def get(client: NodeClient, segments: list[str], *args: Any, **kwargs: Any) -> None:
+        if segments[0] == "blockchains":
+            raise RuntimeError("sending failed")
+        original(client, segments, *args, **kwargs)
+
+    return get
+
+
+@pytest.mark.parametrize(
+    ("target", "endpoint"),
+    [
+        ("exporter.nodepoll.read_health", "health"),
+        ("exporter.watchpoll.plan_requests", "health"),  # planned from the /health answer
+        ("exporter.nodepoll.read_chain", "blockchain"),
+        ("exporter.nodepoll.read_block_hash", "block"),
+        ("exporter.watchpoll.read_answer", "contract"),
+        ("exporter.client.NodeClient.get", "health"),  # sending the chains from /health's callback
+        ("exporter.nodepoll._ChainAnswer.__call__", "blockchain"),  # past the reader's own guard
+        ("exporter.watchpoll.WatchAnswer.__call__", "contract"),
+    ],
+)
+def test_a_raising_callback_ends_its_part_and_the_node_is_asked_again(
+    target: str, endpoint: str, fake_nodes: list[FakeNode], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = _watched(new_fake_node(fake_nodes), ["c1"])
+    fake.set("/blockchains/c1/blocks?height=5", {"hash": "h5"})
+    if target.endswith(".get"):
+        monkeypatch.setattr(NodeClient, "get", _raise_for_chains(NodeClient.get))
+    else:
+        monkeypatch.setattr(target, _raise)
+    config = replace(
+        _config(NodeConfig("n", fake.url), timeout=3.0),
+        watch=WATCH,
+        network_checks=NetworkChecks(checkpoint_depth=5),
+    )
+    poller = Poller(config, lambda _: None)
+    try:
+        snapshots = [poller.run_cycle() for _ in range(3)]
+        in_flight = poller.requests_in_flight()
+    finally:
+        poller.stop()
+    nodes = [_node(snapshot, "n") for snapshot in snapshots]
+    assert fake.requests.count("/health") == 3  # asked again every cycle
+    assert in_flight == 0
+    path = {"block": "/blockchains/c1/blocks?height=5", "contract": CONTRACT}.get(endpoint)
+    assert path is None or path in fake.requests  # the reader was reached
+    assert not any(node.error and "has not ended" in node.error for node in nodes)
+    assert _errors(nodes[-1]).get((endpoint, "invalid_response"), 0) >= 1
+    if endpoint == "health":
+        assert nodes[-1].error is not None
+        assert nodes[-1].error.startswith("invalid_response: ")
+
+
+def test_a_chain_id_that_cannot_be_requested_does_not_hang_the_poll(
+    fake_nodes: list[FakeNode],
+) -> None:
+    fake = new_fake_node(fake_nodes)
+    fake.play(health_doc(["c1", "\ud800"]), {"c1": chain_doc(100)})
+    poller = Poller(_config(NodeConfig("n", fake.url), timeout=3.0), lambda _: None)
+    try:
+        snapshots = [poller.run_cycle() for _ in range(2)]
+    finally:
+        poller.stop()
+    assert fake.requests.count("/health") == 2
+    for snapshot in snapshots:
+        node = _node(snapshot, "n")
+        assert node.up, node.error
+        assert [c.up for c in node.chains if c.blockchain == "c1"] == [True]
+        assert not any(c.error and "timeout" in c.error for c in node.chains)
+
+
+# --- a node whose answers are costly to read cannot hold the engine for the others -----------
+
+
+def _costly_reader(original: Any, seconds: float) -> Any:
+    """read_chain, but a document marked "costly" burns ``seconds`` of CPU first (as a
+    7 MiB document of tiny values would), on the thread that reads it."""
+
+    def read(document: Any, *args: Any) -> Any:
+        if isinstance(document, dict) and document.get("costly"):
+            started = time.thread_time()
+            while time.thread_time() - started < seconds:
+                pass
+        return original(document, *args)
+
+    return read
+
+
+def test_a_node_whose_answers_are_costly_to_read_spends_its_budget_not_the_others_time(
+    fake_nodes: list[FakeNode], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chains = [f"c{i}" for i in range(12)]
+    costly = new_fake_node(fake_nodes)
+    costly.play(health_doc(chains), {c: chain_doc(1, costly=True) for c in chains})
+    healthy = [new_fake_node(fake_nodes) for _ in range(3)]
+    for fake in healthy:
+        fake.play(health_doc(["c1", "c2"]), {"c1": chain_doc(1), "c2": chain_doc(2)})
+        fake.set("/health", health_doc(["c1", "c2"]), delay=0.2)  # comes while costly reads
+    monkeypatch.setattr("exporter.nodepoll.read_chain", _costly_reader(read_chain, 0.3))
+    nodes = [NodeConfig("costly", costly.url)]
+    nodes += [NodeConfig(f"h{i}", fake.url) for i, fake in enumerate(healthy)]
+    # 12 answers of 0.3 s each would hold the engine's thread past the 3 s deadline
+    poller = Poller(_config(*nodes, timeout=3.0, concurrency=64), lambda _: None)
+    try:
+        snapshot = poller.run_cycle()
+    finally:
+        poller.stop()
+    for i in range(3):
+        node = _node(snapshot, f"h{i}")
+        assert node.up and all(chain.up for chain in node.chains), [c.error for c in node.chains]
+    node = _node(snapshot, "costly")
+    assert node.up  # its /health was read, and the one chain that spent the budget
+    assert [chain.up for chain in node.chains].count(True) == 1
+    assert _errors(node) == {("blockchain", "too_large"): 11}
+    refused = [chain.error for chain in node.chains if not chain.up]
+    assert all(error and "s of CPU" in error for error in refused), refused
