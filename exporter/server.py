@@ -1,7 +1,7 @@
 """The exporter's HTTP endpoints: /metrics, the landing page, health, readiness and reload.
 
-Served by ``exporter.httpserver``: idle, stalled or TLS-handshaking clients cost no thread
-and are closed after the time limits, so one client can never block the others.
+Served by ``exporter.httpserver``: idle, stalled, slow or TLS-handshaking clients cost no
+thread and are closed after the time limits, so one client can never block the others.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ from exporter.webconfig import WebConfig
 log = logging.getLogger("ledger_exporter")
 
 __all__ = ["App", "ExporterServer", "ListenAddressError", "ServerLimits", "parse_listen_address"]
+
+RELOAD_PATH = "/-/reload"
+RELOAD_BODY_BYTES = 4096  # a reload takes no body; a small one (a form, a script's JSON) is read
 
 
 class App(Protocol):
@@ -69,6 +72,15 @@ class _Handler(HTTPRequestHandler):
     server: ExporterServer
     server_version = "ledger-exporter"
 
+    @classmethod
+    def body_limit(cls, method: str, path: str) -> int:
+        """Only ``POST /-/reload`` takes a body, and a small one (it is read and ignored)."""
+        return RELOAD_BODY_BYTES if (method, path) == ("POST", RELOAD_PATH) else 0
+
+    def admit(self) -> bool:
+        """Before anything else, and before a body is read: credentials."""
+        return self._authorized()
+
     def do_GET(self) -> None:  # noqa: N802 (http.server names)
         self._dispatch(send_body=True)
 
@@ -76,10 +88,9 @@ class _Handler(HTTPRequestHandler):
         self._dispatch(send_body=False)
 
     def do_POST(self) -> None:  # noqa: N802
-        self.discard_body()
-        if not self._authorized():
+        if not self.admit():
             return
-        if self.path.split("?")[0] != "/-/reload":
+        if self.path.split("?")[0] != RELOAD_PATH:
             self._not_allowed("GET, HEAD")
             return
         try:
@@ -101,7 +112,7 @@ class _Handler(HTTPRequestHandler):
             "/probe": self._probe,
         }
         route = routes.get(path)
-        if path == "/-/reload":
+        if path == RELOAD_PATH:
             self._not_allowed("POST", send_body)
         elif route is None:
             self._reply(HTTPStatus.NOT_FOUND, b"Not Found.\n", send_body=send_body)
@@ -110,10 +121,9 @@ class _Handler(HTTPRequestHandler):
 
     def _other_method(self) -> None:
         """PUT, DELETE, ...: 405 with what the path does accept."""
-        self.discard_body()
-        if not self._authorized():
+        if not self.admit():
             return
-        self._not_allowed("POST" if self.path.split("?")[0] == "/-/reload" else "GET, HEAD")
+        self._not_allowed("POST" if self.path.split("?")[0] == RELOAD_PATH else "GET, HEAD")
 
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _other_method  # noqa: N815
 
