@@ -2,6 +2,7 @@
 
 Served by ``exporter.httpserver``: idle, stalled, slow or TLS-handshaking clients cost no
 thread and are closed after the time limits, so one client can never block the others.
+The work that can wait (bcrypt, a probe) is bounded in how many requests it holds.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from exporter.httpserver import (
 )
 from exporter.landing import landing_page
 from exporter.probe import TIMEOUT_HEADER, ProbeAnswer
-from exporter.webconfig import WebConfig
+from exporter.webconfig import PasswordChecksBusyError, WebConfig
 
 log = logging.getLogger("ledger_exporter")
 
@@ -162,8 +163,13 @@ class _Handler(HTTPRequestHandler):
         if not users:
             return True
         user, password = _basic_credentials(self.headers.get("Authorization", ""))
-        if user is not None and self.server.web.check_password(user, password):
-            return True
+        try:
+            if user is not None and self.server.web.check_password(user, password):
+                return True
+        except PasswordChecksBusyError:  # bcrypt is busy with others: no waiting in line
+            body = b"Too many logins are being checked; retry in a second.\n"
+            self._reply(HTTPStatus.TOO_MANY_REQUESTS, body, extra={"Retry-After": "1"})
+            return False
         self._reply(
             HTTPStatus.UNAUTHORIZED,
             b"Unauthorized.\n",

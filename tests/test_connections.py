@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import http.client
 import os
 import re
 import socket
@@ -364,6 +365,40 @@ def test_clients_that_never_read_their_answers_are_closed_and_hold_no_handler(
     finally:
         for sock in readers:
             sock.close()
+        exporter.stop()
+
+
+def test_a_flood_of_wrong_passwords_does_not_delay_valid_logins(node: FakeNode) -> None:
+    hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(12)).decode()  # a few tenths of a second
+    exporter = Exporter(Config(nodes=(NodeConfig("n", node.url),), scrape_interval=1.0))
+    server = exporter.start("127.0.0.1:0", WebConfig(basic_auth_users={"prom": hashed}))
+    good = basic("prom", "s3cret")
+    refused: list[int] = []
+    try:
+        assert scrape(server.port, 30, headers=good) == 200  # verified once, then remembered
+
+        def guess(stop: threading.Event) -> None:
+            connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+            while not stop.is_set():
+                try:
+                    headers = basic("prom", f"guess {len(refused)}")
+                    connection.request("GET", "/metrics", headers=headers)
+                    answer = connection.getresponse()
+                    answer.read()
+                    refused.append(answer.status)
+                except OSError:
+                    connection.close()
+            connection.close()
+
+        end = attack(48, guess)
+        try:
+            with Scraper(server.port, good) as scraper:
+                time.sleep(4)
+        finally:
+            end()
+        scraper.assert_all_answered(at_least=4)
+        assert refused and set(refused) <= {401, 429}
+    finally:
         exporter.stop()
 
 
