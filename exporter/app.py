@@ -68,9 +68,10 @@ class Exporter:
         with self._lock:
             reload_ok = self._reload_ok
             asked = self._exposition.asked_for()
+            page = self._exposition.page_asked()
         # Rendering takes a while on big fleets: scrapes meanwhile get the previous snapshot.
         fresh = replace(snapshot, config_reload_ok=reload_ok)
-        exposition = Exposition(fresh, renderer=self._renderer).prepare(asked)
+        exposition = Exposition(fresh, renderer=self._renderer).prepare(asked, page)
         with self._lock:
             if reload_ok != self._reload_ok:  # a reload finished while this one rendered
                 fresh = replace(snapshot, config_reload_ok=self._reload_ok)

@@ -1,13 +1,15 @@
 """The exporter's HTTP endpoints: /metrics, the landing page, health, readiness and reload.
 
 Served by ``exporter.httpserver``: idle, stalled, slow or TLS-handshaking clients cost no
-thread and are closed after the time limits, so one client can never block the others.
-The work that can wait (bcrypt, a probe) is bounded in how many requests it holds.
+thread and are closed after the time limits, so one client can never block the others. Every
+answer is a copy of bytes made once per snapshot, or as cheap as its own parameters make it;
+the work that can wait (bcrypt, a probe) is bounded in how many requests it holds.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from base64 import b64decode
 from collections.abc import Callable
 from http import HTTPStatus
@@ -27,7 +29,6 @@ from exporter.httpserver import (
     ThreadedHTTPServer,
     parse_listen_address,
 )
-from exporter.landing import landing_page
 from exporter.probe import TIMEOUT_HEADER, ProbeAnswer
 from exporter.webconfig import PasswordChecksBusyError, WebConfig
 
@@ -148,7 +149,7 @@ class _Handler(HTTPRequestHandler):
         self._reply(answer.status, answer.body, answer.content_type, send_body=send_body)
 
     def _landing(self, send_body: bool) -> None:
-        page = landing_page(self.server.app.exposition().snapshot).encode()
+        page = self.server.app.exposition().landing(time.time())  # rendered once per snapshot
         self._reply(HTTPStatus.OK, page, "text/html; charset=utf-8", send_body=send_body)
 
     def _ready(self, send_body: bool) -> None:

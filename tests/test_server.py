@@ -12,10 +12,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import bcrypt
 import pytest
 
+from exporter import landing
 from exporter.app import Exporter
 from exporter.config import Config, NodeConfig
 from exporter.server import ExporterServer, ListenAddressError, parse_listen_address
@@ -298,5 +300,32 @@ def test_reload_rereads_the_web_config_and_keeps_it_when_bad(
         status, _, body = _get(base + "metrics", _auth("new", "pw"))  # the old one still runs
         assert status == 200
         assert b"ledger_exporter_config_last_reload_successful 0.0" in body
+    finally:
+        exporter.stop()
+
+
+def test_the_status_page_is_rendered_once_per_snapshot(
+    node: FakeNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    renders: list[int] = []
+    real = landing._tables
+
+    def counted(*args: Any) -> str:
+        renders.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(landing, "_tables", counted)
+    config = Config(nodes=(NodeConfig("n", node.url),), scrape_interval=60.0, scrape_timeout=1.0)
+    exporter = Exporter(config)  # one cycle, then none for a minute: one snapshot
+    server = exporter.start("127.0.0.1:0")
+    base = f"http://127.0.0.1:{server.port}/"
+    try:
+        _wait_ready(base)
+        pages = [_get(base) for _ in range(20)]
+        assert [status for status, _, _ in pages] == [200] * 20
+        assert len(renders) == 1  # the other 19 were served from the cached page
+        tables = {body[body.index(b"<h2>") :] for _, _, body in pages}
+        assert len(tables) == 1
+        assert b"ages on this page are as of its end" in pages[0][2]
     finally:
         exporter.stop()
