@@ -14,6 +14,7 @@ from base64 import b64decode
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from exporter.exposition import (
     OPENMETRICS_CONTENT_TYPE,
@@ -38,6 +39,8 @@ __all__ = ["App", "ExporterServer", "ListenAddressError", "ServerLimits", "parse
 
 RELOAD_PATH = "/-/reload"
 RELOAD_BODY_BYTES = 4096  # a reload takes no body; a small one (a form, a script's JSON) is read
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class App(Protocol):
@@ -80,8 +83,8 @@ class _Handler(HTTPRequestHandler):
         return RELOAD_BODY_BYTES if (method, path) == ("POST", RELOAD_PATH) else 0
 
     def admit(self) -> bool:
-        """Before anything else, and before a body is read: credentials."""
-        return self._authorized()
+        """Before anything else, and before a body is read: same origin, then credentials."""
+        return self._same_origin() and self._authorized()
 
     def do_GET(self) -> None:  # noqa: N802 (http.server names)
         self._dispatch(send_body=True)
@@ -178,6 +181,22 @@ class _Handler(HTTPRequestHandler):
         )
         return False
 
+    def _same_origin(self) -> bool:
+        """False (after a 403) for a request a browser sends from another origin's page: an
+        ``Origin`` other than this server's own host and port, or ``Sec-Fetch-Site`` saying
+        cross-site or same-site. Requests that can change state are refused; clients that are
+        not browsers send neither header."""
+        if self.command in _SAFE_METHODS:
+            return True
+        site = self.headers.get("Sec-Fetch-Site", "").strip().lower()
+        origin = self.headers.get("Origin")
+        if site not in ("cross-site", "same-site") and (
+            origin is None or _same_host(origin, self.headers.get("Host", ""))
+        ):
+            return True
+        self._reply(HTTPStatus.FORBIDDEN, b"Forbidden: a cross-origin request.\n")
+        return False
+
     def _reply(
         self,
         status: HTTPStatus,
@@ -205,3 +224,15 @@ def _basic_credentials(header: str) -> tuple[str | None, str]:
     except (ValueError, UnicodeDecodeError):
         return None, ""
     return (user, password) if sep else (None, "")
+
+
+def _same_host(origin: str, host: str) -> bool:
+    """True when the ``Origin`` header names the host and port the request was sent to."""
+    try:
+        sent, target = urlsplit(origin.strip()), urlsplit(f"//{host.strip()}")
+        default = _DEFAULT_PORTS.get(sent.scheme.lower())
+        if default is None or not sent.hostname or sent.path or sent.query or sent.username:
+            return False
+        return (sent.hostname, sent.port or default) == (target.hostname, target.port or default)
+    except ValueError:  # a port out of range, a malformed IPv6 address
+        return False

@@ -329,3 +329,33 @@ def test_the_status_page_is_rendered_once_per_snapshot(
         assert b"ages on this page are as of its end" in pages[0][2]
     finally:
         exporter.stop()
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({}, 500),  # curl, a config reloader: no Origin
+        ({"Origin": "http://127.0.0.1:{port}"}, 500),  # the exporter's own page
+        ({"Origin": "HTTP://127.0.0.1:{port}", "Sec-Fetch-Site": "same-origin"}, 500),
+        ({"Sec-Fetch-Site": "none"}, 500),  # typed into the address bar
+        ({"Origin": "http://evil.example"}, 403),
+        ({"Origin": "http://127.0.0.1:1"}, 403),  # another service on the same host
+        ({"Origin": "http://127.0.0.1:{port}.evil.example"}, 403),
+        ({"Origin": "null"}, 403),  # a sandboxed frame or a file
+        ({"Origin": "garbage"}, 403),
+        ({"Sec-Fetch-Site": "cross-site"}, 403),
+        ({"Sec-Fetch-Site": "same-site"}, 403),
+        ({"Origin": "http://127.0.0.1:{port}", "Sec-Fetch-Site": "cross-site"}, 403),
+    ],
+)
+def test_reload_refuses_cross_origin_requests(
+    running: Running, headers: dict[str, str], status: int
+) -> None:
+    _, base, config_file = running
+    port = base.rsplit(":", 1)[1].strip("/")
+    config_file.write_text("nodes: [{name: x}]\n")  # a reload that runs fails: 500, and says so
+    sent = {name: value.format(port=port) for name, value in headers.items()}
+    assert _get(base + "-/reload", sent, method="POST")[0] == status
+    reloaded = status != 403
+    metric = f"ledger_exporter_config_last_reload_successful {0.0 if reloaded else 1.0}"
+    assert metric.encode() in _get(base + "metrics")[2]
