@@ -32,7 +32,7 @@ from exporter.flags import (
 from exporter.logs import setup_logging
 from exporter.memory import Allocator
 from exporter.schema import ConfigError
-from exporter.server import ServerLimits
+from exporter.server import ReloadPendingError, ServerLimits
 from exporter.webconfig import WebConfig, load_web_config
 
 log = logging.getLogger("ledger_exporter")
@@ -245,5 +245,7 @@ def _exit_without_hung_requests(exporter: Exporter, grace: float = 1.0) -> None:
 
 
 def _reload_quietly(exporter: Exporter) -> None:
-    with contextlib.suppress(ConfigError):  # already logged; the running config stays
+    # ConfigError: already logged, the running config stays; ReloadPendingError: the reload
+    # already waiting reads the files after this signal.
+    with contextlib.suppress(ConfigError, ReloadPendingError):
         exporter.reload()

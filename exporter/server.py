@@ -3,7 +3,7 @@
 Served by ``exporter.httpserver``: idle, stalled, slow or TLS-handshaking clients cost no
 thread and are closed after the time limits, so one client can never block the others. Every
 answer is a copy of bytes made once per snapshot, or as cheap as its own parameters make it;
-the work that can wait (bcrypt, a probe) is bounded in how many requests it holds.
+the work that can wait (bcrypt, a reload, a probe) is bounded in how many requests it holds.
 """
 
 from __future__ import annotations
@@ -35,12 +35,23 @@ from exporter.webconfig import PasswordChecksBusyError, WebConfig
 
 log = logging.getLogger("ledger_exporter")
 
-__all__ = ["App", "ExporterServer", "ListenAddressError", "ServerLimits", "parse_listen_address"]
+__all__ = [
+    "App",
+    "ExporterServer",
+    "ListenAddressError",
+    "ReloadPendingError",
+    "ServerLimits",
+    "parse_listen_address",
+]
 
 RELOAD_PATH = "/-/reload"
 RELOAD_BODY_BYTES = 4096  # a reload takes no body; a small one (a form, a script's JSON) is read
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class ReloadPendingError(Exception):
+    """A reload is already waiting to run: it will read the files after this request came."""
 
 
 class App(Protocol):
@@ -100,6 +111,10 @@ class _Handler(HTTPRequestHandler):
             return
         try:
             self.server.app.reload()
+        except ReloadPendingError:
+            body = b"A reload is already pending; it reads the files after this request.\n"
+            self._reply(HTTPStatus.TOO_MANY_REQUESTS, body, extra={"Retry-After": "1"})
+            return
         except Exception as error:
             self._reply(HTTPStatus.INTERNAL_SERVER_ERROR, f"reload failed: {error}\n".encode())
             return

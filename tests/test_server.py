@@ -19,7 +19,7 @@ import pytest
 
 from exporter import landing
 from exporter.app import Exporter
-from exporter.config import Config, NodeConfig
+from exporter.config import Config, NodeConfig, load_config
 from exporter.server import ExporterServer, ListenAddressError, parse_listen_address
 from exporter.webconfig import TlsServerConfig, WebConfig, load_web_config
 from tests.conftest import FakeNode, chain_doc, health_doc, make_certificate, new_fake_node
@@ -359,3 +359,51 @@ def test_reload_refuses_cross_origin_requests(
     reloaded = status != 403
     metric = f"ledger_exporter_config_last_reload_successful {0.0 if reloaded else 1.0}"
     assert metric.encode() in _get(base + "metrics")[2]
+
+
+def test_a_burst_of_reloads_is_coalesced(
+    node: FakeNode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_file = tmp_path / "config.yml"
+    config_file.write_text(
+        f"scrape_interval: 60s\nscrape_timeout: 1s\nnodes:\n  - name: n\n    url: {node.url}\n"
+    )
+    loads: list[str] = []
+
+    def counted(path: str) -> Config:
+        loads.append(path)
+        return load_config(path)
+
+    monkeypatch.setattr("exporter.app.load_config", counted)
+    exporter = Exporter(load_config(str(config_file)), str(config_file))
+    server = exporter.start("127.0.0.1:0")
+    base = f"http://127.0.0.1:{server.port}/"
+
+    def cycles() -> int:
+        return node.requests.count("/health")
+
+    try:
+        _wait_ready(base)
+        assert cycles() == 1
+        start = threading.Barrier(10)
+        statuses: list[int] = []
+
+        def reload() -> None:
+            start.wait(10)
+            statuses.append(_get(base + "-/reload", method="POST")[0])
+
+        burst = [threading.Thread(target=reload) for _ in range(10)]
+        for thread in burst:
+            thread.start()
+        for thread in burst:
+            thread.join(30)
+        # One reload runs, one more waits for it; the rest are told one is pending.
+        assert sorted(statuses) == [200, 200] + [429] * 8
+        assert len(loads) == 2
+        statuses = [_get(base + "-/reload", method="POST")[0] for _ in range(3)]
+        assert statuses == [200] * 3  # one after another, each runs (at most one a second)
+        assert len(loads) == 5
+        time.sleep(1.5)  # time for any cycle the reloads would start
+        assert cycles() == 2  # the first reload's cycle; the others wait for the regular one
+    finally:
+        exporter.stop()
