@@ -184,8 +184,10 @@ class ThreadedHTTPServer:
         self._stop.set()
         self._workers.stop()
         self.cut_connections()
-        with self._lock:
-            idle = [conn for conn in self._conns.values() if not conn.busy]
+        with self._lock:  # a handler still running closes its connection when it ends
+            returned = {id(conn) for conn in self._returned}
+            self._returned.clear()
+            idle = [c for c in self._conns.values() if not c.busy or id(c) in returned]
         for conn in idle:
             self._close(conn)
         for sock in (self.socket, self._wake_r, self._wake_w):
@@ -519,10 +521,15 @@ class ThreadedHTTPServer:
             fields = {"client": conn.peer, "error": f"{type(error).__name__}: {error}"}
             log.error("request handler failed", extra={"fields": fields})
         conn.outgoing.extend(memoryview(piece) for piece in answer if piece)
-        conn.close_after_answer = close or self._stop.is_set()
+        conn.close_after_answer = close
         with self._lock:
-            self._returned.append(conn)
-        self._wake()
+            stopping = self._stop.is_set()
+            if not stopping:
+                self._returned.append(conn)
+        if stopping:  # the selector may be gone: nobody else would close it
+            self._close(conn)
+        else:
+            self._wake()
 
 
 def _lateness(conn: Connection) -> str | None:
