@@ -99,7 +99,8 @@ def _add_server_limits(parser: argparse.ArgumentParser) -> None:
         dest="read_header_timeout",
         type=positive_duration,
         metavar="DURATION",
-        help="time a client has to send a request's headers (and finish TLS); default 10s",
+        help="time a client has to finish TLS and send a whole request (headers and body), "
+        "and an answer may wait for the client to take any of it; default 10s",
     )
     add(
         "--web.idle-timeout",
