@@ -2,7 +2,8 @@
 
 It owns the current Exposition (swapped whole at the end of each cycle), readiness, and
 config reloads (``POST /-/reload`` or SIGHUP): a bad config keeps the old one running and sets
-``ledger_exporter_config_last_reload_successful`` to 0 at once.
+``ledger_exporter_config_last_reload_successful`` to 0 at once. Reloads are coalesced: one
+runs at a time, at most one waits, at most one starts a second.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from http import HTTPStatus
 
@@ -22,11 +24,49 @@ from exporter.probe import ProbeAnswer, Prober, ProbeSlots
 from exporter.probepoll import EngineProber
 from exporter.render import Renderer
 from exporter.schema import ConfigError
-from exporter.server import ExporterServer, ServerLimits
+from exporter.server import ExporterServer, ReloadPendingError, ServerLimits
 from exporter.snapshot import Snapshot
 from exporter.webconfig import WebConfig, load_web_config
 
 log = logging.getLogger("ledger_exporter")
+RELOAD_SPACING_SECONDS = 1.0  # at most one reload (re-reading and checking the files) a second
+
+
+class ReloadQueue:
+    """Reloads one at a time, at most one more waiting, at most one started per ``spacing``.
+
+    A reload asked for while another waits is already covered by it (the waiting one reads
+    the files after that request came), so it raises ReloadPendingError at once rather than
+    hold a request thread: a flood of reloads costs one config read a second and two
+    threads, never the server's pool."""
+
+    def __init__(self, spacing: float = RELOAD_SPACING_SECONDS) -> None:
+        self._spacing = spacing
+        self._cond = threading.Condition()
+        self._running = self._waiting = False
+        self._last_start = float("-inf")
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """Wait for this reload's turn (or raise ReloadPendingError); run it in the block."""
+        with self._cond:
+            if self._waiting:
+                raise ReloadPendingError("a reload is already pending")
+            self._waiting = True
+            try:
+                while self._running or time.monotonic() < self._last_start + self._spacing:
+                    wait = self._last_start + self._spacing - time.monotonic()
+                    self._cond.wait(None if self._running else max(wait, 0.0))
+            finally:
+                self._waiting = False
+            self._running = True
+            self._last_start = time.monotonic()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._running = False
+                self._cond.notify_all()
 
 
 class Exporter:
@@ -43,6 +83,7 @@ class Exporter:
         self._allocator = allocator or Allocator(None)
         self._lock = threading.Lock()
         self._reload_ok = True
+        self._reloads = ReloadQueue()
         self._renderer = Renderer()  # one for the process: it keeps label strings across cycles
         self._exposition = Exposition(Snapshot(), renderer=self._renderer)
         self._ready = threading.Event()
@@ -68,9 +109,10 @@ class Exporter:
         with self._lock:
             reload_ok = self._reload_ok
             asked = self._exposition.asked_for()
+            page = self._exposition.page_asked()
         # Rendering takes a while on big fleets: scrapes meanwhile get the previous snapshot.
         fresh = replace(snapshot, config_reload_ok=reload_ok)
-        exposition = Exposition(fresh, renderer=self._renderer).prepare(asked)
+        exposition = Exposition(fresh, renderer=self._renderer).prepare(asked, page)
         with self._lock:
             if reload_ok != self._reload_ok:  # a reload finished while this one rendered
                 fresh = replace(snapshot, config_reload_ok=self._reload_ok)
@@ -81,12 +123,19 @@ class Exporter:
 
     def _set_reload_ok(self, ok: bool) -> None:
         with self._lock:
+            if ok == self._reload_ok:  # unchanged: keep what was rendered
+                return
             self._reload_ok = ok
             snapshot = replace(self._exposition.snapshot, config_reload_ok=ok)
             self._exposition = Exposition(snapshot, self._exposition.asked_for(), self._renderer)
 
     def reload(self) -> None:
-        """Re-read the config file; on error keep the running config and raise ConfigError."""
+        """Re-read the config file; on error keep the running config and raise ConfigError.
+        Raises ReloadPendingError when another reload already waits to run."""
+        with self._reloads.turn():
+            self._reload()
+
+    def _reload(self) -> None:
         if self._config_path is None:
             raise ConfigError("<none>", ["the exporter was started without --config.file"])
         try:

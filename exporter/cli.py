@@ -32,7 +32,7 @@ from exporter.flags import (
 from exporter.logs import setup_logging
 from exporter.memory import Allocator
 from exporter.schema import ConfigError
-from exporter.server import ServerLimits
+from exporter.server import ReloadPendingError, ServerLimits
 from exporter.webconfig import WebConfig, load_web_config
 
 log = logging.getLogger("ledger_exporter")
@@ -99,7 +99,8 @@ def _add_server_limits(parser: argparse.ArgumentParser) -> None:
         dest="read_header_timeout",
         type=positive_duration,
         metavar="DURATION",
-        help="time a client has to send a request's headers (and finish TLS); default 10s",
+        help="time a client has to finish TLS and send a whole request (headers and body), "
+        "and an answer may wait for the client to take any of it; default 10s",
     )
     add(
         "--web.idle-timeout",
@@ -245,5 +246,7 @@ def _exit_without_hung_requests(exporter: Exporter, grace: float = 1.0) -> None:
 
 
 def _reload_quietly(exporter: Exporter) -> None:
-    with contextlib.suppress(ConfigError):  # already logged; the running config stays
+    # ConfigError: already logged, the running config stays; ReloadPendingError: the reload
+    # already waiting reads the files after this signal.
+    with contextlib.suppress(ConfigError, ReloadPendingError):
         exporter.reload()

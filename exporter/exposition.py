@@ -3,7 +3,8 @@
 The exporter's own families are written directly by :mod:`exporter.render` (their sample
 lines once for both formats); client_python renders only the runtime families (process,
 platform, GC). Each format and its gzip form is built on first request, or ahead of the
-swap for the variants scrapers asked before, and then served from memory.
+swap for the variants scrapers asked before, and then served from memory. The status page
+(``/``) is kept the same way.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from exporter import render
+from exporter.landing import StatusPage
 from exporter.metrics import MetricSpec
 from exporter.render import Renderer
 from exporter.snapshot import Snapshot
@@ -107,19 +109,37 @@ class Exposition:
         self._lock = threading.Lock()
         self._cache: dict[Variant, bytes] = {}
         self._runtime: dict[bool, bytes] = {}  # per format, so gzip and plain hold the same
+        self._page_lock = threading.Lock()  # not _lock: /metrics never waits for the page
+        self._page: StatusPage | None = None
 
     def asked_for(self) -> tuple[Variant, ...]:
         """The (OpenMetrics, gzip) variants scrapers have asked for so far."""
         with self._lock:
             return tuple(dict.fromkeys((*self._asked, *self._cache)))
 
-    def prepare(self, variants: tuple[Variant, ...]) -> Exposition:
-        """Render ``variants`` now, together, so the first scrape of this snapshot waits for
-        nothing."""
+    def prepare(self, variants: tuple[Variant, ...], page: bool = False) -> Exposition:
+        """Render ``variants`` (and the status page if ``page``) now, so the first request
+        for this snapshot waits for nothing."""
         with self._lock:
             missing = [variant for variant in dict.fromkeys(variants) if variant not in self._cache]
             self._cache.update(self._render(missing))
+        if page:
+            self._status_page()
         return self
+
+    def page_asked(self) -> bool:
+        """Whether the status page of this snapshot has been asked for (or prepared)."""
+        return self._page is not None
+
+    def landing(self, now: float) -> bytes:
+        """The status page (``/``) at ``now``: rendered once for the snapshot, then copied."""
+        return self._status_page().at(now)
+
+    def _status_page(self) -> StatusPage:
+        with self._page_lock:
+            if self._page is None:
+                self._page = StatusPage(self.snapshot)
+            return self._page
 
     def body(self, openmetrics_format: bool, gzipped: bool) -> bytes:
         """The exposition in the asked format; safe to call from many server threads."""

@@ -1,6 +1,6 @@
-"""The pieces of one client connection for ``exporter.httpserver``: what has been read of
-it, the reader and writer a request handler uses, the handler base class and the bounded pool
-of threads that run handlers.
+"""The pieces of one client connection for ``exporter.httpserver``: what has been read of it
+and what is left to send, the request head the server frames a body by, the handler base
+class (it reads from and writes to memory, never the socket) and the bounded thread pool.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import socket
 import threading
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
@@ -21,11 +23,84 @@ if TYPE_CHECKING:
 log = logging.getLogger("ledger_exporter")
 
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
+_FIELD_NAME = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
 READ_CHUNK = 65536
+_LENGTH_DIGITS = 15  # more digits than this is over any cap; int() is never given a long one
+DEFAULT_BODY_LIMIT = 65536
+
+
+class RequestError(Exception):
+    """A request the server refuses itself, before any handler, and then closes."""
+
+    def __init__(self, status: HTTPStatus, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+    def answer(self) -> bytes:
+        body = f"{self.status.phrase}: {self.reason}.\n".encode()
+        return (
+            f"HTTP/1.1 {self.status.value} {self.status.phrase}\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode() + body
+
+
+@dataclass(frozen=True)
+class RequestHead:
+    """What the server needs of a request head to frame its body: method, path without the
+    query, where the head ends and how many body bytes follow it."""
+
+    method: str
+    path: str
+    size: int
+    content_length: int
+
+
+def parse_head(buffer: bytes | bytearray, size: int) -> RequestHead:
+    """The head in ``buffer[:size]``, strictly: a header line must be ``token: value`` (no
+    folding, no space before the colon, no bare CR or NUL), Content-Length at most once and
+    ASCII digits only, and no Transfer-Encoding (request bodies are small and counted).
+    Anything else raises RequestError, so the server and the handler can never disagree
+    about where a request ends."""
+    lines = bytes(buffer[:size]).split(b"\n")
+    words = lines[0].split()
+    method = words[0].decode("latin-1") if words else ""
+    path = words[1].partition(b"?")[0].decode("latin-1") if len(words) > 1 else ""
+    lengths: list[bytes] = []
+    chunked = False
+    for raw in lines[1:]:
+        line = raw.removesuffix(b"\r")
+        if not line:
+            continue
+        name, colon, value = line.partition(b":")
+        if not colon or not _FIELD_NAME.fullmatch(name) or b"\r" in line or b"\0" in line:
+            raise RequestError(HTTPStatus.BAD_REQUEST, "malformed header line")
+        if name.lower() == b"content-length":
+            lengths.append(value.strip(b" \t"))
+        elif name.lower() == b"transfer-encoding":
+            chunked = True
+    if chunked and lengths:
+        raise RequestError(HTTPStatus.BAD_REQUEST, "both Transfer-Encoding and Content-Length")
+    if chunked:
+        raise RequestError(HTTPStatus.LENGTH_REQUIRED, "a request body needs a Content-Length")
+    return RequestHead(method, path, size, _content_length(lengths))
+
+
+def _content_length(values: list[bytes]) -> int:
+    if not values:
+        return 0
+    if len(values) > 1:
+        raise RequestError(HTTPStatus.BAD_REQUEST, "more than one Content-Length")
+    value = values[0]
+    if not value.isdigit():  # bytes.isdigit(): ASCII digits only, no sign, no underscore
+        raise RequestError(HTTPStatus.BAD_REQUEST, "Content-Length must be a decimal number")
+    return int(value) if len(value) <= _LENGTH_DIGITS else 10**_LENGTH_DIGITS
 
 
 class Connection:
-    """One accepted client connection and what has been read of its next request."""
+    """One accepted client connection: the bytes read of its next request, the answer being
+    sent, and where it is in its life (handshake, request, handler, answer, closing)."""
 
     def __init__(self, sock: socket.socket, peer: Any, deadline: float) -> None:
         self.sock = sock
@@ -33,9 +108,18 @@ class Connection:
         host = self.address[0]
         self.peer = f"[{host}]:{self.address[1]}" if ":" in host else f"{host}:{self.address[1]}"
         self.buffer = bytearray()
-        self.deadline = deadline
+        self.scanned = 0  # bytes of the buffer already searched for a head's end
+        self.head: RequestHead | None = None  # of the request being read, once complete
+        self.admitted = False  # its handler let its body be read
+        self.deadline = deadline  # of whatever the connection is waiting for now
+        self.request_deadline = deadline  # of the whole request being read
+        self.outgoing: deque[memoryview] = deque()
+        self.write_deadline = 0.0
+        self.close_after_answer = False
+        self.events = 0  # what the selector watches it for; 0 while a handler has it
         self.handshaking = False
         self.busy = False
+        self.lingering = False
         self.closed = False
         self.logged = False
 
@@ -50,98 +134,93 @@ class Connection:
         log.debug(message, extra={"fields": fields})
 
     def head_end(self) -> int:
-        """Where the first complete request head in the buffer ends, or 0."""
-        found = _HEAD_END.search(self.buffer)
+        """Where the first complete request head in the buffer ends, or 0. Searches only what
+        arrived since the last call: a head dripped a byte at a time costs linear time."""
+        found = _HEAD_END.search(self.buffer, max(0, self.scanned - 3))
+        self.scanned = 0 if found else len(self.buffer)
         return found.end() if found else 0
 
+    def request_size(self) -> int:
+        """Bytes of the request being read (head and body), or 0 before its head is whole."""
+        return self.head.size + self.head.content_length if self.head else 0
 
-class _RequestReader(io.BufferedIOBase):
-    """The handler's ``rfile``: the bytes read so far, then the socket (blocking, timed)."""
+    def take_request(self) -> bytes:
+        """Remove the complete request from the buffer and return it."""
+        size = self.request_size()
+        request = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        self.discard_request()
+        return request
 
-    def __init__(self, buffer: bytearray, sock: socket.socket) -> None:
-        self._buffer = buffer
-        self._sock = sock
-        self.consumed = 0
-
-    def _take(self, size: int) -> bytes:
-        data = bytes(self._buffer[:size])
-        del self._buffer[:size]
-        self.consumed += len(data)
-        return data
-
-    def _fill(self, wanted: int) -> bool:
-        chunk = self._sock.recv(max(wanted, READ_CHUNK))
-        self._buffer += chunk
-        return bool(chunk)
-
-    def readline(self, limit: int | None = -1) -> bytes:
-        limit = -1 if limit is None else limit
-        while (end := self._buffer.find(b"\n")) < 0:
-            if 0 <= limit <= len(self._buffer) or not self._fill(READ_CHUNK):
-                end = len(self._buffer) - 1
-                break
-        end += 1
-        if 0 <= limit < end:
-            end = limit
-        return self._take(end)
-
-    def read(self, size: int | None = -1) -> bytes:
-        if size is None or size < 0:
-            raise io.UnsupportedOperation("a request body is read by its Content-Length")
-        while len(self._buffer) < size and self._fill(size - len(self._buffer)):
-            pass
-        return self._take(size)
-
-    def read1(self, size: int = -1) -> bytes:
-        return self.read(size if size >= 0 else len(self._buffer))
-
-    def readable(self) -> bool:
-        return True
+    def discard_request(self) -> None:
+        """Forget the request being read (what is left in the buffer is the next one's)."""
+        self.head, self.admitted, self.scanned = None, False, 0
 
 
-class _SocketWriter(io.BufferedIOBase):
-    """The handler's ``wfile``: every write goes straight to the socket."""
+class AnswerWriter(io.BufferedIOBase):
+    """The handler's ``wfile``: the answer collected in memory (large bodies by reference,
+    small writes joined into one piece) for the server to send without blocking."""
 
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
+    def __init__(self) -> None:
+        self.pieces: list[bytes | bytearray] = []
 
     def write(self, data: Any) -> int:
-        # In pieces: the socket's timeout then bounds a stall, not the whole body's transfer.
-        view = memoryview(data).cast("B")
-        for start in range(0, len(view), READ_CHUNK):
-            self._sock.sendall(view[start : start + READ_CHUNK])
-        return len(view)
+        size = len(data)
+        last = self.pieces[-1] if self.pieces else None
+        if size < READ_CHUNK and isinstance(last, bytearray) and len(last) + size <= READ_CHUNK:
+            last += data
+        elif size < READ_CHUNK:
+            self.pieces.append(bytearray(data))
+        else:
+            self.pieces.append(data if isinstance(data, bytes) else bytes(data))
+        return size
 
     def writable(self) -> bool:
         return True
 
 
 class HTTPRequestHandler(BaseHTTPRequestHandler):
-    """Handles one request of a connection the server has read the head of."""
+    """Handles one complete request (head and body, read by the server) in memory."""
 
     server: ThreadedHTTPServer  # type: ignore[assignment]  # not a socketserver.BaseServer
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # two writes per answer: without it the body waits an ACK
+    disable_nagle_algorithm = True  # answers go out in pieces: none should wait for an ACK
 
-    def __init__(self, connection: Connection, server: ThreadedHTTPServer) -> None:
+    def __init__(self, connection: Connection, server: ThreadedHTTPServer, request: bytes) -> None:
         # Deliberately not BaseHTTPRequestHandler.__init__: the server drives one request.
-        self.request = self.connection = connection.sock
         self.client_address = connection.address
         self.server = server
-        self.reader = self.rfile = _RequestReader(connection.buffer, connection.sock)
-        self.wfile = _SocketWriter(connection.sock)
+        self.rfile = io.BytesIO(request)
+        self.wfile = self.answer = AnswerWriter()
         self.close_connection = True
         self._conn = connection
 
-    def discard_body(self, limit: int = 65536) -> None:
-        """Read and drop a small request body so the connection can carry the next request
-        (a larger or unreadable one is left unread, and the connection then closes)."""
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            return
-        if 0 < length <= limit:
-            self.rfile.read(length)
+    @classmethod
+    def body_limit(cls, method: str, path: str) -> int:
+        """The largest request body taken for ``method`` on ``path``; a longer one is refused
+        with 413 before anything of it is read (0: no body at all)."""
+        return DEFAULT_BODY_LIMIT
+
+    def admit(self) -> bool:
+        """Whether the body of this request, head parsed, may be read; False after writing the
+        refusal. Runs before the body arrives, in a handler thread (say, to check
+        credentials), and again as part of handling the complete request."""
+        return True
+
+    def admit_body(self) -> bool:
+        """Parse the head and run :meth:`admit`; the server reads the body only if True (and
+        then sends ``100 Continue`` if the client waits for it)."""
+        self.raw_requestline = self.rfile.readline(65537)
+        if not self.parse_request() or not self.admit():
+            return False
+        expects = self.headers.get("Expect", "").lower() == "100-continue"
+        if expects and self.request_version >= "HTTP/1.1":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        return True
+
+    def handle_expect_100(self) -> bool:
+        """The server sends ``100 Continue`` itself, once the request is admitted."""
+        return True
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         """One debug line per request, structured."""
@@ -150,7 +229,7 @@ class HTTPRequestHandler(BaseHTTPRequestHandler):
         log.debug("request", extra={"fields": {**fields, "status": str(code)}})
 
     def log_error(self, format: str, *args: Any) -> None:
-        """http.server's complaints (bad request line, timeout) at debug, once per connection."""
+        """http.server's complaints (bad request line) at debug, once per connection."""
         self._conn.log_once("bad request", format % args)
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -1,11 +1,16 @@
-"""An HTTP/1.1 server whose cost does not grow with idle or stalled clients.
+"""An HTTP/1.1 server whose cost does not grow with idle, slow or hostile clients.
 
-One selector thread accepts connections, drives TLS handshakes and reads request heads without
-blocking; only a complete request head is handed to a small pool of handler threads, which
-run a ``BaseHTTPRequestHandler`` subclass for it. Connections that do not send a whole head
-within ``read_header_timeout`` (or a new request within ``idle_timeout``) are closed, and past
-``max_connections`` the least recently active connection not being answered makes room for
-the new one, so hundreds of half-open clients cost descriptors for a few seconds and no threads.
+One selector thread accepts connections, drives TLS handshakes, reads whole requests (head and
+body) and sends answers, all without blocking; a small pool of handler threads only ever runs
+a ``BaseHTTPRequestHandler`` subclass over a complete request in memory, so no client can hold
+a handler by sending or reading slowly. The server frames requests itself: a body needs one
+plain Content-Length within the handler's limit for that path (else 400, 411 or 413, and the
+connection closes), and a body still to come is read only after the handler has admitted the
+head (credentials first). A request must arrive whole within ``read_header_timeout``; an
+answer must be taken whole within ``write_timeout`` and never stall for
+``read_header_timeout``; an idle keep-alive connection lasts ``idle_timeout``. Past
+``max_connections`` the least recently active connection not being handled makes room for the
+new one, so hundreds of half-open clients cost descriptors for a few seconds and no threads.
 Errors on connections are logged once per connection at debug level, never as tracebacks.
 Shared by the exporter and the simulator (which may import from ``exporter``, not the reverse).
 """
@@ -20,13 +25,25 @@ import ssl
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
-from exporter.httpconn import READ_CHUNK, Connection, HTTPRequestHandler, Workers
+from exporter.httpconn import (
+    READ_CHUNK,
+    Connection,
+    HTTPRequestHandler,
+    RequestError,
+    RequestHead,
+    Workers,
+    parse_head,
+)
 
 log = logging.getLogger("ledger_exporter")
 ACCEPT_BATCH = 32
+SEND_TURN_BYTES = 4 * 1024 * 1024  # sent to one connection before the selector serves others
+LINGER_SECONDS = 2.0  # reading what a client still sends after its last answer, before closing
 
 __all__ = [
     "HTTPRequestHandler",
@@ -54,11 +71,12 @@ def parse_listen_address(address: str) -> tuple[str, int]:
 class ServerLimits:
     """Time and count limits of one server (defaults as Go's exporter servers use them)."""
 
-    read_header_timeout: float = 10.0  # also bounds the TLS handshake and each later read/write
+    read_header_timeout: float = 10.0  # TLS handshake; a whole request; a stalled answer
     idle_timeout: float = 60.0  # an open keep-alive connection with no request
-    max_connections: int = 512  # open at once; the oldest still sending its head is dropped
+    max_connections: int = 512  # open at once; the least recently active one is dropped
     max_handlers: int = 16  # requests handled at once (threads, started on demand)
     max_head_bytes: int = 65536  # request line and headers
+    write_timeout: float = 60.0  # a whole answer, however slowly the client reads
 
 
 class ThreadedHTTPServer:
@@ -166,8 +184,10 @@ class ThreadedHTTPServer:
         self._stop.set()
         self._workers.stop()
         self.cut_connections()
-        with self._lock:
-            idle = [conn for conn in self._conns.values() if not conn.busy]
+        with self._lock:  # a handler still running closes its connection when it ends
+            returned = {id(conn) for conn in self._returned}
+            self._returned.clear()
+            idle = [c for c in self._conns.values() if not c.busy or id(c) in returned]
         for conn in idle:
             self._close(conn)
         for sock in (self.socket, self._wake_r, self._wake_w):
@@ -183,7 +203,7 @@ class ThreadedHTTPServer:
             elif target == "wake":
                 self._take_returned()
             elif isinstance(target, Connection):
-                self._on_readable(target)
+                self._on_ready(target)
         except Exception as error:
             fields = {"error": f"{type(error).__name__}: {error}"}
             log.error("HTTP server error", extra={"fields": fields})
@@ -193,6 +213,18 @@ class ThreadedHTTPServer:
     def _wake(self) -> None:
         with contextlib.suppress(OSError):  # full: a wake-up is already pending
             self._wake_w.send(b"\0")
+
+    def _watch(self, conn: Connection, events: int) -> None:
+        """Have the selector watch ``conn`` for ``events`` (0: not at all)."""
+        if events == conn.events:
+            return
+        if not conn.events:
+            self._selector.register(conn.sock, events, conn)
+        elif not events:
+            self._selector.unregister(conn.sock)
+        else:
+            self._selector.modify(conn.sock, events, conn)
+        conn.events = events
 
     def _accept(self) -> None:
         # A few at a time: between batches the selector reads the heads that have arrived, so
@@ -206,9 +238,9 @@ class ThreadedHTTPServer:
                 log.debug("cannot accept a connection", extra={"fields": {"error": str(error)}})
                 self._evict_oldest()
                 return
-            self._admit(sock, peer)
+            self._add_connection(sock, peer)
 
-    def _admit(self, sock: socket.socket, peer: Any) -> None:
+    def _add_connection(self, sock: socket.socket, peer: Any) -> None:
         with self._lock:
             full = len(self._conns) >= self.limits.max_connections
         if full and not self._evict_oldest():
@@ -232,10 +264,10 @@ class ThreadedHTTPServer:
             conn.handshaking = True
         with self._lock:
             self._conns[id(conn)] = conn
-        self._selector.register(conn.sock, selectors.EVENT_READ, conn)
+        self._watch(conn, selectors.EVENT_READ)
 
     def _evict_oldest(self) -> bool:
-        """Close the least recently active connection not being answered; False if none."""
+        """Close the least recently active connection not being handled; False if none."""
         with self._lock:
             oldest = next((conn for conn in self._conns.values() if not conn.busy), None)
         if oldest is None:
@@ -243,9 +275,34 @@ class ThreadedHTTPServer:
         self._close(oldest, "connection closed to make room for a new one")
         return True
 
-    def _on_readable(self, conn: Connection) -> None:
+    def _on_ready(self, conn: Connection) -> None:
         if conn.handshaking and not self._handshake(conn):
             return
+        if conn.outgoing:  # TLS may have to read before it can write
+            self._send(conn)
+        elif conn.lingering:
+            self._drain(conn)
+        else:
+            self._receive(conn)
+
+    def _handshake(self, conn: Connection) -> bool:
+        """Advance the TLS handshake; True once it is done."""
+        try:
+            conn.sock.do_handshake()  # type: ignore[attr-defined]
+        except ssl.SSLWantReadError:
+            self._watch(conn, selectors.EVENT_READ)
+            return False
+        except ssl.SSLWantWriteError:
+            self._watch(conn, selectors.EVENT_WRITE)
+            return False
+        except (ssl.SSLError, OSError) as error:
+            self._close(conn, "TLS handshake failed", error)
+            return False
+        conn.handshaking = False
+        self._watch(conn, selectors.EVENT_READ)
+        return True
+
+    def _receive(self, conn: Connection) -> None:
         try:
             data = conn.sock.recv(READ_CHUNK)
             while data and isinstance(conn.sock, ssl.SSLSocket) and conn.sock.pending():
@@ -258,37 +315,63 @@ class ThreadedHTTPServer:
         if not data:
             self._close(conn, "connection closed mid-request" if conn.buffer else None)
             return
-        if not conn.buffer:
-            conn.deadline = time.monotonic() + self.limits.read_header_timeout
+        if not conn.buffer:  # a new request: its whole-request deadline starts now
+            conn.request_deadline = conn.deadline = (
+                time.monotonic() + self.limits.read_header_timeout
+            )
         conn.buffer += data
-        if conn.head_end():
-            self._selector.unregister(conn.sock)
-            conn.busy = True
-            self._workers.submit(lambda: self._serve(conn))
-        elif len(conn.buffer) > self.limits.max_head_bytes:
-            with contextlib.suppress(OSError):
-                conn.sock.send(b"HTTP/1.1 431 Request Header Fields Too Large\r\n\r\n")
-            self._close(conn, "request head too large")
+        self._advance(conn)
 
-    def _handshake(self, conn: Connection) -> bool:
-        """Advance the TLS handshake; True once it is done."""
-        try:
-            conn.sock.do_handshake()  # type: ignore[attr-defined]
-        except ssl.SSLWantReadError:
-            self._selector.modify(conn.sock, selectors.EVENT_READ, conn)
-            return False
-        except ssl.SSLWantWriteError:
-            self._selector.modify(conn.sock, selectors.EVENT_WRITE, conn)
-            return False
-        except (ssl.SSLError, OSError) as error:
-            self._close(conn, "TLS handshake failed", error)
-            return False
-        conn.handshaking = False
-        self._selector.modify(conn.sock, selectors.EVENT_READ, conn)
-        return True
+    def _advance(self, conn: Connection) -> None:
+        """Act on what has been read: a complete request goes to a handler, a head whose body
+        is still to come to the handler's admission check first (credentials before any body
+        is read), bad framing is refused; otherwise read on, within the request deadline."""
+        if conn.head is None:
+            end = conn.head_end()
+            if not end and len(conn.buffer) > self.limits.max_head_bytes:
+                status = HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
+                self._refuse(conn, RequestError(status, "request head too large"))
+                return
+            if not end:
+                self._watch(conn, selectors.EVENT_READ)
+                return
+            try:
+                conn.head = self._frame(end, conn.buffer)
+            except RequestError as error:
+                self._refuse(conn, error)
+                return
+        if len(conn.buffer) >= conn.request_size():
+            self._hand_over(conn, self._serve)
+        elif not conn.admitted:
+            self._hand_over(conn, self._admit_body)
+        else:
+            self._watch(conn, selectors.EVENT_READ)
+
+    def _frame(self, end: int, buffer: bytearray) -> RequestHead:
+        """The head ending at ``end``, its body length checked against the handler's limit."""
+        head = parse_head(buffer, end)
+        limit = self.handler_class.body_limit(head.method, head.path)
+        if head.content_length > limit:
+            reason = f"at most {limit} body bytes here" if limit else "no request body here"
+            raise RequestError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, reason)
+        return head
+
+    def _refuse(self, conn: Connection, error: RequestError) -> None:
+        """Answer a request the server will not hand to a handler, then close."""
+        conn.log_once("request refused", f"{error.status.value} {error.reason}")
+        conn.buffer.clear()
+        conn.discard_request()
+        conn.outgoing.append(memoryview(error.answer()))
+        conn.close_after_answer = True
+        self._start_answer(conn)
+
+    def _hand_over(self, conn: Connection, job: Callable[[Connection], None]) -> None:
+        self._watch(conn, 0)
+        conn.busy = True
+        self._workers.submit(lambda: job(conn))
 
     def _take_returned(self) -> None:
-        """Watch again the connections whose requests the handlers have answered."""
+        """Send the answers the handlers have made."""
         with contextlib.suppress(OSError):
             while self._wake_r.recv(4096):
                 pass
@@ -297,13 +380,93 @@ class ThreadedHTTPServer:
                 if not self._returned:
                     return
                 conn = self._returned.popleft()
-                if conn.closed:  # made room for another, or expired, while in the queue
+                if conn.closed:  # closed by server_close() while in the queue
                     continue
+                conn.busy = False
                 self._conns.pop(id(conn), None)
                 self._conns[id(conn)] = conn  # now the most recently active
-            self._selector.register(conn.sock, selectors.EVENT_READ, conn)
-            if isinstance(conn.sock, ssl.SSLSocket) and conn.sock.pending():
-                self._on_readable(conn)
+            self._start_answer(conn)
+
+    def _start_answer(self, conn: Connection) -> None:
+        """Send an answer under its deadlines: all of it within ``write_timeout``, and never
+        ``read_header_timeout`` without the client taking any of it."""
+        if not conn.outgoing:
+            self._answered(conn)
+            return
+        now = time.monotonic()
+        conn.write_deadline = now + self.limits.write_timeout
+        conn.deadline = min(conn.write_deadline, now + self.limits.read_header_timeout)
+        self._send(conn)
+
+    def _send(self, conn: Connection) -> None:
+        """Send what the socket takes now (a few MiB at most, for fairness); the selector
+        says when there is room for the rest."""
+        budget = SEND_TURN_BYTES
+        while conn.outgoing and budget > 0:
+            piece = conn.outgoing[0]
+            try:
+                sent = conn.sock.send(piece[:READ_CHUNK])
+            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError):
+                break
+            except ssl.SSLWantReadError:
+                self._watch(conn, selectors.EVENT_READ)
+                return
+            except OSError as error:
+                self._close(conn, "connection failed", error)
+                return
+            if sent >= len(piece):
+                conn.outgoing.popleft()
+            else:
+                conn.outgoing[0] = piece[sent:]
+            budget -= sent
+            progress = time.monotonic() + self.limits.read_header_timeout
+            conn.deadline = min(conn.write_deadline, progress)
+        if conn.outgoing:
+            self._watch(conn, selectors.EVENT_WRITE)
+        else:
+            self._answered(conn)
+
+    def _answered(self, conn: Connection) -> None:
+        """The answer is sent: close, or go on with the rest of this request or the next."""
+        if conn.close_after_answer:
+            self._linger(conn)
+            return
+        now = time.monotonic()
+        if conn.head is not None:  # admitted: its body is still to come, same deadline
+            conn.deadline = conn.request_deadline
+        elif conn.buffer:  # the next request has begun
+            conn.request_deadline = conn.deadline = now + self.limits.read_header_timeout
+        else:
+            conn.deadline = now + self.limits.idle_timeout
+        if isinstance(conn.sock, ssl.SSLSocket) and conn.sock.pending():
+            self._receive(conn)  # decrypted already: the selector would not see it
+        else:
+            self._advance(conn)
+
+    def _linger(self, conn: Connection) -> None:
+        """Close after an answer: stop sending, then read and drop what the client still
+        sends for a moment, so a reset (closing with unread input) cannot destroy the answer
+        before the client has read it."""
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            self._close(conn)
+            return
+        conn.lingering = True
+        conn.buffer.clear()
+        conn.discard_request()
+        conn.deadline = time.monotonic() + min(LINGER_SECONDS, self.limits.read_header_timeout)
+        self._watch(conn, selectors.EVENT_READ)
+
+    def _drain(self, conn: Connection) -> None:
+        try:
+            data = conn.sock.recv(READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._close(conn)
 
     def _expire(self, now: float) -> None:
         if now < self._next_sweep:
@@ -312,18 +475,15 @@ class ThreadedHTTPServer:
         with self._lock:
             late = [c for c in self._conns.values() if not c.busy and c.deadline < now]
         for conn in late:
-            if conn.handshaking:
-                self._close(conn, "TLS handshake timed out")
-            else:  # an idle keep-alive connection ending is normal: not logged
-                self._close(conn, "request head timed out" if conn.buffer else None)
+            self._close(conn, _lateness(conn))
 
     def _close(self, conn: Connection, problem: str | None = None, error: object = None) -> None:
-        """Close a connection (logging ``problem`` once); from a handler while it is busy."""
+        """Close a connection, logging ``problem`` once."""
         if problem:
             conn.log_once(problem, error)
-        if not conn.busy:
-            with contextlib.suppress(KeyError, ValueError, RuntimeError):
-                self._selector.unregister(conn.sock)
+        with contextlib.suppress(KeyError, ValueError, RuntimeError, OSError):
+            self._watch(conn, 0)
+        conn.events = 0
         with self._lock:
             conn.closed = True
             self._conns.pop(id(conn), None)
@@ -332,42 +492,54 @@ class ThreadedHTTPServer:
 
     # a handler thread -------------------------------------------------------------------
     def _serve(self, conn: Connection) -> None:
-        """Answer the connection's complete requests, then give it back to the selector."""
+        """Run the handler over the connection's complete request, in memory."""
+        request = conn.take_request()
         try:
-            conn.sock.settimeout(self.limits.read_header_timeout)
-            keep = True
-            while keep and conn.head_end():
-                keep = self._handle_one(conn)
-            if keep:
-                conn.sock.setblocking(False)
-        except OSError as error:
-            keep = False
-            conn.log_once("connection failed", error)
+            handler = self.handler_class(conn, self, request)
+            handler.handle_one_request()
         except Exception as error:  # a bug in a handler: say so, structured, and go on
-            keep = False
+            self._give_back(conn, [], close=True, error=error)
+            return
+        self._give_back(conn, handler.answer.pieces, close=handler.close_connection)
+
+    def _admit_body(self, conn: Connection) -> None:
+        """Let the handler check a request's head before its body is read (and refuse it)."""
+        assert conn.head is not None
+        try:
+            handler = self.handler_class(conn, self, bytes(conn.buffer[: conn.head.size]))
+            conn.admitted = handler.admit_body()
+        except Exception as error:
+            self._give_back(conn, [], close=True, error=error)
+            return
+        self._give_back(conn, handler.answer.pieces, close=not conn.admitted)
+
+    def _give_back(
+        self, conn: Connection, answer: list[bytes | bytearray], close: bool, error: object = None
+    ) -> None:
+        """Hand the connection and its answer back to the selector thread to send."""
+        if error is not None:
             fields = {"client": conn.peer, "error": f"{type(error).__name__}: {error}"}
             log.error("request handler failed", extra={"fields": fields})
-        if not keep or self._stop.is_set():
-            self._close(conn)
-            return
-        wait = self.limits.read_header_timeout if conn.buffer else self.limits.idle_timeout
-        conn.deadline = time.monotonic() + wait
-        conn.busy = False
+        conn.outgoing.extend(memoryview(piece) for piece in answer if piece)
+        conn.close_after_answer = close
         with self._lock:
-            self._returned.append(conn)
-        self._wake()
+            stopping = self._stop.is_set()
+            if not stopping:
+                self._returned.append(conn)
+        if stopping:  # the selector may be gone: nobody else would close it
+            self._close(conn)
+        else:
+            self._wake()
 
-    def _handle_one(self, conn: Connection) -> bool:
-        """Run the handler for one request; True when the connection may serve another."""
-        expected = conn.head_end()
-        handler = self.handler_class(conn, self)
-        handler.handle_one_request()
-        if handler.close_connection or not hasattr(handler, "headers"):
-            return False
-        if handler.headers.get("Transfer-Encoding"):
-            return False  # a chunked body is not read: the rest would look like a request
-        try:
-            expected += int(handler.headers.get("Content-Length") or 0)
-        except ValueError:
-            return False
-        return handler.reader.consumed >= expected  # an unread body ends the connection
+
+def _lateness(conn: Connection) -> str | None:
+    """Why a connection past its deadline is closed (None: normal, not logged)."""
+    if conn.handshaking:
+        return "TLS handshake timed out"
+    if conn.lingering:
+        return None
+    if conn.outgoing:
+        return "answer not taken in time"
+    if conn.buffer or conn.head:
+        return "request not complete in time"
+    return None  # an idle keep-alive connection ending is normal

@@ -5,6 +5,10 @@ a list of what needs attention, then every node (state, peers, version, last err
 when) and every chain (height, blocks behind, time since the height changed, syncing, council,
 vote round, its error). Ages, not clock times; long chain ids shortened with the full id on
 hover. Everything a node sends is escaped. Thresholds follow the shipped alert rules.
+
+The page is rendered once per snapshot (:class:`StatusPage`), so a flood of requests costs a
+copy of its bytes each: its ages are as of the end of the cycle it shows, and the one line
+rendered per request says how long ago that was.
 """
 
 from __future__ import annotations
@@ -201,36 +205,52 @@ def _tables(
 
 
 def _summary(snapshot: Snapshot, now: float) -> str:
+    """The one line that follows the clock: how long ago the cycle shown ended."""
     if snapshot.completed_at is None:
         return "<p>The first polling cycle has not finished yet.</p>"
     up = sum(node.up for node in snapshot.nodes)
     return (
         f"<p>{up} of {len(snapshot.nodes)} nodes up. Last cycle finished "
         f"{_ago(snapshot.completed_at, now)} and took {snapshot.cycle_duration or 0:.2f}s; "
-        f"this page refreshes every {REFRESH_SECONDS}s.</p>"
+        f"ages on this page are as of its end; this page refreshes every {REFRESH_SECONDS}s.</p>"
     )
+
+
+class StatusPage:
+    """The page for one snapshot, rendered once, as of the end of its cycle (its ages do not
+    move until the next cycle's page); :meth:`at` adds the line saying how long ago that was."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        as_of = snapshot.completed_at if snapshot.completed_at is not None else time.time()
+        notes = _network_notes(snapshot.network)
+        problems = {node.name: _node_problems(node, as_of, notes) for node in snapshot.nodes}
+        nodes = sorted(snapshot.nodes, key=lambda node: (node.up, not problems[node.name]))
+        banner = (
+            ""
+            if snapshot.config_reload_ok
+            else '<div class="banner bad">The last configuration reload failed: the previous '
+            "configuration is still running. The exporter's log says why.</div>"
+        )
+        listed = [problem for node in nodes for problem in problems[node.name]]
+        self._head = (
+            "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+            f"<meta http-equiv='refresh' content='{REFRESH_SECONDS}'>"
+            f"<title>ledger-exporter</title><style>{_STYLE}</style></head><body>"
+            f"<h1>ledger-exporter {escape(__version__)}</h1>"
+            "<p><a href='/metrics'>Metrics</a> &middot; <a href='/-/healthy'>Health</a> &middot; "
+            f"<a href='/-/ready'>Readiness</a></p>{banner}"
+        ).encode()
+        self._body = (
+            f"{_problem_list(listed) if snapshot.completed_at is not None else ''}"
+            f"{_tables(nodes, problems, as_of, notes)}</body></html>"
+        ).encode()
+
+    def at(self, now: float) -> bytes:
+        """The page as served at ``now``: the cached bytes around one fresh line."""
+        return b"".join((self._head, _summary(self.snapshot, now).encode(), self._body))
 
 
 def landing_page(snapshot: Snapshot, now: float | None = None) -> str:
     """HTML for ``/``; every value from a node is escaped, URLs are never shown."""
-    now = time.time() if now is None else now
-    notes = _network_notes(snapshot.network)
-    problems = {node.name: _node_problems(node, now, notes) for node in snapshot.nodes}
-    nodes = sorted(snapshot.nodes, key=lambda node: (node.up, not problems[node.name]))
-    banner = (
-        ""
-        if snapshot.config_reload_ok
-        else '<div class="banner bad">The last configuration reload failed: the previous '
-        "configuration is still running. The exporter's log says why.</div>"
-    )
-    listed = [problem for node in nodes for problem in problems[node.name]]
-    return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<meta http-equiv='refresh' content='{REFRESH_SECONDS}'>"
-        f"<title>ledger-exporter</title><style>{_STYLE}</style></head><body>"
-        f"<h1>ledger-exporter {escape(__version__)}</h1>"
-        "<p><a href='/metrics'>Metrics</a> &middot; <a href='/-/healthy'>Health</a> &middot; "
-        f"<a href='/-/ready'>Readiness</a></p>{banner}{_summary(snapshot, now)}"
-        f"{_problem_list(listed) if snapshot.completed_at is not None else ''}"
-        f"{_tables(nodes, problems, now, notes)}</body></html>"
-    )
+    return StatusPage(snapshot).at(time.time() if now is None else now).decode()

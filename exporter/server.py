@@ -1,16 +1,20 @@
 """The exporter's HTTP endpoints: /metrics, the landing page, health, readiness and reload.
 
-Served by ``exporter.httpserver``: idle, stalled or TLS-handshaking clients cost no thread
-and are closed after the time limits, so one client can never block the others.
+Served by ``exporter.httpserver``: idle, stalled, slow or TLS-handshaking clients cost no
+thread and are closed after the time limits, so one client can never block the others. Every
+answer is a copy of bytes made once per snapshot, or as cheap as its own parameters make it;
+the work that can wait (bcrypt, a reload, a probe) is bounded in how many requests it holds.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from base64 import b64decode
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from exporter.exposition import (
     OPENMETRICS_CONTENT_TYPE,
@@ -26,13 +30,28 @@ from exporter.httpserver import (
     ThreadedHTTPServer,
     parse_listen_address,
 )
-from exporter.landing import landing_page
 from exporter.probe import TIMEOUT_HEADER, ProbeAnswer
-from exporter.webconfig import WebConfig
+from exporter.webconfig import PasswordChecksBusyError, WebConfig
 
 log = logging.getLogger("ledger_exporter")
 
-__all__ = ["App", "ExporterServer", "ListenAddressError", "ServerLimits", "parse_listen_address"]
+__all__ = [
+    "App",
+    "ExporterServer",
+    "ListenAddressError",
+    "ReloadPendingError",
+    "ServerLimits",
+    "parse_listen_address",
+]
+
+RELOAD_PATH = "/-/reload"
+RELOAD_BODY_BYTES = 4096  # a reload takes no body; a small one (a form, a script's JSON) is read
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class ReloadPendingError(Exception):
+    """A reload is already waiting to run: it will read the files after this request came."""
 
 
 class App(Protocol):
@@ -69,6 +88,15 @@ class _Handler(HTTPRequestHandler):
     server: ExporterServer
     server_version = "ledger-exporter"
 
+    @classmethod
+    def body_limit(cls, method: str, path: str) -> int:
+        """Only ``POST /-/reload`` takes a body, and a small one (it is read and ignored)."""
+        return RELOAD_BODY_BYTES if (method, path) == ("POST", RELOAD_PATH) else 0
+
+    def admit(self) -> bool:
+        """Before anything else, and before a body is read: same origin, then credentials."""
+        return self._same_origin() and self._authorized()
+
     def do_GET(self) -> None:  # noqa: N802 (http.server names)
         self._dispatch(send_body=True)
 
@@ -76,14 +104,17 @@ class _Handler(HTTPRequestHandler):
         self._dispatch(send_body=False)
 
     def do_POST(self) -> None:  # noqa: N802
-        self.discard_body()
-        if not self._authorized():
+        if not self.admit():
             return
-        if self.path.split("?")[0] != "/-/reload":
+        if self.path.split("?")[0] != RELOAD_PATH:
             self._not_allowed("GET, HEAD")
             return
         try:
             self.server.app.reload()
+        except ReloadPendingError:
+            body = b"A reload is already pending; it reads the files after this request.\n"
+            self._reply(HTTPStatus.TOO_MANY_REQUESTS, body, extra={"Retry-After": "1"})
+            return
         except Exception as error:
             self._reply(HTTPStatus.INTERNAL_SERVER_ERROR, f"reload failed: {error}\n".encode())
             return
@@ -101,7 +132,7 @@ class _Handler(HTTPRequestHandler):
             "/probe": self._probe,
         }
         route = routes.get(path)
-        if path == "/-/reload":
+        if path == RELOAD_PATH:
             self._not_allowed("POST", send_body)
         elif route is None:
             self._reply(HTTPStatus.NOT_FOUND, b"Not Found.\n", send_body=send_body)
@@ -110,10 +141,9 @@ class _Handler(HTTPRequestHandler):
 
     def _other_method(self) -> None:
         """PUT, DELETE, ...: 405 with what the path does accept."""
-        self.discard_body()
-        if not self._authorized():
+        if not self.admit():
             return
-        self._not_allowed("POST" if self.path.split("?")[0] == "/-/reload" else "GET, HEAD")
+        self._not_allowed("POST" if self.path.split("?")[0] == RELOAD_PATH else "GET, HEAD")
 
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _other_method  # noqa: N815
 
@@ -137,7 +167,7 @@ class _Handler(HTTPRequestHandler):
         self._reply(answer.status, answer.body, answer.content_type, send_body=send_body)
 
     def _landing(self, send_body: bool) -> None:
-        page = landing_page(self.server.app.exposition().snapshot).encode()
+        page = self.server.app.exposition().landing(time.time())  # rendered once per snapshot
         self._reply(HTTPStatus.OK, page, "text/html; charset=utf-8", send_body=send_body)
 
     def _ready(self, send_body: bool) -> None:
@@ -152,13 +182,34 @@ class _Handler(HTTPRequestHandler):
         if not users:
             return True
         user, password = _basic_credentials(self.headers.get("Authorization", ""))
-        if user is not None and self.server.web.check_password(user, password):
-            return True
+        try:
+            if user is not None and self.server.web.check_password(user, password):
+                return True
+        except PasswordChecksBusyError:  # bcrypt is busy with others: no waiting in line
+            body = b"Too many logins are being checked; retry in a second.\n"
+            self._reply(HTTPStatus.TOO_MANY_REQUESTS, body, extra={"Retry-After": "1"})
+            return False
         self._reply(
             HTTPStatus.UNAUTHORIZED,
             b"Unauthorized.\n",
             extra={"WWW-Authenticate": 'Basic realm="ledger-exporter"'},
         )
+        return False
+
+    def _same_origin(self) -> bool:
+        """False (after a 403) for a request a browser sends from another origin's page: an
+        ``Origin`` other than this server's own host and port, or ``Sec-Fetch-Site`` saying
+        cross-site or same-site. Requests that can change state are refused; clients that are
+        not browsers send neither header."""
+        if self.command in _SAFE_METHODS:
+            return True
+        site = self.headers.get("Sec-Fetch-Site", "").strip().lower()
+        origin = self.headers.get("Origin")
+        if site not in ("cross-site", "same-site") and (
+            origin is None or _same_host(origin, self.headers.get("Host", ""))
+        ):
+            return True
+        self._reply(HTTPStatus.FORBIDDEN, b"Forbidden: a cross-origin request.\n")
         return False
 
     def _reply(
@@ -188,3 +239,15 @@ def _basic_credentials(header: str) -> tuple[str | None, str]:
     except (ValueError, UnicodeDecodeError):
         return None, ""
     return (user, password) if sep else (None, "")
+
+
+def _same_host(origin: str, host: str) -> bool:
+    """True when the ``Origin`` header names the host and port the request was sent to."""
+    try:
+        sent, target = urlsplit(origin.strip()), urlsplit(f"//{host.strip()}")
+        default = _DEFAULT_PORTS.get(sent.scheme.lower())
+        if default is None or not sent.hostname or sent.path or sent.query or sent.username:
+            return False
+        return (sent.hostname, sent.port or default) == (target.hostname, target.port or default)
+    except ValueError:  # a port out of range, a malformed IPv6 address
+        return False

@@ -3,10 +3,13 @@
 The format is the Prometheus exporter-toolkit's ``web-config.yml`` (the keys this exporter
 supports are listed below), so operators reuse what they already run for node_exporter.
 Passwords are bcrypt hashes, as in exporter-toolkit; a verified pair is remembered by a salted
-digest so a scrape every few seconds does not pay bcrypt's deliberate cost each time. As there:
-an unknown user costs the same bcrypt comparison as a wrong password (no user enumeration by
-timing), one bcrypt comparison runs at a time, only the security headers it allows may be set,
-and ``RequestClientCert``/``RequireAnyClientCert`` accept client certificates unverified.
+digest so a scrape every few seconds does not pay bcrypt's deliberate cost each time (and never
+waits behind anyone's bcrypt). An unknown user costs a bcrypt comparison at the highest cost in
+the file (no user enumeration by timing). One bcrypt comparison runs at a time and at most one
+more waits; beyond that a login is refused at once, so a flood of wrong passwords holds two
+request threads, not the server. As in exporter-toolkit, only the security headers it allows
+may be set, and ``RequestClientCert``/``RequireAnyClientCert`` accept client certificates
+unverified.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import os
 import re
 import ssl
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +53,50 @@ _TLS_VERSIONS = {
 # A modular-crypt bcrypt hash as htpasswd and Python's bcrypt write it: cost and 53 characters.
 _BCRYPT_HASH = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}", re.ASCII)
 _USER_NAME = re.compile(r"[^\s:$]+")
+_BCRYPT_COST = re.compile(r"\$2[aby]\$(\d\d)\$", re.ASCII)
+BCRYPT_WAITING = 1  # logins waiting for bcrypt while one runs; more are refused at once
+
+
+class PasswordChecksBusyError(Exception):
+    """bcrypt is busy with other logins (one running, one waiting): refuse this one now."""
+
+
+class _BcryptQueue:
+    """One bcrypt computation at a time, at most ``waiting`` more in line, and the stand-in
+    hash unknown users are compared with (made once, at the highest cost in the file)."""
+
+    def __init__(self, waiting: int = BCRYPT_WAITING) -> None:
+        self._lock = threading.Lock()
+        self._turn = threading.Lock()
+        self._inside = 0
+        self._most = 1 + waiting
+        self._stand_in: tuple[int, bytes] | None = None  # (cost, hash)
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        with self._lock:
+            if self._inside >= self._most:
+                raise PasswordChecksBusyError("too many logins are being checked")
+            self._inside += 1
+        try:
+            with self._turn:
+                yield
+        finally:
+            with self._lock:
+                self._inside -= 1
+
+    def stand_in(self, hashes: list[str]) -> bytes:
+        """A hash of a random password at the highest cost among ``hashes``; call in turn()."""
+        import bcrypt  # noqa: PLC0415 - only needed when basic auth is configured
+
+        costs = [int(found[1]) for text in hashes if (found := _BCRYPT_COST.match(text))]
+        cost = min(max(costs, default=4), 31)
+        if self._stand_in is None or self._stand_in[0] != cost:
+            password = os.urandom(16).hex().encode()
+            self._stand_in = (cost, bcrypt.hashpw(password, bcrypt.gensalt(max(cost, 4))))
+        return self._stand_in[1]
+
+
 _TLS_KEYS = (
     "cert_file",
     "key_file",
@@ -80,7 +129,7 @@ class WebConfig:
     _verified: set[bytes] = field(default_factory=set, repr=False, compare=False)
     _salt: bytes = field(default_factory=lambda: os.urandom(16), repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    _bcrypt_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _bcrypt: _BcryptQueue = field(default_factory=_BcryptQueue, repr=False, compare=False)
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The server-side TLS context, or None to serve plain HTTP."""
@@ -101,26 +150,31 @@ class WebConfig:
     def check_password(self, user: str, password: str) -> bool:
         """True when ``password`` matches the user's bcrypt hash.
 
-        An unknown user is compared against a configured user's hash all the same, so the
-        answer takes as long as for a wrong password."""
+        A remembered success answers at once, whatever bcrypt is doing. Otherwise one bcrypt
+        comparison, an unknown user's against a stand-in hash as costly as the dearest user's,
+        so the answer takes as long as for a wrong password. Raises PasswordChecksBusyError when
+        bcrypt already has one login running and one waiting."""
         known = self.basic_auth_users.get(user)
-        hashed = known if known is not None else next(iter(self.basic_auth_users.values()), "")
-        digest = hashlib.sha256(self._salt + f"{user}\0{password}\0{hashed}".encode()).digest()
+        digest = hashlib.sha256(self._salt + f"{user}\0{password}\0{known}".encode()).digest()
         with self._lock:
             if known is not None and digest in self._verified:
                 return True
         import bcrypt  # noqa: PLC0415 - only needed when basic auth is configured
 
-        try:
-            with self._bcrypt_lock:  # one at a time: a flood of logins costs one core at most
-                matches = bcrypt.checkpw(password.encode(), hashed.encode())
-        except ValueError:  # a malformed hash ("Invalid salt") refuses, never crashes a request
-            return False
+        with self._bcrypt.turn():  # one at a time: a flood of logins costs one core at most
+            try:
+                hashed = known.encode() if known is not None else self._stand_in()
+                matches = bcrypt.checkpw(password.encode(), hashed)
+            except ValueError:  # a malformed hash ("Invalid salt") refuses, never crashes
+                return False
         if not matches or known is None:
             return False
         with self._lock:
             self._verified.add(digest)
         return True
+
+    def _stand_in(self) -> bytes:
+        return self._bcrypt.stand_in(list(self.basic_auth_users.values()))
 
 
 _VERIFY_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)

@@ -4,9 +4,11 @@ pytest's temporary directory, ``.../artifacts/landing.png``)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -19,12 +21,13 @@ import pytest
 
 from exporter.app import Exporter
 from exporter.config import load_config
-from exporter.landing import landing_page
+from exporter.landing import StatusPage, landing_page
 from exporter.network import Agreement, ChainAgreement, NetworkView
 from exporter.readings import read_chain, read_health
 from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
 from ledger_simulator.network import SimulatedNetwork
 from tests.conftest import chain_doc, health_doc
+from tests.test_simulator_cli import simulate
 
 NOW = 1_700_000_000.0
 LONG_ID = "ab" * 32
@@ -53,7 +56,8 @@ def chain(
 
 
 def snapshot(*nodes: NodeStatus, reload_ok: bool = True) -> Snapshot:
-    return Snapshot(tuple(nodes), 0.25, NOW - 2, reload_ok)
+    """A cycle that ended at NOW: the page's ages are as of then."""
+    return Snapshot(tuple(nodes), 0.25, NOW, reload_ok)
 
 
 class Text(HTMLParser):
@@ -87,7 +91,7 @@ class Text(HTMLParser):
 
 
 def test_a_healthy_fleet_says_nothing_needs_attention() -> None:
-    page = Text(landing_page(snapshot(node("a", chains=(chain(),))), NOW))
+    page = Text(landing_page(snapshot(node("a", chains=(chain(),))), NOW + 2))
     assert "Needs attention Nothing: every node is up and in step." in page.text
     assert "1 of 1 nodes up. Last cycle finished 2s ago and took 0.25s" in page.text
 
@@ -168,6 +172,16 @@ def test_ages_not_clock_times_and_it_refreshes_itself() -> None:
     assert "<meta http-equiv='refresh' content='10'>" in html
 
 
+def test_ages_are_as_of_the_last_cycle_and_only_its_own_age_follows_the_clock() -> None:
+    page = StatusPage(snapshot(node("a", up=False, error="refused", last_success=NOW - 65)))
+    early, late = Text(page.at(NOW + 2).decode()).text, Text(page.at(NOW + 32).decode()).text
+    assert "Last cycle finished 2s ago" in early and "Last cycle finished 32s ago" in late
+    assert "ages on this page are as of its end" in early
+    for text in (early, late):  # rendered once, as of the cycle's end
+        assert "a: down for 1m 5s: refused" in text
+    assert early.replace("2s ago", "32s ago", 1) == late
+
+
 def test_before_the_first_cycle() -> None:
     page = Text(landing_page(Snapshot(), NOW)).text
     assert "The first polling cycle has not finished yet." in page
@@ -240,3 +254,67 @@ def test_the_status_page_in_headless_chromium(
     browse(base, f"--screenshot={shot}")
     assert shot.stat().st_size > 10_000  # a real rendering, kept for a person to look at
     assert shot.read_bytes().startswith(b"\x89PNG")
+
+
+# --- under a flood ----------------------------------------------------------------------------
+
+FLOOD = """
+import http.client, sys, threading, time
+port, seconds = int(sys.argv[1]), float(sys.argv[2])
+pages = []
+def flood():
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        connection.request("GET", "/")
+        answer = connection.getresponse()
+        answer.read()
+        pages.append(answer.status)
+threads = [threading.Thread(target=flood) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(len(pages), pages.count(200))
+"""
+FLEET = 300
+
+
+@pytest.mark.integration
+def test_flooding_the_status_page_leaves_the_polling_on_time(tmp_path: Path) -> None:
+    """Eight keep-alive clients asking for ``/`` as fast as they can, in their own process,
+    beside a simulated fleet in its own: every node stays up and every snapshot fresh."""
+    with simulate("--nodes", str(FLEET), "--chains", "2", "--log.level", "error") as (_, urls):
+        with urllib.request.urlopen(urls["admin"] + "nodes", timeout=30) as listing:
+            nodes = {name: node["url"] for name, node in json.load(listing)["nodes"].items()}
+        config = tmp_path / "config.yml"
+        config.write_text(
+            "scrape_interval: 2s\nscrape_timeout: 2s\nnodes:\n"
+            + "".join(f"  - name: {name}\n    url: {url}\n" for name, url in nodes.items())
+        )
+        exporter = Exporter(load_config(str(config)), str(config))
+        server = exporter.start("127.0.0.1:0")
+        try:
+            deadline = time.monotonic() + 60
+            while sum(n.up for n in exporter.exposition().snapshot.nodes) < FLEET:
+                assert time.monotonic() < deadline, "the fleet never came up"
+                time.sleep(0.2)
+            flood = subprocess.Popen(
+                [sys.executable, "-c", FLOOD, str(server.port), "12"],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            samples: list[tuple[int, float]] = []  # (nodes up, snapshot age)
+            while flood.poll() is None:
+                snapshot = exporter.exposition().snapshot
+                assert snapshot.completed_at is not None
+                up = sum(node.up for node in snapshot.nodes)
+                samples.append((up, time.time() - snapshot.completed_at))
+                time.sleep(0.5)
+            served, ok = map(int, flood.communicate(timeout=60)[0].split())
+        finally:
+            exporter.stop()
+    assert served >= 200 and ok == served, f"the flood got {ok} pages of {served}"
+    assert len(samples) >= 15
+    assert all(up == FLEET for up, _ in samples), f"nodes down: {samples}"
+    assert max(age for _, age in samples) < 6, f"stale snapshots: {samples}"  # 2 s cycles

@@ -12,12 +12,14 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import bcrypt
 import pytest
 
+from exporter import landing
 from exporter.app import Exporter
-from exporter.config import Config, NodeConfig
+from exporter.config import Config, NodeConfig, load_config
 from exporter.server import ExporterServer, ListenAddressError, parse_listen_address
 from exporter.webconfig import TlsServerConfig, WebConfig, load_web_config
 from tests.conftest import FakeNode, chain_doc, health_doc, make_certificate, new_fake_node
@@ -298,5 +300,110 @@ def test_reload_rereads_the_web_config_and_keeps_it_when_bad(
         status, _, body = _get(base + "metrics", _auth("new", "pw"))  # the old one still runs
         assert status == 200
         assert b"ledger_exporter_config_last_reload_successful 0.0" in body
+    finally:
+        exporter.stop()
+
+
+def test_the_status_page_is_rendered_once_per_snapshot(
+    node: FakeNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    renders: list[int] = []
+    real = landing._tables
+
+    def counted(*args: Any) -> str:
+        renders.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(landing, "_tables", counted)
+    config = Config(nodes=(NodeConfig("n", node.url),), scrape_interval=60.0, scrape_timeout=1.0)
+    exporter = Exporter(config)  # one cycle, then none for a minute: one snapshot
+    server = exporter.start("127.0.0.1:0")
+    base = f"http://127.0.0.1:{server.port}/"
+    try:
+        _wait_ready(base)
+        pages = [_get(base) for _ in range(20)]
+        assert [status for status, _, _ in pages] == [200] * 20
+        assert len(renders) == 1  # the other 19 were served from the cached page
+        tables = {body[body.index(b"<h2>") :] for _, _, body in pages}
+        assert len(tables) == 1
+        assert b"ages on this page are as of its end" in pages[0][2]
+    finally:
+        exporter.stop()
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({}, 500),  # curl, a config reloader: no Origin
+        ({"Origin": "http://127.0.0.1:{port}"}, 500),  # the exporter's own page
+        ({"Origin": "HTTP://127.0.0.1:{port}", "Sec-Fetch-Site": "same-origin"}, 500),
+        ({"Sec-Fetch-Site": "none"}, 500),  # typed into the address bar
+        ({"Origin": "http://evil.example"}, 403),
+        ({"Origin": "http://127.0.0.1:1"}, 403),  # another service on the same host
+        ({"Origin": "http://127.0.0.1:{port}.evil.example"}, 403),
+        ({"Origin": "null"}, 403),  # a sandboxed frame or a file
+        ({"Origin": "garbage"}, 403),
+        ({"Sec-Fetch-Site": "cross-site"}, 403),
+        ({"Sec-Fetch-Site": "same-site"}, 403),
+        ({"Origin": "http://127.0.0.1:{port}", "Sec-Fetch-Site": "cross-site"}, 403),
+    ],
+)
+def test_reload_refuses_cross_origin_requests(
+    running: Running, headers: dict[str, str], status: int
+) -> None:
+    _, base, config_file = running
+    port = base.rsplit(":", 1)[1].strip("/")
+    config_file.write_text("nodes: [{name: x}]\n")  # a reload that runs fails: 500, and says so
+    sent = {name: value.format(port=port) for name, value in headers.items()}
+    assert _get(base + "-/reload", sent, method="POST")[0] == status
+    reloaded = status != 403
+    metric = f"ledger_exporter_config_last_reload_successful {0.0 if reloaded else 1.0}"
+    assert metric.encode() in _get(base + "metrics")[2]
+
+
+def test_a_burst_of_reloads_is_coalesced(
+    node: FakeNode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_file = tmp_path / "config.yml"
+    config_file.write_text(
+        f"scrape_interval: 60s\nscrape_timeout: 1s\nnodes:\n  - name: n\n    url: {node.url}\n"
+    )
+    loads: list[str] = []
+
+    def counted(path: str) -> Config:
+        loads.append(path)
+        return load_config(path)
+
+    monkeypatch.setattr("exporter.app.load_config", counted)
+    exporter = Exporter(load_config(str(config_file)), str(config_file))
+    server = exporter.start("127.0.0.1:0")
+    base = f"http://127.0.0.1:{server.port}/"
+
+    def cycles() -> int:
+        return node.requests.count("/health")
+
+    try:
+        _wait_ready(base)
+        assert cycles() == 1
+        start = threading.Barrier(10)
+        statuses: list[int] = []
+
+        def reload() -> None:
+            start.wait(10)
+            statuses.append(_get(base + "-/reload", method="POST")[0])
+
+        burst = [threading.Thread(target=reload) for _ in range(10)]
+        for thread in burst:
+            thread.start()
+        for thread in burst:
+            thread.join(30)
+        # One reload runs, one more waits for it; the rest are told one is pending.
+        assert sorted(statuses) == [200, 200] + [429] * 8
+        assert len(loads) == 2
+        statuses = [_get(base + "-/reload", method="POST")[0] for _ in range(3)]
+        assert statuses == [200] * 3  # one after another, each runs (at most one a second)
+        assert len(loads) == 5
+        time.sleep(1.5)  # time for any cycle the reloads would start
+        assert cycles() == 2  # the first reload's cycle; the others wait for the regular one
     finally:
         exporter.stop()

@@ -12,6 +12,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ import bcrypt
 import pytest
 
 from exporter.schema import ConfigError
-from exporter.webconfig import TlsServerConfig, WebConfig, load_web_config
+from exporter.webconfig import PasswordChecksBusyError, TlsServerConfig, WebConfig, load_web_config
 from tests.conftest import expected_problems
 
 WEB_TESTDATA = Path(__file__).resolve().parent / "testdata" / "webconfig"
@@ -423,34 +424,83 @@ def test_unknown_user_costs_one_bcrypt_comparison_as_a_wrong_password(
     assert spy.calls == 4
 
 
-def test_bcrypt_comparisons_run_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    running, most = [0], [0]
+class CostRecordingCheckpw:
+    """bcrypt.checkpw, recording the cost of each hash it is given."""
+
+    def __init__(self) -> None:
+        self.costs: list[int] = []
+        self.real = bcrypt.checkpw
+
+    def __call__(self, password: bytes, hashed: bytes) -> bool:
+        self.costs.append(int(hashed.split(b"$")[2]))
+        return self.real(password, hashed)
+
+
+def test_an_unknown_user_costs_a_comparison_at_the_highest_cost_in_the_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cheap = bcrypt.hashpw(b"pw", bcrypt.gensalt(4)).decode()
+    dear = bcrypt.hashpw(b"pw", bcrypt.gensalt(6)).decode()
+    config = WebConfig(basic_auth_users={"alice": cheap, "bob": dear, "carol": cheap})
+    spy = CostRecordingCheckpw()
+    monkeypatch.setattr(bcrypt, "checkpw", spy)
+    made: list[bytes] = []
+    real_hashpw = bcrypt.hashpw
+
+    def hashpw(password: bytes, salt: bytes) -> bytes:
+        made.append(salt)
+        return real_hashpw(password, salt)
+
+    monkeypatch.setattr(bcrypt, "hashpw", hashpw)
+    assert not config.check_password("mallory", "pw")
+    assert not config.check_password("bob", "wrong")
+    assert not config.check_password("alice", "wrong")
+    assert not config.check_password("eve", "pw")
+    assert spy.costs == [6, 6, 4, 6]  # an unknown user: as dear as the dearest known one
+    assert len(made) == 1  # the stand-in hash is made once for the config
+
+
+def test_bcrypt_runs_one_at_a_time_one_more_waits_and_the_rest_are_refused_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = WebConfig(basic_auth_users={"alice": HASH})
+    assert config.check_password("alice", PASSWORD)  # verified before the flood
+    release, running, most = threading.Event(), [0], [0]
     guard = threading.Lock()
     real = bcrypt.checkpw
 
-    def checkpw(password: bytes, hashed: bytes) -> bool:
+    def slow_checkpw(password: bytes, hashed: bytes) -> bool:
         with guard:
             running[0] += 1
             most[0] = max(most[0], running[0])
-        try:
-            return real(password, hashed)
-        finally:
-            with guard:
-                running[0] -= 1
+        release.wait(30)
+        with guard:
+            running[0] -= 1
+        return real(password, hashed)
 
-    monkeypatch.setattr(bcrypt, "checkpw", checkpw)
-    config = WebConfig(basic_auth_users={"alice": HASH})
-    start = threading.Barrier(8)
+    monkeypatch.setattr(bcrypt, "checkpw", slow_checkpw)
+    outcomes: list[bool | str] = []
 
     def login(index: int) -> None:
-        start.wait()
-        config.check_password("alice", f"wrong {index}")
+        try:
+            outcomes.append(config.check_password("alice", f"wrong {index}"))
+        except PasswordChecksBusyError:
+            outcomes.append("busy")
 
-    threads = [threading.Thread(target=login, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
+    threads = [threading.Thread(target=login, args=(i,)) for i in range(6)]
+    try:
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 10
+        while outcomes.count("busy") < 4:  # refused while bcrypt is held up
+            assert time.monotonic() < deadline, f"not refused at once: {outcomes}"
+            time.sleep(0.01)
+        assert config.check_password("alice", PASSWORD)  # a remembered login does not wait
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(30)
+    assert sorted(outcomes, key=str) == [False, False, "busy", "busy", "busy", "busy"]
     assert most[0] == 1
 
 
