@@ -7,7 +7,7 @@
 FROM python:3.11.11-slim-bookworm AS builder
 
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY exporter/ exporter/
 COPY ledger_simulator/ ledger_simulator/
 # The venv has no pip of its own: the base image's pip installs into it from the

@@ -10,6 +10,7 @@ versions during `docker build`.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import re
 import shutil
@@ -80,8 +81,8 @@ def _run(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProc
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv holding only the project's wheel and its runtime dependencies."""
+def project_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's wheel, built offline from exactly the files the Dockerfile copies."""
     work = tmp_path_factory.mktemp("image")
     context = work / "src"
     for source in builder_copy_sources():
@@ -106,7 +107,15 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         context,
     )
     assert built.returncode == 0, built.stdout + built.stderr
-    (project_wheel,) = wheelhouse.glob("ledger_exporter-*.whl")
+    (wheel,) = wheelhouse.glob("ledger_exporter-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def venv(project_wheel: Path) -> Path:
+    """A fresh venv holding only the project's wheel and its runtime dependencies."""
+    work = project_wheel.parent.parent
+    wheelhouse = project_wheel.parent
     with zipfile.ZipFile(project_wheel) as archive:
         metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
         requires = [
@@ -134,6 +143,64 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return target
+
+
+def _wheel_metadata(wheel: Path) -> list[tuple[str, str]]:
+    """The wheel's METADATA headers, in order, as (name, value) pairs."""
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        text = archive.read(name).decode()
+    headers = text.split("\n\n", 1)[0]
+    pairs = (line.partition(": ") for line in headers.splitlines())
+    return [(name, value) for name, _, value in pairs]
+
+
+def test_the_wheel_ships_the_apache_license_text(project_wheel: Path) -> None:
+    """Apache-2.0 requires its text to travel with the work (section 4a)."""
+    license_text = (ROOT / "LICENSE").read_bytes()
+    # The unmodified https://www.apache.org/licenses/LICENSE-2.0.txt
+    assert hashlib.sha256(license_text).hexdigest() == (
+        "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
+    )
+    with zipfile.ZipFile(project_wheel) as archive:
+        (shipped,) = [n for n in archive.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+        assert archive.read(shipped) == license_text
+    metadata = _wheel_metadata(project_wheel)
+    assert ("License-Expression", "Apache-2.0") in metadata
+    assert ("License-File", "LICENSE") in metadata
+
+
+def test_both_packages_are_marked_typed(project_wheel: Path, venv: Path) -> None:
+    """PEP 561: the simulator is a documented Python API, the exporter is typed throughout."""
+    with zipfile.ZipFile(project_wheel) as archive:
+        names = set(archive.namelist())
+    assert {"exporter/py.typed", "ledger_simulator/py.typed"} <= names
+    assert ("Classifier", "Typing :: Typed") in _wheel_metadata(project_wheel)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    assert (site / "exporter" / "py.typed").is_file()
+    assert (site / "ledger_simulator" / "py.typed").is_file()
+
+
+def test_project_urls_share_the_runbooks_repository(project_wheel: Path) -> None:
+    """The alerts' runbook_url and the package's URLs name the same repository."""
+    mixin = (ROOT / "mixin" / "config.libsonnet").read_text(encoding="utf-8")
+    match = re.search(r"^\s*runbookURLPattern: '(https://github\.com/[^/]+/[^/]+)/", mixin, re.M)
+    assert match, "no runbookURLPattern default in mixin/config.libsonnet"
+    repository = match.group(1)
+    metadata = _wheel_metadata(project_wheel)
+    urls = dict(value.split(", ", 1) for name, value in metadata if name == "Project-URL")
+    assert set(urls) == {"Homepage", "Documentation", "Source", "Issues", "Changelog"}
+    for label, url in urls.items():
+        assert url == repository or url.startswith(repository + "/"), (label, url)
+    classifiers = [value for name, value in metadata if name == "Classifier"]
+    # PEP 639: the SPDX expression replaces license classifiers (setuptools refuses both).
+    assert not [c for c in classifiers if c.startswith("License ::")]
+    for expected in (
+        "Intended Audience :: System Administrators",
+        "Topic :: System :: Monitoring",
+        "Programming Language :: Python :: 3.11",
+    ):
+        assert expected in classifiers
 
 
 def test_the_wheel_holds_the_package_not_the_repository(venv: Path, tmp_path: Path) -> None:
