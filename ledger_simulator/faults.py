@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,9 @@ NODE_WIDE_ONLY = frozenset({"partition"})
 OBJECT_FAULTS = frozenset({"contract_paused", "contract_upgraded", "wallet_disabled"})
 ALL_NODES = "*"
 DEFAULT_SLOW_SECONDS = 5.0
+#: The addresses an object fault may name: (fault, chain index or None for every chain) ->
+#: lower-case addresses.
+TargetAddresses = Callable[[str, "int | None"], Collection[str]]
 
 
 class FaultError(SimulatorError, ValueError):
@@ -72,14 +76,18 @@ class ActiveFaults:
     http_500: bool = False
     malformed_json: bool = False
     fork: FaultState | None = None
+    fork_per_chain: bool = False
     other_council: bool = False
     partition: bool = False
     names: set[str] = field(default_factory=set)
     objects: dict[str, set[str | None]] = field(default_factory=dict)
 
-    def add(self, fault: str, state: FaultState, target: str | None = None) -> None:
-        """Merge one fault; a stall in force twice keeps the earliest freeze time, a fork
-        in force node-wide and for the chain keeps the one switched on first."""
+    def add(
+        self, fault: str, state: FaultState, target: str | None = None, per_chain: bool = False
+    ) -> None:
+        """Merge one fault in force node-wide or (``per_chain``) for the chain. Both at once:
+        a stall keeps the earlier freeze, slow the longer delay, and fork the chain's own
+        (its height), whatever the order they were switched on in."""
         self.names.add(fault)
         if fault in OBJECT_FAULTS:
             self.objects.setdefault(fault, set()).add(target)
@@ -87,8 +95,8 @@ class ActiveFaults:
             since = self.stall_since
             self.stall_since = state.since if since is None else min(since, state.since)
         elif fault == "fork":
-            if self.fork is None or state.since < self.fork.since:
-                self.fork = state
+            if self.fork is None or (per_chain and not self.fork_per_chain):
+                self.fork, self.fork_per_chain = state, per_chain
         elif fault == "slow":
             self.slow_seconds = max(self.slow_seconds, state.delay_seconds)
         else:
@@ -101,10 +109,12 @@ class ActiveFaults:
 
 
 class FaultRegistry:
-    """Thread-safe table of the faults in force; validated against the topology."""
+    """Thread-safe table of the faults in force; validated against the topology and, when
+    ``targets`` is given, an object fault's address against the addresses that exist."""
 
-    def __init__(self, topology: Topology) -> None:
+    def __init__(self, topology: Topology, targets: TargetAddresses | None = None) -> None:
         self._topology = topology
+        self._targets = targets
         self._lock = threading.Lock()
         self._faults: dict[FaultKey, FaultState] = {}
 
@@ -151,12 +161,14 @@ class FaultRegistry:
         try:
             if node != ALL_NODES:
                 self._topology.node_index(node)
-            if chain is not None:
-                self._topology.chain_index(chain)
+            chain_index = None if chain is None else self._topology.chain_index(chain)
         except SimulatorError as error:
             raise FaultError(str(error)) from None
         if chain is not None and fault in NODE_WIDE_ONLY:
             raise FaultError(f"{fault} applies to a whole node; switch it without a chain")
+        if target is not None and self._targets is not None:
+            known = self._targets(fault, chain_index)
+            check_target(known, fault, chain, target.lower())
         return FaultKey(node, fault, chain, target.lower() if target else None)
 
     def active(self, node: str, chain: str | None = None) -> ActiveFaults:
@@ -167,7 +179,7 @@ class FaultRegistry:
             items = list(self._faults.items())
         for key, state in items:
             if key.node in (node, ALL_NODES) and key.chain in (None, chain):
-                result.add(key.fault, state, key.target)
+                result.add(key.fault, state, key.target, per_chain=key.chain is not None)
         return result
 
     def node_wide(self, node: str, fault: str) -> bool:
@@ -194,6 +206,17 @@ class FaultRegistry:
             }
             for key, state in items
         ]
+
+
+def check_target(known: Collection[str], fault: str, chain: str | None, target: str) -> None:
+    """Refuse an address no contract or wallet has: a fault on it would change nothing."""
+    if target in known:
+        return
+    kind = "wallet" if fault == "wallet_disabled" else "contract"
+    where = f" on blockchain {chain}" if chain is not None and kind == "contract" else ""
+    raise FaultError(
+        f"no {kind} has the address {target!r}{where}; GET /-/sim/blockchains lists them"
+    )
 
 
 @dataclass(frozen=True)

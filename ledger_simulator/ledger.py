@@ -61,6 +61,14 @@ class Ledger:
         """Addresses of every wallet (wallets exist on every chain)."""
         return [wallet_address(self.seed, k) for k in range(WALLETS)]
 
+    def fault_targets(self, fault: str, chain: int | None) -> set[str]:
+        """Addresses object fault ``fault`` may name: every wallet for ``wallet_disabled``,
+        else the contracts of ``chain`` (of any chain when None)."""
+        if fault == "wallet_disabled":
+            return set(self.wallet_addresses())
+        chains = range(len(self.state.topology.chain_ids)) if chain is None else (chain,)
+        return {address for index in chains for address in self.contract_addresses(index)}
+
     def tx_id(self, chain: int, height: int, index: int) -> str:
         """64 hex digits: 48 derived, then the height (12) and index (4) in hex."""
         return hex_id(48, self.seed, "tx", chain, height, index) + f"{height:012x}{index:04x}"

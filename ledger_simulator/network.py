@@ -51,7 +51,7 @@ class SimulatedNetwork:
         self._requested_port = port
         self._clock = clock
         self.topology = Topology.build(seed, nodes, chains)
-        self.faults = FaultRegistry(self.topology)
+        self.faults = FaultRegistry(self.topology, targets=self._fault_targets)
         self.state = SimState(self.topology, self.faults, block_interval, genesis=clock())
         self.ledger = Ledger(self.state)
         self.api = NodeApi(self.state, self.ledger)
@@ -198,6 +198,10 @@ class SimulatedNetwork:
                     listener.down()
                 else:
                     listener.up()
+
+    def _fault_targets(self, fault: str, chain: int | None) -> set[str]:
+        """The addresses an object fault may name (the ledger exists once faults are set)."""
+        return self.ledger.fault_targets(fault, chain)
 
     def health(self, node: str) -> dict[str, Any]:
         """Exactly what ``GET /health`` of ``node`` serves now (faults that change data, like
