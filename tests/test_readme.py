@@ -1,0 +1,448 @@
+"""The README's commands, run as a new user would run them, against what the README shows.
+
+The commands are parsed from README.md at test time, so they follow it when paths or names
+change: every fenced ``console`` block (a command after ``$ ``, ``\\`` continuing it, and the
+lines below it up to the next prompt what it prints) and every ``sh`` block (each line a
+command). Each command is then run by one of the runners below, or skipped by ``SKIPPED``,
+a reviewed list giving the reason; a command that is neither fails the test, and so does a
+``SKIPPED`` entry that no longer matches a command.
+
+Runners (``runner_of``): one-shot commands run in README order in a scratch copy of the
+checkout (symlinks; what they write stays there); ``ledger-exporter simulate`` and
+``make demo`` are started, compared once they have printed what the README shows, and
+stopped with Ctrl-C (SIGINT), which must exit 0; the admin commands (``$ADMIN``) run in one
+shell against the simulator the README starts. ``python`` blocks run too.
+
+What is changed, and only this (``localise``): the fixed ports 7740 (the simulator) and 9877
+(the exporter) become free ones, in the commands and in what they show, and a listen address
+is added to the long-running commands; ``venv/bin/`` and ``.venv/bin/`` are the venv these
+tests run in, which holds the same package; ``make demo`` runs the command its recipe runs
+(checked) rather than building ``.venv-demo`` from PyPI; a ``cat FILE`` of a file the
+checkout does not have shows a file the reader wrote, so it is written from what is shown.
+
+Matching (``matches``): line by line; ``NNNNN`` in the README stands for a port number and
+``...`` for any text; a printed line that is JSON is compared re-serialised with spaces after
+``,`` and ``:`` (as the README prints it). A command with nothing shown below it must exit 0
+and must not answer a JSON error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from tests.conftest import REPO
+from tests.promserver import free_port
+
+pytestmark = pytest.mark.integration
+
+README = REPO / "README.md"
+BIN = Path(sys.executable).parent  # the venv running the tests: holds ledger-exporter
+START_TIMEOUT = 60.0  # seconds a long-running command may take to print what is shown
+RUN_TIMEOUT = 120.0
+
+#: Commands the test does not run, each with the reason (full match on the command, its
+#: continuation lines joined and a trailing comment left out).
+SKIPPED: dict[str, str] = {
+    r"make test": "the whole suite, which runs this test",
+    r"python3\.11 -m venv venv && venv/bin/pip install \.": (
+        "installs the dependencies from PyPI; tests/test_deploy_wheel.py builds the wheel "
+        "and installs it offline into a fresh venv"
+    ),
+    r"venv/bin/ledger-exporter --config\.file config\.yml": (
+        "a daemon polling the reader's own nodes until stopped; `make demo` runs the same "
+        "daemon against simulated ones"
+    ),
+    r"curl 'http://127\.0\.0\.1:9877/probe\?target=https://node-1\.ledger\.internal:7740/.*'": (
+        "makes the exporter resolve and poll node-1.ledger.internal, an example host off "
+        "this machine; tests/test_probe_e2e.py runs /probe end to end"
+    ),
+    r"docker .*": (
+        "needs a Docker engine, which CI does not have; tests/test_deploy_docker.py and "
+        "tests/test_deploy_compose.py check the Dockerfile and the compose stack offline"
+    ),
+    r"kubectl .*": (
+        "needs a Kubernetes cluster; tests/test_deploy_kubernetes*.py check the manifests offline"
+    ),
+    r"sudo .*": (
+        "installs into /opt and /etc and drives the host's systemd; "
+        "tests/test_deploy_systemd.py checks the unit offline"
+    ),
+    r"/opt/ledger-exporter/venv/bin/ledger-exporter .* && sudo systemctl reload .*": (
+        "the systemd install above; its --config.check is run here on the shipped configs"
+    ),
+    r"journalctl .*": "reads the host's journal of the installed service",
+}
+
+#: One-shot commands the test runs (full match, as for SKIPPED).
+ONE_SHOT = (
+    r"(\.?venv/bin/)?ledger-exporter (--version|--help|--config\.check --config\.file \S+)",
+    r"cat [\w./-]+",
+    r"cp config/[\w.-]+ [\w.-]+",
+    r"(\.?venv/bin/)?python tools/render_mixin\.py .*",
+)
+SIMULATOR = r"(\.?venv/bin/)?(ledger-exporter simulate|python -m ledger_simulator)( .*)?"
+DEMO = r"make demo"
+ADMIN = r"ADMIN=\S+|.*\$ADMIN\b.*"
+
+
+@dataclass(frozen=True)
+class Command:
+    """One README command: where, as written (for the shell), and the lines shown below."""
+
+    line: int
+    text: str
+    shown: tuple[str, ...] = ()
+
+    @property
+    def flat(self) -> str:
+        """One line, continuations joined, a trailing ``  # comment`` left out."""
+        joined = " ".join(part.strip() for part in self.text.split("\\\n"))
+        return re.sub(r"\s+#\s.*$", "", joined).strip()
+
+
+@dataclass
+class Blocks:
+    """What the README holds: its commands and its ``python`` blocks (line, code)."""
+
+    commands: list[Command] = field(default_factory=list)
+    python: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _split(body: list[str], first_line: int, prompt: bool) -> Iterator[Command]:
+    """Commands of a block body; with ``prompt`` (console) the lines after one are shown."""
+    index = 0
+    while index < len(body):
+        line = body[index]
+        is_command = line.startswith("$ ") if prompt else line.strip() and line[0] != "#"
+        if not is_command:
+            index += 1
+            continue
+        start, text = index, line.removeprefix("$ ") if prompt else line
+        while text.endswith("\\") and index + 1 < len(body):
+            index += 1
+            text += "\n" + body[index]
+        index += 1
+        shown: list[str] = []
+        while prompt and index < len(body) and not body[index].startswith("$ "):
+            shown.append(body[index])
+            index += 1
+        while shown and not shown[-1].strip():
+            shown.pop()
+        yield Command(first_line + start, text, tuple(shown))
+
+
+def parse_readme(text: str) -> Blocks:
+    """Every console/sh command and python block of the README, in order."""
+    lines = text.splitlines()
+    blocks = Blocks()
+    index = 0
+    while index < len(lines):
+        fence = re.fullmatch(r"```(\w+)", lines[index].strip())
+        if fence is None:
+            index += 1
+            continue
+        end = lines.index("```", index + 1)
+        body, first_line = lines[index + 1 : end], index + 2
+        if fence[1] == "console":
+            blocks.commands += _split(body, first_line, prompt=True)
+        elif fence[1] in ("sh", "bash", "shell"):
+            blocks.commands += _split(body, first_line, prompt=False)
+        elif fence[1] == "python":
+            blocks.python.append((first_line, "\n".join(body)))
+        index = end + 1
+    return blocks
+
+
+BLOCKS = parse_readme(README.read_text(encoding="utf-8"))
+
+
+def runner_of(command: Command) -> str | None:
+    """``one-shot``, ``simulator``, ``demo``, ``admin``, ``skip``, or None (unclassified)."""
+    flat = command.flat
+    kinds = [
+        kind
+        for kind, patterns in (
+            ("one-shot", ONE_SHOT),
+            ("simulator", (SIMULATOR,)),
+            ("demo", (DEMO,)),
+            ("admin", (ADMIN,)),
+            ("skip", tuple(SKIPPED)),
+        )
+        if any(re.fullmatch(pattern, flat) for pattern in patterns)
+    ]
+    assert len(kinds) <= 1, f"README.md:{command.line}: {flat!r} is both {kinds}"
+    return kinds[0] if kinds else None
+
+
+def of_kind(kind: str) -> list[Command]:
+    return [command for command in BLOCKS.commands if runner_of(command) == kind]
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Free ports standing in for the README's fixed ones."""
+
+    simulator: int = field(default_factory=free_port)
+    exporter: int = field(default_factory=free_port)
+
+    def localise(self, text: str) -> str:
+        """The README's ports replaced, and its venvs the one running the tests."""
+        text = text.replace("127.0.0.1:7740", f"127.0.0.1:{self.simulator}")
+        text = text.replace("127.0.0.1:9877", f"127.0.0.1:{self.exporter}")
+        return re.sub(r"(?<![\w/])\.?venv/bin/", f"{BIN}/", text)
+
+
+def environment() -> dict[str, str]:
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+
+
+def _line_pattern(shown: str) -> re.Pattern[str]:
+    parts = re.split(r"(\.\.\.|NNNNN)", shown)
+    wild = {"...": ".*", "NNNNN": r"\d+"}
+    return re.compile("".join(wild.get(part, re.escape(part)) for part in parts))
+
+
+def _normalised(printed: str) -> str:
+    try:
+        return json.dumps(json.loads(printed))
+    except ValueError:
+        return printed.rstrip()
+
+
+def matches(shown: Sequence[str], printed: Sequence[str]) -> bool:
+    """Whether the printed lines are the shown ones (``NNNNN`` a port, ``...`` any text)."""
+    return len(shown) == len(printed) and all(
+        _line_pattern(want).fullmatch(_normalised(got))
+        for want, got in zip(shown, printed, strict=True)
+    )
+
+
+def json_error(printed: Sequence[str]) -> str | None:
+    """The ``error`` of a JSON answer among the printed lines, if there is one."""
+    for line in printed:
+        try:
+            document = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(document, dict) and "error" in document:
+            return str(document["error"])
+    return None
+
+
+def check(command: Command, ports: Ports, printed: list[str], status: int) -> str | None:
+    """What is wrong with a command's run, or None."""
+    where = f"README.md:{command.line}: {command.flat}"
+    if status != 0:
+        return f"{where}\n  exit status {status}:\n  " + "\n  ".join(printed)
+    if command.shown:
+        shown = [ports.localise(line) for line in command.shown]
+        if not matches(shown, printed):
+            return (
+                f"{where}\n  README shows:\n  "
+                + "\n  ".join(shown)
+                + ("\n  printed:\n  " + "\n  ".join(printed))
+            )
+    error = json_error(printed)
+    return f"{where}\n  answered an error: {error}" if error else None
+
+
+@pytest.fixture
+def scratch(tmp_path: Path) -> Path:
+    """A copy of the checkout made of symlinks: commands read it and write beside it."""
+    for entry in REPO.iterdir():
+        if entry.name not in {".git", ".venv", ".venv-demo", "venv", "out", "config.yml"}:
+            (tmp_path / entry.name).symlink_to(entry)
+    return tmp_path
+
+
+class Running:
+    """A long-running README command: its stdout read line by line, its stderr in a file."""
+
+    def __init__(self, argv: str, cwd: Path, stderr: IO[bytes]) -> None:
+        self.process = subprocess.Popen(
+            ["bash", "-c", f"exec {argv}"],
+            cwd=cwd,
+            env=environment(),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self._pump_thread = threading.Thread(target=self._pump, daemon=True)
+        self._pump_thread.start()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def first_lines(self, count: int) -> list[str]:
+        """The first ``count`` lines printed (fewer if it exits first)."""
+        printed: list[str] = []
+        while len(printed) < count:
+            try:
+                line = self.lines.get(timeout=START_TIMEOUT)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            printed.append(line)
+        return printed
+
+    def interrupt(self) -> int:
+        """Ctrl-C, as the README says to stop it; the exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        try:
+            return self.process.wait(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+        finally:
+            self._pump_thread.join(timeout=RUN_TIMEOUT)
+            assert self.process.stdout is not None
+            self.process.stdout.close()
+
+
+@contextmanager
+def started(command: Command, argv: str, ports: Ports, cwd: Path) -> Iterator[str | None]:
+    """Start a long-running command and give what is wrong with its first output (None:
+    nothing) while it runs; then stop it with Ctrl-C, which must exit 0."""
+    with open(cwd / f"stderr-{command.line}.txt", "w+b") as stderr:
+        running = Running(argv, cwd, stderr)
+        try:
+            printed = running.first_lines(max(1, len(command.shown)))
+            status = running.process.poll() or 0
+            if status:
+                stderr.seek(0)
+                printed += stderr.read().decode(errors="replace").splitlines()
+            yield check(
+                command, ports, printed[: len(command.shown)] if not status else printed, status
+            )
+        finally:
+            status = running.interrupt()
+        stderr.seek(0)
+        errors = stderr.read().decode(errors="replace")
+        assert status == 0, f"README.md:{command.line}: Ctrl-C exit status {status}\n{errors}"
+
+
+def run_session(commands: Sequence[Command], ports: Ports, cwd: Path) -> list[str]:
+    """Run commands in one shell (variables carry over); the problems found."""
+    script = []
+    for number, command in enumerate(commands):
+        script.append(f"printf '\\036%d\\n' {number}\n{{ {ports.localise(command.text)}\n}} 2>&1")
+        script.append("printf '\\n\\036rc=%d\\n' $?")
+    result = subprocess.run(
+        ["bash", "-c", "\n".join(script)],
+        cwd=cwd,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    outputs = re.findall(r"\x1e(\d+)\n(.*?)\n\x1erc=(\d+)\n", result.stdout, re.S)
+    assert len(outputs) == len(commands), result.stdout + result.stderr
+    problems = []
+    for (_, output, status), command in zip(outputs, commands, strict=True):
+        printed = [line for line in output.splitlines() if line.strip()]
+        problem = check(command, ports, printed, int(status))
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def test_every_command_is_run_or_skipped_with_a_reason() -> None:
+    assert len(BLOCKS.commands) > 20, "the README's blocks were not found"
+    unclassified = [
+        f"README.md:{c.line}: {c.flat}" for c in BLOCKS.commands if runner_of(c) is None
+    ]
+    assert not unclassified, (
+        "README commands neither run nor skipped: give them a runner, or a SKIPPED entry "
+        "with the reason they cannot run here:\n" + "\n".join(unclassified)
+    )
+    stale = [p for p in SKIPPED if not any(re.fullmatch(p, c.flat) for c in BLOCKS.commands)]
+    assert not stale, f"SKIPPED entries matching no README command: {stale}"
+
+
+def test_one_shot_commands_print_what_the_readme_shows(scratch: Path) -> None:
+    commands = of_kind("one-shot")
+    assert any("--config.check" in c.text for c in commands)
+    for command in commands:
+        written = re.fullmatch(r"cat ([\w./-]+)", command.flat)
+        if written and command.shown and not (REPO / written[1]).exists():
+            (scratch / written[1]).write_text("\n".join(command.shown) + "\n", encoding="utf-8")
+    problems = run_session(commands, Ports(), scratch)
+    assert not problems, "\n\n".join(problems)
+
+
+def test_the_simulator_and_its_admin_commands(scratch: Path) -> None:
+    """The simulator the README starts (the example with its output), then every admin
+    command sent to it, in one shell."""
+    (simulator,) = [c for c in of_kind("simulator") if c.shown]
+    admin = of_kind("admin")
+    assert len(admin) >= 5
+    ports = Ports()
+    argv = ports.localise(simulator.text) + f" --listen-address 127.0.0.1:{ports.simulator}"
+    with started(simulator, argv, ports, scratch) as problem:
+        assert problem is None, problem
+        problems = run_session(admin, ports, scratch)
+        assert not problems, "\n\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [c for c in of_kind("simulator") if not c.shown],
+    ids=lambda c: f"README.md:{c.line}",
+)
+def test_other_simulator_commands_start_and_stop(command: Command, scratch: Path) -> None:
+    ports = Ports()
+    argv = ports.localise(command.text) + f" --listen-address 127.0.0.1:{ports.simulator}"
+    with started(command, argv, ports, scratch) as problem:
+        assert problem is None, problem
+
+
+def test_make_demo_prints_what_the_readme_shows(scratch: Path) -> None:
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    recipe = re.search(r"^demo:.*\n((?:\t.*\n)+)", makefile, re.M)
+    assert recipe, "no demo target in the Makefile"
+    assert re.fullmatch(r"\t\$\(DEMO_VENV\)/bin/ledger-exporter demo\n", recipe[1]), (
+        "`make demo` no longer runs `ledger-exporter demo`: update this test"
+    )
+    demos = of_kind("demo")
+    shown = [c for c in demos if c.shown]
+    assert shown, "the README no longer shows what `make demo` prints"
+    ports = Ports()
+    argv = f"ledger-exporter demo --web.listen-address 127.0.0.1:{ports.exporter}"
+    for command in shown:
+        with started(command, argv, ports, scratch) as problem:
+            assert problem is None, problem
+
+
+@pytest.mark.parametrize("block", BLOCKS.python, ids=lambda b: f"README.md:{b[0]}")
+def test_python_blocks_run(block: tuple[int, str], scratch: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", block[1]],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        check=False,
+    )
+    assert result.returncode == 0, f"README.md:{block[0]}\n{result.stdout}{result.stderr}"
