@@ -195,10 +195,6 @@ class Exporter:
             self._threads.append(thread)
         return self._server
 
-    def requests_in_flight(self) -> int:
-        """Requests to nodes still running (after stop(): the ones that hang)."""
-        return self._poller.requests_in_flight()
-
     def stop(self) -> None:
         """Stop serving and polling; returns once the server socket is closed."""
         self._poller.stop()

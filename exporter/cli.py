@@ -13,7 +13,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from types import FrameType
 
@@ -224,25 +223,8 @@ def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
     while not stop.wait(1.0):
         pass
     log.info("shutting down")
-    exporter.stop()
-    _exit_without_hung_requests(exporter)
+    exporter.stop()  # the engine ends every request still out: nothing is left to wait for
     return 0
-
-
-def _exit_without_hung_requests(exporter: Exporter, grace: float = 1.0) -> None:
-    """Exit now if requests still hang (a node dripping its headers is bounded per read, not
-    in total): the interpreter would otherwise wait for their threads before exiting."""
-    deadline = time.monotonic() + grace
-    while exporter.requests_in_flight() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    hung = exporter.requests_in_flight()
-    if hung:
-        log.warning(
-            "exiting without waiting for requests that still hang",
-            extra={"fields": {"requests": hung}},
-        )
-        logging.shutdown()
-        os._exit(0)
 
 
 def _reload_quietly(exporter: Exporter) -> None:

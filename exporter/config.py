@@ -317,7 +317,7 @@ class _Reader(Reader):
             self.problem((*path, "url"), "has user-info and basic_auth is set too; keep one")
         headers = auth.headers(data.get("headers"), data.get("authorization"))
         if (basic_auth or url_auth) and any(key.lower() == "authorization" for key, _ in headers):
-            # requests would silently replace that header with the basic auth one
+            # both would be the Authorization header: one of them would silently win
             self.problem(path, "basic auth and an Authorization header cannot both be set")
         return NodeConfig(
             name=name,
