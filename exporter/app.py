@@ -16,17 +16,17 @@ from contextlib import contextmanager
 from dataclasses import replace
 from http import HTTPStatus
 
-from exporter.config import Config, load_config
+from exporter.config.exporter import Config, load_config
+from exporter.config.schema import ConfigError
+from exporter.config.web import WebConfig, load_web_config
 from exporter.exposition import Exposition
 from exporter.memory import Allocator
 from exporter.poller import Poller
 from exporter.probe import ProbeAnswer, Prober, ProbeSlots
 from exporter.probepoll import EngineProber
 from exporter.render import Renderer
-from exporter.schema import ConfigError
 from exporter.server import ExporterServer, ReloadPendingError, ServerLimits
 from exporter.snapshot import Snapshot
-from exporter.webconfig import WebConfig, load_web_config
 
 log = logging.getLogger("ledger_exporter")
 RELOAD_SPACING_SECONDS = 1.0  # at most one reload (re-reading and checking the files) a second

@@ -18,7 +18,9 @@ from types import FrameType
 
 from exporter import __version__
 from exporter.app import Exporter
-from exporter.config import Config, load_config
+from exporter.config.exporter import Config, load_config
+from exporter.config.schema import ConfigError
+from exporter.config.web import WebConfig, load_web_config
 from exporter.flags import (
     Parser,
     add_log_flags,
@@ -30,9 +32,7 @@ from exporter.flags import (
 )
 from exporter.logs import setup_logging
 from exporter.memory import Allocator
-from exporter.schema import ConfigError
 from exporter.server import ReloadPendingError, ServerLimits
-from exporter.webconfig import WebConfig, load_web_config
 
 log = logging.getLogger("ledger_exporter")
 

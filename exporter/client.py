@@ -20,7 +20,7 @@ from urllib.parse import quote, urlsplit
 
 import pycurl
 
-from exporter.config import NodeConfig
+from exporter.config.exporter import NodeConfig
 from exporter.engine import (
     NOT_SENT,
     SHUT_DOWN,

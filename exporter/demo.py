@@ -25,7 +25,8 @@ from types import FrameType
 import yaml
 
 from exporter.app import Exporter
-from exporter.config import Config, NodeConfig
+from exporter.config.exporter import Config, NodeConfig
+from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
 from exporter.flags import (
     Parser,
     add_log_flags,
@@ -35,7 +36,6 @@ from exporter.flags import (
 )
 from exporter.logs import setup_logging
 from exporter.server import parse_listen_address
-from exporter.watchconfig import WatchConfig, WatchedContract, WatchedWallet
 from ledger_simulator import SimulatedNetwork
 from ledger_simulator.errors import SimulatorError
 

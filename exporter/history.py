@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from exporter.bounds import SETTINGS, DropKind, Dropped
 from exporter.client import FetchError, Reason
-from exporter.config import NodeConfig
+from exporter.config.exporter import NodeConfig
 from exporter.readings import ChainReading, HealthReading
 from exporter.snapshot import ChainStatus, ErrorCounts, NodeStatus
 from exporter.watch import ContractReading, Reading, WalletReading, WatchRequest

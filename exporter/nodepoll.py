@@ -20,7 +20,8 @@ from typing import Any, Protocol
 
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.client import FetchError, NodeClient, NotSentError, Query, ReadBudget, Reason
-from exporter.config import NodeConfig
+from exporter.config.exporter import NodeConfig
+from exporter.config.watch import WatchConfig
 from exporter.history import ChainResult, NodeResult
 from exporter.readings import (
     HealthReading,
@@ -30,7 +31,6 @@ from exporter.readings import (
     read_chain,
     read_health,
 )
-from exporter.watchconfig import WatchConfig
 from exporter.watchpoll import WatchPoll
 
 log = logging.getLogger("ledger_exporter")

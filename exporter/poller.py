@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from exporter import __version__
 from exporter.client import FetchError, NodeClient, Reason
-from exporter.config import Config, NodeConfig
+from exporter.config.exporter import Config, NodeConfig
 from exporter.engine import Engine
 from exporter.history import History, NodeResult
 from exporter.network import NetworkView, network_view, observe

@@ -24,10 +24,10 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from exporter import metrics as m
 from exporter.collector import BlockchainCollector, NodeCollector
-from exporter.config import NodeConfig
+from exporter.config.exporter import NodeConfig
+from exporter.config.probe import DEFAULT_MODULE, ProbeConfig
 from exporter.exposition import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE
 from exporter.history import NodeResult, describe
-from exporter.probeconfig import DEFAULT_MODULE, ProbeConfig
 from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
 
 log = logging.getLogger("ledger_exporter")

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from exporter import __version__
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.client import NodeClient
-from exporter.config import NodeConfig
+from exporter.config.exporter import NodeConfig
 from exporter.engine import Engine
 from exporter.history import NodeResult
 from exporter.nodepoll import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll

@@ -16,6 +16,7 @@ from http import HTTPStatus
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from exporter.config.web import PasswordChecksBusyError, WebConfig
 from exporter.exposition import (
     OPENMETRICS_CONTENT_TYPE,
     TEXT_CONTENT_TYPE,
@@ -31,7 +32,6 @@ from exporter.httpserver import (
     parse_listen_address,
 )
 from exporter.probe import TIMEOUT_HEADER, ProbeAnswer
-from exporter.webconfig import PasswordChecksBusyError, WebConfig
 
 log = logging.getLogger("ledger_exporter")
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.client import FetchError
+from exporter.config.watch import WatchConfig
 from exporter.history import NodeResult, WatchResult
 from exporter.watch import WatchRequest, WatchStatus, plan_requests, read_answer, watched_object
-from exporter.watchconfig import WatchConfig
 
 
 class WatchPoll:

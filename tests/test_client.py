@@ -28,7 +28,7 @@ import pytest
 
 from exporter import __version__
 from exporter.client import FetchError, NodeClient, ReadBudget, Reason, classify
-from exporter.config import NodeConfig, TlsConfig
+from exporter.config.exporter import NodeConfig, TlsConfig
 from exporter.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine, TransferError
 from exporter.nodepoll import Countdown
 

@@ -25,7 +25,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from exporter.app import Exporter
 from exporter.collector import NetworkCollector, snapshot_collectors
-from exporter.config import Config, load_config
+from exporter.config.exporter import Config, load_config
 from exporter.exposition import render_collectors
 from exporter.metrics import RUNTIME_SAMPLE_NAMES
 from exporter.network import Agreement, ChainAgreement, NetworkView

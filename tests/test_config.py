@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from exporter.bounds import Bounds
-from exporter.config import (
+from exporter.config.exporter import (
     _NODE_KEYS,
     _TOP_KEYS,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -26,7 +26,7 @@ from exporter.config import (
     load_config,
     parse_config,
 )
-from exporter.schema import ConfigError
+from exporter.config.schema import ConfigError
 from tests.conftest import expected_problems
 
 REPO = Path(__file__).resolve().parent.parent

@@ -23,9 +23,9 @@ import bcrypt
 import pytest
 
 from exporter.app import Exporter
-from exporter.config import Config, NodeConfig
+from exporter.config.exporter import Config, NodeConfig
+from exporter.config.web import TlsServerConfig, WebConfig
 from exporter.server import ExporterServer, ServerLimits
-from exporter.webconfig import TlsServerConfig, WebConfig
 from tests.conftest import FakeNode, chain_doc, health_doc, make_certificate, new_fake_node
 
 STALLED = 300

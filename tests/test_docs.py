@@ -8,7 +8,7 @@ import pytest
 
 from exporter import metrics
 from exporter.cli import build_parser
-from exporter.config import _NODE_KEYS, _TOP_KEYS
+from exporter.config.exporter import _NODE_KEYS, _TOP_KEYS
 from tests.conftest import REPO
 
 README = (REPO / "README.md").read_text()

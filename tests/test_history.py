@@ -8,7 +8,7 @@ import pytest
 
 from exporter.bounds import Bounds, DropKind
 from exporter.client import FetchError, Reason
-from exporter.config import NodeConfig
+from exporter.config.exporter import NodeConfig
 from exporter.history import ChainResult, History, NodeResult
 from exporter.readings import read_chain, read_health
 from exporter.snapshot import ChainStatus, NodeStatus

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from exporter.app import Exporter
-from exporter.config import load_config
+from exporter.config.exporter import load_config
 from exporter.landing import StatusPage, landing_page
 from exporter.network import Agreement, ChainAgreement, NetworkView
 from exporter.readings import read_chain, read_health

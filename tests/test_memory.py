@@ -11,7 +11,7 @@ import pytest
 
 from exporter import memory
 from exporter.app import Exporter
-from exporter.config import Config, NodeConfig
+from exporter.config.exporter import Config, NodeConfig
 from exporter.memory import Allocator
 
 ON_GLIBC = platform.libc_ver()[0] == "glibc"

@@ -13,7 +13,7 @@ from typing import Any, cast
 import pytest
 
 from exporter.client import NodeClient
-from exporter.config import Config, NetworkChecks, NodeConfig
+from exporter.config.exporter import Config, NetworkChecks, NodeConfig
 from exporter.engine import Done, Engine, Request, Response
 from exporter.nodepoll import BlockPlan, Countdown, NodePoll
 from exporter.poller import Poller

@@ -14,7 +14,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.client import FetchError, Reason
-from exporter.config import NodeConfig, TlsConfig
+from exporter.config.exporter import NodeConfig, TlsConfig
+from exporter.config.probe import ProbeConfig, ProbeModule
 from exporter.history import ChainResult, NodeResult
 from exporter.probe import (
     TIMEOUT_MARGIN_SECONDS,
@@ -25,7 +26,6 @@ from exporter.probe import (
     probe_timeout,
     render_probe,
 )
-from exporter.probeconfig import ProbeConfig, ProbeModule
 from exporter.readings import read_chain, read_health
 from tests.conftest import chain_doc, health_doc
 

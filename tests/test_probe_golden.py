@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.config import NodeConfig, load_config
+from exporter.config.exporter import NodeConfig, load_config
 from exporter.probe import probe_status, render_probe
 from exporter.probepoll import EngineProber
 from tests.conftest import TESTDATA, FakeNode

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from exporter.config import NodeConfig, TlsConfig, load_config, parse_config
-from exporter.probeconfig import DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT_CEILING, ProbeModule
+from exporter.config.exporter import NodeConfig, TlsConfig, load_config, parse_config
+from exporter.config.probe import DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT_CEILING, ProbeModule
 from exporter.server import ServerLimits
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from exporter.client import Reason
-from exporter.config import NodeConfig
+from exporter.config.exporter import NodeConfig
 from exporter.probepoll import EngineProber
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
 

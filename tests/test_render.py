@@ -11,7 +11,7 @@ from prometheus_client import exposition, openmetrics
 from prometheus_client.registry import CollectorRegistry
 
 from exporter.collector import snapshot_collectors
-from exporter.config import NodeConfig
+from exporter.config.exporter import NodeConfig
 from exporter.history import ChainResult, History, NodeResult, WatchResult
 from exporter.landing import landing_page
 from exporter.readings import ChainReading, read_chain, read_health

@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import __version__, metrics
 from exporter.bounds import DropKind
-from exporter.config import Config, NodeConfig
+from exporter.config.exporter import Config, NodeConfig
 from exporter.exposition import Exposition
 from exporter.poller import Poller
 from exporter.watchcollector import SPECS as WATCH_SPECS

@@ -19,7 +19,8 @@ import pytest
 from prometheus_client.registry import CollectorRegistry
 
 from exporter.bounds import DEFAULT_MAX_LABEL_VALUE_LENGTH, NOTHING_DROPPED, Bounds, Dropped
-from exporter.config import load_config, parse_config
+from exporter.config.exporter import load_config, parse_config
+from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
 from exporter.exposition import render_collectors
 from exporter.readings import InvalidResponseError, read_health
 from exporter.watch import (
@@ -37,7 +38,6 @@ from exporter.watch import (
     watched_object,
 )
 from exporter.watchcollector import WatchCollector
-from exporter.watchconfig import WatchConfig, WatchedContract, WatchedWallet
 from tests.conftest import TESTDATA
 
 GOLDEN = TESTDATA / "golden"

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from exporter.config import load_config
+from exporter.config.exporter import load_config
+from exporter.config.watch import WatchConfig
 from exporter.demo import build_parser, demo_watch
 from exporter.readings import read_health
 from exporter.watch import (
@@ -21,7 +22,6 @@ from exporter.watch import (
     plan_requests,
     read_answer,
 )
-from exporter.watchconfig import WatchConfig
 from ledger_simulator import SimulatedNetwork
 from ledger_simulator.cli import build_parser as simulate_parser
 from tests.conftest import REPO, Clock

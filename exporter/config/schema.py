@@ -18,8 +18,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from exporter.config.yamlsource import LocatedYaml, Path, YamlSyntaxError, load_located
 from exporter.values import parse_go_duration
-from exporter.yamlsource import LocatedYaml, Path, YamlSyntaxError, load_located
 
 #: A duration's allowed range: ("100ms", 0.1, "1h", 3600.0).
 Bounds = tuple[str, float, str, float]

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.schema import Reader
-from exporter.yamlsource import Path
+from exporter.config.schema import Reader
+from exporter.config.yamlsource import Path
 
 _CONTRACT_KEYS = ("blockchain", "address", "name", "state_keys", "nodes")
 _WALLET_KEYS = ("blockchain", "address", "name", "nodes")

@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.schema import NOT_SHOWN, ConfigError, Reader, checking, locate, read_document
-from exporter.yamlsource import Path
+from exporter.config.schema import NOT_SHOWN, ConfigError, Reader, checking, locate, read_document
+from exporter.config.yamlsource import Path
 
 _CLIENT_AUTH = {
     "NoClientCert": ssl.CERT_NONE,

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.config import NodeConfig, TlsConfig, _CredentialReader, _Reader
-from exporter.yamlsource import Path
+from exporter.config.exporter import NodeConfig, TlsConfig, _CredentialReader, _Reader
+from exporter.config.yamlsource import Path
 
 DEFAULT_MODULE = "default"
 #: Probes polling at once: each holds an HTTP server thread while it runs, so the bound

@@ -22,12 +22,20 @@ from exporter.bounds import (
     MAX_TEXT_CHARS,
     Bounds,
 )
-from exporter.schema import NOT_SHOWN, ConfigError, Reader, checking, is_text, locate, read_document
-from exporter.watchconfig import WATCH_LABELS, WatchConfig, read_watch
-from exporter.yamlsource import Path
+from exporter.config.schema import (
+    NOT_SHOWN,
+    ConfigError,
+    Reader,
+    checking,
+    is_text,
+    locate,
+    read_document,
+)
+from exporter.config.watch import WATCH_LABELS, WatchConfig, read_watch
+from exporter.config.yamlsource import Path
 
 if TYPE_CHECKING:
-    from exporter.probeconfig import ProbeConfig
+    from exporter.config.probe import ProbeConfig
 
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 #: Chains polled per node when its /health lists more (a listing gone wrong must not flood
@@ -277,7 +285,7 @@ class _Reader(Reader):
         return NetworkChecks(depth, tuple(dict.fromkeys(n for n in names if n)))
 
     def probe(self, value: Any) -> ProbeConfig:
-        from exporter.probeconfig import read_probe  # noqa: PLC0415 - it builds on this module
+        from exporter.config.probe import read_probe  # noqa: PLC0415 - it builds on this module
 
         return read_probe(self, value)
 
