@@ -21,12 +21,12 @@ from exporter.config.schema import ConfigError
 from exporter.config.web import WebConfig, load_web_config
 from exporter.exposition import Exposition
 from exporter.memory import Allocator
+from exporter.model.snapshot import Snapshot
 from exporter.poller import Poller
 from exporter.probe import ProbeAnswer, Prober, ProbeSlots
 from exporter.probepoll import EngineProber
 from exporter.render import Renderer
 from exporter.server import ExporterServer, ReloadPendingError, ServerLimits
-from exporter.snapshot import Snapshot
 
 log = logging.getLogger("ledger_exporter")
 RELOAD_SPACING_SECONDS = 1.0  # at most one reload (re-reading and checking the files) a second

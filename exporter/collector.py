@@ -15,7 +15,7 @@ from exporter import __version__
 from exporter import metrics as m
 from exporter.bounds import DropKind
 from exporter.metrics import MetricSpec
-from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.watchcollector import WatchCollector
 
 Labels = dict[str, str]

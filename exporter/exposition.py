@@ -22,8 +22,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from exporter import render
 from exporter.landing import StatusPage
 from exporter.metrics import MetricSpec
+from exporter.model.snapshot import Snapshot
 from exporter.render import Renderer
-from exporter.snapshot import Snapshot
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from exporter.bounds import SETTINGS, DropKind, Dropped
 from exporter.client import FetchError, Reason
 from exporter.config.exporter import NodeConfig
-from exporter.readings import ChainReading, HealthReading
-from exporter.snapshot import ChainStatus, ErrorCounts, NodeStatus
-from exporter.watch import ContractReading, Reading, WalletReading, WatchRequest
+from exporter.model.readings import ChainReading, HealthReading
+from exporter.model.snapshot import ChainStatus, ErrorCounts, NodeStatus
+from exporter.model.watch import ContractReading, Reading, WalletReading, WatchRequest
 
 ENDPOINTS = ("health", "blockchain")
 #: No value dropped yet: one tuple shared by every node within its bounds.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from exporter.snapshot import NodeStatus
+from exporter.model.snapshot import NodeStatus
 
 
 def escape(value: str) -> str:

@@ -20,9 +20,9 @@ from html import escape
 
 from exporter import __version__
 from exporter import metrics as m
-from exporter.network import NetworkView
-from exporter.readings import ChainReading
-from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.model.network import NetworkView
+from exporter.model.readings import ChainReading
+from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 
 REFRESH_SECONDS = 10
 STALLED_SECONDS = 600  # LedgerBlockHeightStalled

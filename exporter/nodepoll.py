@@ -23,7 +23,7 @@ from exporter.client import FetchError, NodeClient, NotSentError, Query, ReadBud
 from exporter.config.exporter import NodeConfig
 from exporter.config.watch import WatchConfig
 from exporter.history import ChainResult, NodeResult
-from exporter.readings import (
+from exporter.model.readings import (
     HealthReading,
     InvalidResponseError,
     Shared,

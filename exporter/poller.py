@@ -21,10 +21,10 @@ from exporter.client import FetchError, NodeClient, Reason
 from exporter.config.exporter import Config, NodeConfig
 from exporter.engine import Engine
 from exporter.history import History, NodeResult
-from exporter.network import NetworkView, network_view, observe
+from exporter.model.network import NetworkView, network_view, observe
+from exporter.model.readings import Shared
+from exporter.model.snapshot import NodeStatus, Snapshot
 from exporter.nodepoll import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll, failed_node
-from exporter.readings import Shared
-from exporter.snapshot import NodeStatus, Snapshot
 from exporter.watchpoll import watch_status
 
 log = logging.getLogger("ledger_exporter")

@@ -28,7 +28,7 @@ from exporter.config.exporter import NodeConfig
 from exporter.config.probe import DEFAULT_MODULE, ProbeConfig
 from exporter.exposition import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE
 from exporter.history import NodeResult, describe
-from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 
 log = logging.getLogger("ledger_exporter")
 

@@ -29,9 +29,9 @@ from exporter.collector import (
 )
 from exporter.labels import NodeLabels, Templates, escape, label_string
 from exporter.metrics import MetricSpec
-from exporter.readings import CHAIN_GAUGE_SPECS
-from exporter.snapshot import NodeStatus, Snapshot
-from exporter.watch import WatchStatus
+from exporter.model.readings import CHAIN_GAUGE_SPECS
+from exporter.model.snapshot import NodeStatus, Snapshot
+from exporter.model.watch import WatchStatus
 from exporter.watchcollector import WatchCollector, watch_samples
 
 #: Family order, as the collectors (and so client_python) emit them.

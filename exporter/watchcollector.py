@@ -14,7 +14,7 @@ from prometheus_client.registry import Collector
 
 from exporter import metrics as m
 from exporter.metrics import MetricSpec
-from exporter.watch import (
+from exporter.model.watch import (
     CONTRACT_STATUSES,
     ContractReading,
     StateReading,

@@ -16,7 +16,13 @@ from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.client import FetchError
 from exporter.config.watch import WatchConfig
 from exporter.history import NodeResult, WatchResult
-from exporter.watch import WatchRequest, WatchStatus, plan_requests, read_answer, watched_object
+from exporter.model.watch import (
+    WatchRequest,
+    WatchStatus,
+    plan_requests,
+    read_answer,
+    watched_object,
+)
 
 
 class WatchPoll:

@@ -28,10 +28,10 @@ from exporter.collector import NetworkCollector, snapshot_collectors
 from exporter.config.exporter import Config, load_config
 from exporter.exposition import render_collectors
 from exporter.metrics import RUNTIME_SAMPLE_NAMES
-from exporter.network import Agreement, ChainAgreement, NetworkView
+from exporter.model.network import Agreement, ChainAgreement, NetworkView
+from exporter.model.readings import HealthReading
+from exporter.model.snapshot import NodeStatus, Snapshot
 from exporter.poller import Poller
-from exporter.readings import HealthReading
-from exporter.snapshot import NodeStatus, Snapshot
 from tests.conftest import TESTDATA, FakeNode, closed_port_url
 from tests.test_cli import _promtool_check
 

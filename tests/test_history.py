@@ -10,8 +10,8 @@ from exporter.bounds import Bounds, DropKind
 from exporter.client import FetchError, Reason
 from exporter.config.exporter import NodeConfig
 from exporter.history import ChainResult, History, NodeResult
-from exporter.readings import read_chain, read_health
-from exporter.snapshot import ChainStatus, NodeStatus
+from exporter.model.readings import read_chain, read_health
+from exporter.model.snapshot import ChainStatus, NodeStatus
 from tests.conftest import chain_doc, health_doc
 
 

@@ -15,10 +15,10 @@ import pytest
 from exporter.client import NodeClient
 from exporter.config.exporter import Config, NetworkChecks, NodeConfig
 from exporter.engine import Done, Engine, Request, Response
+from exporter.model.readings import read_chain
+from exporter.model.snapshot import NodeStatus, Snapshot
 from exporter.nodepoll import BlockPlan, Countdown, NodePoll
 from exporter.poller import Poller
-from exporter.readings import read_chain
-from exporter.snapshot import NodeStatus, Snapshot
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
 from tests.test_watch_poll import CONTRACT, WATCH, _watched
 

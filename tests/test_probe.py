@@ -17,6 +17,7 @@ from exporter.client import FetchError, Reason
 from exporter.config.exporter import NodeConfig, TlsConfig
 from exporter.config.probe import ProbeConfig, ProbeModule
 from exporter.history import ChainResult, NodeResult
+from exporter.model.readings import read_chain, read_health
 from exporter.probe import (
     TIMEOUT_MARGIN_SECONDS,
     Prober,
@@ -26,7 +27,6 @@ from exporter.probe import (
     probe_timeout,
     render_probe,
 )
-from exporter.readings import read_chain, read_health
 from tests.conftest import chain_doc, health_doc
 
 ALLOWED = (

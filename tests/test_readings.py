@@ -21,7 +21,7 @@ from exporter.bounds import (
     Bounds,
     Dropped,
 )
-from exporter.readings import (
+from exporter.model.readings import (
     ChainReading,
     HealthReading,
     InvalidResponseError,

@@ -14,7 +14,9 @@ from exporter.collector import snapshot_collectors
 from exporter.config.exporter import NodeConfig
 from exporter.history import ChainResult, History, NodeResult, WatchResult
 from exporter.landing import landing_page
-from exporter.readings import ChainReading, read_chain, read_health
+from exporter.model.readings import ChainReading, read_chain, read_health
+from exporter.model.snapshot import ErrorCounts, Snapshot
+from exporter.model.watch import WatchKind, WatchRequest, read_answer
 from exporter.render import (
     CHUNK_LINES,
     Renderer,
@@ -22,8 +24,6 @@ from exporter.render import (
     openmetrics_format,
     text_format,
 )
-from exporter.snapshot import ErrorCounts, Snapshot
-from exporter.watch import WatchKind, WatchRequest, read_answer
 from exporter.watchpoll import watch_status
 from tests.test_collector import CASES, GOLDEN, poll_golden_case
 

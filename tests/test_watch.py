@@ -22,8 +22,8 @@ from exporter.bounds import DEFAULT_MAX_LABEL_VALUE_LENGTH, NOTHING_DROPPED, Bou
 from exporter.config.exporter import load_config, parse_config
 from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
 from exporter.exposition import render_collectors
-from exporter.readings import InvalidResponseError, read_health
-from exporter.watch import (
+from exporter.model.readings import InvalidResponseError, read_health
+from exporter.model.watch import (
     ContractReading,
     Reading,
     WalletReading,

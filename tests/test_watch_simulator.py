@@ -12,8 +12,8 @@ import requests
 from exporter.config.exporter import load_config
 from exporter.config.watch import WatchConfig
 from exporter.demo import build_parser, demo_watch
-from exporter.readings import read_health
-from exporter.watch import (
+from exporter.model.readings import read_health
+from exporter.model.watch import (
     ContractReading,
     Reading,
     StateReading,

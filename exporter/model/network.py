@@ -12,7 +12,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from exporter.readings import ChainReading, HealthReading
+from exporter.model.readings import ChainReading, HealthReading
 
 _Key = TypeVar("_Key", bound=Hashable)
 

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, Bounds, Dropped
 from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
-from exporter.readings import InvalidResponseError
+from exporter.model.readings import InvalidResponseError
 from exporter.values import LabelTexts, is_text, read_bool, read_count, read_length, read_number
 
 #: The statuses the node interface names; each always gets a series in the state set.

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from exporter.network import NetworkView
-from exporter.readings import ChainReading, HealthReading
-from exporter.watch import WatchStatus
+from exporter.model.network import NetworkView
+from exporter.model.readings import ChainReading, HealthReading
+from exporter.model.watch import WatchStatus
 
 
 @dataclass(frozen=True, slots=True)
