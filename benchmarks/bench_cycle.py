@@ -115,7 +115,7 @@ def describe(args: argparse.Namespace) -> str:
 def worker(p: dict[str, Any]) -> None:
     """Measure cycles, renders, memory and scrapes; print one JSON line and exit."""
     from exporter.config.exporter import Config, NodeConfig  # noqa: PLC0415 (worker only)
-    from exporter.poller import Poller  # noqa: PLC0415
+    from exporter.poll.cycle import Poller  # noqa: PLC0415
 
     logging.getLogger("ledger_exporter").setLevel(logging.ERROR)
     rss_start = status_mib("VmRSS")
@@ -228,7 +228,7 @@ def scrapes_during_cycles(
 ) -> list[float]:
     """Cached GETs every 20 ms while polling cycles run in the same process (a second
     Poller, so the served bytes stay cached): what the GIL contention costs a scrape."""
-    from exporter.poller import Poller  # noqa: PLC0415
+    from exporter.poll.cycle import Poller  # noqa: PLC0415
 
     stop = threading.Event()
     poller = Poller(config, lambda snapshot: None)

@@ -169,7 +169,7 @@ class hostile_server:  # noqa: N801 (a context manager, like contextlib's)
 def worker(p: dict[str, Any]) -> None:
     """Cycles with the faulty nodes, then recovery cycles without them; one JSON line."""
     from exporter.config.exporter import Config  # noqa: PLC0415 (worker only)
-    from exporter.poller import Poller  # noqa: PLC0415
+    from exporter.poll.cycle import Poller  # noqa: PLC0415
 
     logging.getLogger("ledger_exporter").setLevel(logging.ERROR)
     healthy, faulty = build_nodes(p)

@@ -22,9 +22,9 @@ from exporter.config.web import WebConfig, load_web_config
 from exporter.exposition import Exposition
 from exporter.memory import Allocator
 from exporter.model.snapshot import Snapshot
-from exporter.poller import Poller
+from exporter.poll.cycle import Poller
+from exporter.poll.probe import EngineProber
 from exporter.probe import ProbeAnswer, Prober, ProbeSlots
-from exporter.probepoll import EngineProber
 from exporter.render import Renderer
 from exporter.server import ExporterServer, ReloadPendingError, ServerLimits
 

@@ -27,8 +27,8 @@ from exporter.collector import BlockchainCollector, NodeCollector
 from exporter.config.exporter import NodeConfig
 from exporter.config.probe import DEFAULT_MODULE, ProbeConfig
 from exporter.exposition import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE
-from exporter.history import NodeResult, describe
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.poll.history import NodeResult, describe
 
 log = logging.getLogger("ledger_exporter")
 

@@ -31,7 +31,7 @@ from exporter.metrics import RUNTIME_SAMPLE_NAMES
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import HealthReading
 from exporter.model.snapshot import NodeStatus, Snapshot
-from exporter.poller import Poller
+from exporter.poll.cycle import Poller
 from tests.conftest import TESTDATA, FakeNode, closed_port_url
 from tests.test_cli import _promtool_check
 

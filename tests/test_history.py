@@ -7,11 +7,11 @@ import logging
 import pytest
 
 from exporter.bounds import Bounds, DropKind
-from exporter.client import FetchError, Reason
 from exporter.config.exporter import NodeConfig
-from exporter.history import ChainResult, History, NodeResult
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus
+from exporter.poll.client import FetchError, Reason
+from exporter.poll.history import ChainResult, History, NodeResult
 from tests.conftest import chain_doc, health_doc
 
 

@@ -13,11 +13,11 @@ from urllib.parse import urlencode
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.client import FetchError, Reason
 from exporter.config.exporter import NodeConfig, TlsConfig
 from exporter.config.probe import ProbeConfig, ProbeModule
-from exporter.history import ChainResult, NodeResult
 from exporter.model.readings import read_chain, read_health
+from exporter.poll.client import FetchError, Reason
+from exporter.poll.history import ChainResult, NodeResult
 from exporter.probe import (
     TIMEOUT_MARGIN_SECONDS,
     Prober,

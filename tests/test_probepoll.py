@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from exporter.client import Reason
 from exporter.config.exporter import NodeConfig
-from exporter.probepoll import EngineProber
+from exporter.poll.client import Reason
+from exporter.poll.probe import EngineProber
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
 
 

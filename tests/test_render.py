@@ -12,11 +12,12 @@ from prometheus_client.registry import CollectorRegistry
 
 from exporter.collector import snapshot_collectors
 from exporter.config.exporter import NodeConfig
-from exporter.history import ChainResult, History, NodeResult, WatchResult
 from exporter.landing import landing_page
 from exporter.model.readings import ChainReading, read_chain, read_health
 from exporter.model.snapshot import ErrorCounts, Snapshot
 from exporter.model.watch import WatchKind, WatchRequest, read_answer
+from exporter.poll.history import ChainResult, History, NodeResult, WatchResult
+from exporter.poll.watch import watch_status
 from exporter.render import (
     CHUNK_LINES,
     Renderer,
@@ -24,7 +25,6 @@ from exporter.render import (
     openmetrics_format,
     text_format,
 )
-from exporter.watchpoll import watch_status
 from tests.test_collector import CASES, GOLDEN, poll_golden_case
 
 

@@ -27,7 +27,7 @@ from exporter import __version__, metrics
 from exporter.bounds import DropKind
 from exporter.config.exporter import Config, NodeConfig
 from exporter.exposition import Exposition
-from exporter.poller import Poller
+from exporter.poll.cycle import Poller
 from exporter.watchcollector import SPECS as WATCH_SPECS
 from ledger_simulator import SimulatedNetwork
 from tests.conftest import Clock

@@ -15,11 +15,11 @@ from collections.abc import Callable
 
 from exporter import __version__
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
-from exporter.client import NodeClient
 from exporter.config.exporter import NodeConfig
-from exporter.engine import Engine
-from exporter.history import NodeResult
-from exporter.nodepoll import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll
+from exporter.poll.client import NodeClient
+from exporter.poll.engine import Engine
+from exporter.poll.history import NodeResult
+from exporter.poll.node import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll
 
 #: Idle connections kept for targets (a probe-only exporter polls nodes it is not told of).
 TARGET_CONNECTIONS = 64

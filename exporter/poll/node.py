@@ -5,7 +5,7 @@ callback of its /health request, so no thread ever waits on another request. The
 when every part has, or is read as it stands at the cycle's deadline (parts still out count
 as timed out). Every request's callback ends its part, even when reading the answer raises
 (the part then fails with ``invalid_response``), so a poll never stays unfinished and the
-node is asked again next cycle. Used by the polling cycle (:mod:`exporter.poller`) and by
+node is asked again next cycle. Used by the polling cycle (:mod:`exporter.poll.cycle`) and by
 probes.
 """
 
@@ -19,10 +19,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
-from exporter.client import FetchError, NodeClient, NotSentError, Query, ReadBudget, Reason
 from exporter.config.exporter import NodeConfig
 from exporter.config.watch import WatchConfig
-from exporter.history import ChainResult, NodeResult
 from exporter.model.readings import (
     HealthReading,
     InvalidResponseError,
@@ -31,7 +29,9 @@ from exporter.model.readings import (
     read_chain,
     read_health,
 )
-from exporter.watchpoll import WatchPoll
+from exporter.poll.client import FetchError, NodeClient, NotSentError, Query, ReadBudget, Reason
+from exporter.poll.history import ChainResult, NodeResult
+from exporter.poll.watch import WatchPoll
 
 log = logging.getLogger("ledger_exporter")
 

@@ -1,6 +1,6 @@
 """One node's watch requests in one cycle: planned from its /health, read as each one ends.
 
-The node's poll (exporter/nodepoll.py) sends what :meth:`WatchPoll.plan` returns with the
+The node's poll (exporter/poll/node.py) sends what :meth:`WatchPoll.plan` returns with the
 callbacks of :meth:`WatchPoll.reader`, under the cycle's deadline, and is done only when
 :attr:`WatchPoll.pending` is false; what was not answered by then counts as timed out. A
 request whose answer cannot be read, whatever raises, ends with an error all the same.
@@ -13,9 +13,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
-from exporter.client import FetchError
 from exporter.config.watch import WatchConfig
-from exporter.history import NodeResult, WatchResult
 from exporter.model.watch import (
     WatchRequest,
     WatchStatus,
@@ -23,6 +21,8 @@ from exporter.model.watch import (
     read_answer,
     watched_object,
 )
+from exporter.poll.client import FetchError
+from exporter.poll.history import NodeResult, WatchResult
 
 
 class WatchPoll:

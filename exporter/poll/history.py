@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from exporter.bounds import SETTINGS, DropKind, Dropped
-from exporter.client import FetchError, Reason
 from exporter.config.exporter import NodeConfig
 from exporter.model.readings import ChainReading, HealthReading
 from exporter.model.snapshot import ChainStatus, ErrorCounts, NodeStatus
 from exporter.model.watch import ContractReading, Reading, WalletReading, WatchRequest
+from exporter.poll.client import FetchError, Reason
 
 ENDPOINTS = ("health", "blockchain")
 #: No value dropped yet: one tuple shared by every node within its bounds.

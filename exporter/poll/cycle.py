@@ -1,6 +1,6 @@
 """The polling loop: every node and chain read concurrently, once per interval, never overlapping.
 
-Every request goes through one :class:`~exporter.engine.Engine` (one thread, libcurl's multi
+Every request goes through one :class:`~exporter.poll.engine.Engine` (one thread, libcurl's multi
 interface). A node's chain requests are sent from the callback of its /health request, so no
 thread ever waits on another request. Every request shares the cycle's deadline
 (``scrape_timeout``), and a node still unfinished then is reported with what it has so far:
@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from exporter import __version__
-from exporter.client import FetchError, NodeClient, Reason
 from exporter.config.exporter import Config, NodeConfig
-from exporter.engine import Engine
-from exporter.history import History, NodeResult
 from exporter.model.network import NetworkView, network_view, observe
 from exporter.model.readings import Shared
 from exporter.model.snapshot import NodeStatus, Snapshot
-from exporter.nodepoll import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll, failed_node
-from exporter.watchpoll import watch_status
+from exporter.poll.client import FetchError, NodeClient, Reason
+from exporter.poll.engine import Engine
+from exporter.poll.history import History, NodeResult
+from exporter.poll.node import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll, failed_node
+from exporter.poll.watch import watch_status
 
 log = logging.getLogger("ledger_exporter")
 

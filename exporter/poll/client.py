@@ -1,6 +1,6 @@
 """HTTP access to one node's JSON API: bounded in time and size, every failure classified.
 
-Requests go through the shared :class:`~exporter.engine.Engine` (one thread for all nodes);
+Requests go through the shared :class:`~exporter.poll.engine.Engine` (one thread for all nodes);
 a request never outlives its deadline and never reads more than the response size cap, and
 with a :class:`ReadBudget` a node's answers cost the engine's thread at most so much CPU.
 A failure names the URL path that answered badly, never the host's credentials.
@@ -21,7 +21,7 @@ from urllib.parse import quote, urlsplit
 import pycurl
 
 from exporter.config.exporter import NodeConfig
-from exporter.engine import (
+from exporter.poll.engine import (
     NOT_SENT,
     SHUT_DOWN,
     Engine,
