@@ -19,13 +19,13 @@ from http import HTTPStatus
 from exporter.config.exporter import Config, load_config
 from exporter.config.schema import ConfigError
 from exporter.config.web import WebConfig, load_web_config
+from exporter.expose.render import Renderer
 from exporter.exposition import Exposition
 from exporter.memory import Allocator
 from exporter.model.snapshot import Snapshot
 from exporter.poll.cycle import Poller
 from exporter.poll.probe import EngineProber
 from exporter.probe import ProbeAnswer, Prober, ProbeSlots
-from exporter.render import Renderer
 from exporter.server import ExporterServer, ReloadPendingError, ServerLimits
 
 log = logging.getLogger("ledger_exporter")

@@ -12,9 +12,9 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from exporter import __version__
-from exporter import metrics as m
 from exporter.bounds import DropKind
-from exporter.metrics import MetricSpec
+from exporter.expose import metrics as m
+from exporter.expose.metrics import MetricSpec
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.watchcollector import WatchCollector
 
@@ -134,7 +134,7 @@ class BlockchainCollector(Collector):
     # TYPE ledger_blockchain_height_last_change_timestamp_seconds gauge
     # TYPE ledger_blockchain_consensus_info gauge  (labels consensus_type, key_type)
     # TYPE ledger_blockchain_feature_enabled gauge  (label feature)
-    ... and one gauge per field of the chain status: see exporter/metrics.py.
+    ... and one gauge per field of the chain status: see exporter/expose/metrics.py.
     """
 
     SPECS = tuple(

@@ -1,6 +1,6 @@
 """A snapshot rendered to bytes once per cycle, not once per scrape.
 
-The exporter's own families are written directly by :mod:`exporter.render` (their sample
+The exporter's own families are written directly by :mod:`exporter.expose.render` (their sample
 lines once for both formats); client_python renders only the runtime families (process,
 platform, GC). Each format and its gzip form is built on first request, or ahead of the
 swap for the variants scrapers asked before, and then served from memory. The status page
@@ -19,11 +19,11 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from exporter import render
+from exporter.expose import render
+from exporter.expose.metrics import MetricSpec
+from exporter.expose.render import Renderer
 from exporter.landing import StatusPage
-from exporter.metrics import MetricSpec
 from exporter.model.snapshot import Snapshot
-from exporter.render import Renderer
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"

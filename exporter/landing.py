@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from html import escape
 
 from exporter import __version__
-from exporter import metrics as m
+from exporter.expose import metrics as m
 from exporter.model.network import NetworkView
 from exporter.model.readings import ChainReading
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot

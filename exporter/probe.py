@@ -22,10 +22,10 @@ from prometheus_client import exposition, openmetrics
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from exporter import metrics as m
 from exporter.collector import BlockchainCollector, NodeCollector
 from exporter.config.exporter import NodeConfig
 from exporter.config.probe import DEFAULT_MODULE, ProbeConfig
+from exporter.expose import metrics as m
 from exporter.exposition import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.poll.history import NodeResult, describe

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from exporter import metrics as m
-from exporter.metrics import MetricSpec
+from exporter.expose import metrics as m
+from exporter.expose.metrics import MetricSpec
 from exporter.model.watch import (
     CONTRACT_STATUSES,
     ContractReading,
@@ -108,7 +108,7 @@ class WatchCollector(Collector):
     # TYPE ledger_contract_status gauge  (label status; a state set)
     # TYPE ledger_contract_state_value gauge  (label key)
     # TYPE ledger_wallet_permission gauge  (labels group, permission)
-    ... and the other watch families of exporter/metrics.py.
+    ... and the other watch families of exporter/expose/metrics.py.
     """
 
     SPECS = SPECS

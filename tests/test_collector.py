@@ -26,8 +26,8 @@ from prometheus_client.registry import CollectorRegistry
 from exporter.app import Exporter
 from exporter.collector import NetworkCollector, snapshot_collectors
 from exporter.config.exporter import Config, load_config
+from exporter.expose.metrics import RUNTIME_SAMPLE_NAMES
 from exporter.exposition import render_collectors
-from exporter.metrics import RUNTIME_SAMPLE_NAMES
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import HealthReading
 from exporter.model.snapshot import NodeStatus, Snapshot

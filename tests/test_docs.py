@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from exporter import metrics
 from exporter.cli import build_parser
 from exporter.config.exporter import _NODE_KEYS, _TOP_KEYS
+from exporter.expose import metrics
 from tests.conftest import REPO
 
 README = (REPO / "README.md").read_text()

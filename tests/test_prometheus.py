@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from exporter import metrics
 from exporter.bounds import DropKind
+from exporter.expose import metrics
 from exporter.watchcollector import SPECS as WATCH_SPECS
 from ledger_simulator import SimulatedNetwork
 from tests.promserver import PrometheusServer, StartPrometheus, prometheus_servers

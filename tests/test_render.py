@@ -12,19 +12,19 @@ from prometheus_client.registry import CollectorRegistry
 
 from exporter.collector import snapshot_collectors
 from exporter.config.exporter import NodeConfig
-from exporter.landing import landing_page
-from exporter.model.readings import ChainReading, read_chain, read_health
-from exporter.model.snapshot import ErrorCounts, Snapshot
-from exporter.model.watch import WatchKind, WatchRequest, read_answer
-from exporter.poll.history import ChainResult, History, NodeResult, WatchResult
-from exporter.poll.watch import watch_status
-from exporter.render import (
+from exporter.expose.render import (
     CHUNK_LINES,
     Renderer,
     chunk_counts,
     openmetrics_format,
     text_format,
 )
+from exporter.landing import landing_page
+from exporter.model.readings import ChainReading, read_chain, read_health
+from exporter.model.snapshot import ErrorCounts, Snapshot
+from exporter.model.watch import WatchKind, WatchRequest, read_answer
+from exporter.poll.history import ChainResult, History, NodeResult, WatchResult
+from exporter.poll.watch import watch_status
 from tests.test_collector import CASES, GOLDEN, poll_golden_case
 
 

@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter import __version__, metrics
+from exporter import __version__
 from exporter.bounds import DropKind
 from exporter.config.exporter import Config, NodeConfig
+from exporter.expose import metrics
 from exporter.exposition import Exposition
 from exporter.poll.cycle import Poller
 from exporter.watchcollector import SPECS as WATCH_SPECS

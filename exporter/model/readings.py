@@ -14,8 +14,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from exporter import metrics as m
 from exporter.bounds import DEFAULT_BOUNDS, MAX_TEXT_CHARS, NOTHING_DROPPED, Bounds, Dropped
+from exporter.expose import metrics as m
 from exporter.values import (
     LabelTexts,
     is_text,

@@ -19,7 +19,6 @@ from typing import Protocol
 from prometheus_client.utils import floatToGoString
 
 from exporter import __version__
-from exporter import metrics as m
 from exporter.bounds import DropKind
 from exporter.collector import (
     BlockchainCollector,
@@ -27,8 +26,9 @@ from exporter.collector import (
     NetworkCollector,
     NodeCollector,
 )
-from exporter.labels import NodeLabels, Templates, escape, label_string
-from exporter.metrics import MetricSpec
+from exporter.expose import metrics as m
+from exporter.expose.labels import NodeLabels, Templates, escape, label_string
+from exporter.expose.metrics import MetricSpec
 from exporter.model.readings import CHAIN_GAUGE_SPECS
 from exporter.model.snapshot import NodeStatus, Snapshot
 from exporter.model.watch import WatchStatus
