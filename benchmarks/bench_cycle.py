@@ -185,7 +185,7 @@ def measure_cycle(poller: Any, sim_pid: int) -> dict[str, float]:
 
 def render(snapshot: Any) -> dict[str, float]:
     """Every body a scrape can ask for, each timed as the first scrape after a cycle pays it."""
-    from exporter.exposition import Exposition  # noqa: PLC0415
+    from exporter.web.exposition import Exposition  # noqa: PLC0415
 
     exposition = Exposition(snapshot)
     timings, bodies = {}, {}

@@ -20,13 +20,13 @@ from exporter.config.exporter import Config, load_config
 from exporter.config.schema import ConfigError
 from exporter.config.web import WebConfig, load_web_config
 from exporter.expose.render import Renderer
-from exporter.exposition import Exposition
 from exporter.memory import Allocator
 from exporter.model.snapshot import Snapshot
 from exporter.poll.cycle import Poller
 from exporter.poll.probe import EngineProber
-from exporter.probe import ProbeAnswer, Prober, ProbeSlots
-from exporter.server import ExporterServer, ReloadPendingError, ServerLimits
+from exporter.web.exposition import Exposition
+from exporter.web.probe import ProbeAnswer, Prober, ProbeSlots
+from exporter.web.server import ExporterServer, ReloadPendingError, ServerLimits
 
 log = logging.getLogger("ledger_exporter")
 RELOAD_SPACING_SECONDS = 1.0  # at most one reload (re-reading and checking the files) a second

@@ -32,7 +32,7 @@ from exporter.flags import (
 )
 from exporter.logs import setup_logging
 from exporter.memory import Allocator
-from exporter.server import ReloadPendingError, ServerLimits
+from exporter.web.server import ReloadPendingError, ServerLimits
 
 log = logging.getLogger("ledger_exporter")
 
@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_server_limits(parser: argparse.ArgumentParser) -> None:
-    """The HTTP server's limits (``exporter.httpserver``): slow or idle clients are closed."""
+    """The HTTP server's limits (``exporter.web.httpserver``): slow or idle clients are closed."""
     add = parser.add_argument
     add(
         "--web.read-header-timeout",

@@ -27,11 +27,11 @@ from exporter.app import Exporter
 from exporter.collector import NetworkCollector, snapshot_collectors
 from exporter.config.exporter import Config, load_config
 from exporter.expose.metrics import RUNTIME_SAMPLE_NAMES
-from exporter.exposition import render_collectors
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import HealthReading
 from exporter.model.snapshot import NodeStatus, Snapshot
 from exporter.poll.cycle import Poller
+from exporter.web.exposition import render_collectors
 from tests.conftest import TESTDATA, FakeNode, closed_port_url
 from tests.test_cli import _promtool_check
 

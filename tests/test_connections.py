@@ -25,7 +25,7 @@ import pytest
 from exporter.app import Exporter
 from exporter.config.exporter import Config, NodeConfig
 from exporter.config.web import TlsServerConfig, WebConfig
-from exporter.server import ExporterServer, ServerLimits
+from exporter.web.server import ExporterServer, ServerLimits
 from tests.conftest import FakeNode, chain_doc, health_doc, make_certificate, new_fake_node
 
 STALLED = 300

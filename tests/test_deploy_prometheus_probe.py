@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from exporter.config.exporter import load_config
-from exporter.probe import probe_target
+from exporter.web.probe import probe_target
 from tests.test_rules import promtool  # noqa: F401 - the fixture
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,10 +21,10 @@ import pytest
 
 from exporter.app import Exporter
 from exporter.config.exporter import load_config
-from exporter.landing import StatusPage, landing_page
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.web.landing import StatusPage, landing_page
 from ledger_simulator.network import SimulatedNetwork
 from tests.conftest import chain_doc, health_doc
 from tests.test_simulator_cli import simulate

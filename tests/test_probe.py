@@ -18,7 +18,7 @@ from exporter.config.probe import ProbeConfig, ProbeModule
 from exporter.model.readings import read_chain, read_health
 from exporter.poll.client import FetchError, Reason
 from exporter.poll.history import ChainResult, NodeResult
-from exporter.probe import (
+from exporter.web.probe import (
     TIMEOUT_MARGIN_SECONDS,
     Prober,
     ProbeRefusedError,

@@ -17,7 +17,7 @@ import pytest
 
 from exporter.config.exporter import NodeConfig, load_config
 from exporter.poll.probe import EngineProber
-from exporter.probe import probe_status, render_probe
+from exporter.web.probe import probe_status, render_probe
 from tests.conftest import TESTDATA, FakeNode
 from tests.test_collector import GOLDEN, serve_case
 

@@ -9,7 +9,7 @@ import pytest
 
 from exporter.config.exporter import NodeConfig, TlsConfig, load_config, parse_config
 from exporter.config.probe import DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT_CEILING, ProbeModule
-from exporter.server import ServerLimits
+from exporter.web.server import ServerLimits
 
 
 @pytest.mark.parametrize("nodes", ["", "nodes: []\n", "nodes:\n"], ids=["absent", "empty", "null"])

@@ -19,12 +19,12 @@ from exporter.expose.render import (
     openmetrics_format,
     text_format,
 )
-from exporter.landing import landing_page
 from exporter.model.readings import ChainReading, read_chain, read_health
 from exporter.model.snapshot import ErrorCounts, Snapshot
 from exporter.model.watch import WatchKind, WatchRequest, read_answer
 from exporter.poll.history import ChainResult, History, NodeResult, WatchResult
 from exporter.poll.watch import watch_status
+from exporter.web.landing import landing_page
 from tests.test_collector import CASES, GOLDEN, poll_golden_case
 
 

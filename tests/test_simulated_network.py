@@ -27,9 +27,9 @@ from exporter import __version__
 from exporter.bounds import DropKind
 from exporter.config.exporter import Config, NodeConfig
 from exporter.expose import metrics
-from exporter.exposition import Exposition
 from exporter.poll.cycle import Poller
 from exporter.watchcollector import SPECS as WATCH_SPECS
+from exporter.web.exposition import Exposition
 from ledger_simulator import SimulatedNetwork
 from tests.conftest import Clock
 

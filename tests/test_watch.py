@@ -21,7 +21,6 @@ from prometheus_client.registry import CollectorRegistry
 from exporter.bounds import DEFAULT_MAX_LABEL_VALUE_LENGTH, NOTHING_DROPPED, Bounds, Dropped
 from exporter.config.exporter import load_config, parse_config
 from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
-from exporter.exposition import render_collectors
 from exporter.model.readings import InvalidResponseError, read_health
 from exporter.model.watch import (
     ContractReading,
@@ -38,6 +37,7 @@ from exporter.model.watch import (
     watched_object,
 )
 from exporter.watchcollector import WatchCollector
+from exporter.web.exposition import render_collectors
 from tests.conftest import TESTDATA
 
 GOLDEN = TESTDATA / "golden"

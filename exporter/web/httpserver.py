@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from exporter.httpconn import (
+from exporter.web.httpconn import (
     READ_CHUNK,
     Connection,
     HTTPRequestHandler,

@@ -22,8 +22,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from exporter.expose import render
 from exporter.expose.metrics import MetricSpec
 from exporter.expose.render import Renderer
-from exporter.landing import StatusPage
 from exporter.model.snapshot import Snapshot
+from exporter.web.landing import StatusPage
 
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"

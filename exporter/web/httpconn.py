@@ -1,4 +1,4 @@
-"""The pieces of one client connection for ``exporter.httpserver``: what has been read of it
+"""The pieces of one client connection for ``exporter.web.httpserver``: what has been read of it
 and what is left to send, the request head the server frames a body by, the handler base
 class (it reads from and writes to memory, never the socket) and the bounded thread pool.
 """
@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from exporter.httpserver import ThreadedHTTPServer
+    from exporter.web.httpserver import ThreadedHTTPServer
 
 log = logging.getLogger("ledger_exporter")
 

@@ -26,9 +26,9 @@ from exporter.collector import BlockchainCollector, NodeCollector
 from exporter.config.exporter import NodeConfig
 from exporter.config.probe import DEFAULT_MODULE, ProbeConfig
 from exporter.expose import metrics as m
-from exporter.exposition import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.poll.history import NodeResult, describe
+from exporter.web.exposition import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE
 
 log = logging.getLogger("ledger_exporter")
 

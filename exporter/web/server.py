@@ -1,6 +1,6 @@
 """The exporter's HTTP endpoints: /metrics, the landing page, health, readiness and reload.
 
-Served by ``exporter.httpserver``: idle, stalled, slow or TLS-handshaking clients cost no
+Served by ``exporter.web.httpserver``: idle, stalled, slow or TLS-handshaking clients cost no
 thread and are closed after the time limits, so one client can never block the others. Every
 answer is a copy of bytes made once per snapshot, or as cheap as its own parameters make it;
 the work that can wait (bcrypt, a reload, a probe) is bounded in how many requests it holds.
@@ -17,21 +17,21 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from exporter.config.web import PasswordChecksBusyError, WebConfig
-from exporter.exposition import (
+from exporter.web.exposition import (
     OPENMETRICS_CONTENT_TYPE,
     TEXT_CONTENT_TYPE,
     Exposition,
     accepts_gzip,
     wants_openmetrics,
 )
-from exporter.httpserver import (
+from exporter.web.httpserver import (
     HTTPRequestHandler,
     ListenAddressError,
     ServerLimits,
     ThreadedHTTPServer,
     parse_listen_address,
 )
-from exporter.probe import TIMEOUT_HEADER, ProbeAnswer
+from exporter.web.probe import TIMEOUT_HEADER, ProbeAnswer
 
 log = logging.getLogger("ledger_exporter")
 
