@@ -1,5 +1,7 @@
 """The running exporter: wires config -> poller -> snapshot -> exposition -> HTTP server.
 
+``serve`` runs it as the ``ledger-exporter`` process until SIGTERM (SIGHUP reloads).
+
 It owns the current Exposition (swapped whole at the end of each cycle), readiness, and
 config reloads (``POST /-/reload`` or SIGHUP): a bad config keeps the old one running and sets
 ``ledger_exporter_config_last_reload_successful`` to 0 at once. Reloads are coalesced: one
@@ -8,14 +10,18 @@ runs at a time, at most one waits, at most one starts a second.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from http import HTTPStatus
+from types import FrameType
 
+from exporter import __version__
 from exporter.config.exporter import Config, load_config
 from exporter.config.schema import ConfigError
 from exporter.config.web import WebConfig, load_web_config
@@ -206,3 +212,58 @@ class Exporter:
             self._server.server_close()
         for thread in self._threads:
             thread.join(timeout=5)
+
+
+def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
+    config: Config,
+    config_path: str | None,
+    listen_address: str,
+    web: WebConfig | None,
+    web_config_path: str | None = None,
+    limits: ServerLimits | None = None,
+) -> int:
+    """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config)."""
+    allocator = Allocator.of_this_process()
+    allocator.tune()  # before the exporter's threads start: each may get an arena
+    exporter = Exporter(config, config_path, allocator=allocator)
+    try:
+        server = exporter.start(listen_address, web, web_config_path, limits)
+    except (OSError, ValueError) as error:
+        log.error(
+            "cannot listen", extra={"fields": {"address": listen_address, "error": str(error)}}
+        )
+        return 1
+    log.info(
+        "ledger-exporter started",
+        extra={
+            "fields": {
+                "version": __version__,
+                "address": listen_address,
+                "port": server.port,
+                "nodes": len(config.nodes),
+            }
+        },
+    )
+    stop = threading.Event()
+
+    def on_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    def on_reload(signum: int, frame: FrameType | None) -> None:
+        threading.Thread(target=_reload_quietly, args=(exporter,), daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_stop)
+    signal.signal(signal.SIGINT, on_stop)
+    signal.signal(signal.SIGHUP, on_reload)
+    while not stop.wait(1.0):
+        pass
+    log.info("shutting down")
+    exporter.stop()  # the engine ends every request still out: nothing is left to wait for
+    return 0
+
+
+def _reload_quietly(exporter: Exporter) -> None:
+    # ConfigError: already logged, the running config stays; ReloadPendingError: the reload
+    # already waiting reads the files after this signal.
+    with contextlib.suppress(ConfigError, ReloadPendingError):
+        exporter.reload()

@@ -11,7 +11,6 @@ import requests
 
 from exporter.config.exporter import load_config
 from exporter.config.watch import WatchConfig
-from exporter.demo import build_parser, demo_watch
 from exporter.model.readings import read_health
 from exporter.model.watch import (
     ContractReading,
@@ -24,6 +23,7 @@ from exporter.model.watch import (
 )
 from ledger_simulator import SimulatedNetwork
 from ledger_simulator.cli import build_parser as simulate_parser
+from ledger_simulator.demo import build_parser, demo_watch
 from tests.conftest import REPO, Clock
 
 

@@ -35,7 +35,7 @@ from exporter.flags import (
     positive_duration,
 )
 from exporter.logs import setup_logging
-from exporter.web.server import parse_listen_address
+from exporter.web.httpserver import parse_listen_address
 from ledger_simulator import SimulatedNetwork
 from ledger_simulator.errors import SimulatorError
 
