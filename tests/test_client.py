@@ -28,9 +28,10 @@ import pytest
 
 from exporter import __version__
 from exporter.config.exporter import NodeConfig, TlsConfig
-from exporter.poll.client import FetchError, NodeClient, ReadBudget, Reason, classify
+from exporter.poll.client import NodeClient, ReadBudget, classify
 from exporter.poll.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine, TransferError
 from exporter.poll.node import Countdown
+from exporter.poll.results import FetchError, Reason
 
 CAP = 1000
 

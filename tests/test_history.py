@@ -10,8 +10,8 @@ from exporter.bounds import Bounds, DropKind
 from exporter.config.exporter import NodeConfig
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus
-from exporter.poll.client import FetchError, Reason
-from exporter.poll.history import ChainResult, History, NodeResult
+from exporter.poll.history import History
+from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from tests.conftest import chain_doc, health_doc
 
 

@@ -16,8 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter.config.exporter import NodeConfig, TlsConfig
 from exporter.config.probe import ProbeConfig, ProbeModule
 from exporter.model.readings import read_chain, read_health
-from exporter.poll.client import FetchError, Reason
-from exporter.poll.history import ChainResult, NodeResult
+from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from exporter.web.probe import (
     TIMEOUT_MARGIN_SECONDS,
     Prober,

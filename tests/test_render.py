@@ -22,7 +22,8 @@ from exporter.expose.render import (
 from exporter.model.readings import ChainReading, read_chain, read_health
 from exporter.model.snapshot import ErrorCounts, Snapshot
 from exporter.model.watch import WatchKind, WatchRequest, read_answer
-from exporter.poll.history import ChainResult, History, NodeResult, WatchResult
+from exporter.poll.history import History
+from exporter.poll.results import ChainResult, NodeResult, WatchResult
 from exporter.poll.watch import watch_status
 from exporter.web.landing import landing_page
 from tests.test_collector import CASES, GOLDEN, poll_golden_case

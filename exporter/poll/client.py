@@ -14,7 +14,6 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from enum import Enum
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -29,26 +28,7 @@ from exporter.poll.engine import (
     Response,
     TransferError,
 )
-
-
-class Reason(Enum):
-    """Why a request failed: the ``reason`` label of ``ledger_node_scrape_errors_total``."""
-
-    TIMEOUT = "timeout"
-    CONNECTION = "connection"
-    HTTP_STATUS = "http_status"
-    INVALID_JSON = "invalid_json"
-    INVALID_RESPONSE = "invalid_response"
-    TOO_LARGE = "too_large"
-
-
-class FetchError(Exception):
-    """A request to a node failed; ``reason`` classifies it, the message explains it."""
-
-    def __init__(self, reason: Reason, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail
+from exporter.poll.results import FetchError, Reason
 
 
 class ReadBudget:

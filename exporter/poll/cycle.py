@@ -21,10 +21,11 @@ from exporter.config.exporter import Config, NodeConfig
 from exporter.model.network import NetworkView, network_view, observe
 from exporter.model.readings import Shared
 from exporter.model.snapshot import NodeStatus, Snapshot
-from exporter.poll.client import FetchError, NodeClient, Reason
+from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
-from exporter.poll.history import History, NodeResult
+from exporter.poll.history import History
 from exporter.poll.node import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll, failed_node
+from exporter.poll.results import FetchError, NodeResult, Reason
 from exporter.poll.watch import watch_status
 
 log = logging.getLogger("ledger_exporter")

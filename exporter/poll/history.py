@@ -13,11 +13,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from exporter.bounds import SETTINGS, DropKind, Dropped
-from exporter.config.exporter import NodeConfig
-from exporter.model.readings import ChainReading, HealthReading
+from exporter.model.readings import HealthReading
 from exporter.model.snapshot import ChainStatus, ErrorCounts, NodeStatus
-from exporter.model.watch import ContractReading, Reading, WalletReading, WatchRequest
-from exporter.poll.client import FetchError, Reason
+from exporter.model.watch import ContractReading, WalletReading
+from exporter.poll.results import (
+    ChainResult,
+    FetchError,
+    NodeResult,
+    Reason,
+    WatchResult,
+    describe,
+)
 
 ENDPOINTS = ("health", "blockchain")
 #: No value dropped yet: one tuple shared by every node within its bounds.
@@ -28,54 +34,6 @@ _UNREADABLE_IDS = FetchError(Reason.INVALID_RESPONSE, "blockchain ids UTF-8 cann
 _ERROR_KEYS = tuple((endpoint, reason.value) for endpoint in ENDPOINTS for reason in Reason)
 
 log = logging.getLogger("ledger_exporter")
-
-
-@dataclass(slots=True)
-class ChainResult:
-    """One chain request's outcome in this cycle."""
-
-    blockchain: str
-    reading: ChainReading | None = None
-    error: FetchError | None = None
-    requested: bool = True  # False for configured chains of a node whose /health failed
-    block_height: int | None = None  # the checkpoint whose block was asked for, if any
-    block_hash: str | None = None
-    block_error: FetchError | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class WatchResult:
-    """One watch request's outcome in this cycle; neither reading nor error while it is out."""
-
-    request: WatchRequest
-    reading: Reading | None = None
-    error: FetchError | None = None
-
-    @property
-    def ended(self) -> bool:
-        """The request has an answer or has failed."""
-        return self.reading is not None or self.error is not None
-
-    def late(self, error: FetchError) -> WatchResult:
-        """This request, failed with ``error`` (it had no answer by the deadline)."""
-        return WatchResult(self.request, None, error)
-
-
-@dataclass(slots=True)
-class NodeResult:
-    """One node's poll outcome in this cycle."""
-
-    node: NodeConfig
-    health: HealthReading | None
-    error: FetchError | None
-    chains: list[ChainResult]
-    duration: float
-    unpolled_chains: int = 0  # listed by /health beyond max_blockchains_per_node
-    watch: list[WatchResult] = field(default_factory=list)  # in plan order
-
-
-def describe(error: FetchError | None) -> str | None:
-    return None if error is None else f"{error.reason.value}: {error.detail}"
 
 
 class _Layout:

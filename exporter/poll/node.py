@@ -23,14 +23,13 @@ from exporter.config.exporter import NodeConfig
 from exporter.config.watch import WatchConfig
 from exporter.model.readings import (
     HealthReading,
-    InvalidResponseError,
     Shared,
     read_block_hash,
     read_chain,
     read_health,
 )
-from exporter.poll.client import FetchError, NodeClient, NotSentError, Query, ReadBudget, Reason
-from exporter.poll.history import ChainResult, NodeResult
+from exporter.poll.client import NodeClient, NotSentError, Query, ReadBudget
+from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason, as_fetch_error
 from exporter.poll.watch import WatchPoll
 
 log = logging.getLogger("ledger_exporter")
@@ -123,7 +122,7 @@ class NodePoll:
         self._shared = shared
         self._ended = ended
         self._bounds = bounds
-        self._watch = WatchPoll(watch, node.name, _as_fetch_error, bounds)
+        self._watch = WatchPoll(watch, node.name, bounds)
         self._chains_done = False
         self._client = client
         self._max_chains = max_chains
@@ -187,7 +186,7 @@ class NodePoll:
             chains = self.node.blockchains or health.blockchain_ids[: self._max_chains]
             watch = self._watch.plan(health.blockchain_ids)
         except Exception as failure:
-            self.health_failed(_as_fetch_error(failure, "/health"))
+            self.health_failed(as_fetch_error(failure, "/health"))
             return
         if not self.node.blockchains:
             self._unpolled = len(health.blockchain_ids) - len(chains)
@@ -231,7 +230,7 @@ class NodePoll:
             else:
                 value = read_chain(document, self._shared, self._bounds)
         except Exception as failure:
-            error = _as_fetch_error(failure, "the block" if block else "the chain status")
+            error = as_fetch_error(failure, "the block" if block else "the chain status")
         with self._lock:
             result = self._chains[chain]
             if block:
@@ -294,7 +293,7 @@ class _Counted:
         try:
             self._done(document, error)
         except Exception as failure:
-            self._done.fail(_as_fetch_error(failure, self._done.what))
+            self._done.fail(as_fetch_error(failure, self._done.what))
 
 
 class _HealthAnswer:
@@ -337,16 +336,3 @@ def failed_node(node: NodeConfig, error: FetchError, duration: float) -> NodeRes
     chain_error = FetchError(error.reason, "the node's /health could not be read")
     chains = [ChainResult(c, None, chain_error, requested=False) for c in node.blockchains or ()]
     return NodeResult(node, None, error, chains, duration)
-
-
-def _as_fetch_error(error: Exception, what: str) -> FetchError:
-    """A fresh error without a traceback: a traceback keeps the request's frames, and with
-    them a refused body of up to max_response_bytes, alive until the next GC. An unexpected
-    error is logged with its traceback and named by type only (its message may quote the
-    node's answer)."""
-    if isinstance(error, FetchError):
-        return FetchError(error.reason, error.detail)
-    if isinstance(error, InvalidResponseError):
-        return FetchError(Reason.INVALID_RESPONSE, str(error))
-    log.error("unexpected failure while reading %s", what, exc_info=error)
-    return FetchError(Reason.INVALID_RESPONSE, f"unexpected {type(error).__name__} reading {what}")

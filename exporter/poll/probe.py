@@ -18,8 +18,8 @@ from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.config.exporter import NodeConfig
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
-from exporter.poll.history import NodeResult
 from exporter.poll.node import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll
+from exporter.poll.results import NodeResult
 
 #: Idle connections kept for targets (a probe-only exporter polls nodes it is not told of).
 TARGET_CONNECTIONS = 64

@@ -21,8 +21,7 @@ from exporter.model.watch import (
     read_answer,
     watched_object,
 )
-from exporter.poll.client import FetchError
-from exporter.poll.history import NodeResult, WatchResult
+from exporter.poll.results import FetchError, NodeResult, WatchResult, as_fetch_error
 
 
 class WatchPoll:
@@ -32,13 +31,11 @@ class WatchPoll:
         self,
         watch: WatchConfig,
         node: str,
-        as_error: Callable[[Exception, str], FetchError],
         bounds: Bounds = DEFAULT_BOUNDS,
     ) -> None:
         self._watch = watch
         self._node = node
         self._bounds = bounds
-        self._as_error = as_error  # a fresh FetchError for any failure (and what was read)
         self._lock = threading.Lock()
         self._results: dict[WatchRequest, WatchResult] = {}
 
@@ -61,7 +58,7 @@ class WatchPoll:
                 raise error
             result = WatchResult(request, read_answer(request, document, self._bounds))
         except Exception as failure:
-            result = WatchResult(request, None, self._as_error(failure, _what(request)))
+            result = WatchResult(request, None, as_fetch_error(failure, _what(request)))
         self._keep(result)
 
     def failed(self, request: WatchRequest, error: FetchError) -> None:

@@ -27,7 +27,7 @@ from exporter.config.exporter import NodeConfig
 from exporter.config.probe import DEFAULT_MODULE, ProbeConfig
 from exporter.expose import metrics as m
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
-from exporter.poll.history import NodeResult, describe
+from exporter.poll.results import NodeResult, describe
 from exporter.web.exposition import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE
 
 log = logging.getLogger("ledger_exporter")
