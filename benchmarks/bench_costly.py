@@ -129,7 +129,8 @@ class costly_server:  # noqa: N801 (a context manager, like contextlib's)
 
 def worker(p: dict[str, Any]) -> None:
     """The scenario's cycles; one JSON line."""
-    from exporter.config.exporter import Config, NodeConfig  # noqa: PLC0415 (worker only)
+    from exporter.config.exporter import Config  # noqa: PLC0415 (worker only)
+    from exporter.config.nodes import NodeConfig  # noqa: PLC0415 (worker only)
     from exporter.poll.cycle import Poller  # noqa: PLC0415
 
     logging.getLogger("ledger_exporter").setLevel(logging.CRITICAL)

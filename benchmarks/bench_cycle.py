@@ -114,7 +114,8 @@ def describe(args: argparse.Namespace) -> str:
 
 def worker(p: dict[str, Any]) -> None:
     """Measure cycles, renders, memory and scrapes; print one JSON line and exit."""
-    from exporter.config.exporter import Config, NodeConfig  # noqa: PLC0415 (worker only)
+    from exporter.config.exporter import Config  # noqa: PLC0415 (worker only)
+    from exporter.config.nodes import NodeConfig  # noqa: PLC0415 (worker only)
     from exporter.poll.cycle import Poller  # noqa: PLC0415
 
     logging.getLogger("ledger_exporter").setLevel(logging.ERROR)

@@ -218,7 +218,7 @@ def trimmed_rss() -> float:
 
 def build_nodes(p: dict[str, Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """Healthy simulator nodes and the scenario's faulty nodes, as NodeConfigs."""
-    from exporter.config.exporter import NodeConfig  # noqa: PLC0415
+    from exporter.config.nodes import NodeConfig  # noqa: PLC0415
 
     urls = {name: info["url"] for name, info in fetch_nodes(p["admin"]).items()}
     healthy = tuple(NodeConfig(name, urls[name]) for name in p["pools"]["healthy"])

@@ -25,7 +25,8 @@ from types import FrameType
 import yaml
 
 from exporter.app import Exporter
-from exporter.config.exporter import Config, NodeConfig
+from exporter.config.exporter import Config
+from exporter.config.nodes import NodeConfig
 from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
 from exporter.flags import (
     Parser,

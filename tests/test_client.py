@@ -27,7 +27,7 @@ import pycurl
 import pytest
 
 from exporter import __version__
-from exporter.config.exporter import NodeConfig, TlsConfig
+from exporter.config.nodes import NodeConfig, TlsConfig
 from exporter.poll.client import NodeClient, ReadBudget, classify
 from exporter.poll.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine, TransferError
 from exporter.poll.node import Countdown

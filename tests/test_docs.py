@@ -7,7 +7,8 @@ import re
 import pytest
 
 from exporter.cli import build_parser
-from exporter.config.exporter import _NODE_KEYS, _TOP_KEYS
+from exporter.config.exporter import _TOP_KEYS
+from exporter.config.nodes import NODE_KEYS
 from exporter.expose import metrics
 from tests.conftest import REPO
 
@@ -37,6 +38,6 @@ def test_every_flag_is_documented(flag: str) -> None:
     assert f"`{flag}`" in README
 
 
-@pytest.mark.parametrize("key", list(_TOP_KEYS) + [f"nodes[].{key}" for key in _NODE_KEYS])
+@pytest.mark.parametrize("key", list(_TOP_KEYS) + [f"nodes[].{key}" for key in NODE_KEYS])
 def test_every_config_key_is_documented(key: str) -> None:
     assert f"| `{key}` |" in README

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from exporter.bounds import Bounds, DropKind
-from exporter.config.exporter import NodeConfig
+from exporter.config.nodes import NodeConfig
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus
 from exporter.poll.history import History

@@ -12,7 +12,8 @@ from typing import Any, cast
 
 import pytest
 
-from exporter.config.exporter import Config, NetworkChecks, NodeConfig
+from exporter.config.exporter import Config, NetworkChecks
+from exporter.config.nodes import NodeConfig
 from exporter.model.readings import read_chain
 from exporter.model.snapshot import NodeStatus, Snapshot
 from exporter.poll.client import NodeClient

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.config.exporter import NodeConfig, TlsConfig
+from exporter.config.nodes import NodeConfig, TlsConfig
 from exporter.config.probe import ProbeConfig, ProbeModule
 from exporter.model.readings import read_chain, read_health
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from exporter.config.exporter import NodeConfig, load_config
+from exporter.config.exporter import load_config
+from exporter.config.nodes import NodeConfig
 from exporter.poll.probe import EngineProber
 from exporter.web.probe import probe_status, render_probe
 from tests.conftest import TESTDATA, FakeNode

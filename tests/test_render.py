@@ -11,7 +11,7 @@ from prometheus_client import exposition, openmetrics
 from prometheus_client.registry import CollectorRegistry
 
 from exporter.collector import snapshot_collectors
-from exporter.config.exporter import NodeConfig
+from exporter.config.nodes import NodeConfig
 from exporter.expose.render import (
     CHUNK_LINES,
     Renderer,

@@ -18,7 +18,8 @@ import bcrypt
 import pytest
 
 from exporter.app import Exporter
-from exporter.config.exporter import Config, NodeConfig, load_config
+from exporter.config.exporter import Config, load_config
+from exporter.config.nodes import NodeConfig
 from exporter.config.web import TlsServerConfig, WebConfig, load_web_config
 from exporter.web import landing
 from exporter.web.server import ExporterServer, ListenAddressError, parse_listen_address

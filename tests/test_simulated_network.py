@@ -25,7 +25,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import __version__
 from exporter.bounds import DropKind
-from exporter.config.exporter import Config, NodeConfig
+from exporter.config.exporter import Config
+from exporter.config.nodes import NodeConfig
 from exporter.expose import metrics
 from exporter.poll.cycle import Poller
 from exporter.watchcollector import SPECS as WATCH_SPECS

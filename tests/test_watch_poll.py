@@ -11,7 +11,8 @@ from prometheus_client import exposition, openmetrics
 from prometheus_client.registry import CollectorRegistry
 
 from exporter.collector import snapshot_collectors
-from exporter.config.exporter import Config, NetworkChecks, NodeConfig
+from exporter.config.exporter import Config, NetworkChecks
+from exporter.config.nodes import NodeConfig
 from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
 from exporter.expose.render import Renderer, openmetrics_format, text_format
 from exporter.model.snapshot import NodeStatus, Snapshot

@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.config.exporter import NodeConfig, TlsConfig, _CredentialReader, _Reader
+from exporter.config.nodes import NodeConfig, TlsConfig, read_node
+from exporter.config.schema import Reader
 from exporter.config.yamlsource import Path
 
 DEFAULT_MODULE = "default"
@@ -22,7 +23,6 @@ DEFAULT_MAX_IN_FLIGHT = 8
 #: free for /metrics, health checks and reloads however many probes run.
 MAX_IN_FLIGHT_CEILING = 12
 _PROBE_KEYS = ("allowed_targets", "modules", "max_in_flight")
-_MODULE_KEYS = ("headers", "basic_auth", "authorization", "tls_config", "blockchains")
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class ProbeConfig:
         return any(pattern.fullmatch(target) for pattern in self.allowed_targets)
 
 
-def read_probe(reader: _Reader, value: Any) -> ProbeConfig:
+def read_probe(reader: Reader, value: Any) -> ProbeConfig:
     """Validate the ``probe`` section, reporting problems through ``reader``."""
     path: Path = ("probe",)
     data = reader.mapping(value, path, _PROBE_KEYS, required=("allowed_targets",))
@@ -79,7 +79,7 @@ def read_probe(reader: _Reader, value: Any) -> ProbeConfig:
     return ProbeConfig(patterns, modules, in_flight)
 
 
-def _in_flight(reader: _Reader, value: Any, path: Path) -> int:
+def _in_flight(reader: Reader, value: Any, path: Path) -> int:
     bound = reader.positive_int(value, path)
     if bound > MAX_IN_FLIGHT_CEILING:
         reader.problem(
@@ -91,7 +91,7 @@ def _in_flight(reader: _Reader, value: Any, path: Path) -> int:
     return bound
 
 
-def _patterns(reader: _Reader, value: Any, path: Path) -> tuple[re.Pattern[str], ...]:
+def _patterns(reader: Reader, value: Any, path: Path) -> tuple[re.Pattern[str], ...]:
     if not isinstance(value, list) or not value:
         reader.problem(path, "must be a non-empty list of regular expressions")
         return ()
@@ -107,7 +107,7 @@ def _patterns(reader: _Reader, value: Any, path: Path) -> tuple[re.Pattern[str],
     return tuple(pattern for pattern in patterns if pattern.pattern)
 
 
-def _modules(reader: _Reader, value: Any, path: Path) -> tuple[tuple[str, ProbeModule], ...]:
+def _modules(reader: Reader, value: Any, path: Path) -> tuple[tuple[str, ProbeModule], ...]:
     if not isinstance(value, dict) or not value:
         reader.problem(path, "must be a mapping of module names to settings")
         return ()
@@ -120,21 +120,11 @@ def _modules(reader: _Reader, value: Any, path: Path) -> tuple[tuple[str, ProbeM
     return tuple(modules)
 
 
-def _module(reader: _Reader, value: Any, path: Path) -> ProbeModule:
+def _module(reader: Reader, value: Any, path: Path) -> ProbeModule:
     value = {} if value is None else value
     for key in ("name", "url"):
         if isinstance(value, dict) and key in value:
             reader.problem((*path, key), "comes with each probe (parameters node and target)")
             value = {k: v for k, v in value.items() if k != key}
-    data = reader.mapping(value, path, _MODULE_KEYS)
-    auth = _CredentialReader(reader, path)
-    basic_auth = auth.basic_auth(data.get("basic_auth"))
-    headers = auth.headers(data.get("headers"), data.get("authorization"))
-    if basic_auth and any(key.lower() == "authorization" for key, _ in headers):
-        reader.problem(path, "basic auth and an Authorization header cannot both be set")
-    return ProbeModule(
-        blockchains=reader.blockchains(data.get("blockchains"), (*path, "blockchains")),
-        headers=headers,
-        basic_auth=basic_auth,
-        tls=reader.tls(data.get("tls_config"), (*path, "tls_config")),
-    )
+    node = read_node(reader, value, path, named=False)
+    return ProbeModule(node.blockchains, node.headers, node.basic_auth, node.tls)

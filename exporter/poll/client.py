@@ -19,7 +19,7 @@ from urllib.parse import quote, urlsplit
 
 import pycurl
 
-from exporter.config.exporter import NodeConfig
+from exporter.config.nodes import NodeConfig
 from exporter.poll.engine import (
     NOT_SENT,
     SHUT_DOWN,

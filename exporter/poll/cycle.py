@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from exporter import __version__
-from exporter.config.exporter import Config, NodeConfig
+from exporter.config.exporter import Config
+from exporter.config.nodes import NodeConfig
 from exporter.model.network import NetworkView, network_view, observe
 from exporter.model.readings import Shared
 from exporter.model.snapshot import NodeStatus, Snapshot

@@ -28,7 +28,7 @@ from typing import Any
 import certifi
 import pycurl
 
-from exporter.config.exporter import TlsConfig
+from exporter.config.nodes import TlsConfig
 
 log = logging.getLogger("ledger_exporter")
 

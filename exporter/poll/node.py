@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
-from exporter.config.exporter import NodeConfig
+from exporter.config.nodes import NodeConfig
 from exporter.config.watch import WatchConfig
 from exporter.model.readings import (
     HealthReading,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from exporter import __version__
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
-from exporter.config.exporter import NodeConfig
+from exporter.config.nodes import NodeConfig
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
 from exporter.poll.node import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll

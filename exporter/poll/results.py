@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from enum import Enum
 
-from exporter.config.exporter import NodeConfig
+from exporter.config.nodes import NodeConfig
 from exporter.model.readings import ChainReading, HealthReading, InvalidResponseError
 from exporter.model.watch import Reading, WatchRequest
 

@@ -23,7 +23,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from exporter.collector import BlockchainCollector, NodeCollector
-from exporter.config.exporter import NodeConfig
+from exporter.config.nodes import NodeConfig
 from exporter.config.probe import DEFAULT_MODULE, ProbeConfig
 from exporter.expose import metrics as m
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
