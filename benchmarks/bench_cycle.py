@@ -186,9 +186,10 @@ def measure_cycle(poller: Any, sim_pid: int) -> dict[str, float]:
 
 def render(snapshot: Any) -> dict[str, float]:
     """Every body a scrape can ask for, each timed as the first scrape after a cycle pays it."""
+    from exporter.runtime import runtime_families  # noqa: PLC0415
     from exporter.web.exposition import Exposition  # noqa: PLC0415
 
-    exposition = Exposition(snapshot)
+    exposition = Exposition(snapshot, runtime=runtime_families)  # as the exporter serves it
     timings, bodies = {}, {}
     for key, openmetrics, gzipped in (
         ("text", False, False),

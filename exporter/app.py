@@ -30,7 +30,8 @@ from exporter.memory import Allocator
 from exporter.model.snapshot import Snapshot
 from exporter.poll.cycle import Poller
 from exporter.poll.probe import EngineProber
-from exporter.web.exposition import Exposition
+from exporter.runtime import runtime_families
+from exporter.web.exposition import Exposition, Variant
 from exporter.web.probe import ProbeAnswer, Prober, ProbeSlots
 from exporter.web.server import ExporterServer, ReloadPendingError, ServerLimits
 
@@ -91,7 +92,7 @@ class Exporter:
         self._reload_ok = True
         self._reloads = ReloadQueue()
         self._renderer = Renderer()  # one for the process: it keeps label strings across cycles
-        self._exposition = Exposition(Snapshot(), renderer=self._renderer)
+        self._exposition = self._exposed(Snapshot())
         self._ready = threading.Event()
         self._poller = Poller(config, self._publish, clock)
         self._probe_engine: EngineProber | None = None  # made once probe mode is configured
@@ -104,6 +105,11 @@ class Exporter:
     def exposition(self) -> Exposition:
         """What /metrics serves now."""
         return self._exposition
+
+    def _exposed(self, snapshot: Snapshot, asked: tuple[Variant, ...] = ()) -> Exposition:
+        """``snapshot`` as served, with the process's runtime families, rendered on demand
+        (or ahead for the ``asked`` variants)."""
+        return Exposition(snapshot, asked, self._renderer, runtime_families)
 
     def ready(self) -> bool:
         """True once the first polling cycle has finished."""
@@ -118,11 +124,11 @@ class Exporter:
             page = self._exposition.page_asked()
         # Rendering takes a while on big fleets: scrapes meanwhile get the previous snapshot.
         fresh = replace(snapshot, config_reload_ok=reload_ok)
-        exposition = Exposition(fresh, renderer=self._renderer).prepare(asked, page)
+        exposition = self._exposed(fresh).prepare(asked, page)
         with self._lock:
             if reload_ok != self._reload_ok:  # a reload finished while this one rendered
                 fresh = replace(snapshot, config_reload_ok=self._reload_ok)
-                exposition = Exposition(fresh, asked, self._renderer)
+                exposition = self._exposed(fresh, asked)
             self._exposition = exposition
         self._allocator.trim()  # the cycle's bodies and the previous snapshot are free now
         self._ready.set()
@@ -133,7 +139,7 @@ class Exporter:
                 return
             self._reload_ok = ok
             snapshot = replace(self._exposition.snapshot, config_reload_ok=ok)
-            self._exposition = Exposition(snapshot, self._exposition.asked_for(), self._renderer)
+            self._exposition = self._exposed(snapshot, self._exposition.asked_for())
 
     def reload(self) -> None:
         """Re-read the config file; on error keep the running config and raise ConfigError.

@@ -10,7 +10,6 @@ import pytest
 from prometheus_client import exposition, openmetrics
 from prometheus_client.registry import CollectorRegistry
 
-from exporter.collector import snapshot_collectors
 from exporter.config.exporter import Config, NetworkChecks
 from exporter.config.nodes import NodeConfig
 from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
@@ -19,6 +18,7 @@ from exporter.model.snapshot import NodeStatus, Snapshot
 from exporter.model.watch import ContractReading, StateReading, WalletReading, WatchKind
 from exporter.poll.cycle import Poller
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
+from tests.oracle import snapshot_collectors
 from tests.test_collector import poll_golden_case
 from tests.test_watch import GOLDEN, WATCH_CASES, render
 

@@ -1,7 +1,9 @@
-"""The metric catalogue: every family the exporter emits, with its type and HELP text.
+"""The metric catalogue: every family the exporter emits, its type and HELP text, and the
+order families are written in.
 
-One table is the source of truth for the collector, the README and the tests that check
-dashboards and alert rules only use metrics that exist (a rename breaks them loudly).
+One table is the source of truth for the writer (:mod:`exporter.expose.render`, for
+/metrics and /probe alike), the README and the tests that check dashboards and alert rules
+only use metrics that exist (a rename breaks them loudly).
 """
 
 from __future__ import annotations
@@ -208,16 +210,6 @@ NODE_POLLED_PEERS = _g(
     *_NODE,
 )
 
-#: The cross-node families, emitted by the network view rather than per node or chain.
-NETWORK_SPECS = (
-    NETWORK_CHECKPOINT_HEIGHT,
-    NETWORK_CHECKPOINT_HASHES,
-    CHAIN_CHECKPOINT_AGREES,
-    NETWORK_COUNCIL_VIEWS,
-    CHAIN_COUNCIL_AGREES,
-    NETWORK_PEER_PARTITIONS,
-    NODE_POLLED_PEERS,
-)
 # Only /probe answers these (blackbox_exporter's probe_success and probe_duration_seconds).
 PROBE_SUCCESS = _g("ledger_probe_success", "1 when the probed target's /health was read.")
 PROBE_DURATION = _g("ledger_probe_duration_seconds", "Wall time of the probe.")
@@ -284,9 +276,83 @@ WALLET_INFO = _g(
     "public_key",
 )
 
-ALL: tuple[MetricSpec, ...] = tuple(
-    value for value in list(globals().values()) if isinstance(value, MetricSpec)
+# --- The order families are written in: defined here once, for /metrics and /probe. ---
+
+#: The exporter's own state.
+EXPORTER_FAMILIES = (BUILD_INFO, CYCLE_DURATION, CONFIG_RELOAD_OK, DROPPED_VALUES)
+#: Each node's poll and ``GET /health`` (labels ``node`` and the node's static labels).
+NODE_FAMILIES = (
+    NODE_UP,
+    NODE_SCRAPE_DURATION,
+    NODE_SCRAPE_ERRORS,
+    NODE_LAST_SUCCESS,
+    NODE_INFO,
+    NODE_PEERS,
+    NODE_BLOCKCHAINS,
 )
+#: Each polled chain's ``GET /blockchains/{id}`` (labels ``node``, ``blockchain``).
+CHAIN_FAMILIES = (
+    CHAIN_UP,
+    CHAIN_HEIGHT,
+    CHAIN_BLOCKS_BEHIND,
+    CHAIN_HEIGHT_CHANGED,
+    CHAIN_LAST_MESSAGE,
+    CHAIN_PENDING_MESSAGES,
+    CHAIN_DELAYED_MESSAGES,
+    CHAIN_PENDING_TXS,
+    CHAIN_SYNCING,
+    CHAIN_IN_COUNCIL,
+    CHAIN_VOTING,
+    CHAIN_TIME_TO_VOTE,
+    CHAIN_COUNCIL_MEMBERS,
+    CHAIN_PEERS,
+    CHAIN_VOTE_SESSIONS,
+    CHAIN_VOTE_ROUND,
+    CHAIN_CONSENSUS,
+    CHAIN_MIN_MEMBERS,
+    CHAIN_CONSENSUS_TIMEOUT,
+    CHAIN_TX_MAX_TIME_TRIGGER,
+    CHAIN_TX_KARMA_THRESHOLD,
+    CHAIN_TX_MINT_THRESHOLD,
+    CHAIN_FEATURE,
+)
+#: The cross-node families, from the network view rather than per node or chain.
+NETWORK_FAMILIES = (
+    NETWORK_CHECKPOINT_HEIGHT,
+    NETWORK_CHECKPOINT_HASHES,
+    CHAIN_CHECKPOINT_AGREES,
+    NETWORK_COUNCIL_VIEWS,
+    CHAIN_COUNCIL_AGREES,
+    NETWORK_PEER_PARTITIONS,
+    NODE_POLLED_PEERS,
+)
+#: The watched contracts and wallets (labels ``node``, ``blockchain``, ``contract``/``wallet``).
+WATCH_FAMILIES = (
+    CONTRACT_UP,
+    CONTRACT_STATUS,
+    CONTRACT_VERSION,
+    CONTRACT_INFO,
+    CONTRACT_STATE_UP,
+    CONTRACT_STATE_VERSION,
+    CONTRACT_STATE_VALUE,
+    WALLET_UP,
+    WALLET_ENABLED,
+    WALLET_SATELLITES,
+    WALLET_PERMISSION,
+    WALLET_INFO,
+)
+#: Families that only /probe answers, never /metrics.
+PROBE_ONLY = (PROBE_SUCCESS, PROBE_DURATION)
+
+#: What /metrics writes, in this order.
+DAEMON_FAMILIES = (
+    EXPORTER_FAMILIES + NODE_FAMILIES + CHAIN_FAMILIES + NETWORK_FAMILIES + WATCH_FAMILIES
+)
+#: What /probe writes, in this order: the daemon's families of one node and its chains (no
+#: history, no other nodes), then the probe's own.
+PROBE_FAMILIES = NODE_FAMILIES + CHAIN_FAMILIES + PROBE_ONLY
+#: Every family the exporter emits, each once.
+ALL: tuple[MetricSpec, ...] = DAEMON_FAMILIES + PROBE_ONLY
 
 #: Families added by client_python's standard process, platform and GC collectors.
 RUNTIME_SAMPLE_NAMES = frozenset(
@@ -303,10 +369,6 @@ RUNTIME_SAMPLE_NAMES = frozenset(
         "python_gc_collections_total",
     }
 )
-
-
-#: Families that only /probe answers, never /metrics.
-PROBE_ONLY = (PROBE_SUCCESS, PROBE_DURATION)
 
 
 def sample_names() -> frozenset[str]:

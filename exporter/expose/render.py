@@ -1,4 +1,9 @@
-"""The snapshot written straight into the text and OpenMetrics formats, without metric objects.
+"""The one writer of series: a snapshot straight into the text and OpenMetrics formats.
+
+Both /metrics and /probe are written here, in the catalogue's order
+(:data:`~exporter.expose.metrics.DAEMON_FAMILIES`,
+:data:`~exporter.expose.metrics.PROBE_FAMILIES`), so a probe's series are the daemon's for
+the same answers by construction.
 
 client_python builds a Metric and a Sample per value and formats every label set again each
 time (7-18 us a sample). Here the families are written one at a time, straight from the
@@ -7,47 +12,54 @@ snapshot, their sample lines formatted once for both formats and handed out
 sample. The label strings of nodes and chains (shared by ~25 families each) are kept while
 a node's name, labels and chains stay the same; the rarer ones (error counters, info,
 consensus, features) are filled into templates shared by every node with the same label
-names. ``tests/test_render.py`` checks the bytes equal client_python's for the same snapshot.
+names. ``tests/test_render.py`` checks the bytes equal client_python's for the same snapshot
+(``tests/oracle.py``: client_python's collectors over the same snapshots).
 """
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
-
-from prometheus_client.utils import floatToGoString
 
 from exporter import __version__
 from exporter.bounds import DropKind
-from exporter.collector import (
-    BlockchainCollector,
-    ExporterCollector,
-    NetworkCollector,
-    NodeCollector,
-)
 from exporter.expose import metrics as m
 from exporter.expose.labels import NodeLabels, Templates, escape, label_string
 from exporter.expose.metrics import MetricSpec
-from exporter.model.readings import CHAIN_GAUGE_SPECS
+from exporter.expose.watch import watch_samples
+from exporter.model.readings import ChainGauge
 from exporter.model.snapshot import NodeStatus, Snapshot
 from exporter.model.watch import WatchStatus
-from exporter.watchcollector import WatchCollector, watch_samples
 
-#: Family order, as the collectors (and so client_python) emit them.
-_ORDER = (
-    ExporterCollector.SPECS
-    + NodeCollector.SPECS
-    + BlockchainCollector.SPECS
-    + NetworkCollector.SPECS
-    + WatchCollector.SPECS
-)
 #: Sample lines written at a time: a family of 18 000 series (the error counters of 1000
 #: nodes) is never held whole, only ~64 KiB of its text.
 CHUNK_LINES = 512
 
-#: Each chain gauge's position in ChainReading.values.
-_GAUGE_POSITIONS = {spec: position for position, spec in enumerate(CHAIN_GAUGE_SPECS)}
+#: The family of each plain gauge of a chain reading.
+CHAIN_GAUGE_FAMILIES: Mapping[ChainGauge, MetricSpec] = {
+    ChainGauge.HEIGHT: m.CHAIN_HEIGHT,
+    ChainGauge.LAST_MESSAGE: m.CHAIN_LAST_MESSAGE,
+    ChainGauge.PENDING_MESSAGES: m.CHAIN_PENDING_MESSAGES,
+    ChainGauge.DELAYED_MESSAGES: m.CHAIN_DELAYED_MESSAGES,
+    ChainGauge.PENDING_TRANSACTIONS: m.CHAIN_PENDING_TXS,
+    ChainGauge.SYNCING: m.CHAIN_SYNCING,
+    ChainGauge.IN_COUNCIL: m.CHAIN_IN_COUNCIL,
+    ChainGauge.VOTING: m.CHAIN_VOTING,
+    ChainGauge.TIME_TO_VOTE: m.CHAIN_TIME_TO_VOTE,
+    ChainGauge.COUNCIL_MEMBERS: m.CHAIN_COUNCIL_MEMBERS,
+    ChainGauge.PEERS: m.CHAIN_PEERS,
+    ChainGauge.VOTE_SESSIONS: m.CHAIN_VOTE_SESSIONS,
+    ChainGauge.MIN_MEMBERS: m.CHAIN_MIN_MEMBERS,
+    ChainGauge.CONSENSUS_TIMEOUT: m.CHAIN_CONSENSUS_TIMEOUT,
+    ChainGauge.TX_MAX_TIME_TRIGGER: m.CHAIN_TX_MAX_TIME_TRIGGER,
+    ChainGauge.TX_KARMA_THRESHOLD: m.CHAIN_TX_KARMA_THRESHOLD,
+    ChainGauge.TX_MINT_THRESHOLD: m.CHAIN_TX_MINT_THRESHOLD,
+    ChainGauge.VOTE_ROUND: m.CHAIN_VOTE_ROUND,
+}
+#: Each chain gauge family's position in ChainReading.values.
+_GAUGE_POSITIONS = {spec: int(gauge) for gauge, spec in CHAIN_GAUGE_FAMILIES.items()}
 #: Each DropKind's ``kind`` label value, as with_labels takes it.
 _DROP_KINDS = tuple((kind.value,) for kind in DropKind)
 #: One family's series: (label string, value); a None value gives no sample.
@@ -75,11 +87,20 @@ class Renderer:
         with self._lock:
             return sum(1 + len(node.chains) for node in self._nodes.values())
 
-    def write(self, snapshot: Snapshot, sink: FamilySink) -> None:
-        """Every non-empty family of ``snapshot`` into ``sink``, in the collectors' order."""
+    def write(
+        self,
+        snapshot: Snapshot,
+        sink: FamilySink,
+        families: Sequence[MetricSpec] = m.DAEMON_FAMILIES,
+        values: Mapping[MetricSpec, float] | None = None,
+    ) -> None:
+        """Every non-empty one of ``families`` of ``snapshot`` into ``sink``, in that order;
+        ``values`` holds the sample of each unlabelled family the snapshot does not (a probe's
+        success and duration)."""
         with self._lock:
-            render = _Render(snapshot, self._node_labels(snapshot.nodes), self._templates)
-            for spec in _ORDER:
+            nodes = self._node_labels(snapshot.nodes)
+            render = _Render(snapshot, nodes, self._templates, values or {})
+            for spec in families:
                 started = False
                 for chunk in _chunks(spec.name, render.series(spec)):
                     if not started:
@@ -102,9 +123,26 @@ class Renderer:
         return fresh
 
 
+def go_float(value: float) -> str:
+    """A sample value as the Prometheus clients write it (client_python's floatToGoString):
+    ``+Inf``, ``-Inf`` or ``NaN``; else Python's shortest repr, in Go's exponent form for
+    positive values from 1e7 on (``1.7e+09``), where Go switches sooner than Python."""
+    value = float(value)  # counters are ints
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if math.isnan(value):
+        return "NaN"
+    text = repr(value)
+    dot = text.find(".")
+    if value > 0 and dot > 6:
+        mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1 :]}".rstrip("0.")
+        return f"{mantissa}e+{dot - 1:02d}"
+    return text
+
+
 def _chunks(name: str, series: Series) -> Iterator[bytes]:
     """The sample lines of ``series`` (the same in both formats), CHUNK_LINES at a time."""
-    fmt: Callable[[float], str] = floatToGoString
+    fmt: Callable[[float], str] = go_float
     lines: list[str] = []
     for labels, value in series:
         if value is None:
@@ -125,11 +163,16 @@ class _Render:
     """One render of one snapshot: each family's series, produced when it is written."""
 
     def __init__(
-        self, snapshot: Snapshot, nodes: dict[str, NodeLabels], templates: Templates
+        self,
+        snapshot: Snapshot,
+        nodes: dict[str, NodeLabels],
+        templates: Templates,
+        values: Mapping[MetricSpec, float],
     ) -> None:
         self.snapshot = snapshot
         self.nodes = nodes
         self.templates = templates
+        self.values = values
         self.watch = _watch_series(snapshot.watch)  # few: gathered at once
         self._families: dict[MetricSpec, Callable[[], Series]] = {
             m.BUILD_INFO: self._build_info,
@@ -158,12 +201,14 @@ class _Render:
         }
 
     def series(self, spec: MetricSpec) -> Series:
-        """The family's series, in the order client_python's collectors add them."""
+        """The family's series: node by node in snapshot order, each node's chains in order."""
         family = self._families.get(spec)
         if family is not None:
             return family()
         if spec in _GAUGE_POSITIONS:
             return self._gauge(_GAUGE_POSITIONS[spec])
+        if spec in self.values:
+            return (("", self.values[spec]),)
         return self.watch.get(spec, ())
 
     def _build_info(self) -> Series:
@@ -281,7 +326,7 @@ def openmetrics_headers(spec: MetricSpec) -> str:
 
 
 class _Collected:
-    """A sink that keeps the whole text in one format (for tests and tools)."""
+    """A sink that keeps the whole text in one format (/probe's answers, tests and tools)."""
 
     def __init__(self, openmetrics_format: bool) -> None:
         self._headers = openmetrics_headers if openmetrics_format else text_headers
@@ -297,20 +342,36 @@ class _Collected:
         self.chunks[next(reversed(self.chunks))] += 1
 
 
-def _collect(renderer: Renderer, snapshot: Snapshot, openmetrics_format: bool) -> _Collected:
+def _collect(
+    renderer: Renderer,
+    snapshot: Snapshot,
+    openmetrics_format: bool,
+    families: Sequence[MetricSpec] = m.DAEMON_FAMILIES,
+    values: Mapping[MetricSpec, float] | None = None,
+) -> _Collected:
     sink = _Collected(openmetrics_format)
-    renderer.write(snapshot, sink)
+    renderer.write(snapshot, sink, families, values)
     return sink
 
 
-def text_format(renderer: Renderer, snapshot: Snapshot) -> bytes:
-    """The snapshot's families in the Prometheus text format 0.0.4."""
-    return b"".join(_collect(renderer, snapshot, openmetrics_format=False).parts)
+def text_format(
+    renderer: Renderer,
+    snapshot: Snapshot,
+    families: Sequence[MetricSpec] = m.DAEMON_FAMILIES,
+    values: Mapping[MetricSpec, float] | None = None,
+) -> bytes:
+    """The snapshot's ``families`` in the Prometheus text format 0.0.4."""
+    return b"".join(_collect(renderer, snapshot, False, families, values).parts)
 
 
-def openmetrics_format(renderer: Renderer, snapshot: Snapshot) -> bytes:
-    """The snapshot's families in OpenMetrics 1.0, without the closing ``# EOF``."""
-    return b"".join(_collect(renderer, snapshot, openmetrics_format=True).parts)
+def openmetrics_format(
+    renderer: Renderer,
+    snapshot: Snapshot,
+    families: Sequence[MetricSpec] = m.DAEMON_FAMILIES,
+    values: Mapping[MetricSpec, float] | None = None,
+) -> bytes:
+    """The snapshot's ``families`` in OpenMetrics 1.0, without the closing ``# EOF``."""
+    return b"".join(_collect(renderer, snapshot, True, families, values).parts)
 
 
 def chunk_counts(renderer: Renderer, snapshot: Snapshot) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """What a node's JSON answers mean, as frozen typed readings.
 
 Only values the node actually sent in a readable form make it into a reading (contract rule 1);
-everything else is left out, so the collector can never invent a sample.
+everything else is left out, so the writer can never invent a sample.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import struct
 import sys
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any, TypeVar
 
 from exporter.bounds import DEFAULT_BOUNDS, MAX_TEXT_CHARS, NOTHING_DROPPED, Bounds, Dropped
-from exporter.expose import metrics as m
 from exporter.values import (
     LabelTexts,
     is_text,
@@ -27,6 +27,29 @@ from exporter.values import (
     read_text,
     read_timestamp,
 )
+
+
+class ChainGauge(IntEnum):
+    """The plain gauges of a chain's status: each one's position in ChainReading.values."""
+
+    HEIGHT = 0  # blockHeight
+    LAST_MESSAGE = 1  # lastMessageTime
+    PENDING_MESSAGES = 2  # pendingMessagesCount
+    DELAYED_MESSAGES = 3  # delayedMessagesCount
+    PENDING_TRANSACTIONS = 4  # pendingTransactions
+    SYNCING = 5  # syncing
+    IN_COUNCIL = 6  # isInCouncil
+    VOTING = 7  # isVoting
+    TIME_TO_VOTE = 8  # isTimeToVote
+    COUNCIL_MEMBERS = 9  # councilMembers (how many)
+    PEERS = 10  # blockchainPeers (how many)
+    VOTE_SESSIONS = 11  # voteSessions (how many)
+    MIN_MEMBERS = 12  # consensus.minMembers
+    CONSENSUS_TIMEOUT = 13  # consensus.consensusTimeout
+    TX_MAX_TIME_TRIGGER = 14  # consensus.txMaxTimeTrigger
+    TX_KARMA_THRESHOLD = 15  # consensus.txKarmaThreshold
+    TX_MINT_THRESHOLD = 16  # consensus.txMintThreshold
+    VOTE_ROUND = 17  # the highest round among voteSessions
 
 
 class InvalidResponseError(ValueError):
@@ -54,9 +77,9 @@ class HealthReading:
 class ChainReading:
     """What ``GET /blockchains/{id}`` said: plain gauges, the consensus info and feature flags.
 
-    The gauges are one packed array (a float64 per :data:`CHAIN_GAUGE_SPECS`, NaN where the
-    node sent nothing readable; no reader returns NaN): at 3000 chains that is one object a
-    chain instead of ~18 tuples and floats, kept for two cycles.
+    The gauges are one packed array (a float64 per :class:`ChainGauge`, NaN where the node
+    sent nothing readable; no reader returns NaN): at 3000 chains that is one object a chain
+    instead of ~18 tuples and floats, kept for two cycles.
     """
 
     values: bytes
@@ -67,24 +90,24 @@ class ChainReading:
     dropped: Dropped = NOTHING_DROPPED  # feature flags and label values over the bounds
 
     @property
-    def gauges(self) -> tuple[tuple[m.MetricSpec, float], ...]:
-        """The gauges the node reported, as (spec, value) in :data:`CHAIN_GAUGE_SPECS` order."""
-        pairs = zip(CHAIN_GAUGE_SPECS, _VALUES.unpack(self.values), strict=True)
-        return tuple((spec, value) for spec, value in pairs if not math.isnan(value))
+    def gauges(self) -> tuple[tuple[ChainGauge, float], ...]:
+        """The gauges the node reported, as (gauge, value) in :class:`ChainGauge` order."""
+        pairs = zip(ChainGauge, _VALUES.unpack(self.values), strict=True)
+        return tuple((gauge, value) for gauge, value in pairs if not math.isnan(value))
 
     def gauge(self, position: int) -> float | None:
-        """The gauge at ``position`` in :data:`CHAIN_GAUGE_SPECS`; None when not reported."""
+        """The gauge at ``position`` (a :class:`ChainGauge`); None when not reported."""
         return _present(_ONE.unpack_from(self.values, 8 * position)[0])
 
     @property
     def height(self) -> float | None:
         """The block height, when the node reported a readable one."""
-        return self.gauge(_HEIGHT)
+        return self.gauge(ChainGauge.HEIGHT)
 
     @property
     def syncing(self) -> bool | None:
         """Whether the node says it is syncing; None unless it sent a JSON boolean."""
-        flag = self.gauge(_SYNCING)
+        flag = self.gauge(ChainGauge.SYNCING)
         return None if flag is None else flag == 1.0
 
 
@@ -127,36 +150,28 @@ def _vote_sessions(value: Any) -> float | None:
 
 _ABSENT = object()
 
-_CHAIN_GAUGES: tuple[tuple[m.MetricSpec, tuple[str, ...], Reader], ...] = (
-    (m.CHAIN_HEIGHT, ("blockHeight",), read_count),
-    (m.CHAIN_LAST_MESSAGE, ("lastMessageTime",), read_timestamp),
-    (m.CHAIN_PENDING_MESSAGES, ("pendingMessagesCount",), read_count),
-    (m.CHAIN_DELAYED_MESSAGES, ("delayedMessagesCount",), read_count),
-    (m.CHAIN_PENDING_TXS, ("pendingTransactions",), read_count),
-    (m.CHAIN_SYNCING, ("syncing",), read_bool),
-    (m.CHAIN_IN_COUNCIL, ("isInCouncil",), read_bool),
-    (m.CHAIN_VOTING, ("isVoting",), read_bool),
-    (m.CHAIN_TIME_TO_VOTE, ("isTimeToVote",), read_bool),
-    (m.CHAIN_COUNCIL_MEMBERS, ("councilMembers",), _list_length),
-    (m.CHAIN_PEERS, ("blockchainPeers",), _list_length),
-    (m.CHAIN_VOTE_SESSIONS, ("voteSessions",), _vote_sessions),
-    (m.CHAIN_MIN_MEMBERS, ("consensus", "minMembers"), read_count),
-    (m.CHAIN_CONSENSUS_TIMEOUT, ("consensus", "consensusTimeout"), read_duration),
-    (m.CHAIN_TX_MAX_TIME_TRIGGER, ("consensus", "txMaxTimeTrigger"), read_duration),
-    (m.CHAIN_TX_KARMA_THRESHOLD, ("consensus", "txKarmaThreshold"), read_number),
-    (m.CHAIN_TX_MINT_THRESHOLD, ("consensus", "txMintThreshold"), read_number),
+#: Where each gauge but the vote round is in a chain's status, and how it is read.
+_CHAIN_GAUGES: tuple[tuple[ChainGauge, tuple[str, ...], Reader], ...] = (
+    (ChainGauge.HEIGHT, ("blockHeight",), read_count),
+    (ChainGauge.LAST_MESSAGE, ("lastMessageTime",), read_timestamp),
+    (ChainGauge.PENDING_MESSAGES, ("pendingMessagesCount",), read_count),
+    (ChainGauge.DELAYED_MESSAGES, ("delayedMessagesCount",), read_count),
+    (ChainGauge.PENDING_TRANSACTIONS, ("pendingTransactions",), read_count),
+    (ChainGauge.SYNCING, ("syncing",), read_bool),
+    (ChainGauge.IN_COUNCIL, ("isInCouncil",), read_bool),
+    (ChainGauge.VOTING, ("isVoting",), read_bool),
+    (ChainGauge.TIME_TO_VOTE, ("isTimeToVote",), read_bool),
+    (ChainGauge.COUNCIL_MEMBERS, ("councilMembers",), _list_length),
+    (ChainGauge.PEERS, ("blockchainPeers",), _list_length),
+    (ChainGauge.VOTE_SESSIONS, ("voteSessions",), _vote_sessions),
+    (ChainGauge.MIN_MEMBERS, ("consensus", "minMembers"), read_count),
+    (ChainGauge.CONSENSUS_TIMEOUT, ("consensus", "consensusTimeout"), read_duration),
+    (ChainGauge.TX_MAX_TIME_TRIGGER, ("consensus", "txMaxTimeTrigger"), read_duration),
+    (ChainGauge.TX_KARMA_THRESHOLD, ("consensus", "txKarmaThreshold"), read_number),
+    (ChainGauge.TX_MINT_THRESHOLD, ("consensus", "txMintThreshold"), read_number),
 )
-
-
-#: The chain gauges in the order of ChainReading.values: the table's, then the vote round.
-CHAIN_GAUGE_SPECS: tuple[m.MetricSpec, ...] = (
-    *(spec for spec, _, _ in _CHAIN_GAUGES),
-    m.CHAIN_VOTE_ROUND,
-)
-_VALUES = struct.Struct(f"={len(CHAIN_GAUGE_SPECS)}d")
+_VALUES = struct.Struct(f"={len(ChainGauge)}d")
 _ONE = struct.Struct("=d")
-_HEIGHT = CHAIN_GAUGE_SPECS.index(m.CHAIN_HEIGHT)
-_SYNCING = CHAIN_GAUGE_SPECS.index(m.CHAIN_SYNCING)
 _NAN = math.nan
 
 
@@ -223,13 +238,15 @@ def read_chain(
         raise InvalidResponseError(
             f"the chain status is a JSON {type(body).__name__}, not an object"
         )
-    values: list[float] = []
-    for _, path, reader in _CHAIN_GAUGES:
+    values = [_NAN] * len(ChainGauge)
+    for gauge, path, reader in _CHAIN_GAUGES:
         raw = _lookup(body, path)
         value = reader(raw) if raw is not _ABSENT or reader is _vote_sessions else None
-        values.append(_NAN if value is None else value)
+        if value is not None:
+            values[gauge] = value
     vote_round = _highest_round(body.get("voteSessions"))
-    values.append(_NAN if vote_round is None else vote_round)
+    if vote_round is not None:
+        values[ChainGauge.VOTE_ROUND] = vote_round
     labels = LabelTexts(bounds.label_value_length)
     features, extra_features = _features(body.get("features"), bounds.features_per_chain, labels)
     council = _text_set(body.get("councilMembers"))

@@ -1,4 +1,4 @@
-"""The immutable result of one polling cycle: everything the collector and landing page show.
+"""The immutable result of one polling cycle: everything the writer and status page show.
 
 A snapshot is built once at the end of a cycle and swapped in whole, so a scrape never sees
 half a cycle and never causes a request to a node.

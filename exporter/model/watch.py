@@ -3,7 +3,7 @@
 Pure functions only, so they plug into whatever runs the requests: ``plan_requests`` says what
 to ask each node (from the config and the chains its /health listed), ``read_answer`` turns one
 decoded answer into a frozen reading, and ``WatchStatus`` gathers one cycle's readings for the
-collector. Only values a node sent in a readable form make it into a reading (contract rule 1).
+writer. Only values a node sent in a readable form make it into a reading (contract rule 1).
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ class WatchedObject:
 
 @dataclass(frozen=True)
 class WatchStatus:
-    """Every watch request of a cycle and its outcome, in plan order: what the collector
+    """Every watch request of a cycle and its outcome, in plan order: what the writer
     renders."""
 
     objects: tuple[WatchedObject, ...] = ()

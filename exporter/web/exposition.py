@@ -1,23 +1,17 @@
-"""A snapshot rendered to bytes once per cycle, not once per scrape.
+"""What the server answers for one snapshot, rendered once per cycle, not once per scrape.
 
 The exporter's own families are written directly by :mod:`exporter.expose.render` (their sample
-lines once for both formats); client_python renders only the runtime families (process,
-platform, GC). Each format and its gzip form is built on first request, or ahead of the
-swap for the variants scrapers asked before, and then served from memory. The status page
-(``/``) is kept the same way.
+lines once for both formats); the runtime families (process, platform, GC) come from
+``runtime`` (client_python's, wired by the app: :mod:`exporter.runtime`). Each format and its
+gzip form is built on first request, or ahead of the swap for the variants scrapers asked
+before, and then served from memory. The status page (``/``) is kept the same way.
 """
 
 from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterable
-
-from prometheus_client import exposition, openmetrics
-from prometheus_client.gc_collector import GCCollector
-from prometheus_client.platform_collector import PlatformCollector
-from prometheus_client.process_collector import ProcessCollector
-from prometheus_client.registry import Collector, CollectorRegistry
+from collections.abc import Callable
 
 from exporter.expose import render
 from exporter.expose.metrics import MetricSpec
@@ -46,17 +40,16 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
     return False
 
 
-class _RuntimeRegistry(CollectorRegistry):
-    """The process, platform and GC runtime metrics, rendered by client_python."""
-
-    def __init__(self) -> None:
-        super().__init__(auto_describe=False)
-        ProcessCollector(registry=self)
-        PlatformCollector(registry=self)
-        GCCollector(registry=self)
-
-
+#: The runtime families at this moment, in the text format and in OpenMetrics (without its
+#: ``# EOF``): called once per exposition, at its first render.
+RuntimeFamilies = Callable[[], tuple[bytes, bytes]]
 Variant = tuple[bool, bool]  # (OpenMetrics, gzip)
+OPENMETRICS_END = b"# EOF\n"
+
+
+def no_runtime_families() -> tuple[bytes, bytes]:
+    """No runtime families (an exposition made for a test or a tool)."""
+    return b"", b""
 
 
 class _Writer:
@@ -74,6 +67,8 @@ class _Writer:
 
     def finish(self, runtime: bytes) -> bytes:
         self.add(runtime)
+        if self.openmetrics:
+            self.add(OPENMETRICS_END)
         if self.packer:
             self.parts.append(self.packer.flush())
         return b"".join(self.parts)
@@ -102,10 +97,12 @@ class Exposition:
         snapshot: Snapshot,
         asked: tuple[Variant, ...] = (),
         renderer: Renderer | None = None,
+        runtime: RuntimeFamilies = no_runtime_families,
     ) -> None:
         self.snapshot = snapshot
         self._asked = asked  # variants asked of an earlier exposition, to render next time
         self._renderer = renderer or Renderer()  # shared across cycles: it caches label strings
+        self._runtime_families = runtime
         self._lock = threading.Lock()
         self._cache: dict[Variant, bytes] = {}
         self._runtime: dict[bool, bytes] = {}  # per format, so gzip and plain hold the same
@@ -159,16 +156,6 @@ class Exposition:
         writers = [_Writer(variant) for variant in variants]
         self._renderer.write(self.snapshot, _Writers(writers))
         if not self._runtime:
-            registry = _RuntimeRegistry()
-            self._runtime[False] = exposition.generate_latest(registry)
-            self._runtime[True] = openmetrics.exposition.generate_latest(registry)  # type: ignore[no-untyped-call]
+            self._runtime[False], self._runtime[True] = self._runtime_families()
         runtime = self._runtime
         return {v: w.finish(runtime[w.openmetrics]) for v, w in zip(variants, writers, strict=True)}
-
-
-def render_collectors(collectors: Iterable[Collector]) -> bytes:
-    """Text exposition of the given collectors (for tests and tools)."""
-    registry = CollectorRegistry(auto_describe=False)
-    for collector in collectors:
-        registry.register(collector)
-    return exposition.generate_latest(registry)

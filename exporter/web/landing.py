@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from html import escape
 
 from exporter import __version__
-from exporter.expose import metrics as m
 from exporter.model.network import NetworkView
-from exporter.model.readings import ChainReading
+from exporter.model.readings import ChainGauge, ChainReading
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 
 REFRESH_SECONDS = 10
@@ -65,10 +64,8 @@ def _chain_id(chain: str) -> str:
     return f'<code title="{escape(chain)}">{escape(short)}</code>'
 
 
-def _gauge(reading: ChainReading | None, spec: m.MetricSpec) -> float | None:
-    if reading is None:
-        return None
-    return next((value for gauge, value in reading.gauges if gauge is spec), None)
+def _gauge(reading: ChainReading | None, gauge: ChainGauge) -> float | None:
+    return None if reading is None else reading.gauge(gauge)
 
 
 def _number(value: float | None) -> str:
@@ -108,7 +105,7 @@ def _chain_problems(
     if chain.reading is None:
         return [f"chain down: {chain.error or 'no reading'}"]
     problems = list((notes or {}).get((node.name, chain.blockchain), []))
-    syncing = _gauge(chain.reading, m.CHAIN_SYNCING)
+    syncing = _gauge(chain.reading, ChainGauge.SYNCING)
     if chain.height_changed_at is not None and now - chain.height_changed_at > STALLED_SECONDS:
         problems.append(f"height unchanged for {_age(now - chain.height_changed_at)}")
     elif chain.blocks_behind is not None and chain.blocks_behind > BEHIND_BLOCKS and not syncing:
@@ -170,13 +167,13 @@ def _chain_row(node: NodeStatus, chain: ChainStatus, now: float, notes: Notes) -
     problems = _chain_problems(node, chain, now, notes)
     height = reading.height if reading else None
     changed = _ago(chain.height_changed_at, now) if chain.height_changed_at else "&mdash;"
-    council = _flag(_gauge(reading, m.CHAIN_IN_COUNCIL), "member")
-    members = _gauge(reading, m.CHAIN_COUNCIL_MEMBERS)
+    council = _flag(_gauge(reading, ChainGauge.IN_COUNCIL), "member")
+    members = _gauge(reading, ChainGauge.COUNCIL_MEMBERS)
     if members is not None:
         council += f" of {members:.0f}"
     numbers = (height, chain.blocks_behind)
-    texts = (changed, _flag(_gauge(reading, m.CHAIN_SYNCING)), council)
-    counts = (_gauge(reading, m.CHAIN_VOTE_ROUND), _gauge(reading, m.CHAIN_PEERS))
+    texts = (changed, _flag(_gauge(reading, ChainGauge.SYNCING)), council)
+    counts = (_gauge(reading, ChainGauge.VOTE_ROUND), _gauge(reading, ChainGauge.PEERS))
     problem = f'<span class="bad">{escape("; ".join(problems))}</span>' if problems else ""
     return (
         f"<tr{' class=problem' if problems else ''}><td>{escape(node.name)}</td>"

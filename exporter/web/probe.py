@@ -13,19 +13,15 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-from prometheus_client import exposition, openmetrics
-from prometheus_client.metrics_core import Metric
-from prometheus_client.registry import Collector, CollectorRegistry
-
-from exporter.collector import BlockchainCollector, NodeCollector
 from exporter.config.nodes import NodeConfig
 from exporter.config.probe import DEFAULT_MODULE, ProbeConfig
 from exporter.expose import metrics as m
+from exporter.expose import render
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.poll.results import NodeResult, describe
 from exporter.web.exposition import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE
@@ -127,23 +123,8 @@ def _checked_host(target: str) -> str:
     return parts.netloc if port is not None else f"{parts.netloc}:{default_port}"
 
 
-class _ProbeCollector(Collector):
-    """``ledger_probe_success`` and ``ledger_probe_duration_seconds`` of one probe."""
-
-    def __init__(self, success: bool, duration: float) -> None:
-        self._success = success
-        self._duration = duration
-
-    def collect(self) -> Iterator[Metric]:
-        success = 1.0 if self._success else 0.0
-        for spec, value in ((m.PROBE_SUCCESS, success), (m.PROBE_DURATION, self._duration)):
-            family = Metric(spec.name, spec.help, spec.kind.value)
-            family.add_sample(spec.name, {}, value)
-            yield family
-
-
 def probe_status(result: NodeResult) -> NodeStatus:
-    """One probe's node as the collectors read it: no history, so no counters, no last
+    """One probe's node as the writer reads it: no history, so no counters, no last
     success, no height-change time, and no blocks behind (that needs other nodes)."""
     chains = tuple(
         ChainStatus(chain.blockchain, chain.reading, describe(chain.error))
@@ -160,19 +141,16 @@ def probe_status(result: NodeResult) -> NodeStatus:
     )
 
 
-def render_probe(result: NodeResult, duration: float, openmetrics_format: bool) -> bytes:
-    """The probe's exposition: its node and chain series when /health was read, and always
-    its own success and duration (never an error text in the exposition)."""
-    registry = CollectorRegistry(auto_describe=False)
-    if result.health is not None:
-        snapshot = Snapshot(nodes=(probe_status(result),))
-        registry.register(NodeCollector(snapshot))
-        registry.register(BlockchainCollector(snapshot))
-    registry.register(_ProbeCollector(result.health is not None, duration))
-    if openmetrics_format:
-        body: bytes = openmetrics.exposition.generate_latest(registry)  # type: ignore[no-untyped-call]
-        return body
-    return exposition.generate_latest(registry)
+def render_probe(result: NodeResult, duration: float, openmetrics: bool) -> bytes:
+    """The probe's exposition, by the writer of /metrics: its node's and chains' families when
+    /health was read, and always its own success and duration (never an error text)."""
+    success = result.health is not None
+    snapshot = Snapshot(nodes=(probe_status(result),) if success else ())
+    values = {m.PROBE_SUCCESS: 1.0 if success else 0.0, m.PROBE_DURATION: duration}
+    if openmetrics:
+        body = render.openmetrics_format(render.Renderer(), snapshot, m.PROBE_FAMILIES, values)
+        return body + b"# EOF\n"
+    return render.text_format(render.Renderer(), snapshot, m.PROBE_FAMILIES, values)
 
 
 class ProbeSlots:

@@ -1,16 +1,10 @@
-"""The collector of the watch-list series: one WatchStatus in, metric families out.
+"""The watch-list series: one watched object's samples, as the writer writes them.
 
-The mapping from a watched object to samples is a pure function (``watch_samples``), so it
-can be re-plugged into any rendering; ``WatchCollector`` only gathers the samples into
-families, emitting none that would be empty.
+A pure function (``watch_samples``) of one object as one node answered: its ``_up``, then
+what its reading holds, ``_info`` only when the node sent one of its identity fields.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-
-from prometheus_client.metrics_core import Metric
-from prometheus_client.registry import Collector
 
 from exporter.expose import metrics as m
 from exporter.expose.metrics import MetricSpec
@@ -21,7 +15,6 @@ from exporter.model.watch import (
     WalletReading,
     WatchedObject,
     WatchKind,
-    WatchStatus,
 )
 
 Labels = dict[str, str]
@@ -31,9 +24,6 @@ _UP = {
     WatchKind.CONTRACT_STATE: m.CONTRACT_STATE_UP,
     WatchKind.WALLET: m.WALLET_UP,
 }
-SPECS = tuple(
-    spec for spec in m.ALL if spec.name.startswith(("ledger_contract_", "ledger_wallet_"))
-)
 
 
 def watch_samples(watched: WatchedObject) -> list[Sample]:
@@ -99,26 +89,3 @@ def _info(
     if all(value is None for value in fields.values()):
         return []
     return [(spec, {**labels, **{key: value or "" for key, value in fields.items()}}, 1.0)]
-
-
-class WatchCollector(Collector):
-    """Watched contracts and wallets (labels ``node``, ``blockchain``, ``contract``/``wallet``).
-
-    # TYPE ledger_contract_up gauge
-    # TYPE ledger_contract_status gauge  (label status; a state set)
-    # TYPE ledger_contract_state_value gauge  (label key)
-    # TYPE ledger_wallet_permission gauge  (labels group, permission)
-    ... and the other watch families of exporter/expose/metrics.py.
-    """
-
-    SPECS = SPECS
-
-    def __init__(self, status: WatchStatus) -> None:
-        self._status = status
-
-    def collect(self) -> Iterator[Metric]:
-        families = {spec: Metric(spec.name, spec.help, spec.kind.value) for spec in self.SPECS}
-        for watched in self._status.objects:
-            for spec, labels, value in watch_samples(watched):
-                families[spec].add_sample(spec.name, labels, value)
-        return (family for family in families.values() if family.samples)

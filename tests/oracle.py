@@ -1,22 +1,30 @@
-"""Prometheus collectors that turn one immutable Snapshot into metric families.
+"""client_python as the oracle of the exporter's one writer (``exporter/expose/render.py``).
 
-One collector class per API area, as in prometheus-pve-exporter; each only reads the snapshot,
-so collecting never touches a node. A value absent from the snapshot gives no sample.
+The package writes its series itself; these are client_python collectors over the same
+immutable Snapshot, one class per API area as in prometheus-pve-exporter, written apart from
+the writer (the watch series aside: both take their samples from
+``exporter.expose.watch.watch_samples``). The render tests compare the writer's bytes with
+client_python's exposition of these, for every golden snapshot, in both formats; the golden
+files say which mapping is right. A value absent from the snapshot gives no sample.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from prometheus_client import exposition, openmetrics
 from prometheus_client.metrics_core import Metric
-from prometheus_client.registry import Collector
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from exporter import __version__
 from exporter.bounds import DropKind
 from exporter.expose import metrics as m
 from exporter.expose.metrics import MetricSpec
+from exporter.expose.render import CHAIN_GAUGE_FAMILIES
+from exporter.expose.watch import watch_samples
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
-from exporter.watchcollector import WatchCollector
+from exporter.model.watch import WatchStatus
 
 Labels = dict[str, str]
 
@@ -140,7 +148,7 @@ class BlockchainCollector(Collector):
     SPECS = tuple(
         spec
         for spec in m.ALL
-        if spec.name.startswith("ledger_blockchain_") and spec not in m.NETWORK_SPECS
+        if spec.name.startswith("ledger_blockchain_") and spec not in m.NETWORK_FAMILIES
     )
 
     def __init__(self, snapshot: Snapshot) -> None:
@@ -160,8 +168,8 @@ class BlockchainCollector(Collector):
         reading = chain.reading
         if reading is None:
             return
-        for spec, value in reading.gauges:
-            families.add(spec, labels, value)
+        for gauge, value in reading.gauges:
+            families.add(CHAIN_GAUGE_FAMILIES[gauge], labels, value)
         families.add(m.CHAIN_BLOCKS_BEHIND, labels, chain.blocks_behind)
         families.add(m.CHAIN_HEIGHT_CHANGED, labels, chain.height_changed_at)
         if reading.consensus_type is not None or reading.key_type is not None:
@@ -186,7 +194,7 @@ class NetworkCollector(Collector):
     # TYPE ledger_node_polled_peers gauge  (label node)
     """
 
-    SPECS = m.NETWORK_SPECS
+    SPECS = m.NETWORK_FAMILIES
 
     def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot = snapshot
@@ -216,8 +224,48 @@ class NetworkCollector(Collector):
         return iter(families)
 
 
+class WatchCollector(Collector):
+    """Watched contracts and wallets (labels ``node``, ``blockchain``, ``contract``/``wallet``).
+
+    # TYPE ledger_contract_up gauge
+    # TYPE ledger_contract_status gauge  (label status; a state set)
+    # TYPE ledger_contract_state_value gauge  (label key)
+    # TYPE ledger_wallet_permission gauge  (labels group, permission)
+    ... and the other watch families of exporter/expose/metrics.py.
+    """
+
+    SPECS = tuple(
+        spec for spec in m.ALL if spec.name.startswith(("ledger_contract_", "ledger_wallet_"))
+    )
+
+    def __init__(self, status: WatchStatus) -> None:
+        self._status = status
+
+    def collect(self) -> Iterator[Metric]:
+        families = {spec: Metric(spec.name, spec.help, spec.kind.value) for spec in self.SPECS}
+        for watched in self._status.objects:
+            for spec, labels, value in watch_samples(watched):
+                families[spec].add_sample(spec.name, labels, value)
+        return (family for family in families.values() if family.samples)
+
+
+class ProbeCollector(Collector):
+    """``ledger_probe_success`` and ``ledger_probe_duration_seconds`` of one probe."""
+
+    def __init__(self, success: bool, duration: float) -> None:
+        self._success = success
+        self._duration = duration
+
+    def collect(self) -> Iterator[Metric]:
+        success = 1.0 if self._success else 0.0
+        for spec, value in ((m.PROBE_SUCCESS, success), (m.PROBE_DURATION, self._duration)):
+            family = Metric(spec.name, spec.help, spec.kind.value)
+            family.add_sample(spec.name, {}, value)
+            yield family
+
+
 def snapshot_collectors(snapshot: Snapshot) -> tuple[Collector, ...]:
-    """Every collector that together expose one snapshot."""
+    """Every collector that together expose one snapshot (/metrics without the runtime)."""
     return (
         ExporterCollector(snapshot),
         NodeCollector(snapshot),
@@ -225,3 +273,39 @@ def snapshot_collectors(snapshot: Snapshot) -> tuple[Collector, ...]:
         NetworkCollector(snapshot),
         WatchCollector(snapshot.watch),
     )
+
+
+def probe_collectors(snapshot: Snapshot, duration: float) -> tuple[Collector, ...]:
+    """What /probe exposes: the probed node's (the snapshot's one node, none when /health
+    could not be read) and its chains' families, then the probe's own."""
+    nodes: tuple[Collector, ...] = ()
+    if snapshot.nodes:
+        nodes = (NodeCollector(snapshot), BlockchainCollector(snapshot))
+    return (*nodes, ProbeCollector(bool(snapshot.nodes), duration))
+
+
+def render_collectors(collectors: Iterable[Collector], openmetrics_format: bool = False) -> bytes:
+    """client_python's exposition of ``collectors``; OpenMetrics without its ``# EOF``."""
+    registry = CollectorRegistry(auto_describe=False)
+    for collector in collectors:
+        registry.register(collector)
+    if openmetrics_format:
+        rendered: bytes = openmetrics.exposition.generate_latest(registry)  # type: ignore[no-untyped-call]
+        return rendered.removesuffix(b"# EOF\n")
+    return exposition.generate_latest(registry)
+
+
+class Samples:
+    """The samples of a text exposition, read back by client_python's parser, to look values
+    up as a registry's ``get_sample_value`` would."""
+
+    def __init__(self, text: bytes | str) -> None:
+        source = text.decode() if isinstance(text, bytes) else text
+        self._values = {
+            (sample.name, frozenset(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(source)
+            for sample in family.samples
+        }
+
+    def get_sample_value(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        return self._values.get((name, frozenset((labels or {}).items())))
