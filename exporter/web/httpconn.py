@@ -1,6 +1,6 @@
 """The pieces of one client connection for ``exporter.web.httpserver``: what has been read of it
-and what is left to send, the request head the server frames a body by, the handler base
-class (it reads from and writes to memory, never the socket) and the bounded thread pool.
+and what is left to send, the request head the server frames a body by, the in-memory file a
+handler writes its answer to, and the bounded thread pool. Nothing here knows the server.
 """
 
 from __future__ import annotations
@@ -14,11 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from exporter.web.httpserver import ThreadedHTTPServer
+from typing import Any
 
 log = logging.getLogger("ledger_exporter")
 
@@ -177,63 +173,6 @@ class AnswerWriter(io.BufferedIOBase):
 
     def writable(self) -> bool:
         return True
-
-
-class HTTPRequestHandler(BaseHTTPRequestHandler):
-    """Handles one complete request (head and body, read by the server) in memory."""
-
-    server: ThreadedHTTPServer  # type: ignore[assignment]  # not a socketserver.BaseServer
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # answers go out in pieces: none should wait for an ACK
-
-    def __init__(self, connection: Connection, server: ThreadedHTTPServer, request: bytes) -> None:
-        # Deliberately not BaseHTTPRequestHandler.__init__: the server drives one request.
-        self.client_address = connection.address
-        self.server = server
-        self.rfile = io.BytesIO(request)
-        self.wfile = self.answer = AnswerWriter()
-        self.close_connection = True
-        self._conn = connection
-
-    @classmethod
-    def body_limit(cls, method: str, path: str) -> int:
-        """The largest request body taken for ``method`` on ``path``; a longer one is refused
-        with 413 before anything of it is read (0: no body at all)."""
-        return DEFAULT_BODY_LIMIT
-
-    def admit(self) -> bool:
-        """Whether the body of this request, head parsed, may be read; False after writing the
-        refusal. Runs before the body arrives, in a handler thread (say, to check
-        credentials), and again as part of handling the complete request."""
-        return True
-
-    def admit_body(self) -> bool:
-        """Parse the head and run :meth:`admit`; the server reads the body only if True (and
-        then sends ``100 Continue`` if the client waits for it)."""
-        self.raw_requestline = self.rfile.readline(65537)
-        if not self.parse_request() or not self.admit():
-            return False
-        expects = self.headers.get("Expect", "").lower() == "100-continue"
-        if expects and self.request_version >= "HTTP/1.1":
-            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        return True
-
-    def handle_expect_100(self) -> bool:
-        """The server sends ``100 Continue`` itself, once the request is admitted."""
-        return True
-
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        """One debug line per request, structured."""
-        path = str(getattr(self, "path", "")).split("?")[0]  # unset for a garbage request line
-        fields = {"client": self._conn.peer, "method": self.command or "", "path": path}
-        log.debug("request", extra={"fields": {**fields, "status": str(code)}})
-
-    def log_error(self, format: str, *args: Any) -> None:
-        """http.server's complaints (bad request line) at debug, once per connection."""
-        self._conn.log_once("bad request", format % args)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug(format, *args)
 
 
 class Workers:

@@ -18,6 +18,7 @@ Shared by the exporter and the simulator (which may import from ``exporter``, no
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import selectors
 import socket
@@ -28,12 +29,14 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from exporter.web.httpconn import (
+    DEFAULT_BODY_LIMIT,
     READ_CHUNK,
+    AnswerWriter,
     Connection,
-    HTTPRequestHandler,
     RequestError,
     RequestHead,
     Workers,
@@ -65,6 +68,63 @@ def parse_listen_address(address: str) -> tuple[str, int]:
     if not sep or not (port.isascii() and port.isdigit()) or int(port) > 65535:
         raise ListenAddressError(f"listen address {address!r} must be host:port, e.g. :9877")
     return host.strip("[]"), int(port)
+
+
+class HTTPRequestHandler(BaseHTTPRequestHandler):
+    """Handles one complete request (head and body, read by the server) in memory."""
+
+    server: ThreadedHTTPServer  # type: ignore[assignment]  # not a socketserver.BaseServer
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # answers go out in pieces: none should wait for an ACK
+
+    def __init__(self, connection: Connection, server: ThreadedHTTPServer, request: bytes) -> None:
+        # Deliberately not BaseHTTPRequestHandler.__init__: the server drives one request.
+        self.client_address = connection.address
+        self.server = server
+        self.rfile = io.BytesIO(request)
+        self.wfile = self.answer = AnswerWriter()
+        self.close_connection = True
+        self._conn = connection
+
+    @classmethod
+    def body_limit(cls, method: str, path: str) -> int:
+        """The largest request body taken for ``method`` on ``path``; a longer one is refused
+        with 413 before anything of it is read (0: no body at all)."""
+        return DEFAULT_BODY_LIMIT
+
+    def admit(self) -> bool:
+        """Whether the body of this request, head parsed, may be read; False after writing the
+        refusal. Runs before the body arrives, in a handler thread (say, to check
+        credentials), and again as part of handling the complete request."""
+        return True
+
+    def admit_body(self) -> bool:
+        """Parse the head and run :meth:`admit`; the server reads the body only if True (and
+        then sends ``100 Continue`` if the client waits for it)."""
+        self.raw_requestline = self.rfile.readline(65537)
+        if not self.parse_request() or not self.admit():
+            return False
+        expects = self.headers.get("Expect", "").lower() == "100-continue"
+        if expects and self.request_version >= "HTTP/1.1":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        return True
+
+    def handle_expect_100(self) -> bool:
+        """The server sends ``100 Continue`` itself, once the request is admitted."""
+        return True
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """One debug line per request, structured."""
+        path = str(getattr(self, "path", "")).split("?")[0]  # unset for a garbage request line
+        fields = {"client": self._conn.peer, "method": self.command or "", "path": path}
+        log.debug("request", extra={"fields": {**fields, "status": str(code)}})
+
+    def log_error(self, format: str, *args: Any) -> None:
+        """http.server's complaints (bad request line) at debug, once per connection."""
+        self._conn.log_once("bad request", format % args)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug(format, *args)
 
 
 @dataclass(frozen=True)
