@@ -33,6 +33,9 @@ from exporter.model.readings import ChainGauge
 from exporter.model.snapshot import NodeStatus, Snapshot
 from exporter.model.watch import WatchStatus
 
+#: The two formats written, as the Content-Type of an answer names them.
+TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 #: Sample lines written at a time: a family of 18 000 series (the error counters of 1000
 #: nodes) is never held whole, only ~64 KiB of its text.
 CHUNK_LINES = 512

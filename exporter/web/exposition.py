@@ -19,9 +19,6 @@ from exporter.expose.render import Renderer
 from exporter.model.snapshot import Snapshot
 from exporter.web.landing import StatusPage
 
-TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
-
 
 def wants_openmetrics(accept: str | None) -> bool:
     """True when the Accept header lists OpenMetrics (Prometheus asks for it first)."""

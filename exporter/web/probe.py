@@ -24,7 +24,6 @@ from exporter.expose import metrics as m
 from exporter.expose import render
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.poll.results import NodeResult, describe
-from exporter.web.exposition import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE
 
 log = logging.getLogger("ledger_exporter")
 
@@ -218,5 +217,7 @@ class Prober:
             fields = {"node": node.name, "target": node.url, "error": describe(result.error)}
             log.debug("probe failed", extra={"fields": fields})
         body = render_probe(result, self._monotonic() - started, openmetrics_format)
-        content_type = OPENMETRICS_CONTENT_TYPE if openmetrics_format else TEXT_CONTENT_TYPE
+        content_type = (
+            render.OPENMETRICS_CONTENT_TYPE if openmetrics_format else render.TEXT_CONTENT_TYPE
+        )
         return ProbeAnswer(HTTPStatus.OK, body, content_type)

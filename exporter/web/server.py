@@ -17,9 +17,8 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from exporter.config.web import PasswordChecksBusyError, WebConfig
+from exporter.expose.render import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE
 from exporter.web.exposition import (
-    OPENMETRICS_CONTENT_TYPE,
-    TEXT_CONTENT_TYPE,
     Exposition,
     accepts_gzip,
     wants_openmetrics,
