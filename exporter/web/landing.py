@@ -24,9 +24,11 @@ from exporter.model.readings import ChainGauge, ChainReading
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 
 REFRESH_SECONDS = 10
-STALLED_SECONDS = 600  # LedgerBlockHeightStalled
-BEHIND_BLOCKS = 10  # LedgerNodeBehind
 SHORT_ID = 12  # chain ids longer than this are shortened to their first 8 characters
+#: The shipped alerts' thresholds (mixin/config.libsonnet; tests/test_landing.py ties them):
+STALLED_SECONDS = 600  # LedgerBlockHeightStalled: heightStalledSeconds
+BEHIND_BLOCKS = 10  # LedgerNodeBehind: blocksBehindThreshold
+PEERS_LOST = 0  # LedgerNodePeersLost: no peers at all
 
 _STYLE = (
     "body{font-family:sans-serif;margin:1.5em;color:#222}"
@@ -123,7 +125,7 @@ def _node_problems(node: NodeStatus, now: float, notes: Notes) -> list[_Problem]
         return [_Problem(node.name, None, f"{since}: {node.error or 'no answer'}")]
     problems = []
     peers = node.health.peer_count if node.health else None
-    if peers == 0:
+    if peers == PEERS_LOST:
         problems.append(_Problem(node.name, None, "no peers"))
     problems += [_Problem(node.name, None, text) for text in notes.get((node.name, ""), [])]
     for chain in node.chains:
@@ -150,7 +152,7 @@ def _node_row(node: NodeStatus, problems: list[_Problem], now: float) -> str:
     health = node.health
     state = '<span class="ok">up</span>' if node.up else '<span class="bad">down</span>'
     peers = health.peer_count if health else None
-    peer_class = " bad" if peers == 0 else ""
+    peer_class = " bad" if peers == PEERS_LOST else ""
     error = escape(node.error) if node.error else ""
     if node.error and node.last_success is not None:
         error += f" <small>(since last success, {_ago(node.last_success, now)})</small>"
