@@ -35,7 +35,6 @@ from exporter.web.httpserver import ServerLimits
 #: The entry point group of the sub-commands: each names a ``main(argv) -> int``.
 COMMANDS = "ledger_exporter.commands"
 
-
 #: What each flag that an environment variable may set defaults to.
 DEFAULTS: dict[str, str | float | None] = {
     "config_file": None,

@@ -167,6 +167,7 @@ def test_lone_surrogates_reach_no_output() -> None:
         1e-9,
         123456.0,
         999999.0,
+        1e6,
         1234567.0,
         9999999.5,
         1.7e9,

@@ -36,6 +36,8 @@ from exporter.model.watch import WatchStatus
 #: The two formats written, as the Content-Type of an answer names them.
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+#: How an OpenMetrics document ends (after the runtime families, if any).
+OPENMETRICS_END = b"# EOF\n"
 #: Sample lines written at a time: a family of 18 000 series (the error counters of 1000
 #: nodes) is never held whole, only ~64 KiB of its text.
 CHUNK_LINES = 512
@@ -129,7 +131,7 @@ class Renderer:
 def go_float(value: float) -> str:
     """A sample value as the Prometheus clients write it (client_python's floatToGoString):
     ``+Inf``, ``-Inf`` or ``NaN``; else Python's shortest repr, in Go's exponent form for
-    positive values from 1e7 on (``1.7e+09``), where Go switches sooner than Python."""
+    positive values from 1e6 on (``1.7e+09``), where Go switches sooner than Python."""
     value = float(value)  # counters are ints
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"

@@ -41,7 +41,6 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
 #: ``# EOF``): called once per exposition, at its first render.
 RuntimeFamilies = Callable[[], tuple[bytes, bytes]]
 Variant = tuple[bool, bool]  # (OpenMetrics, gzip)
-OPENMETRICS_END = b"# EOF\n"
 
 
 def no_runtime_families() -> tuple[bytes, bytes]:
@@ -65,7 +64,7 @@ class _Writer:
     def finish(self, runtime: bytes) -> bytes:
         self.add(runtime)
         if self.openmetrics:
-            self.add(OPENMETRICS_END)
+            self.add(render.OPENMETRICS_END)
         if self.packer:
             self.parts.append(self.packer.flush())
         return b"".join(self.parts)

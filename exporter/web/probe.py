@@ -148,7 +148,7 @@ def render_probe(result: NodeResult, duration: float, openmetrics: bool) -> byte
     values = {m.PROBE_SUCCESS: 1.0 if success else 0.0, m.PROBE_DURATION: duration}
     if openmetrics:
         body = render.openmetrics_format(render.Renderer(), snapshot, m.PROBE_FAMILIES, values)
-        return body + b"# EOF\n"
+        return body + render.OPENMETRICS_END
     return render.text_format(render.Renderer(), snapshot, m.PROBE_FAMILIES, values)
 
 
