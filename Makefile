@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 DEMO_VENV  := .venv-demo
 DEMO_STAMP := $(DEMO_VENV)/.installed
 
-$(DEMO_STAMP): pyproject.toml $(wildcard exporter/*.py exporter/rules/*.yml ledger_simulator/*.py)
+$(DEMO_STAMP): pyproject.toml $(wildcard exporter/*.py exporter/*/*.py exporter/rules/*.yml ledger_simulator/*.py)
 	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
 	$(DEMO_VENV)/bin/pip install --quiet --upgrade pip
 	$(DEMO_VENV)/bin/pip install --quiet .
@@ -47,9 +47,11 @@ tools:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    chromium >/dev/null; }
 
+# lint-imports: the layers and contracts of pyproject.toml's [tool.importlinter].
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache --no-logo
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -75,9 +75,9 @@ def _round_urllib3(base: str, nodes: int, in_flight: int) -> Callable[[], int]:
 
 def _round_engine(base: str, nodes: int, in_flight: int) -> Callable[[], int]:
     sys.path.insert(0, str(REPO))
-    from exporter.client import NodeClient  # noqa: PLC0415
-    from exporter.config import NodeConfig  # noqa: PLC0415
-    from exporter.engine import Engine  # noqa: PLC0415
+    from exporter.config.nodes import NodeConfig  # noqa: PLC0415
+    from exporter.poll.client import NodeClient  # noqa: PLC0415
+    from exporter.poll.engine import Engine  # noqa: PLC0415
 
     engine = Engine(in_flight, "bench", 1)
     clients = [

@@ -129,8 +129,9 @@ class costly_server:  # noqa: N801 (a context manager, like contextlib's)
 
 def worker(p: dict[str, Any]) -> None:
     """The scenario's cycles; one JSON line."""
-    from exporter.config import Config, NodeConfig  # noqa: PLC0415 (worker only)
-    from exporter.poller import Poller  # noqa: PLC0415
+    from exporter.config.exporter import Config  # noqa: PLC0415 (worker only)
+    from exporter.config.nodes import NodeConfig  # noqa: PLC0415 (worker only)
+    from exporter.poll.cycle import Poller  # noqa: PLC0415
 
     logging.getLogger("ledger_exporter").setLevel(logging.CRITICAL)
     use_design(p["design"])
@@ -164,7 +165,8 @@ def worker(p: dict[str, Any]) -> None:
 
 def use_design(design: str) -> None:
     """Patch this worker process's exporter to read answers as ``design`` does."""
-    from exporter import engine, nodepoll  # noqa: PLC0415 (worker only)
+    from exporter.poll import engine  # noqa: PLC0415 (worker only)
+    from exporter.poll import node as nodepoll  # noqa: PLC0415 (worker only)
 
     if design == "budget":
         return

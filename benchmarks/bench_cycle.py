@@ -114,8 +114,9 @@ def describe(args: argparse.Namespace) -> str:
 
 def worker(p: dict[str, Any]) -> None:
     """Measure cycles, renders, memory and scrapes; print one JSON line and exit."""
-    from exporter.config import Config, NodeConfig  # noqa: PLC0415 (worker only)
-    from exporter.poller import Poller  # noqa: PLC0415
+    from exporter.config.exporter import Config  # noqa: PLC0415 (worker only)
+    from exporter.config.nodes import NodeConfig  # noqa: PLC0415 (worker only)
+    from exporter.poll.cycle import Poller  # noqa: PLC0415
 
     logging.getLogger("ledger_exporter").setLevel(logging.ERROR)
     rss_start = status_mib("VmRSS")
@@ -185,9 +186,10 @@ def measure_cycle(poller: Any, sim_pid: int) -> dict[str, float]:
 
 def render(snapshot: Any) -> dict[str, float]:
     """Every body a scrape can ask for, each timed as the first scrape after a cycle pays it."""
-    from exporter.exposition import Exposition  # noqa: PLC0415
+    from exporter.runtime import runtime_families  # noqa: PLC0415
+    from exporter.web.exposition import Exposition  # noqa: PLC0415
 
-    exposition = Exposition(snapshot)
+    exposition = Exposition(snapshot, runtime=runtime_families)  # as the exporter serves it
     timings, bodies = {}, {}
     for key, openmetrics, gzipped in (
         ("text", False, False),
@@ -228,7 +230,7 @@ def scrapes_during_cycles(
 ) -> list[float]:
     """Cached GETs every 20 ms while polling cycles run in the same process (a second
     Poller, so the served bytes stay cached): what the GIL contention costs a scrape."""
-    from exporter.poller import Poller  # noqa: PLC0415
+    from exporter.poll.cycle import Poller  # noqa: PLC0415
 
     stop = threading.Event()
     poller = Poller(config, lambda snapshot: None)

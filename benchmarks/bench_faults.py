@@ -168,8 +168,8 @@ class hostile_server:  # noqa: N801 (a context manager, like contextlib's)
 
 def worker(p: dict[str, Any]) -> None:
     """Cycles with the faulty nodes, then recovery cycles without them; one JSON line."""
-    from exporter.config import Config  # noqa: PLC0415 (worker only)
-    from exporter.poller import Poller  # noqa: PLC0415
+    from exporter.config.exporter import Config  # noqa: PLC0415 (worker only)
+    from exporter.poll.cycle import Poller  # noqa: PLC0415
 
     logging.getLogger("ledger_exporter").setLevel(logging.ERROR)
     healthy, faulty = build_nodes(p)
@@ -218,7 +218,7 @@ def trimmed_rss() -> float:
 
 def build_nodes(p: dict[str, Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """Healthy simulator nodes and the scenario's faulty nodes, as NodeConfigs."""
-    from exporter.config import NodeConfig  # noqa: PLC0415
+    from exporter.config.nodes import NodeConfig  # noqa: PLC0415
 
     urls = {name: info["url"] for name, info in fetch_nodes(p["admin"]).items()}
     healthy = tuple(NodeConfig(name, urls[name]) for name in p["pools"]["healthy"])

@@ -1,5 +1,7 @@
 """The running exporter: wires config -> poller -> snapshot -> exposition -> HTTP server.
 
+``serve`` runs it as the ``ledger-exporter`` process until SIGTERM (SIGHUP reloads).
+
 It owns the current Exposition (swapped whole at the end of each cycle), readiness, and
 config reloads (``POST /-/reload`` or SIGHUP): a bad config keeps the old one running and sets
 ``ledger_exporter_config_last_reload_successful`` to 0 at once. Reloads are coalesced: one
@@ -8,25 +10,30 @@ runs at a time, at most one waits, at most one starts a second.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from http import HTTPStatus
+from types import FrameType
 
-from exporter.config import Config, load_config
-from exporter.exposition import Exposition
+from exporter import __version__
+from exporter.config.exporter import Config, load_config
+from exporter.config.schema import ConfigError
+from exporter.config.web import WebConfig, load_web_config
+from exporter.expose.render import Renderer
 from exporter.memory import Allocator
-from exporter.poller import Poller
-from exporter.probe import ProbeAnswer, Prober, ProbeSlots
-from exporter.probepoll import EngineProber
-from exporter.render import Renderer
-from exporter.schema import ConfigError
-from exporter.server import ExporterServer, ReloadPendingError, ServerLimits
-from exporter.snapshot import Snapshot
-from exporter.webconfig import WebConfig, load_web_config
+from exporter.model.snapshot import Snapshot
+from exporter.poll.cycle import Poller
+from exporter.poll.probe import EngineProber
+from exporter.runtime import runtime_families
+from exporter.web.exposition import Exposition, Variant
+from exporter.web.probe import ProbeAnswer, Prober, ProbeSlots
+from exporter.web.server import ExporterServer, ReloadPendingError, ServerLimits
 
 log = logging.getLogger("ledger_exporter")
 RELOAD_SPACING_SECONDS = 1.0  # at most one reload (re-reading and checking the files) a second
@@ -85,7 +92,7 @@ class Exporter:
         self._reload_ok = True
         self._reloads = ReloadQueue()
         self._renderer = Renderer()  # one for the process: it keeps label strings across cycles
-        self._exposition = Exposition(Snapshot(), renderer=self._renderer)
+        self._exposition = self._exposed(Snapshot())
         self._ready = threading.Event()
         self._poller = Poller(config, self._publish, clock)
         self._probe_engine: EngineProber | None = None  # made once probe mode is configured
@@ -98,6 +105,11 @@ class Exporter:
     def exposition(self) -> Exposition:
         """What /metrics serves now."""
         return self._exposition
+
+    def _exposed(self, snapshot: Snapshot, asked: tuple[Variant, ...] = ()) -> Exposition:
+        """``snapshot`` as served, with the process's runtime families, rendered on demand
+        (or ahead for the ``asked`` variants)."""
+        return Exposition(snapshot, asked, self._renderer, runtime_families)
 
     def ready(self) -> bool:
         """True once the first polling cycle has finished."""
@@ -112,11 +124,11 @@ class Exporter:
             page = self._exposition.page_asked()
         # Rendering takes a while on big fleets: scrapes meanwhile get the previous snapshot.
         fresh = replace(snapshot, config_reload_ok=reload_ok)
-        exposition = Exposition(fresh, renderer=self._renderer).prepare(asked, page)
+        exposition = self._exposed(fresh).prepare(asked, page)
         with self._lock:
             if reload_ok != self._reload_ok:  # a reload finished while this one rendered
                 fresh = replace(snapshot, config_reload_ok=self._reload_ok)
-                exposition = Exposition(fresh, asked, self._renderer)
+                exposition = self._exposed(fresh, asked)
             self._exposition = exposition
         self._allocator.trim()  # the cycle's bodies and the previous snapshot are free now
         self._ready.set()
@@ -127,7 +139,7 @@ class Exporter:
                 return
             self._reload_ok = ok
             snapshot = replace(self._exposition.snapshot, config_reload_ok=ok)
-            self._exposition = Exposition(snapshot, self._exposition.asked_for(), self._renderer)
+            self._exposition = self._exposed(snapshot, self._exposition.asked_for())
 
     def reload(self) -> None:
         """Re-read the config file; on error keep the running config and raise ConfigError.
@@ -195,10 +207,6 @@ class Exporter:
             self._threads.append(thread)
         return self._server
 
-    def requests_in_flight(self) -> int:
-        """Requests to nodes still running (after stop(): the ones that hang)."""
-        return self._poller.requests_in_flight()
-
     def stop(self) -> None:
         """Stop serving and polling; returns once the server socket is closed."""
         self._poller.stop()
@@ -210,3 +218,58 @@ class Exporter:
             self._server.server_close()
         for thread in self._threads:
             thread.join(timeout=5)
+
+
+def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
+    config: Config,
+    config_path: str | None,
+    listen_address: str,
+    web: WebConfig | None,
+    web_config_path: str | None = None,
+    limits: ServerLimits | None = None,
+) -> int:
+    """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config)."""
+    allocator = Allocator.of_this_process()
+    allocator.tune()  # before the exporter's threads start: each may get an arena
+    exporter = Exporter(config, config_path, allocator=allocator)
+    try:
+        server = exporter.start(listen_address, web, web_config_path, limits)
+    except (OSError, ValueError) as error:
+        log.error(
+            "cannot listen", extra={"fields": {"address": listen_address, "error": str(error)}}
+        )
+        return 1
+    log.info(
+        "ledger-exporter started",
+        extra={
+            "fields": {
+                "version": __version__,
+                "address": listen_address,
+                "port": server.port,
+                "nodes": len(config.nodes),
+            }
+        },
+    )
+    stop = threading.Event()
+
+    def on_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    def on_reload(signum: int, frame: FrameType | None) -> None:
+        threading.Thread(target=_reload_quietly, args=(exporter,), daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_stop)
+    signal.signal(signal.SIGINT, on_stop)
+    signal.signal(signal.SIGHUP, on_reload)
+    while not stop.wait(1.0):
+        pass
+    log.info("shutting down")
+    exporter.stop()  # the engine ends every request still out: nothing is left to wait for
+    return 0
+
+
+def _reload_quietly(exporter: Exporter) -> None:
+    # ConfigError: already logged, the running config stays; ReloadPendingError: the reload
+    # already waiting reads the files after this signal.
+    with contextlib.suppress(ConfigError, ReloadPendingError):
+        exporter.reload()

@@ -1,25 +1,25 @@
-"""Command line: ``ledger-exporter [flags]``, ``... simulate`` and ``... demo``.
+"""Command line: ``ledger-exporter [flags]``, and the sub-commands other packages plug in.
 
 Flags follow the Prometheus exporters' dotted style; each may also come from an environment
 variable ``LEDGER_EXPORTER_<FLAG>`` (dots and dashes as underscores), handy in containers.
+Sub-commands (``simulate`` and ``demo``, from the ``ledger_simulator`` package of the same
+distribution) are entry points of the ``ledger_exporter.commands`` group, so the exporter
+never imports the simulator: ``ledger-exporter demo`` runs the simulator's demo, which
+imports the exporter.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import logging
+import importlib.metadata
 import os
-import signal
 import sys
-import threading
-import time
-from collections.abc import Sequence
-from types import FrameType
+from collections.abc import Callable, Sequence
 
 from exporter import __version__
-from exporter.app import Exporter
-from exporter.config import Config, load_config
+from exporter.config.exporter import Config, load_config
+from exporter.config.schema import ConfigError
+from exporter.config.web import WebConfig, load_web_config
 from exporter.flags import (
     Parser,
     add_log_flags,
@@ -30,13 +30,10 @@ from exporter.flags import (
     whole_number,
 )
 from exporter.logs import setup_logging
-from exporter.memory import Allocator
-from exporter.schema import ConfigError
-from exporter.server import ReloadPendingError, ServerLimits
-from exporter.webconfig import WebConfig, load_web_config
+from exporter.web.httpserver import ServerLimits
 
-log = logging.getLogger("ledger_exporter")
-
+#: The entry point group of the sub-commands: each names a ``main(argv) -> int``.
+COMMANDS = "ledger_exporter.commands"
 
 #: What each flag that an environment variable may set defaults to.
 DEFAULTS: dict[str, str | float | None] = {
@@ -51,13 +48,27 @@ DEFAULTS: dict[str, str | float | None] = {
 }
 
 
+def sub_commands() -> dict[str, importlib.metadata.EntryPoint]:
+    """The installed sub-commands by name (``demo`` and ``simulate`` from this project)."""
+    return {entry.name: entry for entry in importlib.metadata.entry_points(group=COMMANDS)}
+
+
+def _description(commands: Sequence[str]) -> str:
+    listed = ""
+    if commands:
+        helps = ", ".join(f"'ledger-exporter {name} --help'" for name in commands)
+        listed = f" Sub-commands: {', '.join(commands)} (see {helps})."
+    return (
+        f"Prometheus exporter for ledger nodes.{listed} Every flag with a value may also be "
+        "set by an environment variable, shown in its help."
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The main command's flags; each value flag may come from ``LEDGER_EXPORTER_<FLAG>``."""
     parser = Parser(
         prog="ledger-exporter",
-        description="Prometheus exporter for ledger nodes. Sub-commands: demo, simulate "
-        "(see 'ledger-exporter demo --help', 'ledger-exporter simulate --help'). "
-        "Every flag with a value may also be set by an environment variable, shown in its help.",
+        description=_description(sorted(sub_commands())),
         argument_default=argparse.SUPPRESS,  # so that apply_environment sees what was given
     )
     add = parser.add_argument
@@ -92,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_server_limits(parser: argparse.ArgumentParser) -> None:
-    """The HTTP server's limits (``exporter.httpserver``): slow or idle clients are closed."""
+    """The HTTP server's limits (``exporter.web.httpserver``): slow or idle clients are closed."""
     add = parser.add_argument
     add(
         "--web.read-header-timeout",
@@ -147,14 +158,11 @@ def _load(args: argparse.Namespace) -> tuple[Config, WebConfig | None] | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ledger-exporter`` console script."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list[:1] == ["simulate"]:
-        from ledger_simulator.cli import main as simulate  # noqa: PLC0415
-
-        return simulate(args_list[1:])
-    if args_list[:1] == ["demo"]:
-        from exporter.demo import main as demo  # noqa: PLC0415
-
-        return demo(args_list[1:])
+    first = args_list[0] if args_list else "-"
+    command = None if first.startswith("-") else sub_commands().get(first)
+    if command is not None:
+        run: Callable[[list[str]], int] = command.load()
+        return run(args_list[1:])
     parser = build_parser()
     args = parser.parse_args(args_list)
     for warning in apply_environment(parser, args, DEFAULTS, os.environ):
@@ -175,78 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary)
         return 0
     setup_logging(args.log_level, args.log_format)
+    # Only here: a sub-command (the simulator's) never loads the exporter proper (pycurl, ...).
+    from exporter.app import serve  # noqa: PLC0415
+
     return serve(
         config, args.config_file, args.listen_address, web, args.web_config_file, _limits(args)
     )
-
-
-def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
-    config: Config,
-    config_path: str | None,
-    listen_address: str,
-    web: WebConfig | None,
-    web_config_path: str | None = None,
-    limits: ServerLimits | None = None,
-) -> int:
-    """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config)."""
-    allocator = Allocator.of_this_process()
-    allocator.tune()  # before the exporter's threads start: each may get an arena
-    exporter = Exporter(config, config_path, allocator=allocator)
-    try:
-        server = exporter.start(listen_address, web, web_config_path, limits)
-    except (OSError, ValueError) as error:
-        log.error(
-            "cannot listen", extra={"fields": {"address": listen_address, "error": str(error)}}
-        )
-        return 1
-    log.info(
-        "ledger-exporter started",
-        extra={
-            "fields": {
-                "version": __version__,
-                "address": listen_address,
-                "port": server.port,
-                "nodes": len(config.nodes),
-            }
-        },
-    )
-    stop = threading.Event()
-
-    def on_stop(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    def on_reload(signum: int, frame: FrameType | None) -> None:
-        threading.Thread(target=_reload_quietly, args=(exporter,), daemon=True).start()
-
-    signal.signal(signal.SIGTERM, on_stop)
-    signal.signal(signal.SIGINT, on_stop)
-    signal.signal(signal.SIGHUP, on_reload)
-    while not stop.wait(1.0):
-        pass
-    log.info("shutting down")
-    exporter.stop()
-    _exit_without_hung_requests(exporter)
-    return 0
-
-
-def _exit_without_hung_requests(exporter: Exporter, grace: float = 1.0) -> None:
-    """Exit now if requests still hang (a node dripping its headers is bounded per read, not
-    in total): the interpreter would otherwise wait for their threads before exiting."""
-    deadline = time.monotonic() + grace
-    while exporter.requests_in_flight() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    hung = exporter.requests_in_flight()
-    if hung:
-        log.warning(
-            "exiting without waiting for requests that still hang",
-            extra={"fields": {"requests": hung}},
-        )
-        logging.shutdown()
-        os._exit(0)
-
-
-def _reload_quietly(exporter: Exporter) -> None:
-    # ConfigError: already logged, the running config stays; ReloadPendingError: the reload
-    # already waiting reads the files after this signal.
-    with contextlib.suppress(ConfigError, ReloadPendingError):
-        exporter.reload()

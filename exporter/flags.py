@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from exporter.logs import FORMATS, LEVELS
-from exporter.server import ListenAddressError, parse_listen_address
 from exporter.values import DurationError, parse_go_duration
+from exporter.web.httpserver import ListenAddressError, parse_listen_address
 
 ENV_PREFIX = "LEDGER_EXPORTER_"
 #: Durations a command line takes: at least a millisecond, at most a day.

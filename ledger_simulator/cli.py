@@ -15,9 +15,9 @@ from exporter.flags import (
     add_log_flags,
     add_network_flags,
 )
-from exporter.httpserver import ListenAddressError
-from exporter.httpserver import parse_listen_address as parse_address
 from exporter.logs import setup_logging
+from exporter.web.httpserver import ListenAddressError
+from exporter.web.httpserver import parse_listen_address as parse_address
 from ledger_simulator.errors import SimulatorError
 from ledger_simulator.faults import parse_fault_spec
 from ledger_simulator.ids import go_duration

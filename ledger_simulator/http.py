@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from exporter.httpserver import HTTPRequestHandler, ServerLimits, ThreadedHTTPServer
+from exporter.web.httpserver import HTTPRequestHandler, ServerLimits, ThreadedHTTPServer
 from ledger_simulator.admin import AdminApi
 from ledger_simulator.api import NodeApi, Response, error_response, split_path
 from ledger_simulator.errors import UnknownNodeError

@@ -27,10 +27,11 @@ import pycurl
 import pytest
 
 from exporter import __version__
-from exporter.client import FetchError, NodeClient, ReadBudget, Reason, classify
-from exporter.config import NodeConfig, TlsConfig
-from exporter.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine, TransferError
-from exporter.nodepoll import Countdown
+from exporter.config.nodes import NodeConfig, TlsConfig
+from exporter.poll.client import NodeClient, ReadBudget, classify
+from exporter.poll.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine, TransferError
+from exporter.poll.node import Countdown
+from exporter.poll.results import FetchError, Reason
 
 CAP = 1000
 
@@ -553,7 +554,7 @@ def test_an_unexpected_failure_to_decode_still_reaches_the_caller(
     def out_of_memory(*_: Any) -> Any:
         raise MemoryError
 
-    monkeypatch.setattr("exporter.client.interpret", out_of_memory)
+    monkeypatch.setattr("exporter.poll.client.interpret", out_of_memory)
     local_node.answer("/health", {"nodeVersion": "1.4.2"})
     outcome: list[FetchError | None] = []
     answered = threading.Event()
@@ -590,7 +591,7 @@ def test_once_the_read_budget_is_spent_answers_are_refused_unread(
         decoded.append(path)
         return json.loads(body)
 
-    monkeypatch.setattr("exporter.client.decode", decode)
+    monkeypatch.setattr("exporter.poll.client.decode", decode)
     local_node.answer("/health", {"nodeVersion": "1.4.2"})
     local_node.answer("/gone", {}, status=404)
     node_client = client(engine, local_node.url)

@@ -21,18 +21,18 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from prometheus_client.registry import CollectorRegistry
 
 from exporter.app import Exporter
-from exporter.collector import NetworkCollector, snapshot_collectors
-from exporter.config import Config, load_config
-from exporter.exposition import render_collectors
-from exporter.metrics import RUNTIME_SAMPLE_NAMES
-from exporter.network import Agreement, ChainAgreement, NetworkView
-from exporter.poller import Poller
-from exporter.readings import HealthReading
-from exporter.snapshot import NodeStatus, Snapshot
+from exporter.config.exporter import Config, load_config
+from exporter.expose import metrics
+from exporter.expose.metrics import RUNTIME_SAMPLE_NAMES
+from exporter.expose.render import Renderer, text_format
+from exporter.model.network import Agreement, ChainAgreement, NetworkView
+from exporter.model.readings import HealthReading
+from exporter.model.snapshot import NodeStatus, Snapshot
+from exporter.poll.cycle import Poller
 from tests.conftest import TESTDATA, FakeNode, closed_port_url
+from tests.oracle import Samples, render_collectors, snapshot_collectors
 from tests.test_cli import _promtool_check
 
 GOLDEN = TESTDATA / "golden"
@@ -96,7 +96,12 @@ def poll_golden_case(case: Path, server: FakeNode | None = None) -> Snapshot:
 
 
 def render_snapshot(snapshot: Snapshot) -> str:
-    """The exporter's own families (no runtime metrics), with wall-time values masked."""
+    """The exporter's own families (no runtime metrics) by its writer, wall times masked."""
+    return _VARYING.sub(r"\1 <duration>", text_format(Renderer(), snapshot).decode())
+
+
+def oracle_text(snapshot: Snapshot) -> str:
+    """The same, by client_python's collectors (``tests/oracle.py``)."""
     text = render_collectors(snapshot_collectors(snapshot)).decode()
     return _VARYING.sub(r"\1 <duration>", text)
 
@@ -147,21 +152,19 @@ def test_golden_exposition_as_served(case: str, golden_server: FakeNode) -> None
 
 @pytest.mark.parametrize("case", CASES)
 def test_golden_text_matches_client_python(case: str, golden_server: FakeNode) -> None:
-    """The collectors (client_python's rendering) agree with the served golden bytes."""
+    """The oracle (client_python's collectors) agrees with the served golden bytes."""
     snapshot = poll_golden_case(GOLDEN / case, golden_server)
-    assert render_snapshot(snapshot) == (GOLDEN / case / "expected.prom").read_text()
+    assert oracle_text(snapshot) == (GOLDEN / case / "expected.prom").read_text()
 
 
 def test_golden_cases_exist() -> None:
     assert {"documented", "odd-values", "failures"} <= set(CASES)
 
 
-def test_values_through_a_registry() -> None:
-    """get_sample_value over a fresh registry agrees with the golden mapping."""
+def test_values_read_back_by_client_python() -> None:
+    """The written samples, read back by client_python's parser, are the golden mapping's."""
     snapshot = poll_golden_case(GOLDEN / "documented")
-    registry = CollectorRegistry(auto_describe=False)
-    for collector in snapshot_collectors(snapshot):
-        registry.register(collector)
+    registry = Samples(text_format(Renderer(), snapshot))
     labels = {"node": "validator-1", "region": "eu-west", "role": "validator"}
     chain = {**labels, "blockchain": "8f2a9c"}
     assert registry.get_sample_value("ledger_node_up", labels) == 1.0
@@ -219,9 +222,8 @@ def test_network_view_series_carry_node_labels_and_skip_unread_nodes() -> None:
         partitions=2,
         polled_peers=(("n1", 1), ("n2", 1), ("n3", 0)),
     )
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(NetworkCollector(Snapshot(nodes, 1.0, CLOCK, network=view)))
-    value = registry.get_sample_value
+    snapshot = Snapshot(nodes, 1.0, CLOCK, network=view)
+    value = Samples(text_format(Renderer(), snapshot, metrics.NETWORK_FAMILIES)).get_sample_value
     assert value("ledger_network_blockchain_checkpoint_height", {"blockchain": "c1"}) == 95
     assert value("ledger_network_blockchain_checkpoint_hashes", {"blockchain": "c1"}) == 2
     assert value("ledger_network_blockchain_council_views", {"blockchain": "c1"}) == 1
@@ -236,5 +238,5 @@ def test_network_view_series_carry_node_labels_and_skip_unread_nodes() -> None:
 
 
 def test_no_network_view_gives_no_network_series() -> None:
-    text = render_collectors([NetworkCollector(Snapshot())]).decode()
+    text = text_format(Renderer(), Snapshot(), metrics.NETWORK_FAMILIES).decode()
     assert "ledger_network" not in text and "ledger_node_polled_peers" not in text

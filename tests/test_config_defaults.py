@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from exporter.config import Config, parse_config
+from exporter.config.exporter import Config, parse_config
 from tests.conftest import REPO
 
 SHIPPED_CONFIGS = sorted((REPO / "config").glob("*.yml"))

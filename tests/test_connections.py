@@ -23,9 +23,10 @@ import bcrypt
 import pytest
 
 from exporter.app import Exporter
-from exporter.config import Config, NodeConfig
-from exporter.server import ExporterServer, ServerLimits
-from exporter.webconfig import TlsServerConfig, WebConfig
+from exporter.config.exporter import Config
+from exporter.config.nodes import NodeConfig
+from exporter.config.web import TlsServerConfig, WebConfig
+from exporter.web.server import ExporterServer, ServerLimits
 from tests.conftest import FakeNode, chain_doc, health_doc, make_certificate, new_fake_node
 
 STALLED = 300

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.demo import RULE_FILES, prometheus_config
+from ledger_simulator.demo import RULE_FILES, prometheus_config
 from tests.conftest import REPO
 from tests.promserver import PrometheusApi, free_port, port_is_closed, prometheus_binary
 

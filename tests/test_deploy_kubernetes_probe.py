@@ -19,8 +19,8 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
-from exporter.config import parse_config
-from exporter.probe import probe_target
+from exporter.config.exporter import parse_config
+from exporter.web.probe import probe_target
 from tests.test_deploy_kubernetes import DURATION, KUBERNETES_VERSION, _seconds
 from tests.test_rules import promtool  # noqa: F401 - the fixture
 

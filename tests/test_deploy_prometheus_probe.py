@@ -12,8 +12,8 @@ from urllib.parse import urlencode
 import pytest
 import yaml
 
-from exporter.config import load_config
-from exporter.probe import probe_target
+from exporter.config.exporter import load_config
+from exporter.web.probe import probe_target
 from tests.test_rules import promtool  # noqa: F401 - the fixture
 
 ROOT = Path(__file__).resolve().parent.parent

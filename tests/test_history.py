@@ -7,11 +7,11 @@ import logging
 import pytest
 
 from exporter.bounds import Bounds, DropKind
-from exporter.client import FetchError, Reason
-from exporter.config import NodeConfig
-from exporter.history import ChainResult, History, NodeResult
-from exporter.readings import read_chain, read_health
-from exporter.snapshot import ChainStatus, NodeStatus
+from exporter.config.nodes import NodeConfig
+from exporter.model.readings import read_chain, read_health
+from exporter.model.snapshot import ChainStatus, NodeStatus
+from exporter.poll.history import History
+from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from tests.conftest import chain_doc, health_doc
 
 

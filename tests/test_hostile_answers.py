@@ -20,8 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.app import Exporter
 from exporter.bounds import DEFAULT_MAX_FEATURES_PER_CHAIN
-from exporter.config import Config, NodeConfig
-from exporter.snapshot import Snapshot
+from exporter.config.exporter import Config
+from exporter.config.nodes import NodeConfig
+from exporter.model.snapshot import Snapshot
 from tests.conftest import FakeNode, chain_doc, health_doc, new_fake_node
 
 HEALTHY = 10

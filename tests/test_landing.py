@@ -18,16 +18,19 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import yaml
 
 from exporter.app import Exporter
-from exporter.config import load_config
-from exporter.landing import StatusPage, landing_page
-from exporter.network import Agreement, ChainAgreement, NetworkView
-from exporter.readings import read_chain, read_health
-from exporter.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.config.exporter import load_config
+from exporter.model.network import Agreement, ChainAgreement, NetworkView
+from exporter.model.readings import read_chain, read_health
+from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.web import landing
+from exporter.web.landing import StatusPage, landing_page
 from ledger_simulator.network import SimulatedNetwork
-from tests.conftest import chain_doc, health_doc
+from tests.conftest import REPO, chain_doc, health_doc
 from tests.test_simulator_cli import simulate
+from tools import render_mixin
 
 NOW = 1_700_000_000.0
 LONG_ID = "ab" * 32
@@ -318,3 +321,21 @@ def test_flooding_the_status_page_leaves_the_polling_on_time(tmp_path: Path) -> 
     assert len(samples) >= 15
     assert all(up == FLEET for up, _ in samples), f"nodes down: {samples}"
     assert max(age for _, age in samples) < 6, f"stale snapshots: {samples}"  # 2 s cycles
+
+
+def test_the_status_page_flags_what_the_shipped_alerts_fire_on() -> None:
+    """The page's thresholds are the alerts': the mixin's defaults, and the rendered rules
+    Prometheus loads (deploy/prometheus/alerts.yml, which tests/test_mixin.py keeps equal to
+    the rendering), so a changed alert threshold fails here until the page follows."""
+    config = render_mixin.evaluate()["config"]
+    assert config["heightStalledSeconds"] == landing.STALLED_SECONDS
+    assert config["blocksBehindThreshold"] == landing.BEHIND_BLOCKS
+    rules = yaml.safe_load((REPO / "deploy" / "prometheus" / "alerts.yml").read_text())
+    expr = {r["alert"]: r["expr"] for g in rules["groups"] for r in g["rules"] if "alert" in r}
+    selector = r"\{[^}]*\}"
+    stalled = rf"time\(\) - ledger_blockchain_height_last_change_timestamp_seconds{selector} > "
+    assert re.search(stalled + rf"{landing.STALLED_SECONDS}\b", expr["LedgerBlockHeightStalled"])
+    behind = rf"min_over_time\(ledger_blockchain_blocks_behind{selector}\[5m\]\) > "
+    assert re.search(behind + rf"{landing.BEHIND_BLOCKS}\b", expr["LedgerNodeBehind"])
+    lost = rf"ledger_node_peers{selector} == {landing.PEERS_LOST}\b"
+    assert re.search(lost, expr["LedgerNodePeersLost"])

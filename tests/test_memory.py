@@ -11,7 +11,8 @@ import pytest
 
 from exporter import memory
 from exporter.app import Exporter
-from exporter.config import Config, NodeConfig
+from exporter.config.exporter import Config
+from exporter.config.nodes import NodeConfig
 from exporter.memory import Allocator
 
 ON_GLIBC = platform.libc_ver()[0] == "glibc"

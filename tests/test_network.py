@@ -1,4 +1,4 @@
-"""The cross-node view (exporter.network) and the readings it is built from: majorities,
+"""The cross-node view (exporter.model.network) and the readings it is built from: majorities,
 checkpoints, council views and peer partitions, as tables."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from exporter.network import (
+from exporter.model.network import (
     ChainObservation,
     NodeObservation,
     majority_agreement,
@@ -18,7 +18,7 @@ from exporter.network import (
     observe,
     partitions,
 )
-from exporter.readings import InvalidResponseError, read_block_hash, read_chain, read_health
+from exporter.model.readings import InvalidResponseError, read_block_hash, read_chain, read_health
 
 FIELDS = ("hash", "blockHash")
 

@@ -12,13 +12,14 @@ from typing import Any, cast
 
 import pytest
 
-from exporter.client import NodeClient
-from exporter.config import Config, NetworkChecks, NodeConfig
-from exporter.engine import Done, Engine, Request, Response
-from exporter.nodepoll import BlockPlan, Countdown, NodePoll
-from exporter.poller import Poller
-from exporter.readings import read_chain
-from exporter.snapshot import NodeStatus, Snapshot
+from exporter.config.exporter import Config, NetworkChecks
+from exporter.config.nodes import NodeConfig
+from exporter.model.readings import read_chain
+from exporter.model.snapshot import NodeStatus, Snapshot
+from exporter.poll.client import NodeClient
+from exporter.poll.cycle import Poller
+from exporter.poll.engine import Done, Engine, Request, Response
+from exporter.poll.node import BlockPlan, Countdown, NodePoll
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
 from tests.test_watch_poll import CONTRACT, WATCH, _watched
 
@@ -526,14 +527,14 @@ def _raise_for_chains(original: Any) -> Any:
 @pytest.mark.parametrize(
     ("target", "endpoint"),
     [
-        ("exporter.nodepoll.read_health", "health"),
-        ("exporter.watchpoll.plan_requests", "health"),  # planned from the /health answer
-        ("exporter.nodepoll.read_chain", "blockchain"),
-        ("exporter.nodepoll.read_block_hash", "block"),
-        ("exporter.watchpoll.read_answer", "contract"),
-        ("exporter.client.NodeClient.get", "health"),  # sending the chains from /health's callback
-        ("exporter.nodepoll._ChainAnswer.__call__", "blockchain"),  # past the reader's own guard
-        ("exporter.watchpoll.WatchAnswer.__call__", "contract"),
+        ("exporter.poll.node.read_health", "health"),
+        ("exporter.poll.watch.plan_requests", "health"),  # planned from the /health answer
+        ("exporter.poll.node.read_chain", "blockchain"),
+        ("exporter.poll.node.read_block_hash", "block"),
+        ("exporter.poll.watch.read_answer", "contract"),
+        ("exporter.poll.client.NodeClient.get", "health"),  # sending chains from /health's callback
+        ("exporter.poll.node._ChainAnswer.__call__", "blockchain"),  # past the reader's own guard
+        ("exporter.poll.watch.WatchAnswer.__call__", "contract"),
     ],
 )
 def test_a_raising_callback_ends_its_part_and_the_node_is_asked_again(
@@ -613,7 +614,7 @@ def test_a_node_whose_answers_are_costly_to_read_spends_its_budget_not_the_other
     for fake in healthy:
         fake.play(health_doc(["c1", "c2"]), {"c1": chain_doc(1), "c2": chain_doc(2)})
         fake.set("/health", health_doc(["c1", "c2"]), delay=0.2)  # comes while costly reads
-    monkeypatch.setattr("exporter.nodepoll.read_chain", _costly_reader(read_chain, 0.3))
+    monkeypatch.setattr("exporter.poll.node.read_chain", _costly_reader(read_chain, 0.3))
     nodes = [NodeConfig("costly", costly.url)]
     nodes += [NodeConfig(f"h{i}", fake.url) for i, fake in enumerate(healthy)]
     # 12 answers of 0.3 s each would hold the engine's thread past the 3 s deadline

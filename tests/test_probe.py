@@ -13,10 +13,11 @@ from urllib.parse import urlencode
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.client import FetchError, Reason
-from exporter.config import NodeConfig, TlsConfig
-from exporter.history import ChainResult, NodeResult
-from exporter.probe import (
+from exporter.config.nodes import NodeConfig, TlsConfig
+from exporter.config.probe import ProbeConfig, ProbeModule
+from exporter.model.readings import read_chain, read_health
+from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
+from exporter.web.probe import (
     TIMEOUT_MARGIN_SECONDS,
     Prober,
     ProbeRefusedError,
@@ -25,8 +26,6 @@ from exporter.probe import (
     probe_timeout,
     render_probe,
 )
-from exporter.probeconfig import ProbeConfig, ProbeModule
-from exporter.readings import read_chain, read_health
 from tests.conftest import chain_doc, health_doc
 
 ALLOWED = (

@@ -15,10 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from exporter.config import NodeConfig, load_config
-from exporter.probe import probe_status, render_probe
-from exporter.probepoll import EngineProber
+from exporter.config.exporter import load_config
+from exporter.config.nodes import NodeConfig
+from exporter.model.snapshot import Snapshot
+from exporter.poll.probe import EngineProber
+from exporter.poll.results import NodeResult
+from exporter.web.probe import probe_status, render_probe
 from tests.conftest import TESTDATA, FakeNode
+from tests.oracle import probe_collectors, render_collectors
 from tests.test_collector import GOLDEN, serve_case
 
 PROBE_GOLDEN = TESTDATA / "golden-probe"
@@ -44,27 +48,33 @@ def served_nodes(server: FakeNode, case: Path) -> list[NodeConfig]:
     return list(serve_case(server, load_config(str(case / "config.yml")), case).nodes)
 
 
-def probe_case(case: Path, static_labels: bool = False) -> dict[str, str]:
-    """Node name -> the text exposition of its probe, durations masked. A probe has no
-    static labels (Prometheus adds target labels); ``static_labels`` keeps the config's, to
-    compare with the daemon's series."""
+def probe_results(case: Path, static_labels: bool = False) -> list[NodeResult]:
+    """Each node of ``case`` probed, its recorded answers served over real sockets. A probe
+    has no static labels (Prometheus adds target labels); ``static_labels`` keeps the
+    config's, to compare with the daemon's series."""
     config = load_config(str(case / "config.yml"))
     engine = EngineProber(
         4, config.max_response_bytes, config.max_blockchains_per_node, bounds=config.bounds
     )
     server = FakeNode().start()
-    answers: dict[str, str] = {}
+    results: list[NodeResult] = []
     try:
         for node in served_nodes(server, case):
             labels = node.labels if static_labels else ()
             probed = NodeConfig(node.name, node.url, labels, node.blockchains)
-            result = engine.probe_node(probed, time.monotonic() + 10)
-            text = render_probe(result, 0.0, False).decode()
-            answers[node.name] = _DURATION.sub(r"\1 <duration>", text)
+            results.append(engine.probe_node(probed, time.monotonic() + 10))
     finally:
         engine.close()
         server.stop()
-    return answers
+    return results
+
+
+def probe_case(case: Path, static_labels: bool = False) -> dict[str, str]:
+    """Node name -> the text exposition of its probe, durations masked."""
+    return {
+        result.node.name: _DURATION.sub(r"\1 <duration>", render_probe(result, 0.0, False).decode())
+        for result in probe_results(case, static_labels)
+    }
 
 
 def samples(text: str) -> set[str]:
@@ -102,6 +112,17 @@ def test_probe_series_are_the_daemons_for_the_same_answers(case: str) -> None:
         else:  # the node could not be read: only the probe's own series
             assert ours == set(), name
             assert up.endswith(" 0.0")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_probe_bytes_are_client_pythons(case: str) -> None:
+    """/probe goes through the writer of /metrics; client_python's collectors over the same
+    probe (``tests/oracle.py``) write the same bytes, in both formats."""
+    for result in probe_results(GOLDEN / case, static_labels=True):
+        snapshot = Snapshot(nodes=(probe_status(result),) if result.health is not None else ())
+        for om in (False, True):
+            expected = render_collectors(probe_collectors(snapshot, 0.25), openmetrics_format=om)
+            assert render_probe(result, 0.25, om) == expected + (b"# EOF\n" if om else b"")
 
 
 def test_probe_status_keeps_no_history() -> None:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from exporter.config import NodeConfig, TlsConfig, load_config, parse_config
-from exporter.probeconfig import DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT_CEILING, ProbeModule
-from exporter.server import ServerLimits
+from exporter.config.exporter import load_config, parse_config
+from exporter.config.nodes import NodeConfig, TlsConfig
+from exporter.config.probe import DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT_CEILING, ProbeModule
+from exporter.web.server import ServerLimits
 
 
 @pytest.mark.parametrize("nodes", ["", "nodes: []\n", "nodes:\n"], ids=["absent", "empty", "null"])

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from exporter.client import Reason
-from exporter.config import NodeConfig
-from exporter.probepoll import EngineProber
+from exporter.config.nodes import NodeConfig
+from exporter.poll.probe import EngineProber
+from exporter.poll.results import Reason
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
 
 

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from exporter import metrics
 from exporter.bounds import DropKind
-from exporter.watchcollector import SPECS as WATCH_SPECS
+from exporter.expose import metrics
 from ledger_simulator import SimulatedNetwork
 from tests.promserver import PrometheusServer, StartPrometheus, prometheus_servers
 from tests.test_cli import ExporterProcess, ready_exporter
@@ -65,7 +64,7 @@ def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
     for spec in metrics.ALL:
         if spec in metrics.PROBE_ONLY:
             continue  # /probe answers those, not /metrics
-        if spec in WATCH_SPECS:
+        if spec in metrics.WATCH_FAMILIES:
             continue  # this exporter's config has no watch list
         if spec.name.startswith("ledger_exporter_"):
             counts[spec.name] = 1
@@ -76,7 +75,7 @@ def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
     counts["ledger_node_scrape_errors_total"] = nodes * ENDPOINTS * REASONS
     counts["ledger_exporter_dropped_values_total"] = nodes * len(DropKind)
     chains = len({chain for _, chain in pairs})
-    for spec in metrics.NETWORK_SPECS:  # per chain, once, or per node as their labels say
+    for spec in metrics.NETWORK_FAMILIES:  # per chain, once, or per node as their labels say
         if "node" not in spec.labels:
             counts[spec.name] = chains if "blockchain" in spec.labels else 1
     counts["ledger_blockchain_feature_enabled"] = features

@@ -21,7 +21,8 @@ from exporter.bounds import (
     Bounds,
     Dropped,
 )
-from exporter.readings import (
+from exporter.expose.render import CHAIN_GAUGE_FAMILIES
+from exporter.model.readings import (
     ChainReading,
     HealthReading,
     InvalidResponseError,
@@ -134,9 +135,10 @@ def consensus(**changes: Any) -> dict[str, Any]:
 
 
 def gauges(reading: ChainReading) -> dict[str, float]:
-    names = [spec.name for spec, _ in reading.gauges]
+    """The reading's gauges by the name of the family each is written as."""
+    names = [CHAIN_GAUGE_FAMILIES[gauge].name for gauge, _ in reading.gauges]
     assert len(names) == len(set(names)), "a series given twice"
-    return {spec.name: value for spec, value in reading.gauges}
+    return {CHAIN_GAUGE_FAMILIES[gauge].name: value for gauge, value in reading.gauges}
 
 
 # --- /health ---

@@ -1,4 +1,5 @@
-"""The direct renderer writes exactly what client_python writes for the same snapshot."""
+"""The one writer writes exactly what client_python writes for the same snapshot (the oracle,
+``tests/oracle.py``), and follows the catalogue."""
 
 from __future__ import annotations
 
@@ -7,35 +8,32 @@ from array import array
 from dataclasses import replace
 
 import pytest
-from prometheus_client import exposition, openmetrics
-from prometheus_client.registry import CollectorRegistry
+from prometheus_client.utils import floatToGoString
 
-from exporter.collector import snapshot_collectors
-from exporter.config import NodeConfig
-from exporter.history import ChainResult, History, NodeResult, WatchResult
-from exporter.landing import landing_page
-from exporter.readings import ChainReading, read_chain, read_health
-from exporter.render import (
+from exporter.config.nodes import NodeConfig
+from exporter.expose import metrics
+from exporter.expose.render import (
+    CHAIN_GAUGE_FAMILIES,
     CHUNK_LINES,
     Renderer,
     chunk_counts,
+    go_float,
     openmetrics_format,
     text_format,
 )
-from exporter.snapshot import ErrorCounts, Snapshot
-from exporter.watch import WatchKind, WatchRequest, read_answer
-from exporter.watchpoll import watch_status
+from exporter.model.readings import ChainGauge, ChainReading, read_chain, read_health
+from exporter.model.snapshot import ErrorCounts, Snapshot
+from exporter.model.watch import WatchKind, WatchRequest, read_answer
+from exporter.poll.history import History
+from exporter.poll.results import ChainResult, NodeResult, WatchResult
+from exporter.poll.watch import watch_status
+from exporter.web.landing import landing_page
+from tests.oracle import render_collectors, snapshot_collectors
 from tests.test_collector import CASES, GOLDEN, poll_golden_case
 
 
 def _client_python(snapshot: Snapshot, om: bool) -> bytes:
-    registry = CollectorRegistry(auto_describe=False)
-    for collector in snapshot_collectors(snapshot):
-        registry.register(collector)
-    if om:
-        rendered: bytes = openmetrics.exposition.generate_latest(registry)  # type: ignore[no-untyped-call]
-        return rendered.removesuffix(b"# EOF\n")
-    return exposition.generate_latest(registry)
+    return render_collectors(snapshot_collectors(snapshot), openmetrics_format=om)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -156,3 +154,54 @@ def test_lone_surrogates_reach_no_output() -> None:
     assert b'feature="ok"' in text and b"feature=" in text
     assert b'group="ops"' in text and text.count(b"ledger_wallet_permission{") == 1
     assert b'reason="invalid_response"} 1.0' in text
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        1e-9,
+        123456.0,
+        999999.0,
+        1e6,
+        1234567.0,
+        9999999.5,
+        1.7e9,
+        1_700_000_000.25,
+        1e10,
+        1.5e22,
+        -1.7e9,
+        -1e22,
+        2.0**63,
+        7,
+        12345678,
+        float("inf"),
+        float("-inf"),
+        float("nan"),
+    ],
+)
+def test_sample_values_are_written_as_client_python_writes_them(value: float) -> None:
+    """The writer's own float formatting is client_python's floatToGoString (Go's), which
+    the package no longer imports."""
+    assert go_float(value) == floatToGoString(value)  # type: ignore[no-untyped-call]
+
+
+def test_the_catalogue_lists_every_family_once() -> None:
+    """Each MetricSpec of the catalogue is in exactly one group, so in the one order the
+    writer follows; /probe writes a subset of /metrics' families, and its own two."""
+    defined = [v for v in vars(metrics).values() if isinstance(v, metrics.MetricSpec)]
+    assert sorted(s.name for s in metrics.ALL) == sorted(s.name for s in defined)
+    assert len(set(metrics.ALL)) == len(metrics.ALL)
+    daemon, probe = set(metrics.DAEMON_FAMILIES), set(metrics.PROBE_FAMILIES)
+    assert probe - daemon == set(metrics.PROBE_ONLY) and not daemon & set(metrics.PROBE_ONLY)
+
+
+def test_every_chain_gauge_is_written_as_a_chain_family() -> None:
+    families = list(CHAIN_GAUGE_FAMILIES.values())
+    assert set(CHAIN_GAUGE_FAMILIES) == set(ChainGauge)
+    assert len(set(families)) == len(families)
+    assert set(families) <= set(metrics.CHAIN_FAMILIES)

@@ -1,5 +1,6 @@
 """PromQL of the Prometheus rules and the Grafana dashboards: promtool validates and unit-tests
-it, and every metric it names must exist in ``exporter.metrics`` (a rename breaks CI here)."""
+it, and every metric it names must exist in ``exporter.expose.metrics`` (a rename breaks CI
+here)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from exporter import metrics
+from exporter.expose import metrics
 
 ROOT = Path(__file__).resolve().parent.parent
 PROM_DIR = ROOT / "deploy" / "prometheus"

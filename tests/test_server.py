@@ -17,11 +17,12 @@ from typing import Any
 import bcrypt
 import pytest
 
-from exporter import landing
 from exporter.app import Exporter
-from exporter.config import Config, NodeConfig, load_config
-from exporter.server import ExporterServer, ListenAddressError, parse_listen_address
-from exporter.webconfig import TlsServerConfig, WebConfig, load_web_config
+from exporter.config.exporter import Config, load_config
+from exporter.config.nodes import NodeConfig
+from exporter.config.web import TlsServerConfig, WebConfig, load_web_config
+from exporter.web import landing
+from exporter.web.server import ExporterServer, ListenAddressError, parse_listen_address
 from tests.conftest import FakeNode, chain_doc, health_doc, make_certificate, new_fake_node
 
 

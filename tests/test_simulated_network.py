@@ -23,12 +23,13 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter import __version__, metrics
+from exporter import __version__
 from exporter.bounds import DropKind
-from exporter.config import Config, NodeConfig
-from exporter.exposition import Exposition
-from exporter.poller import Poller
-from exporter.watchcollector import SPECS as WATCH_SPECS
+from exporter.config.exporter import Config
+from exporter.config.nodes import NodeConfig
+from exporter.expose import metrics
+from exporter.poll.cycle import Poller
+from exporter.web.exposition import Exposition
 from ledger_simulator import SimulatedNetwork
 from tests.conftest import Clock
 
@@ -364,7 +365,7 @@ def heights(samples: Samples) -> dict[tuple[str, str], float]:
 
 
 #: The rig's config has no watch list, so no watch-list series (tests/test_watch.py).
-WATCH_NAMES = {spec.name for spec in WATCH_SPECS}
+WATCH_NAMES = {spec.name for spec in metrics.WATCH_FAMILIES}
 
 
 def test_every_metric_appears_with_the_values_the_simulator_served(rig: Rig) -> None:

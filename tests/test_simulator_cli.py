@@ -150,3 +150,28 @@ def test_summary_for_many_nodes(capsys: pytest.CaptureFixture[str]) -> None:
     assert "node-500: http://127.0.0.1:7740/nodes/node-500/" in lines
     assert any("496 more" in line for line in lines)
     assert len(lines) < 15
+
+
+#: Loads the simulator as each of its two command lines does, then prints which of the
+#: exporter's heavy modules came with it.
+_LOADED = """
+import sys
+import ledger_simulator.cli
+from exporter.cli import main
+try:
+    main(["simulate", "--help"])  # as `ledger-exporter simulate`: the exporter's command line
+except SystemExit:
+    pass
+heavy = ("pycurl", "prometheus_client", "exporter.app", "exporter.poll", "exporter.expose")
+print(sorted(name for name in heavy if name in sys.modules))
+"""
+
+
+def test_the_simulator_loads_only_the_exporters_light_modules() -> None:
+    """`simulate` (python -m ledger_simulator, or ledger-exporter simulate) imports the
+    exporter's HTTP server, logs and values, never its polling (pycurl) nor its exposition."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", _LOADED], capture_output=True, text=True, check=False
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.splitlines()[-1] == "[]", loaded.stdout

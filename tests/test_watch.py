@@ -16,13 +16,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from prometheus_client.registry import CollectorRegistry
 
 from exporter.bounds import DEFAULT_MAX_LABEL_VALUE_LENGTH, NOTHING_DROPPED, Bounds, Dropped
-from exporter.config import load_config, parse_config
-from exporter.exposition import render_collectors
-from exporter.readings import InvalidResponseError, read_health
-from exporter.watch import (
+from exporter.config.exporter import load_config, parse_config
+from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
+from exporter.expose import metrics
+from exporter.expose.render import Renderer, text_format
+from exporter.model.readings import InvalidResponseError, read_health
+from exporter.model.snapshot import Snapshot
+from exporter.model.watch import (
     ContractReading,
     Reading,
     WalletReading,
@@ -36,9 +38,8 @@ from exporter.watch import (
     state_value,
     watched_object,
 )
-from exporter.watchcollector import WatchCollector
-from exporter.watchconfig import WatchConfig, WatchedContract, WatchedWallet
 from tests.conftest import TESTDATA
+from tests.oracle import Samples
 
 GOLDEN = TESTDATA / "golden"
 WATCH_CASES = sorted(p.name for p in GOLDEN.iterdir() if p.name.startswith("watch-"))
@@ -71,7 +72,9 @@ def watch_cycle(case: Path) -> WatchStatus:
 
 
 def render(status: WatchStatus) -> str:
-    return render_collectors([WatchCollector(status)]).decode()
+    """The watch families of ``status``, as the writer writes them."""
+    snapshot = Snapshot(watch=status)
+    return text_format(Renderer(), snapshot, metrics.WATCH_FAMILIES).decode()
 
 
 def test_watch_golden_cases_exist() -> None:
@@ -88,10 +91,9 @@ def test_watch_golden_exposition(case: str) -> None:
     assert actual == expected_file.read_text()
 
 
-def registry_of(case: str) -> CollectorRegistry:
-    registry = CollectorRegistry()
-    registry.register(WatchCollector(watch_cycle(GOLDEN / case)))
-    return registry
+def registry_of(case: str) -> Samples:
+    """The samples written for ``case``, read back by client_python's parser."""
+    return Samples(render(watch_cycle(GOLDEN / case)))
 
 
 def test_values_through_a_registry() -> None:

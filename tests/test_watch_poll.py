@@ -10,14 +10,15 @@ import pytest
 from prometheus_client import exposition, openmetrics
 from prometheus_client.registry import CollectorRegistry
 
-from exporter.collector import snapshot_collectors
-from exporter.config import Config, NetworkChecks, NodeConfig
-from exporter.poller import Poller
-from exporter.render import Renderer, openmetrics_format, text_format
-from exporter.snapshot import NodeStatus, Snapshot
-from exporter.watch import ContractReading, StateReading, WalletReading, WatchKind
-from exporter.watchconfig import WatchConfig, WatchedContract, WatchedWallet
+from exporter.config.exporter import Config, NetworkChecks
+from exporter.config.nodes import NodeConfig
+from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
+from exporter.expose.render import Renderer, openmetrics_format, text_format
+from exporter.model.snapshot import NodeStatus, Snapshot
+from exporter.model.watch import ContractReading, StateReading, WalletReading, WatchKind
+from exporter.poll.cycle import Poller
 from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
+from tests.oracle import snapshot_collectors
 from tests.test_collector import poll_golden_case
 from tests.test_watch import GOLDEN, WATCH_CASES, render
 

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from exporter.config import load_config
-from exporter.demo import build_parser, demo_watch
-from exporter.readings import read_health
-from exporter.watch import (
+from exporter.config.exporter import load_config
+from exporter.config.watch import WatchConfig
+from exporter.model.readings import read_health
+from exporter.model.watch import (
     ContractReading,
     Reading,
     StateReading,
@@ -21,9 +21,9 @@ from exporter.watch import (
     plan_requests,
     read_answer,
 )
-from exporter.watchconfig import WatchConfig
 from ledger_simulator import SimulatedNetwork
 from ledger_simulator.cli import build_parser as simulate_parser
+from ledger_simulator.demo import build_parser, demo_watch
 from tests.conftest import REPO, Clock
 
 

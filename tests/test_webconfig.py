@@ -20,8 +20,8 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from exporter.schema import ConfigError
-from exporter.webconfig import PasswordChecksBusyError, TlsServerConfig, WebConfig, load_web_config
+from exporter.config.schema import ConfigError
+from exporter.config.web import PasswordChecksBusyError, TlsServerConfig, WebConfig, load_web_config
 from tests.conftest import expected_problems
 
 WEB_TESTDATA = Path(__file__).resolve().parent / "testdata" / "webconfig"

@@ -1,0 +1,308 @@
+"""``--web.config.file``: TLS and basic auth for the exporter's own endpoints.
+
+The format is the Prometheus exporter-toolkit's ``web-config.yml`` (the keys this exporter
+supports are listed below), so operators reuse what they already run for node_exporter.
+Passwords are bcrypt hashes, as in exporter-toolkit; a verified pair is remembered by a salted
+digest so a scrape every few seconds does not pay bcrypt's deliberate cost each time (and never
+waits behind anyone's bcrypt). An unknown user costs a bcrypt comparison at the highest cost in
+the file (no user enumeration by timing). One bcrypt comparison runs at a time and at most one
+more waits; beyond that a login is refused at once, so a flood of wrong passwords holds two
+request threads, not the server. As in exporter-toolkit, only the security headers it allows
+may be set, and ``RequestClientCert``/``RequireAnyClientCert`` accept client certificates
+unverified.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import ssl
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from exporter.config.schema import NOT_SHOWN, ConfigError, Reader, checking, locate, read_document
+from exporter.config.yamlsource import Path
+
+_CLIENT_AUTH = {
+    "NoClientCert": ssl.CERT_NONE,
+    "RequestClientCert": ssl.CERT_OPTIONAL,
+    "RequireAnyClientCert": ssl.CERT_REQUIRED,
+    "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
+    "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
+}
+# Go's tls.RequestClientCert and RequireAnyClientCert ask for a certificate without verifying it.
+_UNVERIFIED_CLIENT_AUTH = ("RequestClientCert", "RequireAnyClientCert")
+# exporter-toolkit's allow-list: the headers that may be set, and their values where fixed.
+_ALLOWED_HEADERS: dict[str, tuple[str, ...]] = {
+    "Strict-Transport-Security": (),
+    "X-Content-Type-Options": ("nosniff",),
+    "X-Frame-Options": ("deny", "sameorigin"),
+    "X-XSS-Protection": (),
+    "Content-Security-Policy": (),
+}
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
+_TLS_VERSIONS = {
+    "TLS12": ssl.TLSVersion.TLSv1_2,
+    "TLS13": ssl.TLSVersion.TLSv1_3,
+}
+# A modular-crypt bcrypt hash as htpasswd and Python's bcrypt write it: cost and 53 characters.
+_BCRYPT_HASH = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}", re.ASCII)
+_USER_NAME = re.compile(r"[^\s:$]+")
+_BCRYPT_COST = re.compile(r"\$2[aby]\$(\d\d)\$", re.ASCII)
+BCRYPT_WAITING = 1  # logins waiting for bcrypt while one runs; more are refused at once
+
+
+class PasswordChecksBusyError(Exception):
+    """bcrypt is busy with other logins (one running, one waiting): refuse this one now."""
+
+
+class _BcryptQueue:
+    """One bcrypt computation at a time, at most ``waiting`` more in line, and the stand-in
+    hash unknown users are compared with (made once, at the highest cost in the file)."""
+
+    def __init__(self, waiting: int = BCRYPT_WAITING) -> None:
+        self._lock = threading.Lock()
+        self._turn = threading.Lock()
+        self._inside = 0
+        self._most = 1 + waiting
+        self._stand_in: tuple[int, bytes] | None = None  # (cost, hash)
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        with self._lock:
+            if self._inside >= self._most:
+                raise PasswordChecksBusyError("too many logins are being checked")
+            self._inside += 1
+        try:
+            with self._turn:
+                yield
+        finally:
+            with self._lock:
+                self._inside -= 1
+
+    def stand_in(self, hashes: list[str]) -> bytes:
+        """A hash of a random password at the highest cost among ``hashes``; call in turn()."""
+        import bcrypt  # noqa: PLC0415 - only needed when basic auth is configured
+
+        costs = [int(found[1]) for text in hashes if (found := _BCRYPT_COST.match(text))]
+        cost = min(max(costs, default=4), 31)
+        if self._stand_in is None or self._stand_in[0] != cost:
+            password = os.urandom(16).hex().encode()
+            self._stand_in = (cost, bcrypt.hashpw(password, bcrypt.gensalt(max(cost, 4))))
+        return self._stand_in[1]
+
+
+_TLS_KEYS = (
+    "cert_file",
+    "key_file",
+    "client_auth_type",
+    "client_ca_file",
+    "min_version",
+    "max_version",
+)
+
+
+@dataclass(frozen=True)
+class TlsServerConfig:
+    """Certificate, key and client-certificate policy for serving HTTPS."""
+
+    cert_file: str
+    key_file: str
+    client_auth_type: str = "NoClientCert"
+    client_ca_file: str | None = None
+    min_version: str = "TLS12"
+    max_version: str | None = None
+
+
+@dataclass(frozen=True)
+class WebConfig:
+    """How the exporter serves its endpoints: plain or TLS, open or behind basic auth."""
+
+    tls: TlsServerConfig | None = None
+    basic_auth_users: dict[str, str] = field(default_factory=dict, repr=False)
+    headers: dict[str, str] = field(default_factory=dict)
+    _verified: set[bytes] = field(default_factory=set, repr=False, compare=False)
+    _salt: bytes = field(default_factory=lambda: os.urandom(16), repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _bcrypt: _BcryptQueue = field(default_factory=_BcryptQueue, repr=False, compare=False)
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The server-side TLS context, or None to serve plain HTTP."""
+        if self.tls is None:
+            return None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = _TLS_VERSIONS[self.tls.min_version]
+        if self.tls.max_version:
+            context.maximum_version = _TLS_VERSIONS[self.tls.max_version]
+        context.load_cert_chain(self.tls.cert_file, self.tls.key_file)
+        context.verify_mode = _CLIENT_AUTH[self.tls.client_auth_type]
+        if self.tls.client_ca_file:
+            context.load_verify_locations(self.tls.client_ca_file)
+        if self.tls.client_auth_type in _UNVERIFIED_CLIENT_AUTH:
+            _accept_unverified_client_certificates(context)
+        return context
+
+    def check_password(self, user: str, password: str) -> bool:
+        """True when ``password`` matches the user's bcrypt hash.
+
+        A remembered success answers at once, whatever bcrypt is doing. Otherwise one bcrypt
+        comparison, an unknown user's against a stand-in hash as costly as the dearest user's,
+        so the answer takes as long as for a wrong password. Raises PasswordChecksBusyError when
+        bcrypt already has one login running and one waiting."""
+        known = self.basic_auth_users.get(user)
+        digest = hashlib.sha256(self._salt + f"{user}\0{password}\0{known}".encode()).digest()
+        with self._lock:
+            if known is not None and digest in self._verified:
+                return True
+        import bcrypt  # noqa: PLC0415 - only needed when basic auth is configured
+
+        with self._bcrypt.turn():  # one at a time: a flood of logins costs one core at most
+            try:
+                hashed = known.encode() if known is not None else self._stand_in()
+                matches = bcrypt.checkpw(password.encode(), hashed)
+            except ValueError:  # a malformed hash ("Invalid salt") refuses, never crashes
+                return False
+        if not matches or known is None:
+            return False
+        with self._lock:
+            self._verified.add(digest)
+        return True
+
+    def _stand_in(self) -> bytes:
+        return self._bcrypt.stand_in(list(self.basic_auth_users.values()))
+
+
+_VERIFY_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
+_ACCEPT_ANY = _VERIFY_CALLBACK(lambda preverified, store: 1)  # kept alive for the process
+
+
+def _accept_unverified_client_certificates(context: ssl.SSLContext) -> None:
+    """Keep asking for (or requiring) a client certificate but accept it unverified, as Go's
+    RequestClientCert/RequireAnyClientCert do. Python's ssl has no verify callback, so this
+    sets OpenSSL's on the context; it checks it found the right SSL_CTX before touching it."""
+    library = ctypes.CDLL(ssl._ssl.__file__)  # type: ignore[attr-defined]  # its libssl
+    get_options = library.SSL_CTX_get_options
+    get_options.argtypes, get_options.restype = [ctypes.c_void_p], ctypes.c_uint64
+    get_mode = library.SSL_CTX_get_verify_mode
+    get_mode.argtypes, get_mode.restype = [ctypes.c_void_p], ctypes.c_int
+    set_verify = library.SSL_CTX_set_verify
+    set_verify.argtypes, set_verify.restype = (
+        [ctypes.c_void_p, ctypes.c_int, _VERIFY_CALLBACK],
+        None,
+    )
+    # CPython's SSLContext object starts with the SSL_CTX pointer, right after its header.
+    pointer = ctypes.c_void_p.from_address(id(context) + object.__basicsize__).value
+    mode = 3 if context.verify_mode == ssl.CERT_REQUIRED else 1  # PEER [| FAIL_IF_NO_PEER_CERT]
+    if not pointer or get_options(pointer) != context.options or get_mode(pointer) != mode:
+        raise ssl.SSLError("cannot accept unverified client certificates with this Python")
+    set_verify(pointer, mode, _ACCEPT_ANY)
+
+
+def load_web_config(path: str) -> WebConfig:
+    """Read and validate a web config file; raises ConfigError listing every problem."""
+    text, source = read_document(path)
+    reader = _WebReader(locate(text, source), source)
+    with checking(source):
+        config = reader.web_config()
+    if reader.problems:
+        raise ConfigError(source, reader.problems)
+    try:
+        config.ssl_context()
+    except (OSError, ssl.SSLError) as error:
+        raise ConfigError(
+            source, [f"tls_server_config: cannot load certificates: {error}"]
+        ) from None
+    return config
+
+
+class _WebReader(Reader):
+    """Reads a web config document; ``basic_auth_users`` and all it holds are secrets."""
+
+    def secret(self, path: Path) -> bool:
+        return path[:1] == ("basic_auth_users",)
+
+    def secret_key(self, path: Path) -> bool:
+        """A user name is shown unless it holds white space, ':' or '$', as a flow mapping's
+        ``{alice $2b$...}`` (a missing colon) or a password run into it would."""
+        if len(path) != 2 or path[0] != "basic_auth_users":
+            return len(path) > 2 and self.secret(path)
+        return not _USER_NAME.fullmatch(str(path[1]))
+
+    def web_config(self) -> WebConfig:
+        keys = ("tls_server_config", "basic_auth_users", "http_server_config")
+        data = self.mapping(self.located.data or {}, (), keys)
+        tls = self.tls(data["tls_server_config"]) if "tls_server_config" in data else None
+        users = self.users(data.get("basic_auth_users", {}))
+        headers: dict[str, str] = {}
+        if "http_server_config" in data:
+            server = self.mapping(data["http_server_config"], ("http_server_config",), ("headers",))
+            raw = server.get("headers", {})
+            if not isinstance(raw, dict):
+                self.problem(("http_server_config", "headers"), "must map header names to values")
+                raw = {}
+            headers = {str(k): self.header(k, v) for k, v in raw.items()}
+        return WebConfig(tls, users, headers)
+
+    def header(self, name: Any, value: Any) -> str:
+        """A header exporter-toolkit lets one set, with a value that cannot split the response."""
+        path = ("http_server_config", "headers", str(name))
+        text = self.string(value, path)
+        allowed = _ALLOWED_HEADERS.get(str(name))
+        if allowed is None:
+            self.problem(
+                path, f"cannot be configured; allowed headers: {', '.join(_ALLOWED_HEADERS)}"
+            )
+        elif text and _CONTROL_CHARACTERS.search(text):
+            self.problem(path, "must not contain control characters such as CR or LF")
+        elif text and allowed and text not in allowed:
+            self.problem(path, f"must be one of {', '.join(allowed)}{self.instead(path, text)}")
+        return text
+
+    def tls(self, value: Any) -> TlsServerConfig:
+        path = ("tls_server_config",)
+        data = self.mapping(value, path, _TLS_KEYS, required=("cert_file", "key_file"))
+        files = {key: self.readable_file(data.get(key), (*path, key)) for key in _TLS_KEYS[:2]}
+        auth = data.get("client_auth_type", "NoClientCert")
+        if not isinstance(auth, str) or auth not in _CLIENT_AUTH:
+            self.problem((*path, "client_auth_type"), f"must be one of {', '.join(_CLIENT_AUTH)}")
+            auth = "NoClientCert"
+        ca_file = self.readable_file(data.get("client_ca_file"), (*path, "client_ca_file"))
+        if auth in ("VerifyClientCertIfGiven", "RequireAndVerifyClientCert") and not ca_file:
+            self.problem(path, f"client_auth_type {auth} needs client_ca_file")
+        versions = {}
+        for key in ("min_version", "max_version"):
+            version = data.get(key, "TLS12" if key == "min_version" else None)
+            if version is not None and (
+                not isinstance(version, str) or version not in _TLS_VERSIONS
+            ):
+                self.problem((*path, key), f"must be one of {', '.join(_TLS_VERSIONS)}")
+                version = None
+            versions[key] = version
+        low, high = versions["min_version"], versions["max_version"]
+        if low and high and _TLS_VERSIONS[low].value > _TLS_VERSIONS[high].value:
+            self.problem((*path, "min_version"), "must not be above max_version")
+        return TlsServerConfig(
+            files["cert_file"] or "",
+            files["key_file"] or "",
+            auth,
+            ca_file,
+            versions["min_version"] or "TLS12",
+            versions["max_version"],
+        )
+
+    def users(self, value: Any) -> dict[str, str]:
+        if not isinstance(value, dict):
+            self.problem(("basic_auth_users",), "must map user names to bcrypt hashes")
+            return {}
+        users = {}
+        for user, hashed in value.items():
+            path = ("basic_auth_users", user)
+            if not (isinstance(hashed, str) and _BCRYPT_HASH.fullmatch(hashed)):
+                self.problem(path, f"must be a bcrypt hash ($2b$...) {NOT_SHOWN}")
+            users[str(user)] = hashed if isinstance(hashed, str) else ""
+        return users

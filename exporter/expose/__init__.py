@@ -1,0 +1,1 @@
+"""The snapshot as Prometheus series: the metric catalogue, label strings, the one writer."""

@@ -1,0 +1,93 @@
+"""Label strings as client_python writes them (names sorted, values escaped), built once.
+
+A node's and each of its chains' label strings are kept while the node's name and labels
+stay the same (every node or chain family uses them); the rarer label sets (error counters,
+info, consensus, features) are filled into a :class:`Template` per set of label names,
+shared by every node with the same names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from exporter.model.snapshot import NodeStatus
+
+
+def escape(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def label_string(labels: Iterable[tuple[str, str]]) -> str:
+    """``{a="1",b="2"}`` with names sorted, as client_python writes them; empty for none."""
+    items = sorted(labels)
+    return "{" + ",".join(f'{k}="{escape(v)}"' for k, v in items) + "}" if items else ""
+
+
+class Template:
+    """The label string for a set of label names, values filled in later: the names sorted
+    as client_python writes them. One per set of names, shared by every node with them."""
+
+    __slots__ = ("order", "parts")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.order = tuple(sorted(range(len(names)), key=names.__getitem__))
+        self.parts = tuple(
+            ("{" if at == 0 else '",') + names[index] + '="' for at, index in enumerate(self.order)
+        )
+
+    def fill(self, escaped: Sequence[str]) -> str:
+        """The label string for already escaped values, given in the names' order."""
+        pieces: list[str] = []
+        for part, index in zip(self.parts, self.order, strict=True):
+            pieces += (part, escaped[index])
+        pieces.append('"}')
+        return "".join(pieces)
+
+
+class NodeLabels:
+    """One node's label names and escaped values, its label string and its chains'; kept
+    while the node's name and labels stay the same."""
+
+    __slots__ = ("chains", "config_labels", "labels", "names", "values")
+
+    def __init__(self, name: str, config_labels: tuple[tuple[str, str], ...]) -> None:
+        self.config_labels = config_labels
+        self.names = ("node", *(k for k, _ in config_labels))
+        self.values = (escape(name), *(escape(v) for _, v in config_labels))
+        self.labels = label_string((("node", name), *config_labels))
+        self.chains: dict[str, str] = {}
+
+    def chain(self, blockchain: str, templates: Templates) -> str:
+        """The label string of the node's ``blockchain`` series."""
+        text = self.chains.get(blockchain)
+        if text is None:
+            text = self.chains[blockchain] = self.with_labels(
+                templates, ("blockchain",), (blockchain,)
+            )
+        return text
+
+    def with_labels(
+        self, templates: Templates, names: tuple[str, ...], values: tuple[str, ...]
+    ) -> str:
+        """The node's labels and ``names`` = ``values``, as a label string."""
+        escaped = (*self.values, *(escape(v) for v in values))
+        return templates.get(self.names + names).fill(escaped)
+
+    def forget_chains_beyond(self, node: NodeStatus) -> None:
+        """Drop the strings of chains ``node`` no longer has."""
+        if len(self.chains) > len(node.chains):
+            current = {chain.blockchain for chain in node.chains}
+            self.chains = {k: v for k, v in self.chains.items() if k in current}
+
+
+class Templates:
+    """The templates made so far, by label names (a handful: one per label-name set)."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[str, ...], Template] = {}
+
+    def get(self, names: tuple[str, ...]) -> Template:
+        template = self._made.get(names)
+        if template is None:
+            template = self._made[names] = Template(names)
+        return template

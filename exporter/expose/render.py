@@ -1,0 +1,384 @@
+"""The one writer of series: a snapshot straight into the text and OpenMetrics formats.
+
+Both /metrics and /probe are written here, in the catalogue's order
+(:data:`~exporter.expose.metrics.DAEMON_FAMILIES`,
+:data:`~exporter.expose.metrics.PROBE_FAMILIES`), so a probe's series are the daemon's for
+the same answers by construction.
+
+client_python builds a Metric and a Sample per value and formats every label set again each
+time (7-18 us a sample). Here the families are written one at a time, straight from the
+snapshot, their sample lines formatted once for both formats and handed out
+:data:`CHUNK_LINES` at a time, so a render never holds a family's text or an index of every
+sample. The label strings of nodes and chains (shared by ~25 families each) are kept while
+a node's name, labels and chains stay the same; the rarer ones (error counters, info,
+consensus, features) are filled into templates shared by every node with the same label
+names. ``tests/test_render.py`` checks the bytes equal client_python's for the same snapshot
+(``tests/oracle.py``: client_python's collectors over the same snapshots).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Protocol
+
+from exporter import __version__
+from exporter.bounds import DropKind
+from exporter.expose import metrics as m
+from exporter.expose.labels import NodeLabels, Templates, escape, label_string
+from exporter.expose.metrics import MetricSpec
+from exporter.expose.watch import watch_samples
+from exporter.model.readings import ChainGauge
+from exporter.model.snapshot import NodeStatus, Snapshot
+from exporter.model.watch import WatchStatus
+
+#: The two formats written, as the Content-Type of an answer names them.
+TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+#: How an OpenMetrics document ends (after the runtime families, if any).
+OPENMETRICS_END = b"# EOF\n"
+#: Sample lines written at a time: a family of 18 000 series (the error counters of 1000
+#: nodes) is never held whole, only ~64 KiB of its text.
+CHUNK_LINES = 512
+
+#: The family of each plain gauge of a chain reading.
+CHAIN_GAUGE_FAMILIES: Mapping[ChainGauge, MetricSpec] = {
+    ChainGauge.HEIGHT: m.CHAIN_HEIGHT,
+    ChainGauge.LAST_MESSAGE: m.CHAIN_LAST_MESSAGE,
+    ChainGauge.PENDING_MESSAGES: m.CHAIN_PENDING_MESSAGES,
+    ChainGauge.DELAYED_MESSAGES: m.CHAIN_DELAYED_MESSAGES,
+    ChainGauge.PENDING_TRANSACTIONS: m.CHAIN_PENDING_TXS,
+    ChainGauge.SYNCING: m.CHAIN_SYNCING,
+    ChainGauge.IN_COUNCIL: m.CHAIN_IN_COUNCIL,
+    ChainGauge.VOTING: m.CHAIN_VOTING,
+    ChainGauge.TIME_TO_VOTE: m.CHAIN_TIME_TO_VOTE,
+    ChainGauge.COUNCIL_MEMBERS: m.CHAIN_COUNCIL_MEMBERS,
+    ChainGauge.PEERS: m.CHAIN_PEERS,
+    ChainGauge.VOTE_SESSIONS: m.CHAIN_VOTE_SESSIONS,
+    ChainGauge.MIN_MEMBERS: m.CHAIN_MIN_MEMBERS,
+    ChainGauge.CONSENSUS_TIMEOUT: m.CHAIN_CONSENSUS_TIMEOUT,
+    ChainGauge.TX_MAX_TIME_TRIGGER: m.CHAIN_TX_MAX_TIME_TRIGGER,
+    ChainGauge.TX_KARMA_THRESHOLD: m.CHAIN_TX_KARMA_THRESHOLD,
+    ChainGauge.TX_MINT_THRESHOLD: m.CHAIN_TX_MINT_THRESHOLD,
+    ChainGauge.VOTE_ROUND: m.CHAIN_VOTE_ROUND,
+}
+#: Each chain gauge family's position in ChainReading.values.
+_GAUGE_POSITIONS = {spec: int(gauge) for gauge, spec in CHAIN_GAUGE_FAMILIES.items()}
+#: Each DropKind's ``kind`` label value, as with_labels takes it.
+_DROP_KINDS = tuple((kind.value,) for kind in DropKind)
+#: One family's series: (label string, value); a None value gives no sample.
+Series = Iterable[tuple[str, float | None]]
+
+
+class FamilySink(Protocol):
+    """Where a render goes: a family's header, then its sample lines in chunks."""
+
+    def family(self, spec: MetricSpec) -> None: ...
+
+    def lines(self, chunk: bytes) -> None: ...
+
+
+class Renderer:
+    """Writes snapshots; keeps the label strings of the nodes and chains it wrote last time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # the next snapshot may render while a scrape renders
+        self._nodes: dict[str, NodeLabels] = {}
+        self._templates = Templates()
+
+    def cached_series(self) -> int:
+        """How many node and chain label strings are kept for the next render."""
+        with self._lock:
+            return sum(1 + len(node.chains) for node in self._nodes.values())
+
+    def write(
+        self,
+        snapshot: Snapshot,
+        sink: FamilySink,
+        families: Sequence[MetricSpec] = m.DAEMON_FAMILIES,
+        values: Mapping[MetricSpec, float] | None = None,
+    ) -> None:
+        """Every non-empty one of ``families`` of ``snapshot`` into ``sink``, in that order;
+        ``values`` holds the sample of each unlabelled family the snapshot does not (a probe's
+        success and duration)."""
+        with self._lock:
+            nodes = self._node_labels(snapshot.nodes)
+            render = _Render(snapshot, nodes, self._templates, values or {})
+            for spec in families:
+                started = False
+                for chunk in _chunks(spec.name, render.series(spec)):
+                    if not started:
+                        sink.family(spec)
+                        started = True
+                    sink.lines(chunk)
+            for node in snapshot.nodes:
+                self._nodes[node.name].forget_chains_beyond(node)
+
+    def _node_labels(self, nodes: Iterable[NodeStatus]) -> dict[str, NodeLabels]:
+        """The kept labels of each node (new ones for new or relabelled nodes); nodes no
+        longer in the snapshot are forgotten."""
+        fresh: dict[str, NodeLabels] = {}
+        for node in nodes:
+            kept = self._nodes.get(node.name)
+            if kept is None or kept.config_labels != node.labels:
+                kept = NodeLabels(node.name, node.labels)
+            fresh[node.name] = kept
+        self._nodes = fresh
+        return fresh
+
+
+def go_float(value: float) -> str:
+    """A sample value as the Prometheus clients write it (client_python's floatToGoString):
+    ``+Inf``, ``-Inf`` or ``NaN``; else Python's shortest repr, in Go's exponent form for
+    positive values from 1e6 on (``1.7e+09``), where Go switches sooner than Python."""
+    value = float(value)  # counters are ints
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if math.isnan(value):
+        return "NaN"
+    text = repr(value)
+    dot = text.find(".")
+    if value > 0 and dot > 6:
+        mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1 :]}".rstrip("0.")
+        return f"{mantissa}e+{dot - 1:02d}"
+    return text
+
+
+def _chunks(name: str, series: Series) -> Iterator[bytes]:
+    """The sample lines of ``series`` (the same in both formats), CHUNK_LINES at a time."""
+    fmt: Callable[[float], str] = go_float
+    lines: list[str] = []
+    for labels, value in series:
+        if value is None:
+            continue
+        lines.append(f"{name}{labels} {fmt(value)}\n")
+        if len(lines) == CHUNK_LINES:
+            yield "".join(lines).encode()
+            lines = []
+    if lines:
+        yield "".join(lines).encode()
+
+
+def _flag(value: bool) -> float:
+    return 1.0 if value else 0.0
+
+
+class _Render:
+    """One render of one snapshot: each family's series, produced when it is written."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        nodes: dict[str, NodeLabels],
+        templates: Templates,
+        values: Mapping[MetricSpec, float],
+    ) -> None:
+        self.snapshot = snapshot
+        self.nodes = nodes
+        self.templates = templates
+        self.values = values
+        self.watch = _watch_series(snapshot.watch)  # few: gathered at once
+        self._families: dict[MetricSpec, Callable[[], Series]] = {
+            m.BUILD_INFO: self._build_info,
+            m.CYCLE_DURATION: lambda: (("", snapshot.cycle_duration),),
+            m.CONFIG_RELOAD_OK: lambda: (("", _flag(snapshot.config_reload_ok)),),
+            m.DROPPED_VALUES: self._dropped,
+            m.NODE_UP: lambda: self._per_node(lambda node: _flag(node.up)),
+            m.NODE_SCRAPE_DURATION: lambda: self._per_node(lambda node: node.duration),
+            m.NODE_SCRAPE_ERRORS: self._errors,
+            m.NODE_LAST_SUCCESS: lambda: self._per_node(lambda node: node.last_success),
+            m.NODE_INFO: self._info,
+            m.NODE_PEERS: lambda: self._per_health(lambda health: health.peer_count),
+            m.NODE_BLOCKCHAINS: lambda: self._per_health(lambda h: h.blockchain_count),
+            m.CHAIN_UP: lambda: self._per_chain(lambda chain: _flag(chain.up)),
+            m.CHAIN_BLOCKS_BEHIND: lambda: self._per_read_chain(lambda c: c.blocks_behind),
+            m.CHAIN_HEIGHT_CHANGED: lambda: self._per_read_chain(lambda c: c.height_changed_at),
+            m.CHAIN_CONSENSUS: self._consensus,
+            m.CHAIN_FEATURE: self._features,
+            m.NETWORK_CHECKPOINT_HEIGHT: lambda: self._network(lambda c: c.checkpoint_height),
+            m.NETWORK_CHECKPOINT_HASHES: lambda: self._network(lambda c: c.checkpoint_hashes),
+            m.NETWORK_COUNCIL_VIEWS: lambda: self._network(lambda c: c.council_views),
+            m.CHAIN_CHECKPOINT_AGREES: lambda: self._agreement(block=True),
+            m.CHAIN_COUNCIL_AGREES: lambda: self._agreement(block=False),
+            m.NETWORK_PEER_PARTITIONS: lambda: (("", snapshot.network.partitions),),
+            m.NODE_POLLED_PEERS: self._polled_peers,
+        }
+
+    def series(self, spec: MetricSpec) -> Series:
+        """The family's series: node by node in snapshot order, each node's chains in order."""
+        family = self._families.get(spec)
+        if family is not None:
+            return family()
+        if spec in _GAUGE_POSITIONS:
+            return self._gauge(_GAUGE_POSITIONS[spec])
+        if spec in self.values:
+            return (("", self.values[spec]),)
+        return self.watch.get(spec, ())
+
+    def _build_info(self) -> Series:
+        yield label_string([("version", __version__)]), 1.0
+
+    def _per_node(self, value: Callable[[NodeStatus], float | None]) -> Series:
+        for node in self.snapshot.nodes:
+            yield self.nodes[node.name].labels, value(node)
+
+    def _per_health(self, value: Callable[..., float | None]) -> Series:
+        for node in self.snapshot.nodes:
+            if node.health is not None:
+                yield self.nodes[node.name].labels, value(node.health)
+
+    def _errors(self) -> Series:
+        names = ("endpoint", "reason")
+        for node in self.snapshot.nodes:
+            labels = self.nodes[node.name]
+            for endpoint, reason, count in node.error_counts:
+                yield labels.with_labels(self.templates, names, (endpoint, reason)), count
+
+    def _dropped(self) -> Series:
+        names = ("kind",)
+        for node in self.snapshot.nodes:
+            labels = self.nodes[node.name]
+            for kind, count in zip(_DROP_KINDS, node.dropped, strict=False):
+                yield labels.with_labels(self.templates, names, kind), count
+
+    def _info(self) -> Series:
+        names = ("node_version", "node_id", "peer_id")
+        for node in self.snapshot.nodes:
+            health = node.health
+            if health is None:
+                continue
+            identity = (health.node_version, health.node_id, health.peer_id)
+            if any(part is not None for part in identity):
+                values = tuple(part or "" for part in identity)
+                yield self.nodes[node.name].with_labels(self.templates, names, values), 1.0
+
+    def _chains(self) -> Iterator[tuple[str, NodeStatus, int]]:
+        """(chain label string, node, chain index) of every chain, in snapshot order."""
+        for node in self.snapshot.nodes:
+            labels = self.nodes[node.name]
+            for index, chain in enumerate(node.chains):
+                yield labels.chain(chain.blockchain, self.templates), node, index
+
+    def _per_chain(self, value: Callable[..., float | None]) -> Series:
+        for labels, node, index in self._chains():
+            yield labels, value(node.chains[index])
+
+    def _gauge(self, position: int) -> Series:
+        return self._per_read_chain(lambda chain: chain.reading.gauge(position))
+
+    def _per_read_chain(self, value: Callable[..., float | None]) -> Series:
+        """``value`` of every chain that was read (an unread chain has only its ``_up``)."""
+        for labels, node, index in self._chains():
+            chain = node.chains[index]
+            if chain.reading is not None:
+                yield labels, value(chain)
+
+    def _consensus(self) -> Series:
+        names = ("blockchain", "consensus_type", "key_type")
+        for node in self.snapshot.nodes:
+            for chain in node.chains:
+                reading = chain.reading
+                if reading is None or (reading.consensus_type is None and reading.key_type is None):
+                    continue
+                values = (chain.blockchain, reading.consensus_type or "", reading.key_type or "")
+                yield self.nodes[node.name].with_labels(self.templates, names, values), 1.0
+
+    def _features(self) -> Series:
+        names = ("blockchain", "feature")
+        for node in self.snapshot.nodes:
+            for chain in node.chains:
+                for feature, enabled in chain.reading.features if chain.reading else ():
+                    values = (chain.blockchain, feature)
+                    yield self.nodes[node.name].with_labels(self.templates, names, values), enabled
+
+    def _network(self, value: Callable[..., float | None]) -> Series:
+        for chain in self.snapshot.network.chains:
+            yield label_string((("blockchain", chain.blockchain),)), value(chain)
+
+    def _agreement(self, block: bool) -> Series:
+        for chain in self.snapshot.network.chains:
+            for name, agrees in chain.block_agrees if block else chain.council_agrees:
+                if (labels := self.nodes.get(name)) is None:
+                    continue  # the view names only the snapshot's nodes; never guess
+                yield labels.chain(chain.blockchain, self.templates), _flag(agrees)
+
+    def _polled_peers(self) -> Series:
+        for name, linked in self.snapshot.network.polled_peers:
+            if (labels := self.nodes.get(name)) is not None:
+                yield labels.labels, linked
+
+
+def _watch_series(status: WatchStatus) -> dict[MetricSpec, list[tuple[str, float | None]]]:
+    """The watch-list series by family: few, so gathered at once and not cached."""
+    families: dict[MetricSpec, list[tuple[str, float | None]]] = {}
+    for watched in status.objects:
+        for spec, labels, value in watch_samples(watched):
+            families.setdefault(spec, []).append((label_string(labels.items()), value))
+    return families
+
+
+def text_headers(spec: MetricSpec) -> str:
+    """A family's HELP and TYPE lines in the Prometheus text format 0.0.4."""
+    help_text = spec.help.replace("\\", r"\\").replace("\n", r"\n")
+    return f"# HELP {spec.name} {help_text}\n# TYPE {spec.name} {spec.kind.value}\n"
+
+
+def openmetrics_headers(spec: MetricSpec) -> str:
+    """A family's HELP and TYPE lines in OpenMetrics 1.0 (counters named without ``_total``)."""
+    name = spec.name.removesuffix("_total") if spec.kind is m.Kind.COUNTER else spec.name
+    return f"# HELP {name} {escape(spec.help)}\n# TYPE {name} {spec.kind.value}\n"
+
+
+class _Collected:
+    """A sink that keeps the whole text in one format (/probe's answers, tests and tools)."""
+
+    def __init__(self, openmetrics_format: bool) -> None:
+        self._headers = openmetrics_headers if openmetrics_format else text_headers
+        self.parts: list[bytes] = []
+        self.chunks: dict[str, int] = {}
+
+    def family(self, spec: MetricSpec) -> None:
+        self.parts.append(self._headers(spec).encode())
+        self.chunks[spec.name] = 0
+
+    def lines(self, chunk: bytes) -> None:
+        self.parts.append(chunk)
+        self.chunks[next(reversed(self.chunks))] += 1
+
+
+def _collect(
+    renderer: Renderer,
+    snapshot: Snapshot,
+    openmetrics_format: bool,
+    families: Sequence[MetricSpec] = m.DAEMON_FAMILIES,
+    values: Mapping[MetricSpec, float] | None = None,
+) -> _Collected:
+    sink = _Collected(openmetrics_format)
+    renderer.write(snapshot, sink, families, values)
+    return sink
+
+
+def text_format(
+    renderer: Renderer,
+    snapshot: Snapshot,
+    families: Sequence[MetricSpec] = m.DAEMON_FAMILIES,
+    values: Mapping[MetricSpec, float] | None = None,
+) -> bytes:
+    """The snapshot's ``families`` in the Prometheus text format 0.0.4."""
+    return b"".join(_collect(renderer, snapshot, False, families, values).parts)
+
+
+def openmetrics_format(
+    renderer: Renderer,
+    snapshot: Snapshot,
+    families: Sequence[MetricSpec] = m.DAEMON_FAMILIES,
+    values: Mapping[MetricSpec, float] | None = None,
+) -> bytes:
+    """The snapshot's ``families`` in OpenMetrics 1.0, without the closing ``# EOF``."""
+    return b"".join(_collect(renderer, snapshot, True, families, values).parts)
+
+
+def chunk_counts(renderer: Renderer, snapshot: Snapshot) -> dict[str, int]:
+    """How many chunks each family's lines were written in (for tests)."""
+    return _collect(renderer, snapshot, openmetrics_format=False).chunks

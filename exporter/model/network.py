@@ -1,0 +1,203 @@
+"""The network as a whole: block and council agreement and peer partitions across the nodes
+one exporter polls in the same cycle (metrics.md, "The network as a whole").
+
+Pure functions of what the up nodes reported, so the view is as trustworthy as the readings it
+comes from: a node whose block or council could not be read is left out, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from exporter.model.readings import ChainReading, HealthReading
+
+_Key = TypeVar("_Key", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class ChainObservation:
+    """What one up node said about one chain this cycle, as far as the network view needs it.
+
+    ``checkpoint_hash`` is the hash of the block at the cycle's checkpoint height, or None when
+    no block was asked for or it could not be read."""
+
+    blockchain: str
+    height: float | None
+    syncing: bool | None
+    council: frozenset[str] | None
+    checkpoint_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class NodeObservation:
+    """One up node: its peer identity, whom it lists as peers, and its chains."""
+
+    node: str
+    peer_id: str | None
+    network_peers: frozenset[str]
+    chains: tuple[ChainObservation, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """Per node, whether its value is the one a strict majority holds, iterated as (node,
+    agrees) in node order. Names and one flag byte each: at 1000 nodes and 3 chains a
+    (node, bool) tuple each would be 6000 objects a cycle, kept for two."""
+
+    nodes: tuple[str, ...] = ()
+    flags: bytes = b""
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[str, bool]]) -> Agreement:
+        """From (node, agrees) pairs, in their order."""
+        listed = tuple(pairs)
+        return cls(tuple(node for node, _ in listed), bytes(agrees for _, agrees in listed))
+
+    def __iter__(self) -> Iterator[tuple[str, bool]]:
+        return ((node, flag == 1) for node, flag in zip(self.nodes, self.flags, strict=True))
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+
+@dataclass(frozen=True)
+class ChainAgreement:
+    """Agreement on one chain. ``checkpoint_height`` is where hashes were compared this cycle
+    (None: no block requests this cycle); ``next_checkpoint`` where the next cycle asks."""
+
+    blockchain: str
+    checkpoint_height: int | None
+    checkpoint_hashes: int | None
+    block_agrees: Agreement
+    council_views: int | None
+    council_agrees: Agreement
+    next_checkpoint: int | None
+
+
+@dataclass(frozen=True)
+class NetworkView:
+    """The cross-node view of one cycle; ``partitions`` is None when no node is up."""
+
+    chains: tuple[ChainAgreement, ...] = ()
+    partitions: int | None = None
+    polled_peers: tuple[tuple[str, int], ...] = ()
+
+
+def observe(
+    node: str,
+    health: HealthReading,
+    chains: Iterable[tuple[str, ChainReading | None, str | None]],
+) -> NodeObservation:
+    """An up node as the view needs it, from its readings; ``chains`` holds (blockchain,
+    reading or None when unread, checkpoint block hash or None). Unread chains are left out."""
+    return NodeObservation(
+        node=node,
+        peer_id=health.peer_id,
+        network_peers=health.network_peers,
+        chains=tuple(
+            ChainObservation(chain, reading.height, reading.syncing, reading.council, block)
+            for chain, reading, block in chains
+            if reading is not None
+        ),
+    )
+
+
+def majority_agreement(values: Sequence[tuple[str, _Key]]) -> tuple[int, Agreement]:
+    """Distinct values, and per node whether its value is the one a strict majority holds
+    (all False when no value has more than half)."""
+    counts = Counter(value for _, value in values)
+    winner = next(
+        (value for value, count in counts.items() if 2 * count > len(values)),
+        None,
+    )
+    ordered = sorted(values, key=lambda pair: pair[0])
+    return len(counts), Agreement.of((node, value == winner) for node, value in ordered)
+
+
+def next_checkpoint(chains: Iterable[ChainObservation], depth: int) -> int | None:
+    """The lowest height among the not-syncing readers, ``depth`` blocks down (not below 0);
+    None when block checks are off (depth 0) or no such node has a height."""
+    if depth <= 0:
+        return None
+    heights = [c.height for c in chains if c.height is not None and c.syncing is not True]
+    return max(0, int(min(heights)) - depth) if heights else None
+
+
+def chain_agreement(
+    blockchain: str,
+    readers: Sequence[tuple[str, ChainObservation]],
+    compared_at: int | None,
+    depth: int,
+) -> ChainAgreement:
+    """Agreement on ``blockchain`` among the up nodes that read it this cycle."""
+    hashes = [(node, c.checkpoint_hash) for node, c in readers if c.checkpoint_hash is not None]
+    councils = [(node, c.council) for node, c in readers if c.council is not None]
+    hash_count, block_agrees = majority_agreement(hashes)
+    council_count, council_agrees = majority_agreement(councils)
+    compared = compared_at if hashes else None
+    return ChainAgreement(
+        blockchain=blockchain,
+        checkpoint_height=compared,
+        checkpoint_hashes=hash_count if hashes else None,
+        block_agrees=block_agrees,
+        council_views=council_count if councils else None,
+        council_agrees=council_agrees,
+        next_checkpoint=next_checkpoint((c for _, c in readers), depth),
+    )
+
+
+def partitions(nodes: Sequence[NodeObservation]) -> tuple[int | None, tuple[tuple[str, int], ...]]:
+    """Connected components of the up nodes linked by ``networkPeers`` (a link counts when
+    either side lists the other's peer id), and how many other up nodes each is linked to.
+    Linear in the peers listed, not quadratic in the nodes."""
+    if not nodes:
+        return None, ()
+    by_peer_id: dict[str, list[str]] = {}
+    for node in nodes:
+        if node.peer_id is not None:
+            by_peer_id.setdefault(node.peer_id, []).append(node.node)
+    links: dict[str, set[str]] = {n.node: set() for n in nodes}
+    for a in nodes:
+        for peer in a.network_peers:
+            for b in by_peer_id.get(peer, ()):
+                if b != a.node:
+                    links[a.node].add(b)
+                    links[b].add(a.node)
+    return _components(links), tuple(sorted((node, len(peers)) for node, peers in links.items()))
+
+
+def _components(links: dict[str, set[str]]) -> int:
+    """How many connected components the undirected ``links`` make."""
+    seen: set[str] = set()
+    components = 0
+    for start in links:
+        if start in seen:
+            continue
+        components += 1
+        stack = [start]
+        while stack:
+            current = stack.pop()
+            if current not in seen:
+                seen.add(current)
+                stack.extend(links[current] - seen)
+    return components
+
+
+def network_view(
+    nodes: Sequence[NodeObservation], compared_at: dict[str, int], depth: int
+) -> NetworkView:
+    """The view over the up ``nodes``; ``compared_at`` maps a chain to the checkpoint height
+    its blocks were asked at this cycle."""
+    readers: dict[str, list[tuple[str, ChainObservation]]] = {}
+    for node in nodes:
+        for chain in node.chains:
+            readers.setdefault(chain.blockchain, []).append((node.node, chain))
+    chains = tuple(
+        chain_agreement(blockchain, readers[blockchain], compared_at.get(blockchain), depth)
+        for blockchain in sorted(readers)
+    )
+    count, polled = partitions(nodes)
+    return NetworkView(chains=chains, partitions=count, polled_peers=polled)

@@ -1,0 +1,319 @@
+"""What a node's JSON answers mean, as frozen typed readings.
+
+Only values the node actually sent in a readable form make it into a reading (contract rule 1);
+everything else is left out, so the writer can never invent a sample.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import struct
+import sys
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, TypeVar
+
+from exporter.bounds import DEFAULT_BOUNDS, MAX_TEXT_CHARS, NOTHING_DROPPED, Bounds, Dropped
+from exporter.values import (
+    LabelTexts,
+    is_text,
+    read_bool,
+    read_count,
+    read_duration,
+    read_length,
+    read_number,
+    read_text,
+    read_timestamp,
+)
+
+
+class ChainGauge(IntEnum):
+    """The plain gauges of a chain's status: each one's position in ChainReading.values."""
+
+    HEIGHT = 0  # blockHeight
+    LAST_MESSAGE = 1  # lastMessageTime
+    PENDING_MESSAGES = 2  # pendingMessagesCount
+    DELAYED_MESSAGES = 3  # delayedMessagesCount
+    PENDING_TRANSACTIONS = 4  # pendingTransactions
+    SYNCING = 5  # syncing
+    IN_COUNCIL = 6  # isInCouncil
+    VOTING = 7  # isVoting
+    TIME_TO_VOTE = 8  # isTimeToVote
+    COUNCIL_MEMBERS = 9  # councilMembers (how many)
+    PEERS = 10  # blockchainPeers (how many)
+    VOTE_SESSIONS = 11  # voteSessions (how many)
+    MIN_MEMBERS = 12  # consensus.minMembers
+    CONSENSUS_TIMEOUT = 13  # consensus.consensusTimeout
+    TX_MAX_TIME_TRIGGER = 14  # consensus.txMaxTimeTrigger
+    TX_KARMA_THRESHOLD = 15  # consensus.txKarmaThreshold
+    TX_MINT_THRESHOLD = 16  # consensus.txMintThreshold
+    VOTE_ROUND = 17  # the highest round among voteSessions
+
+
+class InvalidResponseError(ValueError):
+    """The answer is JSON but not of the shape the API documents (e.g. not an object)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HealthReading:
+    """What ``GET /health`` said about the node. ``unreadable_chain_ids`` counts the listed
+    chain ids UTF-8 cannot hold (skipped: no label can name them); ``dropped`` the label
+    values over the configured length (chain ids among them, skipped too)."""
+
+    node_version: str | None
+    node_id: str | None
+    peer_id: str | None
+    peer_count: float | None
+    blockchain_count: float | None
+    blockchain_ids: tuple[str, ...]
+    network_peers: frozenset[str] = frozenset()
+    unreadable_chain_ids: int = 0
+    dropped: Dropped = NOTHING_DROPPED
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReading:
+    """What ``GET /blockchains/{id}`` said: plain gauges, the consensus info and feature flags.
+
+    The gauges are one packed array (a float64 per :class:`ChainGauge`, NaN where the node
+    sent nothing readable; no reader returns NaN): at 3000 chains that is one object a chain
+    instead of ~18 tuples and floats, kept for two cycles.
+    """
+
+    values: bytes
+    consensus_type: str | None = None
+    key_type: str | None = None
+    features: tuple[tuple[str, float], ...] = ()
+    council: frozenset[str] | None = None
+    dropped: Dropped = NOTHING_DROPPED  # feature flags and label values over the bounds
+
+    @property
+    def gauges(self) -> tuple[tuple[ChainGauge, float], ...]:
+        """The gauges the node reported, as (gauge, value) in :class:`ChainGauge` order."""
+        pairs = zip(ChainGauge, _VALUES.unpack(self.values), strict=True)
+        return tuple((gauge, value) for gauge, value in pairs if not math.isnan(value))
+
+    def gauge(self, position: int) -> float | None:
+        """The gauge at ``position`` (a :class:`ChainGauge`); None when not reported."""
+        return _present(_ONE.unpack_from(self.values, 8 * position)[0])
+
+    @property
+    def height(self) -> float | None:
+        """The block height, when the node reported a readable one."""
+        return self.gauge(ChainGauge.HEIGHT)
+
+    @property
+    def syncing(self) -> bool | None:
+        """Whether the node says it is syncing; None unless it sent a JSON boolean."""
+        flag = self.gauge(ChainGauge.SYNCING)
+        return None if flag is None else flag == 1.0
+
+
+def _present(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+Kept = TypeVar("Kept", bound=Hashable)
+
+
+class Shared:
+    """Keeps one copy of equal values read from different nodes (council sets and feature
+    lists repeat on every node of a network). Cleared each cycle, so it never holds more
+    than the cycle's readings do. Each call is one dict operation, atomic under the GIL."""
+
+    def __init__(self) -> None:
+        self._kept: dict[Hashable, Hashable] = {}
+
+    def __call__(self, value: Kept) -> Kept:
+        """The copy kept of ``value`` (``value`` itself the first time)."""
+        kept = self._kept.setdefault(value, value)
+        return kept  # type: ignore[return-value]  # equal values have the same type here
+
+    def clear(self) -> None:
+        """Forget every value: the next cycle starts afresh."""
+        self._kept.clear()
+
+
+Reader = Callable[[Any], float | None]
+
+
+def _list_length(value: Any) -> float | None:
+    return read_length(value, list)
+
+
+def _vote_sessions(value: Any) -> float | None:
+    # The contract counts an absent voteSessions as none; null or another type is unreadable.
+    return 0.0 if value is _ABSENT else read_length(value, dict)
+
+
+_ABSENT = object()
+
+#: Where each gauge but the vote round is in a chain's status, and how it is read.
+_CHAIN_GAUGES: tuple[tuple[ChainGauge, tuple[str, ...], Reader], ...] = (
+    (ChainGauge.HEIGHT, ("blockHeight",), read_count),
+    (ChainGauge.LAST_MESSAGE, ("lastMessageTime",), read_timestamp),
+    (ChainGauge.PENDING_MESSAGES, ("pendingMessagesCount",), read_count),
+    (ChainGauge.DELAYED_MESSAGES, ("delayedMessagesCount",), read_count),
+    (ChainGauge.PENDING_TRANSACTIONS, ("pendingTransactions",), read_count),
+    (ChainGauge.SYNCING, ("syncing",), read_bool),
+    (ChainGauge.IN_COUNCIL, ("isInCouncil",), read_bool),
+    (ChainGauge.VOTING, ("isVoting",), read_bool),
+    (ChainGauge.TIME_TO_VOTE, ("isTimeToVote",), read_bool),
+    (ChainGauge.COUNCIL_MEMBERS, ("councilMembers",), _list_length),
+    (ChainGauge.PEERS, ("blockchainPeers",), _list_length),
+    (ChainGauge.VOTE_SESSIONS, ("voteSessions",), _vote_sessions),
+    (ChainGauge.MIN_MEMBERS, ("consensus", "minMembers"), read_count),
+    (ChainGauge.CONSENSUS_TIMEOUT, ("consensus", "consensusTimeout"), read_duration),
+    (ChainGauge.TX_MAX_TIME_TRIGGER, ("consensus", "txMaxTimeTrigger"), read_duration),
+    (ChainGauge.TX_KARMA_THRESHOLD, ("consensus", "txKarmaThreshold"), read_number),
+    (ChainGauge.TX_MINT_THRESHOLD, ("consensus", "txMintThreshold"), read_number),
+)
+_VALUES = struct.Struct(f"={len(ChainGauge)}d")
+_ONE = struct.Struct("=d")
+_NAN = math.nan
+
+
+def _lookup(body: dict[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at ``path``, ``_ABSENT`` when a key is missing, ``None`` through a non-object."""
+    value: Any = body
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key, _ABSENT)
+    return value
+
+
+def read_health(body: Any, bounds: Bounds = DEFAULT_BOUNDS) -> HealthReading:
+    """Interpret a ``/health`` answer; raises InvalidResponseError unless it is a JSON object.
+    Label values (and chain ids) over ``bounds.label_value_length`` are dropped and counted."""
+    if not isinstance(body, dict):
+        raise InvalidResponseError(f"/health answered a JSON {type(body).__name__}, not an object")
+    network = body.get("network")
+    network = network if isinstance(network, dict) else {}
+    chains = body.get("blockchains")
+    labels = LabelTexts(bounds.label_value_length)
+    chain_ids, unreadable = _chain_ids(chains, labels)
+    node_version, node_id = labels(body.get("nodeVersion")), labels(body.get("nodeId"))
+    peer_id = labels(network.get("peerId")) or labels(body.get("peerId"))
+    return HealthReading(
+        node_version=node_version,
+        node_id=node_id,
+        peer_id=peer_id,
+        peer_count=read_count(network.get("peerCount")),
+        blockchain_count=_list_length(chains),
+        blockchain_ids=chain_ids,
+        network_peers=_text_set(network.get("networkPeers")) or frozenset(),
+        unreadable_chain_ids=unreadable,
+        dropped=Dropped(label_values=labels.dropped) if labels.dropped else NOTHING_DROPPED,
+    )
+
+
+def _chain_ids(chains: Any, labels: LabelTexts) -> tuple[tuple[str, ...], int]:
+    """The non-empty string ids of a ``blockchains`` list, once each, in order, and how many
+    UTF-8 cannot hold. Interned: every node lists the same ids, and history and labels key
+    on them."""
+    if not isinstance(chains, list):
+        return (), 0
+    ids: dict[str, None] = {}
+    unreadable = 0
+    for chain in chains:
+        if not isinstance(chain, str) or not chain or not labels.fits(chain):
+            continue
+        if is_text(chain):
+            ids[sys.intern(chain)] = None
+        else:
+            unreadable += 1
+    return tuple(ids), unreadable
+
+
+def read_chain(
+    body: Any, shared: Shared | None = None, bounds: Bounds = DEFAULT_BOUNDS
+) -> ChainReading:
+    """Interpret a ``/blockchains/{id}`` answer; raises InvalidResponseError unless an object.
+    With ``shared``, equal council sets and feature lists of different nodes are kept once;
+    feature flags and label values beyond ``bounds`` are dropped and counted."""
+    if not isinstance(body, dict):
+        raise InvalidResponseError(
+            f"the chain status is a JSON {type(body).__name__}, not an object"
+        )
+    values = [_NAN] * len(ChainGauge)
+    for gauge, path, reader in _CHAIN_GAUGES:
+        raw = _lookup(body, path)
+        value = reader(raw) if raw is not _ABSENT or reader is _vote_sessions else None
+        if value is not None:
+            values[gauge] = value
+    vote_round = _highest_round(body.get("voteSessions"))
+    if vote_round is not None:
+        values[ChainGauge.VOTE_ROUND] = vote_round
+    labels = LabelTexts(bounds.label_value_length)
+    features, extra_features = _features(body.get("features"), bounds.features_per_chain, labels)
+    council = _text_set(body.get("councilMembers"))
+    if shared is not None:
+        features = shared(features)
+        council = None if council is None else shared(council)
+    consensus_type = labels(_lookup(body, ("consensus", "consensusType")))
+    key_type = labels(body.get("keyType"))
+    dropped = NOTHING_DROPPED
+    if extra_features or labels.dropped:
+        dropped = Dropped(features=extra_features, label_values=labels.dropped)
+    return ChainReading(
+        values=_VALUES.pack(*values),
+        consensus_type=consensus_type,
+        key_type=key_type,
+        features=features,
+        council=council,
+        dropped=dropped,
+    )
+
+
+def _text_set(value: Any) -> frozenset[str] | None:
+    """A JSON list of non-empty strings as a set (order and repeats ignored); None when the
+    value is not a list or holds anything else (a string UTF-8 cannot hold or one over
+    MAX_TEXT_CHARS included), so a garbled list never counts as a view."""
+    if not isinstance(value, list) or not all(
+        isinstance(v, str) and 0 < len(v) <= MAX_TEXT_CHARS and is_text(v) for v in value
+    ):
+        return None
+    return frozenset(value)
+
+
+def read_block_hash(body: Any, fields: tuple[str, ...]) -> str:
+    """The hash of a ``/blockchains/{id}/blocks`` answer: the first of ``fields`` that holds a
+    non-empty string; InvalidResponseError when it is not an object or none does."""
+    if not isinstance(body, dict):
+        raise InvalidResponseError(f"the block is a JSON {type(body).__name__}, not an object")
+    for field in fields:
+        value = read_text(body.get(field))
+        if value:
+            return value
+    raise InvalidResponseError(f"the block has none of the hash fields {', '.join(fields)}")
+
+
+def _features(
+    features: Any, limit: int, labels: LabelTexts
+) -> tuple[tuple[tuple[str, float], ...], int]:
+    """Every flag present in ``features`` whose value is a JSON boolean, unknown flags too,
+    by name; past ``limit`` only the first ``limit`` names, and how many more there were.
+    Linear in the flags (a partial sort), so 10^5 of them cost milliseconds."""
+    if not isinstance(features, dict):
+        return (), 0
+    flags = [
+        (name, flag)
+        for name, value in features.items()
+        if (flag := read_bool(value)) is not None and labels.fits(name) and is_text(name)
+    ]
+    kept = sorted(flags) if len(flags) <= limit else heapq.nsmallest(limit, flags)
+    return tuple((sys.intern(name), flag) for name, flag in kept), len(flags) - len(kept)
+
+
+def _highest_round(sessions: Any) -> float | None:
+    if not isinstance(sessions, dict):
+        return None
+    rounds = [
+        value
+        for session in sessions.values()
+        if isinstance(session, dict) and (value := read_count(session.get("round"))) is not None
+    ]
+    return max(rounds) if rounds else None

@@ -1,0 +1,74 @@
+"""The immutable result of one polling cycle: everything the writer and status page show.
+
+A snapshot is built once at the end of a cycle and swapped in whole, so a scrape never sees
+half a cycle and never causes a request to a node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from exporter.model.network import NetworkView
+from exporter.model.readings import ChainReading, HealthReading
+from exporter.model.watch import WatchStatus
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCounts:
+    """A node's cumulative failed requests per (endpoint, reason), iterated as (endpoint,
+    reason, count). Compact because every node has a dozen or more: the key tuple is shared
+    by all nodes with the same endpoints, and the counts are one packed array."""
+
+    keys: tuple[tuple[str, str], ...] = ()
+    counts: bytes = b""  # one native unsigned 64-bit count per key
+
+    def __iter__(self) -> Iterator[tuple[str, str, int]]:
+        counts = memoryview(self.counts).cast("Q")
+        return ((e, r, count) for (e, r), count in zip(self.keys, counts, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class ChainStatus:
+    """One chain of one node in this cycle; ``reading`` is None when it could not be read."""
+
+    blockchain: str
+    reading: ChainReading | None
+    error: str | None = None
+    height_changed_at: float | None = None
+    blocks_behind: float | None = None
+
+    @property
+    def up(self) -> bool:
+        return self.reading is not None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStatus:
+    """One node in this cycle, with its cumulative error counts and last success time."""
+
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    health: HealthReading | None
+    error: str | None
+    chains: tuple[ChainStatus, ...]
+    duration: float
+    last_success: float | None
+    error_counts: ErrorCounts = ErrorCounts()
+    dropped: tuple[int, ...] = ()  # values dropped since start, per bounds.DropKind, in order
+
+    @property
+    def up(self) -> bool:
+        return self.health is not None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """All nodes after one cycle. ``completed_at`` is None until the first cycle has ended."""
+
+    nodes: tuple[NodeStatus, ...] = ()
+    cycle_duration: float | None = None
+    completed_at: float | None = None
+    config_reload_ok: bool = True
+    network: NetworkView = field(default_factory=NetworkView)
+    watch: WatchStatus = field(default_factory=WatchStatus)  # watched objects, node by node

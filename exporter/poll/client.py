@@ -1,0 +1,268 @@
+"""HTTP access to one node's JSON API: bounded in time and size, every failure classified.
+
+Requests go through the shared :class:`~exporter.poll.engine.Engine` (one thread for all nodes);
+a request never outlives its deadline and never reads more than the response size cap, and
+with a :class:`ReadBudget` a node's answers cost the engine's thread at most so much CPU.
+A failure names the URL path that answered badly, never the host's credentials.
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import json
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import pycurl
+
+from exporter.config.nodes import NodeConfig
+from exporter.poll.engine import (
+    NOT_SENT,
+    SHUT_DOWN,
+    Engine,
+    Request,
+    Response,
+    TransferError,
+)
+from exporter.poll.results import FetchError, Reason
+
+
+class ReadBudget:
+    """CPU time one poll of a node may spend decoding and reading its answers. Answers are
+    read on the engine's one thread, which every node's requests share: once the budget is
+    spent, the node's further answers in that poll are refused unread (``too_large``), so a
+    node whose answers are costly to read holds the others up at most this long, plus the
+    one answer that spent it (a thread of its own would not help: under the GIL, a busy
+    decoding thread slows the engine's every socket callback instead)."""
+
+    __slots__ = ("_spent", "seconds")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._spent = 0.0
+
+    @property
+    def spent(self) -> bool:
+        """Nothing is left: answers are no longer read."""
+        return self._spent >= self.seconds
+
+    def charge(self, seconds: float) -> None:
+        """Count ``seconds`` of CPU spent reading an answer."""
+        self._spent += seconds
+
+
+class NotSentError(FetchError):
+    """The deadline passed before the request could be sent (it waited in the queue):
+    a timeout, but not one the node caused."""
+
+    def __init__(self) -> None:
+        super().__init__(Reason.TIMEOUT, "no time left in this cycle to send the request")
+
+
+Outcome = Callable[[Any, FetchError | None], None]
+#: Query parameters of a request, decoded: ``(name, value)`` pairs in order.
+Query = Sequence[tuple[str, str]]
+
+
+class NodeClient:
+    """Reads JSON documents from one node under a deadline and a size cap."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        node: NodeConfig,
+        max_bytes: int,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._engine = engine
+        self._base = node.url if node.url.endswith("/") else node.url + "/"
+        self._base_path = urlsplit(self._base).path
+        self._max_bytes = max_bytes
+        self._monotonic = monotonic
+        self._headers = ("Accept: application/json", *(f"{k}: {v}" for k, v in node.headers))
+        self._basic_auth = node.basic_auth
+        self._tls = node.tls
+        self._suspect = False
+
+    def as_suspect(self) -> NodeClient:
+        """This client for a node that timed out lately: its requests may hold only a quarter
+        of the engine's slots, so hanging nodes cannot starve the others."""
+        suspect = copy.copy(self)
+        suspect._suspect = True
+        return suspect
+
+    @property
+    def max_bytes(self) -> int:
+        """The response size cap, in bytes after decoding."""
+        return self._max_bytes
+
+    def path_of(self, url: str) -> str:
+        """The path of ``url`` (one of this client's) as errors name it: no scheme, host or
+        credentials."""
+        return self._base_path + url[len(self._base) :]
+
+    def url_for(self, segments: Sequence[str], query: Query = ()) -> str:
+        """The base URL (path prefix kept) with each segment percent-encoded and appended,
+        then the ``query`` parameters, names and values percent-encoded.
+
+        ``.`` and ``..`` are encoded too (``%2E%2E``), and the engine sends the path as is
+        (libcurl's ``PATH_AS_IS``), or URL normalisation would turn a chain id of ``..``
+        into the node's base path.
+        """
+        url = self._base + "/".join(_encode_segment(segment) for segment in segments)
+        if not query:
+            return url
+        return url + "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query)
+
+    def get(
+        self,
+        segments: Sequence[str],
+        deadline: float,
+        done: Outcome,
+        query: Query = (),
+        budget: ReadBudget | None = None,
+    ) -> None:
+        """Send the GET now and call ``done(document, None)`` or ``done(None, error)`` once it
+        ends, on the engine's thread (or at once if it cannot be sent). The CPU time of
+        decoding the answer and of ``done`` is charged to ``budget``."""
+        if deadline - self._monotonic() <= 0:
+            done(None, NotSentError())
+            return
+        try:
+            url = self.url_for(segments, query)
+        except UnicodeEncodeError:  # a lone surrogate in an id the node sent
+            done(None, FetchError(Reason.INVALID_RESPONSE, _UNENCODABLE))
+            return
+        request = Request(
+            url,
+            deadline,
+            self._max_bytes,
+            self._headers,
+            self._basic_auth,
+            self._tls,
+            self._suspect,
+        )
+        self._engine.submit(request, _Answer(self, url, done, budget))
+
+    def get_json(self, segments: Sequence[str], deadline: float, query: Query = ()) -> Any:
+        """GET the document at ``segments`` and decode it, waiting for the answer; raises
+        FetchError on any failure."""
+        result: Future[Any] = Future()
+
+        def done(document: Any, error: FetchError | None) -> None:
+            if error is None:
+                result.set_result(document)
+            else:
+                result.set_exception(error)
+
+        self.get(segments, deadline, done, query)
+        return result.result()
+
+
+class _Answer:
+    """The engine's callback for one request: turns its outcome into a document or a
+    FetchError for ``done``, within the node's read budget. A slotted object, not a
+    closure: thousands wait in the queue at the start of a cycle."""
+
+    __slots__ = ("_budget", "_client", "_done", "_url")
+
+    def __init__(
+        self, client: NodeClient, url: str, done: Outcome, budget: ReadBudget | None
+    ) -> None:
+        self._client, self._url, self._done, self._budget = client, url, done, budget
+
+    def __call__(self, outcome: Response | TransferError) -> None:
+        budget = self._budget
+        if budget is None:
+            self._answer(outcome)
+        elif budget.spent and isinstance(outcome, Response) and outcome.status < 300:
+            path = self._client.path_of(self._url)
+            detail = f"{path} not read: the node's answers already took {budget.seconds:g} s of CPU"
+            self._done(None, FetchError(Reason.TOO_LARGE, detail))
+        else:
+            started = time.thread_time()
+            try:
+                self._answer(outcome)
+            finally:
+                budget.charge(time.thread_time() - started)
+
+    def _answer(self, outcome: Response | TransferError) -> None:
+        client = self._client
+        path = client.path_of(self._url)
+        try:
+            document = interpret(outcome, path, client.max_bytes)
+        except FetchError as error:
+            self._done(None, error)
+        except Exception as error:  # e.g. MemoryError: the poll must hear of it all the same
+            detail = f"the answer from {path} could not be decoded ({type(error).__name__})"
+            self._done(None, FetchError(Reason.INVALID_RESPONSE, detail))
+        else:
+            self._done(document, None)
+
+
+_UNENCODABLE = "an id to request is not valid Unicode (a lone surrogate), so it cannot be sent"
+
+
+def _encode_segment(segment: str) -> str:
+    encoded = quote(segment, safe="")
+    return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
+
+
+def interpret(response: Response | TransferError, path: str, max_bytes: int) -> Any:
+    """The JSON document of a finished request, or the FetchError that says what went wrong."""
+    if isinstance(response, TransferError):
+        raise classify(response, path, max_bytes)
+    if response.status >= 300:
+        raise FetchError(Reason.HTTP_STATUS, f"HTTP status {response.status} from {path}")
+    return decode(response.body, path)
+
+
+#: libcurl errors and what they mean for the operator, by CURLE_* code.
+_TRANSFER_ERRORS: dict[int, tuple[Reason, str]] = {
+    pycurl.E_OPERATION_TIMEDOUT: (Reason.TIMEOUT, "no complete answer before the deadline"),
+    SHUT_DOWN: (Reason.TIMEOUT, "the exporter shut down before the answer came"),
+    pycurl.E_COULDNT_RESOLVE_HOST: (Reason.CONNECTION, "name or service not known"),
+    pycurl.E_PEER_FAILED_VERIFICATION: (Reason.CONNECTION, "certificate verify failed"),
+    pycurl.E_SSL_CONNECT_ERROR: (Reason.CONNECTION, "TLS handshake failed"),
+    pycurl.E_SSL_CERTPROBLEM: (Reason.CONNECTION, "the client certificate or key is unusable"),
+    pycurl.E_SSL_CACERT_BADFILE: (Reason.CONNECTION, "the CA file could not be read"),
+    pycurl.E_BAD_CONTENT_ENCODING: (
+        Reason.INVALID_RESPONSE,
+        "the body's content encoding is broken",
+    ),
+    pycurl.E_PARTIAL_FILE: (Reason.CONNECTION, "the connection broke while reading the body"),
+    pycurl.E_RECV_ERROR: (Reason.CONNECTION, "the connection broke while reading the answer"),
+    pycurl.E_SEND_ERROR: (Reason.CONNECTION, "the connection broke while sending the request"),
+    pycurl.E_GOT_NOTHING: (Reason.CONNECTION, "the node closed the connection without answering"),
+    8: (Reason.CONNECTION, "the answer is not HTTP"),  # CURLE_WEIRD_SERVER_REPLY
+}
+
+
+def classify(failure: TransferError, path: str, max_bytes: int) -> FetchError:
+    """Map a failed transfer to a reason and a short detail without host or credentials."""
+    code = failure.code
+    if code == NOT_SENT:
+        return NotSentError()
+    if failure.over_cap or code == pycurl.E_FILESIZE_EXCEEDED:  # declared, or counted
+        return FetchError(Reason.TOO_LARGE, f"body from {path} over the {max_bytes} bytes cap")
+    if code == pycurl.E_COULDNT_CONNECT:
+        refused = failure.os_errno == errno.ECONNREFUSED
+        return FetchError(Reason.CONNECTION, "connection refused" if refused else "cannot connect")
+    reason, detail = _TRANSFER_ERRORS.get(code, (Reason.CONNECTION, f"transfer failed ({code})"))
+    return FetchError(reason, detail)
+
+
+def decode(body: bytes, path: str) -> Any:
+    """The body as JSON; an INVALID_JSON FetchError (noting an HTML page) otherwise."""
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        start = body[:64].lstrip().lower()
+        hint = " (an HTML page)" if start.startswith((b"<!doctype", b"<html")) else ""
+        raise FetchError(
+            Reason.INVALID_JSON, f"the body from {path} is not valid JSON{hint}"
+        ) from None

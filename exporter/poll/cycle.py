@@ -1,0 +1,246 @@
+"""The polling loop: every node and chain read concurrently, once per interval, never overlapping.
+
+Every request goes through one :class:`~exporter.poll.engine.Engine` (one thread, libcurl's multi
+interface). A node's chain requests are sent from the callback of its /health request, so no
+thread ever waits on another request. Every request shares the cycle's deadline
+(``scrape_timeout``), and a node still unfinished then is reported with what it has so far:
+a slow or dead node never delays the others or the snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from exporter import __version__
+from exporter.config.exporter import Config
+from exporter.config.nodes import NodeConfig
+from exporter.model.network import NetworkView, network_view, observe
+from exporter.model.readings import Shared
+from exporter.model.snapshot import NodeStatus, Snapshot
+from exporter.poll.client import NodeClient
+from exporter.poll.engine import Engine
+from exporter.poll.history import History
+from exporter.poll.node import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll, failed_node
+from exporter.poll.results import FetchError, NodeResult, Reason
+from exporter.poll.watch import watch_status
+
+log = logging.getLogger("ledger_exporter")
+
+
+@dataclass(frozen=True)
+class _Resources:
+    """The per-node clients built for one configuration (the engine outlives them)."""
+
+    config: Config
+    clients: dict[str, NodeClient]
+
+
+def new_engine(config: Config) -> Engine:
+    """The engine sized for ``config``: its in-flight limit and one kept-alive connection per
+    node host."""
+    return Engine(config.max_concurrency, f"ledger-exporter/{__version__}", len(_hosts(config)))
+
+
+#: Where connections go: scheme, host name and port (no credentials).
+Host = tuple[str, str | None, int | None]
+
+
+def _hosts(config: Config) -> frozenset[Host]:
+    """The node hosts connections go to: scheme, host and port (no credentials)."""
+    urls = (urlsplit(node.url) for node in config.nodes)
+    return frozenset((url.scheme, url.hostname, url.port) for url in urls)
+
+
+class Poller:
+    """Runs polling cycles over the configured nodes and hands each snapshot to ``publish``."""
+
+    def __init__(
+        self,
+        config: Config,
+        publish: Callable[[Snapshot], None],
+        clock: Callable[[], float] = time.time,
+        engine: Engine | None = None,
+    ) -> None:
+        self._publish = publish
+        self._clock = clock
+        self._history = History()
+        self._shared = Shared()  # one copy of the readings' values repeated across nodes
+        self._owns_engine = engine is None
+        self._engine = engine or new_engine(config)
+        self._lock = threading.Lock()  # guards the hand-over of a reloaded config
+        self._pending_config: Config | None = None
+        self._next_early_cycle = 0.0  # a reload may start a cycle at once from then on
+        self._resources = self._build(config, _hosts(config))
+        self._running: dict[str, NodePoll] = {}
+        self._timed_out: set[str] = set()
+        self._checkpoints: dict[str, int] = {}  # per chain, from the last cycle's heights
+        self._block_heights: dict[str, dict[str, int]] = {}  # per node: blocks it can have
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+
+    @property
+    def config(self) -> Config:
+        """The configuration the next cycle polls with (a pending reload included)."""
+        with self._lock:
+            return self._pending_config or self._resources.config
+
+    def apply(self, config: Config) -> None:
+        """Use ``config`` from the next cycle on. The first reload in a ``scrape_interval``
+        starts that cycle now; later ones wait for the regular cycle, so a burst of reloads
+        costs at most one extra cycle per interval (and the nodes one extra poll)."""
+        now = time.monotonic()
+        with self._lock:
+            self._pending_config = config
+            if now < self._next_early_cycle:
+                return
+            self._next_early_cycle = now + self._resources.config.scrape_interval
+        self._wake.set()
+
+    def _build(self, config: Config, old_hosts: frozenset[Host]) -> _Resources:
+        """The clients for ``config``; the engine resized, and its connections closed once
+        idle when a host in ``old_hosts`` is no longer configured."""
+        hosts = _hosts(config)
+        self._engine.resize(len(hosts), config.max_concurrency)
+        if old_hosts - hosts:
+            self._engine.close_idle_connections()
+        clients = {
+            node.name: NodeClient(self._engine, node, config.max_response_bytes)
+            for node in config.nodes
+        }
+        return _Resources(config, clients)
+
+    def _take_pending_config(self) -> _Resources:
+        """The resources for this cycle, rebuilt when a reload is pending. Polls still out
+        from the old config stay in ``_running``: still guarded, still counted."""
+        with self._lock:
+            config, self._pending_config = self._pending_config, None
+            if config is not None:
+                self._resources = self._build(config, _hosts(self._resources.config))
+            return self._resources
+
+    def _start_polls(
+        self, resources: _Resources, deadline: float, started: float
+    ) -> tuple[list[NodePoll], list[NodeConfig], Countdown]:
+        """Start a poll of every node whose earlier poll has ended (the others are ``stuck``);
+        the countdown reaches zero once all the started polls have ended."""
+        config = resources.config
+        self._running = {name: p for name, p in self._running.items() if not p.finished}
+        stuck = [node for node in config.nodes if node.name in self._running]
+        # Nodes that timed out last cycle go last and get at most a quarter of the engine's
+        # slots: however many hang, they cannot hold the slots the healthy nodes need.
+        suspects = self._timed_out
+        ready = [node for node in config.nodes if node.name not in self._running]
+        ready.sort(key=lambda node: node.name in suspects)
+        countdown = Countdown(len(ready))
+        polls: list[NodePoll] = []
+        for node in ready:
+            client = resources.clients[node.name]
+            if node.name in suspects:
+                client = client.as_suspect()
+            poll = NodePoll(
+                node,
+                client,
+                config.max_blockchains_per_node,
+                self._block_plan(node),
+                watch=config.watch,
+                shared=self._shared,
+                ended=countdown.count_down,
+                bounds=config.bounds,
+            )
+            self._running[node.name] = poll
+            poll.start(deadline, started)
+            polls.append(poll)
+        return polls, stuck, countdown
+
+    def _block_plan(self, node: NodeConfig) -> BlockPlan:
+        """The checkpoint blocks to ask ``node`` for: only where block checks are on and the
+        node had reached the checkpoint last cycle (a block it cannot have is no error)."""
+        checks = self._resources.config.network_checks
+        if checks.checkpoint_depth == 0:
+            return BlockPlan()
+        return BlockPlan(self._block_heights.get(node.name, {}), checks.block_hash_fields)
+
+    def _network(self, results: Sequence[NodeResult], nodes: Sequence[NodeStatus]) -> NetworkView:
+        """Compare the up nodes, and plan the next cycle's checkpoints from their heights."""
+        observed = [
+            observe(
+                r.node.name, r.health, ((c.blockchain, c.reading, c.block_hash) for c in r.chains)
+            )
+            for r in results
+            if r.health is not None
+        ]
+        depth = self._resources.config.network_checks.checkpoint_depth
+        view = network_view(observed, self._checkpoints, depth)
+        self._checkpoints = {
+            c.blockchain: c.next_checkpoint for c in view.chains if c.next_checkpoint is not None
+        }
+        self._block_heights = {
+            node.name: {
+                chain.blockchain: self._checkpoints[chain.blockchain]
+                for chain in node.chains
+                if chain.blockchain in self._checkpoints
+                and chain.reading is not None
+                and chain.reading.height is not None
+                and chain.reading.height >= self._checkpoints[chain.blockchain]
+            }
+            for node in nodes
+        }
+        return view
+
+    def run_cycle(self) -> Snapshot:
+        """Poll every node once, fold the results into the history, and return the snapshot."""
+        resources = self._take_pending_config()
+        started = time.monotonic()
+        deadline = started + resources.config.scrape_timeout
+        self._shared.clear()
+        polls, stuck, countdown = self._start_polls(resources, deadline, started)
+        countdown.wait(max(0.0, deadline + DEADLINE_GRACE_SECONDS - time.monotonic()))
+        ended = time.monotonic()
+        hung = FetchError(Reason.TIMEOUT, "the previous poll of this node has not ended yet")
+        results = [poll.result(ended) for poll in polls]
+        results += [failed_node(node, hung, ended - started) for node in stuck]
+        order = {node.name: index for index, node in enumerate(resources.config.nodes)}
+        results.sort(key=lambda result: order[result.node.name])
+        self._timed_out = {poll.node.name for poll in polls if poll.blamed_for_timeout}
+        self._timed_out |= {node.name for node in stuck}
+        # only polls still out are kept (to guard and count them); ended ones free their results
+        self._running = {name: p for name, p in self._running.items() if not p.finished}
+        nodes = self._history.record(results, self._clock())
+        network = self._network(results, nodes)
+        watch = watch_status(results)
+        return Snapshot(nodes, ended - started, self._clock(), network=network, watch=watch)
+
+    def run(self) -> None:
+        """Cycle every ``scrape_interval`` until stop(); a late cycle skips missed ticks."""
+        next_start = time.monotonic()
+        while not self._stopped.is_set():
+            self._wake.clear()
+            try:
+                self._publish(self.run_cycle())
+            except Exception:  # a bug must not end polling; log it loudly and go on
+                log.exception("polling cycle failed")
+            interval = self._resources.config.scrape_interval
+            next_start = max(next_start + interval, time.monotonic())
+            self._wake.wait(max(0.0, next_start - time.monotonic()))
+            if self._wake.is_set():
+                next_start = time.monotonic()
+
+    def connections_opened(self) -> int:
+        """New connections to nodes made so far (kept-alive ones are reused across cycles)."""
+        return self._engine.connections_opened()
+
+    def requests_in_flight(self) -> int:
+        """Requests sent or queued and not yet ended, across all nodes (hung ones included)."""
+        return self._engine.in_flight()
+
+    def stop(self) -> None:
+        """End run() after the current cycle; close the engine if this poller made it."""
+        self._stopped.set()
+        self._wake.set()
+        if self._owns_engine:
+            self._engine.close()

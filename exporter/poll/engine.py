@@ -1,0 +1,439 @@
+"""One thread doing every HTTP request to the nodes: libcurl's multi interface driven by epoll.
+
+An in-flight request costs a socket and a curl handle, not a thread. Any thread may
+``submit`` a request with a callback (a wakeup eventfd hands it to the engine thread); the
+engine calls it once, on its own thread, with a :class:`Response` or a :class:`TransferError`.
+A callback, not a ``concurrent.futures.Future``: a Future carries a Condition and an RLock,
+about a kilobyte a request, and a cycle queues thousands at once. Every request
+carries its own monotonic deadline, which libcurl enforces (``TIMEOUT_MS``) and the engine
+double-checks, so no request outlives it whatever the node does. Connections are kept alive
+in the one multi handle's cache, so every cycle reuses them; after a reload that removed a
+node host, the multi handle is replaced once no request is in flight, which closes them all
+(libcurl cannot close one host's connections alone).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import select
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import certifi
+import pycurl
+
+from exporter.config.nodes import TlsConfig
+
+log = logging.getLogger("ledger_exporter")
+
+#: libcurl error raised by the engine itself, not libcurl, when a deadline passes unsent.
+NOT_SENT = -1
+#: Raised when the engine closes with the request still out.
+SHUT_DOWN = -2
+#: Idle curl handles kept once the queue is empty. A handle is ~17 KiB of C memory, so the
+#: hundreds a busy cycle uses are closed between cycles; the multi handle keeps the connections.
+SPARE_HANDLES = 16
+#: How often the engine looks for requests past their deadline that libcurl has not ended.
+_EXPIRY_CHECK_SECONDS = 0.1
+
+_EPOLL_FLAGS = {
+    pycurl.POLL_IN: select.EPOLLIN,
+    pycurl.POLL_OUT: select.EPOLLOUT,
+    pycurl.POLL_INOUT: select.EPOLLIN | select.EPOLLOUT,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One GET: the URL, the raw header lines, a monotonic deadline and a body size cap."""
+
+    url: str
+    deadline: float
+    max_bytes: int
+    headers: tuple[str, ...] = ()
+    basic_auth: tuple[str, str] | None = field(default=None, repr=False)
+    tls: TlsConfig = field(default_factory=TlsConfig)
+    suspect: bool = False  # the node timed out recently: it gets at most a quarter of the slots
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A complete answer: status and the decoded (content-encoding removed) body."""
+
+    status: int
+    body: bytes
+
+
+class TransferError(Exception):
+    """libcurl could not complete the transfer; ``code`` is the CURLE_* number (or NOT_SENT,
+    SHUT_DOWN), ``os_errno`` the socket error behind it, ``over_cap`` set when the engine
+    aborted a body that grew past the size cap."""
+
+    def __init__(self, code: int, message: str, os_errno: int = 0, over_cap: bool = False):
+        super().__init__(message)
+        self.code = code
+        self.os_errno = os_errno
+        self.over_cap = over_cap
+
+
+#: Called once with how a request ended.
+Done = Callable[[Response | TransferError], None]
+
+
+def _report(done: Done, outcome: Response | TransferError) -> None:
+    """Hand ``outcome`` to ``done``; a failing callback is logged, never ends the engine."""
+    try:
+        done(outcome)
+    except Exception:
+        log.exception("a request's callback failed")
+
+
+class _Transfer:
+    """A request in flight: its curl handle, body buffer and callback."""
+
+    __slots__ = ("body", "curl", "done", "over_cap", "request")
+
+    def __init__(self, request: Request, done: Done, curl: pycurl.Curl) -> None:
+        self.request = request
+        self.done = done
+        self.curl = curl
+        self.body = bytearray()
+        self.over_cap = False
+
+    def write(self, data: bytes) -> int | None:
+        """WRITEFUNCTION: keep the decoded bytes, abort the transfer once past the cap."""
+        if len(self.body) + len(data) > self.request.max_bytes:
+            self.over_cap = True
+            return 0  # any count but len(data) makes libcurl fail with CURLE_WRITE_ERROR
+        self.body += data
+        return None
+
+
+class Engine:
+    """The event loop thread and its CurlMulti; ``close()`` ends both."""
+
+    def __init__(self, max_in_flight: int, user_agent: str, max_connections: int = 0) -> None:
+        self._max_in_flight = max(1, max_in_flight)
+        self._user_agent = user_agent
+        self._lock = threading.Lock()
+        self._queue: collections.deque[tuple[Request, Done]] = collections.deque()
+        self._suspects: collections.deque[tuple[Request, Done]] = collections.deque()
+        self._suspects_out = 0
+        self._max_suspects = max(1, self._max_in_flight // 4)
+        self._max_connections = max_connections
+        self._closing = False
+        self._renew = False  # close every kept-alive connection once none is in use
+        self._timer_at: float | None = None
+        self._next_expiry_check = 0.0
+        self._sockets: dict[int, int] = {}
+        self._transfers: dict[pycurl.Curl, _Transfer] = {}
+        self._spare: list[pycurl.Curl] = []
+        self._connects = 0
+        self._ca_bundle = certifi.where()
+        self._wakeup = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._wakeup_open = True  # guarded by _lock: never write to a closed (reused) fd
+        self._epoll = select.epoll()
+        self._epoll.register(self._wakeup, select.EPOLLIN)
+        self._cache_size = self._connection_cache_size()
+        self._multi = self._new_multi()
+        self._thread = threading.Thread(target=self._run, name="http-engine", daemon=True)
+        self._thread.start()
+
+    def resize(self, connections: int, max_in_flight: int | None = None) -> None:
+        """Keep up to ``connections`` idle connections open (one per node host) and, if given,
+        allow ``max_in_flight`` requests at once, from the engine's next turn on; callable
+        from any thread (a reload)."""
+        with self._lock:
+            self._max_connections = connections
+            if max_in_flight is not None:
+                self._max_in_flight = max(1, max_in_flight)
+                self._max_suspects = max(1, self._max_in_flight // 4)
+        self._wake()
+
+    def close_idle_connections(self) -> None:
+        """Close every kept-alive connection as soon as no request is in flight (after a
+        reload that removed node hosts); the next requests open new ones. Any thread."""
+        with self._lock:
+            self._renew = True
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake the engine thread; nothing once it has ended and closed its eventfd."""
+        with self._lock:
+            if self._wakeup_open:
+                os.eventfd_write(self._wakeup, 1)
+
+    @property
+    def max_in_flight(self) -> int:
+        """Requests allowed on the network at once."""
+        with self._lock:
+            return self._max_in_flight
+
+    def _connection_cache_size(self) -> int:
+        return max(self._max_connections, self._max_in_flight, 8)
+
+    def submit(self, request: Request, done: Done) -> None:
+        """Queue ``request`` from any thread; ``done`` hears how it ended by its deadline at the
+        latest, on the engine's thread (at once, on the caller's, once the engine is closed)."""
+        with self._lock:
+            closing = self._closing
+            if not closing:
+                (self._suspects if request.suspect else self._queue).append((request, done))
+        if closing:
+            _report(done, TransferError(SHUT_DOWN, "the exporter is shutting down"))
+            return
+        self._wake()
+
+    def connections_opened(self) -> int:
+        """New connections (TCP, and TLS where https) made so far: keep-alive keeps it low."""
+        with self._lock:
+            return self._connects
+
+    def in_flight(self) -> int:
+        """Requests queued or out on the network."""
+        with self._lock:
+            return len(self._queue) + len(self._suspects) + len(self._transfers)
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Fail what is still out, close every handle and socket, end the thread."""
+        with self._lock:
+            self._closing = True
+        self._wake()
+        self._thread.join(timeout)
+
+    # --- the engine thread ---
+
+    def _new_multi(self) -> pycurl.CurlMulti:
+        multi = pycurl.CurlMulti()
+        multi.setopt(pycurl.M_SOCKETFUNCTION, self._on_socket)
+        multi.setopt(pycurl.M_TIMERFUNCTION, self._on_timer)
+        multi.setopt(pycurl.M_MAXCONNECTS, self._cache_size)
+        return multi
+
+    def _renew_multi(self) -> None:
+        """Replace the multi handle, closing its cache of connections (none is in use)."""
+        with self._lock:
+            self._renew = False
+        self._multi.close()
+        for fd in self._sockets:  # normally already removed through M_SOCKETFUNCTION
+            with contextlib.suppress(OSError, ValueError):
+                self._epoll.unregister(fd)
+        self._sockets.clear()
+        self._timer_at = None
+        self._multi = self._new_multi()
+
+    def _run(self) -> None:
+        try:
+            while not self._closing:
+                if self._renew and not self._transfers:
+                    self._renew_multi()
+                if self._cache_size != (size := self._connection_cache_size()):
+                    self._cache_size = size
+                    self._multi.setopt(pycurl.M_MAXCONNECTS, size)
+                self._start_queued()
+                self._close_idle_handles()
+                self._dispatch(self._epoll.poll(self._poll_timeout()))
+                now = time.monotonic()
+                if self._timer_at is not None and self._timer_at <= now:
+                    self._timer_at = None
+                    self._multi.socket_action(pycurl.SOCKET_TIMEOUT, 0)
+                    self._collect_done()
+                if now >= self._next_expiry_check:
+                    self._next_expiry_check = now + _EXPIRY_CHECK_SECONDS
+                    self._expire(now)
+        except Exception:  # a bug here must not leave callers waiting forever
+            log.exception("HTTP engine failed")
+        finally:
+            self._shut_down()
+
+    def _poll_timeout(self) -> float:
+        """Seconds until libcurl's timer, capped so deadlines are checked regularly."""
+        if self._timer_at is None:
+            return _EXPIRY_CHECK_SECONDS
+        return min(max(0.0, self._timer_at - time.monotonic()), _EXPIRY_CHECK_SECONDS)
+
+    def _dispatch(self, events: list[tuple[int, int]]) -> None:
+        for fd, mask in events:
+            if fd == self._wakeup:
+                with contextlib.suppress(BlockingIOError):
+                    os.eventfd_read(self._wakeup)
+                continue
+            flags = 0
+            if mask & (select.EPOLLIN | select.EPOLLHUP):
+                flags |= pycurl.CSELECT_IN
+            if mask & select.EPOLLOUT:
+                flags |= pycurl.CSELECT_OUT
+            if mask & select.EPOLLERR:
+                flags |= pycurl.CSELECT_ERR
+            self._multi.socket_action(fd, flags)
+        self._collect_done()
+
+    def _on_socket(self, what: int, fd: int, multi: Any, socketp: Any) -> None:
+        """M_SOCKETFUNCTION: mirror libcurl's interest in ``fd`` into the epoll set."""
+        if what == pycurl.POLL_REMOVE:
+            if self._sockets.pop(fd, None) is not None:
+                with contextlib.suppress(OSError, ValueError):  # libcurl closed it already
+                    self._epoll.unregister(fd)
+            return
+        flags = _EPOLL_FLAGS[what]
+        if fd in self._sockets:
+            self._epoll.modify(fd, flags)
+        else:
+            self._epoll.register(fd, flags)
+        self._sockets[fd] = flags
+
+    def _on_timer(self, timeout_ms: int) -> None:
+        """M_TIMERFUNCTION: libcurl wants ``socket_action(SOCKET_TIMEOUT)`` in this many ms."""
+        self._timer_at = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
+
+    def _next_queued(self) -> tuple[Request, Done] | None:
+        """The next request allowed a slot: suspects only while they hold under a quarter."""
+        with self._lock:
+            if len(self._transfers) >= self._max_in_flight:
+                return None
+            if self._queue:
+                return self._queue.popleft()
+            if self._suspects and self._suspects_out < self._max_suspects:
+                return self._suspects.popleft()
+            return None
+
+    def _start_queued(self) -> None:
+        now = time.monotonic()
+        while (item := self._next_queued()) is not None:
+            request, done = item
+            remaining_ms = int((request.deadline - now) * 1000)
+            if remaining_ms <= 0:
+                _report(done, TransferError(NOT_SENT, "no time left to send the request"))
+                continue
+            curl = self._spare.pop() if self._spare else pycurl.Curl()
+            transfer = _Transfer(request, done, curl)
+            self._configure(transfer, remaining_ms)
+            with self._lock:
+                self._transfers[curl] = transfer
+                self._suspects_out += request.suspect
+            self._multi.add_handle(curl)
+
+    def _close_idle_handles(self) -> None:
+        """Close spare handles beyond SPARE_HANDLES once nothing waits for one."""
+        if len(self._spare) <= SPARE_HANDLES:
+            return
+        with self._lock:
+            if self._queue or self._suspects:
+                return
+        while len(self._spare) > SPARE_HANDLES:
+            self._spare.pop().close()
+
+    def spare_handles(self) -> int:
+        """Idle curl handles kept for reuse (read from any thread; for tests)."""
+        return len(self._spare)
+
+    def _configure(self, transfer: _Transfer, remaining_ms: int) -> None:
+        """Every option of one GET; a reused handle was reset to libcurl's defaults."""
+        request, curl = transfer.request, transfer.curl
+        setopt = curl.setopt
+        setopt(pycurl.URL, request.url)
+        setopt(pycurl.PATH_AS_IS, 1)  # never resolve %2E%2E: a chain ".." is not the base path
+        setopt(pycurl.PROXY, "")  # never a proxy from the environment
+        setopt(pycurl.FOLLOWLOCATION, 0)
+        setopt(pycurl.NOSIGNAL, 1)
+        setopt(pycurl.TIMEOUT_MS, remaining_ms)
+        setopt(pycurl.CONNECTTIMEOUT_MS, remaining_ms)
+        setopt(pycurl.LOW_SPEED_LIMIT, 1)
+        setopt(pycurl.LOW_SPEED_TIME, max(1, remaining_ms // 1000))
+        setopt(pycurl.MAXFILESIZE, request.max_bytes)
+        setopt(pycurl.ACCEPT_ENCODING, "gzip, deflate")
+        setopt(pycurl.USERAGENT, self._user_agent)
+        setopt(pycurl.HTTPHEADER, list(request.headers))
+        setopt(pycurl.WRITEFUNCTION, transfer.write)
+        setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
+        if request.basic_auth is not None:
+            setopt(pycurl.HTTPAUTH, pycurl.HTTPAUTH_BASIC)
+            setopt(pycurl.USERNAME, request.basic_auth[0])
+            setopt(pycurl.PASSWORD, request.basic_auth[1])
+        tls = request.tls
+        setopt(pycurl.CAINFO, tls.ca_file or self._ca_bundle)
+        if tls.cert_file and tls.key_file:
+            setopt(pycurl.SSLCERT, tls.cert_file)
+            setopt(pycurl.SSLKEY, tls.key_file)
+        if tls.insecure_skip_verify:
+            setopt(pycurl.SSL_VERIFYPEER, 0)
+            setopt(pycurl.SSL_VERIFYHOST, 0)
+
+    def _collect_done(self) -> None:
+        while True:
+            _, succeeded, failed = self._multi.info_read()
+            for curl in succeeded:
+                self._finish(curl, None)
+            for curl, code, message in failed:
+                self._finish(curl, (code, message))
+            if not succeeded and not failed:
+                return
+
+    def _finish(self, curl: pycurl.Curl, failure: tuple[int, str] | None) -> None:
+        with self._lock:
+            transfer = self._transfers.pop(curl)
+            self._suspects_out -= transfer.request.suspect
+        status = os_errno = 0
+        try:
+            status = curl.getinfo(pycurl.RESPONSE_CODE)
+            connects = curl.getinfo(pycurl.NUM_CONNECTS)
+            with self._lock:
+                self._connects += connects
+            os_errno = curl.getinfo(pycurl.OS_ERRNO) if failure else 0
+            self._release(curl)
+        finally:  # whatever happens, the caller hears back
+            if failure is None:
+                _report(transfer.done, Response(status, bytes(transfer.body)))
+            else:
+                code, message = failure
+                _report(transfer.done, TransferError(code, message, os_errno, transfer.over_cap))
+
+    def _release(self, curl: pycurl.Curl) -> None:
+        """Take the handle off the multi; keep a few for reuse, close the rest."""
+        self._multi.remove_handle(curl)
+        if len(self._spare) < self._max_in_flight:
+            curl.reset()
+            self._spare.append(curl)
+        else:
+            curl.close()
+
+    def _expire(self, now: float) -> None:
+        """Fail transfers past their deadline (libcurl's own timeout normally came first)."""
+        with self._lock:
+            late = [c for c, t in self._transfers.items() if t.request.deadline + 0.1 < now]
+            expired = [item for item in self._queue if item[0].deadline < now]
+            expired += [item for item in self._suspects if item[0].deadline < now]
+            if expired:
+                self._queue = collections.deque(i for i in self._queue if i[0].deadline >= now)
+                self._suspects = collections.deque(
+                    i for i in self._suspects if i[0].deadline >= now
+                )
+        for _, done in expired:
+            _report(done, TransferError(NOT_SENT, "no time left to send the request"))
+        for curl in late:
+            self._finish(curl, (pycurl.E_OPERATION_TIMEDOUT, "deadline passed"))
+
+    def _shut_down(self) -> None:
+        with self._lock:
+            self._closing = True
+            queued = [*self._queue, *self._suspects]
+            self._queue.clear()
+            self._suspects.clear()
+        for _, done in queued:
+            _report(done, TransferError(SHUT_DOWN, "the exporter is shutting down"))
+        for curl in list(self._transfers):
+            self._finish(curl, (SHUT_DOWN, "the exporter is shutting down"))
+        for curl in self._spare:
+            curl.close()
+        self._spare.clear()
+        self._multi.close()
+        self._epoll.close()
+        with self._lock:
+            self._wakeup_open = False
+        os.close(self._wakeup)

@@ -1,0 +1,274 @@
+"""What the exporter remembers between cycles: error counters, last successes, height changes.
+
+It turns one cycle's raw poll results into a Snapshot, logs each node's and chain's state
+changes once (not every failed poll), and forgets nodes and chains that are no longer polled
+so memory stays bounded by the configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from exporter.bounds import SETTINGS, DropKind, Dropped
+from exporter.model.readings import HealthReading
+from exporter.model.snapshot import ChainStatus, ErrorCounts, NodeStatus
+from exporter.model.watch import ContractReading, WalletReading
+from exporter.poll.results import (
+    ChainResult,
+    FetchError,
+    NodeResult,
+    Reason,
+    WatchResult,
+    describe,
+)
+
+ENDPOINTS = ("health", "blockchain")
+#: No value dropped yet: one tuple shared by every node within its bounds.
+_NO_DROPS = (0,) * len(DropKind)
+#: Counted once per /health answer that lists chain ids UTF-8 cannot hold (they are skipped).
+_UNREADABLE_IDS = FetchError(Reason.INVALID_RESPONSE, "blockchain ids UTF-8 cannot hold")
+#: The error counters' keys, one tuple each shared by every node (12 fewer tuples a node).
+_ERROR_KEYS = tuple((endpoint, reason.value) for endpoint in ENDPOINTS for reason in Reason)
+
+log = logging.getLogger("ledger_exporter")
+
+
+class _Layout:
+    """The error counters' keys of the nodes with the same endpoints, each key's position, and
+    the layouts one endpoint more gives; shared by those nodes, so a node's counters are one
+    array."""
+
+    __slots__ = ("index", "keys", "wider")
+
+    def __init__(self, keys: tuple[tuple[str, str], ...]) -> None:
+        self.keys = keys
+        self.index = {key: position for position, key in enumerate(keys)}
+        self.wider: dict[str, _Layout] = {}
+
+    def with_endpoint(self, endpoint: str) -> _Layout:
+        """This layout plus the ``endpoint``'s counters (one per reason)."""
+        wider = self.wider.get(endpoint)
+        if wider is None:
+            more = tuple((endpoint, reason.value) for reason in Reason)
+            wider = self.wider[endpoint] = _Layout(self.keys + more)
+        return wider
+
+
+class _ErrorCounter:
+    """One node's failed requests per (endpoint, reason) since the exporter started."""
+
+    __slots__ = ("counts", "layout")
+
+    def __init__(self, layout: _Layout) -> None:
+        self.layout = layout
+        self.counts = array("Q", bytes(8 * len(layout.keys)))
+
+    def start(self, endpoint: str) -> None:
+        """Give ``endpoint`` its counters at 0, unless it has them."""
+        if (endpoint, Reason.TIMEOUT.value) not in self.layout.index:
+            self.layout = self.layout.with_endpoint(endpoint)
+            self.counts.extend(0 for _ in Reason)
+
+    def add(self, endpoint: str, error: FetchError | None) -> None:
+        """Count ``error`` (if any) of a request to ``endpoint``."""
+        self.start(endpoint)
+        if error is not None:
+            self.counts[self.layout.index[(endpoint, error.reason.value)]] += 1
+
+    def frozen(self) -> ErrorCounts:
+        return ErrorCounts(self.layout.keys, self.counts.tobytes())
+
+
+@dataclass
+class _NodeMemory:
+    """Everything remembered about one node; dropped whole when the node leaves the config."""
+
+    errors: _ErrorCounter
+    last_success: float | None = None
+    up: bool | None = None
+    chains_up: dict[str, bool] = field(default_factory=dict)
+    heights: dict[str, tuple[float, float]] = field(default_factory=dict)  # height, first seen
+    unpolled_chains: int = 0
+    unreadable_ids: bool = False  # the last /health read listed chain ids UTF-8 cannot hold
+    dropped: tuple[int, ...] = _NO_DROPS  # values dropped since start, per DropKind
+    exceeding: int = 0  # bit i: the last read dropped values of the i-th DropKind
+
+
+class History:
+    """Cross-cycle state of every configured node."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, _NodeMemory] = {}
+        self._layout = _Layout(_ERROR_KEYS)  # every node starts with these counters
+
+    def _memory(self, name: str) -> _NodeMemory:
+        memory = self._nodes.get(name)
+        return memory or _NodeMemory(_ErrorCounter(self._layout))
+
+    def record(self, results: Sequence[NodeResult], now: float) -> tuple[NodeStatus, ...]:
+        """Fold one cycle into the history and return the nodes' statuses for the snapshot."""
+        self._nodes = {r.node.name: self._memory(r.node.name) for r in results}
+        highest = _highest_heights(results)
+        return tuple(self._node_status(result, now, highest) for result in results)
+
+    def _node_status(self, result: NodeResult, now: float, highest: dict[str, float]) -> NodeStatus:
+        name = result.node.name
+        memory = self._nodes[name]
+        memory.errors.add("health", result.error)
+        if result.error is None:
+            memory.last_success = now
+        _count_watch(memory, result.watch)
+        memory.up = _log_change(memory.up, result.error, f"node {name}", name)
+        if result.health is not None:
+            _note_listing(memory, name, result.health, result.unpolled_chains)
+            _note_dropped(memory, name, _cycle_drops(result))
+        if result.health is not None:  # the chain list is known: forget chains no longer in it
+            polled = {chain.blockchain for chain in result.chains}
+            if any(chain not in polled for chain in (*memory.heights, *memory.chains_up)):
+                memory.heights = {k: v for k, v in memory.heights.items() if k in polled}
+                memory.chains_up = {k: v for k, v in memory.chains_up.items() if k in polled}
+        return NodeStatus(
+            name=name,
+            labels=result.node.labels,
+            health=result.health,
+            error=describe(result.error),
+            chains=tuple(_chain_status(memory, name, c, now, highest) for c in result.chains),
+            duration=result.duration,
+            last_success=memory.last_success,
+            error_counts=memory.errors.frozen(),
+            dropped=memory.dropped,
+        )
+
+
+def _chain_status(
+    memory: _NodeMemory, node: str, chain: ChainResult, now: float, highest: dict[str, float]
+) -> ChainStatus:
+    if chain.block_height is not None:
+        # the block counters start at 0 with the node's first block request, so an
+        # exporter with block checks off has no such series
+        memory.errors.add("block", chain.block_error)
+    if chain.requested:
+        memory.errors.add("blockchain", chain.error)
+        memory.chains_up[chain.blockchain] = _log_change(
+            memory.chains_up.get(chain.blockchain),
+            chain.error,
+            f"chain {chain.blockchain} of node {node}",
+            node,
+        )
+    height = chain.reading.height if chain.reading else None
+    if height is None:
+        return ChainStatus(chain.blockchain, chain.reading, describe(chain.error))
+    seen = memory.heights.get(chain.blockchain)
+    if seen is None or seen[0] != height:
+        seen = memory.heights[chain.blockchain] = (height, now)
+    return ChainStatus(
+        chain.blockchain,
+        chain.reading,
+        None,
+        height_changed_at=seen[1],
+        blocks_behind=highest[chain.blockchain] - height,
+    )
+
+
+def _count_watch(memory: _NodeMemory, results: Sequence[WatchResult]) -> None:
+    """Count failed watch requests by endpoint (contract, contract_state, wallet); an
+    endpoint's counters start at 0 with the node's first request to it."""
+    for result in results:
+        memory.errors.add(result.request.kind.value, result.error)
+
+
+def _note_listing(memory: _NodeMemory, node: str, health: HealthReading, unpolled: int) -> None:
+    """Count a /health answer listing chain ids UTF-8 cannot hold as invalid_response, and
+    log once when the node starts or stops listing those or more chains than the cap."""
+    if bool(unpolled) != bool(memory.unpolled_chains):
+        _log_capped(node, unpolled)
+    memory.unpolled_chains = unpolled
+    unreadable = health.unreadable_chain_ids
+    if unreadable:
+        memory.errors.add("health", _UNREADABLE_IDS)
+    if bool(unreadable) != memory.unreadable_ids:
+        memory.unreadable_ids = bool(unreadable)
+        if unreadable:
+            fields = {"node": node, "unreadable_blockchain_ids": unreadable}
+            message = "node lists blockchain ids UTF-8 cannot hold; they are skipped"
+            log.warning(message, extra={"fields": fields})
+        else:
+            message = "node lists no blockchain ids UTF-8 cannot hold any more"
+            log.info(message, extra={"fields": {"node": node}})
+
+
+def _cycle_drops(result: NodeResult) -> tuple[int, ...]:
+    """The values of an up node's answers this cycle left out for a bound, per DropKind."""
+    found: list[Dropped] = []
+    if result.health is not None and result.health.dropped:
+        found.append(result.health.dropped)
+    found += [c.reading.dropped for c in result.chains if c.reading and c.reading.dropped]
+    for watched in result.watch:
+        if isinstance(watched.reading, ContractReading | WalletReading) and watched.reading.dropped:
+            found.append(watched.reading.dropped)
+    if not found and not result.unpolled_chains:
+        return _NO_DROPS
+    return (
+        result.unpolled_chains,
+        sum(d.features for d in found),
+        sum(d.auth_groups for d in found),
+        sum(d.label_values for d in found),
+    )
+
+
+def _note_dropped(memory: _NodeMemory, node: str, drops: tuple[int, ...]) -> None:
+    """Add this cycle's ``drops`` to the node's counts, and log once per kind when the node
+    starts or stops exceeding its bound (blockchains: see _log_capped)."""
+    if drops is not _NO_DROPS:
+        memory.dropped = tuple(map(sum, zip(memory.dropped, drops, strict=True)))
+    for bit, (kind, count) in enumerate(zip(DropKind, drops, strict=True)):
+        was = bool(memory.exceeding & (1 << bit))
+        if bool(count) == was:
+            continue
+        memory.exceeding ^= 1 << bit
+        if kind is DropKind.BLOCKCHAIN:
+            continue
+        if count:
+            fields = {"node": node, "kind": kind.value, "dropped": count}
+            message = "node sends more than a bound allows; the excess is not exported"
+            log.warning(message, extra={"fields": {**fields, "setting": SETTINGS[kind]}})
+        else:
+            fields = {"node": node, "kind": kind.value}
+            log.info("node is back within the bound", extra={"fields": fields})
+
+
+def _log_capped(node: str, unpolled: int) -> None:
+    if unpolled:
+        fields = {"node": node, "unpolled_blockchains": unpolled}
+        log.warning(
+            "node lists more blockchains than max_blockchains_per_node; polling the first ones",
+            extra={"fields": fields},
+        )
+    else:
+        log.info("node lists no more blockchains than the cap", extra={"fields": {"node": node}})
+
+
+def _log_change(before: bool | None, error: FetchError | None, what: str, node: str) -> bool:
+    """Log a state change once (a first sighting that is up is not news); return the state."""
+    up = error is None
+    if before != up and not (before is None and up):
+        if error is None:
+            log.info("%s is up again", what, extra={"fields": {"node": node}})
+        else:
+            fields = {"node": node, "reason": error.reason.value, "error": error.detail}
+            log.warning("%s is down", what, extra={"fields": fields})
+    return up
+
+
+def _highest_heights(results: Sequence[NodeResult]) -> dict[str, float]:
+    """Highest height of each chain among the nodes read in this cycle."""
+    highest: dict[str, float] = {}
+    for result in results:
+        for chain in result.chains:
+            height = chain.reading.height if chain.reading else None
+            if height is not None and height > highest.get(chain.blockchain, -1.0):
+                highest[chain.blockchain] = height
+    return highest

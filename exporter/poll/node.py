@@ -1,0 +1,338 @@
+"""One node's poll: /health, then its chains and checkpoint blocks, then its watch list.
+
+Driven entirely by the engine's callbacks: a node's chain requests are sent from the
+callback of its /health request, so no thread ever waits on another request. The poll ends
+when every part has, or is read as it stands at the cycle's deadline (parts still out count
+as timed out). Every request's callback ends its part, even when reading the answer raises
+(the part then fails with ``invalid_response``), so a poll never stays unfinished and the
+node is asked again next cycle. Used by the polling cycle (:mod:`exporter.poll.cycle`) and by
+probes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from exporter.bounds import DEFAULT_BOUNDS, Bounds
+from exporter.config.nodes import NodeConfig
+from exporter.config.watch import WatchConfig
+from exporter.model.readings import (
+    HealthReading,
+    Shared,
+    read_block_hash,
+    read_chain,
+    read_health,
+)
+from exporter.poll.client import NodeClient, NotSentError, Query, ReadBudget
+from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason, as_fetch_error
+from exporter.poll.watch import WatchPoll
+
+log = logging.getLogger("ledger_exporter")
+
+#: Extra wait after the deadline for requests that are just finishing their last read.
+DEADLINE_GRACE_SECONDS = 0.25
+#: CPU time a node's answers may cost to decode and read in one poll: this share of the
+#: poll's time, at least MIN_READ_BUDGET_SECONDS (a real answer costs well under 1 ms).
+READ_BUDGET_SHARE = 0.05
+MIN_READ_BUDGET_SECONDS = 0.25
+NO_WATCH = WatchConfig()
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """Which block to ask a node for per chain this cycle (the checkpoint), and where a block
+    keeps its hash. Empty when block checks are off or no checkpoint is known yet."""
+
+    heights: Mapping[str, int] = field(default_factory=dict)
+    hash_fields: tuple[str, ...] = ()
+
+
+class Countdown:
+    """Set once ``count`` polls have ended: one Event for a whole cycle, not one per node (an
+    Event is a Condition and a lock, about half a kilobyte each)."""
+
+    def __init__(self, count: int) -> None:
+        self._left = count
+        self._lock = threading.Lock()
+        self._zero = threading.Event()
+        if count <= 0:
+            self._zero.set()
+
+    def count_down(self) -> None:
+        """One more poll has ended."""
+        with self._lock:
+            self._left -= 1
+            if self._left == 0:
+                self._zero.set()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for every poll; True if they all ended."""
+        return self._zero.wait(timeout)
+
+
+class Part(Protocol):
+    """The callback of one request of a poll: ends its part (the health, a chain's status or
+    block, a watch request) with the answer, or, when that raised, with ``fail``."""
+
+    def __call__(self, document: Any, error: FetchError | None) -> None: ...
+
+    @property
+    def what(self) -> str:
+        """What the request asks for, as an error names it."""
+        ...
+
+    def fail(self, error: FetchError) -> None:
+        """End the part with ``error``; must not raise."""
+        ...
+
+
+def _nothing() -> None:
+    pass
+
+
+def _complete(chain: ChainResult) -> bool:
+    """The chain's status has ended, and its block too when one was asked for."""
+    block_done = chain.block_height is None or chain.block_hash or chain.block_error
+    return bool((chain.reading or chain.error) and block_done)
+
+
+class NodePoll:
+    """One node's poll (in a cycle, or for one probe): /health, then each chain (and its
+    checkpoint block, sent alongside, so no extra round trip), driven by the engine's
+    callbacks."""
+
+    def __init__(
+        self,
+        node: NodeConfig,
+        client: NodeClient,
+        max_chains: int,
+        blocks: BlockPlan,
+        *,
+        watch: WatchConfig = NO_WATCH,
+        shared: Shared | None = None,
+        ended: Callable[[], None] = _nothing,
+        bounds: Bounds = DEFAULT_BOUNDS,
+    ) -> None:
+        self.node = node
+        self._shared = shared
+        self._ended = ended
+        self._bounds = bounds
+        self._watch = WatchPoll(watch, node.name, bounds)
+        self._chains_done = False
+        self._client = client
+        self._max_chains = max_chains
+        self._blocks = blocks
+        self._unpolled = 0
+        self._lock = threading.Lock()
+        self._health_error: FetchError | None = None
+        self._health: HealthReading | None = None
+        self._chains: dict[str, ChainResult] = {}
+        self._started = 0.0
+        self._finished: float | None = None
+        self._in_flight = 0
+        self._ran_out_of_time = False
+        self._deadline = 0.0
+        self._budget = ReadBudget(MIN_READ_BUDGET_SECONDS)
+
+    @property
+    def finished(self) -> bool:
+        """Every part of the poll has ended (``ended`` was called)."""
+        with self._lock:
+            return self._finished is not None
+
+    @property
+    def in_flight(self) -> int:
+        """Requests to this node sent and not yet ended."""
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def blamed_for_timeout(self) -> bool:
+        """A request to this node ran out of time, or is still out: not one merely queued."""
+        with self._lock:
+            return self._ran_out_of_time or self._in_flight > 0
+
+    def _ask(self, segments: list[str], done: Part, query: Query = ()) -> None:
+        """``client.get``, keeping count of requests in flight and of those that timed out."""
+        with self._lock:
+            self._in_flight += 1
+        self._client.get(segments, self._deadline, _Counted(self, done), query, self._budget)
+
+    def request_ended(self, error: FetchError | None) -> None:
+        """A request to this node has ended (for the in-flight and timed-out counts)."""
+        with self._lock:
+            self._in_flight -= 1
+            if error is not None and error.reason is Reason.TIMEOUT:
+                # one that only waited in the queue is not the node's fault
+                self._ran_out_of_time |= not isinstance(error, NotSentError)
+
+    def start(self, deadline: float, started: float) -> None:
+        self._started, self._deadline = started, deadline
+        share = (deadline - started) * READ_BUDGET_SHARE
+        self._budget = ReadBudget(max(MIN_READ_BUDGET_SECONDS, share))
+        self._ask(["health"], _HealthAnswer(self))
+
+    def health_answered(self, document: Any, error: FetchError | None) -> None:
+        """Read /health, then send the chain, block and watch requests it calls for."""
+        try:
+            if error is not None:
+                raise error
+            health = read_health(document, self._bounds)
+            chains = self.node.blockchains or health.blockchain_ids[: self._max_chains]
+            watch = self._watch.plan(health.blockchain_ids)
+        except Exception as failure:
+            self.health_failed(as_fetch_error(failure, "/health"))
+            return
+        if not self.node.blockchains:
+            self._unpolled = len(health.blockchain_ids) - len(chains)
+        heights = self._blocks.heights
+        with self._lock:
+            self._health = health
+            self._chains = {
+                chain: ChainResult(chain, block_height=heights.get(chain)) for chain in chains
+            }
+        if not chains:
+            self._finish()
+        for chain in chains:
+            self._ask(["blockchains", chain], _ChainAnswer(self, chain, block=False))
+            if chain in heights:
+                query = (("height", str(heights[chain])),)
+                block = _ChainAnswer(self, chain, block=True)
+                self._ask(["blockchains", chain, "blocks"], block, query)
+        for request in watch:  # right after the chains', under the same deadline
+            read = self._watch.reader(request, self._watch_ended)
+            self._ask(list(request.segments), read, request.query)
+
+    def health_failed(self, error: FetchError) -> None:
+        """/health could not be read (or what it called for could not be sent): the node is
+        down, and the poll ends now, whatever was already sent (its answers are ignored)."""
+        with self._lock:
+            self._health_error = error
+        self._watch.abandon(error)
+        self._finish()
+
+    def chain_answered(
+        self, chain: str, block: bool, document: Any, error: FetchError | None
+    ) -> None:
+        """Keep ``chain``'s status (or, with ``block``, its checkpoint block hash) or its
+        error, and end the chain part once every chain request has ended."""
+        value: Any = None
+        try:
+            if error is not None:
+                raise error
+            if block:
+                value = read_block_hash(document, self._blocks.hash_fields)
+            else:
+                value = read_chain(document, self._shared, self._bounds)
+        except Exception as failure:
+            error = as_fetch_error(failure, "the block" if block else "the chain status")
+        with self._lock:
+            result = self._chains[chain]
+            if block:
+                result.block_hash, result.block_error = value, error
+            else:
+                result.reading, result.error = value, error
+            finished = all(_complete(r) for r in self._chains.values())
+        if finished:
+            self._finish()
+
+    def _watch_ended(self) -> None:
+        self._finish(chains=False)
+
+    def _finish(self, chains: bool = True) -> None:
+        """Mark the chain part (or one watch request) ended; done once every part has."""
+        with self._lock:
+            self._chains_done |= chains
+            if not self._chains_done or self._watch.pending or self._finished is not None:
+                return
+            self._finished = time.monotonic()
+        self._ended()
+
+    def result(self, now: float) -> NodeResult:
+        """What is known now; parts still outstanding count as timed out."""
+        with self._lock:
+            late = FetchError(Reason.TIMEOUT, "no answer before the cycle's deadline")
+            health_error = self._health_error
+            if self._health is None and health_error is None:
+                health_error = late
+            chains = [
+                replace(
+                    c,
+                    error=c.error or (None if c.reading else late),
+                    block_error=c.block_error
+                    or (None if c.block_hash or c.block_height is None else late),
+                )
+                for c in self._chains.values()
+            ]
+            end = self._finished if self._finished is not None else now
+            watch = self._watch.results(late)
+        if health_error is not None:
+            return failed_node(self.node, health_error, end - self._started)
+        return NodeResult(
+            self.node, self._health, None, chains, end - self._started, self._unpolled, watch
+        )
+
+
+class _Counted:
+    """A request's callback that first tells its poll the request ended, then ends its part:
+    with ``fail`` if reading the answer raised, so no exception leaves a part unfinished.
+    Slotted objects, not closures, since thousands of requests wait in the engine's queue."""
+
+    __slots__ = ("_done", "_poll")
+
+    def __init__(self, poll: NodePoll, done: Part) -> None:
+        self._poll, self._done = poll, done
+
+    def __call__(self, document: Any, error: FetchError | None) -> None:
+        self._poll.request_ended(error)
+        try:
+            self._done(document, error)
+        except Exception as failure:
+            self._done.fail(as_fetch_error(failure, self._done.what))
+
+
+class _HealthAnswer:
+    """The answer to a poll's /health request."""
+
+    __slots__ = ("_poll",)
+    what = "/health"
+
+    def __init__(self, poll: NodePoll) -> None:
+        self._poll = poll
+
+    def __call__(self, document: Any, error: FetchError | None) -> None:
+        self._poll.health_answered(document, error)
+
+    def fail(self, error: FetchError) -> None:
+        self._poll.health_failed(error)
+
+
+class _ChainAnswer:
+    """The answer to a chain status or checkpoint block request, for its poll."""
+
+    __slots__ = ("_block", "_chain", "_poll")
+
+    def __init__(self, poll: NodePoll, chain: str, block: bool) -> None:
+        self._poll, self._chain, self._block = poll, chain, block
+
+    @property
+    def what(self) -> str:
+        return "the block" if self._block else "the chain status"
+
+    def __call__(self, document: Any, error: FetchError | None) -> None:
+        self._poll.chain_answered(self._chain, self._block, document, error)
+
+    def fail(self, error: FetchError) -> None:
+        self._poll.chain_answered(self._chain, self._block, None, error)
+
+
+def failed_node(node: NodeConfig, error: FetchError, duration: float) -> NodeResult:
+    """A node whose /health failed: configured chains are down too, but were not requested."""
+    chain_error = FetchError(error.reason, "the node's /health could not be read")
+    chains = [ChainResult(c, None, chain_error, requested=False) for c in node.blockchains or ()]
+    return NodeResult(node, None, error, chains, duration)

@@ -1,0 +1,101 @@
+"""What one poll of a node produced: its readings, or the errors that stand in for them.
+
+Plain data, read by the history (the daemon's cycle) or straight into a status (a probe). A
+failure is a :class:`FetchError` whose :class:`Reason` is the ``reason`` label of
+``ledger_node_scrape_errors_total``; whatever goes wrong while reading an answer becomes one
+(:func:`as_fetch_error`), so a poll's every part ends with a reading or an error.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from enum import Enum
+
+from exporter.config.nodes import NodeConfig
+from exporter.model.readings import ChainReading, HealthReading, InvalidResponseError
+from exporter.model.watch import Reading, WatchRequest
+
+log = logging.getLogger("ledger_exporter")
+
+
+class Reason(Enum):
+    """Why a request failed: the ``reason`` label of ``ledger_node_scrape_errors_total``."""
+
+    TIMEOUT = "timeout"
+    CONNECTION = "connection"
+    HTTP_STATUS = "http_status"
+    INVALID_JSON = "invalid_json"
+    INVALID_RESPONSE = "invalid_response"
+    TOO_LARGE = "too_large"
+
+
+class FetchError(Exception):
+    """A request to a node failed; ``reason`` classifies it, the message explains it."""
+
+    def __init__(self, reason: Reason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(slots=True)
+class ChainResult:
+    """One chain request's outcome in this cycle."""
+
+    blockchain: str
+    reading: ChainReading | None = None
+    error: FetchError | None = None
+    requested: bool = True  # False for configured chains of a node whose /health failed
+    block_height: int | None = None  # the checkpoint whose block was asked for, if any
+    block_hash: str | None = None
+    block_error: FetchError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchResult:
+    """One watch request's outcome in this cycle; neither reading nor error while it is out."""
+
+    request: WatchRequest
+    reading: Reading | None = None
+    error: FetchError | None = None
+
+    @property
+    def ended(self) -> bool:
+        """The request has an answer or has failed."""
+        return self.reading is not None or self.error is not None
+
+    def late(self, error: FetchError) -> WatchResult:
+        """This request, failed with ``error`` (it had no answer by the deadline)."""
+        return WatchResult(self.request, None, error)
+
+
+@dataclass(slots=True)
+class NodeResult:
+    """One node's poll outcome in this cycle."""
+
+    node: NodeConfig
+    health: HealthReading | None
+    error: FetchError | None
+    chains: list[ChainResult]
+    duration: float
+    unpolled_chains: int = 0  # listed by /health beyond max_blockchains_per_node
+    watch: list[WatchResult] = field(default_factory=list)  # in plan order
+
+
+def describe(error: FetchError | None) -> str | None:
+    """The error as a status and the log show it, ``reason: detail``; None for no error."""
+    return None if error is None else f"{error.reason.value}: {error.detail}"
+
+
+def as_fetch_error(error: Exception, what: str) -> FetchError:
+    """A fresh error without a traceback: a traceback keeps the request's frames, and with
+    them a refused body of up to max_response_bytes, alive until the next GC. An unexpected
+    error is logged with its traceback and named by type only (its message may quote the
+    node's answer)."""
+    if isinstance(error, FetchError):
+        return FetchError(error.reason, error.detail)
+    if isinstance(error, InvalidResponseError):
+        return FetchError(Reason.INVALID_RESPONSE, str(error))
+    log.error("unexpected failure while reading %s", what, exc_info=error)
+    return FetchError(Reason.INVALID_RESPONSE, f"unexpected {type(error).__name__} reading {what}")

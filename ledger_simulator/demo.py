@@ -1,0 +1,301 @@
+"""``ledger-exporter demo``: a simulated network and an exporter polling it, no config needed.
+
+Optionally (``--prometheus``) a Prometheus server too, with the project's alert and recording
+rules (package data, copies of deploy/prometheus/ kept equal by a test), when a ``prometheus``
+binary is on the PATH. Everything binds to 127.0.0.1 and stops on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.resources
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+import yaml
+
+from exporter.app import Exporter
+from exporter.config.exporter import Config
+from exporter.config.nodes import NodeConfig
+from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
+from exporter.flags import (
+    Parser,
+    add_log_flags,
+    add_network_flags,
+    listen_address,
+    positive_duration,
+)
+from exporter.logs import setup_logging
+from exporter.web.httpserver import parse_listen_address
+from ledger_simulator import SimulatedNetwork
+from ledger_simulator.errors import SimulatorError
+
+#: The project's rule files, shipped in the package (exporter/rules/) for the demo.
+RULE_FILES = ("rules.yml", "alerts.yml")
+DESCRIPTION = (
+    "Run a simulated ledger network and an exporter polling it, no config needed; with "
+    "--prometheus also a Prometheus server (the 'prometheus' binary on the PATH) loaded with "
+    "the project's alert and recording rules. All listen on 127.0.0.1 by default; Ctrl-C "
+    "stops them."
+)
+
+
+class DemoError(Exception):
+    """The demo cannot start; the message names the flag to change."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The demo's flags; each value is checked before anything starts."""
+    parser = Parser(prog="ledger-exporter demo", description=DESCRIPTION)
+    add = parser.add_argument
+    add_network_flags(parser, nodes=4, seed=1)
+    add(
+        "--web.listen-address",
+        dest="listen_address",
+        type=listen_address,
+        default="127.0.0.1:9877",
+        metavar="ADDRESS",
+        help="exporter address (default 127.0.0.1:9877)",
+    )
+    add(
+        "--scrape-interval",
+        type=positive_duration,
+        default=5.0,
+        metavar="DURATION",
+        help="how often the exporter polls the nodes, a Go duration (default 5s)",
+    )
+    add("--prometheus", action="store_true", help="also start Prometheus with the rules")
+    add(
+        "--prometheus.listen-address",
+        dest="prometheus_address",
+        type=listen_address,
+        default="127.0.0.1:9090",
+        metavar="ADDRESS",
+        help="Prometheus address (default 127.0.0.1:9090)",
+    )
+    add_log_flags(parser)
+    return parser
+
+
+def demo_config(network: SimulatedNetwork, interval: float) -> Config:
+    """A config polling every simulated node, as an operator would write it."""
+    nodes = tuple(
+        NodeConfig(name=name, url=url, labels=(("env", "demo"),))
+        for name, url in network.node_urls.items()
+    )
+    return Config(
+        nodes=nodes,
+        scrape_interval=interval,
+        scrape_timeout=min(interval, 4.0),
+        watch=demo_watch(network),
+    )
+
+
+def demo_watch(network: SimulatedNetwork) -> WatchConfig:
+    """The first chain's token contract and first wallet (an admin one, always enabled), as
+    config/example.yml lists them for the default seed."""
+    chain = network.chain_ids[0]
+    token = network.ledger.contract_addresses(0)[0]
+    treasury = network.ledger.wallet_addresses()[0]
+    keys = ("totalSupply", "holders", "paused")
+    return WatchConfig(
+        contracts=(WatchedContract(chain, token, "karma-token", keys),),
+        wallets=(WatchedWallet(chain, treasury, "treasury"),),
+    )
+
+
+def rule_texts() -> dict[str, str]:
+    """The project's rule files from the installed package; DemoError says why not."""
+    folder = importlib.resources.files("exporter") / "rules"
+    try:
+        return {name: (folder / name).read_text(encoding="utf-8") for name in RULE_FILES}
+    except OSError as error:
+        raise DemoError(
+            f"--prometheus: the project's rules are missing from the installed package "
+            f"({error}); reinstall ledger-exporter"
+        ) from None
+
+
+def prometheus_config(exporter_address: str, rule_files: Sequence[str]) -> dict[str, object]:
+    """The project's scrape config pointed at this demo's exporter, with its rule files."""
+    return {
+        "global": {"scrape_interval": "5s", "evaluation_interval": "5s"},
+        "rule_files": list(rule_files),
+        "scrape_configs": [
+            {"job_name": "ledger-exporter", "static_configs": [{"targets": [exporter_address]}]}
+        ],
+    }
+
+
+def check_free(address: str, flag: str) -> None:
+    """Raise DemoError naming ``flag`` when ``address`` cannot be bound (say, already taken)."""
+    host, port = parse_listen_address(address)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host or "0.0.0.0", port))
+        except OSError as error:
+            raise DemoError(
+                f"cannot listen on {address} ({error.strerror}): choose another with {flag}"
+            ) from None
+
+
+def check_prometheus(listen: str) -> str:
+    """The prometheus binary, once its address is known to be free; else DemoError."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        raise DemoError(
+            "--prometheus: no 'prometheus' binary on the PATH (Debian: apt install prometheus)"
+        )
+    check_free(listen, "--prometheus.listen-address")
+    return binary
+
+
+def start_prometheus(exporter_address: str, listen: str, workdir: Path) -> subprocess.Popen[bytes]:
+    """Start Prometheus with the rules and wait until it is ready; DemoError if it fails."""
+    binary = check_prometheus(listen)
+    for name, text in rule_texts().items():
+        (workdir / name).write_text(text, encoding="utf-8")
+    config_file = workdir / "prometheus.yml"
+    config_file.write_text(yaml.safe_dump(prometheus_config(exporter_address, RULE_FILES)))
+    log_file = (workdir / "prometheus.log").open("wb")
+    process = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={config_file}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address={listen}",
+        ],
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+    )
+    log_file.close()  # the child holds its own copy of the descriptor
+    try:
+        _wait_ready(process, listen, workdir / "prometheus.log")
+    except BaseException:  # Ctrl-C while waiting included: never leave Prometheus behind
+        _terminate(process)
+        raise
+    return process
+
+
+def _wait_ready(process: subprocess.Popen[bytes], listen: str, log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            last = (log.read_text(errors="replace").strip().splitlines() or ["(no output)"])[-1]
+            raise DemoError(
+                f"--prometheus: prometheus exited with code {process.returncode}: {last}"
+            )
+        try:
+            with urllib.request.urlopen(f"http://{listen}/-/ready", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise DemoError(f"--prometheus: prometheus was not ready on {listen} within 30s")
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the demo until Ctrl-C: 0 then, 2 for a bad flag, 1 when something cannot start."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 2
+    setup_logging(args.log_level, args.log_format)
+    try:
+        check_free(args.listen_address, "--web.listen-address")
+        if args.prometheus:
+            check_prometheus(args.prometheus_address)
+        network = SimulatedNetwork(
+            nodes=args.nodes, chains=args.chains, block_interval=args.block_interval, seed=args.seed
+        )
+        network.start()
+    except (DemoError, SimulatorError) as error:
+        print(f"ledger-exporter demo: {error}", file=sys.stderr)
+        return 1
+    try:
+        return _run(args, network)
+    except DemoError as error:
+        print(f"ledger-exporter demo: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # Ctrl-C before the demo was up: stop as quietly as after
+        return 130
+    finally:
+        network.stop()
+
+
+def _run(args: argparse.Namespace, network: SimulatedNetwork) -> int:
+    """Start the exporter (and Prometheus), print where they are, wait for Ctrl-C."""
+    exporter = Exporter(demo_config(network, args.scrape_interval))
+    try:
+        server = exporter.start(args.listen_address)
+    except OSError as error:
+        raise DemoError(
+            f"cannot listen on {args.listen_address} ({error.strerror}): "
+            "choose another with --web.listen-address"
+        ) from None
+    try:
+        with tempfile.TemporaryDirectory(prefix="ledger-demo-") as workdir:
+            _serve(args, network, f"127.0.0.1:{server.port}", Path(workdir))
+    finally:
+        exporter.stop()
+    return 0
+
+
+def _serve(
+    args: argparse.Namespace, network: SimulatedNetwork, address: str, workdir: Path
+) -> None:
+    """Print where everything is, start Prometheus if asked, and wait for Ctrl-C."""
+    print(f"Simulated network: {len(network.node_urls)} nodes, admin {network.admin_url}")
+    print(f"Exporter landing page: http://{address}/")
+    print(f"Metrics:               http://{address}/metrics")
+    print(
+        f"Switch a fault on:     curl -X POST {network.admin_url}faults "
+        '-d \'{"node": "node-2", "fault": "stall", "enabled": true}\''
+    )
+    print(
+        f"Pause the watched contract on every node: curl -X POST {network.admin_url}faults "
+        '-d \'{"node": "*", "fault": "contract_paused"}\''
+    )
+    prometheus = None
+    if args.prometheus:
+        prometheus = start_prometheus(address, args.prometheus_address, workdir)
+        print(f"Prometheus:            http://{args.prometheus_address}/")
+        print(f"Prometheus rules:      {', '.join(RULE_FILES)} (the project's)")
+    print("Press Ctrl-C to stop.", flush=True)
+    try:
+        _wait_for_signal()
+    finally:
+        if prometheus is not None:
+            _terminate(prometheus)
+
+
+def _wait_for_signal() -> None:
+    stop = threading.Event()
+
+    def on_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_stop)
+    signal.signal(signal.SIGTERM, on_stop)
+    while not stop.wait(0.5):
+        pass

@@ -1,0 +1,311 @@
+"""client_python as the oracle of the exporter's one writer (``exporter/expose/render.py``).
+
+The package writes its series itself; these are client_python collectors over the same
+immutable Snapshot, one class per API area as in prometheus-pve-exporter, written apart from
+the writer (the watch series aside: both take their samples from
+``exporter.expose.watch.watch_samples``). The render tests compare the writer's bytes with
+client_python's exposition of these, for every golden snapshot, in both formats; the golden
+files say which mapping is right. A value absent from the snapshot gives no sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from prometheus_client import exposition, openmetrics
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from exporter import __version__
+from exporter.bounds import DropKind
+from exporter.expose import metrics as m
+from exporter.expose.metrics import MetricSpec
+from exporter.expose.render import CHAIN_GAUGE_FAMILIES
+from exporter.expose.watch import watch_samples
+from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.model.watch import WatchStatus
+
+Labels = dict[str, str]
+
+
+class _Families:
+    """Metric families being filled, keyed by spec; empty families are not emitted."""
+
+    def __init__(self, specs: Iterable[MetricSpec]) -> None:
+        self._families = {spec: _new_family(spec) for spec in specs}
+
+    def add(self, spec: MetricSpec, labels: Labels, value: float | None) -> None:
+        if value is not None:
+            self._families[spec].add_sample(spec.name, labels, value)
+
+    def __iter__(self) -> Iterator[Metric]:
+        return (family for family in self._families.values() if family.samples)
+
+
+def _new_family(spec: MetricSpec) -> Metric:
+    name = spec.name.removesuffix("_total") if spec.kind is m.Kind.COUNTER else spec.name
+    return Metric(name, spec.help, spec.kind.value)
+
+
+def _flag(value: bool) -> float:
+    return 1.0 if value else 0.0
+
+
+class ExporterCollector(Collector):
+    """The exporter's own state.
+
+    # HELP ledger_exporter_build_info Version of the exporter; always 1.
+    # TYPE ledger_exporter_build_info gauge
+    # HELP ledger_exporter_cycle_duration_seconds Wall time of the last full polling cycle.
+    # TYPE ledger_exporter_cycle_duration_seconds gauge
+    # HELP ledger_exporter_config_last_reload_successful 1 when the last configuration load ...
+    # TYPE ledger_exporter_config_last_reload_successful gauge
+    # TYPE ledger_exporter_dropped_values_total counter  (labels node, kind)
+    """
+
+    SPECS = (m.BUILD_INFO, m.CYCLE_DURATION, m.CONFIG_RELOAD_OK, m.DROPPED_VALUES)
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        families = _Families(self.SPECS)
+        families.add(m.BUILD_INFO, {"version": __version__}, 1.0)
+        families.add(m.CYCLE_DURATION, {}, self._snapshot.cycle_duration)
+        families.add(m.CONFIG_RELOAD_OK, {}, _flag(self._snapshot.config_reload_ok))
+        for node in self._snapshot.nodes:
+            labels: Labels = {"node": node.name, **dict(node.labels)}
+            for kind, count in zip(DropKind, node.dropped, strict=False):
+                families.add(m.DROPPED_VALUES, {**labels, "kind": kind.value}, count)
+        return iter(families)
+
+
+class NodeCollector(Collector):
+    """Scrape health and ``GET /health`` of every node (labels ``node`` + static labels).
+
+    # TYPE ledger_node_up gauge
+    # TYPE ledger_node_scrape_duration_seconds gauge
+    # TYPE ledger_node_scrape_errors_total counter  (labels endpoint, reason)
+    # TYPE ledger_node_last_success_timestamp_seconds gauge
+    # TYPE ledger_node_info gauge  (labels node_version, node_id, peer_id)
+    # TYPE ledger_node_peers gauge
+    # TYPE ledger_node_blockchains gauge
+    """
+
+    SPECS = (
+        m.NODE_UP,
+        m.NODE_SCRAPE_DURATION,
+        m.NODE_SCRAPE_ERRORS,
+        m.NODE_LAST_SUCCESS,
+        m.NODE_INFO,
+        m.NODE_PEERS,
+        m.NODE_BLOCKCHAINS,
+    )
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        families = _Families(self.SPECS)
+        for node in self._snapshot.nodes:
+            self._add_node(families, node)
+        return iter(families)
+
+    @staticmethod
+    def _add_node(families: _Families, node: NodeStatus) -> None:
+        labels: Labels = {"node": node.name, **dict(node.labels)}
+        families.add(m.NODE_UP, labels, _flag(node.up))
+        families.add(m.NODE_SCRAPE_DURATION, labels, node.duration)
+        for endpoint, reason, count in node.error_counts:
+            families.add(
+                m.NODE_SCRAPE_ERRORS, {**labels, "endpoint": endpoint, "reason": reason}, count
+            )
+        families.add(m.NODE_LAST_SUCCESS, labels, node.last_success)
+        health = node.health
+        if health is None:
+            return
+        identity = (health.node_version, health.node_id, health.peer_id)
+        if any(part is not None for part in identity):
+            info = dict(zip(("node_version", "node_id", "peer_id"), identity, strict=True))
+            families.add(m.NODE_INFO, {**labels, **{k: v or "" for k, v in info.items()}}, 1.0)
+        families.add(m.NODE_PEERS, labels, health.peer_count)
+        families.add(m.NODE_BLOCKCHAINS, labels, health.blockchain_count)
+
+
+class BlockchainCollector(Collector):
+    """``GET /blockchains/{id}`` of every polled chain (labels ``node``, ``blockchain``).
+
+    # TYPE ledger_blockchain_up gauge
+    # TYPE ledger_blockchain_height gauge
+    # TYPE ledger_blockchain_blocks_behind gauge
+    # TYPE ledger_blockchain_height_last_change_timestamp_seconds gauge
+    # TYPE ledger_blockchain_consensus_info gauge  (labels consensus_type, key_type)
+    # TYPE ledger_blockchain_feature_enabled gauge  (label feature)
+    ... and one gauge per field of the chain status: see exporter/expose/metrics.py.
+    """
+
+    SPECS = tuple(
+        spec
+        for spec in m.ALL
+        if spec.name.startswith("ledger_blockchain_") and spec not in m.NETWORK_FAMILIES
+    )
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        families = _Families(self.SPECS)
+        for node in self._snapshot.nodes:
+            base: Labels = {"node": node.name, **dict(node.labels)}
+            for chain in node.chains:
+                self._add_chain(families, {**base, "blockchain": chain.blockchain}, chain)
+        return iter(families)
+
+    @staticmethod
+    def _add_chain(families: _Families, labels: Labels, chain: ChainStatus) -> None:
+        families.add(m.CHAIN_UP, labels, _flag(chain.up))
+        reading = chain.reading
+        if reading is None:
+            return
+        for gauge, value in reading.gauges:
+            families.add(CHAIN_GAUGE_FAMILIES[gauge], labels, value)
+        families.add(m.CHAIN_BLOCKS_BEHIND, labels, chain.blocks_behind)
+        families.add(m.CHAIN_HEIGHT_CHANGED, labels, chain.height_changed_at)
+        if reading.consensus_type is not None or reading.key_type is not None:
+            info = {
+                "consensus_type": reading.consensus_type or "",
+                "key_type": reading.key_type or "",
+            }
+            families.add(m.CHAIN_CONSENSUS, {**labels, **info}, 1.0)
+        for feature, enabled in reading.features:
+            families.add(m.CHAIN_FEATURE, {**labels, "feature": feature}, enabled)
+
+
+class NetworkCollector(Collector):
+    """Cross-node checks over the up polled nodes (README, "The network as a whole").
+
+    # TYPE ledger_network_blockchain_checkpoint_height gauge  (label blockchain)
+    # TYPE ledger_network_blockchain_checkpoint_hashes gauge  (label blockchain)
+    # TYPE ledger_blockchain_checkpoint_agrees gauge  (labels node, blockchain)
+    # TYPE ledger_network_blockchain_council_views gauge  (label blockchain)
+    # TYPE ledger_blockchain_council_agrees gauge  (labels node, blockchain)
+    # TYPE ledger_network_peer_partitions gauge
+    # TYPE ledger_node_polled_peers gauge  (label node)
+    """
+
+    SPECS = m.NETWORK_FAMILIES
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        families = _Families(self.SPECS)
+        view = self._snapshot.network
+        nodes = {
+            node.name: {"node": node.name, **dict(node.labels)} for node in self._snapshot.nodes
+        }
+        for chain in view.chains:
+            network: Labels = {"blockchain": chain.blockchain}
+            families.add(m.NETWORK_CHECKPOINT_HEIGHT, network, chain.checkpoint_height)
+            families.add(m.NETWORK_CHECKPOINT_HASHES, network, chain.checkpoint_hashes)
+            families.add(m.NETWORK_COUNCIL_VIEWS, network, chain.council_views)
+            for spec, agreement in (
+                (m.CHAIN_CHECKPOINT_AGREES, chain.block_agrees),
+                (m.CHAIN_COUNCIL_AGREES, chain.council_agrees),
+            ):
+                for node, agrees in agreement:
+                    if node in nodes:
+                        families.add(spec, {**nodes[node], **network}, _flag(agrees))
+        families.add(m.NETWORK_PEER_PARTITIONS, {}, view.partitions)
+        for node, linked in view.polled_peers:
+            if node in nodes:
+                families.add(m.NODE_POLLED_PEERS, nodes[node], linked)
+        return iter(families)
+
+
+class WatchCollector(Collector):
+    """Watched contracts and wallets (labels ``node``, ``blockchain``, ``contract``/``wallet``).
+
+    # TYPE ledger_contract_up gauge
+    # TYPE ledger_contract_status gauge  (label status; a state set)
+    # TYPE ledger_contract_state_value gauge  (label key)
+    # TYPE ledger_wallet_permission gauge  (labels group, permission)
+    ... and the other watch families of exporter/expose/metrics.py.
+    """
+
+    SPECS = tuple(
+        spec for spec in m.ALL if spec.name.startswith(("ledger_contract_", "ledger_wallet_"))
+    )
+
+    def __init__(self, status: WatchStatus) -> None:
+        self._status = status
+
+    def collect(self) -> Iterator[Metric]:
+        families = {spec: Metric(spec.name, spec.help, spec.kind.value) for spec in self.SPECS}
+        for watched in self._status.objects:
+            for spec, labels, value in watch_samples(watched):
+                families[spec].add_sample(spec.name, labels, value)
+        return (family for family in families.values() if family.samples)
+
+
+class ProbeCollector(Collector):
+    """``ledger_probe_success`` and ``ledger_probe_duration_seconds`` of one probe."""
+
+    def __init__(self, success: bool, duration: float) -> None:
+        self._success = success
+        self._duration = duration
+
+    def collect(self) -> Iterator[Metric]:
+        success = 1.0 if self._success else 0.0
+        for spec, value in ((m.PROBE_SUCCESS, success), (m.PROBE_DURATION, self._duration)):
+            family = Metric(spec.name, spec.help, spec.kind.value)
+            family.add_sample(spec.name, {}, value)
+            yield family
+
+
+def snapshot_collectors(snapshot: Snapshot) -> tuple[Collector, ...]:
+    """Every collector that together expose one snapshot (/metrics without the runtime)."""
+    return (
+        ExporterCollector(snapshot),
+        NodeCollector(snapshot),
+        BlockchainCollector(snapshot),
+        NetworkCollector(snapshot),
+        WatchCollector(snapshot.watch),
+    )
+
+
+def probe_collectors(snapshot: Snapshot, duration: float) -> tuple[Collector, ...]:
+    """What /probe exposes: the probed node's (the snapshot's one node, none when /health
+    could not be read) and its chains' families, then the probe's own."""
+    nodes: tuple[Collector, ...] = ()
+    if snapshot.nodes:
+        nodes = (NodeCollector(snapshot), BlockchainCollector(snapshot))
+    return (*nodes, ProbeCollector(bool(snapshot.nodes), duration))
+
+
+def render_collectors(collectors: Iterable[Collector], openmetrics_format: bool = False) -> bytes:
+    """client_python's exposition of ``collectors``; OpenMetrics without its ``# EOF``."""
+    registry = CollectorRegistry(auto_describe=False)
+    for collector in collectors:
+        registry.register(collector)
+    if openmetrics_format:
+        rendered: bytes = openmetrics.exposition.generate_latest(registry)  # type: ignore[no-untyped-call]
+        return rendered.removesuffix(b"# EOF\n")
+    return exposition.generate_latest(registry)
+
+
+class Samples:
+    """The samples of a text exposition, read back by client_python's parser, to look values
+    up as a registry's ``get_sample_value`` would."""
+
+    def __init__(self, text: bytes | str) -> None:
+        source = text.decode() if isinstance(text, bytes) else text
+        self._values = {
+            (sample.name, frozenset(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(source)
+            for sample in family.samples
+        }
+
+    def get_sample_value(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        return self._values.get((name, frozenset((labels or {}).items())))
