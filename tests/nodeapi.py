@@ -53,14 +53,18 @@ def schema_names() -> list[str]:
     return list(_document()["components"]["schemas"])
 
 
-def component(name: str, *, strict: bool = False) -> Schema:
+def component(name: str, *, strict: bool = False, complete: bool = False) -> Schema:
     """Schema ``name`` of ``components/schemas`` as a standalone JSON Schema (2020-12) that
     carries the components its ``$ref`` s point to. ``strict``: every object that names its
-    properties accepts no others (see :func:`strict_schemas`)."""
+    properties accepts no others; ``complete``: and has them all (see
+    :func:`strict_schemas`)."""
     schemas = _document()["components"]["schemas"]
     if name not in schemas:
         raise KeyError(f"no schema {name!r} in {DOCUMENT.name}; known: {', '.join(schemas)}")
-    schemas = strict_schemas(schemas) if strict else copy.deepcopy(schemas)
+    if strict or complete:
+        schemas = strict_schemas(schemas, complete=complete)
+    else:
+        schemas = copy.deepcopy(schemas)
     return {
         "$schema": DIALECT,
         "$ref": f"#/components/schemas/{name}",
@@ -68,20 +72,26 @@ def component(name: str, *, strict: bool = False) -> Schema:
     }
 
 
-def validator(name: str, *, strict: bool = False) -> jsonschema.Draft202012Validator:
+def validator(
+    name: str, *, strict: bool = False, complete: bool = False
+) -> jsonschema.Draft202012Validator:
     """A validator for schema ``name`` that also asserts formats (``date-time``)."""
     return jsonschema.Draft202012Validator(
-        component(name, strict=strict),
+        component(name, strict=strict, complete=complete),
         format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
     )
 
 
-def strict_schemas(schemas: dict[str, Schema]) -> dict[str, Schema]:
+def strict_schemas(schemas: dict[str, Schema], *, complete: bool = False) -> dict[str, Schema]:
     """A copy of ``schemas`` where an object schema that lists ``properties`` and allows any
     other member (``additionalProperties`` absent or ``true``) allows none: the document
     accepts members it does not name, because nodes vary; a strict copy finds the members an
     answer sends that the document does not name (a misspelt or invented field). Maps whose
-    values have a schema of their own (``features``, ``authGroups``) are left as they are."""
+    values have a schema of their own (``features``, ``authGroups``) are left as they are.
+
+    ``complete``: an object must also have every property it lists, unless the document says
+    which are required (where the reference's table does: the contract event). For answers
+    that mean to implement the whole interface, as the simulator's."""
 
     def tighten(node: Any) -> Any:
         if isinstance(node, list):
@@ -91,6 +101,8 @@ def strict_schemas(schemas: dict[str, Schema]) -> dict[str, Schema]:
         result = {key: tighten(value) for key, value in node.items()}
         if "properties" in node and node.get("additionalProperties", True) is True:
             result["additionalProperties"] = False
+        if complete and "properties" in node and "required" not in node:
+            result["required"] = list(node["properties"])
         return result
 
     tightened: dict[str, Schema] = tighten(schemas)

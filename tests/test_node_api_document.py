@@ -253,6 +253,24 @@ def test_objects_accept_members_they_do_not_name() -> None:
     walk(nodeapi.document())
 
 
+def test_strict_and_complete_copies() -> None:
+    """The document accepts unknown and missing members; the strict copy refuses unknown ones,
+    the complete copy missing ones too, except where the reference says a field is optional."""
+    info = {"nodeVersion": "v1", "nodeId": "02ab", "peerId": "12D3KooW"}
+    assert nodeapi.validator("NodeInfo").is_valid({**info, "extra": 1})
+    assert nodeapi.validator("NodeInfo").is_valid({})
+    assert not nodeapi.validator("NodeInfo", strict=True).is_valid({**info, "extra": 1})
+    assert nodeapi.validator("NodeInfo", strict=True).is_valid({})
+    assert not nodeapi.validator("NodeInfo", complete=True).is_valid({"nodeId": "02ab"})
+    assert nodeapi.validator("NodeInfo", complete=True).is_valid(info)
+    features = {"enableJoinCouncilOnStartup": True, "enableXMOnBlockMint": False}
+    features |= {"enableTxProof": True, "enableOther": False}
+    assert nodeapi.validator("Features", complete=True).is_valid(features)
+    event = {"name": "Transfer", "timestamp": "2024-05-01T12:00:00Z", "data": {}}
+    assert nodeapi.validator("ContractEvent", complete=True).is_valid(event)
+    assert not nodeapi.validator("ContractEvent").is_valid({"name": "Transfer"})
+
+
 # --- endpoints against the reference ---------------------------------------------------------
 def test_reference_endpoints_are_parsed() -> None:
     numbers = [e.number for e in reference_endpoints()]
