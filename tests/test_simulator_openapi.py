@@ -5,7 +5,8 @@ its node must be one the document allows: a documented status, ``application/jso
 valid against the operation's schema (formats asserted). Two checks go beyond the document:
 an answer names no field the document does not (a misspelt or invented field: the document
 accepts unknown members because nodes vary, the simulator has no such excuse), and an error
-is the simulator's own ``{"error": ..., "code": ...}`` with 400 or 404.
+is the simulator's own ``{"error": ..., "code": ...}`` with 400 or 404 (and 405 for any
+method the document does not declare).
 
 Requests come three ways:
 - explicit: every id the simulator's listings give (its chains, the contracts and wallets of
@@ -428,6 +429,21 @@ def test_faults_took_effect(faulty: Simulator) -> None:
     )
     wallet = get_json(f"{faulty.node}/wallets/{faulty.known.wallets[0]}", blockchainId=second)
     assert wallet["enabled"] is False
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"])
+def test_undeclared_methods_are_refused_on_every_path(simulator: Simulator, method: str) -> None:
+    """The document declares only GET: any other method gets 405 with ``Allow: GET`` and the
+    simulator's JSON error (schemathesis' undeclared-method check found TRACE answered by an
+    HTML 501 page)."""
+    for path in PATHS:
+        call = (known_parameters(path, simulator.known) or [Call({}, {}, 200)])[0]
+        url = simulator.node + path.format(**call.path)
+        answer = requests.request(method, url, params=call.query, timeout=10)
+        assert answer.status_code == 405, f"{method} {url}: {answer.status_code}"
+        assert answer.headers["Allow"] == "GET"
+        assert answer.json() == {"error": f"method {method} not allowed", "code": 405}
 
 
 def test_every_fault_is_classified() -> None:
