@@ -13,7 +13,7 @@ Requests come three ways:
   ``/-/sim/blockchains``, the deployment and transfer transactions found in its blocks) on
   every endpoint, so every operation is seen answering 200; and the error answers of each;
 - generated: schemathesis draws each operation's parameters from the document (positive and,
-  where a query parameter can be wrong, negative), half the time with ids from the listings,
+  where a query parameter can be wrong, negative), often starting from the listings' ids,
   ``LEDGER_TEST_EXAMPLES`` examples per operation (default 50);
 - stateful: schemathesis follows the document's links from ``/health`` and ``/blockchains``.
 
@@ -52,18 +52,8 @@ from ledger_simulator.faults import FAULTS
 from ledger_simulator.ids import go_duration, iso_utc
 from tests import generation, nodeapi
 
-SIMULATE = (
-    "--nodes",
-    "3",
-    "--chains",
-    "3",
-    "--seed",
-    "7",
-    "--block-interval",
-    "1s",
-    "--log.level",
-    "warn",
-)
+SIMULATE = ["--nodes", "3", "--chains", "3", "--seed", "7", "--block-interval", "1s"]
+SIMULATE += ["--log.level", "warn"]
 ADMIN_LINE = re.compile(r"^admin: (http://\S+)$")
 DEFAULT_EXAMPLES = 50
 #: Faults whose answers must still match the document: they change what a node reports.
@@ -529,7 +519,11 @@ def test_following_the_documents_links(simulator: Simulator) -> None:
 
     base = load_schema(simulator.node).as_state_machine()
     machine = cast(type[APIStateMachine], type("Machine", (Checked, base), {}))
-    settings = hypothesis.settings(generation.settings(20), stateful_step_count=6)
+    # at least 20 scenarios, however few examples a quick run asks for: enough to follow links
+    examples = max(20, generation.examples(20))
+    settings = hypothesis.settings(
+        generation.settings(20), max_examples=examples, stateful_step_count=6
+    )
     machine.run(settings=settings)
     assert seen[("GET /blockchains/{blockchainId}", 200)] >= 1, seen
     assert seen[("GET /blockchains/{blockchainId}/blocks", 200)] >= 1, seen
