@@ -53,11 +53,15 @@ def split_path(raw_path: str) -> list[str]:
 
 
 def query_value(query: str, name: str, required: bool = True) -> str | None:
-    """The single value of query parameter ``name``; BadRequestError if missing or repeated."""
+    """The single value of query parameter ``name``; BadRequestError if missing or repeated.
+
+    A parameter given empty (``?blockchainId=``) is given: its value is the empty string,
+    which the endpoint judges like any other (no chain has that id: 404; not a height: 400).
+    """
     values = parse_qs(query, keep_blank_values=True).get(name, [])
     if len(values) > 1:
         raise BadRequestError(f"query parameter {name!r} given {len(values)} times; give it once")
-    if not values or values[0] == "":
+    if not values:
         if required:
             raise BadRequestError(f"missing query parameter {name!r}")
         return None

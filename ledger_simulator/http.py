@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -108,11 +109,14 @@ class Handler(HTTPRequestHandler):
     server: SimServer
     server_version = "ledger-simulator"
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server names)
-        """Every method goes through the router, which decides what is allowed."""
-        self.serve()
-
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_GET  # noqa: N815
+    def __getattr__(self, name: str) -> Callable[[], None]:
+        """Every method, ``GET`` or any other (http.server looks up ``do_<METHOD>``), goes
+        through the router, which decides what is allowed: a node answers 405 with its JSON
+        error, as for ``POST``, and not http.server's HTML 501 page (``TRACE``, ``CONNECT``,
+        extension methods)."""
+        if name.startswith("do_"):
+            return self.serve
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def serve(self) -> None:
         """Read the request, route it and write the answer (or close without one)."""
