@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import FrameType
 
 from exporter.flags import (
@@ -93,13 +94,16 @@ def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None)
     except SimulatorError as error:
         print(f"ledger-exporter simulate: {error}", file=sys.stderr)
         return 2
-    try:
-        network.start()
-    except SimulatorError as error:
-        print(f"ledger-exporter simulate: {error}", file=sys.stderr)
-        return 1
-    print_summary(network, args.block_interval)
-    wait_for_stop(stop or threading.Event())
+    stop = stop or threading.Event()
+    with stopping_on_signals(stop):  # from here: Ctrl-C while starting or printing stops too
+        try:
+            network.start()
+        except SimulatorError as error:
+            print(f"ledger-exporter simulate: {error}", file=sys.stderr)
+            return 1
+        print_summary(network, args.block_interval)
+        while not stop.wait(0.5):
+            pass
     log.info("stopping the simulated network")
     network.stop()
     return 0
@@ -123,11 +127,12 @@ def print_summary(network: SimulatedNetwork, interval: float) -> None:
     print("\n".join(lines), flush=True)
 
 
-def wait_for_stop(stop: threading.Event) -> None:
-    """Block until ``stop`` is set or SIGINT/SIGTERM arrives (handlers only on the main
-    thread, where Python delivers signals)."""
+@contextlib.contextmanager
+def stopping_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM set ``stop`` rather than raise (handlers only on
+    the main thread, where Python delivers signals); the previous handlers come back after."""
     if threading.current_thread() is not threading.main_thread():
-        stop.wait()
+        yield
         return
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -135,8 +140,14 @@ def wait_for_stop(stop: threading.Event) -> None:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        while not stop.wait(0.5):
-            pass
+        yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def wait_for_stop(stop: threading.Event) -> None:
+    """Block until ``stop`` is set or SIGINT/SIGTERM arrives."""
+    with stopping_on_signals(stop):
+        while not stop.wait(0.5):
+            pass

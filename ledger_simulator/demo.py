@@ -281,15 +281,18 @@ def _serve(
         prometheus = start_prometheus(address, args.prometheus_address, workdir)
         print(f"Prometheus:            http://{args.prometheus_address}/")
         print(f"Prometheus rules:      {', '.join(RULE_FILES)} (the project's)")
+    stop = _stop_on_signals()  # before saying so: a Ctrl-C right after the line stops cleanly
     print("Press Ctrl-C to stop.", flush=True)
     try:
-        _wait_for_signal()
+        while not stop.wait(0.5):
+            pass
     finally:
         if prometheus is not None:
             _terminate(prometheus)
 
 
-def _wait_for_signal() -> None:
+def _stop_on_signals() -> threading.Event:
+    """An event SIGINT and SIGTERM set from now on (instead of raising)."""
     stop = threading.Event()
 
     def on_stop(signum: int, frame: FrameType | None) -> None:
@@ -297,5 +300,4 @@ def _wait_for_signal() -> None:
 
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGTERM, on_stop)
-    while not stop.wait(0.5):
-        pass
+    return stop
