@@ -22,14 +22,14 @@ from exporter.app import Exporter
 from exporter.cli import build_parser
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
-from exporter.config.web import WebConfig
+from exporter.config.web import TlsServerConfig, WebConfig
 from exporter.flags import RESERVED_PATHS, from_environment, telemetry_path
 from exporter.model.snapshot import Snapshot
 from exporter.web.exposition import Exposition
 from exporter.web.httpserver import ListenAddressError, parse_listen_address
 from exporter.web.probe import ProbeAnswer
 from exporter.web.server import ExporterServer, ListenError, bind_servers
-from tests.conftest import REPO, FakeNode, chain_doc, health_doc, new_fake_node
+from tests.conftest import REPO, FakeNode, chain_doc, health_doc, make_certificate, new_fake_node
 from tests.promserver import free_port
 
 
@@ -342,3 +342,14 @@ def test_listen_addresses_and_telemetry_path_from_the_environment(config_file: P
     assert process.returncode == 0, stderr
     assert stderr.count("msg=listening") == 2
     assert "telemetry_path=/exporter/metrics" in stderr
+
+
+def test_a_web_config_gone_bad_is_not_blamed_on_an_address(tmp_path: Path) -> None:
+    """A certificate removed after the web config was checked: the error is the file's, and
+    no address is named as if it could not be bound."""
+    cert, key = make_certificate(tmp_path)
+    web = WebConfig(tls=TlsServerConfig(cert, key))
+    Path(cert).unlink()
+    with pytest.raises(FileNotFoundError) as caught:
+        bind_servers(["127.0.0.1:0"], _App(), web)
+    assert not isinstance(caught.value, ListenError)

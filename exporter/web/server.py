@@ -49,16 +49,16 @@ __all__ = [
 ]
 
 RELOAD_PATH = "/-/reload"
+RELOAD_BODY_BYTES = 4096  # a reload takes no body; a small one (a form, a script's JSON) is read
 DEFAULT_TELEMETRY_PATH = "/metrics"
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 #: Why a listen address cannot be bound, for the errors an operator can act on.
 _BIND_PROBLEMS = {
     errno.EADDRINUSE: "address already in use",
     errno.EACCES: "permission denied (ports below 1024 need privileges)",
     errno.EADDRNOTAVAIL: "no such address on this machine",
 }
-RELOAD_BODY_BYTES = 4096  # a reload takes no body; a small one (a form, a script's JSON) is read
-_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class ReloadPendingError(Exception):
@@ -129,7 +129,10 @@ def bind_servers(
 ) -> list[ExporterServer]:
     """One server per address, the same handlers, web config and limits on each (as
     exporter-toolkit serves several ``--web.listen-address``); all bound, or none and a
-    ListenError naming the address that failed."""
+    ListenError naming the address that failed. The TLS context is made first, so a web
+    config that cannot be used (a certificate gone since it was checked) raises its own
+    error, never one that blames an address."""
+    (web or WebConfig()).ssl_context()
     servers: list[ExporterServer] = []
     try:
         for address in addresses:
