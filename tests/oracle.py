@@ -17,8 +17,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from exporter import __version__
 from exporter.bounds import DropKind
+from exporter.build import this_build
 from exporter.expose import metrics as m
 from exporter.expose.metrics import MetricSpec
 from exporter.expose.render import CHAIN_GAUGE_FAMILIES
@@ -55,25 +55,33 @@ def _flag(value: bool) -> float:
 class ExporterCollector(Collector):
     """The exporter's own state.
 
-    # HELP ledger_exporter_build_info Version of the exporter; always 1.
-    # TYPE ledger_exporter_build_info gauge
+    # TYPE ledger_exporter_build_info gauge  (labels version, revision, branch, python_version)
     # HELP ledger_exporter_cycle_duration_seconds Wall time of the last full polling cycle.
     # TYPE ledger_exporter_cycle_duration_seconds gauge
     # HELP ledger_exporter_config_last_reload_successful 1 when the last configuration load ...
     # TYPE ledger_exporter_config_last_reload_successful gauge
+    # TYPE ledger_exporter_config_last_reload_success_timestamp_seconds gauge
     # TYPE ledger_exporter_dropped_values_total counter  (labels node, kind)
     """
 
-    SPECS = (m.BUILD_INFO, m.CYCLE_DURATION, m.CONFIG_RELOAD_OK, m.DROPPED_VALUES)
+    SPECS = (
+        m.BUILD_INFO,
+        m.CYCLE_DURATION,
+        m.CONFIG_RELOAD_OK,
+        m.CONFIG_RELOAD_SUCCESS_TIME,
+        m.DROPPED_VALUES,
+    )
 
     def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot = snapshot
 
     def collect(self) -> Iterator[Metric]:
         families = _Families(self.SPECS)
-        families.add(m.BUILD_INFO, {"version": __version__}, 1.0)
+        families.add(m.BUILD_INFO, dict(this_build().labels()), 1.0)
         families.add(m.CYCLE_DURATION, {}, self._snapshot.cycle_duration)
         families.add(m.CONFIG_RELOAD_OK, {}, _flag(self._snapshot.config_reload_ok))
+        at = self._snapshot.config_reload_success_at
+        families.add(m.CONFIG_RELOAD_SUCCESS_TIME, {}, at)
         for node in self._snapshot.nodes:
             labels: Labels = {"node": node.name, **dict(node.labels)}
             for kind, count in zip(DropKind, node.dropped, strict=False):

@@ -236,7 +236,7 @@ def test_config_check_prints_every_problem(tmp_path: Path) -> None:
 
 def test_version_and_env_overrides(tmp_path: Path) -> None:
     result = subprocess.run(exporter_command("--version"), capture_output=True, text=True)
-    assert result.returncode == 0 and result.stdout.startswith("ledger-exporter ")
+    assert result.returncode == 0 and result.stdout.startswith("ledger-exporter, version ")
     env = {**os.environ, "LEDGER_EXPORTER_CONFIG_FILE": "/nonexistent.yml"}
     result = subprocess.run(
         exporter_command("--config.check"), capture_output=True, text=True, env=env
@@ -323,7 +323,11 @@ MISTAKES: list[tuple[tuple[str, ...], dict[str, str], int, str]] = [
     (("--config.file", "/nonexistent.yml", "--config.check"), {}, 1, "cannot read the file"),
     (("--config.check=yes", f"--config.file={EXAMPLE}"), {}, 2, "ignored explicit argument"),
     ((*CHECK, "--web.listen-address", "9877"), {}, 2, "must be host:port"),
-    ((*CHECK, "--web.listen-address", ":99999"), {}, 2, "must be host:port"),
+    ((*CHECK, "--web.listen-address", ":99999"), {}, 2, "':99999': port out of range"),
+    ((*CHECK, "--web.listen-address", ":1", "--web.listen-address", ":1"), {}, 2, "given twice"),
+    ((*CHECK, "--web.telemetry-path", "metrics"), {}, 2, "must start with '/'"),
+    ((*CHECK, "--web.telemetry-path", "/-/ready"), {}, 2, "would hide another endpoint"),
+    ((*CHECK, "--web.telemetry-path", "/a b"), {}, 2, "percent-encode anything else"),
     ((*CHECK, "--web.config.file", "/nonexistent.yml"), {}, 1, "cannot read the file"),
     ((*CHECK, "--log.level", "verbose"), {}, 2, "unknown log level 'verbose'; use one of"),
     ((*CHECK, "--log.level", "warning"), {}, 2, "did you mean 'warn'?"),
@@ -331,6 +335,9 @@ MISTAKES: list[tuple[tuple[str, ...], dict[str, str], int, str]] = [
     ((*CHECK, "--bogus"), {}, 2, "unrecognized arguments: --bogus"),
     (("--config.check",), {"LEDGER_EXPORTER_CONFIG_FILE": "/nonexistent.yml"}, 1, "cannot read"),
     (CHECK, {"LEDGER_EXPORTER_WEB_LISTEN_ADDRESS": "x"}, 2, "LEDGER_EXPORTER_WEB_LISTEN_ADDRESS="),
+    (CHECK, {"LEDGER_EXPORTER_WEB_LISTEN_ADDRESS": ":1,,:2"}, 2, "separate the values with"),
+    (CHECK, {"LEDGER_EXPORTER_WEB_LISTEN_ADDRESS": ":1,:70000"}, 2, "port out of range"),
+    (CHECK, {"LEDGER_EXPORTER_WEB_TELEMETRY_PATH": "/"}, 2, "TELEMETRY_PATH='/': telemetry"),
     (CHECK, {"LEDGER_EXPORTER_WEB_CONFIG_FILE": "/nonexistent.yml"}, 1, "cannot read the file"),
     (CHECK, {"LEDGER_EXPORTER_LOG_LEVEL": "verbose"}, 2, "LEDGER_EXPORTER_LOG_LEVEL='verbose'"),
     (CHECK, {"LEDGER_EXPORTER_LOG_FORMAT": "xml"}, 2, "LEDGER_EXPORTER_LOG_FORMAT='xml'"),

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
@@ -219,3 +220,29 @@ def test_every_copy_source_exists_and_reaches_the_build_context() -> None:
     assert not missing, f"COPY sources missing from the repository: {missing}"
     excluded = [source for source in sources if is_ignored(source, ignore_text)]
     assert not excluded, f"COPY sources excluded by .dockerignore: {excluded}"
+
+
+def test_revision_and_branch_reach_the_wheel_and_the_labels() -> None:
+    """The REVISION and BRANCH build arguments become the build variables setup.py records
+    in the package (ledger_exporter_build_info, --version), and the OCI revision label;
+    compose passes them from the environment."""
+    parsed = instructions(DOCKERFILE.read_text())
+    first = next(i for i, (keyword, _) in enumerate(parsed) if keyword == "FROM")
+    assert {args for keyword, args in parsed[:first] if keyword == "ARG"} == {
+        'REVISION=""',
+        'BRANCH=""',
+    }
+    builder = parsed[first : parsed.index(final_stage(parsed)[0])]
+    assert {"REVISION", "BRANCH"} <= {args for keyword, args in builder if keyword == "ARG"}
+    (build,) = [args for keyword, args in builder if keyword == "RUN" and "pip wheel" in args]
+    assert build.startswith(
+        'LEDGER_EXPORTER_BUILD_REVISION="${REVISION}" LEDGER_EXPORTER_BUILD_BRANCH="${BRANCH}" '
+    )
+    assert "setup.py" in copy_sources(builder)
+    final = final_stage(parsed)
+    assert ("ARG", "REVISION") in final
+    labels = " ".join(args for keyword, args in final if keyword == "LABEL")
+    assert 'org.opencontainers.image.revision="${REVISION}"' in labels
+    compose = yaml.safe_load((ROOT / "deploy" / "compose" / "docker-compose.yml").read_text())
+    args = compose["x-ledger-image"]["build"]["args"]
+    assert args == {"REVISION": "${REVISION:-}", "BRANCH": "${BRANCH:-}"}

@@ -38,7 +38,11 @@ _NODE = ("node",)
 _CHAIN = ("node", "blockchain")
 
 BUILD_INFO = MetricSpec(
-    "ledger_exporter_build_info", Kind.GAUGE, "Version of the exporter; always 1.", ("version",)
+    "ledger_exporter_build_info",
+    Kind.GAUGE,
+    "Version, revision and branch of the exporter's build, and the Python version it runs on "
+    "(revision and branch empty when the build did not record them); always 1.",
+    ("version", "revision", "branch", "python_version"),
 )
 CYCLE_DURATION = _g(
     "ledger_exporter_cycle_duration_seconds", "Wall time of the last full polling cycle."
@@ -46,6 +50,11 @@ CYCLE_DURATION = _g(
 CONFIG_RELOAD_OK = _g(
     "ledger_exporter_config_last_reload_successful",
     "1 when the last configuration load succeeded, 0 when it failed and the old one is kept.",
+)
+CONFIG_RELOAD_SUCCESS_TIME = _g(
+    "ledger_exporter_config_last_reload_success_timestamp_seconds",
+    "Unix time of the last successful configuration load: at start, then at each successful "
+    "reload.",
 )
 DROPPED_VALUES = MetricSpec(
     "ledger_exporter_dropped_values_total",
@@ -279,7 +288,13 @@ WALLET_INFO = _g(
 # --- The order families are written in: defined here once, for /metrics and /probe. ---
 
 #: The exporter's own state.
-EXPORTER_FAMILIES = (BUILD_INFO, CYCLE_DURATION, CONFIG_RELOAD_OK, DROPPED_VALUES)
+EXPORTER_FAMILIES = (
+    BUILD_INFO,
+    CYCLE_DURATION,
+    CONFIG_RELOAD_OK,
+    CONFIG_RELOAD_SUCCESS_TIME,
+    DROPPED_VALUES,
+)
 #: Each node's poll and ``GET /health`` (labels ``node`` and the node's static labels).
 NODE_FAMILIES = (
     NODE_UP,

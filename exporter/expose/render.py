@@ -23,8 +23,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
-from exporter import __version__
 from exporter.bounds import DropKind
+from exporter.build import BuildInfo, this_build
 from exporter.expose import metrics as m
 from exporter.expose.labels import NodeLabels, Templates, escape, label_string
 from exporter.expose.metrics import MetricSpec
@@ -82,10 +82,11 @@ class FamilySink(Protocol):
 class Renderer:
     """Writes snapshots; keeps the label strings of the nodes and chains it wrote last time."""
 
-    def __init__(self) -> None:
+    def __init__(self, build: BuildInfo | None = None) -> None:
         self._lock = threading.Lock()  # the next snapshot may render while a scrape renders
         self._nodes: dict[str, NodeLabels] = {}
         self._templates = Templates()
+        self._build_labels = label_string((build or this_build()).labels())
 
     def cached_series(self) -> int:
         """How many node and chain label strings are kept for the next render."""
@@ -104,7 +105,7 @@ class Renderer:
         success and duration)."""
         with self._lock:
             nodes = self._node_labels(snapshot.nodes)
-            render = _Render(snapshot, nodes, self._templates, values or {})
+            render = _Render(snapshot, nodes, self._templates, values or {}, self._build_labels)
             for spec in families:
                 started = False
                 for chunk in _chunks(spec.name, render.series(spec)):
@@ -173,6 +174,7 @@ class _Render:
         nodes: dict[str, NodeLabels],
         templates: Templates,
         values: Mapping[MetricSpec, float],
+        build_labels: str = "",
     ) -> None:
         self.snapshot = snapshot
         self.nodes = nodes
@@ -180,9 +182,10 @@ class _Render:
         self.values = values
         self.watch = _watch_series(snapshot.watch)  # few: gathered at once
         self._families: dict[MetricSpec, Callable[[], Series]] = {
-            m.BUILD_INFO: self._build_info,
+            m.BUILD_INFO: lambda: ((build_labels, 1.0),),
             m.CYCLE_DURATION: lambda: (("", snapshot.cycle_duration),),
             m.CONFIG_RELOAD_OK: lambda: (("", _flag(snapshot.config_reload_ok)),),
+            m.CONFIG_RELOAD_SUCCESS_TIME: lambda: (("", snapshot.config_reload_success_at),),
             m.DROPPED_VALUES: self._dropped,
             m.NODE_UP: lambda: self._per_node(lambda node: _flag(node.up)),
             m.NODE_SCRAPE_DURATION: lambda: self._per_node(lambda node: node.duration),
@@ -215,9 +218,6 @@ class _Render:
         if spec in self.values:
             return (("", self.values[spec]),)
         return self.watch.get(spec, ())
-
-    def _build_info(self) -> Series:
-        yield label_string([("version", __version__)]), 1.0
 
     def _per_node(self, value: Callable[[NodeStatus], float | None]) -> Series:
         for node in self.snapshot.nodes:

@@ -70,5 +70,6 @@ class Snapshot:
     cycle_duration: float | None = None
     completed_at: float | None = None
     config_reload_ok: bool = True
+    config_reload_success_at: float | None = None  # Unix time of the last good config load
     network: NetworkView = field(default_factory=NetworkView)
     watch: WatchStatus = field(default_factory=WatchStatus)  # watched objects, node by node

@@ -219,7 +219,7 @@ class StatusPage:
     """The page for one snapshot, rendered once, as of the end of its cycle (its ages do not
     move until the next cycle's page); :meth:`at` adds the line saying how long ago that was."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, telemetry_path: str = "/metrics") -> None:
         self.snapshot = snapshot
         as_of = snapshot.completed_at if snapshot.completed_at is not None else time.time()
         notes = _network_notes(snapshot.network)
@@ -237,7 +237,8 @@ class StatusPage:
             f"<meta http-equiv='refresh' content='{REFRESH_SECONDS}'>"
             f"<title>ledger-exporter</title><style>{_STYLE}</style></head><body>"
             f"<h1>ledger-exporter {escape(__version__)}</h1>"
-            "<p><a href='/metrics'>Metrics</a> &middot; <a href='/-/healthy'>Health</a> &middot; "
+            f"<p><a href='{escape(telemetry_path)}'>Metrics</a> &middot; "
+            "<a href='/-/healthy'>Health</a> &middot; "
             f"<a href='/-/ready'>Readiness</a></p>{banner}"
         ).encode()
         self._body = (

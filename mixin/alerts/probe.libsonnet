@@ -10,7 +10,8 @@ local utils = import '../lib/utils.libsonnet';
         name: 'ledger-probe',
         rules: [
           // The probe could not read the node's /health. 2m = 8 probes at the 15s interval of
-          // deploy/prometheus/probe.yml: one slow answer or a quick restart does not page.
+          // deploy/prometheus/probe.yml: one slow answer or a quick restart does not page. The
+          // description says where the reason is: the probe's own log, &debug=true.
           {
             alert: 'LedgerProbeFailed',
             expr: 'ledger_probe_success{%(ledgerSelector)s} == 0' % $._config,
@@ -20,7 +21,8 @@ local utils = import '../lib/utils.libsonnet';
               summary: 'A ledger node cannot be probed.',
               description: |||
                 The probe of ledger node {{ $labels.instance }} (job {{ $labels.job }}) cannot read
-                its /health; its blockchains are not monitored while it fails.
+                its /health; its blockchains are not monitored while it fails. The exporter's
+                /probe?target={{ $labels.instance }}&debug=true shows each request and why.
               |||,
             },
           },
