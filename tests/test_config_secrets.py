@@ -30,9 +30,9 @@ from exporter.config.exporter import _Reader, load_config, parse_config
 from exporter.config.schema import ConfigError
 from exporter.config.web import _WebReader, load_web_config
 from exporter.config.yamlsource import load_located
-from tests.conftest import closed_port_url
+from tests.support.ports import closed_port_url
+from tests.support.testdata import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 NODE = "nodes:\n  - name: a\n"  # a case's node starts on line 2, its next key on line 3
 URL = "    url: http://127.0.0.1:7740/\n"
 

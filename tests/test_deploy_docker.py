@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-DOCKERFILE = ROOT / "Dockerfile"
-DOCKERIGNORE = ROOT / ".dockerignore"
+from tests.support.testdata import REPO
+
+DOCKERFILE = REPO / "Dockerfile"
+DOCKERIGNORE = REPO / ".dockerignore"
 
 
 def _hadolint() -> str:
@@ -215,7 +216,7 @@ def test_every_copy_source_exists_and_reaches_the_build_context() -> None:
     ignore_text = DOCKERIGNORE.read_text(encoding="utf-8")
     sources = copy_sources(instructions(DOCKERFILE.read_text()))
     assert sources, "the Dockerfile copies nothing from the context?"
-    missing = [source for source in sources if not (ROOT / source).exists()]
+    missing = [source for source in sources if not (REPO / source).exists()]
     assert not missing, f"COPY sources missing from the repository: {missing}"
     excluded = [source for source in sources if is_ignored(source, ignore_text)]
     assert not excluded, f"COPY sources excluded by .dockerignore: {excluded}"

@@ -31,7 +31,7 @@ from exporter.expose import metrics
 from exporter.poll.cycle import Poller
 from exporter.web.exposition import Exposition
 from ledger_simulator import SimulatedNetwork
-from tests.conftest import Clock
+from tests.support.clock import Clock
 
 INTERVAL = 2.0  # block interval of the simulated chains
 TIMEOUT = 1.0  # the exporter's scrape_timeout; a slow fault answers after SLOW
