@@ -23,13 +23,9 @@ no node dips below 2 peers for more than 2 s, or to 0, in 400 s of simulated tim
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +35,10 @@ import pytest
 import yaml
 
 from ledger_simulator import SimulatedNetwork
-from tests.promserver import PrometheusServer, free_port, stop_process
-from tests.test_rules import DASHBOARDS, PROM_DIR, ROOT, variable_query, walk_panels
+from tests.support.monitoring import DASHBOARDS, PROM_DIR, variable_query, walk_panels
+from tests.support.processes import ExporterProcess
+from tests.support.prometheus import PrometheusServer
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -176,32 +174,6 @@ class Stack:
     since: float  # when Prometheus began scraping: the time range of the dashboard queries
 
 
-def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and process.poll() is None:
-        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as answer:
-            if answer.status == 200:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"exporter not ready at {url}:\n{log.read_text()}")
-
-
-@contextlib.contextmanager
-def running_exporter(config: Path, log: Path) -> Iterator[str]:
-    """``python -m exporter`` on a free port; yields its ``host:port``."""
-    address = f"127.0.0.1:{free_port()}"
-    command = [sys.executable, "-m", "exporter", f"--config.file={config}"]
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            [*command, f"--web.listen-address={address}"], stderr=stderr, cwd=ROOT
-        )
-    try:
-        wait_ready(f"http://{address}/-/ready", process, log)
-        yield address
-    finally:
-        stop_process(process)
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     workdir = tmp_path_factory.mktemp("alerts-e2e")
@@ -217,7 +189,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         settings: dict[str, Any] = {"scrape_interval": "1s", "scrape_timeout": "1s", "nodes": nodes}
         settings["watch"] = watch_list(net)
         config.write_text(yaml.safe_dump(settings))
-        with running_exporter(config, workdir / "exporter.log") as address:
+        exporter = ExporterProcess(config)
+        try:
+            exporter.wait_ready()
+            address = f"127.0.0.1:{exporter.port}"
             rules = [alerts, PROM_DIR / "rules.yml"]
             server = PrometheusServer(workdir / "prometheus", {JOB: [address]}, rule_files=rules)
             with server as prom:
@@ -226,6 +201,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 prom.wait_for("count_over_time(ledger_node_up[1m]) >= 3", timeout=10)
                 AlertLog(prom).until(quiet, 10, "no alert at start-up")
                 yield Stack(net, prom, address, chains, since)
+        finally:
+            exporter.stop()
 
 
 def watch_list(net: SimulatedNetwork) -> dict[str, Any]:
@@ -254,20 +231,37 @@ class AlertLog:
             self.seen.add((*key, alert["state"]))
         return alerts
 
-    def watch(self, seconds: float) -> None:
-        """Poll for ``seconds`` whatever happens."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+    def watch(self, evaluations: int) -> None:
+        """Poll until every rule group has been evaluated ``evaluations`` more times, whatever
+        happens: the window a ``for`` is counted in, on Prometheus's clock, however busy the
+        machine is."""
+        seen: dict[str, set[str]] = {}
+
+        def evaluated() -> bool:
             self.poll()
-            time.sleep(0.2)
+            for group in self.prom.rules():
+                seen.setdefault(group["name"], set()).add(group["lastEvaluation"])
+            return min(len(times) for times in seen.values()) > evaluations
+
+        wait_until(
+            evaluated,
+            timeout=60 + 5 * evaluations,
+            interval=0.2,
+            message=f"the rule groups not evaluated {evaluations} more times",
+        )
 
     def until(self, done: Callable[[list[Alert]], bool], timeout: float, what: str) -> list[Alert]:
-        deadline = time.monotonic() + timeout
-        while not done(alerts := self.poll()):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{what}: not reached in {timeout}s; alerts: {alerts}")
-            time.sleep(0.2)
-        return alerts
+        """Poll until ``done(alerts)``; those alerts."""
+        last: list[list[Alert]] = [[]]
+
+        def reached() -> bool:
+            last[0] = self.poll()
+            return done(last[0])
+
+        wait_until(
+            reached, timeout=timeout, interval=0.2, message=lambda: f"{what}; alerts: {last[0]}"
+        )
+        return last[0]
 
 
 def quiet(alerts: list[Alert]) -> bool:
@@ -379,7 +373,7 @@ class Fault:
     per_chain: bool  # one alert per chain the node tracks, labelled blockchain
     #: other alerts the fault legitimately raises on its node: name -> worst state allowed
     also: tuple[tuple[str, str], ...] = ()
-    hold: float = 0.0  # seconds to keep the fault on once its alert is up
+    hold: int = 0  # rule evaluations (a second each) to keep the fault on once its alert is up
 
     def __str__(self) -> str:
         return self.fault

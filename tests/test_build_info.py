@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -32,8 +31,11 @@ from exporter.build import (
 from exporter.config.exporter import Config, load_config
 from exporter.config.nodes import NodeConfig
 from exporter.model.snapshot import Snapshot
-from tests.conftest import REPO, FakeNode, chain_doc, health_doc, new_fake_node
-from tests.promserver import free_port
+from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNodes
+from tests.support.http import wait_for_text
+from tests.support.ports import free_port
+from tests.support.testdata import REPO
 
 PYTHON = platform.python_version()
 
@@ -243,9 +245,9 @@ def _samples(body: str) -> dict[str, list[tuple[dict[str, str], float]]]:
 
 @pytest.mark.integration
 def test_the_running_exporter_serves_the_build_it_was_given(
-    fake_nodes: list[FakeNode], tmp_path: Path
+    fake_nodes: FakeNodes, tmp_path: Path
 ) -> None:
-    node = new_fake_node(fake_nodes)
+    node = fake_nodes.start()
     node.play(health_doc(["c1"]), {"c1": chain_doc(7)})
     config = tmp_path / "config.yml"
     config.write_text(
@@ -262,7 +264,7 @@ def test_the_running_exporter_serves_the_build_it_was_given(
         stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
     )  # fmt: skip
     try:
-        body = _wait_for_metrics(f"http://127.0.0.1:{port}/metrics")
+        body = wait_for_text(f"http://127.0.0.1:{port}/metrics", "ledger_node_up")
     finally:
         process.terminate()
         _, stderr = process.communicate(timeout=30)
@@ -279,22 +281,6 @@ def test_the_running_exporter_serves_the_build_it_was_given(
     ((_, loaded_at),) = samples["ledger_exporter_config_last_reload_success_timestamp_seconds"]
     assert started - 1 <= loaded_at <= time.time()
     assert "revision=0123abcd branch=main" in stderr  # and the start-up line says which build
-
-
-def _wait_for_metrics(url: str) -> str:
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                body = bytes(response.read()).decode()
-            if "ledger_node_up" in body:
-                return body
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no cycle served by {url}")
-        time.sleep(0.05)
 
 
 # --- the reload-success timestamp ----------------------------------------------------------

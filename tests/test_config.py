@@ -25,10 +25,9 @@ from exporter.config.exporter import (
 )
 from exporter.config.nodes import NODE_KEYS, NodeConfig, TlsConfig
 from exporter.config.schema import ConfigError
-from tests.conftest import expected_problems
+from tests.support.testdata import REPO, TESTDATA, expected_problems
 
-REPO = Path(__file__).resolve().parent.parent
-CONFIG_TESTDATA = Path(__file__).resolve().parent / "testdata" / "config"
+CONFIG_TESTDATA = TESTDATA / "config"
 INVALID_FILES = sorted(CONFIG_TESTDATA.glob("invalid-*.yml"))
 UNSET_ENV = "LEDGER_EXPORTER_TEST_UNSET_TOKEN"  # named by invalid-credentials-env-unset.yml
 

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-DOCKERFILE = ROOT / "Dockerfile"
-DOCKERIGNORE = ROOT / ".dockerignore"
+from tests.support.testdata import REPO
+
+DOCKERFILE = REPO / "Dockerfile"
+DOCKERIGNORE = REPO / ".dockerignore"
 
 
 def _hadolint() -> str:
@@ -216,7 +217,7 @@ def test_every_copy_source_exists_and_reaches_the_build_context() -> None:
     ignore_text = DOCKERIGNORE.read_text(encoding="utf-8")
     sources = copy_sources(instructions(DOCKERFILE.read_text()))
     assert sources, "the Dockerfile copies nothing from the context?"
-    missing = [source for source in sources if not (ROOT / source).exists()]
+    missing = [source for source in sources if not (REPO / source).exists()]
     assert not missing, f"COPY sources missing from the repository: {missing}"
     excluded = [source for source in sources if is_ignored(source, ignore_text)]
     assert not excluded, f"COPY sources excluded by .dockerignore: {excluded}"
@@ -243,6 +244,6 @@ def test_revision_and_branch_reach_the_wheel_and_the_labels() -> None:
     assert ("ARG", "REVISION") in final
     labels = " ".join(args for keyword, args in final if keyword == "LABEL")
     assert 'org.opencontainers.image.revision="${REVISION}"' in labels
-    compose = yaml.safe_load((ROOT / "deploy" / "compose" / "docker-compose.yml").read_text())
+    compose = yaml.safe_load((REPO / "deploy" / "compose" / "docker-compose.yml").read_text())
     args = compose["x-ledger-image"]["build"]["args"]
     assert args == {"REVISION": "${REVISION:-}", "BRANCH": "${BRANCH:-}"}

@@ -12,7 +12,7 @@ from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
-from tests.conftest import chain_doc, health_doc
+from tests.support.documents import chain_doc, health_doc
 
 
 def _up(name: str, heights: dict[str, int | None]) -> NodeResult:

@@ -4,14 +4,9 @@ pytest's temporary directory, ``.../artifacts/landing.png``)."""
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import replace
 from html.parser import HTMLParser
@@ -28,8 +23,12 @@ from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.web import landing
 from exporter.web.landing import StatusPage, landing_page
 from ledger_simulator.network import SimulatedNetwork
-from tests.conftest import REPO, chain_doc, health_doc
-from tests.test_simulator_cli import simulate
+from tests.support.documents import chain_doc, health_doc
+from tests.support.http import fetch, get_json
+from tests.support.programs import require_program
+from tests.support.simulator import simulate
+from tests.support.testdata import REPO
+from tests.support.waiting import wait_until
 from tools import render_mixin
 
 NOW = 1_700_000_000.0
@@ -193,14 +192,9 @@ def test_before_the_first_cycle() -> None:
 # --- in a real browser ---------------------------------------------------------------------
 
 
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert found, "chromium is needed (make tools installs Debian's package)"
-    return found
-
-
 def browse(url: str, *flags: str) -> str:
-    command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+    chromium = require_program("chromium", "chromium-browser")
+    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                "--window-size=1400,1000", *flags, url]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
     return done.stdout
@@ -224,13 +218,14 @@ def faulty(tmp_path: Path) -> Iterator[tuple[str, SimulatedNetwork]]:
         server = exporter.start("127.0.0.1:0")
         try:
             base = f"http://127.0.0.1:{server.port}/"
-            deadline = time.monotonic() + 60
-            while b"20 blocks behind" not in urllib.request.urlopen(base, timeout=10).read():
-                assert time.monotonic() < deadline, "the stalled node never fell behind"
-                time.sleep(0.5)
+            wait_until(
+                lambda: b"20 blocks behind" in fetch(base).body,
+                timeout=60,
+                interval=0.5,
+                message="the stalled node never fell behind",
+            )
             config.write_text("nodes: [{name: x}]\n")
-            with pytest.raises(urllib.error.HTTPError):
-                urllib.request.urlopen(urllib.request.Request(base + "-/reload", method="POST"))
+            assert fetch(base + "-/reload", method="POST").status == 500
             yield base, network
         finally:
             exporter.stop()
@@ -262,13 +257,12 @@ def test_the_status_page_in_headless_chromium(
 # --- under a flood ----------------------------------------------------------------------------
 
 FLOOD = """
-import http.client, sys, threading, time
-port, seconds = int(sys.argv[1]), float(sys.argv[2])
-pages = []
+import http.client, sys, threading
+port = int(sys.argv[1])
+pages, stop = [], threading.Event()
 def flood():
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    while not stop.is_set():
         connection.request("GET", "/")
         answer = connection.getresponse()
         answer.read()
@@ -276,20 +270,26 @@ def flood():
 threads = [threading.Thread(target=flood) for _ in range(8)]
 for thread in threads:
     thread.start()
+print("flooding", flush=True)
+sys.stdin.read()  # until the test closes it
+stop.set()
 for thread in threads:
     thread.join()
 print(len(pages), pages.count(200))
 """
 FLEET = 300
+#: Polling cycles (2 s each) the flood must last.
+CYCLES = 6
 
 
 @pytest.mark.integration
 def test_flooding_the_status_page_leaves_the_polling_on_time(tmp_path: Path) -> None:
     """Eight keep-alive clients asking for ``/`` as fast as they can, in their own process,
-    beside a simulated fleet in its own: every node stays up and every snapshot fresh."""
+    beside a simulated fleet in its own: the cycles go on one after another, every node up
+    in each, for as long as the flood lasts."""
     with simulate("--nodes", str(FLEET), "--chains", "2", "--log.level", "error") as (_, urls):
-        with urllib.request.urlopen(urls["admin"] + "nodes", timeout=30) as listing:
-            nodes = {name: node["url"] for name, node in json.load(listing)["nodes"].items()}
+        listing = get_json(urls["admin"] + "nodes")
+        nodes = {name: node["url"] for name, node in listing["nodes"].items()}
         config = tmp_path / "config.yml"
         config.write_text(
             "scrape_interval: 2s\nscrape_timeout: 2s\nnodes:\n"
@@ -298,29 +298,40 @@ def test_flooding_the_status_page_leaves_the_polling_on_time(tmp_path: Path) -> 
         exporter = Exporter(load_config(str(config)), str(config))
         server = exporter.start("127.0.0.1:0")
         try:
-            deadline = time.monotonic() + 60
-            while sum(n.up for n in exporter.exposition().snapshot.nodes) < FLEET:
-                assert time.monotonic() < deadline, "the fleet never came up"
-                time.sleep(0.2)
+            wait_until(
+                lambda: sum(n.up for n in exporter.exposition().snapshot.nodes) == FLEET,
+                timeout=60,
+                interval=0.2,
+                message="the fleet never came up",
+            )
+            before = exporter.exposition().snapshot.completed_at
             flood = subprocess.Popen(
-                [sys.executable, "-c", FLOOD, str(server.port), "12"],
+                [sys.executable, "-c", FLOOD, str(server.port)],
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
             )
-            samples: list[tuple[int, float]] = []  # (nodes up, snapshot age)
-            while flood.poll() is None:
+            assert flood.stdout is not None and flood.stdout.readline() == "flooding\n"
+            cycles: dict[float, int] = {}  # each cycle published during the flood: nodes up
+
+            def published_while_flooding() -> bool:
                 snapshot = exporter.exposition().snapshot
                 assert snapshot.completed_at is not None
-                up = sum(node.up for node in snapshot.nodes)
-                samples.append((up, time.time() - snapshot.completed_at))
-                time.sleep(0.5)
-            served, ok = map(int, flood.communicate(timeout=60)[0].split())
+                if snapshot.completed_at != before:
+                    cycles[snapshot.completed_at] = sum(node.up for node in snapshot.nodes)
+                return len(cycles) >= CYCLES
+
+            wait_until(
+                published_while_flooding,
+                timeout=120,
+                interval=0.1,
+                message=lambda: f"cycles published during the flood: {cycles}",
+            )
+            served, ok = map(int, flood.communicate("", timeout=60)[0].split())
         finally:
             exporter.stop()
     assert served >= 200 and ok == served, f"the flood got {ok} pages of {served}"
-    assert len(samples) >= 15
-    assert all(up == FLEET for up, _ in samples), f"nodes down: {samples}"
-    assert max(age for _, age in samples) < 6, f"stale snapshots: {samples}"  # 2 s cycles
+    assert all(up == FLEET for up in cycles.values()), f"nodes down: {cycles}"
 
 
 def test_the_status_page_flags_what_the_shipped_alerts_fire_on() -> None:

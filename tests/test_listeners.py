@@ -9,9 +9,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from http import HTTPStatus
 from pathlib import Path
@@ -29,17 +26,18 @@ from exporter.web.exposition import Exposition
 from exporter.web.httpserver import ListenAddressError, parse_listen_address
 from exporter.web.probe import ProbeAnswer
 from exporter.web.server import ExporterServer, ListenError, bind_servers
-from tests.conftest import REPO, FakeNode, chain_doc, health_doc, make_certificate, new_fake_node
-from tests.promserver import free_port
+from tests.support.certs import Pki
+from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.http import fetch
+from tests.support.ports import free_port
+from tests.support.testdata import REPO
+from tests.support.waiting import wait_until
 
 
 def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return int(response.status), bytes(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
+    answer = fetch(url, headers=headers)
+    return answer.status, answer.body
 
 
 # --- the flags -----------------------------------------------------------------------------
@@ -142,8 +140,8 @@ def test_listen_address_repeats_on_the_command_line() -> None:
 
 
 @pytest.fixture
-def node(fake_nodes: list[FakeNode]) -> FakeNode:
-    fake = new_fake_node(fake_nodes)
+def node(fake_nodes: FakeNodes) -> FakeNode:
+    fake = fake_nodes.start()
     fake.play(health_doc(["c1"]), {"c1": chain_doc(42)})
     return fake
 
@@ -152,18 +150,13 @@ def _config(node: FakeNode) -> Config:
     return Config(nodes=(NodeConfig("n", node.url),), scrape_interval=1.0, scrape_timeout=1.0)
 
 
-def _ready(base: str) -> bool:
-    try:
-        return get(base + "/-/ready")[0] == HTTPStatus.OK
-    except OSError:  # not listening yet
-        return False
-
-
 def _wait_ready(base: str) -> None:
-    deadline = time.monotonic() + 20
-    while not _ready(base):
-        assert time.monotonic() < deadline, f"{base} never became ready"
-        time.sleep(0.05)
+    wait_until(
+        lambda: get(base + "/-/ready")[0] == HTTPStatus.OK,
+        timeout=20,
+        message=f"{base} never became ready",
+        ignoring=(OSError,),  # not listening yet
+    )
 
 
 @pytest.fixture
@@ -199,9 +192,7 @@ def test_a_reloaded_web_config_applies_to_every_listener(
     for server in exporter.servers:
         server.use_web_config(WebConfig(headers={"X-Frame-Options": "deny"}))
     for base in bases:
-        request = urllib.request.Request(base + "/metrics")
-        with urllib.request.urlopen(request, timeout=10) as response:
-            assert response.headers["X-Frame-Options"] == "deny"
+        assert fetch(base + "/metrics").headers["X-Frame-Options"] == "deny"
 
 
 def test_stopping_closes_every_listener(node: FakeNode) -> None:
@@ -344,10 +335,12 @@ def test_listen_addresses_and_telemetry_path_from_the_environment(config_file: P
     assert "telemetry_path=/exporter/metrics" in stderr
 
 
-def test_a_web_config_gone_bad_is_not_blamed_on_an_address(tmp_path: Path) -> None:
+def test_a_web_config_gone_bad_is_not_blamed_on_an_address(tmp_path: Path, pki: Pki) -> None:
     """A certificate removed after the web config was checked: the error is the file's, and
     no address is named as if it could not be bound."""
-    cert, key = make_certificate(tmp_path)
+    cert, key = str(tmp_path / "server.pem"), str(tmp_path / "server.key")
+    Path(cert).write_bytes(Path(pki.server.cert).read_bytes())
+    Path(key).write_bytes(Path(pki.server.key).read_bytes())
     web = WebConfig(tls=TlsServerConfig(cert, key))
     Path(cert).unlink()
     with pytest.raises(FileNotFoundError) as caught:

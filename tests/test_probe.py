@@ -26,7 +26,7 @@ from exporter.web.probe import (
     probe_timeout,
     render_probe,
 )
-from tests.conftest import chain_doc, health_doc
+from tests.support.documents import chain_doc, health_doc
 
 ALLOWED = (
     re.compile(r"https://node-[0-9]+\.ledger\.internal:7740/?"),

@@ -6,8 +6,6 @@ admits ``ledger-exporter simulate``'s nodes, so the README's probe example runs.
 from __future__ import annotations
 
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from http import HTTPStatus
 from urllib.parse import urlencode
@@ -30,7 +28,9 @@ from exporter.poll.results import (
 )
 from exporter.web.probe import DEBUG_CONTENT_TYPE, Prober
 from ledger_simulator import SimulatedNetwork
-from tests.conftest import REPO, chain_doc, health_doc
+from tests.support.documents import chain_doc, health_doc
+from tests.support.http import fetch
+from tests.support.testdata import REPO
 
 _PARSED = parse_config("probe:\n  allowed_targets: ['http://127\\.0\\.0\\.1:9/']\n", "<test>")
 assert _PARSED.probe is not None
@@ -188,11 +188,8 @@ def probing(network: SimulatedNetwork) -> Iterator[str]:
 
 
 def _get(url: str) -> tuple[int, str, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=30) as response:
-            return response.status, response.headers["Content-Type"], response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers["Content-Type"], error.read().decode()
+    answer = fetch(url, timeout=30)
+    return answer.status, answer.headers["Content-Type"], answer.text
 
 
 def test_debug_shows_each_request_of_a_probe_of_the_simulator(

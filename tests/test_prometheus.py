@@ -2,8 +2,8 @@
 network (issue 3): what a user's Prometheus stores and answers over its HTTP API.
 
 Prometheus asks for OpenMetrics first, so this also proves the OpenMetrics exposition is
-ingested without a scrape error. It must run in CI: ``promserver`` fails there when the
-``prometheus`` binary is missing (``make test`` installs it).
+ingested without a scrape error. It fails without the ``prometheus`` binary (``make tools``
+installs it).
 """
 
 from __future__ import annotations
@@ -17,20 +17,15 @@ import yaml
 from exporter.bounds import DropKind
 from exporter.expose import metrics
 from ledger_simulator import SimulatedNetwork
-from tests.promserver import PrometheusServer, StartPrometheus, prometheus_servers
-from tests.test_cli import ExporterProcess, ready_exporter
+from tests.support.processes import ExporterProcess, ready_exporter
+from tests.support.prometheus import PrometheusServer, PrometheusServers
+from tests.support.simulator import tracked_pairs
 
 pytestmark = pytest.mark.integration
 
 JOB = "ledger-exporter"
 REASONS = 6  # timeout, connection, http_status, invalid_json, invalid_response, too_large
 ENDPOINTS = 3  # health, blockchain and block (a checkpoint is known after the first cycle)
-
-
-@pytest.fixture
-def prometheus(tmp_path: Path) -> Iterator[StartPrometheus]:
-    with prometheus_servers(tmp_path) as start:
-        yield start
 
 
 @pytest.fixture
@@ -49,11 +44,6 @@ def exporter(network: SimulatedNetwork, tmp_path: Path) -> Iterator[ExporterProc
     )
     with ready_exporter(config) as process:
         yield process
-
-
-def tracked_pairs(network: SimulatedNetwork) -> set[tuple[str, str]]:
-    listing = network.listing()["nodes"]
-    return {(node, chain) for node, info in listing.items() for chain in info["blockchains"]}
 
 
 def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
@@ -84,9 +74,9 @@ def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
 
 
 def test_prometheus_scrapes_and_stores_every_node_and_chain(
-    prometheus: StartPrometheus, network: SimulatedNetwork, exporter: ExporterProcess
+    prometheus: PrometheusServers, network: SimulatedNetwork, exporter: ExporterProcess
 ) -> None:
-    server = prometheus({JOB: [f"127.0.0.1:{exporter.port}"]})
+    server = prometheus.start({JOB: [f"127.0.0.1:{exporter.port}"]})
     [target] = server.wait_for_scrapes(timeout=20)
     assert target["lastError"] == ""
     assert target["scrapeUrl"] == f"{exporter.base}/metrics"

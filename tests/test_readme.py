@@ -46,8 +46,8 @@ from typing import IO
 
 import pytest
 
-from tests.conftest import REPO
-from tests.promserver import free_port
+from tests.support.ports import free_port
+from tests.support.testdata import REPO
 
 pytestmark = pytest.mark.integration
 

@@ -12,9 +12,7 @@ model built from the simulator's answers; the real process behind a real Prometh
 
 from __future__ import annotations
 
-import json
 import re
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
@@ -31,7 +29,8 @@ from exporter.expose import metrics
 from exporter.poll.cycle import Poller
 from exporter.web.exposition import Exposition
 from ledger_simulator import SimulatedNetwork
-from tests.conftest import Clock
+from tests.support.clock import Clock
+from tests.support.http import fetch, get_json
 
 INTERVAL = 2.0  # block interval of the simulated chains
 TIMEOUT = 1.0  # the exporter's scrape_timeout; a slow fault answers after SLOW
@@ -189,9 +188,8 @@ class Rig:
 
     def block_hash(self, node: str, chain: str) -> str:
         """The hash the node serves for the checkpoint block of ``chain``."""
-        url = f"{self.network.node_urls[node]}blockchains/{chain}/blocks?height="
-        with urllib.request.urlopen(url + str(self.checkpoints[chain]), timeout=5) as answer:
-            return str(json.load(answer)["hash"])
+        url = f"{self.network.node_urls[node]}blockchains/{chain}/blocks"
+        return str(get_json(url, params={"height": self.checkpoints[chain]})["hash"])
 
     def network_samples(
         self, up: list[str], docs: dict[tuple[str, str], dict[str, Any]], blocks: dict[Any, str]
@@ -324,10 +322,10 @@ def via_api(rig: Rig, node: str, fault: str, enabled: bool = True, **extra: Any)
 
 def via_admin(rig: Rig, node: str, fault: str, enabled: bool = True, **extra: Any) -> None:
     """POST /-/sim/faults, as an operator would with curl."""
-    body = json.dumps({"node": node, "fault": fault, "enabled": enabled, **extra}).encode()
-    request = urllib.request.Request(rig.network.admin_url + "faults", body, method="POST")
-    with urllib.request.urlopen(request, timeout=5) as response:
-        listed = json.load(response)["faults"]
+    body = {"node": node, "fault": fault, "enabled": enabled, **extra}
+    answer = fetch(rig.network.admin_url + "faults", method="POST", json=body)
+    assert answer.status == 200, answer.text
+    listed = answer.json()["faults"]
     in_force = {(f["node"], f["fault"], f["chain"]) for f in listed}
     assert ((node, fault, extra.get("chain")) in in_force) == enabled, listed
 

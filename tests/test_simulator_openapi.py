@@ -40,7 +40,6 @@ from typing import Any, cast
 import hypothesis
 import jsonschema
 import pytest
-import requests
 import schemathesis
 from hypothesis import strategies as st
 from schemathesis import Case, CheckContext, GenerationMode, Response
@@ -50,7 +49,8 @@ from schemathesis.schemas import APIOperation, BaseSchema
 
 from ledger_simulator.faults import FAULTS
 from ledger_simulator.ids import go_duration, iso_utc
-from tests import generation, nodeapi
+from tests.support import generation, nodeapi
+from tests.support.http import fetch, get_json
 
 SIMULATE = ["--nodes", "3", "--chains", "3", "--seed", "7", "--block-interval", "1s"]
 SIMULATE += ["--log.level", "warn"]
@@ -140,12 +140,6 @@ def simulate(*args: str) -> Iterator[Simulator]:
         process.communicate(timeout=30)
 
 
-def get_json(url: str, **params: Any) -> Any:
-    answer = requests.get(url, params=params or None, timeout=10)
-    assert answer.status_code == 200, f"{url}: {answer.status_code} {answer.text}"
-    return answer.json()
-
-
 # --- ids from the simulator's listings -------------------------------------------------------
 @dataclass(frozen=True)
 class Known:
@@ -186,11 +180,11 @@ def transfers(
     simulator's)."""
     found: list[tuple[str, str, str]] = []
     for block_height in range(height, max(0, height - 40), -1):
-        block = get_json(f"{node}/blockchains/{chain}/blocks", height=block_height)
+        block = get_json(f"{node}/blockchains/{chain}/blocks", params={"height": block_height})
         for tx in block.get("transactions", []):
             for address in listed["contracts"]:
                 url = f"{node}/blockchains/{chain}/contracts/{address}/trace/{tx}"
-                if requests.get(url, timeout=10).status_code == 200:
+                if fetch(url).status == 200:
                     found.append((chain, address, tx))
         if len(found) >= 3:
             break
@@ -357,8 +351,8 @@ def faulty() -> Iterator[Simulator]:
 
 
 def switch(simulator: Simulator, body: dict[str, Any]) -> None:
-    answer = requests.post(simulator.admin + "/faults", json=body, timeout=10)
-    assert answer.status_code == 200, answer.text
+    answer = fetch(simulator.admin + "/faults", method="POST", json=body)
+    assert answer.status == 200, answer.text
 
 
 def load_schema(base_url: str) -> BaseSchema:
@@ -417,7 +411,9 @@ def test_faults_took_effect(faulty: Simulator) -> None:
     assert get_json(f"{faulty.node}/blockchains/{second}/contracts/{upgraded}")["status"] == (
         "UPGRADED"
     )
-    wallet = get_json(f"{faulty.node}/wallets/{faulty.known.wallets[0]}", blockchainId=second)
+    wallet = get_json(
+        f"{faulty.node}/wallets/{faulty.known.wallets[0]}", params={"blockchainId": second}
+    )
     assert wallet["enabled"] is False
 
 
@@ -430,8 +426,8 @@ def test_undeclared_methods_are_refused_on_every_path(simulator: Simulator, meth
     for path in PATHS:
         call = (known_parameters(path, simulator.known) or [Call({}, {}, 200)])[0]
         url = simulator.node + path.format(**call.path)
-        answer = requests.request(method, url, params=call.query, timeout=10)
-        assert answer.status_code == 405, f"{method} {url}: {answer.status_code}"
+        answer = fetch(url, method=method, params=call.query)
+        assert answer.status == 405, f"{method} {url}: {answer.status}"
         assert answer.headers["Allow"] == "GET"
         assert answer.json() == {"error": f"method {method} not allowed", "code": 405}
 

@@ -18,10 +18,8 @@ import ssl
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 
@@ -34,8 +32,10 @@ from exporter.model.snapshot import Snapshot
 from exporter.web.exposition import Exposition
 from exporter.web.probe import ProbeAnswer
 from exporter.web.server import ExporterServer
-from tests.conftest import REPO, TESTDATA
-from tests.promserver import free_port
+from tests.support.certs import Pki
+from tests.support.ports import free_port
+from tests.support.testdata import REPO, TESTDATA
+from tests.support.waiting import wait_until
 
 NODE_EXPORTER_STYLE = TESTDATA / "webconfig" / "node-exporter-style.yml"
 NODE_EXPORTER_CERT = str(TESTDATA / "webconfig" / "node-exporter-style.crt")
@@ -60,59 +60,36 @@ ALLOWED_SANS = (
 )
 
 
-@dataclass(frozen=True)
-class Pki:
-    folder: Path
+class Certs:
+    """The certificates these tests use, issued by the session's test CA (``pki``): a server
+    (EC and RSA), a client per SAN kind, one without a SAN, and a self-signed stranger."""
+
+    def __init__(self, pki: Pki) -> None:
+        self.ca = pki.ca
+        loopback = "subjectAltName=DNS:localhost,IP:127.0.0.1"
+        self._pairs = {"server": pki.issue("toolkit-server", loopback)}
+        # RSA: in TLS 1.2 an ECDSA certificate's own curve must be among the client's groups,
+        # which would blur what curve_preferences alone decides
+        self._pairs["server-rsa"] = pki.issue("toolkit-server-rsa", loopback, rsa=True)
+        for name, san in CLIENTS.items():
+            self._pairs[name] = pki.issue(
+                f"toolkit-{name}", f"subjectAltName={san}", "extendedKeyUsage=clientAuth"
+            )
+        self._pairs["no-san"] = pki.issue("toolkit-no-san", "extendedKeyUsage=clientAuth")
+        # a client certificate no CA here signed, with an allowed SAN (for the unverified modes)
+        self._pairs["stranger"] = pki.issue(
+            "toolkit-stranger", "subjectAltName=DNS:prometheus.example", self_signed=True
+        )
 
     def path(self, name: str, suffix: str) -> str:
-        return str(self.folder / f"{name}.{suffix}")
-
-    @property
-    def ca(self) -> str:
-        return self.path("ca", "crt")
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-EC_KEY = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1")
-RSA_KEY = ("-newkey", "rsa:2048")
-
-
-def _key_and_csr(folder: Path, name: str, key: tuple[str, ...]) -> None:
-    _openssl("req", "-new", *key, "-nodes", "-subj", f"/CN={name}", "-keyout", f"{name}.key",
-             "-out", f"{name}.csr", cwd=folder)  # fmt: skip
-
-
-def _signed(folder: Path, name: str, extensions: str, key: tuple[str, ...] = EC_KEY) -> None:
-    (folder / f"{name}.ext").write_text(extensions)
-    _key_and_csr(folder, name, key)
-    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-             "-CAcreateserial", "-days", "2", "-extfile", f"{name}.ext", "-out", f"{name}.crt",
-             cwd=folder)  # fmt: skip
+        """The ``crt`` or ``key`` file of certificate ``name``."""
+        pair = self._pairs[name]
+        return pair.cert if suffix == "crt" else pair.key
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    folder = tmp_path_factory.mktemp("toolkit-pki")
-    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-             "-days", "2", "-subj", "/CN=test CA", "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign", "-keyout", "ca.key",
-             "-out", "ca.crt", cwd=folder)  # fmt: skip
-    _signed(folder, "server", "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    # RSA: in TLS 1.2 an ECDSA certificate's own curve must be among the client's groups,
-    # which would blur what curve_preferences alone decides
-    _signed(folder, "server-rsa", "subjectAltName=DNS:localhost,IP:127.0.0.1\n", RSA_KEY)
-    for name, san in CLIENTS.items():
-        _signed(folder, name, f"subjectAltName={san}\nextendedKeyUsage=clientAuth\n")
-    _signed(folder, "no-san", "extendedKeyUsage=clientAuth\n")
-    # a client certificate no CA here signed, with an allowed SAN (for the unverified modes)
-    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-             "-nodes", "-days", "2", "-subj", "/CN=stranger", "-addext",
-             "subjectAltName=DNS:prometheus.example", "-keyout", "stranger.key",
-             "-out", "stranger.crt", cwd=folder)  # fmt: skip
-    return Pki(folder)
+def certs(pki: Pki) -> Certs:
+    return Certs(pki)
 
 
 class StubApp:
@@ -145,23 +122,22 @@ def serving(web: WebConfig) -> Iterator[int]:
         thread.join(timeout=10)
 
 
-def server_tls(pki: Pki, name: str = "server", **settings: object) -> WebConfig:
-    cert, key = pki.path(name, "crt"), pki.path(name, "key")
+def server_tls(certs: Certs, name: str = "server", **settings: object) -> WebConfig:
+    cert, key = certs.path(name, "crt"), certs.path(name, "key")
     return WebConfig(tls=TlsServerConfig(cert, key, **settings))  # type: ignore[arg-type]
 
 
 def client_context(
-    pki: Pki,
+    certs: Certs,
     cert: str | None = None,
     ciphers: str | None = None,
     curve: str | None = None,
     tls12: bool = False,
 ) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.load_verify_locations(pki.ca)
+    context.load_verify_locations(certs.ca)
     if cert is not None:
-        folder = pki.folder
-        context.load_cert_chain(str(folder / f"{cert}.crt"), str(folder / f"{cert}.key"))
+        context.load_cert_chain(certs.path(cert, "crt"), certs.path(cert, "key"))
     if tls12:
         context.maximum_version = ssl.TLSVersion.TLSv1_2
     if ciphers is not None:
@@ -214,36 +190,36 @@ OPENSSL = {AES128: "ECDHE-ECDSA-AES128-GCM-SHA256", CHACHA: "ECDHE-ECDSA-CHACHA2
         ("ECDHE-ECDSA-AES256-SHA", None),
     ],
 )
-def test_cipher_suites_limit_tls12(pki: Pki, offered: str, answered: str | None) -> None:
-    with serving(server_tls(pki, cipher_suites=(AES128, CHACHA))) as port:
-        context = client_context(pki, ciphers=offered, tls12=True)
+def test_cipher_suites_limit_tls12(certs: Certs, offered: str, answered: str | None) -> None:
+    with serving(server_tls(certs, cipher_suites=(AES128, CHACHA))) as port:
+        context = client_context(certs, ciphers=offered, tls12=True)
         if answered is None:
             assert refused(port, context)
         else:
             assert get_metrics(port, context) == (answered, "HTTP/1.1 200 OK")
 
 
-def test_cipher_suites_leave_tls13_alone_as_go_does(pki: Pki) -> None:
-    with serving(server_tls(pki, cipher_suites=(AES128,))) as port:
-        cipher, status = get_metrics(port, client_context(pki))
+def test_cipher_suites_leave_tls13_alone_as_go_does(certs: Certs) -> None:
+    with serving(server_tls(certs, cipher_suites=(AES128,))) as port:
+        cipher, status = get_metrics(port, client_context(certs))
     assert cipher.startswith("TLS_") and status == "HTTP/1.1 200 OK"
 
 
-def test_tls13_suites_only_mean_no_tls12(pki: Pki) -> None:
+def test_tls13_suites_only_mean_no_tls12(certs: Certs) -> None:
     """Go refuses every TLS 1.2 handshake when no TLS 1.2 suite is listed; so do we."""
-    with serving(server_tls(pki, cipher_suites=("TLS_AES_128_GCM_SHA256",))) as port:
-        assert refused(port, client_context(pki, tls12=True))
-        assert get_metrics(port, client_context(pki))[1] == "HTTP/1.1 200 OK"
+    with serving(server_tls(certs, cipher_suites=("TLS_AES_128_GCM_SHA256",))) as port:
+        assert refused(port, client_context(certs, tls12=True))
+        assert get_metrics(port, client_context(certs))[1] == "HTTP/1.1 200 OK"
 
 
 @pytest.mark.parametrize(("prefer", "chosen"), [(True, AES128), (False, CHACHA)])
-def test_prefer_server_cipher_suites(pki: Pki, prefer: bool, chosen: str) -> None:
+def test_prefer_server_cipher_suites(certs: Certs, prefer: bool, chosen: str) -> None:
     """Server order AES-128, ChaCha20; the client prefers ChaCha20: the server's list wins
     when preferred (the default), the client's otherwise."""
-    web = server_tls(pki, cipher_suites=(AES128, CHACHA), prefer_server_cipher_suites=prefer)
+    web = server_tls(certs, cipher_suites=(AES128, CHACHA), prefer_server_cipher_suites=prefer)
     client_order = f"{OPENSSL[CHACHA]}:{OPENSSL[AES128]}"
     with serving(web) as port:
-        cipher, status = get_metrics(port, client_context(pki, ciphers=client_order, tls12=True))
+        cipher, status = get_metrics(port, client_context(certs, ciphers=client_order, tls12=True))
     assert (cipher, status) == (OPENSSL[chosen], "HTTP/1.1 200 OK")
 
 
@@ -264,10 +240,10 @@ def test_prefer_server_cipher_suites(pki: Pki, prefer: bool, chosen: str) -> Non
     ],
 )
 def test_curve_preferences_are_the_groups_offered(
-    pki: Pki, curves: tuple[str, ...], offered: str, accepted: bool, tls12: bool
+    certs: Certs, curves: tuple[str, ...], offered: str, accepted: bool, tls12: bool
 ) -> None:
-    with serving(server_tls(pki, "server-rsa", curve_preferences=curves)) as port:
-        context = client_context(pki, curve=offered, tls12=tls12)
+    with serving(server_tls(certs, "server-rsa", curve_preferences=curves)) as port:
+        context = client_context(certs, curve=offered, tls12=tls12)
         if accepted:
             assert get_metrics(port, context)[1] == "HTTP/1.1 200 OK"
         else:
@@ -295,25 +271,25 @@ def test_curve_preferences_are_the_groups_offered(
         ("RequireAnyClientCert", "stranger", True),
     ],
 )
-def test_client_allowed_sans(pki: Pki, auth: str, client: str | None, allowed: bool) -> None:
+def test_client_allowed_sans(certs: Certs, auth: str, client: str | None, allowed: bool) -> None:
     web = server_tls(
-        pki,
+        certs,
         client_auth_type=auth,
-        client_ca_file=pki.ca if "Verify" in auth else None,
+        client_ca_file=certs.ca if "Verify" in auth else None,
         client_allowed_sans=ALLOWED_SANS,
     )
     with serving(web) as port:
-        context = client_context(pki, cert=client)
+        context = client_context(certs, cert=client)
         if allowed:
             assert get_metrics(port, context)[1] == "HTTP/1.1 200 OK"
         else:
             assert refused(port, context)
 
 
-def test_without_an_allow_list_any_verified_client_is_served(pki: Pki) -> None:
-    web = server_tls(pki, client_auth_type="RequireAndVerifyClientCert", client_ca_file=pki.ca)
+def test_without_an_allow_list_any_verified_client_is_served(certs: Certs) -> None:
+    web = server_tls(certs, client_auth_type="RequireAndVerifyClientCert", client_ca_file=certs.ca)
     with serving(web) as port:
-        assert get_metrics(port, client_context(pki, cert="other-dns"))[1] == "HTTP/1.1 200 OK"
+        assert get_metrics(port, client_context(certs, cert="other-dns"))[1] == "HTTP/1.1 200 OK"
 
 
 def _der(path: str) -> bytes:
@@ -333,8 +309,8 @@ def _der(path: str) -> bytes:
         ("no-san", set()),
     ],
 )
-def test_certificate_sans_as_go_lists_them(pki: Pki, name: str, expected: set[str]) -> None:
-    assert certificate_sans(_der(pki.path(name, "crt"))) == expected
+def test_certificate_sans_as_go_lists_them(certs: Certs, name: str, expected: set[str]) -> None:
+    assert certificate_sans(_der(certs.path(name, "crt"))) == expected
 
 
 @pytest.mark.parametrize(
@@ -349,8 +325,8 @@ def test_certificate_sans_as_go_lists_them(pki: Pki, name: str, expected: set[st
     ],
     ids=["truncated", "long-length", "not-a-sequence", "trailing", "empty", "one-byte"],
 )
-def test_a_malformed_certificate_is_an_error_not_a_crash(pki: Pki, mangle: object) -> None:
-    der = mangle(_der(pki.path("prometheus-dns", "crt")))  # type: ignore[operator]
+def test_a_malformed_certificate_is_an_error_not_a_crash(certs: Certs, mangle: object) -> None:
+    der = mangle(_der(certs.path("prometheus-dns", "crt")))  # type: ignore[operator]
     with pytest.raises(ValueError, match=r"\w"):  # a reason, never another exception
         certificate_sans(der)
 
@@ -391,7 +367,7 @@ AUTH = "Authorization: Basic {}\r\n".format(
 )
 
 
-def test_a_node_exporter_style_web_config_serves_as_written(pki: Pki) -> None:
+def test_a_node_exporter_style_web_config_serves_as_written(certs: Certs) -> None:
     web = load_web_config(str(NODE_EXPORTER_STYLE))
     with serving(web) as port:
         cipher, status = get_metrics(port, _node_exporter_client(tls12=True), AUTH)
@@ -401,7 +377,7 @@ def test_a_node_exporter_style_web_config_serves_as_written(pki: Pki) -> None:
         assert refused(port, _node_exporter_client(cert=False))
         # a certificate from another CA: not verified, whatever its SAN
         other = _node_exporter_client(cert=False)
-        other.load_cert_chain(pki.path("stranger", "crt"), pki.path("stranger", "key"))
+        other.load_cert_chain(certs.path("stranger", "crt"), certs.path("stranger", "key"))
         assert refused(port, other)
 
 
@@ -416,15 +392,12 @@ def test_the_exporter_says_once_that_http2_is_not_served(tmp_path: Path) -> None
         stderr=subprocess.PIPE, text=True, env=_clean_env(), cwd=REPO,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if get_metrics(port, _node_exporter_client(), AUTH)[1] == "HTTP/1.1 200 OK":
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "the exporter did not serve over TLS"
-            time.sleep(0.1)
+        wait_until(
+            lambda: get_metrics(port, _node_exporter_client(), AUTH)[1] == "HTTP/1.1 200 OK",
+            timeout=30,
+            message="the exporter did not serve over TLS",
+            ignoring=(OSError,),
+        )
     finally:
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=30)
@@ -441,7 +414,7 @@ def test_the_exporter_says_once_that_http2_is_not_served(tmp_path: Path) -> None
     ],
 )
 def test_a_setting_this_python_cannot_apply_is_an_error_naming_it(
-    pki: Pki, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str, key: str
+    certs: Certs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str, key: str
 ) -> None:
     """Where OpenSSL's SSL_CTX cannot be reached safely (another Python's object layout), the
     key that needs it is refused, by name, rather than silently not applied."""
@@ -452,8 +425,8 @@ def test_a_setting_this_python_cannot_apply_is_an_error_naming_it(
     monkeypatch.setattr("exporter.config.tls._ssl_ctx", unreachable)
     web = tmp_path / "web.yml"
     web.write_text(
-        f"tls_server_config:\n  cert_file: {pki.path('server', 'crt')}\n"
-        f"  key_file: {pki.path('server', 'key')}\n  {setting}\n"
+        f"tls_server_config:\n  cert_file: {certs.path('server', 'crt')}\n"
+        f"  key_file: {certs.path('server', 'key')}\n  {setting}\n"
     )
     with pytest.raises(ConfigError) as caught:
         load_web_config(str(web))

@@ -13,7 +13,7 @@ sample. The label strings of nodes and chains (shared by ~25 families each) are 
 a node's name, labels and chains stay the same; the rarer ones (error counters, info,
 consensus, features) are filled into templates shared by every node with the same label
 names. ``tests/test_render.py`` checks the bytes equal client_python's for the same snapshot
-(``tests/oracle.py``: client_python's collectors over the same snapshots).
+(``tests/support/oracle.py``: client_python's collectors over the same snapshots).
 """
 
 from __future__ import annotations
