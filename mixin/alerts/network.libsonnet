@@ -7,9 +7,10 @@
         name: 'ledger-network',
         rules: [
           // Nodes hold different blocks at the checkpoint height, several blocks below the
-          // lowest head: blocks that deep are final, so two hashes there are a fork, not a
-          // race. 2m rides out a single odd answer; the chain-level alert pages once per
-          // chain.
+          // height a strict majority of the polled nodes reached: blocks that deep are final,
+          // so two hashes there are a fork, not a race. It fires with or without a majority
+          // (a 1-1 or 2-2 split is a fork too, and no node is named then). 2m rides out a
+          // single odd answer; the chain-level alert pages once per chain.
           {
             alert: 'LedgerBlockchainForked',
             expr: 'ledger_network_blockchain_checkpoint_hashes{%(ledgerSelector)s} > 1' % $._config,
