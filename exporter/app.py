@@ -30,6 +30,7 @@ from exporter.memory import Allocator
 from exporter.model.snapshot import Snapshot
 from exporter.poll.cycle import Poller
 from exporter.poll.probe import EngineProber
+from exporter.poll.state import StateFile
 from exporter.runtime import runtime_families
 from exporter.web.exposition import Exposition, Variant
 from exporter.web.probe import ProbeAnswer, Prober, ProbeSlots
@@ -85,6 +86,7 @@ class Exporter:
         config_path: str | None = None,
         clock: Callable[[], float] = time.time,
         allocator: Allocator | None = None,
+        state_file: str | None = None,
     ) -> None:
         self._config_path = config_path
         self._allocator = allocator or Allocator(None)
@@ -94,7 +96,8 @@ class Exporter:
         self._renderer = Renderer()  # one for the process: it keeps label strings across cycles
         self._exposition = self._exposed(Snapshot())
         self._ready = threading.Event()
-        self._poller = Poller(config, self._publish, clock)
+        state = StateFile(state_file) if state_file else None  # --state.file: kept across restarts
+        self._poller = Poller(config, self._publish, clock, state=state)
         self._probe_engine: EngineProber | None = None  # made once probe mode is configured
         self._probe_slots = ProbeSlots()  # probes running, whichever config they started on
         self._prober: Prober | None = self._probing(config)
@@ -227,11 +230,13 @@ def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
     web: WebConfig | None,
     web_config_path: str | None = None,
     limits: ServerLimits | None = None,
+    state_file: str | None = None,
 ) -> int:
-    """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config)."""
+    """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config). With
+    ``state_file``, the memory between cycles is read at start and kept there."""
     allocator = Allocator.of_this_process()
     allocator.tune()  # before the exporter's threads start: each may get an arena
-    exporter = Exporter(config, config_path, allocator=allocator)
+    exporter = Exporter(config, config_path, allocator=allocator, state_file=state_file)
     try:
         server = exporter.start(listen_address, web, web_config_path, limits)
     except (OSError, ValueError) as error:

@@ -27,6 +27,7 @@ from exporter.flags import (
     env_name,
     listen_address,
     positive_duration,
+    state_file,
     whole_number,
 )
 from exporter.logs import setup_logging
@@ -45,6 +46,7 @@ DEFAULTS: dict[str, str | float | None] = {
     "read_header_timeout": 10.0,
     "idle_timeout": 60.0,
     "max_connections": 512,
+    "state_file": None,
 }
 
 
@@ -94,6 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="exporter-toolkit web config: TLS and basic auth for the endpoints",
     )
     _add_server_limits(parser)
+    add(
+        "--state.file",
+        dest="state_file",
+        type=state_file,
+        metavar="FILE",
+        help="where the memory between cycles (when each chain's height last changed) is "
+        "kept across restarts; written atomically once a cycle and on shutdown (default: none)",
+    )
     add_log_flags(parser, defaults=False)
     add("--version", action="version", version=f"ledger-exporter {__version__}")
     for action in parser._actions:
@@ -187,5 +197,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from exporter.app import serve  # noqa: PLC0415
 
     return serve(
-        config, args.config_file, args.listen_address, web, args.web_config_file, _limits(args)
+        config,
+        args.config_file,
+        args.listen_address,
+        web,
+        args.web_config_file,
+        _limits(args),
+        state_file=args.state_file,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
@@ -147,6 +148,19 @@ def listen_address(text: str) -> str:
         parse_listen_address(text)
     except ListenAddressError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def state_file(text: str) -> str:
+    """A file path for ``--state.file``: not empty, not a directory (the file goes in one).
+    Whether it exists or can be read is found out at start, and never stops the exporter."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected the path of a file, got nothing")
+    if text.endswith("/") or os.path.isdir(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a directory; name a file in it, such as "
+            f"{os.path.join(text, 'ledger-exporter-state.json')}"
+        )
     return text
 
 

@@ -34,9 +34,10 @@ def test_a_json_service_that_is_not_a_ledger_node_is_down(fake_nodes: list[FakeN
     assert "nodeVersion, nodeId, network, blockchains" in error
     assert other.url not in error  # the message names the field to fix, never the URL
     assert other.requests == ["/health"]  # nothing more is asked of it
+    text = Exposition(snapshot).body(False, False).decode()
     samples = {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(Exposition(snapshot).body(False, False).decode())
+        for family in text_string_to_metric_families(text)
         for sample in family.samples
     }
     assert samples[("ledger_node_up", (("node", "other"),))] == 0

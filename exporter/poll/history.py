@@ -2,7 +2,9 @@
 
 It turns one cycle's raw poll results into a Snapshot, logs each node's and chain's state
 changes once (not every failed poll), and forgets nodes and chains that are no longer polled
-so memory stays bounded by the configuration.
+so memory stays bounded by the configuration. The height clocks are what a restart must not
+forget: :meth:`History.state` hands them to the state file (:mod:`exporter.poll.state`), and a
+history built from a restored state goes on with them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from exporter.poll.results import (
     WatchResult,
     describe,
 )
+from exporter.poll.state import ChainState, NodeState, State
 
 ENDPOINTS = ("health", "blockchain")
 #: No value dropped yet: one tuple shared by every node within its bounds.
@@ -98,11 +101,29 @@ class _NodeMemory:
 
 
 class History:
-    """Cross-cycle state of every configured node."""
+    """Cross-cycle state of every configured node; ``restored`` is what a state file kept
+    from before a restart (the height clocks), used while the heights stay the same."""
 
-    def __init__(self) -> None:
-        self._nodes: dict[str, _NodeMemory] = {}
+    def __init__(self, restored: State | None = None) -> None:
         self._layout = _Layout(_ERROR_KEYS)  # every node starts with these counters
+        self._nodes: dict[str, _NodeMemory] = {}
+        for name, node in (restored or State()).nodes.items():
+            memory = self._nodes[name] = _NodeMemory(_ErrorCounter(self._layout))
+            memory.heights = {
+                chain: (kept.height, kept.height_changed_at) for chain, kept in node.chains.items()
+            }
+
+    def state(self) -> State:
+        """What a restart must not forget (the height clocks), for the state file."""
+        return State(
+            {
+                name: NodeState(
+                    {chain: ChainState(*seen) for chain, seen in memory.heights.items()}
+                )
+                for name, memory in self._nodes.items()
+                if memory.heights
+            }
+        )
 
     def _memory(self, name: str) -> _NodeMemory:
         memory = self._nodes.get(name)
