@@ -92,6 +92,7 @@ class Exporter:
         self._allocator = allocator or Allocator(None)
         self._lock = threading.Lock()
         self._reload_ok = True
+        self._reload_problems: tuple[str, ...] = ()  # of the last failed reload, for the page
         self._reloads = ReloadQueue()
         self._renderer = Renderer()  # one for the process: it keeps label strings across cycles
         self._exposition = self._exposed(Snapshot())
@@ -122,26 +123,33 @@ class Exporter:
         """Swap in the new snapshot, rendered first in the formats scrapers used last time."""
         self._allocator.trim()  # the cycle's bodies and documents are free: before rendering
         with self._lock:
-            reload_ok = self._reload_ok
+            reload = self._reload_ok, self._reload_problems
             asked = self._exposition.asked_for()
             page = self._exposition.page_asked()
         # Rendering takes a while on big fleets: scrapes meanwhile get the previous snapshot.
-        fresh = replace(snapshot, config_reload_ok=reload_ok)
+        fresh = replace(snapshot, config_reload_ok=reload[0], config_reload_problems=reload[1])
         exposition = self._exposed(fresh).prepare(asked, page)
         with self._lock:
-            if reload_ok != self._reload_ok:  # a reload finished while this one rendered
-                fresh = replace(snapshot, config_reload_ok=self._reload_ok)
+            if reload != (self._reload_ok, self._reload_problems):  # a reload ended meanwhile
+                fresh = replace(
+                    snapshot,
+                    config_reload_ok=self._reload_ok,
+                    config_reload_problems=self._reload_problems,
+                )
                 exposition = self._exposed(fresh, asked)
             self._exposition = exposition
         self._allocator.trim()  # the cycle's bodies and the previous snapshot are free now
         self._ready.set()
 
-    def _set_reload_ok(self, ok: bool) -> None:
+    def _set_reload_ok(self, ok: bool, problems: tuple[str, ...] = ()) -> None:
+        """Record a reload's outcome; ``problems`` (secret-free) say why it failed."""
         with self._lock:
-            if ok == self._reload_ok:  # unchanged: keep what was rendered
+            if (ok, problems) == (self._reload_ok, self._reload_problems):  # keep the render
                 return
-            self._reload_ok = ok
-            snapshot = replace(self._exposition.snapshot, config_reload_ok=ok)
+            self._reload_ok, self._reload_problems = ok, problems
+            snapshot = replace(
+                self._exposition.snapshot, config_reload_ok=ok, config_reload_problems=problems
+            )
             self._exposition = self._exposed(snapshot, self._exposition.asked_for())
 
     def reload(self) -> None:
@@ -157,7 +165,7 @@ class Exporter:
             config = load_config(self._config_path)
             web = load_web_config(self._web_config_path) if self._web_config_path else None
         except ConfigError as error:
-            self._set_reload_ok(False)
+            self._set_reload_ok(False, tuple(f"{error.source}: {p}" for p in error.problems))
             log.error(
                 "config reload failed, keeping the running config",
                 extra={"fields": {"file": error.source, "problems": "; ".join(error.problems)}},

@@ -216,7 +216,10 @@ class Poller:
         nodes = self._history.record(results, self._clock())
         network = self._network(results, nodes)
         watch = watch_status(results)
-        return Snapshot(nodes, ended - started, self._clock(), network=network, watch=watch)
+        probing = resources.config.probe is not None
+        return Snapshot(
+            nodes, ended - started, self._clock(), network=network, watch=watch, probe_mode=probing
+        )
 
     def keep_state(self) -> bool:
         """Write the memory to the state file if it changed since the last write (True when

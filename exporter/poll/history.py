@@ -94,6 +94,7 @@ class _NodeMemory:
     up: bool | None = None
     chains_up: dict[str, bool] = field(default_factory=dict)
     heights: dict[str, tuple[float, float]] = field(default_factory=dict)  # height, first seen
+    syncing: dict[str, float] = field(default_factory=dict)  # since when, unbroken (not kept)
     unpolled_chains: int = 0
     unreadable_ids: bool = False  # the last /health read listed chain ids UTF-8 cannot hold
     dropped: tuple[int, ...] = _NO_DROPS  # values dropped since start, per DropKind
@@ -151,6 +152,8 @@ class History:
             if any(chain not in polled for chain in (*memory.heights, *memory.chains_up)):
                 memory.heights = {k: v for k, v in memory.heights.items() if k in polled}
                 memory.chains_up = {k: v for k, v in memory.chains_up.items() if k in polled}
+        else:  # its series vanish, and with them the syncing alert's `for`
+            memory.syncing.clear()
         return NodeStatus(
             name=name,
             labels=result.node.labels,
@@ -179,9 +182,11 @@ def _chain_status(
             f"chain {chain.blockchain} of node {node}",
             node,
         )
+    syncing_since = _note_syncing(memory, chain, now)
     height = chain.reading.height if chain.reading else None
     if height is None:
-        return ChainStatus(chain.blockchain, chain.reading, describe(chain.error))
+        error = describe(chain.error)
+        return ChainStatus(chain.blockchain, chain.reading, error, syncing_since=syncing_since)
     seen = memory.heights.get(chain.blockchain)
     if seen is None or seen[0] != height:
         seen = memory.heights[chain.blockchain] = (height, now)
@@ -191,7 +196,17 @@ def _chain_status(
         None,
         height_changed_at=seen[1],
         blocks_behind=highest[chain.blockchain] - height,
+        syncing_since=syncing_since,
     )
+
+
+def _note_syncing(memory: _NodeMemory, chain: ChainResult, now: float) -> float | None:
+    """Since when the chain has said it is syncing in every cycle (None: not syncing now), as
+    the syncing alert's `for` counts: a cycle without the flag starts it again."""
+    if chain.reading is not None and chain.reading.syncing:
+        return memory.syncing.setdefault(chain.blockchain, now)
+    memory.syncing.pop(chain.blockchain, None)
+    return None
 
 
 def _count_watch(memory: _NodeMemory, results: Sequence[WatchResult]) -> None:
