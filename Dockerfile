@@ -45,10 +45,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PATH="/opt/venv/bin:${PATH}"
 
 # Fixed numeric ids, so Kubernetes' runAsUser/runAsNonRoot and volume permissions can
-# rely on them; no home directory, no login shell.
+# rely on them; no home directory, no login shell. /var/lib/ledger-exporter, owned by that
+# user, holds the state file (the memory between cycles, kept across restarts).
 RUN groupadd --system --gid 65532 ledger \
     && useradd --system --no-log-init --uid 65532 --gid 65532 --no-create-home \
-       --home-dir /nonexistent --shell /usr/sbin/nologin ledger
+       --home-dir /nonexistent --shell /usr/sbin/nologin ledger \
+    && install -d -o 65532 -g 65532 -m 0700 /var/lib/ledger-exporter
 
 # Same base image as the builder, so the venv's python symlink resolves here too.
 COPY --from=builder /opt/venv /opt/venv
@@ -57,6 +59,9 @@ COPY config/example.yml /etc/ledger-exporter/config.yml
 
 USER 65532:65532
 EXPOSE 9877
+# The state file's directory: a volume, so it stays writable with --read-only and a new
+# container started on the same volume keeps the height clocks (README, Container image).
+VOLUME ["/var/lib/ledger-exporter"]
 
 # No curl/wget in the image: the venv's Python probes the liveness endpoint itself
 # (urlopen raises on a refused connection or a non-2xx answer, so the exit code is 1).
@@ -64,4 +69,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9877/-/healthy', timeout=4)"]
 
 ENTRYPOINT ["ledger-exporter"]
-CMD ["--config.file=/etc/ledger-exporter/config.yml"]
+CMD ["--config.file=/etc/ledger-exporter/config.yml", "--state.file=/var/lib/ledger-exporter/state.json"]

@@ -32,6 +32,7 @@ from exporter.memory import Allocator
 from exporter.model.snapshot import Snapshot
 from exporter.poll.cycle import Poller
 from exporter.poll.probe import EngineProber
+from exporter.poll.state import StateFile
 from exporter.runtime import runtime_families
 from exporter.web.exposition import Exposition, Variant
 from exporter.web.probe import ProbeAnswer, Prober, ProbeSlots
@@ -97,6 +98,7 @@ class Exporter:
         *,
         telemetry_path: str = DEFAULT_TELEMETRY_PATH,
         build: BuildInfo | None = None,
+        state_file: str | None = None,
     ) -> None:
         self._config_path = config_path
         self._allocator = allocator or Allocator(None)
@@ -104,13 +106,15 @@ class Exporter:
         self._clock = clock
         self._reload_ok = True
         self._reload_success_at = clock()  # the config was loaded just before: at start
+        self._reload_problems: tuple[str, ...] = ()  # of the last failed reload, for the page
         self._reloads = ReloadQueue()
         self.telemetry_path = telemetry_path
         # one for the process: it keeps label strings across cycles
         self._renderer = Renderer(build or this_build())
         self._exposition = self._exposed(self._reload_state(Snapshot()))
         self._ready = threading.Event()
-        self._poller = Poller(config, self._publish, clock)
+        state = StateFile(state_file) if state_file else None  # --state.file: kept across restarts
+        self._poller = Poller(config, self._publish, clock, state=state)
         self._probe_engine: EngineProber | None = None  # made once probe mode is configured
         self._probe_slots = ProbeSlots()  # probes running, whichever config they started on
         self._prober: Prober | None = self._probing(config)
@@ -133,6 +137,7 @@ class Exporter:
             snapshot,
             config_reload_ok=self._reload_ok,
             config_reload_success_at=self._reload_success_at,
+            config_reload_problems=self._reload_problems,
         )
 
     def ready(self) -> bool:
@@ -156,13 +161,14 @@ class Exporter:
         self._allocator.trim()  # the cycle's bodies and the previous snapshot are free now
         self._ready.set()
 
-    def _set_reload_ok(self, ok: bool) -> None:
-        """Record a reload's outcome, shown at once: a failure sets the flag to 0, a success
-        sets it to 1 and the success time to now."""
+    def _set_reload_ok(self, ok: bool, problems: tuple[str, ...] = ()) -> None:
+        """Record a reload's outcome, shown at once: a failure sets the flag to 0 and keeps
+        ``problems`` (secret-free) for the status page, a success sets the flag to 1 and the
+        success time to now."""
         with self._lock:
-            if not ok and not self._reload_ok:  # unchanged: keep what was rendered
-                return
-            self._reload_ok = ok
+            if not ok and (ok, problems) == (self._reload_ok, self._reload_problems):
+                return  # unchanged: keep what was rendered
+            self._reload_ok, self._reload_problems = ok, problems
             if ok:
                 self._reload_success_at = self._clock()
             snapshot = self._reload_state(self._exposition.snapshot)
@@ -181,7 +187,7 @@ class Exporter:
             config = load_config(self._config_path)
             web = load_web_config(self._web_config_path) if self._web_config_path else None
         except ConfigError as error:
-            self._set_reload_ok(False)
+            self._set_reload_ok(False, tuple(f"{error.source}: {p}" for p in error.problems))
             log.error(
                 "config reload failed, keeping the running config",
                 extra={"fields": {"file": error.source, "problems": "; ".join(error.problems)}},
@@ -260,12 +266,20 @@ def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
     limits: ServerLimits | None = None,
     *,
     telemetry_path: str = DEFAULT_TELEMETRY_PATH,
+    state_file: str | None = None,
 ) -> int:
     """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config). Returns
-    1 at once when an address cannot be bound."""
+    1 at once when an address cannot be bound. With ``state_file``, the memory between
+    cycles is read at start and kept there."""
     allocator = Allocator.of_this_process()
     allocator.tune()  # before the exporter's threads start: each may get an arena
-    exporter = Exporter(config, config_path, allocator=allocator, telemetry_path=telemetry_path)
+    exporter = Exporter(
+        config,
+        config_path,
+        allocator=allocator,
+        telemetry_path=telemetry_path,
+        state_file=state_file,
+    )
     try:
         exporter.start(listen_addresses, web, web_config_path, limits)
     except ListenError as error:

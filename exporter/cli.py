@@ -27,6 +27,7 @@ from exporter.flags import (
     env_name,
     listen_address,
     positive_duration,
+    state_file,
     telemetry_path,
     whole_number,
 )
@@ -47,6 +48,7 @@ DEFAULTS: dict[str, str | float | list[str] | None] = {
     "read_header_timeout": 10.0,
     "idle_timeout": 60.0,
     "max_connections": 512,
+    "state_file": None,
 }
 
 
@@ -105,6 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="exporter-toolkit web config: TLS and basic auth for the endpoints",
     )
     _add_server_limits(parser)
+    add(
+        "--state.file",
+        dest="state_file",
+        type=state_file,
+        metavar="FILE",
+        help="where the memory between cycles (when each chain's height last changed) is "
+        "kept across restarts; written atomically once a cycle and on shutdown (default: none)",
+    )
     add_log_flags(parser, defaults=False)
     add(
         "--version",
@@ -233,4 +243,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.web_config_file,
         _limits(args),
         telemetry_path=args.telemetry_path,
+        state_file=args.state_file,
     )

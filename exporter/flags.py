@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -192,6 +193,19 @@ def from_environment(action: argparse.Action, text: str) -> Any:
     if "" in values:
         raise argparse.ArgumentTypeError("separate the values with commas, none of them empty")
     return [check(value) for value in values]
+
+
+def state_file(text: str) -> str:
+    """A file path for ``--state.file``: not empty, not a directory (the file goes in one).
+    Whether it exists or can be read is found out at start, and never stops the exporter."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected the path of a file, got nothing")
+    if text.endswith("/") or os.path.isdir(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a directory; name a file in it, such as "
+            f"{os.path.join(text, 'ledger-exporter-state.json')}"
+        )
+    return text
 
 
 def env_name(flag: str) -> str:

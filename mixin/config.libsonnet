@@ -30,8 +30,10 @@
 //
 // Fixed by what they detect (no setting): LedgerNodeDown (up == 0, 2m), LedgerBlockchainDown
 // (5m), LedgerCouncilBelowMinMembers (below the chain's own consensus.minMembers, 5m),
-// LedgerBlockchainForked and LedgerNodeOffMajorityBlock (more than one block at the
-// checkpoint, 2m), LedgerCouncilViewsDiverge (more than one council set, 5m),
+// LedgerBlockchainForked (more than one block at the checkpoint, 2m),
+// LedgerNodeOffMajorityBlock (a block other than a strict majority's, 2m),
+// LedgerCouncilViewsDiverge (more than one council set, 5m), LedgerNodeOffMajorityCouncil
+// (a council set other than a strict majority's, 5m),
 // LedgerNetworkPartitioned (more than one group, 2m), LedgerProbeFailed (2m),
 // LedgerWatchedContractNotActive and LedgerWatchedWalletDisabled (2m),
 // LedgerWatchedContractNodesDisagree and LedgerWatchedWalletNodesDisagree (5m).
@@ -51,6 +53,12 @@
     // Matchers added to every selector of every alert, rule and dashboard query, e.g.
     // 'cluster="prod"' when several environments share one Prometheus. Empty: none.
     extraSelector: '',
+
+    // The labels that tell one exporter's series from another's: the cross-node alerts
+    // (LedgerNodeOffMajorityBlock, LedgerNodeOffMajorityCouncil) count a chain's majority per
+    // exporter, never across an HA pair or two environments. Add the label that tells your
+    // environments apart (e.g. 'job, instance, cluster') if they share job and instance names.
+    exporterInstanceLabels: 'job, instance',
 
     // The full selectors the alerts, rules and dashboards use.
     exporterSelector: std.join(', ', std.filter(function(s) s != '', [self.exporterJobSelector, self.extraSelector])),

@@ -35,6 +35,7 @@ import pytest
 import yaml
 
 from ledger_simulator import SimulatedNetwork
+from tests.support.http import fetch
 from tests.support.monitoring import DASHBOARDS, PROM_DIR, variable_query, walk_panels
 from tests.support.processes import ExporterProcess
 from tests.support.prometheus import PrometheusServer
@@ -500,7 +501,13 @@ NETWORK_FAULTS = [
         True,
     ),
     NetworkFault(
-        "other_council", "node-6", (("LedgerCouncilViewsDiverge", "warning", False),), True
+        "other_council",
+        "node-6",
+        (
+            ("LedgerCouncilViewsDiverge", "warning", False),
+            ("LedgerNodeOffMajorityCouncil", "warning", True),
+        ),
+        True,
     ),
     # Partitioned alone, the node also has no peers at all.
     NetworkFault(
@@ -549,6 +556,79 @@ def test_network_fault_raises_its_alerts_until_cleared(stack: Stack, case: Netwo
     mine = {(lb["alertname"], lb.get("node", ""), lb.get("blockchain", "")) for lb in expected}
     wrong = [a for a in unexpected(log.seen, explained) if a[:3] not in mine]
     assert not wrong, f"alerts that neither {case.fault} on {case.node} nor flaps explain: {wrong}"
+
+
+def admin_fault(net: SimulatedNetwork, body: dict[str, Any]) -> None:
+    """Switch a fault through the simulator's admin API, as an operator does with curl."""
+    answer = fetch(net.admin_url + "faults", method="POST", json=body)
+    assert answer.status == 200, answer.text
+
+
+def test_a_fork_behind_a_stalled_node_still_pages(stack: Stack) -> None:
+    """Issue 19: node-7 stalls, then node-3 forks the chain every node tracks. The
+    checkpoint follows the height a majority reached, not the stalled node's, so the fork
+    pages (the chain-level alert and node-3 off the majority) while node-7 pages as stalled,
+    and node-7 is never named as off the majority."""
+    AlertLog(stack.prom).until(quiet, 30, "quiet before the fault")  # earlier tests' alerts
+    log = AlertLog(stack.prom)
+    chain = stack.net.chain_ids[0]
+    stall = {"node": "node-7", "fault": "stall", "enabled": True}
+    fork = {"node": "node-3", "fault": "fork", "chain": chain, "enabled": True}
+    base = {"job": JOB, "instance": stack.instance}
+    expected = [
+        {
+            **base,
+            "alertname": "LedgerBlockchainForked",
+            "severity": "critical",
+            "blockchain": chain,
+        },
+        {**base, "alertname": "LedgerNodeOffMajorityBlock", "severity": "critical"}
+        | {"node": "node-3", "blockchain": chain},
+    ]
+    names = {labels["alertname"] for labels in expected}
+
+    def fork_firing(alerts: list[Alert]) -> list[dict[str, str]]:
+        hits = [a["labels"] for a in alerts if a["state"] == "firing"]
+        return sorted((lb for lb in hits if lb["alertname"] in names), key=str)
+
+    admin_fault(stack.net, stall)
+    try:
+        # node-7 falls well behind before the fork starts: far below where the others fork
+        stack.prom.wait_for(
+            f'ledger_blockchain_blocks_behind{{node="node-7", blockchain="{chain}"}} > 10',
+            timeout=30,
+        )
+        admin_fault(stack.net, fork)
+        try:
+            log.until(lambda alerts: fork_firing(alerts) == sorted(expected, key=str), 40,
+                      "the fork behind a stalled node pages")  # fmt: skip
+            log.until(
+                lambda alerts: any(
+                    a["labels"]["alertname"] == "LedgerBlockHeightStalled"
+                    and a["labels"]["node"] == "node-7"
+                    and a["state"] == "firing"
+                    for a in alerts
+                ),
+                30,
+                "the stalled node pages as stalled",
+            )
+        finally:
+            admin_fault(stack.net, {**fork, "enabled": False})
+    finally:
+        admin_fault(stack.net, {**stall, "enabled": False})
+    log.until(quiet, 30, "alerts cleared after switching the stall and the fork off")
+    allowed = {
+        ("LedgerBlockchainForked", ""),
+        ("LedgerNodeOffMajorityBlock", "node-3"),
+        ("LedgerBlockHeightStalled", "node-7"),
+        *((name, "node-7") for name, _ in STALL_ALSO),
+    }
+    wrong = [
+        seen
+        for seen in sorted(log.seen)
+        if (seen[0], seen[1]) not in allowed and not (seen[0] in FLAPPING and seen[3] == "pending")
+    ]
+    assert not wrong, f"alerts that neither the stall nor the fork explain: {wrong}"
 
 
 # --- watched contracts and wallets ---------------------------------------------------------

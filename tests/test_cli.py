@@ -260,6 +260,8 @@ MISTAKES: list[tuple[tuple[str, ...], dict[str, str], int, str]] = [
     (CHECK, {"LEDGER_EXPORTER_WEB_READ_HEADER_TIMEOUT": "x"}, 2, "READ_HEADER_TIMEOUT='x'"),
     (CHECK, {"LEDGER_EXPORTER_WEB_IDLE_TIMEOUT": "-1s"}, 2, "LEDGER_EXPORTER_WEB_IDLE_TIMEOUT="),
     (CHECK, {"LEDGER_EXPORTER_WEB_MAX_CONNECTIONS": "many"}, 2, "WEB_MAX_CONNECTIONS='many'"),
+    ((*CHECK, "--state.file", "/tmp"), {}, 2, "--state.file: '/tmp' is a directory; name a file"),
+    (CHECK, {"LEDGER_EXPORTER_STATE_FILE": ""}, 2, "STATE_FILE='': expected the path of a file"),
     (("demo", "--nodes", "0"), {}, 2, "--nodes: expected a whole number from 1 to 100000, got '0'"),
     (("demo", "--chains", "two"), {}, 2, "--chains: expected a whole number from 1 to 1000"),
     (("demo", "--nodes", "100000000"), {}, 2, "--nodes: expected a whole number from 1 to 100000"),

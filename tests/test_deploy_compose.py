@@ -133,7 +133,8 @@ def test_exporter_config_polls_the_simulator_nodes() -> None:
     expected = [f"http://simulator:{port}/nodes/node-{i}/" for i in range(1, node_count + 1)]
     assert urls == expected
     mounts = services()["exporter"]["volumes"]
-    assert mounts == ["./exporter.yml:/etc/ledger-exporter/config.yml:ro"]
+    assert mounts[0] == "./exporter.yml:/etc/ledger-exporter/config.yml:ro"
+    assert mounts[1:] == ["exporter-state:/var/lib/ledger-exporter"]  # test_deploy_state.py
 
 
 def test_prometheus_scrapes_the_exporter_and_alerts_to_alertmanager() -> None:

@@ -167,7 +167,10 @@ def test_entrypoint_cmd_port_and_shipped_config() -> None:
     final = final_stage(instructions(DOCKERFILE.read_text()))
     by_keyword = {keyword: args for keyword, args in final}
     assert json.loads(by_keyword["ENTRYPOINT"]) == ["ledger-exporter"]
-    assert json.loads(by_keyword["CMD"]) == ["--config.file=/etc/ledger-exporter/config.yml"]
+    assert json.loads(by_keyword["CMD"]) == [
+        "--config.file=/etc/ledger-exporter/config.yml",
+        "--state.file=/var/lib/ledger-exporter/state.json",
+    ]
     assert by_keyword["EXPOSE"] == "9877"
     assert ("COPY", "config/example.yml /etc/ledger-exporter/config.yml") in final
 

@@ -125,7 +125,11 @@ def test_security_exposure_is_low(tmp_path: Path, hardened: bool, passes: bool) 
         ("Restart", "on-failure"),
         ("ExecReload", "/bin/kill -HUP $MAINPID"),
         ("EnvironmentFile", "-/etc/default/ledger-exporter"),
-        ("ExecStart", f"{INSTALLED_BINARY} --config.file=/etc/ledger-exporter/config.yml"),
+        (
+            "ExecStart",
+            f"{INSTALLED_BINARY} --config.file=/etc/ledger-exporter/config.yml"
+            " --state.file=/var/lib/ledger-exporter/state.json",
+        ),
     ],
 )
 def test_unit_sets(key: str, value: str) -> None:

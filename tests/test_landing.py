@@ -94,7 +94,8 @@ class Text(HTMLParser):
 
 def test_a_healthy_fleet_says_nothing_needs_attention() -> None:
     page = Text(landing_page(snapshot(node("a", chains=(chain(),))), NOW + 2))
-    assert "Needs attention Nothing: every node is up and in step." in page.text
+    assert "Nothing needs attention Network" in page.text
+    assert "Nodes and chains Every node is up and in step." in page.text
     assert "1 of 1 nodes up. Last cycle finished 2s ago and took 0.25s" in page.text
 
 
@@ -102,22 +103,24 @@ def test_a_healthy_fleet_says_nothing_needs_attention() -> None:
     ("bad", "listed"),
     [
         (node("b", up=False, error="connection: refused", last_success=NOW - 125),
-         "b: down for 2m 5s: connection: refused"),
+         "critical b: down for 2m 5s: connection: refused LedgerNodeDown"),
         (node("b", up=False, error="HTTP status 500", last_success=None),
-         "b: never up: HTTP status 500"),
-        (node("b", peers=0), "b: no peers"),
-        (node("b", chains=(chain(behind=11),)), "b chain abababab…: 11 blocks behind"),
+         "critical b: never up: HTTP status 500 LedgerNodeDown"),
+        (node("b", peers=0), "critical b: no peers LedgerNodePeersLost"),
+        (node("b", chains=(chain(behind=11),)),
+         "warning b chain abababab…: 11 blocks behind LedgerNodeBehind"),
         (node("b", chains=(chain(changed=NOW - 601),)),
-         "b chain abababab…: height unchanged for 10m 1s"),
-        (node("b", chains=(chain(behind=30, syncing=True),)), "b chain abababab…: syncing"),
+         "critical b chain abababab…: height unchanged for 10m 1s LedgerBlockHeightStalled"),
+        (node("b", chains=(replace(chain(behind=30, syncing=True), syncing_since=NOW - 300),)),
+         "info b chain abababab…: syncing for 5m 0s (alerts after 30m)"),
         (node("b", chains=(ChainStatus("c1", None, "invalid_json: not JSON"),)),
-         "b chain c1: chain down: invalid_json: not JSON"),
+         "warning b chain c1: chain down: invalid_json: not JSON LedgerBlockchainDown"),
     ],
 )  # fmt: skip
 def test_problems_come_first(bad: NodeStatus, listed: str) -> None:
     healthy = node("a", chains=(chain(behind=10),))  # 10 behind is within the alert's limit
     page = Text(landing_page(snapshot(healthy, bad), NOW)).text
-    assert f"Needs attention (1) {listed} Nodes" in page
+    assert f"Nodes and chains {listed} Severities" in page
     assert page.index("Nodes Node State Peers Version Last error Last success b ") >= 0
 
 
@@ -130,9 +133,9 @@ def test_disagreement_with_the_other_polled_nodes_needs_attention() -> None:
     nodes = tuple(node(name, chains=(chain("c1"),)) for name in "abc")
     page = Text(landing_page(replace(snapshot(*nodes), network=view), NOW)).text
     attention = page[page.index("Needs attention") : page.index("Nodes Node State")]
-    assert "b chain c1: block at checkpoint 95 is not the majority's" in attention
-    assert "c: no link to any other polled node" in attention
-    assert "c chain c1: council is not the majority's" in attention
+    assert "b chain c1: block at checkpoint height 95 is not the majority's" in attention
+    assert "cut off alone: c" in attention
+    assert "c chain c1: council member set is not the majority's" in attention
     assert "a:" not in attention and "a chain" not in attention
 
 

@@ -47,7 +47,7 @@ def test_nothing_is_shipped_that_the_mixin_does_not_render() -> None:
 
 def test_the_mixin_renders_every_alert_rule_and_dashboard() -> None:
     mixin = render_mixin.evaluate()
-    assert len(rules_of(mixin, "alerts")) == 26
+    assert len(rules_of(mixin, "alerts")) == 27
     assert len(rules_of(mixin, "rules")) == 12
     assert sorted(mixin["dashboards"]) == [
         "ledger-exporter.json",

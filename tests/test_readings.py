@@ -206,8 +206,44 @@ def test_health_fields(changes: dict[str, Any], field: str, expected: object) ->
     assert getattr(reading, field) == expected
 
 
-def test_health_with_nothing_readable_is_still_a_reading() -> None:
-    assert read_health({}) == HealthReading(None, None, None, None, None, ())
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"status": "ok"},  # another service's health check
+        {"status": "UP", "components": {"db": {"status": "UP"}}},
+        {"nodeVersion": None, "nodeId": None, "network": None, "blockchains": None},
+        {"NodeVersion": "1.4.2", "node_id": "x"},  # field names are exact
+    ],
+    ids=repr,
+)
+def test_health_without_any_node_field_is_not_a_ledger_node(body: dict[str, Any]) -> None:
+    with pytest.raises(
+        InvalidResponseError,
+        match=r"answered /health with JSON that is not a ledger node's health \(none of "
+        r"nodeVersion, nodeId, network, blockchains\)",
+    ):
+        read_health(body)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"nodeVersion": "1.4.2"}, HealthReading("1.4.2", None, None, None, None, ())),
+        ({"nodeId": 7}, HealthReading(None, None, None, None, None, ())),  # present, unreadable
+        ({"network": {}}, HealthReading(None, None, None, None, None, ())),
+        ({"blockchains": []}, HealthReading(None, None, None, None, 0.0, ())),
+        (
+            {"status": "ok", "blockchains": ["c1"]},
+            HealthReading(None, None, None, None, 1.0, ("c1",)),
+        ),
+    ],
+    ids=repr,
+)
+def test_health_with_one_node_field_is_a_reading(
+    body: dict[str, Any], expected: HealthReading
+) -> None:
+    assert read_health(body) == expected
 
 
 # --- /blockchains/{id} ---
@@ -456,11 +492,11 @@ def test_chain_with_nothing_readable_counts_no_sessions_only() -> None:
 
 
 def test_reading_does_not_change_the_document() -> None:
-    body = json.loads(CHAIN_JSON)
-    before = copy.deepcopy(body)
-    read_chain(body)
-    read_health(body)
-    assert body == before
+    for text, read in ((CHAIN_JSON, read_chain), (HEALTH_JSON, read_health)):
+        body = json.loads(text)
+        before = copy.deepcopy(body)
+        read(body)
+        assert body == before
 
 
 @pytest.mark.parametrize("body", [[], ["8f2a9c"], "ok", 42, 1.5, True, None], ids=repr)

@@ -231,12 +231,21 @@ class Rig:
         return expected
 
     def plan_blocks(self, docs: dict[tuple[str, str], dict[str, Any]]) -> None:
-        """Next cycle's checkpoints (lowest not-syncing height less DEPTH) and who is asked."""
-        lowest: dict[str, int] = {}
+        """Next cycle's checkpoints and who is asked: per chain, the highest height that more
+        than half of the not-syncing readers have reached, less DEPTH (never below 0); only
+        nodes at or above it are asked, so a stalled node gets no agreement sample."""
+        reached: dict[str, list[int]] = {}
         for (_, chain), doc in docs.items():
             if not doc["syncing"]:
-                lowest[chain] = min(lowest.get(chain, doc["blockHeight"]), doc["blockHeight"])
-        self.checkpoints = {chain: max(0, height - DEPTH) for chain, height in lowest.items()}
+                reached.setdefault(chain, []).append(doc["blockHeight"])
+        self.checkpoints = {}
+        for chain, chain_heights in reached.items():
+            majority = max(
+                height
+                for height in chain_heights
+                if 2 * sum(other >= height for other in chain_heights) > len(chain_heights)
+            )
+            self.checkpoints[chain] = max(0, majority - DEPTH)
         self.block_heights = {}
         for (node, chain), doc in docs.items():
             if chain in self.checkpoints and doc["blockHeight"] >= self.checkpoints[chain]:
@@ -529,3 +538,29 @@ def test_a_per_chain_transport_fault_downs_only_that_chain(
     switch(rig, node, fault, enabled=False, chain=broken)
     rig.clock.advance(INTERVAL)
     assert value(rig.cycle(), "ledger_blockchain_up", node=node, blockchain=broken) == 1
+
+
+def test_a_stalled_node_cannot_hide_a_fork_among_the_others(rig: Rig) -> None:
+    """Issue 19: node-1 stalls, and later node-3 forks. The checkpoint follows the height a
+    majority reached, not the stalled node's, so the fork shows: two hashes, no agreement
+    sample for the stalled node (not asked for a block it cannot have), and with the two
+    readable nodes split 1-1, no majority for either of them."""
+    chain = rig.network.chain_ids[0]  # every node tracks it
+    rig.cycle()
+    via_admin(rig, "node-1", "stall")
+    for _ in range(10):  # node-1 falls 20 blocks behind
+        rig.clock.advance(INTERVAL)
+        rig.cycle()
+    via_admin(rig, "node-3", "fork", chain=chain)
+    for _ in range(8):  # the fork sinks below the checkpoint depth
+        rig.clock.advance(INTERVAL)
+        samples = rig.cycle()
+    checkpoint = value(samples, "ledger_network_blockchain_checkpoint_height", blockchain=chain)
+    stalled = value(samples, "ledger_blockchain_height", node="node-1", blockchain=chain)
+    assert checkpoint is not None and stalled is not None and checkpoint > stalled
+    assert value(samples, "ledger_network_blockchain_checkpoint_hashes", blockchain=chain) == 2
+    agrees = {
+        node: value(samples, "ledger_blockchain_checkpoint_agrees", node=node, blockchain=chain)
+        for node in rig.network.node_names
+    }
+    assert agrees == {"node-1": None, "node-2": 0.0, "node-3": 0.0}

@@ -55,7 +55,7 @@ DEFAULT_BLOCK_HASH_FIELDS = ("hash", "blockHash")
 
 @dataclass(frozen=True)
 class NetworkChecks:
-    """Cross-node checks: how deep below the lowest head block hashes are compared (0: no
+    """Cross-node checks: how deep below the majority's head block hashes are compared (0: no
     block requests) and which block fields may hold the hash, first present wins."""
 
     checkpoint_depth: int = 5

@@ -183,8 +183,9 @@ CHAIN_FEATURE = _g(
 _NETWORK_CHAIN = ("blockchain",)
 NETWORK_CHECKPOINT_HEIGHT = _g(
     "ledger_network_blockchain_checkpoint_height",
-    "Height at which the polled nodes' block hashes are compared: the lowest height among "
-    "the up, not-syncing nodes minus network_checks.checkpoint_depth.",
+    "Height at which the polled nodes' block hashes are compared: the highest height a "
+    "strict majority of the up, not-syncing nodes have reached, minus "
+    "network_checks.checkpoint_depth.",
     *_NETWORK_CHAIN,
 )
 NETWORK_CHECKPOINT_HASHES = _g(

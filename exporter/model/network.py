@@ -118,12 +118,21 @@ def majority_agreement(values: Sequence[tuple[str, _Key]]) -> tuple[int, Agreeme
 
 
 def next_checkpoint(chains: Iterable[ChainObservation], depth: int) -> int | None:
-    """The lowest height among the not-syncing readers, ``depth`` blocks down (not below 0);
-    None when block checks are off (depth 0) or no such node has a height."""
+    """The highest height that a strict majority of the not-syncing readers have reached,
+    ``depth`` blocks down (not below 0); None when block checks are off (depth 0) or no such
+    node has a height. A majority, not the lowest: one stalled or lagging node must not pin
+    the comparison below a fork among the others (its lag is LedgerNodeBehind's business,
+    and it is not asked for a block it cannot have)."""
     if depth <= 0:
         return None
-    heights = [c.height for c in chains if c.height is not None and c.syncing is not True]
-    return max(0, int(min(heights)) - depth) if heights else None
+    heights = sorted(
+        (c.height for c in chains if c.height is not None and c.syncing is not True),
+        reverse=True,
+    )
+    if not heights:
+        return None
+    majority = len(heights) // 2 + 1  # reached by at least this many: a strict majority
+    return max(0, int(heights[majority - 1]) - depth)
 
 
 def chain_agreement(

@@ -185,11 +185,22 @@ def _lookup(body: dict[str, Any], path: tuple[str, ...]) -> Any:
     return value
 
 
+#: The fields a node's ``/health`` carries: an answer with none of them (another service's
+#: health check, ``{"status": "ok"}``) is not a ledger node, whatever its status code says.
+HEALTH_FIELDS = ("nodeVersion", "nodeId", "network", "blockchains")
+
+
 def read_health(body: Any, bounds: Bounds = DEFAULT_BOUNDS) -> HealthReading:
-    """Interpret a ``/health`` answer; raises InvalidResponseError unless it is a JSON object.
-    Label values (and chain ids) over ``bounds.label_value_length`` are dropped and counted."""
+    """Interpret a ``/health`` answer; raises InvalidResponseError unless it is a JSON object
+    holding at least one of HEALTH_FIELDS (not null). Label values (and chain ids) over
+    ``bounds.label_value_length`` are dropped and counted."""
     if not isinstance(body, dict):
         raise InvalidResponseError(f"/health answered a JSON {type(body).__name__}, not an object")
+    if all(body.get(field) is None for field in HEALTH_FIELDS):
+        raise InvalidResponseError(
+            "the node's URL answered /health with JSON that is not a ledger node's health "
+            f"(none of {', '.join(HEALTH_FIELDS)}): check the node's url in the config"
+        )
     network = body.get("network")
     network = network if isinstance(network, dict) else {}
     chains = body.get("blockchains")

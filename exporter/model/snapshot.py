@@ -37,6 +37,7 @@ class ChainStatus:
     error: str | None = None
     height_changed_at: float | None = None
     blocks_behind: float | None = None
+    syncing_since: float | None = None  # first cycle of the node's unbroken run of syncing
 
     @property
     def up(self) -> bool:
@@ -73,3 +74,5 @@ class Snapshot:
     config_reload_success_at: float | None = None  # Unix time of the last good config load
     network: NetworkView = field(default_factory=NetworkView)
     watch: WatchStatus = field(default_factory=WatchStatus)  # watched objects, node by node
+    config_reload_problems: tuple[str, ...] = ()  # why the last reload failed (secret-free)
+    probe_mode: bool = False  # the config has a probe section: /probe is served

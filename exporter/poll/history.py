@@ -2,7 +2,9 @@
 
 It turns one cycle's raw poll results into a Snapshot, logs each node's and chain's state
 changes once (not every failed poll), and forgets nodes and chains that are no longer polled
-so memory stays bounded by the configuration.
+so memory stays bounded by the configuration. The height clocks are what a restart must not
+forget: :meth:`History.state` hands them to the state file (:mod:`exporter.poll.state`), and a
+history built from a restored state goes on with them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from exporter.poll.results import (
     WatchResult,
     describe,
 )
+from exporter.poll.state import ChainState, NodeState, State
 
 ENDPOINTS = ("health", "blockchain")
 #: No value dropped yet: one tuple shared by every node within its bounds.
@@ -91,6 +94,7 @@ class _NodeMemory:
     up: bool | None = None
     chains_up: dict[str, bool] = field(default_factory=dict)
     heights: dict[str, tuple[float, float]] = field(default_factory=dict)  # height, first seen
+    syncing: dict[str, float] = field(default_factory=dict)  # since when, unbroken (not kept)
     unpolled_chains: int = 0
     unreadable_ids: bool = False  # the last /health read listed chain ids UTF-8 cannot hold
     dropped: tuple[int, ...] = _NO_DROPS  # values dropped since start, per DropKind
@@ -98,11 +102,29 @@ class _NodeMemory:
 
 
 class History:
-    """Cross-cycle state of every configured node."""
+    """Cross-cycle state of every configured node; ``restored`` is what a state file kept
+    from before a restart (the height clocks), used while the heights stay the same."""
 
-    def __init__(self) -> None:
-        self._nodes: dict[str, _NodeMemory] = {}
+    def __init__(self, restored: State | None = None) -> None:
         self._layout = _Layout(_ERROR_KEYS)  # every node starts with these counters
+        self._nodes: dict[str, _NodeMemory] = {}
+        for name, node in (restored or State()).nodes.items():
+            memory = self._nodes[name] = _NodeMemory(_ErrorCounter(self._layout))
+            memory.heights = {
+                chain: (kept.height, kept.height_changed_at) for chain, kept in node.chains.items()
+            }
+
+    def state(self) -> State:
+        """What a restart must not forget (the height clocks), for the state file."""
+        return State(
+            {
+                name: NodeState(
+                    {chain: ChainState(*seen) for chain, seen in memory.heights.items()}
+                )
+                for name, memory in self._nodes.items()
+                if memory.heights
+            }
+        )
 
     def _memory(self, name: str) -> _NodeMemory:
         memory = self._nodes.get(name)
@@ -130,6 +152,8 @@ class History:
             if any(chain not in polled for chain in (*memory.heights, *memory.chains_up)):
                 memory.heights = {k: v for k, v in memory.heights.items() if k in polled}
                 memory.chains_up = {k: v for k, v in memory.chains_up.items() if k in polled}
+        else:  # its series vanish, and with them the syncing alert's `for`
+            memory.syncing.clear()
         return NodeStatus(
             name=name,
             labels=result.node.labels,
@@ -158,9 +182,11 @@ def _chain_status(
             f"chain {chain.blockchain} of node {node}",
             node,
         )
+    syncing_since = _note_syncing(memory, chain, now)
     height = chain.reading.height if chain.reading else None
     if height is None:
-        return ChainStatus(chain.blockchain, chain.reading, describe(chain.error))
+        error = describe(chain.error)
+        return ChainStatus(chain.blockchain, chain.reading, error, syncing_since=syncing_since)
     seen = memory.heights.get(chain.blockchain)
     if seen is None or seen[0] != height:
         seen = memory.heights[chain.blockchain] = (height, now)
@@ -170,7 +196,17 @@ def _chain_status(
         None,
         height_changed_at=seen[1],
         blocks_behind=highest[chain.blockchain] - height,
+        syncing_since=syncing_since,
     )
+
+
+def _note_syncing(memory: _NodeMemory, chain: ChainResult, now: float) -> float | None:
+    """Since when the chain has said it is syncing in every cycle (None: not syncing now), as
+    the syncing alert's `for` counts: a cycle without the flag starts it again."""
+    if chain.reading is not None and chain.reading.syncing:
+        return memory.syncing.setdefault(chain.blockchain, now)
+    memory.syncing.pop(chain.blockchain, None)
+    return None
 
 
 def _count_watch(memory: _NodeMemory, results: Sequence[WatchResult]) -> None:

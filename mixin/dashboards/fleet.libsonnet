@@ -190,7 +190,7 @@ local utils = import '../lib/utils.libsonnet';
           g.timeseries(
             29,
             'Checkpoint height',
-            'Height at which block hashes are compared: the lowest head of the not-syncing nodes minus checkpoint_depth.',
+            'Height at which block hashes are compared: the highest height a strict majority of the not-syncing nodes have reached, minus checkpoint_depth.',
             [g.target('ledger_network_blockchain_checkpoint_height{%s}' % C, '{{blockchain}}')],
           ),
           g.stateTimeline(
