@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NODE:FAULT[=VALUE][:CHAIN]",
-        help="switch a fault on at start, e.g. node-2:stall, node-3:slow=5s (repeatable)",
+        help="switch a fault on at start, e.g. node-2:stall, node-3:slow=5s, "
+        "'*:session_stuck', '*:leader_failing=node-3' (repeatable)",
     )
     add_log_flags(parser, formats=False)
     return parser
@@ -94,6 +95,7 @@ def _simulate(args: argparse.Namespace, stop: threading.Event) -> int:
                 spec.delay_seconds,
                 spec.height,
                 spec.target,
+                spec.value,
             )
     except SimulatorError as error:
         print(f"ledger-exporter simulate: {error}", file=sys.stderr)
