@@ -283,6 +283,10 @@ def _serve(
         f"Pause the watched contract on every node: curl -X POST {network.admin_url}faults "
         '-d \'{"node": "*", "fault": "contract_paused"}\''
     )
+    print(
+        f"Stick the first chain's vote session: curl -X POST {network.admin_url}faults "
+        f'-d \'{{"node": "*", "fault": "session_stuck", "chain": "{network.chain_ids[0]}"}}\''
+    )
     prometheus = None
     if args.prometheus:
         prometheus = start_prometheus(address, args.prometheus_address, workdir)

@@ -4,6 +4,7 @@ switches a fault the metrics show, and Ctrl-C stops everything it started (issue
 from __future__ import annotations
 
 import contextlib
+import json
 import queue
 import shlex
 import signal
@@ -135,6 +136,16 @@ def node_up(metrics_url: str) -> dict[str, float]:
     }
 
 
+def vote_rounds(metrics_url: str, chain: str) -> dict[str, float]:
+    body = fetch(metrics_url).text
+    return {
+        sample.labels["node"]: sample.value
+        for family in text_string_to_metric_families(body)
+        for sample in family.samples
+        if sample.name == "ledger_blockchain_vote_round" and sample.labels["blockchain"] == chain
+    }
+
+
 def test_demo_prints_working_urls_and_a_working_fault_example(
     start_demo: Callable[..., Demo],
 ) -> None:
@@ -164,6 +175,19 @@ def test_demo_prints_working_urls_and_a_working_fault_example(
     wait_until(
         lambda: node_up(metrics) == {**dict.fromkeys(nodes, 1.0), "node-3": 0.0},
         message="node-3 not reported down",
+    )
+    stuck = shlex.split(demo.printed["Stick the first chain's vote session"])
+    assert stuck[:4] == ["curl", "-X", "POST", faults_url] and stuck[4] == "-d", stuck
+    answer = fetch(faults_url, method="POST", body=stuck[5].encode())  # the printed example
+    assert answer.status == 200
+    chain = json.loads(stuck[5])["chain"]
+    assert ("*", "session_stuck", chain) in {
+        (f["node"], f["fault"], f["chain"]) for f in answer.json()["faults"]
+    }
+    wait_until(  # the stuck session's round climbs, a round every consensusTimeout (scaled)
+        lambda: max(vote_rounds(metrics, chain).values(), default=0) >= 3,
+        timeout=60,
+        message=lambda: f"no round climbed on {chain}: {vote_rounds(metrics, chain)}",
     )
     assert demo.interrupt(timeout=5) == 0, demo.log()
     assert port_is_closed(port)
