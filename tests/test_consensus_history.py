@@ -9,18 +9,20 @@ and a restart through the state file.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from exporter.bounds import DEFAULT_BOUNDS, Bounds, DropKind
+from exporter.bounds import DEFAULT_BOUNDS, MAX_SESSION_ID_CHARS, Bounds, DropKind
+from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, ConsensusStatus
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
-from exporter.poll.state import decode, encode
+from exporter.poll.state import State, StateFileError, decode, encode, for_config
 from tests.support.documents import chain_doc, health_doc
 
 START = 1_700_000_000.0
@@ -253,3 +255,40 @@ def test_a_restart_keeps_the_first_sightings_of_sessions_still_open() -> None:
     later = consensus_of(restarted, Cycle(615, {"s3": (1, "k3")}, None, 0))
     assert later is not None and later.consensus is not None
     assert later.consensus.session_age == 15.0  # s1 closed: s3 is the oldest now
+
+
+def state_document(node: dict[str, Any]) -> bytes:
+    chain = {"height": 1, "height_changed_at": START}
+    body = {"blockchains": {"c": chain}} | node
+    if "vote_sessions" in node:
+        body = {"blockchains": {"c": chain | {"vote_sessions": node["vote_sessions"]}}}
+    document = {"format": "ledger-exporter-state", "version": 1, "nodes": {"a": body}}
+    return json.dumps(document).encode()
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"node_id": 7},
+        {"node_id": ""},
+        {"vote_sessions": []},
+        {"vote_sessions": {"s1": START}},
+        {"vote_sessions": {"s1": {"first_seen": "yesterday"}}},
+        {"vote_sessions": {"s" * (MAX_SESSION_ID_CHARS + 1): {"first_seen": START}}},
+    ],
+    ids=repr,
+)
+def test_an_unreadable_session_or_node_id_makes_the_file_corrupt(node: dict[str, Any]) -> None:
+    with pytest.raises(StateFileError) as raised:
+        decode(state_document(node))
+    assert raised.value.kind == "corrupt"
+
+
+def test_only_what_the_config_can_follow_is_restored() -> None:
+    seen = {f"s{i}": START for i in range(5)} | {"future": START + 3600}
+    sessions = {sid: {"first_seen": at} for sid, at in seen.items()}
+    kept = decode(state_document({"vote_sessions": sessions}))
+    config = Config(nodes=(NodeConfig("a", "http://x/"),), max_vote_sessions_per_chain=3)
+    restored = for_config(kept, config, START + 60)
+    assert restored.nodes["a"].chains["c"].sessions == {"s0": START, "s1": START, "s2": START}
+    assert for_config(kept, Config(nodes=(NodeConfig("b", "http://x/"),)), START) == State()
