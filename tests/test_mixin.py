@@ -180,7 +180,9 @@ def test_thresholds_reach_expressions_summaries_and_dashboards() -> None:
         assert "+ 240" in alerts[name]["expr"] and "+ 180" not in alerts[name]["expr"]
     stuck = alerts["LedgerVoteSessionStuck"]
     assert "7 * ledger_blockchain_consensus_timeout_seconds" in stuck["expr"]
-    assert "+ 1200" in stuck["expr"] and "7 consensus timeouts" in stuck["annotations"]["description"]
+    assert (
+        "+ 1200" in stuck["expr"] and "7 consensus timeouts" in stuck["annotations"]["description"]
+    )
     leader = alerts["LedgerLeaderFailingRounds"]
     assert "[30m]" in leader["expr"] and ">= 5" in leader["expr"]
     assert "30 minutes" in leader["annotations"]["description"]

@@ -45,12 +45,17 @@ class LeaderCounts:
 class ConsensusStatus:
     """One chain of one node followed across cycles (metrics.md, "Consensus health"): the
     oldest open vote session's age (None: none open), and the exporter's own counters of
-    rounds, failed rounds per leader and council changes since it first read the chain."""
+    rounds, failed rounds per leader and council changes since it first read the chain;
+    for the status page, the last ``consensusRequired`` and each leader's recent failures."""
 
     session_age: float | None
     round_changes: int
     council_changes: int
     leader_failures: LeaderCounts
+    #: the last consensusRequired the node reported and when (the quorum's votes needed)
+    last_required: tuple[float, float] | None = None
+    #: per leader with a recent failed round, when they failed (the status page's window)
+    recent_failures: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,14 @@ from array import array
 from collections.abc import Mapping
 
 from exporter.model.consensus import VoteSession
-from exporter.model.readings import ChainReading
+from exporter.model.readings import ChainGauge, ChainReading
 from exporter.model.snapshot import ConsensusStatus, LeaderCounts
+
+#: How long, and how many, failed rounds of a leader are remembered with their times, for
+#: the status page's "failing leader" (LedgerLeaderFailingRounds counts 3 in 15 minutes;
+#: tests/test_status_page_consensus.py ties the two).
+RECENT_FAILURE_SECONDS = 3600.0
+RECENT_FAILURES_KEPT = 16
 
 #: A remembered open session: when the exporter first saw it, and how it was last read
 #: (None: restored from the state file, not read yet by this process).
@@ -25,7 +31,16 @@ Seen = tuple[float, VoteSession | None]
 class ChainConsensus:
     """What is remembered of one node's chain between cycles, for its consensus series."""
 
-    __slots__ = ("council", "council_changes", "failures", "paired", "round_changes", "sessions")
+    __slots__ = (
+        "council",
+        "council_changes",
+        "failures",
+        "paired",
+        "recent",
+        "required",
+        "round_changes",
+        "sessions",
+    )
 
     def __init__(self, first_seen: Mapping[str, float] | None = None) -> None:
         self.sessions: dict[str, Seen] = {sid: (at, None) for sid, at in (first_seen or {}).items()}
@@ -34,19 +49,25 @@ class ChainConsensus:
         self.council: frozenset[str] | None = None  # the set of the last successful read
         self.council_changes = 0
         self.failures: dict[str, int] = {}  # leader key -> failed rounds (only keys with one)
+        self.recent: dict[str, tuple[float, ...]] = {}  # leader key -> its recent failures
+        self.required: tuple[float, float] | None = None  # last consensusRequired, when
 
     def follow(
         self, reading: ChainReading, now: float, leader_limit: int
     ) -> tuple[ConsensusStatus, int]:
         """Fold one successful read in at ``now``; the chain's status, and how many leader
         keys had no room under ``leader_limit``."""
-        dropped = self._count_rises(reading, leader_limit)
+        self._forget_old_failures(now)
+        dropped = self._count_rises(reading, now, leader_limit)
         self.sessions = {s.session_id: (self._first_seen(s, now), s) for s in reading.sessions}
         self.paired = True
         if reading.council is not None:
             if self.council is not None and reading.council != self.council:
                 self.council_changes += 1
             self.council = reading.council
+        required = reading.gauge(ChainGauge.VOTE_CONSENSUS_REQUIRED)
+        if required is not None:
+            self.required = (required, now)
         dropped += self._trim(reading.leaders, leader_limit)
         oldest = min((at for at, _ in self.sessions.values()), default=None)
         return (
@@ -55,6 +76,8 @@ class ChainConsensus:
                 round_changes=self.round_changes,
                 council_changes=self.council_changes,
                 leader_failures=self._leader_counts(reading.leaders),
+                last_required=self.required,
+                recent_failures=tuple(self.recent.items()) if self.recent else (),
             ),
             dropped,
         )
@@ -72,7 +95,17 @@ class ChainConsensus:
         seen = self.sessions.get(session.session_id)
         return now if seen is None else seen[0]
 
-    def _count_rises(self, reading: ChainReading, leader_limit: int) -> int:
+    def _forget_old_failures(self, now: float) -> None:
+        """Keep only the failures of the last RECENT_FAILURE_SECONDS."""
+        since = now - RECENT_FAILURE_SECONDS
+        for leader, times in list(self.recent.items()):
+            kept = tuple(at for at in times if at > since)
+            if kept:
+                self.recent[leader] = kept
+            else:
+                del self.recent[leader]
+
+    def _count_rises(self, reading: ChainReading, now: float, leader_limit: int) -> int:
         """Add each session's rise in round since the last read (a fall, a session seen once
         or a round not read adds nothing) to the rounds and to the leader it had then."""
         dropped = 0
@@ -87,8 +120,13 @@ class ChainConsensus:
             if rise <= 0:
                 continue
             self.round_changes += rise
-            if before.leader is not None:
-                dropped += self._blame(before.leader, rise, reading.leaders, leader_limit)
+            if before.leader is None:
+                continue
+            if self._blame(before.leader, rise, reading.leaders, leader_limit):
+                dropped += 1
+                continue
+            times = self.recent.get(before.leader, ()) + (now,) * rise
+            self.recent[before.leader] = times[-RECENT_FAILURES_KEPT:]
         return dropped
 
     def _blame(self, leader: str, rise: int, council: tuple[str, ...], limit: int) -> int:
@@ -108,6 +146,7 @@ class ChainConsensus:
         surplus = len(council) + len(others) - limit
         for key in others[: max(0, surplus)]:
             del self.failures[key]
+            self.recent.pop(key, None)
         return max(0, surplus)
 
     def _leader_counts(self, council: tuple[str, ...]) -> LeaderCounts:
