@@ -10,7 +10,7 @@ import pytest
 
 from exporter.bounds import MAX_SESSION_ID_CHARS, Bounds, Dropped
 from exporter.model.consensus import VoteSession, consensus_view
-from exporter.model.readings import ChainGauge, read_chain
+from exporter.model.readings import ChainGauge, Shared, read_chain
 from tests.support.documents import chain_doc
 
 
@@ -158,3 +158,13 @@ def test_a_view_is_a_short_digest_however_large_the_configuration() -> None:
     for _ in range(100_000):
         deep = [deep]
     assert view(consensus=CONSENSUS | {"deep": deep}) is None  # never an exception
+
+
+def test_nodes_sending_the_same_configuration_share_one_view() -> None:
+    shared = Shared()
+    first, second = read_chain(chain_doc(1), shared), read_chain(chain_doc(2), shared)
+    assert first.consensus_view is second.consensus_view is not None
+    other = read_chain(chain_doc(3, keyType="ed25519"), shared)
+    assert other.consensus_view not in (None, first.consensus_view)
+    nested = chain_doc(4, consensus=CONSENSUS | {"limits": {"a": [1, 2]}})
+    assert read_chain(nested, shared).consensus_view == consensus_view(nested)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +88,25 @@ def leader_keys(
     return tuple(kept), len(fitting) - len(kept)
 
 
+def view_key(body: dict[str, Any]) -> Hashable | None:
+    """What :func:`consensus_view` depends on, as sent, when it is hashable: equal keys have
+    equal views, so a cycle computes the view of a configuration once for all its nodes.
+    None when a value is not hashable (a nested object: computed each time)."""
+    consensus, features = body.get("consensus"), body.get("features")
+    if not isinstance(consensus, dict):
+        return None
+    raw = (
+        tuple(consensus.items()),
+        body.get("keyType"),
+        tuple(features.items()) if isinstance(features, dict) else features,
+    )
+    try:
+        hash(raw)
+    except TypeError:
+        return None
+    return raw
+
+
 def consensus_view(body: dict[str, Any]) -> bytes | None:
     """A digest of the chain's consensus configuration (the ``consensus`` object, ``keyType``
     and ``features``) compared by value: key order ignored, durations in seconds, numbers as
@@ -121,9 +140,12 @@ def _by_value(value: Any) -> Any:
     if isinstance(value, int | float):
         number = read_number(value)
         return repr(value) if number is None else number  # NaN, infinities, huge integers
-    if isinstance(value, str):
-        number = read_number(value)
-        if number is None:
-            number = read_duration(value) if value[-1:].isalpha() else None
+    if isinstance(value, str) and value[:1] in _NUMERIC_START:
+        duration = value[-1:].isalpha()  # "90s", "1m30s", "500ms"; "1e3" ends in a digit
+        number = read_duration(value) if duration else read_number(value)
         return value if number is None else number
     return value
+
+
+#: How a number or a Go duration may start; other strings are compared as sent, unparsed.
+_NUMERIC_START = frozenset("0123456789+-.")

@@ -23,6 +23,7 @@ from exporter.model.consensus import (
     consensus_view,
     leader_keys,
     read_sessions,
+    view_key,
 )
 from exporter.values import (
     LabelTexts,
@@ -145,10 +146,22 @@ class Shared:
         kept = self._kept.setdefault(value, value)
         return kept  # type: ignore[return-value]  # equal values have the same type here
 
+    def made(self, key: Hashable, make: Callable[[], Kept]) -> Kept:
+        """The value ``make`` gave for ``key`` earlier this cycle, else ``make()`` (kept).
+        Two threads may both make it; equal keys make equal values, so either is right."""
+        marker = (_MADE, key)
+        kept = self._kept.get(marker)
+        if kept is None:
+            kept = self._kept.setdefault(marker, make())
+        return kept  # type: ignore[return-value]  # made by ``make`` for this key
+
     def clear(self) -> None:
         """Forget every value: the next cycle starts afresh."""
         self._kept.clear()
 
+
+#: Tags the keys of :meth:`Shared.made`, so they never meet a value kept by ``__call__``.
+_MADE = object()
 
 Reader = Callable[[Any], float | None]
 
@@ -276,7 +289,7 @@ def read_chain(
     features, extra_features = _features(body.get("features"), bounds.features_per_chain, labels)
     council = _text_set(body.get("councilMembers"))
     leaders, extra_leaders = leader_keys(council or (), bounds.leaders_per_chain, labels)
-    view = consensus_view(body)
+    view = _consensus_view(body, shared)
     if shared is not None:
         features, leaders = shared(features), shared(leaders)
         council = None if council is None else shared(council)
@@ -297,6 +310,15 @@ def read_chain(
         leaders=leaders,
         consensus_view=view,
     )
+
+
+def _consensus_view(body: dict[str, Any], shared: Shared | None) -> bytes | None:
+    """The configuration's digest; made once a cycle for the nodes that send the same one."""
+    key = view_key(body) if shared is not None else None
+    if shared is None or key is None:
+        return consensus_view(body)
+    digest = shared.made(key, lambda: consensus_view(body) or b"")
+    return digest or None
 
 
 def _note_sessions(values: list[float], sessions: SessionsRead) -> None:
