@@ -473,6 +473,8 @@ def test_relative_files_are_relative_to_the_config_folder(
         ("max_auth_groups_per_wallet: 1\n", Bounds(auth_groups_per_wallet=1)),
         ("max_label_value_length: 4096\n", Bounds(label_value_length=4096)),
         ("max_label_value_length: 1\n", Bounds(label_value_length=1)),
+        ("max_vote_sessions_per_chain: 2\n", Bounds(vote_sessions_per_chain=2)),
+        ("max_leaders_per_chain: 9\n", Bounds(leaders_per_chain=9)),
     ],
     ids=repr,
 )

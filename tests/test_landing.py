@@ -20,7 +20,7 @@ from exporter.config.exporter import load_config
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
-from exporter.web import landing
+from exporter.web import landing, problems
 from exporter.web.landing import StatusPage, landing_page
 from ledger_simulator.network import SimulatedNetwork
 from tests.support.documents import chain_doc, health_doc
@@ -110,7 +110,8 @@ def test_a_healthy_fleet_says_nothing_needs_attention() -> None:
         (node("b", chains=(chain(behind=11),)),
          "warning b chain abababab…: 11 blocks behind LedgerNodeBehind"),
         (node("b", chains=(chain(changed=NOW - 601),)),
-         "critical b chain abababab…: height unchanged for 10m 1s LedgerBlockHeightStalled"),
+         "critical b chain abababab…: height unchanged for 10m 1s while work waits (a block "
+         "was due within 4m 32s) LedgerBlockHeightStalled"),
         (node("b", chains=(replace(chain(behind=30, syncing=True), syncing_since=NOW - 300),)),
          "info b chain abababab…: syncing for 5m 0s (alerts after 30m)"),
         (node("b", chains=(ChainStatus("c1", None, "invalid_json: not JSON"),)),
@@ -347,8 +348,11 @@ def test_the_status_page_flags_what_the_shipped_alerts_fire_on() -> None:
     rules = yaml.safe_load((REPO / "deploy" / "prometheus" / "alerts.yml").read_text())
     expr = {r["alert"]: r["expr"] for g in rules["groups"] for r in g["rules"] if "alert" in r}
     selector = r"\{[^}]*\}"
-    stalled = rf"time\(\) - ledger_blockchain_height_last_change_timestamp_seconds{selector} > "
-    assert re.search(stalled + rf"{landing.STALLED_SECONDS}\b", expr["LedgerBlockHeightStalled"])
+    assert config["stallGraceSeconds"] == problems.STALL_GRACE_SECONDS
+    stalled = " ".join(expr["LedgerBlockHeightStalled"].split())
+    due = rf"consensus_timeout_seconds{selector} \+ {problems.STALL_GRACE_SECONDS} or "
+    fallback = rf"change_timestamp_seconds{selector} \+ {landing.STALLED_SECONDS} \)"
+    assert re.search(due, stalled) and re.search(fallback, stalled), stalled
     behind = rf"min_over_time\(ledger_blockchain_blocks_behind{selector}\[5m\]\) > "
     assert re.search(behind + rf"{landing.BEHIND_BLOCKS}\b", expr["LedgerNodeBehind"])
     lost = rf"ledger_node_peers{selector} == {landing.PEERS_LOST}\b"

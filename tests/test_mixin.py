@@ -47,8 +47,8 @@ def test_nothing_is_shipped_that_the_mixin_does_not_render() -> None:
 
 def test_the_mixin_renders_every_alert_rule_and_dashboard() -> None:
     mixin = render_mixin.evaluate()
-    assert len(rules_of(mixin, "alerts")) == 27
-    assert len(rules_of(mixin, "rules")) == 12
+    assert len(rules_of(mixin, "alerts")) == 32
+    assert len(rules_of(mixin, "rules")) == 15
     assert sorted(mixin["dashboards"]) == [
         "ledger-exporter.json",
         "ledger-fleet.json",
@@ -174,11 +174,18 @@ def test_runbook_urls_follow_the_pattern() -> None:
 
 def test_thresholds_reach_expressions_summaries_and_dashboards() -> None:
     alerts = {rule["alert"]: rule for rule in rules_of(OVERRIDDEN, "alerts")}
-    for name in ("LedgerBlockHeightStalled", "LedgerNodeBehind"):  # one stall threshold
+    for name in ("LedgerBlockHeightStalled", "LedgerNodeBehind"):  # one stall condition
         assert "change_timestamp_seconds" in alerts[name]["expr"]
-        assert "> 900" in alerts[name]["expr"] and "> 600" not in alerts[name]["expr"]
-    stalled = alerts["LedgerBlockHeightStalled"]["annotations"]["summary"]
-    assert stalled == "A blockchain height has not changed for 15 minutes."
+        assert "+ 900" in alerts[name]["expr"] and "600" not in alerts[name]["expr"]
+        assert "+ 240" in alerts[name]["expr"] and "+ 180" not in alerts[name]["expr"]
+    stuck = alerts["LedgerVoteSessionStuck"]
+    assert "7 * ledger_blockchain_consensus_timeout_seconds" in stuck["expr"]
+    assert (
+        "+ 1200" in stuck["expr"] and "7 consensus timeouts" in stuck["annotations"]["description"]
+    )
+    leader = alerts["LedgerLeaderFailingRounds"]
+    assert "[30m]" in leader["expr"] and ">= 5" in leader["expr"]
+    assert "30 minutes" in leader["annotations"]["description"]
     syncing = alerts["LedgerBlockchainSyncingTooLong"]
     assert syncing["for"] == "2h" and "2 hours" in syncing["annotations"]["summary"]
     fleet = OVERRIDDEN["dashboards"]["ledger-fleet.json"]

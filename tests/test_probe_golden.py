@@ -33,9 +33,15 @@ DAEMON_ONLY = (
     "ledger_node_last_success_timestamp_seconds",
     "ledger_blockchain_blocks_behind",
     "ledger_blockchain_height_last_change_timestamp_seconds",
+    # consensus health followed across cycles (issue 21)
+    "ledger_blockchain_vote_session_age_seconds",
+    "ledger_blockchain_vote_round_changes_total",
+    "ledger_blockchain_leader_failed_rounds_total",
+    "ledger_blockchain_council_changes_total",
     # cross-node: they compare the polled nodes, which one probe cannot
     "ledger_blockchain_checkpoint_agrees",
     "ledger_blockchain_council_agrees",
+    "ledger_blockchain_consensus_agrees",
     "ledger_node_polled_peers",
 )
 

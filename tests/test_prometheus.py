@@ -56,6 +56,14 @@ def laggard_pairs(network: SimulatedNetwork) -> set[tuple[str, str]]:
     }
 
 
+#: Series present only while a vote session is open.
+SESSION_SERIES = (
+    "ledger_blockchain_vote_round",
+    "ledger_blockchain_vote_session_age_seconds",
+    "ledger_blockchain_vote_consensus_required",
+)
+
+
 def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
     """Series per metric name for a healthy network (vote_round comes and goes)."""
     nodes, pairs = len(network.node_names), tracked_pairs(network)
@@ -79,7 +87,11 @@ def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
         if "node" not in spec.labels:
             counts[spec.name] = chains if "blockchain" in spec.labels else 1
     counts["ledger_blockchain_feature_enabled"] = features
-    del counts["ledger_blockchain_vote_round"]
+    counts["ledger_blockchain_leader_failed_rounds_total"] = sum(  # a series per council key
+        len(set(network.blockchain(node, chain)["councilMembers"])) for node, chain in pairs
+    )
+    for coming_and_going in SESSION_SERIES:
+        del counts[coming_and_going]
     return counts
 
 
@@ -112,6 +124,8 @@ def test_prometheus_scrapes_and_stores_every_node_and_chain(
         f'count by (__name__) ({{__name__=~"ledger_.+", job="{JOB}"}})', "__name__"
     )
     vote_rounds = counts.pop(("ledger_blockchain_vote_round",), 0)
+    for coming_and_going in SESSION_SERIES[1:]:  # with the sessions, as vote_round
+        assert counts.pop((coming_and_going,), 0) == vote_rounds
     # The checkpoint follows the height a majority reached (issue 19): a chain's laggard more
     # than checkpoint_depth blocks behind is not asked for its block, so it has no agreement
     # sample, and its node's block counters start only with its first block request.

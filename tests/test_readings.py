@@ -110,6 +110,7 @@ EXPECTED_CHAIN_GAUGES = {
     "ledger_blockchain_peers": 3.0,
     "ledger_blockchain_vote_sessions": 2.0,
     "ledger_blockchain_vote_round": 5.0,
+    "ledger_blockchain_vote_consensus_required": 3.0,
     "ledger_blockchain_consensus_min_members": 3.0,
     "ledger_blockchain_consensus_timeout_seconds": 90.0,
     "ledger_blockchain_tx_max_time_trigger_seconds": 2.0,
@@ -153,6 +154,7 @@ def test_health_full_document() -> None:
         blockchain_count=2.0,
         blockchain_ids=("8f2a9c", "chain/with space"),
         network_peers=frozenset({"12D3KooWa", "12D3KooWb", "12D3KooWc", "12D3KooWd"}),
+        node_key=NODE_ID,
     )
 
 
@@ -296,7 +298,7 @@ FEEDS = {
     "isTimeToVote": {"ledger_blockchain_time_to_vote"},
     "councilMembers": {"ledger_blockchain_council_members"},
     "blockchainPeers": {"ledger_blockchain_peers"},
-    "voteSessions": {SESSIONS, ROUND},
+    "voteSessions": {SESSIONS, ROUND, "ledger_blockchain_vote_consensus_required"},
     "consensus": {
         "ledger_blockchain_consensus_min_members",
         TIMEOUT,

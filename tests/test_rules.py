@@ -261,12 +261,18 @@ def test_recording_rule_names_follow_level_metric_operations(record: str) -> Non
 
 
 def alert_level(rule: dict[str, Any]) -> str:
-    """``contract``, ``wallet``, ``chain``, ``node`` or ``exporter``, from the metric
-    families the alert reads."""
+    """``contract``, ``wallet``, ``leader``, ``network chain``, ``chain``, ``node`` or
+    ``exporter``, from the metric families the alert reads: an alert on a chain as a whole
+    (a ``ledger_network_blockchain_`` family) or on a leader (aggregated over the nodes that
+    see it) has no node to name."""
     names = metric_names(rule["expr"])
     for watched in ("contract", "wallet"):
         if any(name.startswith(f"ledger_{watched}_") for name in names):
             return watched
+    if "ledger_blockchain_leader_failed_rounds_total" in names:
+        return "leader"
+    if any(name.startswith("ledger_network_blockchain_") for name in names):
+        return "network chain"
     if any(name.startswith("ledger_blockchain_") for name in names):
         return "chain"
     return "node" if any(name.startswith("ledger_node_") for name in names) else "exporter"
@@ -275,6 +281,8 @@ def alert_level(rule: dict[str, Any]) -> str:
 REQUIRED_LABELS = {
     "contract": ("$labels.contract", "$labels.blockchain"),
     "wallet": ("$labels.wallet", "$labels.blockchain"),
+    "leader": ("$labels.leader", "$labels.blockchain"),
+    "network chain": ("$labels.blockchain",),
     "chain": ("$labels.node", "$labels.blockchain"),
     "node": ("$labels.node",),
     "exporter": ("$labels.",),

@@ -12,8 +12,9 @@ model built from the simulator's answers; the real process behind a real Prometh
 
 from __future__ import annotations
 
+import json
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
@@ -99,7 +100,13 @@ def chain_values(doc: dict[str, Any]) -> dict[str, Any]:
     }
     if sessions:
         expected["ledger_blockchain_vote_round"] = max(s["round"] for s in sessions.values())
+        required = max(s["consensusRequired"] for s in sessions.values())
+        expected["ledger_blockchain_vote_consensus_required"] = required
     return expected
+
+
+Pair = tuple[str, str]  # node, chain
+Seen = tuple[float, int, str]  # a session's first sighting, last round and leader
 
 
 class Rig:
@@ -118,6 +125,14 @@ class Rig:
         self.checkpoints: dict[str, int] = {}  # chain -> height compared this cycle
         self.block_heights: dict[str, dict[str, int]] = {}  # node -> chain -> block asked
         self.block_counting: set[str] = set()  # nodes whose block counters exist
+        # consensus health, followed the plain way (issue 21)
+        self.sessions: dict[Pair, dict[str, Seen]] = {}  # open at the last read
+        self.paired: set[Pair] = set()  # read last cycle: rounds compare with this one
+        self.rounds: Counter[Pair] = Counter()
+        self.failed: dict[Pair, Counter[str]] = defaultdict(Counter)
+        self.councils: dict[Pair, frozenset[str]] = {}
+        self.council_changes: Counter[Pair] = Counter()
+        self.node_ids: dict[str, str] = {}  # from each node's last successful read
         self.clock.advance(INTERVAL / 4)
 
     def stop(self) -> None:
@@ -164,8 +179,10 @@ class Rig:
             if node in down:
                 self.errors[node, "health", down[node]] += 1
                 expected[key("ledger_node_up", node=node)] = 0.0
+                self.paired -= {pair for pair in self.paired if pair[0] == node}
             else:
                 self.last_success[node] = now
+                self.node_ids[node] = self.network.health(node)["nodeId"]
                 expected.update(self.node_samples(node))
                 for chain in self.tracked(node):
                     asked = chain in self.block_heights.get(node, {})
@@ -175,6 +192,7 @@ class Rig:
                         self.errors[node, "blockchain", reason] += 1
                         self.errors[node, BLOCK, reason] += asked
                         expected[key("ledger_blockchain_up", node=node, blockchain=chain)] = 0.0
+                        self.paired.discard((node, chain))
                     else:
                         docs[node, chain] = self.network.blockchain(node, chain)
                         if asked:
@@ -202,6 +220,13 @@ class Rig:
             }
             hashes = {n: h for (n, c), h in blocks.items() if c == chain}
             expected.update(majority_samples("council", chain, councils))
+            expected.update(self.members_samples(chain, councils))
+            configs = {
+                n: json.dumps([d["consensus"], d["keyType"], d["features"]], sort_keys=True)
+                for (n, c), d in docs.items()
+                if c == chain
+            }
+            expected.update(majority_samples("consensus", chain, configs))
             if hashes:
                 expected.update(majority_samples("checkpoint", chain, hashes))
                 checkpoint = key("ledger_network_blockchain_checkpoint_height", blockchain=chain)
@@ -228,6 +253,52 @@ class Rig:
         for node in up:
             peers = sum((node, other) in linked for other in up)
             expected[key("ledger_node_polled_peers", node=node)] = peers
+        return expected
+
+    def members_samples(self, chain: str, councils: Mapping[str, frozenset[str]]) -> Samples:
+        """The majority council's members that are a polled node (by the id it reported when
+        last up), and those whose node read the chain now."""
+        counts = Counter(councils.values())
+        winner = next((v for v, n in counts.items() if 2 * n > len(councils)), None)
+        if winner is None:
+            return {}
+        polled = winner & set(self.node_ids.values())
+        up = polled & {self.node_ids[node] for node in councils}
+        return {
+            key("ledger_network_blockchain_council_members_polled", blockchain=chain): len(polled),
+            key("ledger_network_blockchain_council_members_up", blockchain=chain): len(up),
+        }
+
+    def consensus_samples(self, pair: Pair, doc: dict[str, Any], now: float) -> Samples:
+        """The series followed across cycles: each open session's first sighting, the rise of
+        its round since the last read (against the leader it had then), council changes."""
+        before, now_open = self.sessions.get(pair, {}), {}
+        for sid, session in doc["voteSessions"].items():
+            seen = before.get(sid)
+            if seen is not None and pair in self.paired and session["round"] > seen[1]:
+                self.rounds[pair] += session["round"] - seen[1]
+                self.failed[pair][seen[2]] += session["round"] - seen[1]
+            first = now if seen is None else seen[0]
+            now_open[sid] = (first, session["round"], session["currentLeader"])
+        self.sessions[pair], council = now_open, frozenset(doc["councilMembers"])
+        self.paired.add(pair)
+        if pair in self.councils and self.councils[pair] != council:
+            self.council_changes[pair] += 1
+        self.councils[pair] = council
+        labels = {"node": pair[0], "blockchain": pair[1]}
+        expected: Samples = {
+            key("ledger_blockchain_vote_round_changes_total", **labels): self.rounds[pair],
+            key("ledger_blockchain_council_changes_total", **labels): self.council_changes[pair],
+        }
+        if now_open:
+            oldest = min(first for first, _, _ in now_open.values())
+            expected[key("ledger_blockchain_vote_session_age_seconds", **labels)] = now - oldest
+        failed = self.failed[pair]
+        for leader in council | {leader for leader, count in failed.items() if count}:
+            leader_key = key(
+                "ledger_blockchain_leader_failed_rounds_total", **labels, leader=leader
+            )
+            expected[leader_key] = failed[leader]
         return expected
 
     def plan_blocks(self, docs: dict[tuple[str, str], dict[str, Any]]) -> None:
@@ -305,6 +376,7 @@ class Rig:
                 expected[key("ledger_blockchain_feature_enabled", **labels, feature=feature)] = (
                     float(enabled)
                 )
+            expected.update(self.consensus_samples((node, chain), doc, now))
         return expected
 
 
@@ -312,7 +384,11 @@ def majority_samples(kind: str, chain: str, values: Mapping[str, object]) -> Sam
     """Distinct values among the nodes and, per node, agreement with a strict majority."""
     counts = Counter(values.values())
     winner = next((v for v, n in counts.items() if 2 * n > len(values)), None)
-    distinct = {"council": "council_views", "checkpoint": "checkpoint_hashes"}[kind]
+    distinct = {
+        "council": "council_views",
+        "checkpoint": "checkpoint_hashes",
+        "consensus": "consensus_views",
+    }[kind]
     expected: Samples = {
         key(f"ledger_network_blockchain_{distinct}", blockchain=chain): len(counts)
     }

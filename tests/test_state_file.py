@@ -73,13 +73,17 @@ def test_the_format_is_versioned_and_readable() -> None:
 
 
 def test_keys_a_later_release_adds_are_ignored() -> None:
-    """Issue 21's memory (sessions, leaders, a node's id) comes as new keys of version 1."""
+    """Issue 21's memory (a node's id, open sessions) came as new keys of version 1, read
+    now; keys a later release adds are ignored the same way."""
     body = document()
     body["nodes"]["a"]["node_id"] = "02ab"
-    body["nodes"]["a"]["blockchains"]["c1"]["vote_sessions"] = {"s1": {"first_seen": NOW}}
+    body["nodes"]["a"]["blockchains"]["c1"]["vote_sessions"] = {
+        "s1": {"first_seen": NOW, "round": 3}
+    }
+    body["nodes"]["a"]["blockchains"]["c1"]["leaders"] = {"02ab": {"failed": 2}}
     body["written_by"] = "ledger-exporter 0.2.0"
     assert decode(json.dumps(body).encode()) == State(
-        {"a": NodeState({"c1": ChainState(100.0, NOW - 900)})}
+        {"a": NodeState({"c1": ChainState(100.0, NOW - 900, {"s1": NOW})}, "02ab")}
     )
 
 
@@ -151,9 +155,11 @@ def test_a_file_larger_than_the_config_can_need_is_refused_unread(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     limit = size_limit(CONFIG)
-    assert limit == state_module.BASE_BYTES + 2 * 100 * state_module.BYTES_PER_CHAIN
+    per_chain = state_module.BYTES_PER_CHAIN + 16 * state_module.BYTES_PER_SESSION
+    node = state_module.BYTES_PER_NODE
+    assert limit == state_module.BASE_BYTES + 2 * 100 * per_chain + 2 * node
     pinned = Config(nodes=(NodeConfig("a", "http://x/", blockchains=("c1",)),))
-    assert size_limit(pinned) == state_module.BASE_BYTES + state_module.BYTES_PER_CHAIN
+    assert size_limit(pinned) == state_module.BASE_BYTES + per_chain + node
     path = tmp_path / "state.json"
     body = document()
     body["padding"] = " " * size_limit(pinned)  # valid JSON, but no such config writes it

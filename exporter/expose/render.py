@@ -29,8 +29,9 @@ from exporter.expose import metrics as m
 from exporter.expose.labels import NodeLabels, Templates, escape, label_string
 from exporter.expose.metrics import MetricSpec
 from exporter.expose.watch import watch_samples
+from exporter.model.network import Agreement, ChainAgreement
 from exporter.model.readings import ChainGauge
-from exporter.model.snapshot import NodeStatus, Snapshot
+from exporter.model.snapshot import ConsensusStatus, NodeStatus, Snapshot
 from exporter.model.watch import WatchStatus
 
 #: The two formats written, as the Content-Type of an answer names them.
@@ -62,6 +63,7 @@ CHAIN_GAUGE_FAMILIES: Mapping[ChainGauge, MetricSpec] = {
     ChainGauge.TX_KARMA_THRESHOLD: m.CHAIN_TX_KARMA_THRESHOLD,
     ChainGauge.TX_MINT_THRESHOLD: m.CHAIN_TX_MINT_THRESHOLD,
     ChainGauge.VOTE_ROUND: m.CHAIN_VOTE_ROUND,
+    ChainGauge.VOTE_CONSENSUS_REQUIRED: m.CHAIN_VOTE_CONSENSUS_REQUIRED,
 }
 #: Each chain gauge family's position in ChainReading.values.
 _GAUGE_POSITIONS = {spec: int(gauge) for gauge, spec in CHAIN_GAUGE_FAMILIES.items()}
@@ -199,11 +201,21 @@ class _Render:
             m.CHAIN_HEIGHT_CHANGED: lambda: self._per_read_chain(lambda c: c.height_changed_at),
             m.CHAIN_CONSENSUS: self._consensus,
             m.CHAIN_FEATURE: self._features,
+            m.CHAIN_VOTE_SESSION_AGE: lambda: self._followed(lambda c: c.session_age),
+            m.CHAIN_VOTE_ROUND_CHANGES: lambda: self._followed(lambda c: c.round_changes),
+            m.CHAIN_LEADER_FAILED_ROUNDS: self._leader_failures,
+            m.CHAIN_COUNCIL_CHANGES: lambda: self._followed(lambda c: c.council_changes),
             m.NETWORK_CHECKPOINT_HEIGHT: lambda: self._network(lambda c: c.checkpoint_height),
             m.NETWORK_CHECKPOINT_HASHES: lambda: self._network(lambda c: c.checkpoint_hashes),
             m.NETWORK_COUNCIL_VIEWS: lambda: self._network(lambda c: c.council_views),
-            m.CHAIN_CHECKPOINT_AGREES: lambda: self._agreement(block=True),
-            m.CHAIN_COUNCIL_AGREES: lambda: self._agreement(block=False),
+            m.NETWORK_CONSENSUS_VIEWS: lambda: self._network(lambda c: c.consensus_views),
+            m.NETWORK_COUNCIL_MEMBERS_POLLED: lambda: self._network(
+                lambda c: c.council_members_polled
+            ),
+            m.NETWORK_COUNCIL_MEMBERS_UP: lambda: self._network(lambda c: c.council_members_up),
+            m.CHAIN_CHECKPOINT_AGREES: lambda: self._agreement(lambda c: c.block_agrees),
+            m.CHAIN_COUNCIL_AGREES: lambda: self._agreement(lambda c: c.council_agrees),
+            m.CHAIN_CONSENSUS_AGREES: lambda: self._agreement(lambda c: c.consensus_agrees),
             m.NETWORK_PEER_PARTITIONS: lambda: (("", snapshot.network.partitions),),
             m.NODE_POLLED_PEERS: self._polled_peers,
         }
@@ -292,13 +304,30 @@ class _Render:
                     values = (chain.blockchain, feature)
                     yield self.nodes[node.name].with_labels(self.templates, names, values), enabled
 
+    def _followed(self, value: Callable[[ConsensusStatus], float | None]) -> Series:
+        """``value`` of every chain followed across cycles (read this cycle, by the daemon)."""
+        for labels, node, index in self._chains():
+            consensus = node.chains[index].consensus
+            if consensus is not None:
+                yield labels, value(consensus)
+
+    def _leader_failures(self) -> Series:
+        names = ("blockchain", "leader")
+        for node in self.snapshot.nodes:
+            for chain in node.chains:
+                if chain.consensus is None:
+                    continue
+                for leader, count in chain.consensus.leader_failures:
+                    values = (chain.blockchain, leader)
+                    yield self.nodes[node.name].with_labels(self.templates, names, values), count
+
     def _network(self, value: Callable[..., float | None]) -> Series:
         for chain in self.snapshot.network.chains:
             yield label_string((("blockchain", chain.blockchain),)), value(chain)
 
-    def _agreement(self, block: bool) -> Series:
+    def _agreement(self, of: Callable[[ChainAgreement], Agreement]) -> Series:
         for chain in self.snapshot.network.chains:
-            for name, agrees in chain.block_agrees if block else chain.council_agrees:
+            for name, agrees in of(chain):
                 if (labels := self.nodes.get(name)) is None:
                     continue  # the view names only the snapshot's nodes; never guess
                 yield labels.chain(chain.blockchain, self.templates), _flag(agrees)

@@ -178,7 +178,7 @@ class Poller:
             if r.health is not None
         ]
         depth = self._resources.config.network_checks.checkpoint_depth
-        view = network_view(observed, self._checkpoints, depth)
+        view = network_view(observed, self._checkpoints, depth, self._history.node_keys())
         self._checkpoints = {
             c.blockchain: c.next_checkpoint for c in view.chains if c.next_checkpoint is not None
         }
@@ -213,7 +213,7 @@ class Poller:
         self._timed_out |= {node.name for node in stuck}
         # only polls still out are kept (to guard and count them); ended ones free their results
         self._running = {name: p for name, p in self._running.items() if not p.finished}
-        nodes = self._history.record(results, self._clock())
+        nodes = self._history.record(results, self._clock(), resources.config.bounds)
         network = self._network(results, nodes)
         watch = watch_status(results)
         probing = resources.config.probe is not None

@@ -1,24 +1,30 @@
 """The exporter's memory between cycles, kept in a file across restarts (``--state.file``).
 
 What the history remembers and a restart would otherwise forget: when each node's chain was
-first seen at its current height (the clock of ``LedgerBlockHeightStalled``). A clock survives
-a restart only while the node still reports the same height: same node name, same chain, same
-height. Error counters are not kept (counters restart with the process, as Prometheus
-expects), nor anything a probe did (``/probe`` keeps no memory between probes).
+first seen at its current height (the clock of ``LedgerBlockHeightStalled``), when each vote
+session still open was first seen (``ledger_blockchain_vote_session_age_seconds``), and each
+node's ``nodeId`` from its last successful read (what counts a council member whose node is
+down as polled). A clock survives a restart only while the node still reports the same
+height: same node name, same chain, same height; a session's first sighting only while the
+node still reports that session. Counters are not kept (counters restart with the process,
+as Prometheus expects), nor anything a probe did (``/probe`` keeps no memory between
+probes).
 
 The file is one JSON object::
 
     {"format": "ledger-exporter-state", "version": 1,
-     "nodes": {"<node name>": {"blockchains": {"<chain id>":
-         {"height": 1234, "height_changed_at": 1700000000.5}}}}}
+     "nodes": {"<node name>": {"node_id": "02ab...", "blockchains": {"<chain id>":
+         {"height": 1234, "height_changed_at": 1700000000.5,
+          "vote_sessions": {"<session id>": {"first_seen": 1700000000.5}}}}}}}
 
-Node names are the config's, chain ids the nodes'; nothing else is written: no URL, no
-header, no credential. Later memory (per vote session, per leader, a node's id) is added as
-new keys of the node or chain objects: a reader ignores keys it does not know, so adding one
-keeps version 1; changing what an existing key means bumps the version, and a file of
-another version is foreign. A missing, unreadable, corrupt, foreign or too large file is one
-log line and a fresh start, never a stopped exporter; a file that cannot be written is one
-log line (and one more when writing works again).
+Node names are the config's, chain and session ids and node ids the nodes'; nothing else is
+written: no URL, no header, no credential. ``node_id`` and ``vote_sessions`` (issue 21) are
+keys a reader of the first version-1 files ignores (so a chain's sessions are kept only with
+its height clock, which such a reader requires): adding a key keeps version 1; changing
+what an existing key means bumps the version, and a file of another version is foreign. A
+missing, unreadable, corrupt, foreign or too large file is one log line and a fresh start,
+never a stopped exporter; a file that cannot be written is one log line (and one more when
+writing works again).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+from exporter.bounds import MAX_SESSION_ID_CHARS, MAX_TEXT_CHARS
 from exporter.config.exporter import Config
 
 log = logging.getLogger("ledger_exporter")
@@ -42,9 +49,13 @@ log = logging.getLogger("ledger_exporter")
 FORMAT = "ledger-exporter-state"
 VERSION = 1
 #: Room a state file may take per chain the config can poll (its id, height and clock take
-#: under 200 bytes with a 64-character id), plus a fixed allowance: a bigger file was not
-#: written for this config, and is refused unread past the limit.
+#: under 200 bytes with a 64-character id), per vote session it may follow (the longest id,
+#: escaped, and its time) and per node (the longest nodeId, escaped), plus a fixed
+#: allowance: a bigger file was not written for this config, and is refused unread past the
+#: limit.
 BYTES_PER_CHAIN = 2048
+BYTES_PER_SESSION = 6 * MAX_SESSION_ID_CHARS + 64
+BYTES_PER_NODE = 6 * MAX_TEXT_CHARS + 64
 BASE_BYTES = 64 * 1024
 #: A clock stamped this far ahead of the exporter's own clock is not kept (the clock was set
 #: back, or the file came from another machine): the height is then a first sighting.
@@ -53,17 +64,20 @@ FUTURE_TOLERANCE_SECONDS = 1.0
 
 @dataclass(frozen=True, slots=True)
 class ChainState:
-    """What is remembered of one chain of one node: its height and when it was first seen."""
+    """What is remembered of one chain of one node: its height and when it was first seen,
+    and when each vote session open at the last read was first seen (session id -> time)."""
 
     height: float
     height_changed_at: float
+    sessions: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class NodeState:
-    """What is remembered of one node, per chain id."""
+    """What is remembered of one node, per chain id, and its ``nodeId``."""
 
     chains: Mapping[str, ChainState] = field(default_factory=dict)
+    node_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,17 +102,27 @@ class StateFileError(Exception):
 
 def encode(state: State) -> bytes:
     """The file's bytes: sorted keys, so equal memories give equal bytes."""
-    nodes = {
-        name: {
-            "blockchains": {
-                chain: {"height": kept.height, "height_changed_at": kept.height_changed_at}
-                for chain, kept in node.chains.items()
-            }
-        }
-        for name, node in state.nodes.items()
-    }
+    nodes = {name: _encode_node(node) for name, node in state.nodes.items()}
     document = {"format": FORMAT, "version": VERSION, "nodes": nodes}
     return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _encode_node(node: NodeState) -> dict[str, Any]:
+    encoded: dict[str, Any] = {
+        "blockchains": {chain: _encode_chain(kept) for chain, kept in node.chains.items()}
+    }
+    if node.node_id is not None:
+        encoded["node_id"] = node.node_id
+    return encoded
+
+
+def _encode_chain(chain: ChainState) -> dict[str, Any]:
+    encoded: dict[str, Any] = {"height": chain.height, "height_changed_at": chain.height_changed_at}
+    if chain.sessions:
+        encoded["vote_sessions"] = {
+            session: {"first_seen": at} for session, at in chain.sessions.items()
+        }
+    return encoded
 
 
 def decode(data: bytes) -> State:
@@ -124,9 +148,16 @@ def _object(value: Any, where: str) -> dict[str, Any]:
 
 
 def _node(value: Any, where: str) -> NodeState:
-    chains = _object(_object(value, where).get("blockchains"), f"{where}.blockchains")
+    node = _object(value, where)
+    chains = _object(node.get("blockchains"), f"{where}.blockchains")
+    node_id = node.get("node_id")
+    if node_id is not None and not (
+        isinstance(node_id, str) and 0 < len(node_id) <= MAX_TEXT_CHARS
+    ):
+        raise StateFileError("corrupt", f"{where}.node_id is not a node id")
     return NodeState(
-        {chain: _chain(kept, f"{where}.blockchains.{chain}") for chain, kept in chains.items()}
+        {chain: _chain(kept, f"{where}.blockchains.{chain}") for chain, kept in chains.items()},
+        node_id,
     )
 
 
@@ -135,7 +166,19 @@ def _chain(value: Any, where: str) -> ChainState:
     height, since = kept.get("height"), kept.get("height_changed_at")
     if not (_finite(height) and height >= 0 and _finite(since)):
         raise StateFileError("corrupt", f"{where} holds an entry without a readable height")
-    return ChainState(float(height), float(since))
+    sessions = _object(kept.get("vote_sessions", {}), f"{where}.vote_sessions")
+    return ChainState(
+        float(height),
+        float(since),
+        {sid: _first_seen(sid, seen, f"{where}.vote_sessions") for sid, seen in sessions.items()},
+    )
+
+
+def _first_seen(session: str, value: Any, where: str) -> float:
+    at = value.get("first_seen") if isinstance(value, dict) else None
+    if not (0 < len(session) <= MAX_SESSION_ID_CHARS and _finite(at)):
+        raise StateFileError("corrupt", f"{where} holds a session without a readable time")
+    return float(at)
 
 
 def _finite(value: Any) -> TypeGuard[float]:
@@ -144,32 +187,47 @@ def _finite(value: Any) -> TypeGuard[float]:
 
 
 def size_limit(config: Config) -> int:
-    """The largest state file ``config`` can need: BYTES_PER_CHAIN per chain it may poll."""
+    """The largest state file ``config`` can need: BYTES_PER_CHAIN per chain it may poll,
+    BYTES_PER_SESSION per session it may follow there, BYTES_PER_NODE per node."""
     chains = sum(
         len(node.blockchains or ()) or config.max_blockchains_per_node for node in config.nodes
     )
-    return BASE_BYTES + BYTES_PER_CHAIN * chains
+    per_chain = BYTES_PER_CHAIN + BYTES_PER_SESSION * config.max_vote_sessions_per_chain
+    return BASE_BYTES + per_chain * chains + BYTES_PER_NODE * len(config.nodes)
 
 
 def for_config(state: State, config: Config, now: float) -> State:
     """Only what ``config`` polls: its nodes, their configured chains (or at most
-    max_blockchains_per_node), and no clock from the future."""
+    max_blockchains_per_node), at most max_vote_sessions_per_chain sessions a chain, and no
+    clock or first sighting from the future."""
     kept: dict[str, NodeState] = {}
     for node in config.nodes:
         remembered = state.nodes.get(node.name)
         if remembered is None:
             continue
         chains = {
-            chain: value
+            chain: _present(value, now, config.max_vote_sessions_per_chain)
             for chain, value in remembered.chains.items()
             if (not node.blockchains or chain in node.blockchains)
-            and value.height_changed_at <= now + FUTURE_TOLERANCE_SECONDS
+            and not _future(value.height_changed_at, now)
         }
         if len(chains) > config.max_blockchains_per_node and not node.blockchains:
             chains = dict(list(chains.items())[: config.max_blockchains_per_node])
-        if chains:
-            kept[node.name] = NodeState(chains)
+        if chains or remembered.node_id is not None:
+            kept[node.name] = NodeState(chains, remembered.node_id)
     return State(kept)
+
+
+def _future(at: float, now: float) -> bool:
+    return at > now + FUTURE_TOLERANCE_SECONDS
+
+
+def _present(chain: ChainState, now: float, most: int) -> ChainState:
+    """``chain`` with at most ``most`` sessions, none first seen in the future."""
+    sessions = [(sid, at) for sid, at in chain.sessions.items() if not _future(at, now)]
+    if len(sessions) == len(chain.sessions) <= most:
+        return chain
+    return ChainState(chain.height, chain.height_changed_at, dict(sessions[:most]))
 
 
 class StateFile:

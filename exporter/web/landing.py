@@ -134,8 +134,9 @@ def _attention(snapshot: Snapshot, found: Attention) -> str:
     compared = sum(node.up for node in snapshot.nodes) >= 2
     network = _problem_list(
         found.network,
-        "In agreement: one block at each checkpoint, one council per chain, every up node "
-        "linked to the others (among the nodes this exporter polls)."
+        "In agreement: one block at each checkpoint, one council and one consensus "
+        "configuration per chain, every up node linked to the others, no vote session stuck, "
+        "no leader failing, no quorum worn thin (among the nodes this exporter polls)."
         if compared
         else "Nothing to compare: fewer than two polled nodes are up.",
     )

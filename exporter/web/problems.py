@@ -2,7 +2,9 @@
 threshold and severity, so the page never says more or less than the pages an operator gets.
 
 Three scopes, shown in this order: the network as a whole (forks, splits without a majority,
-partitions, council views), each node and chain, and the watched contracts and wallets. A
+partitions, council views, and consensus health: a thin quorum, consensus settings that
+drift, a vote session that does not close, a leader whose rounds keep failing), each node and
+chain, and the watched contracts and wallets. A
 problem is listed from the first cycle its alert's condition holds, before the alert's `for`
 has passed; syncing, whose alert waits half an hour, is listed as info until then. Pure
 functions of one snapshot: the page is rendered once per cycle.
@@ -16,16 +18,23 @@ from dataclasses import dataclass
 from enum import Enum, IntEnum
 
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
-from exporter.model.readings import ChainGauge
+from exporter.model.readings import ChainGauge, ChainReading
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.model.watch import ContractReading, WalletReading, WatchedObject, WatchStatus
 
-#: The shipped alerts' thresholds (mixin/config.libsonnet; tests/test_landing.py and
-#: tests/test_status_page.py tie them to the rendered rules):
-STALLED_SECONDS = 600  # LedgerBlockHeightStalled: heightStalledSeconds
+#: The shipped alerts' thresholds (mixin/config.libsonnet; tests/test_landing.py,
+#: tests/test_status_page.py and tests/test_status_page_consensus.py tie them to the
+#: rendered rules):
+STALL_GRACE_SECONDS = 180  # LedgerBlockHeightStalled: stallGraceSeconds
+STALLED_SECONDS = 600  # LedgerBlockHeightStalled: heightStalledSeconds (no settings reported)
 BEHIND_BLOCKS = 10  # LedgerNodeBehind: blocksBehindThreshold
 PEERS_LOST = 0  # LedgerNodePeersLost: no peers at all
 SYNCING_SECONDS = 1800  # LedgerBlockchainSyncingTooLong: syncingTooLongFor (30m)
+SESSION_STUCK_TIMEOUTS = 5  # LedgerVoteSessionStuck: voteSessionStuckTimeouts
+SESSION_STUCK_SECONDS = 600  # LedgerVoteSessionStuck: voteSessionStuckSeconds (no timeout)
+LEADER_FAILED_ROUNDS = 3  # LedgerLeaderFailingRounds: leaderFailedRoundsThreshold
+LEADER_WINDOW_SECONDS = 900  # LedgerLeaderFailingRounds: leaderFailedRoundsWindow (15m)
+REQUIRED_WINDOW_SECONDS = 3600  # LedgerCouncilQuorumThin: consensusRequired of the last hour
 
 
 class Severity(IntEnum):
@@ -48,6 +57,11 @@ ALERT_SEVERITY = {
     "LedgerNetworkPartitioned": Severity.CRITICAL,
     "LedgerCouncilViewsDiverge": Severity.WARNING,
     "LedgerNodeOffMajorityCouncil": Severity.WARNING,
+    "LedgerCouncilQuorumThin": Severity.CRITICAL,
+    "LedgerConsensusConfigDiverges": Severity.WARNING,
+    "LedgerNodeOffMajorityConsensus": Severity.WARNING,
+    "LedgerVoteSessionStuck": Severity.WARNING,
+    "LedgerLeaderFailingRounds": Severity.WARNING,
     "LedgerNodeDown": Severity.CRITICAL,
     "LedgerNodePeersLost": Severity.CRITICAL,
     "LedgerBlockHeightStalled": Severity.CRITICAL,
@@ -73,8 +87,9 @@ class Scope(Enum):
 @dataclass(frozen=True)
 class Problem:
     """One line of the page. ``alert`` is the shipped alert it mirrors (its severity), or
-    None for an info line about an alert that has not fired yet; ``subject`` a watched
-    contract's or wallet's name. Every text is plain (escaped when rendered)."""
+    None for an info line about an alert that has not fired yet; ``subject`` what the line
+    is about beyond a node and a chain: a watched contract's or wallet's name, a leader's
+    key. Every text is plain (escaped when rendered)."""
 
     scope: Scope
     severity: Severity
@@ -150,12 +165,151 @@ def _partition(view: NetworkView) -> Problem | None:
 
 
 def network_problems(view: NetworkView) -> list[Problem]:
-    """The network-wide lines: forks (with or without a majority), partitions, council views.
-    Issue 21's consensus checks (configuration drift, vote sessions that do not close, a
-    quorum worn thin) join here, each as the alert it mirrors."""
+    """The network-wide lines: forks (with or without a majority), partitions, council views
+    and consensus configurations (the consensus health of each chain is
+    :func:`consensus_problems`')."""
     found = [_fork(chain) for chain in view.chains]  # a fork first: the worst news
     found += [_partition(view), *(_council_views(chain) for chain in view.chains)]
+    found += [_consensus_views(chain) for chain in view.chains]
     return [problem for problem in found if problem is not None]
+
+
+def _consensus_views(chain: ChainAgreement) -> Problem | None:
+    if not chain.consensus_views or chain.consensus_views < 2:
+        return None
+    views = (
+        f"{chain.consensus_views} different consensus configurations "
+        "(settings, key type, feature flags)"
+    )
+    if majority_holds(chain.consensus_agrees):
+        text = f"{views}; off the majority: {', '.join(_outliers(chain.consensus_agrees))}"
+    else:
+        text = f"{views}, and none has a majority of the nodes: no node is named"
+    alert = "LedgerConsensusConfigDiverges"
+    return _alerting(alert, Scope.NETWORK, text, chain=chain.blockchain)
+
+
+# --- consensus health of each chain, across the polled nodes -------------------------------
+
+Readers = list[tuple[NodeStatus, ChainStatus]]  # the up nodes that read a chain this cycle
+
+
+def _readers(snapshot: Snapshot) -> dict[str, Readers]:
+    found: dict[str, Readers] = defaultdict(list)
+    for node in snapshot.nodes:
+        for chain in node.chains if node.up else ():
+            if chain.reading is not None:
+                found[chain.blockchain].append((node, chain))
+    return found
+
+
+def consensus_problems(snapshot: Snapshot, now: float) -> list[Problem]:
+    """Per chain, the lines of the consensus alerts that compare or gather the polled nodes:
+    a thin quorum, vote sessions that do not close (naming the nodes that see them), and
+    leaders whose rounds keep failing (once per leader, whichever nodes see it)."""
+    readers = _readers(snapshot)
+    members = {n.health.node_key: n.name for n in snapshot.nodes if n.health and n.health.node_key}
+    found = [
+        _thin_quorum(chain, readers.get(chain.blockchain, []), now)
+        for chain in snapshot.network.chains
+    ]
+    for blockchain, seen in readers.items():
+        found.append(_stuck_sessions(blockchain, seen))
+        found += _failing_leaders(blockchain, seen, now, members)
+    return [problem for problem in found if problem is not None]
+
+
+def _thin_quorum(chain: ChainAgreement, readers: Readers, now: float) -> Problem | None:
+    """LedgerCouncilQuorumThin: the members up no more than the votes required, where every
+    member of the majority's council is polled (an unpolled member is unknown)."""
+    up, polled = chain.council_members_up, chain.council_members_polled
+    majority = {node for node, agrees in chain.council_agrees if agrees}
+    sizes = [
+        len(c.reading.council)
+        for n, c in readers
+        if n.name in majority and c.reading and c.reading.council
+    ]
+    required = _required_votes(readers, now)
+    if up is None or polled is None or not sizes or polled < max(sizes) or required is None:
+        return None
+    if up > required:
+        return None
+    council = f"{up} of the council's {max(sizes)} members up among the polled nodes"
+    if up < required:
+        text = f"{council}, fewer than the {required:.0f} votes a session needs: no vote can pass"
+    else:
+        needs = f"a session needs {required:.0f} votes"
+        text = f"{council}, and {needs}: one more member lost and none can pass"
+    return _alerting("LedgerCouncilQuorumThin", Scope.NETWORK, text, chain=chain.blockchain)
+
+
+def _required_votes(readers: Readers, now: float) -> float | None:
+    """The highest consensusRequired reported in the last hour, else consensus.minMembers."""
+    recent = [
+        value
+        for _, chain in readers
+        if chain.consensus is not None and chain.consensus.last_required is not None
+        for value, at in (chain.consensus.last_required,)
+        if now - at <= REQUIRED_WINDOW_SECONDS
+    ]
+    minimum = [
+        m
+        for _, c in readers
+        if c.reading and (m := c.reading.gauge(ChainGauge.MIN_MEMBERS)) is not None
+    ]
+    return max(recent) if recent else max(minimum, default=None)
+
+
+def session_stuck_after(reading: ChainReading) -> float:
+    """Seconds a vote session may stay open (LedgerVoteSessionStuck)."""
+    timeout = reading.gauge(ChainGauge.CONSENSUS_TIMEOUT)
+    return SESSION_STUCK_SECONDS if timeout is None else SESSION_STUCK_TIMEOUTS * timeout
+
+
+def _stuck_sessions(blockchain: str, readers: Readers) -> Problem | None:
+    """LedgerVoteSessionStuck, one line per chain naming the nodes whose oldest session is
+    open longer than their chain's timeouts allow."""
+    stuck = [
+        (node.name, chain.consensus.session_age, session_stuck_after(chain.reading))
+        for node, chain in readers
+        if chain.reading is not None
+        and chain.consensus is not None
+        and chain.consensus.session_age is not None
+        and chain.consensus.session_age > session_stuck_after(chain.reading)
+    ]
+    if not stuck:
+        return None
+    oldest = max(age_ for _, age_, _ in stuck)
+    limit = min(limit for _, _, limit in stuck)
+    nodes = ", ".join(name for name, _, _ in stuck)
+    text = (
+        f"a vote session open for {age(oldest)} on {nodes}, more than "
+        f"{SESSION_STUCK_TIMEOUTS} consensus timeouts ({age(limit)}): it does not close"
+    )
+    return _alerting("LedgerVoteSessionStuck", Scope.NETWORK, text, chain=blockchain)
+
+
+def _failing_leaders(
+    blockchain: str, readers: Readers, now: float, members: dict[str, str]
+) -> list[Problem]:
+    """LedgerLeaderFailingRounds, one line per leader (however many nodes see it fail)."""
+    counts: dict[str, dict[str, int]] = defaultdict(dict)  # leader -> node -> failures
+    since = now - LEADER_WINDOW_SECONDS
+    for node, chain in readers:
+        for leader, times in chain.consensus.recent_failures if chain.consensus else ():
+            counts[leader][node.name] = sum(1 for at in times if at > since)
+    found = []
+    for leader, by_node in sorted(counts.items()):
+        failed = max(by_node.values())
+        if failed < LEADER_FAILED_ROUNDS:
+            continue
+        who = f" (node {members[leader]})" if leader in members else ""
+        seen = ", ".join(name for name, count in by_node.items() if count == failed)
+        window = age(LEADER_WINDOW_SECONDS).removesuffix(" 0s")
+        text = f"leader{who} failed {failed} vote rounds in the last {window}, as {seen} saw them"
+        where = {"chain": blockchain, "subject": leader}
+        found.append(_alerting("LedgerLeaderFailingRounds", Scope.NETWORK, text, **where))
+    return found
 
 
 def _off_majority(view: NetworkView) -> dict[tuple[str, str], list[Problem]]:
@@ -165,9 +319,11 @@ def _off_majority(view: NetworkView) -> dict[tuple[str, str], list[Problem]]:
     for chain in view.chains:
         block = f"block at checkpoint height {chain.checkpoint_height} is not the majority's"
         council = "council member set is not the majority's"
+        consensus = "consensus settings, key type or feature flags are not the majority's"
         for agreement, alert, text in (
             (chain.block_agrees, "LedgerNodeOffMajorityBlock", block),
             (chain.council_agrees, "LedgerNodeOffMajorityCouncil", council),
+            (chain.consensus_agrees, "LedgerNodeOffMajorityConsensus", consensus),
         ):
             if not majority_holds(agreement):
                 continue
@@ -201,6 +357,33 @@ def _council_below_minimum(node: str, chain: ChainStatus) -> Problem | None:
     return _alerting(alert, Scope.NODE, text, node=node, chain=chain.blockchain)
 
 
+def stall_threshold(reading: ChainReading) -> float:
+    """Seconds a chain's height may stay while work waits (LedgerBlockHeightStalled): its
+    txMaxTimeTrigger + consensusTimeout + the grace, or the fallback without them."""
+    trigger = reading.gauge(ChainGauge.TX_MAX_TIME_TRIGGER)
+    timeout = reading.gauge(ChainGauge.CONSENSUS_TIMEOUT)
+    if trigger is None or timeout is None:
+        return STALLED_SECONDS
+    return trigger + timeout + STALL_GRACE_SECONDS
+
+
+def is_idle(reading: ChainReading) -> bool:
+    """Nothing to mint: no pending transaction and no open vote session, both reported."""
+    pending = reading.gauge(ChainGauge.PENDING_TRANSACTIONS)
+    return pending == 0 and reading.gauge(ChainGauge.VOTE_SESSIONS) == 0
+
+
+def _stalled(chain: ChainStatus, now: float) -> str | None:
+    """The stall line, as LedgerBlockHeightStalled and LedgerNodeBehind's guard see it."""
+    if chain.reading is None or chain.height_changed_at is None or is_idle(chain.reading):
+        return None
+    still, threshold = now - chain.height_changed_at, stall_threshold(chain.reading)
+    if still <= threshold:
+        return None
+    due = f"a block was due within {age(threshold)}"
+    return f"height unchanged for {age(still)} while work waits ({due})"
+
+
 def chain_problems(
     node: str, chain: ChainStatus, now: float, off: Iterable[Problem] = ()
 ) -> list[Problem]:
@@ -211,10 +394,9 @@ def chain_problems(
         return [_alerting("LedgerBlockchainDown", Scope.NODE, text, **where)]
     found = list(off)
     syncing = chain.reading.syncing is True
-    stalled_for = None if chain.height_changed_at is None else now - chain.height_changed_at
-    if stalled_for is not None and stalled_for > STALLED_SECONDS:
-        text = f"height unchanged for {age(stalled_for)}"
-        found.append(_alerting("LedgerBlockHeightStalled", Scope.NODE, text, **where))
+    stalled = _stalled(chain, now)
+    if stalled is not None:
+        found.append(_alerting("LedgerBlockHeightStalled", Scope.NODE, stalled, **where))
     elif chain.blocks_behind is not None and chain.blocks_behind > BEHIND_BLOCKS and not syncing:
         text = f"{chain.blocks_behind:.0f} blocks behind"
         found.append(_alerting("LedgerNodeBehind", Scope.NODE, text, **where))
@@ -363,7 +545,8 @@ class Attention:
 
 def attention(snapshot: Snapshot, now: float) -> Attention:
     """What the page flags for ``snapshot``, as of ``now`` (the end of its cycle)."""
-    by_severity = sorted(network_problems(snapshot.network), key=lambda p: p.severity)
+    network = network_problems(snapshot.network) + consensus_problems(snapshot, now)
+    by_severity = sorted(network, key=lambda p: p.severity)
     off = _off_majority(snapshot.network)
     nodes = {node.name: node_problems(node, now, off) for node in snapshot.nodes}
     watch = sorted(watch_problems(snapshot.watch), key=lambda p: p.severity)

@@ -1,17 +1,11 @@
 // Cross-node checks: the exporter compares what the nodes it polls report in the same cycle
 // (README, "The network as a whole"). They see only the polled nodes.
 
-// "A strict majority exists" for a chain, per exporter: more than half of the nodes one
-// exporter compared on the chain agree with the majority. Grouped by the labels that tell
-// exporters apart (_config.exporterInstanceLabels, default job and instance) and the chain,
-// so an HA pair of exporters or two environments in one Prometheus never add up each other's
-// nodes. A node's static labels are left out of the grouping on purpose.
-local majorityExists(metric, config) =
-  '(2 * sum by (%(by)s, blockchain) (%(m)s{%(s)s}) > count by (%(by)s, blockchain) (%(m)s{%(s)s}))' % {
-    by: config.exporterInstanceLabels,
-    m: metric,
-    s: config.ledgerSelector,
-  };
+local q = import '../lib/consensus.libsonnet';
+
+// A strict majority exists for a chain, per exporter (lib/consensus.libsonnet): grouped by
+// _config.exporterInstanceLabels (default job and instance) and the chain.
+local majorityExists(metric, config) = q.majorityExists(metric, config.ledgerSelector, config.exporterInstanceLabels);
 {
   prometheusAlerts+:: {
     groups+: [

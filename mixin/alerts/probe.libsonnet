@@ -27,15 +27,20 @@ local utils = import '../lib/utils.libsonnet';
             },
           },
           // The height has not changed in probeStalledWindow (10m) of probes, on a series at
-          // least that old (a chain just discovered is not stalled). Series with the daemon's
-          // last-change timestamp are left to LedgerBlockHeightStalled, so nothing pages
-          // twice.
+          // least that old (a chain just discovered is not stalled), while work waits: as for
+          // LedgerBlockHeightStalled, an idle chain (no pending transaction, no open vote
+          // session) never fires. Series with the daemon's last-change timestamp are left to
+          // LedgerBlockHeightStalled, so nothing pages twice.
           {
             alert: 'LedgerProbeBlockHeightStalled',
             expr: |||
               changes(ledger_blockchain_height{%(ledgerSelector)s}[%(probeStalledWindow)s]) == 0
               and ledger_blockchain_height{%(ledgerSelector)s} offset %(probeStalledWindow)s
               unless on(node, blockchain) ledger_blockchain_height_last_change_timestamp_seconds{%(ledgerSelector)s}
+              unless on(%(exporterInstanceLabels)s, node, blockchain) (
+                ledger_blockchain_pending_transactions{%(ledgerSelector)s} == 0
+                and on(%(exporterInstanceLabels)s, node, blockchain) ledger_blockchain_vote_sessions{%(ledgerSelector)s} == 0
+              )
             ||| % $._config,
             'for': '1m',
             labels: { severity: 'critical' },
@@ -43,7 +48,8 @@ local utils = import '../lib/utils.libsonnet';
               summary: 'A blockchain height has not changed in %s of probes.' % utils.durationText($._config.probeStalledWindow),
               description: |||
                 The height of blockchain {{ $labels.blockchain }} on ledger node
-                {{ $labels.node }} has not changed in %s of probes.
+                {{ $labels.node }} has not changed in %s of probes, while transactions are
+                pending or a vote session is open.
               ||| % utils.durationText($._config.probeStalledWindow),
             },
           },

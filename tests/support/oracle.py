@@ -156,7 +156,8 @@ class BlockchainCollector(Collector):
     SPECS = tuple(
         spec
         for spec in m.ALL
-        if spec.name.startswith("ledger_blockchain_") and spec not in m.NETWORK_FAMILIES
+        if spec.name.startswith("ledger_blockchain_")
+        and spec not in m.NETWORK_FAMILIES + m.CONSENSUS_FAMILIES
     )
 
     def __init__(self, snapshot: Snapshot) -> None:
@@ -190,6 +191,38 @@ class BlockchainCollector(Collector):
             families.add(m.CHAIN_FEATURE, {**labels, "feature": feature}, enabled)
 
 
+class ConsensusCollector(Collector):
+    """Each chain followed across cycles by the daemon's history (README, "Consensus health").
+
+    # TYPE ledger_blockchain_vote_session_age_seconds gauge
+    # TYPE ledger_blockchain_vote_round_changes_total counter
+    # TYPE ledger_blockchain_leader_failed_rounds_total counter  (label leader)
+    # TYPE ledger_blockchain_council_changes_total counter
+    """
+
+    SPECS = m.CONSENSUS_FAMILIES
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        families = _Families(self.SPECS)
+        for node in self._snapshot.nodes:
+            base: Labels = {"node": node.name, **dict(node.labels)}
+            for chain in node.chains:
+                followed = chain.consensus
+                if followed is None:
+                    continue
+                labels = {**base, "blockchain": chain.blockchain}
+                families.add(m.CHAIN_VOTE_SESSION_AGE, labels, followed.session_age)
+                families.add(m.CHAIN_VOTE_ROUND_CHANGES, labels, followed.round_changes)
+                for leader, count in followed.leader_failures:
+                    leader_labels = {**labels, "leader": leader}
+                    families.add(m.CHAIN_LEADER_FAILED_ROUNDS, leader_labels, count)
+                families.add(m.CHAIN_COUNCIL_CHANGES, labels, followed.council_changes)
+        return iter(families)
+
+
 class NetworkCollector(Collector):
     """Cross-node checks over the up polled nodes (README, "The network as a whole").
 
@@ -198,6 +231,10 @@ class NetworkCollector(Collector):
     # TYPE ledger_blockchain_checkpoint_agrees gauge  (labels node, blockchain)
     # TYPE ledger_network_blockchain_council_views gauge  (label blockchain)
     # TYPE ledger_blockchain_council_agrees gauge  (labels node, blockchain)
+    # TYPE ledger_network_blockchain_consensus_views gauge  (label blockchain)
+    # TYPE ledger_blockchain_consensus_agrees gauge  (labels node, blockchain)
+    # TYPE ledger_network_blockchain_council_members_polled gauge  (label blockchain)
+    # TYPE ledger_network_blockchain_council_members_up gauge  (label blockchain)
     # TYPE ledger_network_peer_partitions gauge
     # TYPE ledger_node_polled_peers gauge  (label node)
     """
@@ -218,9 +255,14 @@ class NetworkCollector(Collector):
             families.add(m.NETWORK_CHECKPOINT_HEIGHT, network, chain.checkpoint_height)
             families.add(m.NETWORK_CHECKPOINT_HASHES, network, chain.checkpoint_hashes)
             families.add(m.NETWORK_COUNCIL_VIEWS, network, chain.council_views)
+            families.add(m.NETWORK_CONSENSUS_VIEWS, network, chain.consensus_views)
+            polled, up = chain.council_members_polled, chain.council_members_up
+            families.add(m.NETWORK_COUNCIL_MEMBERS_POLLED, network, polled)
+            families.add(m.NETWORK_COUNCIL_MEMBERS_UP, network, up)
             for spec, agreement in (
                 (m.CHAIN_CHECKPOINT_AGREES, chain.block_agrees),
                 (m.CHAIN_COUNCIL_AGREES, chain.council_agrees),
+                (m.CHAIN_CONSENSUS_AGREES, chain.consensus_agrees),
             ):
                 for node, agrees in agreement:
                     if node in nodes:
@@ -278,6 +320,7 @@ def snapshot_collectors(snapshot: Snapshot) -> tuple[Collector, ...]:
         ExporterCollector(snapshot),
         NodeCollector(snapshot),
         BlockchainCollector(snapshot),
+        ConsensusCollector(snapshot),
         NetworkCollector(snapshot),
         WatchCollector(snapshot.watch),
     )
