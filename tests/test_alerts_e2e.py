@@ -4,16 +4,12 @@ A ``SimulatedNetwork`` (7 nodes, 2 chains, a block every 0.5 s, seed 5) is polle
 ``python -m exporter``; Prometheus scrapes the exporter every second, evaluates every second and
 loads ``deploy/prometheus/rules.yml`` unchanged and a shortened copy of ``alerts.yml``.
 
-**Shortening** (:func:`shorten_rules`, tested below): every time in the alert rules is divided
-by ``SCALE = 60``, so a minute becomes a second and the rules keep their proportions (e.g. the
-10m window of LedgerNodeScrapeErrors still expires before its 15m ``for``). That covers every
-``for`` (2m -> 2s, 30m -> 30s), every range window and subquery step (``[5m]`` -> ``[5s]``) and
-every age: ``time() - <timestamp>`` and the ``*_age_seconds`` gauges are multiplied by SCALE,
-so each age threshold is reached SCALE times sooner, whether it is a number (a fallback of
-600 s) or comes from the nodes' own settings (the stall rule's txMaxTimeTrigger +
-consensusTimeout + grace, the stuck session's consensus timeouts). Counts (blocks, peers,
-messages, rounds) stay as they are, and nothing else in an expression changes, so the test
-proves the real expressions and their label guards.
+**Shortening** (``tests/support/scaling.py``, tested below): every time in the alert rules is
+divided by ``SCALE = 60``, so a minute becomes a second and the rules keep their proportions
+(e.g. the 10m window of LedgerNodeScrapeErrors still expires before its 15m ``for``); ages
+(``time() - <timestamp>``, ``*_age_seconds``) are multiplied by SCALE, so thresholds from the
+nodes' own settings shorten too. Counts stay as they are, so the test proves the real
+expressions and their label guards.
 
 **The network's own behaviour.** Peer links flap and a vote session now and then reaches round
 4, so LedgerNodePeersLow and LedgerVoteRoundsEscalating may go *pending* on a healthy network;
@@ -31,7 +27,6 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,6 +37,14 @@ from tests.support.http import fetch
 from tests.support.monitoring import DASHBOARDS, PROM_DIR, variable_query, walk_panels
 from tests.support.processes import ExporterProcess
 from tests.support.prometheus import PrometheusServer
+from tests.support.scaling import (
+    duration_ms,
+    load_rules,
+    scaled,
+    shorten_expr,
+    shorten_rules,
+    write_shortened,
+)
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -52,78 +55,12 @@ FLAPPING = frozenset({"LedgerNodePeersLow", "LedgerVoteRoundsEscalating"})
 TOKEN, WALLET = "karma-token", "treasury"  # the names of the stack's watched objects
 Alert = dict[str, Any]
 
-# --- shortening the alert rules ------------------------------------------------------------
-
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
-_PART = re.compile(r"(\d+)(ms|s|m|h|d|w)")
-_RANGE = re.compile(r"\[(\w+)(:\w*)?\]")
-_OFFSET = re.compile(r"\boffset\s+(\w+)")
-#: An age: seconds since a timestamp, or a gauge of one (``..._age_seconds{...}``).
-_AGE = re.compile(
-    r"time\(\)\s*-\s*[a-zA-Z_:][\w:]*(?:\{[^}]*\})?"
-    r"|\b[a-zA-Z_:][\w:]*_age_seconds(?:\{[^}]*\})?(?![\w:])"
-)
-
-
-def duration_ms(text: str) -> int:
-    """Milliseconds of a Prometheus duration such as ``1m30s`` or ``500ms``."""
-    if not re.fullmatch(r"(?:\d+(?:ms|s|m|h|d|w))+", text):
-        raise ValueError(f"not a Prometheus duration: {text!r}")
-    return sum(int(count) * _UNIT_MS[unit] for count, unit in _PART.findall(text))
-
-
-def scaled(text: str) -> str:
-    """``text`` divided by SCALE, in whole seconds when possible (``2m`` -> ``2s``)."""
-    ms = duration_ms(text) // SCALE
-    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
-
-
-def shorten_expr(expr: str) -> str:
-    """``expr`` with its range windows and offsets divided by SCALE and its ages multiplied
-    by it."""
-    if "@" in expr:
-        raise ValueError(f"cannot shorten @ modifiers: {expr!r}")
-
-    def window(match: re.Match[str]) -> str:
-        step = match[2] or ""
-        return f"[{scaled(match[1])}{':' + scaled(step[1:]) if step[1:] else step}]"
-
-    def age(match: re.Match[str]) -> str:
-        return f"({SCALE} * ({match[0]}))"
-
-    def offset(match: re.Match[str]) -> str:
-        return f"offset {scaled(match[1])}"
-
-    return _AGE.sub(age, _OFFSET.sub(offset, _RANGE.sub(window, expr)))
-
-
-def shorten_rules(document: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a rule file with every ``for`` and every expression shortened."""
-    groups = []
-    for group in document["groups"]:
-        rules = []
-        for rule in group["rules"]:
-            short = {**rule, "expr": shorten_expr(rule["expr"])}
-            if "for" in rule:
-                short["for"] = scaled(rule["for"])
-            rules.append(short)
-        groups.append({**group, "rules": rules})
-    return {**document, "groups": groups}
-
-
-def load_rules(path: Path) -> dict[str, Any]:
-    return {
-        rule.get("alert") or rule["record"]: rule
-        for group in yaml.safe_load(path.read_text(encoding="utf-8"))["groups"]
-        for rule in group["rules"]
-    }
-
 
 @pytest.mark.parametrize(
     ("text", "expected"), [("2m", "2s"), ("30m", "30s"), ("1h", "60s"), ("90s", "1500ms")]
 )
 def test_durations_scale_down(text: str, expected: str) -> None:
-    assert scaled(text) == expected
+    assert scaled(text, SCALE) == expected
     assert duration_ms(expected) * SCALE == duration_ms(text)
 
 
@@ -147,17 +84,19 @@ def test_durations_scale_down(text: str, expected: str) -> None:
     ],
 )
 def test_shorten_expr(expr: str, expected: str) -> None:
-    assert shorten_expr(expr) == expected
+    assert shorten_expr(expr, SCALE) == expected
 
 
 def test_shorten_refuses_what_it_cannot_scale() -> None:
     with pytest.raises(ValueError, match="@"):
-        shorten_expr("a @ 1700000000")
+        shorten_expr("a @ 1700000000", SCALE)
 
 
 def test_shortened_alerts_differ_only_in_their_timings() -> None:
     original = load_rules(PROM_DIR / "alerts.yml")
-    short = shorten_rules(yaml.safe_load((PROM_DIR / "alerts.yml").read_text(encoding="utf-8")))
+    short = shorten_rules(
+        yaml.safe_load((PROM_DIR / "alerts.yml").read_text(encoding="utf-8")), SCALE
+    )
     shortened = {rule["alert"]: rule for group in short["groups"] for rule in group["rules"]}
     assert shortened.keys() == original.keys()
     for name, rule in original.items():
@@ -198,9 +137,7 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     workdir = tmp_path_factory.mktemp("alerts-e2e")
-    alerts = workdir / "alerts-shortened.yml"
-    original = yaml.safe_load((PROM_DIR / "alerts.yml").read_text(encoding="utf-8"))
-    alerts.write_text(yaml.safe_dump(shorten_rules(original), sort_keys=False))
+    alerts = write_shortened(PROM_DIR / "alerts.yml", workdir / "alerts-shortened.yml", SCALE)
     with SimulatedNetwork(nodes=7, chains=2, block_interval=0.5, seed=5, port=0) as net:
         chains = {name: node["blockchains"] for name, node in net.listing()["nodes"].items()}
         config = workdir / "exporter.yml"
