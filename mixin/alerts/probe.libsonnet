@@ -30,12 +30,16 @@ local utils = import '../lib/utils.libsonnet';
           // least that old (a chain just discovered is not stalled), while work waits: as for
           // LedgerBlockHeightStalled, an idle chain (no pending transaction, no open vote
           // session) never fires. Series with the daemon's last-change timestamp are left to
-          // LedgerBlockHeightStalled, so nothing pages twice.
+          // LedgerBlockHeightStalled, so nothing pages twice. The height must still be read now:
+          // a node that stops answering leaves its last heights in the window, all equal once
+          // the earlier ones age out, and it is LedgerProbeFailed's (or LedgerNodeDown's, whose
+          // node has no last-change timestamp any more), never a stall.
           {
             alert: 'LedgerProbeBlockHeightStalled',
             expr: |||
               changes(ledger_blockchain_height{%(ledgerSelector)s}[%(probeStalledWindow)s]) == 0
               and ledger_blockchain_height{%(ledgerSelector)s} offset %(probeStalledWindow)s
+              and ledger_blockchain_height{%(ledgerSelector)s}
               unless on(node, blockchain) ledger_blockchain_height_last_change_timestamp_seconds{%(ledgerSelector)s}
               unless on(%(exporterInstanceLabels)s, node, blockchain) (
                 ledger_blockchain_pending_transactions{%(ledgerSelector)s} == 0
