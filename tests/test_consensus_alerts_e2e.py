@@ -318,6 +318,9 @@ def check_series(stack: Stack) -> None:
     assert where(stack, "ledger_blockchain_vote_session_age_seconds > 4") == pairs(STUCK)
     required = where(stack, "ledger_blockchain_vote_consensus_required == 3")
     assert pairs(STUCK) <= required, required  # a council of 4: 3 votes
+    # rounds that changed: on the stuck chain and the failing leader's, on every node read
+    changes = "increase(ledger_blockchain_vote_round_changes_total[30s]) >= 2"
+    assert where(stack, changes) == pairs(STUCK) | pairs(FAILING)
     # failed rounds, by the leader: each of the stuck chain's council in turn, and node-3
     failed = "increase(ledger_blockchain_leader_failed_rounds_total[30s]) >= 2"
     leaders = {(chain[STUCK], stack.node_id(member)) for member in stack.council(STUCK)}
