@@ -15,6 +15,11 @@ from typing import Any
 
 import pytest
 
+from tests import generation
+
+#: Hypothesis draws the same examples on every ``make test`` run; a campaign draws anew.
+generation.load_profile()
+
 REPO = Path(__file__).resolve().parent.parent
 TESTDATA = Path(__file__).resolve().parent / "testdata"
 
