@@ -24,7 +24,7 @@ from tests.conftest import FakeNode
 from tests.contract_oracle import Cycle, Request, check
 from tests.scenarios import CLOCKS, Answers, Fleet, captured_logs, config_of, fleets, samples
 
-EXAMPLES = 60
+EXAMPLES = 40
 
 
 @pytest.fixture(scope="module")
