@@ -23,6 +23,7 @@ from exporter.config.nodes import NodeConfig
 from exporter.poll.engine import (
     NOT_SENT,
     SHUT_DOWN,
+    UNSENDABLE,
     Engine,
     Request,
     Response,
@@ -225,6 +226,10 @@ def interpret(response: Response | TransferError, path: str, max_bytes: int) -> 
 _TRANSFER_ERRORS: dict[int, tuple[Reason, str]] = {
     pycurl.E_OPERATION_TIMEDOUT: (Reason.TIMEOUT, "no complete answer before the deadline"),
     SHUT_DOWN: (Reason.TIMEOUT, "the exporter shut down before the answer came"),
+    UNSENDABLE: (
+        Reason.CONNECTION,
+        "libcurl cannot take this request: a URL beyond ASCII, or a NUL in a header",
+    ),
     pycurl.E_COULDNT_RESOLVE_HOST: (Reason.CONNECTION, "name or service not known"),
     pycurl.E_PEER_FAILED_VERIFICATION: (Reason.CONNECTION, "certificate verify failed"),
     pycurl.E_SSL_CONNECT_ERROR: (Reason.CONNECTION, "TLS handshake failed"),
