@@ -3,16 +3,28 @@
 # dependencies, into a venv. Stage 2 copies only that venv onto a clean base: the final
 # image has no compiler, no build tooling, no wheels, no pip cache and no source tree.
 # Works with the classic builder and BuildKit alike (no RUN --mount).
+#
+# REVISION and BRANCH say what was built; they become ledger_exporter_build_info's labels
+# and `ledger-exporter --version`'s first line (the build context has no .git to ask):
+#   docker build --build-arg REVISION="$(git rev-parse HEAD)" \
+#     --build-arg BRANCH="$(git rev-parse --abbrev-ref HEAD)" -t ledger-exporter .
+# Left out, both are empty (unknown), as the metric contract says.
+ARG REVISION=""
+ARG BRANCH=""
 
 FROM python:3.11.11-slim-bookworm AS builder
 
+ARG REVISION
+ARG BRANCH
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE ./
+COPY pyproject.toml setup.py README.md LICENSE ./
 COPY exporter/ exporter/
 COPY ledger_simulator/ ledger_simulator/
+# setup.py writes exporter/BUILD_INFO into the wheel from these variables.
 # The venv has no pip of its own: the base image's pip installs into it from the
 # wheels just built, offline (--no-index), so only the wheel's contents land there.
-RUN pip wheel --no-cache-dir --wheel-dir /wheels . \
+RUN LEDGER_EXPORTER_BUILD_REVISION="${REVISION}" LEDGER_EXPORTER_BUILD_BRANCH="${BRANCH}" \
+       pip wheel --no-cache-dir --wheel-dir /wheels . \
     && python -m venv --without-pip /opt/venv \
     && python -m pip --python /opt/venv/bin/python install --no-cache-dir --no-index \
        --find-links=/wheels /wheels/ledger_exporter-*.whl
@@ -20,7 +32,7 @@ RUN pip wheel --no-cache-dir --wheel-dir /wheels . \
 FROM python:3.11.11-slim-bookworm
 
 ARG VERSION=dev
-ARG REVISION=unknown
+ARG REVISION
 LABEL org.opencontainers.image.title="ledger-exporter" \
       org.opencontainers.image.description="Prometheus exporter for the nodes of a permissioned peer-to-peer ledger network" \
       org.opencontainers.image.licenses="Apache-2.0" \
@@ -33,10 +45,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PATH="/opt/venv/bin:${PATH}"
 
 # Fixed numeric ids, so Kubernetes' runAsUser/runAsNonRoot and volume permissions can
-# rely on them; no home directory, no login shell.
+# rely on them; no home directory, no login shell. /var/lib/ledger-exporter, owned by that
+# user, holds the state file (the memory between cycles, kept across restarts).
 RUN groupadd --system --gid 65532 ledger \
     && useradd --system --no-log-init --uid 65532 --gid 65532 --no-create-home \
-       --home-dir /nonexistent --shell /usr/sbin/nologin ledger
+       --home-dir /nonexistent --shell /usr/sbin/nologin ledger \
+    && install -d -o 65532 -g 65532 -m 0700 /var/lib/ledger-exporter
 
 # Same base image as the builder, so the venv's python symlink resolves here too.
 COPY --from=builder /opt/venv /opt/venv
@@ -45,6 +59,9 @@ COPY config/example.yml /etc/ledger-exporter/config.yml
 
 USER 65532:65532
 EXPOSE 9877
+# The state file's directory: a volume, so it stays writable with --read-only and a new
+# container started on the same volume keeps the height clocks (README, Container image).
+VOLUME ["/var/lib/ledger-exporter"]
 
 # No curl/wget in the image: the venv's Python probes the liveness endpoint itself
 # (urlopen raises on a refused connection or a non-2xx answer, so the exit code is 1).
@@ -52,4 +69,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9877/-/healthy', timeout=4)"]
 
 ENTRYPOINT ["ledger-exporter"]
-CMD ["--config.file=/etc/ledger-exporter/config.yml"]
+CMD ["--config.file=/etc/ledger-exporter/config.yml", "--state.file=/var/lib/ledger-exporter/state.json"]

@@ -10,7 +10,8 @@ process, node ``i`` under ``/n<i>/``): GET /health, then each chain it lists, JS
 ``--in-flight`` requests at once, keep-alive. It prints process CPU over requests and wall
 time per round. Designs: ``requests`` + a thread pool (the exporter before #10), ``urllib3``
 + a thread pool, and the exporter's engine (pycurl CurlMulti on one thread, epoll).
-aiohttp is measured only if it is installed (it is not a dependency).
+requests and aiohttp are measured only if installed (neither is a dependency; requests
+comes with the test extra's schemathesis).
 """
 
 from __future__ import annotations

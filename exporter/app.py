@@ -4,8 +4,10 @@
 
 It owns the current Exposition (swapped whole at the end of each cycle), readiness, and
 config reloads (``POST /-/reload`` or SIGHUP): a bad config keeps the old one running and sets
-``ledger_exporter_config_last_reload_successful`` to 0 at once. Reloads are coalesced: one
-runs at a time, at most one waits, at most one starts a second.
+``ledger_exporter_config_last_reload_successful`` to 0 at once; a good one sets it to 1 and
+``ledger_exporter_config_last_reload_success_timestamp_seconds`` to now (both first set at
+start). Reloads are coalesced: one runs at a time, at most one waits, at most one starts a
+second. The same handlers serve on every ``--web.listen-address``, one server each.
 """
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from http import HTTPStatus
 from types import FrameType
 
-from exporter import __version__
+from exporter.build import BuildInfo, this_build
 from exporter.config.exporter import Config, load_config
 from exporter.config.schema import ConfigError
 from exporter.config.web import WebConfig, load_web_config
@@ -30,10 +32,18 @@ from exporter.memory import Allocator
 from exporter.model.snapshot import Snapshot
 from exporter.poll.cycle import Poller
 from exporter.poll.probe import EngineProber
+from exporter.poll.state import StateFile
 from exporter.runtime import runtime_families
 from exporter.web.exposition import Exposition, Variant
 from exporter.web.probe import ProbeAnswer, Prober, ProbeSlots
-from exporter.web.server import ExporterServer, ReloadPendingError, ServerLimits
+from exporter.web.server import (
+    DEFAULT_TELEMETRY_PATH,
+    ExporterServer,
+    ListenError,
+    ReloadPendingError,
+    ServerLimits,
+    bind_servers,
+)
 
 log = logging.getLogger("ledger_exporter")
 RELOAD_SPACING_SECONDS = 1.0  # at most one reload (re-reading and checking the files) a second
@@ -85,21 +95,31 @@ class Exporter:
         config_path: str | None = None,
         clock: Callable[[], float] = time.time,
         allocator: Allocator | None = None,
+        *,
+        telemetry_path: str = DEFAULT_TELEMETRY_PATH,
+        build: BuildInfo | None = None,
+        state_file: str | None = None,
     ) -> None:
         self._config_path = config_path
         self._allocator = allocator or Allocator(None)
         self._lock = threading.Lock()
+        self._clock = clock
         self._reload_ok = True
+        self._reload_success_at = clock()  # the config was loaded just before: at start
+        self._reload_problems: tuple[str, ...] = ()  # of the last failed reload, for the page
         self._reloads = ReloadQueue()
-        self._renderer = Renderer()  # one for the process: it keeps label strings across cycles
-        self._exposition = self._exposed(Snapshot())
+        self.telemetry_path = telemetry_path
+        # one for the process: it keeps label strings across cycles
+        self._renderer = Renderer(build or this_build())
+        self._exposition = self._exposed(self._reload_state(Snapshot()))
         self._ready = threading.Event()
-        self._poller = Poller(config, self._publish, clock)
+        state = StateFile(state_file) if state_file else None  # --state.file: kept across restarts
+        self._poller = Poller(config, self._publish, clock, state=state)
         self._probe_engine: EngineProber | None = None  # made once probe mode is configured
         self._probe_slots = ProbeSlots()  # probes running, whichever config they started on
         self._prober: Prober | None = self._probing(config)
         self._threads: list[threading.Thread] = []
-        self._server: ExporterServer | None = None
+        self.servers: list[ExporterServer] = []  # one per listen address, once started
         self._web_config_path: str | None = None
 
     def exposition(self) -> Exposition:
@@ -109,7 +129,16 @@ class Exporter:
     def _exposed(self, snapshot: Snapshot, asked: tuple[Variant, ...] = ()) -> Exposition:
         """``snapshot`` as served, with the process's runtime families, rendered on demand
         (or ahead for the ``asked`` variants)."""
-        return Exposition(snapshot, asked, self._renderer, runtime_families)
+        return Exposition(snapshot, asked, self._renderer, runtime_families, self.telemetry_path)
+
+    def _reload_state(self, snapshot: Snapshot) -> Snapshot:
+        """``snapshot`` with the reload state as it is now (call holding the lock)."""
+        return replace(
+            snapshot,
+            config_reload_ok=self._reload_ok,
+            config_reload_success_at=self._reload_success_at,
+            config_reload_problems=self._reload_problems,
+        )
 
     def ready(self) -> bool:
         """True once the first polling cycle has finished."""
@@ -119,26 +148,30 @@ class Exporter:
         """Swap in the new snapshot, rendered first in the formats scrapers used last time."""
         self._allocator.trim()  # the cycle's bodies and documents are free: before rendering
         with self._lock:
-            reload_ok = self._reload_ok
+            fresh = self._reload_state(snapshot)
             asked = self._exposition.asked_for()
             page = self._exposition.page_asked()
         # Rendering takes a while on big fleets: scrapes meanwhile get the previous snapshot.
-        fresh = replace(snapshot, config_reload_ok=reload_ok)
         exposition = self._exposed(fresh).prepare(asked, page)
         with self._lock:
-            if reload_ok != self._reload_ok:  # a reload finished while this one rendered
-                fresh = replace(snapshot, config_reload_ok=self._reload_ok)
-                exposition = self._exposed(fresh, asked)
+            now = self._reload_state(snapshot)
+            if now != fresh:  # a reload finished while this one rendered
+                exposition = self._exposed(now, asked)
             self._exposition = exposition
         self._allocator.trim()  # the cycle's bodies and the previous snapshot are free now
         self._ready.set()
 
-    def _set_reload_ok(self, ok: bool) -> None:
+    def _set_reload_ok(self, ok: bool, problems: tuple[str, ...] = ()) -> None:
+        """Record a reload's outcome, shown at once: a failure sets the flag to 0 and keeps
+        ``problems`` (secret-free) for the status page, a success sets the flag to 1 and the
+        success time to now."""
         with self._lock:
-            if ok == self._reload_ok:  # unchanged: keep what was rendered
-                return
-            self._reload_ok = ok
-            snapshot = replace(self._exposition.snapshot, config_reload_ok=ok)
+            if not ok and (ok, problems) == (self._reload_ok, self._reload_problems):
+                return  # unchanged: keep what was rendered
+            self._reload_ok, self._reload_problems = ok, problems
+            if ok:
+                self._reload_success_at = self._clock()
+            snapshot = self._reload_state(self._exposition.snapshot)
             self._exposition = self._exposed(snapshot, self._exposition.asked_for())
 
     def reload(self) -> None:
@@ -154,15 +187,16 @@ class Exporter:
             config = load_config(self._config_path)
             web = load_web_config(self._web_config_path) if self._web_config_path else None
         except ConfigError as error:
-            self._set_reload_ok(False)
+            self._set_reload_ok(False, tuple(f"{error.source}: {p}" for p in error.problems))
             log.error(
                 "config reload failed, keeping the running config",
                 extra={"fields": {"file": error.source, "problems": "; ".join(error.problems)}},
             )
             raise
         self._poller.apply(config)
-        if web is not None and self._server is not None:
-            self._server.use_web_config(web)
+        if web is not None:
+            for server in self.servers:
+                server.use_web_config(web)
         self._prober = self._probing(config)
         self._set_reload_ok(True)
         log.info("config reloaded", extra={"fields": {"nodes": len(config.nodes)}})
@@ -191,21 +225,24 @@ class Exporter:
 
     def start(
         self,
-        listen_address: str,
+        listen_address: str | Sequence[str],
         web: WebConfig | None = None,
         web_config_path: str | None = None,
         limits: ServerLimits | None = None,
     ) -> ExporterServer:
-        """Bind the server (raises OSError if the port is taken), then start both threads.
-        A reload re-reads ``web_config_path`` too; a bad one keeps the running web config."""
+        """Bind a server on each address (all or none: ListenError, an OSError, names the one
+        that failed), then start their threads and the poll thread; returns the first server
+        (``servers`` has them all). A reload re-reads ``web_config_path`` too; a bad one keeps
+        the running web config."""
+        addresses = [listen_address] if isinstance(listen_address, str) else list(listen_address)
         self._web_config_path = web_config_path
-        self._server = ExporterServer(listen_address, self, web, limits)
-        serve = self._server.serve_forever
-        for target, name in ((serve, "http"), (self._poller.run, "poll")):
+        self.servers = bind_servers(addresses, self, web, limits, self.telemetry_path)
+        targets = [(server.serve_forever, "http") for server in self.servers]
+        for target, name in (*targets, (self._poller.run, "poll")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
-        return self._server
+        return self.servers[0]
 
     def stop(self) -> None:
         """Stop serving and polling; returns once the server socket is closed."""
@@ -213,9 +250,9 @@ class Exporter:
         self._prober = None
         if self._probe_engine is not None:
             self._probe_engine.close()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        for server in self.servers:
+            server.shutdown()
+            server.server_close()
         for thread in self._threads:
             thread.join(timeout=5)
 
@@ -223,33 +260,36 @@ class Exporter:
 def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
     config: Config,
     config_path: str | None,
-    listen_address: str,
+    listen_addresses: str | Sequence[str],
     web: WebConfig | None,
     web_config_path: str | None = None,
     limits: ServerLimits | None = None,
+    *,
+    telemetry_path: str = DEFAULT_TELEMETRY_PATH,
+    state_file: str | None = None,
 ) -> int:
-    """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config)."""
+    """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config). Returns
+    1 at once when an address cannot be bound. With ``state_file``, the memory between
+    cycles is read at start and kept there."""
     allocator = Allocator.of_this_process()
     allocator.tune()  # before the exporter's threads start: each may get an arena
-    exporter = Exporter(config, config_path, allocator=allocator)
-    try:
-        server = exporter.start(listen_address, web, web_config_path, limits)
-    except (OSError, ValueError) as error:
-        log.error(
-            "cannot listen", extra={"fields": {"address": listen_address, "error": str(error)}}
-        )
-        return 1
-    log.info(
-        "ledger-exporter started",
-        extra={
-            "fields": {
-                "version": __version__,
-                "address": listen_address,
-                "port": server.port,
-                "nodes": len(config.nodes),
-            }
-        },
+    exporter = Exporter(
+        config,
+        config_path,
+        allocator=allocator,
+        telemetry_path=telemetry_path,
+        state_file=state_file,
     )
+    try:
+        exporter.start(listen_addresses, web, web_config_path, limits)
+    except ListenError as error:
+        fields = {"address": error.address, "error": error.strerror}
+        log.error("cannot listen: --web.listen-address %s", error, extra={"fields": fields})
+        return 1
+    except (OSError, ValueError) as error:  # the TLS context of a web config changed since
+        log.error("cannot listen", extra={"fields": {"error": str(error)}})
+        return 1
+    _log_started(exporter, config, web)
     stop = threading.Event()
 
     def on_stop(signum: int, frame: FrameType | None) -> None:
@@ -266,6 +306,30 @@ def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
     log.info("shutting down")
     exporter.stop()  # the engine ends every request still out: nothing is left to wait for
     return 0
+
+
+def _log_started(exporter: Exporter, config: Config, web: WebConfig | None) -> None:
+    """One line per listener (as exporter-toolkit logs them), then the start itself."""
+    tls = web is not None and web.tls is not None
+    for server in exporter.servers:
+        fields = {"address": server.listen_address, "port": server.port, "tls": str(tls).lower()}
+        log.info("listening", extra={"fields": fields})
+    if tls and web is not None and web.http2:
+        log.info(
+            "http_server_config.http2 is true, but HTTP/2 is not served: HTTP/1.1 only",
+            extra={"fields": {}},
+        )
+    build, first = this_build(), exporter.servers[0]
+    fields = {
+        "version": build.version,
+        "revision": build.revision or "unknown",
+        "branch": build.branch or "unknown",
+        "address": first.listen_address,
+        "port": first.port,
+        "telemetry_path": exporter.telemetry_path,
+        "nodes": len(config.nodes),
+    }
+    log.info("ledger-exporter started", extra={"fields": fields})
 
 
 def _reload_quietly(exporter: Exporter) -> None:

@@ -35,6 +35,16 @@ DEFAULT_MAX_AUTH_GROUPS_PER_WALLET = 32
 #: Characters of a label value taken from a node's answer; a longer value is not exported.
 #: A PEM RSA-4096 public key (about 800 characters) fits.
 DEFAULT_MAX_LABEL_VALUE_LENGTH = 1024
+#: Vote sessions followed across cycles per node and chain (the first ones by id): what the
+#: exporter remembers of each open session. A chain has one open session, rarely a few.
+DEFAULT_MAX_VOTE_SESSIONS_PER_CHAIN = 16
+#: ``ledger_blockchain_leader_failed_rounds_total`` series per node and chain: the council's
+#: keys (the first ones by name), then other leaders from their first failure. Councils have
+#: tens of members.
+DEFAULT_MAX_LEADERS_PER_CHAIN = 128
+#: A vote session id the exporter remembers (it is no label): a hash or a UUID is under 100
+#: characters; a longer id is not followed (and counted as a dropped vote session).
+MAX_SESSION_ID_CHARS = 256
 
 
 class DropKind(Enum):
@@ -44,6 +54,8 @@ class DropKind(Enum):
     FEATURE = "feature"  # feature flags beyond max_features_per_chain
     AUTH_GROUP = "auth_group"  # auth groups beyond max_auth_groups_per_wallet
     LABEL_VALUE = "label_value"  # label values longer than max_label_value_length
+    VOTE_SESSION = "vote_session"  # vote sessions beyond max_vote_sessions_per_chain
+    LEADER = "leader"  # leader keys beyond max_leaders_per_chain
 
 
 #: The config key that sets each bound, for the log lines that name it.
@@ -52,6 +64,8 @@ SETTINGS = {
     DropKind.FEATURE: "max_features_per_chain",
     DropKind.AUTH_GROUP: "max_auth_groups_per_wallet",
     DropKind.LABEL_VALUE: "max_label_value_length",
+    DropKind.VOTE_SESSION: "max_vote_sessions_per_chain",
+    DropKind.LEADER: "max_leaders_per_chain",
 }
 
 
@@ -62,6 +76,8 @@ class Bounds:
     features_per_chain: int = DEFAULT_MAX_FEATURES_PER_CHAIN
     auth_groups_per_wallet: int = DEFAULT_MAX_AUTH_GROUPS_PER_WALLET
     label_value_length: int = DEFAULT_MAX_LABEL_VALUE_LENGTH
+    vote_sessions_per_chain: int = DEFAULT_MAX_VOTE_SESSIONS_PER_CHAIN
+    leaders_per_chain: int = DEFAULT_MAX_LEADERS_PER_CHAIN
 
 
 #: The bounds of a config that sets none of them.
@@ -75,9 +91,12 @@ class Dropped:
     features: int = 0
     auth_groups: int = 0
     label_values: int = 0
+    vote_sessions: int = 0
+    leaders: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.features or self.auth_groups or self.label_values)
+        counts = (self.features, self.auth_groups, self.label_values, self.vote_sessions)
+        return any(counts) or bool(self.leaders)
 
 
 #: The one Dropped of every answer within its bounds (nearly all of them).

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from exporter import __version__
+from exporter.build import this_build
 from exporter.config.exporter import Config, load_config
 from exporter.config.schema import ConfigError
 from exporter.config.web import WebConfig, load_web_config
@@ -27,6 +27,8 @@ from exporter.flags import (
     env_name,
     listen_address,
     positive_duration,
+    state_file,
+    telemetry_path,
     whole_number,
 )
 from exporter.logs import setup_logging
@@ -36,15 +38,17 @@ from exporter.web.httpserver import ServerLimits
 COMMANDS = "ledger_exporter.commands"
 
 #: What each flag that an environment variable may set defaults to.
-DEFAULTS: dict[str, str | float | None] = {
+DEFAULTS: dict[str, str | float | list[str] | None] = {
     "config_file": None,
-    "listen_address": ":9877",
+    "listen_address": [":9877"],
+    "telemetry_path": "/metrics",
     "web_config_file": None,
     "log_level": "info",
     "log_format": "logfmt",
     "read_header_timeout": 10.0,
     "idle_timeout": 60.0,
     "max_connections": 512,
+    "state_file": None,
 }
 
 
@@ -83,9 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--web.listen-address",
         dest="listen_address",
+        action="append",
         type=listen_address,
         metavar="ADDRESS",
-        help="host:port to serve metrics on, ':port' for all interfaces (default :9877)",
+        help="host:port to serve on, ':port' for all interfaces; repeat it to serve on several "
+        "(the variable: separated by commas) (default :9877)",
+    )
+    add(
+        "--web.telemetry-path",
+        dest="telemetry_path",
+        type=telemetry_path,
+        metavar="PATH",
+        help="path under which to serve the metrics (default /metrics)",
     )
     add(
         "--web.config.file",
@@ -94,12 +107,43 @@ def build_parser() -> argparse.ArgumentParser:
         help="exporter-toolkit web config: TLS and basic auth for the endpoints",
     )
     _add_server_limits(parser)
+    add(
+        "--state.file",
+        dest="state_file",
+        type=state_file,
+        metavar="FILE",
+        help="where the memory between cycles (when each chain's height last changed) is "
+        "kept across restarts; written atomically once a cycle and on shutdown (default: none)",
+    )
     add_log_flags(parser, defaults=False)
-    add("--version", action="version", version=f"ledger-exporter {__version__}")
+    add(
+        "--version",
+        action=VersionAction,
+        help="print the version, revision, branch, build and Python version, and exit",
+    )
     for action in parser._actions:
         if action.dest in DEFAULTS and action.help:
             action.help += f" [env {env_name(action.option_strings[0].lstrip('-'))}]"
     return parser
+
+
+class VersionAction(argparse.Action):
+    """``--version``: the build, in the lines ``prometheus --version`` prints, then exit 0."""
+
+    def __init__(
+        self, option_strings: list[str], dest: str, default: object = None, help: str | None = None
+    ) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        sys.stdout.write(this_build().version_text(parser.prog))
+        parser.exit()
 
 
 def _add_server_limits(parser: argparse.ArgumentParser) -> None:
@@ -169,6 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ledger-exporter: {warning}", file=sys.stderr)
     if not args.config_file:
         parser.error("--config.file is required (or LEDGER_EXPORTER_CONFIG_FILE)")
+    repeated = [a for i, a in enumerate(args.listen_address) if a in args.listen_address[:i]]
+    if repeated:
+        parser.error(f"--web.listen-address {repeated[0]!r} is given twice")
     loaded = _load(args)
     if loaded is None:
         return 1
@@ -181,11 +228,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         if contracts or wallets:
             summary += f", watching {contracts} contract(s) and {wallets} wallet(s)"
         print(summary)
+        if web is not None:
+            print(f"{args.web_config_file}: OK, {web.summary()}")
         return 0
     setup_logging(args.log_level, args.log_format)
     # Only here: a sub-command (the simulator's) never loads the exporter proper (pycurl, ...).
     from exporter.app import serve  # noqa: PLC0415
 
     return serve(
-        config, args.config_file, args.listen_address, web, args.web_config_file, _limits(args)
+        config,
+        args.config_file,
+        args.listen_address,
+        web,
+        args.web_config_file,
+        _limits(args),
+        telemetry_path=args.telemetry_path,
+        state_file=args.state_file,
     )

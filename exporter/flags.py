@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
+import re
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
@@ -150,6 +152,62 @@ def listen_address(text: str) -> str:
     return text
 
 
+#: The exporter's other endpoints (exporter/web/server.py), which the telemetry path must
+#: not hide; everything under /-/ is kept for them.
+RESERVED_PATHS = ("/", "/-/healthy", "/-/ready", "/-/reload", "/probe")
+#: A path as clients send it: RFC 3986 path characters, percent-encodings whole.
+_URL_PATH = re.compile(r"(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)+")
+
+
+def telemetry_path(path: str) -> str:
+    """``/metrics`` or another path the metrics can be served on: absolute, as a client sends
+    it (no query, fragment, space or other character to encode), and none of the other
+    endpoints."""
+    if not path.startswith("/"):
+        raise argparse.ArgumentTypeError(
+            f"telemetry path {path!r} must start with '/', e.g. /metrics"
+        )
+    if not _URL_PATH.fullmatch(path):
+        raise argparse.ArgumentTypeError(
+            f"telemetry path {path!r} may hold only letters, digits, '/' and -._~!$&'()*+,;=:@ "
+            "(percent-encode anything else; no query or fragment)"
+        )
+    if path in RESERVED_PATHS or path.startswith("/-/"):
+        raise argparse.ArgumentTypeError(
+            f"telemetry path {path!r} would hide another endpoint: not /, /probe or under /-/"
+        )
+    return path
+
+
+#: How one environment variable gives a repeatable flag several values: commas, or newlines
+#: as kingpin (the Go exporters' flag library) reads them.
+VALUES_SEPARATOR = re.compile(r"\s*[,\n]\s*")
+
+
+def from_environment(action: argparse.Action, text: str) -> Any:
+    """A flag's value from its variable, checked as the flag's (each of a repeatable one's)."""
+    check: Callable[[str], Any] = action.type if callable(action.type) else str
+    if not isinstance(action, argparse._AppendAction):
+        return check(text)
+    values = VALUES_SEPARATOR.split(text.strip())
+    if "" in values:
+        raise argparse.ArgumentTypeError("separate the values with commas, none of them empty")
+    return [check(value) for value in values]
+
+
+def state_file(text: str) -> str:
+    """A file path for ``--state.file``: not empty, not a directory (the file goes in one).
+    Whether it exists or can be read is found out at start, and never stops the exporter."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected the path of a file, got nothing")
+    if text.endswith("/") or os.path.isdir(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a directory; name a file in it, such as "
+            f"{os.path.join(text, 'ledger-exporter-state.json')}"
+        )
+    return text
+
+
 def env_name(flag: str) -> str:
     """``web.listen-address`` -> ``LEDGER_EXPORTER_WEB_LISTEN_ADDRESS``."""
     return ENV_PREFIX + flag.upper().replace(".", "_").replace("-", "_")
@@ -179,7 +237,7 @@ def apply_environment(
             setattr(args, action.dest, defaults[action.dest])
             continue
         try:
-            value = action.type(text) if callable(action.type) else text
+            value = from_environment(action, text)
         except argparse.ArgumentTypeError as error:
             parser.error(f"environment variable {name}={text!r}: {error}")
         setattr(args, action.dest, value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,11 +52,16 @@ def _logfmt_value(value: Any) -> str:
     return f'"{escaped}"'
 
 
+def logfmt(fields: Mapping[str, Any]) -> str:
+    """``key=value key="a value"``: one logfmt line (the log's, and ``/probe``'s debug answer)."""
+    return " ".join(f"{key}={_logfmt_value(value)}" for key, value in fields.items())
+
+
 class LogfmtFormatter(logging.Formatter):
     """``ts=... level=info msg="..." key=value``."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return " ".join(f"{key}={_logfmt_value(value)}" for key, value in _fields(record).items())
+        return logfmt(_fields(record))
 
 
 class JsonFormatter(logging.Formatter):

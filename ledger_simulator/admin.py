@@ -8,16 +8,17 @@ from typing import Any
 
 from ledger_simulator.api import Response, error_response, json_response
 from ledger_simulator.errors import SimulatorError
-from ledger_simulator.faults import FaultRegistry
+from ledger_simulator.faults import FaultRegistry, FaultSpec
 from ledger_simulator.ids import DurationError, parse_go_duration
 from ledger_simulator.ledger import Ledger
 
 ENDPOINTS = {
     "faults": "GET lists the faults in force; POST switches one (JSON body)",
     "nodes": "GET lists node names with their base URL and blockchain ids",
-    "blockchains": "GET lists contract addresses per blockchain and the wallet addresses",
+    "blockchains": "GET lists per blockchain its contract addresses, round timeout and "
+    "council, and the wallet addresses",
 }
-SetFault = Callable[[str, str, bool, "str | None", float, "int | None", "str | None"], None]
+SetFault = Callable[[str, str, bool, "str | None", float, "int | None", "str | None", object], None]
 
 
 class AdminError(SimulatorError, ValueError):
@@ -60,30 +61,44 @@ class AdminApi:
     def post_fault(self, body: bytes) -> Response:
         """Switch one fault from a JSON body; 400 with the reason when it is refused."""
         try:
-            node, fault, enabled, chain, delay, height, target = parse_fault_request(body)
-            self.set_fault(node, fault, enabled, chain, delay, height, target)
+            enabled, spec = parse_fault_request(body)
+            self.set_fault(
+                spec.node,
+                spec.fault,
+                enabled,
+                spec.chain,
+                spec.delay_seconds,
+                spec.height,
+                spec.target,
+                spec.value,
+            )
         except SimulatorError as error:
             return error_response(400, str(error))
         return json_response(200, {"faults": self.faults.listing()})
 
     def catalog(self) -> dict[str, Any]:
-        """Contract addresses per chain and wallet addresses: starting points for endpoints
-        6 to 9 (transaction ids come from blocks and from contracts' deploymentTxId)."""
-        chain_ids = self.ledger.state.topology.chain_ids
+        """Per chain its contract addresses, the round timer of its consensus in seconds of
+        the simulation and its deployed council's node names; the wallet addresses: starting points
+        for endpoints 6 to 9 (transaction ids come from blocks and from contracts'
+        deploymentTxId) and for the consensus faults."""
+        state = self.ledger.state
+        top = state.topology
         return {
             "blockchains": {
-                chain_id: {"contracts": self.ledger.contract_addresses(index)}
-                for index, chain_id in enumerate(chain_ids)
+                chain_id: {
+                    "contracts": self.ledger.contract_addresses(index),
+                    "round_timeout_seconds": round(state.round_timeout(index), 6),
+                    "council": [top.node_name(member) for member in top.councils[index]],
+                }
+                for index, chain_id in enumerate(top.chain_ids)
             },
             "wallets": self.ledger.wallet_addresses(),
         }
 
 
-def parse_fault_request(
-    body: bytes,
-) -> tuple[str, str, bool, str | None, float, int | None, str | None]:
-    """``{"node", "fault", "enabled"?, "chain"?, "delay_seconds"?, "height"?, "target"?}`` ->
-    checked values."""
+def parse_fault_request(body: bytes) -> tuple[bool, FaultSpec]:
+    """``{"node", "fault", "enabled"?, "chain"?, "delay_seconds"?, "height"?, "target"?,
+    "value"?}`` -> whether to switch it on, and the checked request."""
     try:
         document = json.loads(body or b"null")
     except (ValueError, UnicodeDecodeError) as error:
@@ -104,9 +119,15 @@ def parse_fault_request(
         raise AdminError('"height" must be a block height (an integer) or null')
     target = document.get("target")
     if target is not None and not isinstance(target, str):
-        raise AdminError('"target" must be a contract or wallet address string or null')
+        raise AdminError(
+            '"target" must be a string (a contract or wallet address, a council member, a '
+            "setting) or null"
+        )
+    value = document.get("value")
+    if value is not None and not isinstance(value, str | int | bool):
+        raise AdminError('"value" must be a string, a whole number, true or false, or null')
     delay = parse_delay(document.get("delay_seconds"))
-    return node, fault, enabled, chain, delay, height, target
+    return enabled, FaultSpec(node, fault, chain, delay, height, target, value)
 
 
 def parse_delay(value: object) -> float:

@@ -120,14 +120,14 @@ class NodeApi:
                 return self.state.blockchain(node, chain, now)
             case ["blocks"]:
                 height = parse_height(query_value(query, "height"))
-                return ledger.block(node, chain, height, self.height(node, chain, now))
+                return ledger.block(self.state.view(node, chain, now), height)
             case ["contracts", address]:
                 return ledger.contract(chain, address, self.faults(node, chain))
             case ["contracts", address, "state"]:
                 height = self.height(node, chain, now)
                 return ledger.contract_state(chain, address, height, self.faults(node, chain))
             case ["contracts", address, "trace", tx]:
-                return ledger.trace(chain, address, tx, self.height(node, chain, now))
+                return ledger.trace(self.state.view(node, chain, now), address, tx)
         raise NotFoundError("no such endpoint: /blockchains/{id}/" + "/".join(rest))
 
     def tracked(self, node: int, chain_id: str) -> int:

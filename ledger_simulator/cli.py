@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 import threading
 from collections.abc import Sequence
-from types import FrameType
 
 from exporter.flags import (
     Parser,
@@ -22,6 +20,7 @@ from ledger_simulator.errors import SimulatorError
 from ledger_simulator.faults import parse_fault_spec
 from ledger_simulator.ids import go_duration
 from ledger_simulator.network import LAYOUTS, SimulatedNetwork
+from ledger_simulator.stopping import stop_on_signals, wait_until_stopped
 
 LISTED_NODES = 10  # more nodes than this are summarised on start
 log = logging.getLogger("ledger_exporter.simulator")
@@ -60,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NODE:FAULT[=VALUE][:CHAIN]",
-        help="switch a fault on at start, e.g. node-2:stall, node-3:slow=5s (repeatable)",
+        help="switch a fault on at start, e.g. node-2:stall, node-3:slow=5s, "
+        "'*:session_stuck', '*:leader_failing=node-3' (repeatable)",
     )
     add_log_flags(parser, formats=False)
     return parser
@@ -74,6 +74,12 @@ def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
     setup_logging(args.log_level, "logfmt")  # the exporter's logfmt output on stderr
+    with stop_on_signals(stop or threading.Event()) as stopped:
+        return _simulate(args, stopped)
+
+
+def _simulate(args: argparse.Namespace, stop: threading.Event) -> int:
+    """Start the network with the faults asked for, print where it is, run until ``stop``."""
     host, port = args.listen_address
     network = SimulatedNetwork(
         args.nodes, args.chains, args.block_interval, args.seed, host, port, args.layout
@@ -89,6 +95,7 @@ def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None)
                 spec.delay_seconds,
                 spec.height,
                 spec.target,
+                spec.value,
             )
     except SimulatorError as error:
         print(f"ledger-exporter simulate: {error}", file=sys.stderr)
@@ -99,7 +106,7 @@ def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None)
         print(f"ledger-exporter simulate: {error}", file=sys.stderr)
         return 1
     print_summary(network, args.block_interval)
-    wait_for_stop(stop or threading.Event())
+    wait_until_stopped(stop)
     log.info("stopping the simulated network")
     network.stop()
     return 0
@@ -121,22 +128,3 @@ def print_summary(network: SimulatedNetwork, interval: float) -> None:
             lines.append(f"... {len(names) - 4} more; GET {network.admin_url}nodes lists them")
     lines.extend(f"blockchain: {chain}" for chain in network.chain_ids)
     print("\n".join(lines), flush=True)
-
-
-def wait_for_stop(stop: threading.Event) -> None:
-    """Block until ``stop`` is set or SIGINT/SIGTERM arrives (handlers only on the main
-    thread, where Python delivers signals)."""
-    if threading.current_thread() is not threading.main_thread():
-        stop.wait()
-        return
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        while not stop.wait(0.5):
-            pass
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import importlib.resources
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -20,7 +19,6 @@ import time
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 import yaml
 
@@ -39,6 +37,7 @@ from exporter.logs import setup_logging
 from exporter.web.httpserver import parse_listen_address
 from ledger_simulator import SimulatedNetwork
 from ledger_simulator.errors import SimulatorError
+from ledger_simulator.stopping import stop_on_signals, wait_until_stopped
 
 #: The project's rule files, shipped in the package (exporter/rules/) for the demo.
 RULE_FILES = ("rules.yml", "alerts.yml")
@@ -221,6 +220,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
     setup_logging(args.log_level, args.log_format)
+    with stop_on_signals(threading.Event()) as stop:
+        return _demo(args, stop)
+
+
+def _demo(args: argparse.Namespace, stop: threading.Event) -> int:
+    """Start the network, then the exporter (and Prometheus); run until ``stop``."""
     try:
         check_free(args.listen_address, "--web.listen-address")
         if args.prometheus:
@@ -233,17 +238,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ledger-exporter demo: {error}", file=sys.stderr)
         return 1
     try:
-        return _run(args, network)
+        return _run(args, network, stop)
     except DemoError as error:
         print(f"ledger-exporter demo: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:  # Ctrl-C before the demo was up: stop as quietly as after
-        return 130
     finally:
         network.stop()
 
 
-def _run(args: argparse.Namespace, network: SimulatedNetwork) -> int:
+def _run(args: argparse.Namespace, network: SimulatedNetwork, stop: threading.Event) -> int:
     """Start the exporter (and Prometheus), print where they are, wait for Ctrl-C."""
     exporter = Exporter(demo_config(network, args.scrape_interval))
     try:
@@ -255,14 +258,18 @@ def _run(args: argparse.Namespace, network: SimulatedNetwork) -> int:
         ) from None
     try:
         with tempfile.TemporaryDirectory(prefix="ledger-demo-") as workdir:
-            _serve(args, network, f"127.0.0.1:{server.port}", Path(workdir))
+            _serve(args, network, f"127.0.0.1:{server.port}", Path(workdir), stop)
     finally:
         exporter.stop()
     return 0
 
 
 def _serve(
-    args: argparse.Namespace, network: SimulatedNetwork, address: str, workdir: Path
+    args: argparse.Namespace,
+    network: SimulatedNetwork,
+    address: str,
+    workdir: Path,
+    stop: threading.Event,
 ) -> None:
     """Print where everything is, start Prometheus if asked, and wait for Ctrl-C."""
     print(f"Simulated network: {len(network.node_urls)} nodes, admin {network.admin_url}")
@@ -276,6 +283,10 @@ def _serve(
         f"Pause the watched contract on every node: curl -X POST {network.admin_url}faults "
         '-d \'{"node": "*", "fault": "contract_paused"}\''
     )
+    print(
+        f"Stick the first chain's vote session: curl -X POST {network.admin_url}faults "
+        f'-d \'{{"node": "*", "fault": "session_stuck", "chain": "{network.chain_ids[0]}"}}\''
+    )
     prometheus = None
     if args.prometheus:
         prometheus = start_prometheus(address, args.prometheus_address, workdir)
@@ -283,19 +294,7 @@ def _serve(
         print(f"Prometheus rules:      {', '.join(RULE_FILES)} (the project's)")
     print("Press Ctrl-C to stop.", flush=True)
     try:
-        _wait_for_signal()
+        wait_until_stopped(stop)
     finally:
         if prometheus is not None:
             _terminate(prometheus)
-
-
-def _wait_for_signal() -> None:
-    stop = threading.Event()
-
-    def on_stop(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_stop)
-    signal.signal(signal.SIGTERM, on_stop)
-    while not stop.wait(0.5):
-        pass

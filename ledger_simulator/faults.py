@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ledger_simulator.errors import SimulatorError
 from ledger_simulator.ids import DurationError, iso_utc, parse_go_duration
+from ledger_simulator.settings import SettingError, Value, parse_drift
 from ledger_simulator.topology import Topology
 
 FAULTS = (
@@ -25,12 +26,25 @@ FAULTS = (
     "contract_paused",
     "contract_upgraded",
     "wallet_disabled",
+    "session_stuck",
+    "leader_failing",
+    "consensus_drift",
+    "council_change",
+    "idle",
 )
 #: Faults that only make sense for a whole node (a partition cuts peer links, not chains).
 NODE_WIDE_ONLY = frozenset({"partition"})
 #: Faults on watched objects: they apply to one contract or wallet address (the ``target``) or,
 #: without one, to every contract or wallet of the chain; the node may be ``*``: every node.
 OBJECT_FAULTS = frozenset({"contract_paused", "contract_upgraded", "wallet_disabled"})
+#: Faults of the chain's consensus, which every node sees when switched for node ``*`` (one
+#: node alone: only that node's view of the chain).
+NETWORK_FAULTS = frozenset({"session_stuck", "leader_failing", "council_change", "idle"})
+#: Faults whose ``delay_seconds`` is the round timeout (0: the chain's own, scaled).
+ROUND_FAULTS = frozenset({"session_stuck", "leader_failing"})
+#: Faults whose ``target`` is a council member (a node name or nodeId), and whether it is
+#: required.
+MEMBER_FAULTS = {"leader_failing": True, "council_change": False}
 ALL_NODES = "*"
 DEFAULT_SLOW_SECONDS = 5.0
 #: The addresses an object fault may name: (fault, chain index or None for every chain) ->
@@ -56,12 +70,24 @@ class FaultKey:
 
 @dataclass(frozen=True)
 class FaultState:
-    """When a fault was switched on (clock time), for ``slow`` its delay and for ``fork``
-    the first height whose block differs (``None``: the first block after ``since``)."""
+    """When a fault was switched on (clock time), for ``slow`` its delay (for the round
+    faults their round timeout, 0: the chain's own), for ``fork`` the first height whose
+    block differs (``None``: the first block after ``since``), for ``consensus_drift`` the
+    value reported (``None``: the default change)."""
 
     since: float
     delay_seconds: float
     height: int | None = None
+    value: Value | None = None
+
+    def outranks(self, other: FaultState) -> bool:
+        """Of two switches of one fault at the same level (both node-wide or both for the
+        chain), the earlier one holds."""
+        return self.since < other.since
+
+
+#: Faults that may be on several times for one node and chain, once per ``target``.
+KEYED_FAULTS = frozenset({"leader_failing", "council_change", "consensus_drift"})
 
 
 @dataclass
@@ -79,21 +105,36 @@ class ActiveFaults:
     fork_per_chain: bool = False
     other_council: bool = False
     partition: bool = False
+    stuck: FaultState | None = None
+    idle_since: float | None = None
     names: set[str] = field(default_factory=set)
     objects: dict[str, set[str | None]] = field(default_factory=dict)
+    keyed: dict[str, dict[str | None, tuple[FaultState, bool]]] = field(default_factory=dict)
 
     def add(
         self, fault: str, state: FaultState, target: str | None = None, per_chain: bool = False
     ) -> None:
         """Merge one fault in force node-wide or (``per_chain``) for the chain. Both at once:
-        a stall keeps the earlier freeze, slow the longer delay, and fork the chain's own
-        (its height), whatever the order they were switched on in."""
+        a stall, a stuck session or an idle chain keeps the earlier switch, slow the longer
+        delay, and fork (and each failing leader, council change or drifted setting) the
+        chain's own, whatever the order they were switched on in."""
         self.names.add(fault)
         if fault in OBJECT_FAULTS:
             self.objects.setdefault(fault, set()).add(target)
+        elif fault in KEYED_FAULTS:
+            table = self.keyed.setdefault(fault, {})
+            held = table.get(target)
+            if held is None or prevails(state, per_chain, *held):
+                table[target] = (state, per_chain)
         elif fault == "stall":
             since = self.stall_since
             self.stall_since = state.since if since is None else min(since, state.since)
+        elif fault == "session_stuck":
+            if self.stuck is None or state.outranks(self.stuck):
+                self.stuck = state
+        elif fault == "idle":
+            since = self.idle_since
+            self.idle_since = state.since if since is None else min(since, state.since)
         elif fault == "fork":
             if self.fork is None or (per_chain and not self.fork_per_chain):
                 self.fork, self.fork_per_chain = state, per_chain
@@ -106,6 +147,19 @@ class ActiveFaults:
         """Whether object fault ``fault`` is in force for ``address`` (or all addresses)."""
         targets = self.objects.get(fault, set())
         return None in targets or address.lower() in targets
+
+    def targets(self, fault: str) -> dict[str | None, FaultState]:
+        """For a fault on once per target (a failing leader, a council member leaving, a
+        drifted setting): each target in force and its switch."""
+        return {target: held[0] for target, held in self.keyed.get(fault, {}).items()}
+
+
+def prevails(state: FaultState, per_chain: bool, held: FaultState, held_per_chain: bool) -> bool:
+    """Whether a switch of a fault replaces the one held for the same target: the chain's
+    own over the node-wide one, else the earlier one."""
+    if per_chain != held_per_chain:
+        return per_chain
+    return state.outranks(held)
 
 
 class FaultRegistry:
@@ -129,35 +183,44 @@ class FaultRegistry:
         now: float,
         height: int | None = None,
         target: str | None = None,
+        value: object = None,
     ) -> bool:
         """Switch a fault on or off; return whether anything changed. ``target``: the
-        address an object fault applies to (None: every contract or wallet of the chain)."""
-        key = self.validate(node, fault, chain, target)
+        address an object fault applies to (None: every contract or wallet of the chain),
+        the council member of ``leader_failing`` or ``council_change``, the setting of
+        ``consensus_drift``; ``value``: the value that setting takes."""
+        key = self.validate(node, fault, chain, target, value)
         if delay_seconds < 0:
             raise FaultError(f"delay_seconds must be >= 0, got {delay_seconds}")
         if height is not None and (fault != "fork" or height < 0):
             raise FaultError(f"height is for fork only and must be >= 0, got {height}")
-        delay = (delay_seconds or DEFAULT_SLOW_SECONDS) if fault == "slow" else 0.0
+        delay = 0.0
+        if fault == "slow":
+            delay = delay_seconds or DEFAULT_SLOW_SECONDS
+        elif fault in ROUND_FAULTS:
+            delay = delay_seconds
+        reported = self._drift_value(key, value) if fault == "consensus_drift" else None
         with self._lock:
             if not enabled:
                 return self._faults.pop(key, None) is not None
             previous = self._faults.get(key)
             since = previous.since if previous is not None else now
-            state = FaultState(since, delay, height)
+            state = FaultState(since, delay, height, reported)
             self._faults[key] = state
             return previous != state
 
     def validate(
-        self, node: str, fault: str, chain: str | None, target: str | None = None
+        self,
+        node: str,
+        fault: str,
+        chain: str | None,
+        target: str | None = None,
+        value: object = None,
     ) -> FaultKey:
         """Check names against the topology; FaultError says what is accepted."""
         if fault not in FAULTS:
             raise FaultError(f"unknown fault {fault!r}; choose one of: {', '.join(FAULTS)}")
-        if (target is not None or node == ALL_NODES) and fault not in OBJECT_FAULTS:
-            objects = ", ".join(sorted(OBJECT_FAULTS))
-            raise FaultError(f"a target address and node '*' are for {objects} only")
-        if target is not None and not target:
-            raise FaultError("the target address must not be empty")
+        check_scope(node, fault, target, value)
         try:
             if node != ALL_NODES:
                 self._topology.node_index(node)
@@ -166,10 +229,35 @@ class FaultRegistry:
             raise FaultError(str(error)) from None
         if chain is not None and fault in NODE_WIDE_ONLY:
             raise FaultError(f"{fault} applies to a whole node; switch it without a chain")
-        if target is not None and self._targets is not None:
-            known = self._targets(fault, chain_index)
-            check_target(known, fault, chain, target.lower())
-        return FaultKey(node, fault, chain, target.lower() if target else None)
+        return FaultKey(node, fault, chain, self._target(fault, chain, chain_index, target))
+
+    def _target(
+        self, fault: str, chain: str | None, chain_index: int | None, target: str | None
+    ) -> str | None:
+        """The target as the fault's key holds it: an address in lower case, a council
+        member's node name, a setting's name (``consensus_drift``: its default setting)."""
+        if target is None:
+            return parse_drift(None, None)[0] if fault == "consensus_drift" else None
+        if not target:
+            raise FaultError("the target address must not be empty")
+        try:
+            if fault in MEMBER_FAULTS:
+                member = self._topology.council_member(target, chain_index)
+                return self._topology.node_name(member)
+            if fault == "consensus_drift":
+                return parse_drift(target, None)[0]
+        except SimulatorError as error:
+            raise FaultError(f"{fault}: {error}") from None
+        if self._targets is not None:
+            check_target(self._targets(fault, chain_index), fault, chain, target.lower())
+        return target.lower()
+
+    def _drift_value(self, key: FaultKey, value: object) -> Value | None:
+        """The value ``consensus_drift`` reports for its setting (None: the default change)."""
+        try:
+            return parse_drift(key.target, value)[1]
+        except SettingError as error:
+            raise FaultError(str(error)) from None
 
     def active(self, node: str, chain: str | None = None) -> ActiveFaults:
         """Faults in force for ``node`` (node-wide, or set for every node) plus, if given,
@@ -202,10 +290,32 @@ class FaultRegistry:
                 "target": key.target,
                 "delay_seconds": state.delay_seconds,
                 "height": state.height,
+                "value": state.value,
                 "since": iso_utc(state.since),
             }
             for key, state in items
         ]
+
+
+def check_scope(node: str, fault: str, target: str | None, value: object) -> None:
+    """Refuse node ``*``, a target or a value for a fault that takes none."""
+    takes_target = OBJECT_FAULTS | MEMBER_FAULTS.keys() | {"consensus_drift"}
+    if (node == ALL_NODES and fault not in OBJECT_FAULTS | NETWORK_FAULTS) or (
+        target is not None and fault not in takes_target
+    ):
+        objects = ", ".join(sorted(OBJECT_FAULTS))
+        network = ", ".join(sorted(NETWORK_FAULTS))
+        raise FaultError(
+            f"a target address and node '*' are for {objects} only; node '*' also for "
+            f"{network}; a target also for leader_failing and council_change (a council "
+            "member) and consensus_drift (a setting)"
+        )
+    if fault in MEMBER_FAULTS and MEMBER_FAULTS[fault] and target is None:
+        raise FaultError(
+            f"{fault} needs a target: the failing leader's node name or nodeId (a council member)"
+        )
+    if value is not None and fault != "consensus_drift":
+        raise FaultError(f"a value is for consensus_drift only (the setting's value), not {fault}")
 
 
 def check_target(known: Collection[str], fault: str, chain: str | None, target: str) -> None:
@@ -221,7 +331,8 @@ def check_target(known: Collection[str], fault: str, chain: str | None, target: 
 
 @dataclass(frozen=True)
 class FaultSpec:
-    """A fault given on the command line: ``NODE:FAULT[=VALUE][:CHAIN]``."""
+    """A fault to switch: given on the command line as ``NODE:FAULT[=VALUE][:CHAIN]``, or
+    posted to the admin endpoint as JSON."""
 
     node: str
     fault: str
@@ -229,33 +340,51 @@ class FaultSpec:
     delay_seconds: float
     height: int | None = None
     target: str | None = None
+    value: str | int | bool | None = None  # consensus_drift's value (JSON or text)
 
 
 def parse_fault_spec(text: str) -> FaultSpec:
     """Parse ``node-2:stall``, ``node-3:slow=5s``, ``node-4:fork=1200``,
-    ``node-1:http_500:<chain id>`` or ``*:contract_paused=<address>:<chain id>``."""
+    ``node-1:http_500:<chain id>``, ``*:contract_paused=<address>:<chain id>``,
+    ``*:session_stuck=3s``, ``*:leader_failing=node-3,5s``, ``*:council_change=node-4`` or
+    ``node-2:consensus_drift=txMaxTimeTrigger=2m``."""
     parts = text.split(":", 2)
     if len(parts) < 2 or not parts[0] or not parts[1]:
         raise FaultError(
             f"invalid --fault {text!r}: use NODE:FAULT[=VALUE][:CHAIN], e.g. node-3:slow=5s"
         )
     fault, _, value = parts[1].partition("=")
-    delay, height, target = 0.0, None, None
-    if value and fault in OBJECT_FAULTS:
-        target = value
-    elif value and fault == "slow":
-        try:
-            delay = parse_go_duration(value)
-        except DurationError as error:
-            raise FaultError(f"invalid --fault {text!r}: {error}") from None
-    elif value and fault == "fork":
-        if not value.isdigit():
-            raise FaultError(f"invalid --fault {text!r}: fork=HEIGHT takes a block height")
-        height = int(value)
-    elif value:
-        raise FaultError(
-            f"invalid --fault {text!r}: only slow=DELAY and fork=HEIGHT take a value "
-            f"(and {', '.join(sorted(OBJECT_FAULTS))}=ADDRESS)"
-        )
     chain = parts[2] if len(parts) == 3 and parts[2] else None
-    return FaultSpec(parts[0], fault, chain, delay, height, target)
+    spec = FaultSpec(parts[0], fault, chain, 0.0)
+    if not value:
+        return spec
+    try:
+        return _with_value(spec, value)
+    except (DurationError, FaultError) as error:
+        raise FaultError(f"invalid --fault {text!r}: {error}") from None
+
+
+def _with_value(spec: FaultSpec, value: str) -> FaultSpec:
+    """``spec`` with the ``=VALUE`` of its fault; FaultError when the fault takes none."""
+    fault = spec.fault
+    if fault in OBJECT_FAULTS or fault == "council_change":
+        return replace(spec, target=value)
+    if fault in ("slow", "session_stuck"):
+        return replace(spec, delay_seconds=parse_go_duration(value))
+    if fault == "leader_failing":
+        leader, _, timeout = value.partition(",")
+        delay = parse_go_duration(timeout) if timeout else 0.0
+        return replace(spec, target=leader, delay_seconds=delay)
+    if fault == "consensus_drift":
+        setting, _, reported = value.partition("=")
+        return replace(spec, target=setting, value=reported or None)
+    if fault == "fork":
+        if not (value.isascii() and value.isdigit()):
+            raise FaultError("fork=HEIGHT takes a block height")
+        return replace(spec, height=int(value))
+    raise FaultError(
+        "only slow=DELAY and fork=HEIGHT take a value (and "
+        f"{', '.join(sorted(OBJECT_FAULTS))}=ADDRESS, session_stuck=ROUND_TIMEOUT, "
+        "leader_failing=MEMBER[,ROUND_TIMEOUT], council_change=MEMBER, "
+        "consensus_drift=SETTING[=VALUE])"
+    )

@@ -14,7 +14,7 @@ from typing import Any
 from ledger_simulator.errors import NotFoundError
 from ledger_simulator.faults import ActiveFaults
 from ledger_simulator.ids import hex_id, iso_utc, pick, public_key
-from ledger_simulator.state import SimState
+from ledger_simulator.state import ChainView, SimState
 
 WALLETS = 64
 DEPLOY_INDEX = 0xFFFF  # transaction index reserved for a contract's deployment
@@ -82,19 +82,21 @@ class Ledger:
         return pick(len(KINDS), self.seed, "tx-contract", chain, height, index)
 
     # endpoint 5 -----------------------------------------------------------------------------
-    def block(self, node: int, chain: int, height: int, node_height: int) -> dict[str, Any]:
-        """Block ``height`` as ``node`` has it; blocks exist for 0 .. the node's height."""
-        if height > node_height:
-            raise NotFoundError(f"block {height} not found: this node's height is {node_height}")
-        state = self.state
+    def block(self, view: ChainView, height: int) -> dict[str, Any]:
+        """Block ``height`` as the node of ``view`` has it: blocks exist for 0 .. its height;
+        when minted, by whom and in which round as the chain's consensus unfolded."""
+        if height > view.height:
+            raise NotFoundError(f"block {height} not found: this node's height is {view.height}")
+        state, node, chain = self.state, view.node, view.chain
         txs = [self.tx_id(chain, height, i) for i in range(self.tx_count(chain, height))]
+        session = view.timeline.layout(height)
         return {
             "height": height,
             "hash": state.node_block_hash(node, chain, height),
             "previousHash": state.node_block_hash(node, chain, height - 1) if height else "",
-            "timestamp": iso_utc(state.block_time(chain, height)),
-            "proposer": state.topology.node_id(state.proposer(chain, height)),
-            "round": state.failed_rounds(chain, height) + 1,
+            "timestamp": iso_utc(view.timeline.mint(height)),
+            "proposer": state.topology.node_id(session.leader(session.failed)),
+            "round": session.failed + 1,
             "transactionCount": len(txs),
             "transactions": txs,
         }
@@ -221,11 +223,13 @@ class Ledger:
         raise NotFoundError(f"wallet {address!r} not found")
 
     # endpoint 8 -----------------------------------------------------------------------------
-    def trace(self, chain: int, address: str, tx: str, node_height: int) -> dict[str, Any]:
-        """Events and execution trace of transaction ``tx`` on contract ``address``."""
+    def trace(self, view: ChainView, address: str, tx: str) -> dict[str, Any]:
+        """Events and execution trace of transaction ``tx`` on contract ``address``, as the
+        node of ``view`` has it."""
+        chain = view.chain
         number = self.contract_number(chain, address)
-        height, index = self._locate(chain, number, tx.lower(), node_height)
-        timestamp = iso_utc(self.state.block_time(chain, height))
+        height, index = self._locate(chain, number, tx.lower(), view.height)
+        timestamp = iso_utc(view.timeline.mint(height))
         if index == DEPLOY_INDEX:
             creator = self.creator(chain, number)
             events: list[dict[str, Any]] = [

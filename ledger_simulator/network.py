@@ -175,10 +175,15 @@ class SimulatedNetwork:
         delay_seconds: float = 0.0,
         height: int | None = None,
         target: str | None = None,
+        value: object = None,
     ) -> None:
         """Switch a fault on or off; a node-wide ``down`` in the ports layout closes (or
-        reopens) the node's listening socket. ``height``: where a ``fork`` starts;
-        ``target``: the address an object fault applies to (None: all of the chain's)."""
+        reopens) the node's listening socket. ``delay_seconds``: the ``slow`` delay, or the
+        round timeout of ``session_stuck`` and ``leader_failing`` (0: the chain's own);
+        ``height``: where a ``fork`` starts; ``target``: the address an object fault applies
+        to (None: all of the chain's), the council member of ``leader_failing`` (required)
+        or ``council_change``, the setting of ``consensus_drift``; ``value``: the value that
+        setting takes (None: its default change)."""
         self.faults.set(
             node,
             fault,
@@ -188,6 +193,7 @@ class SimulatedNetwork:
             now=self.now(),
             height=height,
             target=target,
+            value=value,
         )
         if fault == "down" and chain is None and self.layout == "ports":
             with self._lock:

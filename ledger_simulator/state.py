@@ -2,24 +2,27 @@
 
 Heights advance one block per interval; each node sees a chain a fixed delay late (one node
 per chain lags several blocks). Vote sessions open after each block and close when the next
-is minted, climbing rounds when a leader fails. Queues rise within a block and drain at the
-mint, with bursts; peer links drop and come back. All of it is a pure function of
-(seed, node, chain, time) and the faults in force, so nothing is stored per node.
+is minted, climbing rounds when a leader fails (ledger_simulator.consensus: also how the
+consensus faults bend this). Queues rise within a block and drain at the mint, with bursts;
+peer links drop and come back. All of it is a pure function of (seed, node, chain, time) and
+the faults in force, so nothing is stored per node.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from ledger_simulator import settings
+from ledger_simulator.consensus import Councils, Failing, Pace, Schedule, Timeline
 from ledger_simulator.faults import ActiveFaults, FaultRegistry
-from ledger_simulator.ids import go_duration, hex_id, iso_utc, pick, triangle, unit
+from ledger_simulator.ids import hex_id, iso_utc, pick, triangle, unit
 from ledger_simulator.topology import Topology
 
-SESSION_OPENS = 0.2  # fraction of a block interval after a mint when the next session opens
-STAGES = 3  # propose, vote, commit
-EXTRA_FEATURE = "enableCouncilRotation"  # the deployment-specific flag of this network
+SCHEDULES_KEPT = 32  # leader_failing schedules remembered (one per set of faults in force)
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class ChainView:
     effective: float  # the time the node's chain state corresponds to (frozen when stalled)
     height: int
     faults: ActiveFaults
+    timeline: Timeline
 
 
 class SimState:
@@ -44,20 +48,18 @@ class SimState:
         self.faults = faults
         self.interval = block_interval
         self.genesis = genesis
+        self._schedules: OrderedDict[tuple[object, ...], Schedule] = OrderedDict()
+        self._schedules_lock = threading.Lock()
 
     # time model -----------------------------------------------------------------------------
     def base_height(self, chain: int) -> int:
         """The chain's height when the simulation started (chains are not new)."""
         return 1000 + pick(40000, self.topology.seed, "base", chain)
 
-    def network_height(self, chain: int, moment: float) -> int:
-        """Height of the chain's freshest node at ``moment``."""
-        blocks = math.floor((moment - self.genesis) / self.interval)
-        return max(0, self.base_height(chain) + blocks)
-
-    def block_time(self, chain: int, height: int) -> float:
-        """When block ``height`` was minted."""
-        return self.genesis + (height - self.base_height(chain)) * self.interval
+    def round_timeout(self, chain: int) -> float:
+        """The chain's round timer in the simulation's time: its ``consensusTimeout`` in
+        block intervals as its ``txMaxTimeTrigger`` is one."""
+        return settings.round_timeout(self.topology.seed, chain, self.interval)
 
     def delay(self, node: int, chain: int) -> float:
         """How late ``node`` sees ``chain``: under a block for most, several for the laggard."""
@@ -67,15 +69,70 @@ class SimState:
             lag = 4 + pick(6, seed, "laggard-lag", chain)
         return (lag + 0.6 * unit(seed, "phase", node, chain)) * self.interval
 
-    def failed_rounds(self, chain: int, height: int) -> int:
-        """Leaders that failed before ``height`` was minted (each failure adds a round)."""
-        draw = unit(self.topology.seed, "rounds", chain, height)
-        return sum(draw >= limit for limit in (0.75, 0.9, 0.97))
+    def timeline(self, chain: int, faults: ActiveFaults) -> Timeline:
+        """How ``chain`` unfolds under the consensus faults in ``faults``."""
+        given = [s.delay_seconds for s in faults.targets("leader_failing").values()]
+        if faults.stuck is not None:
+            given.append(faults.stuck.delay_seconds)
+        timer = max(given, default=0.0) or self.round_timeout(chain)  # the longest given
+        pace = Pace(
+            self.topology.seed,
+            chain,
+            self.interval,
+            self.genesis,
+            self.base_height(chain),
+            timer,
+        )
+        councils = self.councils(chain, faults)
+        failing = tuple(
+            sorted(
+                (state.since, self.topology.node_index(name))
+                for name, state in faults.targets("leader_failing").items()
+                if name is not None
+            )
+        )
+        timeline = Timeline(pace, councils, self._schedule(pace, councils, failing))
+        if faults.stuck is not None:
+            return timeline.stopped(faults.stuck.since, session=True)
+        if faults.idle_since is not None:
+            return timeline.stopped(faults.idle_since, session=False)
+        return timeline
 
-    def proposer(self, chain: int, height: int) -> int:
-        """The council member whose proposal became block ``height``."""
-        council = self.topology.councils[chain]
-        return council[(height + self.failed_rounds(chain, height)) % len(council)]
+    def councils(self, chain: int, faults: ActiveFaults) -> Councils:
+        """The chain's council and, in switch order, each ``council_change``: the member it
+        names (default the last) leaves, and the first node tracking the chain outside the
+        council joins (none left: the council shrinks; a council of one stays)."""
+        top = self.topology
+        council = top.councils[chain]
+        steps = []
+        changes = sorted(faults.targets("council_change").items(), key=lambda kv: kv[1].since)
+        for name, state in changes:
+            leaving = council[-1] if name is None else top.node_index(name)
+            joining = next(
+                (n for n in range(top.node_count) if top.tracks(n, chain) and n not in council),
+                None,
+            )
+            if leaving not in council or (len(council) == 1 and joining is None):
+                continue
+            kept = [member for member in council if member != leaving]
+            council = tuple(sorted(kept if joining is None else [*kept, joining]))
+            steps.append((state.since, council))
+        return Councils(top.councils[chain], tuple(steps))
+
+    def _schedule(self, pace: Pace, councils: Councils, failing: Failing) -> Schedule | None:
+        """The shared schedule of a chain with failing leaders (None without any)."""
+        if not failing:
+            return None
+        key = (pace, councils, failing)
+        with self._schedules_lock:
+            schedule = self._schedules.get(key)
+            if schedule is None:
+                anchor = pace.grid_height(min(since for since, _ in failing))
+                schedule = self._schedules[key] = Schedule(pace, councils, failing, anchor)
+                if len(self._schedules) > SCHEDULES_KEPT:
+                    self._schedules.popitem(last=False)
+            self._schedules.move_to_end(key)
+            return schedule
 
     def block_hash(self, chain: int, height: int) -> str:
         """Hash of minted block ``height``."""
@@ -84,39 +141,35 @@ class SimState:
     def node_block_hash(self, node: int, chain: int, height: int) -> str:
         """Hash of block ``height`` as ``node`` serves it: a node under ``fork`` has blocks of
         its own from the fork height on (the first block after the switch, unless given)."""
-        fork = self.faults.active(
-            self.topology.node_name(node), self.topology.chain_ids[chain]
-        ).fork
+        faults = self.faults.active(self.topology.node_name(node), self.topology.chain_ids[chain])
+        fork = faults.fork
         if fork is not None:
             start = fork.height
             if start is None:
-                start = self.network_height(chain, fork.since - self.delay(node, chain)) + 1
+                moment = fork.since - self.delay(node, chain)
+                start = self.timeline(chain, faults).height_at(moment) + 1
             if height >= start:
                 return hex_id(64, self.topology.seed, "fork", node, chain, height)
         return self.block_hash(chain, height)
 
-    def council_view(self, node: int, chain: int, faults: ActiveFaults) -> list[str]:
-        """The council as ``node`` reports it; under ``other_council`` its last member is
+    def council_view(self, view: ChainView) -> list[str]:
+        """The council as the node reports it; under ``other_council`` its last member is
         swapped for a node outside the council (or dropped when every node sits in it)."""
         top = self.topology
-        council = list(top.councils[chain])
-        if faults.other_council:
+        council = list(view.timeline.council_at(view.effective))
+        if view.faults.other_council:
             outsiders = [n for n in range(top.node_count) if n not in council]
             council = council[:-1] + outsiders[:1]
         return [top.node_id(m) for m in council]
-
-    def proposal_hash(self, chain: int, height: int, round_index: int) -> str:
-        """Hash proposed in a round; the last round's proposal is the block that gets minted."""
-        if round_index == self.failed_rounds(chain, height):
-            return self.block_hash(chain, height)
-        return hex_id(64, self.topology.seed, "proposal", chain, height, round_index)
 
     def view(self, node: int, chain: int, now: float) -> ChainView:
         """The node's view of the chain at ``now``; a stall freezes it at the stall time."""
         faults = self.faults.active(self.topology.node_name(node), self.topology.chain_ids[chain])
         frozen = faults.stall_since if faults.stall_since is not None else now
         effective = min(frozen, now) - self.delay(node, chain)
-        return ChainView(node, chain, now, effective, self.network_height(chain, effective), faults)
+        timeline = self.timeline(chain, faults)
+        height = timeline.height_at(effective)
+        return ChainView(node, chain, now, effective, height, faults, timeline)
 
     # documents ------------------------------------------------------------------------------
     def node_info(self, node: int) -> dict[str, Any]:
@@ -148,65 +201,68 @@ class SimState:
         """GET /blockchains/{id} : height, council, voting, queues, settings and peers."""
         top = self.topology
         view = self.view(node, chain, now)
-        council = top.councils[chain]
         sessions = self.vote_sessions(view)
-        in_council = node in council
+        in_council = node in view.timeline.council_at(view.effective)
         stages = [s["currentStage"] for s in sessions.values()]
         peers = [] if view.faults.peers_lost else self.connected_peers(node, now)
+        consensus, features, key_type = self.settings(chain, view.faults)
         return {
             "blockHeight": view.height,
-            "lastMessageTime": iso_utc(
-                self.block_time(chain, view.height) + self.delay(node, chain)
-            ),
-            "keyType": "secp256k1",
+            "lastMessageTime": iso_utc(view.timeline.mint(view.height) + self.delay(node, chain)),
+            "keyType": key_type,
             "isInCouncil": in_council,
             "isVoting": in_council and bool(sessions),
             "isTimeToVote": in_council and 1 in stages,
             "syncing": view.faults.syncing,
             **self.queues(view),
-            "councilMembers": self.council_view(node, chain, view.faults),
+            "councilMembers": self.council_view(view),
             "voteSessions": sessions,
-            "consensus": self.consensus(chain),
-            "features": self.features(chain),
+            "consensus": consensus,
+            "features": features,
             "blockchainPeers": [top.peer_id(p) for p in peers if top.tracks(p, chain)],
         }
 
     # parts ----------------------------------------------------------------------------------
     def vote_sessions(self, view: ChainView) -> dict[str, dict[str, Any]]:
         """The open session for the next height, if one is open at the view's moment."""
-        council = self.topology.councils[view.chain]
-        phase = ((view.effective - self.genesis) / self.interval) % 1.0
-        if phase < SESSION_OPENS:
+        found = view.timeline.session_at(view.effective)
+        if found is None:
             return {}
-        target = view.height + 1
-        rounds = self.failed_rounds(view.chain, target) + 1
-        position = (phase - SESSION_OPENS) / (1.0 - SESSION_OPENS) * rounds
-        round_index = min(int(position), rounds - 1)
-        stage = min(int((position - round_index) * STAGES), STAGES - 1)
-        session_id = hex_id(16, self.topology.seed, "session", view.chain, target)
-        block_hash = "" if stage == 0 else self.proposal_hash(view.chain, target, round_index)
-        leader = council[(target + round_index) % len(council)]
+        layout, round_index, stage = found
+        seed, chain, height = self.topology.seed, view.chain, layout.height
+        session_id = hex_id(16, seed, "session", chain, height)
+        if stage == 0:
+            block_hash = ""
+        elif layout.mints and round_index == layout.failed:  # the proposal that is minted
+            block_hash = self.block_hash(chain, height)
+        else:
+            block_hash = hex_id(64, seed, "proposal", chain, height, round_index)
         return {
             session_id: {
                 "sessionId": session_id,
                 "blockHash": block_hash,
-                "blockHeight": target,
+                "blockHeight": height,
                 "round": round_index + 1,
                 "currentStage": stage,
-                "currentLeader": self.topology.node_id(leader),
-                "consensusRequired": len(council) * 2 // 3 + 1,
+                "currentLeader": self.topology.node_id(layout.leader(round_index)),
+                "consensusRequired": layout.required,
             }
         }
 
     def queues(self, view: ChainView) -> dict[str, int]:
-        """Pending messages rise within a block and drain at the mint, with bursts; a
-        stalled node's queues keep growing; delayed messages swell and ebb over ~25 blocks."""
+        """Pending messages rise within a block and drain at the mint, with bursts (a chain
+        whose next block does not come keeps rising; a stalled node's queues keep growing);
+        delayed messages swell and ebb over ~25 blocks; an idle chain has nothing queued."""
+        if view.timeline.idle_at(view.effective):
+            return dict.fromkeys(
+                ("pendingMessagesCount", "delayedMessagesCount", "pendingTransactions"), 0
+            )
         seed, node, chain = self.topology.seed, view.node, view.chain
         load = 5 + pick(30, seed, "load", node, chain)
         if self.topology.laggards[chain] == node:
             load *= 3
         blocks = (view.effective - self.genesis) / self.interval
-        within = blocks % 1.0
+        within = (view.effective - view.timeline.mint(view.height)) / self.interval
         pending = load * (0.2 + within)
         if unit(seed, "burst", node, chain, math.floor(blocks / 10)) < 0.3:
             pending += 4 * load * triangle((blocks / 10) % 1.0)
@@ -224,28 +280,23 @@ class SimState:
             "pendingTransactions": int(transactions),
         }
 
-    def consensus(self, chain: int) -> dict[str, Any]:
-        """Consensus settings as the chain's deployment configured them."""
+    def settings(
+        self, chain: int, faults: ActiveFaults
+    ) -> tuple[dict[str, Any], dict[str, bool], str]:
+        """The chain's ``consensus``, ``features`` and ``keyType`` as the node reports them:
+        its deployment's, with the settings under ``consensus_drift`` changed."""
         seed = self.topology.seed
-        council = self.topology.councils[chain]
-        return {
-            "consensusType": "council_leader_proposal",
-            "txKarmaThreshold": (1 + pick(10, seed, "karma", chain)) * 100,
-            "txMintThreshold": (1 + pick(20, seed, "mint", chain)) * 50,
-            "txMaxTimeTrigger": go_duration((1 + pick(4, seed, "trigger", chain)) * 15),
-            "minMembers": min(len(council), 3),
-            "consensusTimeout": go_duration((2 + pick(6, seed, "timeout", chain)) * 15),
-        }
-
-    def features(self, chain: int) -> dict[str, bool]:
-        """The three documented flags plus this deployment's extra one."""
-        seed = self.topology.seed
-        return {
-            "enableJoinCouncilOnStartup": pick(4, seed, "join", chain) != 0,
-            "enableXMOnBlockMint": pick(2, seed, "xm", chain) == 0,
-            "enableTxProof": True,
-            EXTRA_FEATURE: pick(3, seed, "rotation", chain) == 0,
-        }
+        consensus = settings.consensus(seed, chain, len(self.topology.councils[chain]))
+        features = settings.features(seed, chain)
+        reported: dict[str, Any] = {**consensus, **features, "keyType": settings.KEY_TYPE}
+        for name, state in faults.targets("consensus_drift").items():
+            if name is not None:
+                reported[name] = settings.drifted(name, reported[name], state.value)
+        return (
+            {key: reported[key] for key in consensus},
+            {key: reported[key] for key in features},
+            reported["keyType"],
+        )
 
     def connected_peers(self, node: int, now: float) -> list[int]:
         """Ring neighbours whose link is up now; links drop for a while and come back, a

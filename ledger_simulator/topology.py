@@ -70,6 +70,21 @@ class Topology:
             known = ", ".join(self.chain_ids[:5])
             raise UnknownChainError(f"unknown blockchain {chain_id!r}; known: {known}") from None
 
+    def council_member(self, text: str, chain: int | None) -> int:
+        """Index of the council member named ``text`` (``node-<i>`` or its nodeId, any case)
+        on ``chain``'s council, or on any chain's when None; SimulatorError otherwise."""
+        chains = range(len(self.chain_ids)) if chain is None else (chain,)
+        members = sorted({member for c in chains for member in self.councils[c]})
+        wanted = text.lower()
+        for member in members:
+            if wanted in (self.node_name(member), self.node_id(member)):
+                return member
+        where = "any blockchain's council" if chain is None else "the blockchain's council"
+        names = ", ".join(self.node_name(m) for m in members[:10])
+        if len(members) > 10:
+            names += f", ... ({len(members)} in all; GET /-/sim/blockchains lists them)"
+        raise SimulatorError(f"{text!r} is no member of {where}; its members: {names}")
+
     # identities ----------------------------------------------------------------------------
     def node_id(self, node: int) -> str:
         """The node's public key (its nodeId, also used in council lists)."""

@@ -18,21 +18,35 @@
 //   ledgerJobSelector            job=~... every other alert, the recording rules
 //   scrapeErrorsThreshold        3        LedgerNodeScrapeErrors (per 5m window, for 15m)
 //   peersLowThreshold            2        LedgerNodePeersLow (LedgerNodePeersLost: 0 peers)
-//   heightStalledSeconds         600      LedgerBlockHeightStalled, and the stall guard of
-//                                         LedgerNodeBehind (one setting: they stay equal)
+//   stallGraceSeconds            180      LedgerBlockHeightStalled (and the stall guard of
+//                                         LedgerNodeBehind, the same condition): the height
+//                                         may stay for the chain's txMaxTimeTrigger +
+//                                         consensusTimeout + this, while work waits
+//   heightStalledSeconds         600      the same, where the node reports neither setting
 //   blocksBehindThreshold        10       LedgerNodeBehind (min over 5m, for 5m)
 //   syncingTooLongFor            30m      LedgerBlockchainSyncingTooLong
 //   pendingMessagesThreshold     1000     LedgerPendingMessagesHigh (for 10m)
 //   delayedMessagesThreshold     100      LedgerDelayedMessagesHigh (for 10m)
 //   voteRoundThreshold           3        LedgerVoteRoundsEscalating (for 5m)
+//   voteSessionStuckTimeouts     5        LedgerVoteSessionStuck: the oldest session open
+//                                         longer than this many consensusTimeouts (for 2m)
+//   voteSessionStuckSeconds      600      the same, where the node reports no timeout
+//   leaderFailedRoundsThreshold  3        LedgerLeaderFailingRounds: a leader's failed rounds
+//   leaderFailedRoundsWindow     15m      in this window, on any polled node (for 1m)
 //   probeStalledWindow           10m      LedgerProbeBlockHeightStalled
 //   contractChangedWindow        15m      LedgerWatchedContractChanged (info)
 //
 // Fixed by what they detect (no setting): LedgerNodeDown (up == 0, 2m), LedgerBlockchainDown
 // (5m), LedgerCouncilBelowMinMembers (below the chain's own consensus.minMembers, 5m),
-// LedgerBlockchainForked and LedgerNodeOffMajorityBlock (more than one block at the
-// checkpoint, 2m), LedgerCouncilViewsDiverge (more than one council set, 5m),
-// LedgerNetworkPartitioned (more than one group, 2m), LedgerProbeFailed (2m),
+// LedgerBlockchainForked (more than one block at the checkpoint, 2m),
+// LedgerNodeOffMajorityBlock (a block other than a strict majority's, 2m),
+// LedgerCouncilViewsDiverge (more than one council set, 5m), LedgerNodeOffMajorityCouncil
+// (a council set other than a strict majority's, 5m),
+// LedgerNetworkPartitioned (more than one group, 2m), LedgerConsensusConfigDiverges (more
+// than one consensus configuration, 10m), LedgerNodeOffMajorityConsensus (a configuration
+// other than a strict majority's, 10m), LedgerCouncilQuorumThin (council members up among
+// the polled nodes down to the votes required, where every member is polled, 5m),
+// LedgerProbeFailed (2m),
 // LedgerWatchedContractNotActive and LedgerWatchedWalletDisabled (2m),
 // LedgerWatchedContractNodesDisagree and LedgerWatchedWalletNodesDisagree (5m).
 {
@@ -52,6 +66,13 @@
     // 'cluster="prod"' when several environments share one Prometheus. Empty: none.
     extraSelector: '',
 
+    // The labels that tell one exporter's series from another's: the cross-node alerts
+    // (LedgerNodeOffMajorityBlock, LedgerNodeOffMajorityCouncil, LedgerNodeOffMajorityConsensus,
+    // LedgerCouncilQuorumThin, LedgerLeaderFailingRounds) count a chain's nodes per exporter,
+    // never across an HA pair or two environments. Add the label that tells your
+    // environments apart (e.g. 'job, instance, cluster') if they share job and instance names.
+    exporterInstanceLabels: 'job, instance',
+
     // The full selectors the alerts, rules and dashboards use.
     exporterSelector: std.join(', ', std.filter(function(s) s != '', [self.exporterJobSelector, self.extraSelector])),
     ledgerSelector: std.join(', ', std.filter(function(s) s != '', [self.ledgerJobSelector, self.extraSelector])),
@@ -64,12 +85,17 @@
     // Alert thresholds (see the table above).
     scrapeErrorsThreshold: 3,
     peersLowThreshold: 2,
+    stallGraceSeconds: 180,
     heightStalledSeconds: 600,
     blocksBehindThreshold: 10,
     syncingTooLongFor: '30m',
     pendingMessagesThreshold: 1000,
     delayedMessagesThreshold: 100,
     voteRoundThreshold: 3,
+    voteSessionStuckTimeouts: 5,
+    voteSessionStuckSeconds: 600,
+    leaderFailedRoundsThreshold: 3,
+    leaderFailedRoundsWindow: '15m',
     probeStalledWindow: '10m',
     contractChangedWindow: '15m',
 

@@ -8,9 +8,12 @@ loads ``deploy/prometheus/rules.yml`` unchanged and a shortened copy of ``alerts
 by ``SCALE = 60``, so a minute becomes a second and the rules keep their proportions (e.g. the
 10m window of LedgerNodeScrapeErrors still expires before its 15m ``for``). That covers every
 ``for`` (2m -> 2s, 30m -> 30s), every range window and subquery step (``[5m]`` -> ``[5s]``) and
-every age threshold, a number compared with ``time() - <timestamp>`` (the stall threshold
-``> 600`` -> ``> 10``). Counts (blocks, peers, messages, rounds) stay as they are, and nothing
-else in an expression changes, so the test proves the real expressions and their label guards.
+every age: ``time() - <timestamp>`` and the ``*_age_seconds`` gauges are multiplied by SCALE,
+so each age threshold is reached SCALE times sooner, whether it is a number (a fallback of
+600 s) or comes from the nodes' own settings (the stall rule's txMaxTimeTrigger +
+consensusTimeout + grace, the stuck session's consensus timeouts). Counts (blocks, peers,
+messages, rounds) stay as they are, and nothing else in an expression changes, so the test
+proves the real expressions and their label guards.
 
 **The network's own behaviour.** Peer links flap and a vote session now and then reaches round
 4, so LedgerNodePeersLow and LedgerVoteRoundsEscalating may go *pending* on a healthy network;
@@ -23,13 +26,9 @@ no node dips below 2 peers for more than 2 s, or to 0, in 400 s of simulated tim
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +38,11 @@ import pytest
 import yaml
 
 from ledger_simulator import SimulatedNetwork
-from tests.promserver import PrometheusServer, free_port, stop_process
-from tests.test_rules import DASHBOARDS, PROM_DIR, ROOT, variable_query, walk_panels
+from tests.support.http import fetch
+from tests.support.monitoring import DASHBOARDS, PROM_DIR, variable_query, walk_panels
+from tests.support.processes import ExporterProcess
+from tests.support.prometheus import PrometheusServer
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +58,11 @@ _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w
 _PART = re.compile(r"(\d+)(ms|s|m|h|d|w)")
 _RANGE = re.compile(r"\[(\w+)(:\w*)?\]")
 _OFFSET = re.compile(r"\boffset\s+(\w+)")
-_AGE = re.compile(r"(time\(\)\s*-\s*[a-zA-Z_:][\w:]*(?:\{[^}]*\})?\s*[<>]=?\s*)(\d+(?:\.\d+)?)")
+#: An age: seconds since a timestamp, or a gauge of one (``..._age_seconds{...}``).
+_AGE = re.compile(
+    r"time\(\)\s*-\s*[a-zA-Z_:][\w:]*(?:\{[^}]*\})?"
+    r"|\b[a-zA-Z_:][\w:]*_age_seconds(?:\{[^}]*\})?(?![\w:])"
+)
 
 
 def duration_ms(text: str) -> int:
@@ -73,7 +79,8 @@ def scaled(text: str) -> str:
 
 
 def shorten_expr(expr: str) -> str:
-    """``expr`` with its range windows, offsets and age thresholds divided by SCALE."""
+    """``expr`` with its range windows and offsets divided by SCALE and its ages multiplied
+    by it."""
     if "@" in expr:
         raise ValueError(f"cannot shorten @ modifiers: {expr!r}")
 
@@ -82,7 +89,7 @@ def shorten_expr(expr: str) -> str:
         return f"[{scaled(match[1])}{':' + scaled(step[1:]) if step[1:] else step}]"
 
     def age(match: re.Match[str]) -> str:
-        return f"{match[1]}{float(match[2]) / SCALE:g}"
+        return f"({SCALE} * ({match[0]}))"
 
     def offset(match: re.Match[str]) -> str:
         return f"offset {scaled(match[1])}"
@@ -123,8 +130,16 @@ def test_durations_scale_down(text: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("expr", "expected"),
     [
-        ("time() - a_seconds > 600", "time() - a_seconds > 10"),
-        ('time() - a{b="c"} >= 90 and x', 'time() - a{b="c"} >= 1.5 and x'),
+        ("time() - a_seconds > 600", "(60 * (time() - a_seconds)) > 600"),
+        ('time() - a{b="c"} >= 90 and x', '(60 * (time() - a{b="c"})) >= 90 and x'),
+        (
+            "time() - a > (b + c + 180 or 0 * a + 600)",
+            "(60 * (time() - a)) > (b + c + 180 or 0 * a + 600)",
+        ),
+        (
+            'x_age_seconds{n="1"} > 5 * t or 0 * x_age_seconds + 600',
+            '(60 * (x_age_seconds{n="1"})) > 5 * t or 0 * (60 * (x_age_seconds)) + 600',
+        ),
         ("increase(a[5m]) >= 3 unless b[10m]", "increase(a[5s]) >= 3 unless b[10s]"),
         ("max_over_time(a[1h:1m]) > 600", "max_over_time(a[60s:1s]) > 600"),
         ("a > 600 and b_seconds < 120", "a > 600 and b_seconds < 120"),  # no age: unchanged
@@ -150,17 +165,21 @@ def test_shortened_alerts_differ_only_in_their_timings() -> None:
         assert {**shortened[name], "for": "", "expr": ""} == {**rule, "for": "", "expr": ""}
         assert not re.search(r"\d[mhdw]\b", shortened[name]["expr"]), name
     changed = {name for name in original if shortened[name]["expr"] != original[name]["expr"]}
-    # README (alerts): only these use range windows or the 600 s stall threshold.
+    # README (alerts): only these use range windows or ages.
     assert changed == {
         "LedgerNodeScrapeErrors",
         "LedgerBlockHeightStalled",
         "LedgerNodeBehind",
         "LedgerProbeBlockHeightStalled",
         "LedgerWatchedContractChanged",
+        "LedgerVoteSessionStuck",
+        "LedgerLeaderFailingRounds",
+        "LedgerCouncilQuorumThin",
     }
-    for name in ("LedgerBlockHeightStalled", "LedgerNodeBehind"):  # the stall threshold
+    for name in ("LedgerBlockHeightStalled", "LedgerNodeBehind"):  # the stall condition
         expr = " ".join(shortened[name]["expr"].split())
-        assert re.search(r"change_timestamp_seconds\{[^}]*\} > 10\b", expr), expr
+        stamp = r"ledger_blockchain_height_last_change_timestamp_seconds\{[^}]*\}"
+        assert re.search(rf"\(60 \* \(time\(\) - {stamp}\)\) > \(", expr), expr
     assert re.search(r"blocks_behind\{[^}]*\}\[5s\]\) > 10", shortened["LedgerNodeBehind"]["expr"])
 
 
@@ -174,32 +193,6 @@ class Stack:
     instance: str
     chains: dict[str, list[str]]
     since: float  # when Prometheus began scraping: the time range of the dashboard queries
-
-
-def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and process.poll() is None:
-        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as answer:
-            if answer.status == 200:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"exporter not ready at {url}:\n{log.read_text()}")
-
-
-@contextlib.contextmanager
-def running_exporter(config: Path, log: Path) -> Iterator[str]:
-    """``python -m exporter`` on a free port; yields its ``host:port``."""
-    address = f"127.0.0.1:{free_port()}"
-    command = [sys.executable, "-m", "exporter", f"--config.file={config}"]
-    with log.open("wb") as stderr:
-        process = subprocess.Popen(
-            [*command, f"--web.listen-address={address}"], stderr=stderr, cwd=ROOT
-        )
-    try:
-        wait_ready(f"http://{address}/-/ready", process, log)
-        yield address
-    finally:
-        stop_process(process)
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +210,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         settings: dict[str, Any] = {"scrape_interval": "1s", "scrape_timeout": "1s", "nodes": nodes}
         settings["watch"] = watch_list(net)
         config.write_text(yaml.safe_dump(settings))
-        with running_exporter(config, workdir / "exporter.log") as address:
+        exporter = ExporterProcess(config)
+        try:
+            exporter.wait_ready()
+            address = f"127.0.0.1:{exporter.port}"
             rules = [alerts, PROM_DIR / "rules.yml"]
             server = PrometheusServer(workdir / "prometheus", {JOB: [address]}, rule_files=rules)
             with server as prom:
@@ -226,6 +222,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 prom.wait_for("count_over_time(ledger_node_up[1m]) >= 3", timeout=10)
                 AlertLog(prom).until(quiet, 10, "no alert at start-up")
                 yield Stack(net, prom, address, chains, since)
+        finally:
+            exporter.stop()
 
 
 def watch_list(net: SimulatedNetwork) -> dict[str, Any]:
@@ -254,20 +252,37 @@ class AlertLog:
             self.seen.add((*key, alert["state"]))
         return alerts
 
-    def watch(self, seconds: float) -> None:
-        """Poll for ``seconds`` whatever happens."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+    def watch(self, evaluations: int) -> None:
+        """Poll until every rule group has been evaluated ``evaluations`` more times, whatever
+        happens: the window a ``for`` is counted in, on Prometheus's clock, however busy the
+        machine is."""
+        seen: dict[str, set[str]] = {}
+
+        def evaluated() -> bool:
             self.poll()
-            time.sleep(0.2)
+            for group in self.prom.rules():
+                seen.setdefault(group["name"], set()).add(group["lastEvaluation"])
+            return min(len(times) for times in seen.values()) > evaluations
+
+        wait_until(
+            evaluated,
+            timeout=60 + 5 * evaluations,
+            interval=0.2,
+            message=f"the rule groups not evaluated {evaluations} more times",
+        )
 
     def until(self, done: Callable[[list[Alert]], bool], timeout: float, what: str) -> list[Alert]:
-        deadline = time.monotonic() + timeout
-        while not done(alerts := self.poll()):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{what}: not reached in {timeout}s; alerts: {alerts}")
-            time.sleep(0.2)
-        return alerts
+        """Poll until ``done(alerts)``; those alerts."""
+        last: list[list[Alert]] = [[]]
+
+        def reached() -> bool:
+            last[0] = self.poll()
+            return done(last[0])
+
+        wait_until(
+            reached, timeout=timeout, interval=0.2, message=lambda: f"{what}; alerts: {last[0]}"
+        )
+        return last[0]
 
 
 def quiet(alerts: list[Alert]) -> bool:
@@ -379,7 +394,7 @@ class Fault:
     per_chain: bool  # one alert per chain the node tracks, labelled blockchain
     #: other alerts the fault legitimately raises on its node: name -> worst state allowed
     also: tuple[tuple[str, str], ...] = ()
-    hold: float = 0.0  # seconds to keep the fault on once its alert is up
+    hold: int = 0  # rule evaluations (a second each) to keep the fault on once its alert is up
 
     def __str__(self) -> str:
         return self.fault
@@ -388,15 +403,21 @@ class Fault:
 STALL_ALSO = (
     ("LedgerPendingMessagesHigh", "firing"),  # its queues keep growing while stalled
     ("LedgerVoteRoundsEscalating", "firing"),  # its vote session freezes, maybe at round 4
+    ("LedgerVoteSessionStuck", "firing"),  # ... and stays open: a session that never closes
     ("LedgerNodeBehind", "pending"),  # 10+ blocks behind, but the stall guard stops it firing
 )
 # Failed polls count for LedgerNodeScrapeErrors until its 10 s down window excludes the node;
-# its 15 s `for` outlasts that window, so it is pending at most. No chain alert at all.
-DOWN_ALSO = (("LedgerNodeScrapeErrors", "pending"),)
+# its 15 s `for` outlasts that window, so it is pending at most. node-5 sits in both chains'
+# councils, each with a margin of one member (6 for 5 votes, 4 for 3): it down, both are
+# one loss from no quorum. No other chain alert.
+DOWN_ALSO = (("LedgerNodeScrapeErrors", "pending"), ("LedgerCouncilQuorumThin", "firing"))
 FAULTS = [
-    # Unguarded, LedgerNodeBehind would fire about 15 s into the stall: holding the stall 7 s
-    # past LedgerBlockHeightStalled proves the guard holds.
-    Fault("stall", "node-1", "LedgerBlockHeightStalled", "critical", "firing", True, STALL_ALSO, 7),
+    # Unguarded, LedgerNodeBehind would fire about 15 s into the stall: holding the stall 12 s
+    # past LedgerBlockHeightStalled (which fires 5 to 7 s in: the chains' own settings)
+    # proves the guard holds.
+    Fault(
+        "stall", "node-1", "LedgerBlockHeightStalled", "critical", "firing", True, STALL_ALSO, 12
+    ),
     # A node with no peers is also cut off from every other polled node: a partition.
     Fault(
         "peers_lost",
@@ -461,8 +482,8 @@ def test_fault_raises_its_alert_until_cleared(stack: Stack, case: Fault) -> None
             description = alert["annotations"]["description"]
             assert case.node in description
             assert alert["labels"].get("blockchain", "") in description
-        if case.fault == "stall":
-            assert all(float(a["value"]) > 600 / SCALE for a in alerts)
+        if case.fault == "stall":  # the scaled age: past at least the grace of 180 s
+            assert all(float(a["value"]) > 180 for a in alerts)
         if case.fault == "down":  # chain series stay, at 0: the node guard is what holds
             down = stack.prom.query(f'ledger_blockchain_up{{node="{case.node}"}} == 0')
             assert len(down) == len(stack.chains[case.node]), down
@@ -506,7 +527,13 @@ NETWORK_FAULTS = [
         True,
     ),
     NetworkFault(
-        "other_council", "node-6", (("LedgerCouncilViewsDiverge", "warning", False),), True
+        "other_council",
+        "node-6",
+        (
+            ("LedgerCouncilViewsDiverge", "warning", False),
+            ("LedgerNodeOffMajorityCouncil", "warning", True),
+        ),
+        True,
     ),
     # Partitioned alone, the node also has no peers at all.
     NetworkFault(
@@ -555,6 +582,79 @@ def test_network_fault_raises_its_alerts_until_cleared(stack: Stack, case: Netwo
     mine = {(lb["alertname"], lb.get("node", ""), lb.get("blockchain", "")) for lb in expected}
     wrong = [a for a in unexpected(log.seen, explained) if a[:3] not in mine]
     assert not wrong, f"alerts that neither {case.fault} on {case.node} nor flaps explain: {wrong}"
+
+
+def admin_fault(net: SimulatedNetwork, body: dict[str, Any]) -> None:
+    """Switch a fault through the simulator's admin API, as an operator does with curl."""
+    answer = fetch(net.admin_url + "faults", method="POST", json=body)
+    assert answer.status == 200, answer.text
+
+
+def test_a_fork_behind_a_stalled_node_still_pages(stack: Stack) -> None:
+    """Issue 19: node-7 stalls, then node-3 forks the chain every node tracks. The
+    checkpoint follows the height a majority reached, not the stalled node's, so the fork
+    pages (the chain-level alert and node-3 off the majority) while node-7 pages as stalled,
+    and node-7 is never named as off the majority."""
+    AlertLog(stack.prom).until(quiet, 30, "quiet before the fault")  # earlier tests' alerts
+    log = AlertLog(stack.prom)
+    chain = stack.net.chain_ids[0]
+    stall = {"node": "node-7", "fault": "stall", "enabled": True}
+    fork = {"node": "node-3", "fault": "fork", "chain": chain, "enabled": True}
+    base = {"job": JOB, "instance": stack.instance}
+    expected = [
+        {
+            **base,
+            "alertname": "LedgerBlockchainForked",
+            "severity": "critical",
+            "blockchain": chain,
+        },
+        {**base, "alertname": "LedgerNodeOffMajorityBlock", "severity": "critical"}
+        | {"node": "node-3", "blockchain": chain},
+    ]
+    names = {labels["alertname"] for labels in expected}
+
+    def fork_firing(alerts: list[Alert]) -> list[dict[str, str]]:
+        hits = [a["labels"] for a in alerts if a["state"] == "firing"]
+        return sorted((lb for lb in hits if lb["alertname"] in names), key=str)
+
+    admin_fault(stack.net, stall)
+    try:
+        # node-7 falls well behind before the fork starts: far below where the others fork
+        stack.prom.wait_for(
+            f'ledger_blockchain_blocks_behind{{node="node-7", blockchain="{chain}"}} > 10',
+            timeout=30,
+        )
+        admin_fault(stack.net, fork)
+        try:
+            log.until(lambda alerts: fork_firing(alerts) == sorted(expected, key=str), 40,
+                      "the fork behind a stalled node pages")  # fmt: skip
+            log.until(
+                lambda alerts: any(
+                    a["labels"]["alertname"] == "LedgerBlockHeightStalled"
+                    and a["labels"]["node"] == "node-7"
+                    and a["state"] == "firing"
+                    for a in alerts
+                ),
+                30,
+                "the stalled node pages as stalled",
+            )
+        finally:
+            admin_fault(stack.net, {**fork, "enabled": False})
+    finally:
+        admin_fault(stack.net, {**stall, "enabled": False})
+    log.until(quiet, 30, "alerts cleared after switching the stall and the fork off")
+    allowed = {
+        ("LedgerBlockchainForked", ""),
+        ("LedgerNodeOffMajorityBlock", "node-3"),
+        ("LedgerBlockHeightStalled", "node-7"),
+        *((name, "node-7") for name, _ in STALL_ALSO),
+    }
+    wrong = [
+        seen
+        for seen in sorted(log.seen)
+        if (seen[0], seen[1]) not in allowed and not (seen[0] in FLAPPING and seen[3] == "pending")
+    ]
+    assert not wrong, f"alerts that neither the stall nor the fork explain: {wrong}"
 
 
 # --- watched contracts and wallets ---------------------------------------------------------

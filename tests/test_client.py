@@ -8,19 +8,14 @@ starts and stops; the libcurl error table is also checked directly.
 from __future__ import annotations
 
 import base64
-import contextlib
 import gzip
 import json
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pycurl
@@ -32,6 +27,9 @@ from exporter.poll.client import NodeClient, ReadBudget, classify
 from exporter.poll.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine, TransferError
 from exporter.poll.node import Countdown
 from exporter.poll.results import FetchError, Reason
+from tests.support.certs import Pki
+from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.waiting import wait_until
 
 CAP = 1000
 
@@ -55,171 +53,43 @@ def fetch_error(node_client: NodeClient, segments: list[str], deadline: float) -
 
 # --- a node on loopback that answers each path its own way ---
 
-Serve = Callable[[BaseHTTPRequestHandler], None]
+CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 
-class LocalNode:
-    """A (mis)behaving node on 127.0.0.1: answers, hangs, drips, compresses, chunks, truncates."""
+def _chunks(*pieces: bytes) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"
 
-    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
-        self.stop_event = threading.Event()
-        self.request_headers: list[dict[str, str]] = []
-        self.paths: list[str] = []
-        self.client_ports: list[int] = []
-        self.routes: dict[str, Serve] = {}
-        node = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:
-                node.request_headers.append(dict(self.headers))
-                node.paths.append(self.path)
-                node.client_ports.append(self.client_address[1])
-                action = node.routes.get(self.path)
-                if action is None:
-                    name = "serve_" + self.path.strip("/").replace("-", "_")
-                    action = getattr(node, name, node.serve_missing)
-                with contextlib.suppress(OSError):  # the client hung up, as it should
-                    action(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        if tls is not None:
-            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,))
-        self.scheme = "https" if tls else "http"
-
-    @property
-    def url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.server.server_address[1]}/"
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
-
-    def answer(
-        self, path: str, body: bytes | Any, status: int = 200, length: bool = True, **headers: str
-    ) -> None:
-        """Answer ``path`` with ``body`` (JSON-encoded unless bytes) and extra headers."""
-        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-
-        def serve(handler: BaseHTTPRequestHandler) -> None:
-            handler.send_response(status)
-            handler.send_header("Content-Type", "application/json")
-            for name, value in headers.items():
-                handler.send_header(name.replace("_", "-"), value)
-            if length:
-                handler.send_header("Content-Length", str(len(raw)))
-            else:
-                handler.send_header("Connection", "close")
-                handler.close_connection = True
-            handler.end_headers()
-            handler.wfile.write(raw)
-
-        self.routes[path] = serve
-
-    def serve_missing(self, handler: BaseHTTPRequestHandler) -> None:
-        handler.send_response(404)
-        handler.send_header("Content-Length", "2")
-        handler.end_headers()
-        handler.wfile.write(b"{}")
-
-    @staticmethod
-    def head(handler: BaseHTTPRequestHandler, **headers: str) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        for name, value in headers.items():
-            handler.send_header(name.replace("_", "-"), value)
-        handler.end_headers()
-
-    def serve_hang(self, handler: BaseHTTPRequestHandler) -> None:
-        self.stop_event.wait(10)  # accepted, request read, never answered
-
-    def dripping(self) -> Iterator[None]:
-        """Every 50 ms for 3 s (then the connection is dropped, so a broken client cannot
-        hang the test: it fails on the reason and the time instead)."""
-        end = time.monotonic() + 3.0
-        while not self.stop_event.wait(0.05) and time.monotonic() < end:
-            yield
-
-    def serve_drip(self, handler: BaseHTTPRequestHandler) -> None:
-        self.head(handler, Content_Length="100000")
-        for _ in self.dripping():
-            handler.wfile.write(b" ")
-            handler.wfile.flush()
-        handler.close_connection = True
-
-    def serve_drip_chunked(self, handler: BaseHTTPRequestHandler) -> None:
-        self.head(handler, Transfer_Encoding="chunked")
-        for _ in self.dripping():
-            handler.wfile.write(b"1\r\n \r\n")
-            handler.wfile.flush()
-        handler.close_connection = True
-
-    def serve_drip_headers(self, handler: BaseHTTPRequestHandler) -> None:
-        handler.wfile.write(b"HTTP/1.1 200 OK\r\n")
-        for index, _ in enumerate(self.dripping()):
-            handler.wfile.write(b"X-Drip-%d: x\r\n" % index)
-            handler.wfile.flush()
-        handler.close_connection = True
-
-    def serve_gzip(self, handler: BaseHTTPRequestHandler) -> None:
-        body = gzip.compress(json.dumps({"nodeVersion": "1.4.2", "pad": "x" * 5000}).encode())
-        self.head(handler, Content_Encoding="gzip", Content_Length=str(len(body)))
-        handler.wfile.write(body)
-
-    def serve_deflate_bomb(self, handler: BaseHTTPRequestHandler) -> None:
-        body = zlib.compress(b"[" + b"0," * 1_000_000 + b"0]")
-        self.head(handler, Content_Encoding="deflate", Content_Length=str(len(body)))
-        handler.wfile.write(body)
-
-    def serve_gzip_bomb(self, handler: BaseHTTPRequestHandler) -> None:
-        body = gzip.compress(b"[" + b"0," * 1_000_000 + b"0]")  # ~2 MB unpacked, ~2 kB packed
-        self.head(handler, Content_Encoding="gzip", Content_Length=str(len(body)))
-        handler.wfile.write(body)
-
-    def serve_broken_gzip(self, handler: BaseHTTPRequestHandler) -> None:
-        body = b"certainly not gzip"
-        self.head(handler, Content_Encoding="gzip", Content_Length=str(len(body)))
-        handler.wfile.write(body)
-
-    def serve_chunked(self, handler: BaseHTTPRequestHandler) -> None:
-        self.head(handler, Transfer_Encoding="chunked")
-        for piece in (b'{"blockHeight": ', b"18342, ", b'"syncing": false}'):
-            handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-        handler.wfile.write(b"0\r\n\r\n")
-
-    def serve_chunked_large(self, handler: BaseHTTPRequestHandler) -> None:
-        self.head(handler, Transfer_Encoding="chunked")
-        piece = b" " * 300
-        for _ in range(20):
-            handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-        handler.wfile.write(b"0\r\n\r\n")
-
-    def serve_truncated(self, handler: BaseHTTPRequestHandler) -> None:
-        self.head(handler, Content_Length="100", Connection="close")
-        handler.wfile.write(b'{"blockHeight": 1')
-        handler.close_connection = True
-
-    def serve_nothing(self, handler: BaseHTTPRequestHandler) -> None:
-        handler.close_connection = True  # the connection closes without a byte of answer
+def misbehave(node: FakeNode) -> FakeNode:
+    """The paths of a (mis)behaving node: it hangs, drips, compresses, chunks, truncates."""
+    node.set("/hang", {}, held=True)  # accepted, request read, never answered
+    node.drip("/drip", "body")
+    node.drip("/drip-chunked", "chunked")
+    node.drip("/drip-headers", "headers")
+    gzipped = gzip.compress(json.dumps({"nodeVersion": "1.4.2", "pad": "x" * 5000}).encode())
+    node.set("/gzip", gzipped, headers={"Content-Encoding": "gzip"})
+    bomb = b"[" + b"0," * 1_000_000 + b"0]"  # ~2 MB unpacked, ~2 kB packed
+    node.set("/deflate-bomb", zlib.compress(bomb), headers={"Content-Encoding": "deflate"})
+    node.set("/gzip-bomb", gzip.compress(bomb), headers={"Content-Encoding": "gzip"})
+    node.set("/broken-gzip", b"certainly not gzip", headers={"Content-Encoding": "gzip"})
+    pieces = (b'{"blockHeight": ', b"18342, ", b'"syncing": false}')
+    node.raw("/chunked", CHUNKED + _chunks(*pieces), close=False)
+    node.raw("/chunked-large", CHUNKED + _chunks(*[b" " * 300] * 20), close=False)
+    truncated = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\n"
+    node.raw("/truncated", truncated + b'{"blockHeight": 1')
+    node.raw("/nothing", b"")  # the connection closes without a byte of answer
+    return node
 
 
 @pytest.fixture
-def local_node() -> Iterator[LocalNode]:
-    node = LocalNode()
-    node.start()
-    yield node
-    node.stop()
+def local_node(fake_nodes: FakeNodes) -> FakeNode:
+    """A keep-alive node on 127.0.0.1 with the paths of ``misbehave``."""
+    return misbehave(fake_nodes.start(keep_alive=True))
+
+
+def ports(node: FakeNode) -> list[int]:
+    """The client port of each request: one per TCP connection."""
+    return [request.port for request in node.requests]
 
 
 def client(engine: Engine, url: str, max_bytes: int = CAP, **node: Any) -> NodeClient:
@@ -229,17 +99,17 @@ def client(engine: Engine, url: str, max_bytes: int = CAP, **node: Any) -> NodeC
 # --- answers ---
 
 
-def test_success_decodes_the_document(engine: Engine, local_node: LocalNode) -> None:
+def test_success_decodes_the_document(engine: Engine, local_node: FakeNode) -> None:
     health = {"nodeVersion": "1.4.2", "network": {"peerCount": 4}, "blockchains": ["8f2a9c"]}
-    local_node.answer("/health", health)
+    local_node.set("/health", health)
     assert client(engine, local_node.url).get_json(["health"], soon()) == health
     assert local_node.paths == ["/health"]
 
 
-def test_request_headers_identify_the_exporter(engine: Engine, local_node: LocalNode) -> None:
-    local_node.answer("/health", {})
+def test_request_headers_identify_the_exporter(engine: Engine, local_node: FakeNode) -> None:
+    local_node.set("/health", {})
     client(engine, local_node.url).get_json(["health"], soon())
-    headers = local_node.request_headers[0]
+    headers = local_node.requests[0].headers
     assert headers["User-Agent"] == f"ledger-exporter/{__version__}"
     assert headers["Accept"] == "application/json"
     assert "Authorization" not in headers
@@ -280,15 +150,15 @@ def test_url_for_keeps_the_prefix_and_escapes_segments(
 
 @pytest.mark.parametrize("prefix", ["nodes/node-1/", "nodes/node-1"])
 def test_request_goes_under_the_path_prefix(
-    prefix: str, engine: Engine, local_node: LocalNode
+    prefix: str, engine: Engine, local_node: FakeNode
 ) -> None:
-    local_node.answer("/nodes/node-1/blockchains/8f2a9c", {"blockHeight": 7})
+    local_node.set("/nodes/node-1/blockchains/8f2a9c", {"blockHeight": 7})
     document = client(engine, local_node.url + prefix).get_json(["blockchains", "8f2a9c"], soon())
     assert document == {"blockHeight": 7}
 
 
-def test_chain_id_is_sent_as_one_escaped_segment(engine: Engine, local_node: LocalNode) -> None:
-    local_node.answer("/blockchains/a%2Fb%20c%3Fd%23e%25", {"blockHeight": 1})
+def test_chain_id_is_sent_as_one_escaped_segment(engine: Engine, local_node: FakeNode) -> None:
+    local_node.set("/blockchains/a%2Fb%20c%3Fd%23e%25", {"blockHeight": 1})
     document = client(engine, local_node.url).get_json(["blockchains", "a/b c?d#e%"], soon())
     assert document == {"blockHeight": 1}
     assert local_node.paths == ["/blockchains/a%2Fb%20c%3Fd%23e%25"]
@@ -307,11 +177,11 @@ def test_chain_id_is_sent_as_one_escaped_segment(engine: Engine, local_node: Loc
     ],
 )
 def test_the_node_receives_dot_segments_as_sent(
-    prefix: str, chain: str, sent: str, engine: Engine, local_node: LocalNode
+    prefix: str, chain: str, sent: str, engine: Engine, local_node: FakeNode
 ) -> None:
     """libcurl would resolve ``%2E%2E`` like ``..`` and ask for the base path instead."""
     path = f"/{prefix}blockchains/{sent}"
-    local_node.answer(path, {"blockHeight": 7})
+    local_node.set(path, {"blockHeight": 7})
     document = client(engine, local_node.url + prefix).get_json(["blockchains", chain], soon())
     assert local_node.paths == [path]
     assert document == {"blockHeight": 7}
@@ -332,8 +202,8 @@ def test_url_for_appends_the_query_escaped(
     assert client(engine, "http://h/").url_for(["wallets", "w1"], query) == url
 
 
-def test_query_is_sent_after_the_path(engine: Engine, local_node: LocalNode) -> None:
-    local_node.answer("/wallets/w%2F1?blockchainId=a%26b", {"enabled": True})
+def test_query_is_sent_after_the_path(engine: Engine, local_node: FakeNode) -> None:
+    local_node.set("/wallets/w%2F1?blockchainId=a%26b", {"enabled": True})
     query = (("blockchainId", "a&b"),)
     document = client(engine, local_node.url).get_json(["wallets", "w/1"], soon(), query)
     assert document == {"enabled": True}
@@ -341,16 +211,16 @@ def test_query_is_sent_after_the_path(engine: Engine, local_node: LocalNode) -> 
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 500, 502, 503])
-def test_error_status_names_the_path(status: int, engine: Engine, local_node: LocalNode) -> None:
-    local_node.answer("/api/blockchains/c1", {"error": "nope"}, status=status)
+def test_error_status_names_the_path(status: int, engine: Engine, local_node: FakeNode) -> None:
+    local_node.set("/api/blockchains/c1", {"error": "nope"}, status)
     node_client = client(engine, local_node.url + "api")
     error = fetch_error(node_client, ["blockchains", "c1"], soon())
     assert error.reason is Reason.HTTP_STATUS
     assert error.detail == f"HTTP status {status} from /api/blockchains/c1"
 
 
-def test_error_detail_never_holds_credentials(engine: Engine, local_node: LocalNode) -> None:
-    local_node.answer("/health", b"nope", status=401)
+def test_error_detail_never_holds_credentials(engine: Engine, local_node: FakeNode) -> None:
+    local_node.set("/health", b"nope", 401)
     node_client = client(engine, local_node.url, basic_auth=("alice", "s3cret"))
     error = fetch_error(node_client, ["health"], soon())
     assert "alice" not in str(error) and "s3cret" not in str(error)
@@ -358,9 +228,9 @@ def test_error_detail_never_holds_credentials(engine: Engine, local_node: LocalN
 
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
-def test_redirects_are_not_followed(status: int, engine: Engine, local_node: LocalNode) -> None:
-    local_node.answer("/health", b"", status=status, Location=local_node.url + "elsewhere")
-    local_node.answer("/elsewhere", {"nodeVersion": "1.0"})
+def test_redirects_are_not_followed(status: int, engine: Engine, local_node: FakeNode) -> None:
+    local_node.set("/health", b"", status, headers={"Location": local_node.url + "elsewhere"})
+    local_node.set("/elsewhere", {"nodeVersion": "1.0"})
     error = fetch_error(client(engine, local_node.url), ["health"], soon())
     assert error.reason is Reason.HTTP_STATUS
     assert error.detail == f"HTTP status {status} from /health"
@@ -381,8 +251,8 @@ def test_redirects_are_not_followed(status: int, engine: Engine, local_node: Loc
     ],
     ids=["garbage", "empty", "trailing", "not-utf8", "text", "doctype", "indented-html", "upper"],
 )
-def test_invalid_json(body: bytes, detail: str, engine: Engine, local_node: LocalNode) -> None:
-    local_node.answer("/health", body)
+def test_invalid_json(body: bytes, detail: str, engine: Engine, local_node: FakeNode) -> None:
+    local_node.set("/health", body)
     error = fetch_error(client(engine, local_node.url), ["health"], soon())
     assert error.reason is Reason.INVALID_JSON
     assert error.detail.endswith(detail)
@@ -393,40 +263,38 @@ def test_invalid_json(body: bytes, detail: str, engine: Engine, local_node: Loca
     [[1, 2], ["8f2a9c"], "text", 42, 1.5, None, True, {"blockHeight": "12"}],
     ids=repr,
 )
-def test_any_json_is_returned_as_is(
-    document: object, engine: Engine, local_node: LocalNode
-) -> None:
-    local_node.answer("/health", document)
+def test_any_json_is_returned_as_is(document: object, engine: Engine, local_node: FakeNode) -> None:
+    local_node.set("/health", document)
     assert client(engine, local_node.url).get_json(["health"], soon()) == document
 
 
 # --- the size cap ---
 
 
-def test_declared_length_over_the_cap_is_too_large(engine: Engine, local_node: LocalNode) -> None:
-    local_node.answer("/health", {"pad": "x" * CAP})
+def test_declared_length_over_the_cap_is_too_large(engine: Engine, local_node: FakeNode) -> None:
+    local_node.set("/health", {"pad": "x" * CAP})
     error = fetch_error(client(engine, local_node.url), ["health"], soon())
     assert error.reason is Reason.TOO_LARGE
     assert error.detail == f"body from /health over the {CAP} bytes cap"
 
 
-def test_body_of_exactly_the_cap_is_read(engine: Engine, local_node: LocalNode) -> None:
+def test_body_of_exactly_the_cap_is_read(engine: Engine, local_node: FakeNode) -> None:
     body = json.dumps({"pad": "x" * (CAP - 11)}).encode()
     assert len(body) == CAP
     for length in (True, False):
-        local_node.answer("/health", body, length=length)
+        local_node.set("/health", body, length=length)
         document = client(engine, local_node.url).get_json(["health"], soon())
         assert document == {"pad": "x" * (CAP - 11)}
 
 
-def test_streamed_body_over_the_cap_is_too_large(engine: Engine, local_node: LocalNode) -> None:
-    local_node.answer("/health", {"pad": "x" * CAP}, length=False)  # no Content-Length
+def test_streamed_body_over_the_cap_is_too_large(engine: Engine, local_node: FakeNode) -> None:
+    local_node.set("/health", {"pad": "x" * CAP}, length=False)  # no Content-Length
     error = fetch_error(client(engine, local_node.url), ["health"], soon())
     assert error.reason is Reason.TOO_LARGE
     assert error.detail == f"body from /health over the {CAP} bytes cap"
 
 
-def test_chunked_body_over_the_cap_is_too_large(engine: Engine, local_node: LocalNode) -> None:
+def test_chunked_body_over_the_cap_is_too_large(engine: Engine, local_node: FakeNode) -> None:
     error = fetch_error(client(engine, local_node.url), ["chunked-large"], soon())
     assert error.reason is Reason.TOO_LARGE
     assert error.detail == f"body from /chunked-large over the {CAP} bytes cap"
@@ -434,25 +302,25 @@ def test_chunked_body_over_the_cap_is_too_large(engine: Engine, local_node: Loca
 
 @pytest.mark.parametrize("path", ["gzip-bomb", "deflate-bomb"])
 def test_compressed_body_is_capped_unpacked(
-    path: str, engine: Engine, local_node: LocalNode
+    path: str, engine: Engine, local_node: FakeNode
 ) -> None:
     error = fetch_error(client(engine, local_node.url, max_bytes=100_000), [path], soon())
     assert error.reason is Reason.TOO_LARGE
     assert error.detail == f"body from /{path} over the 100000 bytes cap"
 
 
-def test_gzip_body_is_decoded(engine: Engine, local_node: LocalNode) -> None:
+def test_gzip_body_is_decoded(engine: Engine, local_node: FakeNode) -> None:
     document = client(engine, local_node.url, max_bytes=100_000).get_json(["gzip"], soon())
     assert document == {"nodeVersion": "1.4.2", "pad": "x" * 5000}
-    assert "gzip" in local_node.request_headers[0]["Accept-Encoding"]
+    assert "gzip" in local_node.requests[0].headers["Accept-Encoding"]
 
 
-def test_broken_gzip_is_an_invalid_response(engine: Engine, local_node: LocalNode) -> None:
+def test_broken_gzip_is_an_invalid_response(engine: Engine, local_node: FakeNode) -> None:
     error = fetch_error(client(engine, local_node.url), ["broken-gzip"], soon())
     assert error.reason is Reason.INVALID_RESPONSE
 
 
-def test_chunked_body_is_read(engine: Engine, local_node: LocalNode) -> None:
+def test_chunked_body_is_read(engine: Engine, local_node: FakeNode) -> None:
     document = client(engine, local_node.url).get_json(["chunked"], soon())
     assert document == {"blockHeight": 18342, "syncing": False}
 
@@ -460,32 +328,37 @@ def test_chunked_body_is_read(engine: Engine, local_node: LocalNode) -> None:
 # --- time ---
 
 DEADLINE = 0.5
+#: libcurl counts the time left in whole milliseconds.
+ROUNDING = 0.01
 
 
-def timed_error(node_client: NodeClient, path: str) -> tuple[FetchError, float]:
-    started = time.monotonic()
-    error = fetch_error(node_client, [path], started + DEADLINE)
-    return error, time.monotonic() - started
-
-
-def test_server_that_never_answers_times_out(engine: Engine, local_node: LocalNode) -> None:
-    error, elapsed = timed_error(client(engine, local_node.url), "hang")
+def failed_at_its_deadline(node: FakeNode, path: str, engine: Engine, **options: Any) -> None:
+    """A request of ``path`` fails as a timeout, not before its deadline, and the client hangs
+    up then: the node, which never finishes this answer, sees the connection closed."""
+    deadline = time.monotonic() + DEADLINE
+    error = fetch_error(client(engine, node.url, **options), [path], deadline)
+    ended = time.monotonic()
     assert error.reason is Reason.TIMEOUT
-    assert DEADLINE * 0.9 <= elapsed < DEADLINE * 3
+    assert error.detail.endswith("no complete answer before the deadline")
+    assert ended >= deadline - ROUNDING  # never early
+    wait_until(lambda: f"/{path}" in node.hung_up, message=f"the client never hung up on /{path}")
+
+
+def test_server_that_never_answers_times_out(engine: Engine, local_node: FakeNode) -> None:
+    failed_at_its_deadline(local_node, "hang", engine)
 
 
 @pytest.mark.parametrize("path", ["drip", "drip-chunked", "drip-headers"])
 def test_dripping_past_the_deadline_times_out(
-    path: str, engine: Engine, local_node: LocalNode
+    path: str, engine: Engine, local_node: FakeNode
 ) -> None:
-    error, elapsed = timed_error(client(engine, local_node.url, max_bytes=1_000_000), path)
-    assert error.reason is Reason.TIMEOUT
-    assert elapsed < DEADLINE * 3
+    """Each byte comes well within any read timeout: only the deadline ends the request."""
+    failed_at_its_deadline(local_node, path, engine, max_bytes=1_000_000)
 
 
 @pytest.mark.parametrize("late_by", [0.0, 0.001, 30.0])
 def test_deadline_already_passed_sends_nothing(
-    late_by: float, engine: Engine, local_node: LocalNode
+    late_by: float, engine: Engine, local_node: FakeNode
 ) -> None:
     now = 1000.0
     config = NodeConfig("validator-1", local_node.url)
@@ -495,12 +368,12 @@ def test_deadline_already_passed_sends_nothing(
     assert local_node.paths == []
 
 
-def test_a_queued_request_whose_deadline_passes_is_not_sent(local_node: LocalNode) -> None:
+def test_a_queued_request_whose_deadline_passes_is_not_sent(local_node: FakeNode) -> None:
     single = Engine(1, "test")
     try:
         hanging = client(single, local_node.url)
         results: list[FetchError | None] = []
-        hanging.get(["hang"], soon(1.0), lambda _, error: results.append(error))
+        hanging.get(["hang"], soon(30.0), lambda _, error: results.append(error))
         error = fetch_error(client(single, local_node.url), ["health"], soon(0.3))
     finally:
         single.close()
@@ -509,7 +382,7 @@ def test_a_queued_request_whose_deadline_passes_is_not_sent(local_node: LocalNod
     assert "/health" not in local_node.paths
 
 
-def test_close_fails_what_is_still_out_at_once(local_node: LocalNode) -> None:
+def test_close_fails_what_is_still_out_at_once(local_node: FakeNode) -> None:
     closing = Engine(4, "test")
     outcome: list[FetchError | None] = []
     done = threading.Event()
@@ -518,19 +391,19 @@ def test_close_fails_what_is_still_out_at_once(local_node: LocalNode) -> None:
         outcome.append(error)
         done.set()
 
-    client(closing, local_node.url).get(["hang"], soon(30.0), record)
-    while not local_node.paths and not done.is_set():
-        time.sleep(0.01)
-    started = time.monotonic()
+    # a deadline far past the test: only close() can end the request
+    client(closing, local_node.url).get(["hang"], soon(3600.0), record)
+    wait_until(lambda: local_node.paths or done.is_set(), message="the request never reached")
     closing.close()
-    assert done.wait(5)
-    assert time.monotonic() - started < 2.0
+    assert done.wait(30)
     assert outcome[0] is not None and outcome[0].reason is Reason.TIMEOUT
+    assert outcome[0].detail.endswith("the exporter shut down before the answer came")
     assert closing.in_flight() == 0
+    wait_until(lambda: "/hang" in local_node.hung_up, message="the connection was left open")
 
 
 def test_a_failing_callback_is_logged_and_the_engine_goes_on(
-    engine: Engine, local_node: LocalNode, caplog: pytest.LogCaptureFixture
+    engine: Engine, local_node: FakeNode, caplog: pytest.LogCaptureFixture
 ) -> None:
     called = threading.Event()
 
@@ -538,7 +411,7 @@ def test_a_failing_callback_is_logged_and_the_engine_goes_on(
         called.set()
         raise RuntimeError("bug in a callback")
 
-    local_node.answer("/health", {"nodeVersion": "1.4.2"})
+    local_node.set("/health", {"nodeVersion": "1.4.2"})
     client(engine, local_node.url).get(["health"], soon(), broken)
     assert called.wait(5)
     # answered on the engine's thread after the failed callback was logged
@@ -549,13 +422,13 @@ def test_a_failing_callback_is_logged_and_the_engine_goes_on(
 
 
 def test_an_unexpected_failure_to_decode_still_reaches_the_caller(
-    engine: Engine, local_node: LocalNode, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, local_node: FakeNode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def out_of_memory(*_: Any) -> Any:
         raise MemoryError
 
     monkeypatch.setattr("exporter.poll.client.interpret", out_of_memory)
-    local_node.answer("/health", {"nodeVersion": "1.4.2"})
+    local_node.set("/health", {"nodeVersion": "1.4.2"})
     outcome: list[FetchError | None] = []
     answered = threading.Event()
 
@@ -583,7 +456,7 @@ def _outcome(node_client: NodeClient, segments: list[str], budget: ReadBudget) -
 
 
 def test_once_the_read_budget_is_spent_answers_are_refused_unread(
-    engine: Engine, local_node: LocalNode, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, local_node: FakeNode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     decoded: list[str] = []
 
@@ -592,8 +465,8 @@ def test_once_the_read_budget_is_spent_answers_are_refused_unread(
         return json.loads(body)
 
     monkeypatch.setattr("exporter.poll.client.decode", decode)
-    local_node.answer("/health", {"nodeVersion": "1.4.2"})
-    local_node.answer("/gone", {}, status=404)
+    local_node.set("/health", {"nodeVersion": "1.4.2"})
+    local_node.set("/gone", {}, 404)
     node_client = client(engine, local_node.url)
     budget = ReadBudget(1.0)
     assert _outcome(node_client, ["health"], budget) is None
@@ -607,7 +480,7 @@ def test_once_the_read_budget_is_spent_answers_are_refused_unread(
 
 
 def test_an_id_that_cannot_be_encoded_is_an_invalid_response_never_sent(
-    engine: Engine, local_node: LocalNode
+    engine: Engine, local_node: FakeNode
 ) -> None:
     error = fetch_error(client(engine, local_node.url), ["blockchains", "a\ud800"], soon())
     assert error.reason is Reason.INVALID_RESPONSE
@@ -625,7 +498,7 @@ def test_calls_after_close_never_write_to_the_closed_wakeup_descriptor() -> None
     assert closed.in_flight() == 0
 
 
-def test_a_request_submitted_after_close_fails_at_once(local_node: LocalNode) -> None:
+def test_a_request_submitted_after_close_fails_at_once(local_node: FakeNode) -> None:
     closed = Engine(4, "test")
     closed.close()
     error = fetch_error(client(closed, local_node.url), ["health"], soon())
@@ -652,7 +525,7 @@ def test_connection_refused(engine: Engine) -> None:
         ("nothing", "the node closed the connection without answering"),
     ],
 )
-def test_broken_connections(path: str, detail: str, engine: Engine, local_node: LocalNode) -> None:
+def test_broken_connections(path: str, detail: str, engine: Engine, local_node: FakeNode) -> None:
     error = fetch_error(client(engine, local_node.url), [path], soon())
     assert error.reason is Reason.CONNECTION
     assert error.detail == detail
@@ -682,26 +555,19 @@ def test_transfer_errors_are_classified(code: int, reason: Reason, detail: str) 
     assert "user" not in error.detail and "host" not in error.detail
 
 
-def test_connections_are_reused_across_requests(engine: Engine, local_node: LocalNode) -> None:
+def test_connections_are_reused_across_requests(engine: Engine, local_node: FakeNode) -> None:
     node_client = client(engine, local_node.url)
     for _ in range(3):
         assert node_client.get_json(["chunked"], soon()) == {"blockHeight": 18342, "syncing": False}
-    assert len(local_node.client_ports) == 3
-    assert len(set(local_node.client_ports)) == 1  # one kept-alive connection
+    assert len(ports(local_node)) == 3
+    assert len(set(ports(local_node))) == 1  # one kept-alive connection
 
 
 def test_idle_connections_are_closed_once_no_request_is_in_flight(
-    engine: Engine, local_node: LocalNode
+    engine: Engine, local_node: FakeNode
 ) -> None:
-    released = threading.Event()
-
-    def held(handler: BaseHTTPRequestHandler) -> None:
-        released.wait(5)
-        local_node.answer("/held-answer", {"held": True})
-        local_node.routes["/held-answer"](handler)
-
-    local_node.routes["/held"] = held
-    local_node.answer("/health", {})
+    local_node.set("/held", {"held": True}, held=True)
+    local_node.set("/health", {})
     node_client = client(engine, local_node.url)
     node_client.get_json(["health"], soon())
     outcome: list[Any] = []
@@ -711,18 +577,16 @@ def test_idle_connections_are_closed_once_no_request_is_in_flight(
         outcome.append(document)
         ended.set()
 
-    node_client.get(["held"], soon(), done)
-    deadline = time.monotonic() + 5
-    while "/held" not in local_node.paths and time.monotonic() < deadline:
-        time.sleep(0.01)
+    node_client.get(["held"], soon(30.0), done)
+    wait_until(lambda: "/held" in local_node.paths, message="the held request never came")
     engine.close_idle_connections()  # with a request in flight: waits for it
-    released.set()
-    assert ended.wait(5)
+    local_node.release()
+    assert ended.wait(30)
     node_client.get_json(["health"], soon())
     assert outcome == [{"held": True}]  # the request in flight was not cut
-    ports = local_node.client_ports
-    assert ports[1] == ports[0]  # kept alive until then
-    assert ports[2] != ports[1]  # closed once the held request ended: a new one was opened
+    used = ports(local_node)
+    assert used[1] == used[0]  # kept alive until then
+    assert used[2] != used[1]  # closed once the held request ended: a new one was opened
     assert engine.connections_opened() == 2
 
 
@@ -730,33 +594,33 @@ def _ignoring(call: Callable[[], None]) -> Callable[[Any, FetchError | None], No
     return lambda _, __: call()
 
 
-def test_idle_handles_are_closed_and_connections_kept(local_node: LocalNode) -> None:
-    def slow(handler: BaseHTTPRequestHandler) -> None:
-        time.sleep(0.3)  # so that every request of a batch is in flight at once
-        local_node.answer("/slow-answer", {"ok": True})
-        local_node.routes["/slow-answer"](handler)
-
-    local_node.routes["/slow"] = slow
+def test_idle_handles_are_closed_and_connections_kept(local_node: FakeNode) -> None:
+    local_node.set("/slow", {"ok": True}, held=True)  # answered once the batch is all in
     busy = Engine(64, "test")
     try:
-        for _ in range(2):
+        for batch in (1, 2):
             ended = Countdown(40)
             for _ in range(40):
-                client(busy, local_node.url).get(["slow"], soon(), _ignoring(ended.count_down))
-            assert ended.wait(10)
-            deadline = time.monotonic() + 5
-            while busy.spare_handles() > SPARE_HANDLES and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert busy.spare_handles() == SPARE_HANDLES
+                client(busy, local_node.url).get(["slow"], soon(30.0), _ignoring(ended.count_down))
+            wait_until(
+                lambda: len(local_node.paths) == 40 * batch,  # noqa: B023 (called at once)
+                message="every request of the batch in flight at once",
+            )
+            local_node.release()
+            assert ended.wait(30)
+            wait_until(
+                lambda: busy.spare_handles() == SPARE_HANDLES,
+                message=lambda: f"{busy.spare_handles()} spare handles",
+            )
     finally:
         busy.close()
-    assert len(local_node.client_ports) == 80
-    assert len(set(local_node.client_ports)) == 40  # the second batch reused every connection
+    assert len(ports(local_node)) == 80
+    assert len(set(ports(local_node))) == 40  # the second batch reused every connection
 
 
 @pytest.mark.parametrize("variable", ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"])
 def test_proxy_environment_is_ignored(
-    variable: str, local_node: LocalNode, monkeypatch: pytest.MonkeyPatch
+    variable: str, local_node: FakeNode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name in ("no_proxy", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)
@@ -774,96 +638,68 @@ def test_proxy_environment_is_ignored(
 # --- credentials and headers ---
 
 
-def test_configured_headers_are_sent(engine: Engine, local_node: LocalNode) -> None:
-    local_node.answer("/health", {})
+def test_configured_headers_are_sent(engine: Engine, local_node: FakeNode) -> None:
+    local_node.set("/health", {})
     headers = (("X-Scope", "monitoring"), ("Authorization", "Bearer token-123"))
     client(engine, local_node.url, headers=headers).get_json(["health"], soon())
-    sent = local_node.request_headers[0]
+    sent = local_node.requests[0].headers
     assert sent["X-Scope"] == "monitoring"
     assert sent["Authorization"] == "Bearer token-123"
 
 
-def test_basic_auth_is_sent(engine: Engine, local_node: LocalNode) -> None:
-    local_node.answer("/health", {})
+def test_basic_auth_is_sent(engine: Engine, local_node: FakeNode) -> None:
+    local_node.set("/health", {})
     client(engine, local_node.url, basic_auth=("alice", "s@cret:with colon")).get_json(
         ["health"], soon()
     )
     expected = base64.b64encode(b"alice:s@cret:with colon").decode()
-    assert local_node.request_headers[0]["Authorization"] == f"Basic {expected}"
+    assert local_node.requests[0].headers["Authorization"] == f"Basic {expected}"
 
 
 # --- TLS ---
 
 
-def _make_certificate(folder: Path, name: str, issuer: tuple[Path, Path] | None = None) -> Path:
-    """A certificate for 127.0.0.1 (self-signed, or signed by ``issuer``) and its key."""
-    openssl = shutil.which("openssl")
-    assert openssl, "openssl is needed to make test certificates"
-    cert, key = folder / f"{name}.pem", folder / f"{name}-key.pem"
-    sign = ["-CA", str(issuer[0]), "-CAkey", str(issuer[1])] if issuer else []
-    subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-         f"/CN={name}", "-addext", "subjectAltName=IP:127.0.0.1", *sign,
-         "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert
-
-
 @pytest.fixture
-def tls_node(tmp_path: Path) -> Iterator[tuple[LocalNode, Path, Path]]:
-    """An https node that requires a client certificate signed by its client CA."""
-    server_cert = _make_certificate(tmp_path, "server")
-    client_ca = _make_certificate(tmp_path, "client-ca")
-    client_cert = _make_certificate(tmp_path, "client", (client_ca, tmp_path / "client-ca-key.pem"))
+def tls_node(fake_nodes: FakeNodes, pki: Pki) -> FakeNode:
+    """An https node (the session CA's server certificate) that requires a client certificate
+    the CA signed."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(server_cert, tmp_path / "server-key.pem")
+    context.load_cert_chain(pki.server.cert, pki.server.key)
     context.verify_mode = ssl.CERT_REQUIRED
-    context.load_verify_locations(client_ca)
-    node = LocalNode(context)
-    node.answer("/health", {"nodeVersion": "1.4.2"})
-    node.start()
-    yield node, server_cert, client_cert
-    node.stop()
+    context.load_verify_locations(pki.ca)
+    node = fake_nodes.start(keep_alive=True, tls=context)
+    node.set("/health", {"nodeVersion": "1.4.2"})
+    return node
 
 
 def test_tls_with_ca_file_and_client_certificate(
-    engine: Engine, tls_node: tuple[LocalNode, Path, Path]
+    engine: Engine, tls_node: FakeNode, pki: Pki
 ) -> None:
-    node, server_cert, client_cert = tls_node
-    tls = TlsConfig(
-        str(server_cert), str(client_cert), str(client_cert.with_name("client-key.pem"))
-    )
-    node_client = client(engine, node.url, tls=tls)
+    tls = TlsConfig(pki.ca, pki.client.cert, pki.client.key)
+    node_client = client(engine, tls_node.url, tls=tls)
     for _ in range(3):
         assert node_client.get_json(["health"], soon()) == {"nodeVersion": "1.4.2"}
-    assert len(set(node.client_ports)) == 1  # one TLS handshake, then kept alive
+    assert len(set(ports(tls_node))) == 1  # one TLS handshake, then kept alive
 
 
 def test_tls_without_the_ca_fails_verification(
-    engine: Engine, tls_node: tuple[LocalNode, Path, Path]
+    engine: Engine, tls_node: FakeNode, pki: Pki
 ) -> None:
-    node, _, client_cert = tls_node
-    tls = TlsConfig(None, str(client_cert), str(client_cert.with_name("client-key.pem")))
-    error = fetch_error(client(engine, node.url, tls=tls), ["health"], soon())
+    tls = TlsConfig(None, pki.client.cert, pki.client.key)
+    error = fetch_error(client(engine, tls_node.url, tls=tls), ["health"], soon())
     assert error.reason is Reason.CONNECTION
     assert error.detail == "certificate verify failed"
 
 
-def test_tls_insecure_skip_verify(engine: Engine, tls_node: tuple[LocalNode, Path, Path]) -> None:
-    node, _, client_cert = tls_node
-    tls = TlsConfig(None, str(client_cert), str(client_cert.with_name("client-key.pem")), True)
-    assert client(engine, node.url, tls=tls).get_json(["health"], soon()) == {
+def test_tls_insecure_skip_verify(engine: Engine, tls_node: FakeNode, pki: Pki) -> None:
+    tls = TlsConfig(None, pki.client.cert, pki.client.key, True)
+    assert client(engine, tls_node.url, tls=tls).get_json(["health"], soon()) == {
         "nodeVersion": "1.4.2"
     }
 
 
 def test_tls_without_a_client_certificate_is_refused(
-    engine: Engine, tls_node: tuple[LocalNode, Path, Path]
+    engine: Engine, tls_node: FakeNode, pki: Pki
 ) -> None:
-    node, server_cert, _ = tls_node
-    error = fetch_error(
-        client(engine, node.url, tls=TlsConfig(str(server_cert))), ["health"], soon()
-    )
+    error = fetch_error(client(engine, tls_node.url, tls=TlsConfig(pki.ca)), ["health"], soon())
     assert error.reason is Reason.CONNECTION

@@ -1,75 +1,53 @@
 """Golden files: recorded node answers + a config -> the exact bytes ``/metrics`` serves.
 
 Each folder under ``testdata/golden`` holds ``config.yml``, the answers of each node under
-``nodes/<host>/`` (``health.json``, ``health.html``, ``blockchains/<id>.json``; a ``.status``
-file holds ``<status> <body>``), ``expected.prom`` (text format) and ``expected.om``
-(OpenMetrics). The answers are served from 127.0.0.1 (the ``<host>.test`` URLs of the config
-are pointed there); nodes whose folder is missing refuse connections. A real Exporter serves
-``/metrics``, and the runtime series and wall-time values are masked. Run with
-``UPDATE_GOLDEN=1`` to rewrite the expected files after a deliberate change.
+``nodes/<host>/`` (``tests/support/golden.py`` says how they are laid out and served),
+``expected.prom`` (text format) and ``expected.om`` (OpenMetrics). A real Exporter serves
+``/metrics`` over the recorded answers, and the runtime series and wall-time values are
+masked. Run with ``UPDATE_GOLDEN=1`` to rewrite the expected files after a deliberate change.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
 from exporter.app import Exporter
-from exporter.config.exporter import Config, load_config
+from exporter.config.exporter import load_config
 from exporter.expose import metrics
 from exporter.expose.metrics import RUNTIME_SAMPLE_NAMES
 from exporter.expose.render import Renderer, text_format
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import HealthReading
 from exporter.model.snapshot import NodeStatus, Snapshot
-from exporter.poll.cycle import Poller
-from tests.conftest import TESTDATA, FakeNode, closed_port_url
-from tests.oracle import Samples, render_collectors, snapshot_collectors
-from tests.test_cli import _promtool_check
+from tests.support.fakenode import FakeNode
+from tests.support.golden import CASES, CLOCK, GOLDEN, assert_golden, poll_golden_case, serve_case
+from tests.support.http import fetch
+from tests.support.oracle import Samples, render_collectors, snapshot_collectors
+from tests.support.prometheus import Promtool
+from tests.support.waiting import wait_until
 
-GOLDEN = TESTDATA / "golden"
-CLOCK = 1_700_000_000.0
 _VARYING = re.compile(
     r"^((?:ledger_node_scrape|ledger_exporter_cycle)_duration_seconds\S*) \S+$", re.M
 )
+#: build_info's labels that depend on the build and the Python running the tests (the
+#: version is the package's, shown as it is); tests/test_build_info.py checks their values.
+_BUILD = re.compile(r'^(ledger_exporter_build_info\{)branch="[^"]*",python_version="[^"]*",'
+                    r'revision="[^"]*"', re.M)  # fmt: skip
+_BUILD_MASK = r'\1branch="<branch>",python_version="<python>",revision="<revision>"'
+
+
+def mask_varying(text: str) -> str:
+    """Wall times and build_info's build-dependent labels, masked."""
+    return _BUILD.sub(_BUILD_MASK, _VARYING.sub(r"\1 <duration>", text))
+
+
 _RUNTIME = re.compile(r"^(?:# (?:HELP|TYPE) )?(?:process|python)_\w+.*\n", re.M)
-_CONTENT_TYPES = {".json": "application/json", ".html": "text/html", ".status": "application/json"}
 OPENMETRICS = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
-
-
-_QUERY_FOLDER = re.compile(r"/([^/=]+=[^/]*)$")
-
-
-def serve_case(server: FakeNode, config: Config, case: Path) -> Config:
-    """Serve each node folder under ``/<case>/<host>`` and point the config's URLs there."""
-    nodes = []
-    for node in config.nodes:
-        parts = urlsplit(node.url if node.url.endswith("/") else node.url + "/")
-        host = str(parts.hostname).removesuffix(".test")
-        folder = case / "nodes" / host
-        if not folder.is_dir():
-            nodes.append(replace(node, url=closed_port_url()))
-            continue
-        prefix = f"/{case.name}/{host}{parts.path}"
-        for path in sorted(folder.rglob("*.*")):
-            body, status = path.read_text(), 200
-            if path.suffix == ".status":
-                code, _, body = body.partition(" ")
-                status = int(code)
-            relative = path.relative_to(folder).with_suffix("").as_posix()
-            relative = _QUERY_FOLDER.sub(r"?\1", relative)  # wallets/w1/blockchainId=c1
-            content_type = _CONTENT_TYPES[path.suffix]
-            server.set(prefix + relative, body.encode(), status, content_type=content_type)
-        nodes.append(replace(node, url=server.url.rstrip("/") + prefix))
-    return replace(config, nodes=tuple(nodes))
 
 
 @pytest.fixture(scope="module")
@@ -79,31 +57,14 @@ def golden_server() -> Iterator[FakeNode]:
     server.stop()
 
 
-def poll_golden_case(case: Path, server: FakeNode | None = None) -> Snapshot:
-    """One polling cycle over the recorded answers of ``case``, at a fixed clock."""
-    own = server is None
-    server = server or FakeNode().start()
-    try:
-        config = serve_case(server, load_config(str(case / "config.yml")), case)
-        poller = Poller(config, lambda _: None, clock=lambda: CLOCK)
-        try:
-            return poller.run_cycle()
-        finally:
-            poller.stop()
-    finally:
-        if own:
-            server.stop()
-
-
 def render_snapshot(snapshot: Snapshot) -> str:
     """The exporter's own families (no runtime metrics) by its writer, wall times masked."""
-    return _VARYING.sub(r"\1 <duration>", text_format(Renderer(), snapshot).decode())
+    return mask_varying(text_format(Renderer(), snapshot).decode())
 
 
 def oracle_text(snapshot: Snapshot) -> str:
-    """The same, by client_python's collectors (``tests/oracle.py``)."""
-    text = render_collectors(snapshot_collectors(snapshot)).decode()
-    return _VARYING.sub(r"\1 <duration>", text)
+    """The same, by client_python's collectors (``tests/support/oracle.py``)."""
+    return mask_varying(render_collectors(snapshot_collectors(snapshot)).decode())
 
 
 def served_metrics(case: Path, server: FakeNode) -> tuple[str, str, str]:
@@ -114,46 +75,42 @@ def served_metrics(case: Path, server: FakeNode) -> tuple[str, str, str]:
     http = exporter.start("127.0.0.1:0")
     base = f"http://127.0.0.1:{http.port}"
     try:
-        deadline = time.monotonic() + 30
-        while not exporter.ready() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        bodies = []
-        for accept in ("text/plain;version=0.0.4", OPENMETRICS):
-            request = urllib.request.Request(base + "/metrics", headers={"Accept": accept})
-            with urllib.request.urlopen(request, timeout=10) as response:
-                bodies.append(response.read().decode())
+        wait_until(exporter.ready, message="the exporter's first cycle")
+        answers = [
+            fetch(base + "/metrics", headers={"Accept": accept})
+            for accept in ("text/plain;version=0.0.4", OPENMETRICS)
+        ]
     finally:
         exporter.stop()
-    return _mask(bodies[0]), _mask(bodies[1]), bodies[0]
+    assert [answer.status for answer in answers] == [200, 200]
+    text, om = (answer.text for answer in answers)
+    return _mask(text), _mask(om), text
 
 
 def _mask(text: str) -> str:
     text = _RUNTIME.sub("", text)
     assert not any(name in text for name in RUNTIME_SAMPLE_NAMES)
-    return _VARYING.sub(r"\1 <duration>", text)
-
-
-# watch-* cases hold watch-list answers: tests/test_watch.py renders them.
-CASES = sorted(p.name for p in GOLDEN.iterdir() if p.is_dir() and not p.name.startswith("watch-"))
+    return mask_varying(text)
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_golden_exposition_as_served(case: str, golden_server: FakeNode) -> None:
+def test_golden_exposition_as_served(
+    case: str, golden_server: FakeNode, promtool: Promtool
+) -> None:
     folder = GOLDEN / case
     text, om, raw = served_metrics(folder, golden_server)
-    _promtool_check(raw)
-    for actual, name in ((text, "expected.prom"), (om, "expected.om")):
-        expected_file = folder / name
-        if os.environ.get("UPDATE_GOLDEN"):
-            expected_file.write_text(actual)
-        assert actual == expected_file.read_text(), name
+    promtool.check_metrics(raw)
+    assert_golden(text, folder / "expected.prom")
+    assert_golden(om, folder / "expected.om")
     assert om.endswith("# EOF\n")
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_golden_text_matches_client_python(case: str, golden_server: FakeNode) -> None:
-    """The oracle (client_python's collectors) agrees with the served golden bytes."""
+    """The oracle (client_python's collectors) agrees with the served golden bytes (the
+    exporter's config was loaded at start, at the golden clock)."""
     snapshot = poll_golden_case(GOLDEN / case, golden_server)
+    snapshot = replace(snapshot, config_reload_success_at=CLOCK)
     assert oracle_text(snapshot) == (GOLDEN / case / "expected.prom").read_text()
 
 

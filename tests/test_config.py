@@ -25,10 +25,9 @@ from exporter.config.exporter import (
 )
 from exporter.config.nodes import NODE_KEYS, NodeConfig, TlsConfig
 from exporter.config.schema import ConfigError
-from tests.conftest import expected_problems
+from tests.support.testdata import REPO, TESTDATA, expected_problems
 
-REPO = Path(__file__).resolve().parent.parent
-CONFIG_TESTDATA = Path(__file__).resolve().parent / "testdata" / "config"
+CONFIG_TESTDATA = TESTDATA / "config"
 INVALID_FILES = sorted(CONFIG_TESTDATA.glob("invalid-*.yml"))
 UNSET_ENV = "LEDGER_EXPORTER_TEST_UNSET_TOKEN"  # named by invalid-credentials-env-unset.yml
 
@@ -474,6 +473,8 @@ def test_relative_files_are_relative_to_the_config_folder(
         ("max_auth_groups_per_wallet: 1\n", Bounds(auth_groups_per_wallet=1)),
         ("max_label_value_length: 4096\n", Bounds(label_value_length=4096)),
         ("max_label_value_length: 1\n", Bounds(label_value_length=1)),
+        ("max_vote_sessions_per_chain: 2\n", Bounds(vote_sessions_per_chain=2)),
+        ("max_leaders_per_chain: 9\n", Bounds(leaders_per_chain=9)),
     ],
     ids=repr,
 )

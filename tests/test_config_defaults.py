@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from exporter.config.exporter import Config, parse_config
-from tests.conftest import REPO
+from tests.support.testdata import REPO
 
 SHIPPED_CONFIGS = sorted((REPO / "config").glob("*.yml"))
 README = REPO / "README.md"

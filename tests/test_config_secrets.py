@@ -15,8 +15,6 @@ import logging
 import re
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,9 +28,10 @@ from exporter.config.exporter import _Reader, load_config, parse_config
 from exporter.config.schema import ConfigError
 from exporter.config.web import _WebReader, load_web_config
 from exporter.config.yamlsource import load_located
-from tests.conftest import closed_port_url
+from tests.support.http import fetch
+from tests.support.ports import closed_port_url
+from tests.support.testdata import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 NODE = "nodes:\n  - name: a\n"  # a case's node starts on line 2, its next key on line 3
 URL = "    url: http://127.0.0.1:7740/\n"
 
@@ -612,18 +611,6 @@ def test_config_check_never_prints_a_secret(tmp_path: Path) -> None:
             assert path in result.stderr, (path, result.stderr)
 
 
-def _post(url: str, user: str, password: str) -> tuple[int, bytes]:
-    token = base64.b64encode(f"{user}:{password}".encode()).decode()
-    request = urllib.request.Request(
-        url, method="POST", headers={"Authorization": f"Basic {token}"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return int(response.status), bytes(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-
-
 class _Records(logging.Handler):
     """Keeps every record of the exporter's logger (whatever its propagation)."""
 
@@ -668,7 +655,11 @@ def test_failed_reload_never_answers_or_logs_a_secret(
         ):
             config_file.write_text(config_text, encoding="utf-8")
             web_file.write_text(web_text, encoding="utf-8")
-            status, body = _post(reload_url, "admin", "pw")
+            token = base64.b64encode(b"admin:pw").decode()
+            reloaded = fetch(
+                reload_url, method="POST", headers={"Authorization": f"Basic {token}"}, timeout=30
+            )
+            status, body = reloaded.status, reloaded.body
             assert status == 500
             answer = body.decode()
             logged = " ".join(repr(record.__dict__) for record in exporter_log.records)

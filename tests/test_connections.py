@@ -14,10 +14,7 @@ import re
 import socket
 import ssl
 import threading
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import bcrypt
 import pytest
@@ -27,7 +24,11 @@ from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.config.web import TlsServerConfig, WebConfig
 from exporter.web.server import ExporterServer, ServerLimits
-from tests.conftest import FakeNode, chain_doc, health_doc, make_certificate, new_fake_node
+from tests.support.certs import Pki
+from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNode
+from tests.support.http import fetch
+from tests.support.waiting import wait_until
 
 STALLED = 300
 HALF_A_REQUEST = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */"
@@ -37,20 +38,11 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def eventually(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout}s: {what}"
-        time.sleep(0.05)
-
-
 def scrape(
     port: int, timeout: float = 10.0, path: str = "/metrics", headers: dict[str, str] | None = None
 ) -> int:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers or {})
-    with urllib.request.urlopen(request, timeout=timeout) as answer:
-        answer.read()
-        return int(answer.status)
+    """The status of one request, read whole."""
+    return fetch(f"http://127.0.0.1:{port}{path}", headers=headers, timeout=timeout).status
 
 
 def read_answer(sock: socket.socket) -> bytes:
@@ -92,10 +84,9 @@ def closed_by_peer(sock: socket.socket) -> bool:
 
 
 @pytest.fixture
-def node(fake_nodes: list[FakeNode]) -> FakeNode:
-    fake = new_fake_node(fake_nodes)
-    fake.play(health_doc(["c1"]), {"c1": chain_doc(7)})
-    return fake
+def node(fake_node: FakeNode) -> FakeNode:
+    fake_node.play(health_doc(["c1"]), {"c1": chain_doc(7)})
+    return fake_node
 
 
 @pytest.fixture
@@ -103,7 +94,7 @@ def serving(node: FakeNode) -> Iterator[tuple[Exporter, ExporterServer]]:
     limits = ServerLimits(read_header_timeout=1.0, idle_timeout=2.0, max_connections=1000)
     exporter = Exporter(Config(nodes=(NodeConfig("n", node.url),), scrape_interval=1.0))
     server = exporter.start("127.0.0.1:0", limits=limits)
-    eventually(exporter.ready, 10, "first cycle")
+    wait_until(exporter.ready, message="first cycle")
     yield exporter, server
     exporter.stop()
 
@@ -113,13 +104,17 @@ def test_stalled_connections_neither_block_scrapes_nor_keep_resources(
 ) -> None:
     _, server = serving
     assert scrape(server.port) == 200
-    eventually(lambda: server.open_connections() == 0, 10, "the first scrape's connection")
+    wait_until(
+        lambda: server.open_connections() == 0, timeout=10, message="the first scrape's connection"
+    )
     threads, fds = threading.active_count(), open_fds()
     stalled = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(STALLED)]
     try:
         for sock in stalled:
             sock.sendall(HALF_A_REQUEST)
-        eventually(lambda: server.open_connections() >= STALLED, 10, "all stalled accepted")
+        wait_until(
+            lambda: server.open_connections() >= STALLED, timeout=10, message="all stalled accepted"
+        )
         answers: list[int] = []
         scraper = threading.Thread(target=lambda: answers.append(scrape(server.port, 5)))
         scraper.start()
@@ -127,13 +122,19 @@ def test_stalled_connections_neither_block_scrapes_nor_keep_resources(
         assert answers == [200]  # answered although hundreds of clients stall
         # No thread per stalled client: at most the bounded handler pool came and went.
         assert threading.active_count() <= threads + server.limits.max_handlers
-        eventually(lambda: all(closed_by_peer(s) for s in stalled), 15, "stalled ones closed")
-        eventually(lambda: server.open_connections() == 0, 10, "server side closed")
+        wait_until(
+            lambda: all(closed_by_peer(s) for s in stalled),
+            timeout=15,
+            message="stalled ones closed",
+        )
+        wait_until(lambda: server.open_connections() == 0, timeout=10, message="server side closed")
     finally:
         for sock in stalled:
             sock.close()
-    eventually(lambda: open_fds() <= fds, 10, "descriptors back")
-    eventually(lambda: threading.active_count() <= threads, 15, "handler threads back")
+    wait_until(lambda: open_fds() <= fds, timeout=10, message="descriptors back")
+    wait_until(
+        lambda: threading.active_count() <= threads, timeout=15, message="handler threads back"
+    )
 
 
 def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(
@@ -143,10 +144,10 @@ def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
         sock.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")
         assert read_answer(sock).startswith(b"HTTP/1.1 200")
-        time.sleep(0.5)  # well within the 2 s idle limit: still open
+        assert not closed_by_peer(sock) and server.open_connections() >= 1  # kept alive
         sock.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")
         assert read_answer(sock).startswith(b"HTTP/1.1 200")
-        eventually(lambda: closed_by_peer(sock), 15, "idle connection closed")
+        wait_until(lambda: closed_by_peer(sock), timeout=15, message="idle connection closed")
 
 
 def test_pipelined_requests_and_a_request_body_keep_their_order(
@@ -177,7 +178,11 @@ def test_past_max_connections_the_least_recently_active_make_room(node: FakeNode
     try:
         for sock in stalled:
             sock.sendall(HALF_A_REQUEST)
-        eventually(lambda: sum(closed_by_peer(s) for s in stalled) >= 40, 15, "oldest dropped")
+        wait_until(
+            lambda: sum(closed_by_peer(s) for s in stalled) >= 40,
+            timeout=15,
+            message="oldest dropped",
+        )
         assert server.open_connections() <= 20
         assert scrape(server.port) == 200  # a new client still gets in
         assert not all(closed_by_peer(s) for s in stalled[-10:])  # the newest stay
@@ -195,7 +200,7 @@ def test_a_head_larger_than_the_limit_is_refused(
         sock.sendall(b"GET / HTTP/1.1\r\nX-Big: " + b"a" * 70_000)
         sock.settimeout(10)
         assert sock.recv(4096).startswith(b"HTTP/1.1 431")
-        eventually(lambda: closed_by_peer(sock), 10, "closed after 431")
+        wait_until(lambda: closed_by_peer(sock), timeout=10, message="closed after 431")
 
 
 def test_a_body_where_none_is_taken_is_refused_unread_and_ends_the_connection(
@@ -207,14 +212,11 @@ def test_a_body_where_none_is_taken_is_refused_unread_and_ends_the_connection(
         sock.sendall(b"PUT /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nGET / ")
         sock.settimeout(10)
         assert sock.recv(4096).startswith(b"HTTP/1.1 413")
-        eventually(lambda: closed_by_peer(sock), 10, "closed after the answer")
+        wait_until(lambda: closed_by_peer(sock), timeout=10, message="closed after the answer")
 
 
-def test_stalled_tls_handshakes_cost_no_thread_and_are_closed(
-    node: FakeNode, tmp_path: Path
-) -> None:
-    cert, key = make_certificate(tmp_path)
-    web = WebConfig(tls=TlsServerConfig(cert, key))
+def test_stalled_tls_handshakes_cost_no_thread_and_are_closed(node: FakeNode, pki: Pki) -> None:
+    web = WebConfig(tls=TlsServerConfig(pki.server.cert, pki.server.key))
     limits = ServerLimits(read_header_timeout=1.0, idle_timeout=2.0)
     exporter = Exporter(Config(nodes=(NodeConfig("n", node.url),), scrape_interval=1.0))
     server = exporter.start("127.0.0.1:0", web, limits=limits)
@@ -224,13 +226,16 @@ def test_stalled_tls_handshakes_cost_no_thread_and_are_closed(
     try:
         for sock in stalled[::2]:
             sock.sendall(b"\x16\x03\x01\x00\xa0\x01\x00")
-        context = ssl.create_default_context(cafile=cert)
+        context = ssl.create_default_context(cafile=pki.ca)
         url = f"https://127.0.0.1:{server.port}/-/healthy"
-        with urllib.request.urlopen(url, timeout=10, context=context) as answer:
-            assert answer.status == 200
+        assert fetch(url, context=context).status == 200
         assert threading.active_count() <= threads + server.limits.max_handlers
-        eventually(lambda: all(closed_by_peer(s) for s in stalled), 15, "handshakes timed out")
-        eventually(lambda: server.open_connections() == 0, 10, "server side closed")
+        wait_until(
+            lambda: all(closed_by_peer(s) for s in stalled),
+            timeout=15,
+            message="handshakes timed out",
+        )
+        wait_until(lambda: server.open_connections() == 0, timeout=10, message="server side closed")
     finally:
         for sock in stalled:
             sock.close()
@@ -267,6 +272,13 @@ class Scraper:
         self._stop.set()
         self._thread.join(30)
 
+    def wait_for(self, scrapes: int) -> None:
+        """Until ``scrapes`` scrapes have ended (answered or failed)."""
+        wait_until(
+            lambda: len(self.results) >= scrapes,
+            message=lambda: f"{len(self.results)} scrapes ended",
+        )
+
     def assert_all_answered(self, at_least: int) -> None:
         failed = [result for result in self.results if result != 200]
         assert not failed, f"{len(failed)} of {len(self.results)} scrapes failed: {failed[:3]}"
@@ -296,7 +308,7 @@ def test_bodies_dripped_a_byte_at_a_time_hold_no_handler_and_end_at_the_deadline
     serving: tuple[Exporter, ExporterServer],
 ) -> None:
     _, server = serving  # read_header_timeout 1 s: for the body as for the head
-    cut = [0]
+    cut: list[int] = []  # one entry per dripping connection the server closed
 
     def drip(stop: threading.Event) -> None:
         while not stop.is_set():  # reconnects at once, as an attacker would
@@ -306,16 +318,19 @@ def test_bodies_dripped_a_byte_at_a_time_hold_no_handler_and_end_at_the_deadline
                     while not stop.wait(0.1):
                         sock.sendall(b"x")
                 except OSError:
-                    cut[0] += 1
+                    cut.append(1)
 
     end = attack(20, drip)
     try:
         with Scraper(server.port) as scraper:
-            time.sleep(4)
+            wait_until(
+                lambda: len(cut) >= 20 and len(scraper.results) >= 4,
+                message=lambda: f"{len(cut)} drips cut, {len(scraper.results)} scrapes",
+            )
     finally:
         end()
     scraper.assert_all_answered(at_least=4)
-    assert cut[0] >= 20  # every dripping connection was closed at the request deadline
+    assert len(cut) >= 20  # the dripping connections were closed at the request deadline
 
 
 def test_a_request_body_is_not_read_before_the_credentials_are_checked(node: FakeNode) -> None:
@@ -330,7 +345,7 @@ def test_a_request_body_is_not_read_before_the_credentials_are_checked(node: Fak
         with socket.create_connection(("127.0.0.1", server.port)) as sock:
             sock.sendall(head.encode() + b"\r\n")  # no credentials, and no body yet
             assert read_answer(sock).startswith(b"HTTP/1.1 401")  # at once, body unread
-            eventually(lambda: closed_by_peer(sock), 10, "closed after the 401")
+            wait_until(lambda: closed_by_peer(sock), timeout=10, message="closed after the 401")
         with socket.create_connection(("127.0.0.1", server.port)) as sock:
             good = basic("prom", "s3cret")["Authorization"]
             sock.sendall(f"{head}Authorization: {good}\r\n\r\n".encode())
@@ -348,7 +363,7 @@ def test_clients_that_never_read_their_answers_are_closed_and_hold_no_handler(
     limits = ServerLimits(read_header_timeout=10.0, idle_timeout=30.0, write_timeout=3.0)
     exporter = Exporter(Config(nodes=(NodeConfig("n", node.url),), scrape_interval=1.0))
     server = exporter.start("127.0.0.1:0", limits=limits)
-    eventually(exporter.ready, 10, "first cycle")
+    wait_until(exporter.ready, timeout=10, message="first cycle")
     readers: list[socket.socket] = []
     for _ in range(24):  # pipelined requests, answers never read: megabytes wait for them
         sock = socket.socket()
@@ -360,9 +375,11 @@ def test_clients_that_never_read_their_answers_are_closed_and_hold_no_handler(
         readers.append(sock)
     try:
         with Scraper(server.port) as scraper:
-            time.sleep(2.5)  # within write_timeout: the readers are all still there
+            scraper.wait_for(4)
         scraper.assert_all_answered(at_least=4)
-        eventually(lambda: all(shut_by_peer(s) for s in readers), 20, "non-readers closed")
+        wait_until(
+            lambda: all(shut_by_peer(s) for s in readers), timeout=20, message="non-readers closed"
+        )
     finally:
         for sock in readers:
             sock.close()
@@ -393,8 +410,9 @@ def test_a_flood_of_wrong_passwords_does_not_delay_valid_logins(node: FakeNode) 
 
         end = attack(48, guess)
         try:
+            wait_until(lambda: len(refused) >= 48, message="the flood of guesses under way")
             with Scraper(server.port, good) as scraper:
-                time.sleep(4)
+                scraper.wait_for(4)  # valid logins while the flood goes on
         finally:
             end()
         scraper.assert_all_answered(at_least=4)
@@ -500,7 +518,11 @@ def test_content_length_is_digits_one_value_within_the_cap(
         assert answer.startswith(f"HTTP/1.1 {status} ".encode()), answer[:200]
         if status in (400, 411, 413):  # the framing refused
             assert b"Connection: close" in answer
-            eventually(lambda: closed_by_peer(sock), 10, "closed after refusing the framing")
+            wait_until(
+                lambda: closed_by_peer(sock),
+                timeout=10,
+                message="closed after refusing the framing",
+            )
         else:  # the connection goes on
             sock.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")
             assert read_answer(sock).startswith(b"HTTP/1.1 200")

@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from itertools import combinations
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-GRAFANA = ROOT / "grafana"
+from tests.support.testdata import REPO
+
+GRAFANA = REPO / "grafana"
 DASHBOARD_DIR = GRAFANA / "dashboards"
 DATASOURCE_REF = {"type": "prometheus", "uid": "${datasource}"}
 GRID_COLUMNS = 24

@@ -22,17 +22,18 @@ from typing import Any
 import jsonschema
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.testdata import REPO
+
 #: ../shared/ beside the clone (CI); a worktree further down finds it among its ancestors.
 SCHEMAS = next(
     (
         found
-        for parent in ROOT.parents
+        for parent in REPO.parents
         if (found := parent / "shared" / "reference" / "grafana-jsonschema").is_dir()
     ),
-    ROOT.parent / "shared" / "reference" / "grafana-jsonschema",
+    REPO.parent / "shared" / "reference" / "grafana-jsonschema",
 )
-DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
+DASHBOARDS = sorted((REPO / "grafana" / "dashboards").glob("*.json"))
 #: Panel type -> the plugin's schema file.
 PLUGINS = {
     "timeseries": "timeseries",
@@ -169,7 +170,7 @@ BREAKAGES = {
 
 @pytest.mark.parametrize("breakage", sorted(BREAKAGES))
 def test_validation_catches(breakage: str) -> None:
-    board = load(ROOT / "grafana" / "dashboards" / "ledger-exporter.json")
+    board = load(REPO / "grafana" / "dashboards" / "ledger-exporter.json")
     assert problems(board) == []
     broken = copy.deepcopy(board)
     BREAKAGES[breakage](broken)

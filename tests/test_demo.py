@@ -3,6 +3,7 @@ switches a fault the metrics show, and Ctrl-C stops everything it started (issue
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import shlex
@@ -11,8 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
@@ -22,8 +21,12 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from ledger_simulator.demo import RULE_FILES, prometheus_config
-from tests.conftest import REPO
-from tests.promserver import PrometheusApi, free_port, port_is_closed, prometheus_binary
+from tests.support.http import fetch
+from tests.support.ports import free_port, port_is_closed
+from tests.support.programs import require_program
+from tests.support.prometheus import PrometheusApi
+from tests.support.testdata import REPO
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -39,12 +42,6 @@ def project_rule_groups() -> list[str]:
         names.extend(group["name"] for group in document["groups"])
     assert len(names) >= 2
     return names
-
-
-def fetch(url: str, data: bytes | None = None) -> tuple[int, str]:
-    request = urllib.request.Request(url, data, method="POST" if data is not None else "GET")
-    with urllib.request.urlopen(request, timeout=5) as response:
-        return response.status, response.read().decode()
 
 
 class Demo:
@@ -76,13 +73,18 @@ class Demo:
 
     def _read_until(self, last: str, timeout: float) -> list[str]:
         seen: list[str] = []
-        deadline = time.monotonic() + timeout
-        while last not in seen:
-            try:
-                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-                seen.append(line.rstrip())
-            except queue.Empty:
-                raise AssertionError(f"the demo printed only {seen}; {self.log()}") from None
+
+        def printed_last() -> bool:
+            with contextlib.suppress(queue.Empty):
+                seen.append(self._lines.get(timeout=0.1).rstrip())
+            return last in seen
+
+        wait_until(
+            printed_last,
+            timeout=timeout,
+            interval=0,
+            message=lambda: f"the demo printed only {seen}; {self.log()}",
+        )
         return seen
 
     def log(self) -> str:
@@ -125,7 +127,7 @@ def start_demo(tmp_path: Path) -> Iterator[Callable[..., Demo]]:
 
 
 def node_up(metrics_url: str) -> dict[str, float]:
-    _, body = fetch(metrics_url)
+    body = fetch(metrics_url).text
     return {
         sample.labels["node"]: sample.value
         for family in text_string_to_metric_families(body)
@@ -134,18 +136,14 @@ def node_up(metrics_url: str) -> dict[str, float]:
     }
 
 
-def ready(base_url: str) -> bool:
-    try:
-        return fetch(base_url + "-/ready")[0] == 200
-    except OSError:
-        return False
-
-
-def wait_until(what: str, check: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
+def vote_rounds(metrics_url: str, chain: str) -> dict[str, float]:
+    body = fetch(metrics_url).text
+    return {
+        sample.labels["node"]: sample.value
+        for family in text_string_to_metric_families(body)
+        for sample in family.samples
+        if sample.name == "ledger_blockchain_vote_round" and sample.labels["blockchain"] == chain
+    }
 
 
 def test_demo_prints_working_urls_and_a_working_fault_example(
@@ -156,23 +154,40 @@ def test_demo_prints_working_urls_and_a_working_fault_example(
     landing, metrics = demo.printed["Exporter landing page"], demo.printed["Metrics"]
     assert (landing, metrics) == (f"http://127.0.0.1:{port}/", f"http://127.0.0.1:{port}/metrics")
     nodes = [f"node-{i}" for i in range(1, DEFAULT_NODES + 1)]
-    wait_until("the demo's exporter never got ready", lambda: ready(landing), timeout=10)
-    status, page = fetch(landing)
-    assert status == 200 and all(node in page for node in nodes)
+    wait_until(
+        lambda: fetch(landing + "-/ready").status == 200,
+        ignoring=(OSError,),
+        message="the demo's exporter never got ready",
+    )
+    page = fetch(landing)
+    assert page.status == 200 and all(node in page.text for node in nodes)
     assert node_up(metrics) == dict.fromkeys(nodes, 1.0)
 
     command = shlex.split(demo.printed["Switch a fault on"])
     assert command[:3] == ["curl", "-X", "POST"] and command[4] == "-d", command
     faults_url, body = command[3], command[5]
     assert faults_url == demo.printed["Simulated network"].split("admin ")[1] + "faults"
-    status, answer = fetch(faults_url, body.encode())  # exactly the printed example
-    assert status == 200
-    assert [(f["node"], f["fault"]) for f in json.loads(answer)["faults"]] == [("node-2", "stall")]
-    fetch(faults_url, json.dumps({"node": "node-3", "fault": "down"}).encode())
+    answer = fetch(faults_url, method="POST", body=body.encode())  # the printed example
+    assert answer.status == 200
+    assert [(f["node"], f["fault"]) for f in answer.json()["faults"]] == [("node-2", "stall")]
+    switched = fetch(faults_url, method="POST", json={"node": "node-3", "fault": "down"})
+    assert switched.status == 200
     wait_until(
-        "node-3 not reported down",
         lambda: node_up(metrics) == {**dict.fromkeys(nodes, 1.0), "node-3": 0.0},
-        timeout=15,
+        message="node-3 not reported down",
+    )
+    stuck = shlex.split(demo.printed["Stick the first chain's vote session"])
+    assert stuck[:4] == ["curl", "-X", "POST", faults_url] and stuck[4] == "-d", stuck
+    answer = fetch(faults_url, method="POST", body=stuck[5].encode())  # the printed example
+    assert answer.status == 200
+    chain = json.loads(stuck[5])["chain"]
+    assert ("*", "session_stuck", chain) in {
+        (f["node"], f["fault"], f["chain"]) for f in answer.json()["faults"]
+    }
+    wait_until(  # the stuck session's round climbs, a round every consensusTimeout (scaled)
+        lambda: max(vote_rounds(metrics, chain).values(), default=0) >= 3,
+        timeout=60,
+        message=lambda: f"no round climbed on {chain}: {vote_rounds(metrics, chain)}",
     )
     assert demo.interrupt(timeout=5) == 0, demo.log()
     assert port_is_closed(port)
@@ -181,7 +196,7 @@ def test_demo_prints_working_urls_and_a_working_fault_example(
 def test_demo_with_prometheus_scrapes_the_exporter_and_stops_both(
     start_demo: Callable[..., Demo],
 ) -> None:
-    prometheus_binary()  # fails in CI, skips elsewhere, when it is not installed
+    require_program("prometheus")
     port, prometheus_port = free_port(), free_port()
     demo = start_demo(
         "--web.listen-address",
@@ -193,9 +208,9 @@ def test_demo_with_prometheus_scrapes_the_exporter_and_stops_both(
     url = demo.printed["Prometheus"]
     assert url == f"http://127.0.0.1:{prometheus_port}/"
     api = PrometheusApi(url)
-    wait_until("the demo's Prometheus never got ready", api.ready, timeout=15)
-    status, page = fetch(url)  # redirects to the UI (/graph, or /classic/graph on Debian)
-    assert status == 200 and "Prometheus" in page
+    wait_until(api.ready, message="the demo's Prometheus never got ready")
+    page = fetch(url, follow_redirects=True)  # to the UI (/graph, or /classic/graph on Debian)
+    assert page.status == 200 and "Prometheus" in page.text
     api.wait_for('up{job="ledger-exporter"} == 1', timeout=20)
     assert api.values("ledger_node_up", "node") == {
         (f"node-{i}",): 1.0 for i in range(1, DEFAULT_NODES + 1)
@@ -225,7 +240,8 @@ def test_prometheus_config_loads_the_rules_it_is_given() -> None:
 
 @pytest.mark.parametrize("flag", ["--web.listen-address", "--prometheus.listen-address"])
 def test_a_taken_port_is_one_line_naming_the_flag(flag: str) -> None:
-    prometheus_binary() if flag.startswith("--prometheus") else None
+    if flag.startswith("--prometheus"):
+        require_program("prometheus")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -17,22 +17,19 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-COMPOSE_DIR = ROOT / "deploy" / "compose"
+from tests.support.programs import require_program
+from tests.support.prometheus import Promtool
+from tests.support.testdata import REPO
+
+COMPOSE_DIR = REPO / "deploy" / "compose"
 COMPOSE_FILE = COMPOSE_DIR / "docker-compose.yml"
-PROMETHEUS_CONFIG = ROOT / "deploy" / "prometheus" / "prometheus.yml"
-
-
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    assert found, f"{name} not found: run `make tools` (installs Debian's packages)"
-    return found
+PROMETHEUS_CONFIG = REPO / "deploy" / "prometheus" / "prometheus.yml"
 
 
 def compose_config(compose_file: Path) -> dict[str, Any]:
     """The file as docker-compose resolves it: validated, anchors merged, paths absolute."""
     result = subprocess.run(
-        [_tool("docker-compose"), "-f", str(compose_file), "config"],
+        [require_program("docker-compose"), "-f", str(compose_file), "config"],
         capture_output=True,
         text=True,
         check=False,
@@ -85,7 +82,7 @@ def test_compose_validation_rejects_an_invalid_file(tmp_path: Path) -> None:
     bad = tmp_path / "docker-compose.yml"
     bad.write_text("services:\n  x:\n    image: busybox\n    ports: 80\n", encoding="utf-8")
     result = subprocess.run(
-        [_tool("docker-compose"), "-f", str(bad), "config"],
+        [require_program("docker-compose"), "-f", str(bad), "config"],
         capture_output=True,
         text=True,
         check=False,
@@ -136,7 +133,8 @@ def test_exporter_config_polls_the_simulator_nodes() -> None:
     expected = [f"http://simulator:{port}/nodes/node-{i}/" for i in range(1, node_count + 1)]
     assert urls == expected
     mounts = services()["exporter"]["volumes"]
-    assert mounts == ["./exporter.yml:/etc/ledger-exporter/config.yml:ro"]
+    assert mounts[0] == "./exporter.yml:/etc/ledger-exporter/config.yml:ro"
+    assert mounts[1:] == ["exporter-state:/var/lib/ledger-exporter"]  # test_deploy_state.py
 
 
 def test_prometheus_scrapes_the_exporter_and_alerts_to_alertmanager() -> None:
@@ -179,7 +177,7 @@ def test_inline_python_compiles(service: str) -> None:
 
 def test_alertmanager_config_passes_amtool() -> None:
     result = subprocess.run(
-        [_tool("amtool"), "check-config", str(COMPOSE_DIR / "alertmanager.yml")],
+        [require_program("amtool"), "check-config", str(COMPOSE_DIR / "alertmanager.yml")],
         capture_output=True,
         text=True,
         check=False,
@@ -187,7 +185,7 @@ def test_alertmanager_config_passes_amtool() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_compose_prometheus_layout_passes_promtool(tmp_path: Path) -> None:
+def test_compose_prometheus_layout_passes_promtool(tmp_path: Path, promtool: Promtool) -> None:
     """The container's /etc/prometheus, rebuilt from the mounts, passes promtool.
 
     Fails until deploy/prometheus/{prometheus,alerts,rules}.yml are merged.
@@ -201,11 +199,5 @@ def test_compose_prometheus_layout_passes_promtool(tmp_path: Path) -> None:
     assert not missing, f"files the compose Prometheus mounts are missing: {missing}"
     for name, source in layout.items():
         shutil.copy(source, tmp_path / name)
-    result = subprocess.run(
-        [_tool("promtool"), "check", "config", str(tmp_path / "prometheus.yml")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 2 rule files found" in result.stdout
+    printed = promtool.check("check", "config", str(tmp_path / "prometheus.yml"))
+    assert "SUCCESS: 2 rule files found" in printed

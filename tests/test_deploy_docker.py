@@ -17,10 +17,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-DOCKERFILE = ROOT / "Dockerfile"
-DOCKERIGNORE = ROOT / ".dockerignore"
+from tests.support.testdata import REPO
+
+DOCKERFILE = REPO / "Dockerfile"
+DOCKERIGNORE = REPO / ".dockerignore"
 
 
 def _hadolint() -> str:
@@ -165,7 +167,10 @@ def test_entrypoint_cmd_port_and_shipped_config() -> None:
     final = final_stage(instructions(DOCKERFILE.read_text()))
     by_keyword = {keyword: args for keyword, args in final}
     assert json.loads(by_keyword["ENTRYPOINT"]) == ["ledger-exporter"]
-    assert json.loads(by_keyword["CMD"]) == ["--config.file=/etc/ledger-exporter/config.yml"]
+    assert json.loads(by_keyword["CMD"]) == [
+        "--config.file=/etc/ledger-exporter/config.yml",
+        "--state.file=/var/lib/ledger-exporter/state.json",
+    ]
     assert by_keyword["EXPOSE"] == "9877"
     assert ("COPY", "config/example.yml /etc/ledger-exporter/config.yml") in final
 
@@ -215,7 +220,33 @@ def test_every_copy_source_exists_and_reaches_the_build_context() -> None:
     ignore_text = DOCKERIGNORE.read_text(encoding="utf-8")
     sources = copy_sources(instructions(DOCKERFILE.read_text()))
     assert sources, "the Dockerfile copies nothing from the context?"
-    missing = [source for source in sources if not (ROOT / source).exists()]
+    missing = [source for source in sources if not (REPO / source).exists()]
     assert not missing, f"COPY sources missing from the repository: {missing}"
     excluded = [source for source in sources if is_ignored(source, ignore_text)]
     assert not excluded, f"COPY sources excluded by .dockerignore: {excluded}"
+
+
+def test_revision_and_branch_reach_the_wheel_and_the_labels() -> None:
+    """The REVISION and BRANCH build arguments become the build variables setup.py records
+    in the package (ledger_exporter_build_info, --version), and the OCI revision label;
+    compose passes them from the environment."""
+    parsed = instructions(DOCKERFILE.read_text())
+    first = next(i for i, (keyword, _) in enumerate(parsed) if keyword == "FROM")
+    assert {args for keyword, args in parsed[:first] if keyword == "ARG"} == {
+        'REVISION=""',
+        'BRANCH=""',
+    }
+    builder = parsed[first : parsed.index(final_stage(parsed)[0])]
+    assert {"REVISION", "BRANCH"} <= {args for keyword, args in builder if keyword == "ARG"}
+    (build,) = [args for keyword, args in builder if keyword == "RUN" and "pip wheel" in args]
+    assert build.startswith(
+        'LEDGER_EXPORTER_BUILD_REVISION="${REVISION}" LEDGER_EXPORTER_BUILD_BRANCH="${BRANCH}" '
+    )
+    assert "setup.py" in copy_sources(builder)
+    final = final_stage(parsed)
+    assert ("ARG", "REVISION") in final
+    labels = " ".join(args for keyword, args in final if keyword == "LABEL")
+    assert 'org.opencontainers.image.revision="${REVISION}"' in labels
+    compose = yaml.safe_load((REPO / "deploy" / "compose" / "docker-compose.yml").read_text())
+    args = compose["x-ledger-image"]["build"]["args"]
+    assert args == {"REVISION": "${REVISION:-}", "BRANCH": "${BRANCH:-}"}

@@ -17,12 +17,12 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-K8S_DIR = ROOT / "deploy" / "kubernetes"
-KUBERNETES_VERSION = "1.34"
+from tests.support.deploy import DURATION, KUBERNETES_VERSION, seconds
+from tests.support.testdata import REPO
+
+K8S_DIR = REPO / "deploy" / "kubernetes"
 CORE_KINDS = {"Deployment", "Service", "ConfigMap", "ServiceAccount"}
 CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
-DURATION = re.compile(r"^(\d+(ms|s|m|h))+$")
 
 
 def manifest_files() -> list[Path]:
@@ -43,11 +43,6 @@ def container() -> dict[str, Any]:
     (only,) = pod_spec()["containers"]
     result: dict[str, Any] = only
     return result
-
-
-def _seconds(duration: str) -> float:
-    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-    return sum(int(n) * units[u] for n, u in re.findall(r"(\d+)(ms|s|m|h)", duration))
 
 
 @pytest.mark.parametrize("path", manifest_files(), ids=lambda path: path.name)
@@ -177,7 +172,7 @@ def test_servicemonitor_structure_and_references() -> None:
         assert endpoint["path"] == "/metrics"
         assert DURATION.match(endpoint["interval"])
         assert DURATION.match(endpoint["scrapeTimeout"])
-        assert _seconds(endpoint["scrapeTimeout"]) <= _seconds(endpoint["interval"])
+        assert seconds(endpoint["scrapeTimeout"]) <= seconds(endpoint["interval"])
 
 
 def test_prometheusrule_structure() -> None:
@@ -199,7 +194,7 @@ def test_operator_job_name_is_the_one_the_alerts_expect() -> None:
     """Without `jobLabel` the Operator names the job after the Service; the exporter's alerts
     match `job="..."` on it, and the ledger series' `job=~"..."` matches it and the probe
     setup's job (deploy/kubernetes/probe/)."""
-    alerts = (ROOT / "deploy" / "prometheus" / "alerts.yml").read_text(encoding="utf-8")
+    alerts = (REPO / "deploy" / "prometheus" / "alerts.yml").read_text(encoding="utf-8")
     assert "jobLabel" not in load("servicemonitor.yaml")["spec"]
     job = load("service.yaml")["metadata"]["name"]
     expected_jobs = set(re.findall(r'\bjob="([^"]+)"', alerts))
@@ -215,7 +210,7 @@ def test_dashboards_configmap_is_for_grafanas_sidecar() -> None:
     one) loads ConfigMaps labelled grafana_dashboard=1, each key a dashboard file."""
     configmap = load("grafana-dashboards.yaml")
     assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
-    shipped = sorted(path.name for path in (ROOT / "grafana" / "dashboards").glob("*.json"))
+    shipped = sorted(path.name for path in (REPO / "grafana" / "dashboards").glob("*.json"))
     assert sorted(configmap["data"]) == shipped
     size = len((K8S_DIR / "grafana-dashboards.yaml").read_bytes())
     assert size < 256 * 1024, "kubectl apply keeps a copy in a 256 KiB annotation"

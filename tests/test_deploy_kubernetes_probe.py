@@ -10,7 +10,6 @@ checked by promtool.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -21,12 +20,12 @@ import yaml
 
 from exporter.config.exporter import parse_config
 from exporter.web.probe import probe_target
-from tests.test_deploy_kubernetes import DURATION, KUBERNETES_VERSION, _seconds
-from tests.test_rules import promtool  # noqa: F401 - the fixture
+from tests.support.deploy import DURATION, KUBERNETES_VERSION, seconds
+from tests.support.prometheus import Promtool
+from tests.support.testdata import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
-PROBE_DIR = ROOT / "deploy" / "kubernetes" / "probe"
-DAEMON_DIR = ROOT / "deploy" / "kubernetes"
+PROBE_DIR = REPO / "deploy" / "kubernetes" / "probe"
+DAEMON_DIR = REPO / "deploy" / "kubernetes"
 CORE_KINDS = {"Deployment", "Service", "ConfigMap", "ServiceAccount"}
 CRD_KINDS = {"Probe", "ServiceMonitor", "ScrapeConfig"}
 #: Files offered instead of one the kustomization lists (never both: nodes probed twice).
@@ -152,7 +151,7 @@ def test_probe_resource_structure_and_references() -> None:
     }
     assert exporter_config().probe.module(spec["module"]) is not None
     assert DURATION.match(spec["interval"]) and DURATION.match(spec["scrapeTimeout"])
-    assert _seconds(spec["scrapeTimeout"]) <= _seconds(spec["interval"])
+    assert seconds(spec["scrapeTimeout"]) <= seconds(spec["interval"])
     assert set(spec["targets"]) == {"staticConfig"}
     for rule in spec["targets"]["staticConfig"]["relabelingConfigs"]:
         assert set(rule) <= RELABEL_KEYS
@@ -216,15 +215,14 @@ def operator_scrape_config(probe: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_promtool_accepts_the_scrape_config_of_the_probe(promtool: str, tmp_path: Path) -> None:  # noqa: F811
+def test_promtool_accepts_the_scrape_config_of_the_probe(
+    promtool: Promtool, tmp_path: Path
+) -> None:
     config = tmp_path / "prometheus.yml"
     config.write_text(
         yaml.safe_dump({"scrape_configs": [operator_scrape_config(load("probe.yaml"))]})
     )
-    result = subprocess.run(
-        [promtool, "check", "config", str(config)], capture_output=True, text=True, check=False
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    promtool.check("check", "config", str(config))
 
 
 def relabel(labels: dict[str, str], rules: list[dict[str, Any]]) -> dict[str, str] | None:
@@ -258,7 +256,7 @@ def test_scrapeconfig_structure() -> None:
     assert spec["jobName"] == probe["jobName"]  # the same job, whichever file is used
     assert spec["metricsPath"] == "/probe"
     assert spec["params"] == {"module": [probe["module"]]}
-    assert _seconds(spec["scrapeTimeout"]) <= _seconds(spec["scrapeInterval"])
+    assert seconds(spec["scrapeTimeout"]) <= seconds(spec["scrapeInterval"])
     [sd] = spec["kubernetesSDConfigs"]
     assert sd["role"] == "Service"
     for rule in spec["relabelings"]:
@@ -301,8 +299,7 @@ def test_discovered_services_become_allowed_probes(
 
 
 def test_promtool_accepts_the_scrape_config_of_the_scrapeconfig(
-    promtool: str,  # noqa: F811
-    tmp_path: Path,
+    promtool: Promtool, tmp_path: Path
 ) -> None:
     spec = load("scrapeconfig.yaml")["spec"]
     keys = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
@@ -322,7 +319,4 @@ def test_promtool_accepts_the_scrape_config_of_the_scrapeconfig(
     }
     config = tmp_path / "prometheus.yml"
     config.write_text(yaml.safe_dump({"scrape_configs": [job]}))
-    result = subprocess.run(
-        [promtool, "check", "config", str(config)], capture_output=True, text=True, check=False
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    promtool.check("check", "config", str(config))

@@ -4,8 +4,6 @@ real-Prometheus runs are in tests/test_probe_prometheus.py."""
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -14,10 +12,10 @@ import yaml
 
 from exporter.config.exporter import load_config
 from exporter.web.probe import probe_target
-from tests.test_rules import promtool  # noqa: F401 - the fixture
+from tests.support.monitoring import PROM_DIR
+from tests.support.prometheus import Promtool
+from tests.support.testdata import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
-PROM_DIR = ROOT / "deploy" / "prometheus"
 #: Each config and the rule files it loads.
 CONFIGS = {
     "probe.yml": ["alerts.yml", "rules.yml"],
@@ -37,16 +35,8 @@ def probe_job(name: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_promtool_check_config(promtool: str, name: str) -> None:  # noqa: F811
-    result = subprocess.run(
-        [promtool, "check", "config", name],
-        cwd=PROM_DIR,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_promtool_check_config(promtool: Promtool, name: str) -> None:
+    promtool.check("check", "config", name, cwd=PROM_DIR)
     assert load(name)["rule_files"] == CONFIGS[name]
 
 
@@ -72,7 +62,7 @@ def test_shards_are_the_probe_config_plus_hashmod(shard: int) -> None:
 def test_example_targets_are_allowed_by_the_example_config() -> None:
     """Every URL of the file_sd example passes the exporter's /probe checks with
     config/probe.yml, with the node name the relabeling would pass."""
-    probe = load_config(str(ROOT / "config" / "probe.yml")).probe
+    probe = load_config(str(REPO / "config" / "probe.yml")).probe
     assert probe is not None
     groups = load("targets/ledger-nodes.yml")
     assert sum(len(group["targets"]) for group in groups) >= 2

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-UNIT = ROOT / "deploy" / "systemd" / "ledger-exporter.service"
+from tests.support.testdata import REPO
+
+UNIT = REPO / "deploy" / "systemd" / "ledger-exporter.service"
 INSTALLED_BINARY = "/opt/ledger-exporter/venv/bin/ledger-exporter"
 # Exposure is 0.0 (locked down) .. 10.0 (unsafe); the threshold is in tenths.
 MAX_EXPOSURE_TENTHS = 20
@@ -124,7 +125,11 @@ def test_security_exposure_is_low(tmp_path: Path, hardened: bool, passes: bool) 
         ("Restart", "on-failure"),
         ("ExecReload", "/bin/kill -HUP $MAINPID"),
         ("EnvironmentFile", "-/etc/default/ledger-exporter"),
-        ("ExecStart", f"{INSTALLED_BINARY} --config.file=/etc/ledger-exporter/config.yml"),
+        (
+            "ExecStart",
+            f"{INSTALLED_BINARY} --config.file=/etc/ledger-exporter/config.yml"
+            " --state.file=/var/lib/ledger-exporter/state.json",
+        ),
     ],
 )
 def test_unit_sets(key: str, value: str) -> None:
@@ -132,6 +137,6 @@ def test_unit_sets(key: str, value: str) -> None:
 
 
 def test_install_path_is_the_documented_one() -> None:
-    docs = (ROOT / "README.md").read_text(encoding="utf-8")
+    docs = (REPO / "README.md").read_text(encoding="utf-8")
     assert INSTALLED_BINARY.removesuffix("/bin/ledger-exporter") in docs
     assert "deploy/systemd/ledger-exporter.service" in docs

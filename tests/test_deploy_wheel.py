@@ -16,7 +16,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 
@@ -24,15 +23,19 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-from tests.promserver import PrometheusApi, free_port, prometheus_binary, stop_process
+from tests.support.ports import free_port
+from tests.support.processes import stop_process
+from tests.support.programs import require_program
+from tests.support.prometheus import PrometheusApi
+from tests.support.testdata import REPO
+from tests.support.waiting import wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.integration
 
 
 def builder_copy_sources() -> list[str]:
     """Context paths the Dockerfile's builder stage copies (before the second FROM)."""
-    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    text = (REPO / "Dockerfile").read_text(encoding="utf-8")
     builder = text.split("\nFROM ", 2)[1]
     sources: list[str] = []
     for line in builder.splitlines():
@@ -88,10 +91,10 @@ def project_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for source in builder_copy_sources():
         target = context / source
         target.parent.mkdir(parents=True, exist_ok=True)
-        if (ROOT / source).is_dir():
-            shutil.copytree(ROOT / source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        if (REPO / source).is_dir():
+            shutil.copytree(REPO / source, target, ignore=shutil.ignore_patterns("__pycache__"))
         else:
-            shutil.copy(ROOT / source, target)
+            shutil.copy(REPO / source, target)
     wheelhouse = work / "wheels"
     built = _run(
         sys.executable,
@@ -157,7 +160,7 @@ def _wheel_metadata(wheel: Path) -> list[tuple[str, str]]:
 
 def test_the_wheel_ships_the_apache_license_text(project_wheel: Path) -> None:
     """Apache-2.0 requires its text to travel with the work (section 4a)."""
-    license_text = (ROOT / "LICENSE").read_bytes()
+    license_text = (REPO / "LICENSE").read_bytes()
     # The unmodified https://www.apache.org/licenses/LICENSE-2.0.txt
     assert hashlib.sha256(license_text).hexdigest() == (
         "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
@@ -183,7 +186,7 @@ def test_both_packages_are_marked_typed(project_wheel: Path, venv: Path) -> None
 
 def test_project_urls_share_the_runbooks_repository(project_wheel: Path) -> None:
     """The alerts' runbook_url and the package's URLs name the same repository."""
-    mixin = (ROOT / "mixin" / "config.libsonnet").read_text(encoding="utf-8")
+    mixin = (REPO / "mixin" / "config.libsonnet").read_text(encoding="utf-8")
     match = re.search(r"^\s*runbookURLPattern: '(https://github\.com/[^/]+/[^/]+)/", mixin, re.M)
     assert match, "no runbookURLPattern default in mixin/config.libsonnet"
     repository = match.group(1)
@@ -219,7 +222,7 @@ def test_version(venv: Path, tmp_path: Path) -> None:
 
 
 def _configmap_config(tmp_path: Path) -> Path:
-    configmap = yaml.safe_load((ROOT / "deploy/kubernetes/configmap.yaml").read_text())
+    configmap = yaml.safe_load((REPO / "deploy/kubernetes/configmap.yaml").read_text())
     path = tmp_path / "config.yml"
     path.write_text(configmap["data"]["config.yml"], encoding="utf-8")
     return path
@@ -231,7 +234,7 @@ def _configmap_config(tmp_path: Path) -> Path:
 )
 def test_shipped_configs_pass_config_check(venv: Path, tmp_path: Path, config: str) -> None:
     """The image's config, the compose stack's and the Kubernetes ConfigMap's."""
-    path = _configmap_config(tmp_path) if config == "configmap" else ROOT / config
+    path = _configmap_config(tmp_path) if config == "configmap" else REPO / config
     result = _run(
         venv / "bin" / "ledger-exporter", "--config.check", "--config.file", path, cwd=tmp_path
     )
@@ -265,11 +268,11 @@ def test_the_wheel_holds_the_simulator_for_the_simulate_command(venv: Path, tmp_
 def test_the_wheel_holds_the_rules_the_demo_loads(venv: Path, tmp_path: Path) -> None:
     """`ledger-exporter demo --prometheus` from the installed wheel, far from the source tree,
     starts Prometheus with the project's rule groups (issue 13: it used to load none)."""
-    prometheus_binary()
+    require_program("prometheus")
     expected = sorted(
         group["name"]
         for name in ("rules.yml", "alerts.yml")
-        for group in yaml.safe_load((ROOT / "deploy/prometheus" / name).read_text())["groups"]
+        for group in yaml.safe_load((REPO / "deploy/prometheus" / name).read_text())["groups"]
     )
     port = free_port()
     process = subprocess.Popen(
@@ -286,10 +289,12 @@ def test_the_wheel_holds_the_rules_the_demo_loads(venv: Path, tmp_path: Path) ->
     )
     try:
         api = PrometheusApi(f"http://127.0.0.1:{port}/")
-        deadline = time.monotonic() + 60
-        while not api.ready():
-            assert process.poll() is None and time.monotonic() < deadline, "no Prometheus"
-            time.sleep(0.2)
+
+        def prometheus_ready() -> bool:
+            assert process.poll() is None, "the demo exited"
+            return api.ready()
+
+        wait_until(prometheus_ready, timeout=60, interval=0.2, message="no Prometheus")
         assert sorted(group["name"] for group in api.rules()) == expected
     finally:
         stop_process(process)

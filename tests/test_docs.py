@@ -10,7 +10,7 @@ from exporter.cli import build_parser
 from exporter.config.exporter import _TOP_KEYS
 from exporter.config.nodes import NODE_KEYS
 from exporter.expose import metrics
-from tests.conftest import REPO
+from tests.support.testdata import REPO
 
 README = (REPO / "README.md").read_text()
 

@@ -12,7 +12,7 @@ from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
-from tests.conftest import chain_doc, health_doc
+from tests.support.documents import chain_doc, health_doc
 
 
 def _up(name: str, heights: dict[str, int | None]) -> NodeResult:
@@ -150,12 +150,14 @@ def _dropped(status: NodeStatus) -> dict[str, int]:
 def test_dropped_values_are_counted_by_kind_from_zero() -> None:
     history = History()
     first = history.record([_bounded("a", features=2)], now=1.0)
-    assert _dropped(first[0]) == {"blockchain": 0, "feature": 0, "auth_group": 0, "label_value": 0}
+    none = {"blockchain": 0, "feature": 0, "auth_group": 0, "label_value": 0}
+    none |= {"vote_session": 0, "leader": 0}
+    assert _dropped(first[0]) == none
     history.record([_bounded("a", features=5, version="v" * 33, unpolled=3)], now=2.0)
     history.record([_down("a")], now=3.0)  # nothing read, nothing dropped
     nodes = history.record([_bounded("a", features=3)], now=4.0)
-    assert _dropped(nodes[0]) == {"blockchain": 3, "feature": 4, "auth_group": 0, "label_value": 1}
-    assert History().record([_down("b")], now=1.0)[0].dropped == (0, 0, 0, 0)
+    assert _dropped(nodes[0]) == none | {"blockchain": 3, "feature": 4, "label_value": 1}
+    assert History().record([_down("b")], now=1.0)[0].dropped == (0,) * 6
 
 
 def test_exceeding_a_bound_is_logged_once_per_state_change(

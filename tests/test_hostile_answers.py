@@ -11,8 +11,6 @@ bounded bodies that say what was dropped.
 from __future__ import annotations
 
 import json
-import time
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -23,7 +21,10 @@ from exporter.bounds import DEFAULT_MAX_FEATURES_PER_CHAIN
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.model.snapshot import Snapshot
-from tests.conftest import FakeNode, chain_doc, health_doc, new_fake_node
+from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.http import fetch
+from tests.support.waiting import wait_until
 
 HEALTHY = 10
 FLAG_CHAINS = 20
@@ -89,15 +90,15 @@ HOSTILE = {
 
 @pytest.fixture(scope="module")
 def exporter_url() -> Iterator[tuple[str, Exporter, dict[str, FakeNode]]]:
-    nodes: list[FakeNode] = []
+    nodes = FakeNodes()
     configs = []
     for index in range(HEALTHY):
-        node = new_fake_node(nodes)
+        node = nodes.start()
         node.play(health_doc(["c1", "c2"]), {"c1": chain_doc(100), "c2": chain_doc(200)})
         configs.append(NodeConfig(f"healthy-{index}", node.url))
     hostile: dict[str, FakeNode] = {}
     for name, serve in HOSTILE.items():
-        node = hostile[name] = new_fake_node(nodes)
+        node = hostile[name] = nodes.start()
         serve(node)
         configs.append(NodeConfig(name, node.url))
     # generous: the deadline is not what is tested; every node answers well within it
@@ -108,27 +109,19 @@ def exporter_url() -> Iterator[tuple[str, Exporter, dict[str, FakeNode]]]:
         yield f"http://127.0.0.1:{server.port}", exporter, hostile
     finally:
         exporter.stop()
-        for node in nodes:
-            node.stop()
+        nodes.stop_all()
 
 
 def _next_snapshot(exporter: Exporter, after: float | None) -> Snapshot:
     """The first snapshot completed after ``after`` (None: the first one)."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+
+    def published() -> Snapshot | None:
         snapshot = exporter.exposition().snapshot
-        if snapshot.completed_at is not None and snapshot.completed_at != after:
-            return snapshot
-        time.sleep(0.1)
-    raise AssertionError("no polling cycle completed in 120 s")
+        done = snapshot.completed_at is not None and snapshot.completed_at != after
+        return snapshot if done else None
 
-
-def _get(url: str, accept: str = "text/plain") -> bytes:
-    request = urllib.request.Request(url, headers={"Accept": accept})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        assert response.status == 200
-        body: bytes = response.read()
-    return body
+    found: Snapshot = wait_until(published, timeout=120, message="no polling cycle completed")
+    return found
 
 
 def _samples(body: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -159,9 +152,13 @@ def test_hostile_answers_leave_healthy_nodes_up_and_the_exposition_bounded(
                 assert [(c.blockchain, c.up) for c in node.chains] == [("c1", True), ("c2", True)]
             assert node.error is None  # never "the previous poll has not ended"
 
-    text = _get(f"{url}/metrics")
-    openmetrics = _get(f"{url}/metrics", OPENMETRICS)
-    page = _get(f"{url}/")
+    answers = [
+        fetch(f"{url}/metrics", headers={"Accept": "text/plain"}, timeout=30),
+        fetch(f"{url}/metrics", headers={"Accept": OPENMETRICS}, timeout=30),
+        fetch(f"{url}/", timeout=30),
+    ]
+    assert [answer.status for answer in answers] == [200] * 3
+    text, openmetrics, page = (answer.body for answer in answers)
     for body in (text, openmetrics, page):
         assert len(body) < MAX_BODY_BYTES
         body.decode("utf-8")  # strict: no surrogate got through
@@ -256,6 +253,6 @@ def test_hostile_answers_leave_healthy_nodes_up_and_the_exposition_bounded(
 
     # the chain named "..": asked for as such, never the node's base path
     assert _value(samples, "ledger_blockchain_height", node="dot-dot", blockchain="..") == 7.0
-    received = hostile["dot-dot"].requests
+    received = hostile["dot-dot"].paths
     assert "/blockchains/%2E%2E" in received
     assert "/" not in received and "/blockchains/.." not in received

@@ -9,7 +9,6 @@ most one problem line per client connection.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import socket
@@ -18,8 +17,6 @@ import struct
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -27,11 +24,16 @@ from typing import Any
 import pytest
 
 from ledger_simulator.network import SimulatedNetwork
-from tests.conftest import REPO, make_certificate
+from tests.support.certs import Pki
+from tests.support.http import fetch
+from tests.support.processes import ExporterProcess
+from tests.support.testdata import REPO
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
 STORM_EACH = 40  # connections per kind of rudeness
+RELOAD_FAILED = "config reload failed, keeping the running config"
 CONNECTION_PROBLEMS = {
     "bad request",
     "connection failed",
@@ -44,62 +46,30 @@ CONNECTION_PROBLEMS = {
 }
 
 
-class Exporter:
-    """``python -m exporter`` with JSON debug logs going to a file."""
+def json_exporter(config: Path, *flags: str) -> ExporterProcess:
+    """``python -m exporter`` with JSON debug logs and a 1 s limit on request heads."""
+    return ExporterProcess(
+        config, "--log.format=json", "--log.level=debug", "--web.read-header-timeout=1s", *flags
+    )
 
-    def __init__(self, tmp_path: Path, config: Path, *extra: str) -> None:
-        self.log_path = tmp_path / "exporter.log"
-        self._log = self.log_path.open("w")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "exporter", f"--config.file={config}",
-             "--web.listen-address=127.0.0.1:0", "--log.format=json", "--log.level=debug",
-             "--web.read-header-timeout=1s", *extra],
-            stdout=subprocess.DEVNULL, stderr=self._log, cwd=REPO,
-        )  # fmt: skip
-        self.port = self._port()
 
-    def _port(self) -> int:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            for record in self.records(strict=False):
-                if record.get("msg") == "ledger-exporter started":
-                    return int(record["port"])
-            time.sleep(0.1)
-        raise AssertionError(f"exporter did not start: {self.log_path.read_text()[-2000:]}")
-
-    def records(self, strict: bool = True) -> list[dict[str, Any]]:
-        """Every log line as a JSON object; with strict, any other line fails the test."""
-        records = []
-        for line in self.log_path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                assert not strict, f"a log line that is not JSON: {line!r}"
-                continue
-            assert isinstance(record, dict), line
-            records.append(record)
-        return records
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+def records(log: str, strict: bool = True) -> list[dict[str, Any]]:
+    """Every log line as a JSON object; with strict, any other line fails the test."""
+    found = []
+    for line in log.splitlines():
         try:
-            code = self.process.wait(15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait(10)
-        self._log.close()
-        return code
+            record = json.loads(line)
+        except ValueError:
+            assert not strict, f"a log line that is not JSON: {line!r}"
+            continue
+        assert isinstance(record, dict), line
+        found.append(record)
+    return found
 
 
-def get(url: str, method: str = "GET", **kw: Any) -> int:
-    request = urllib.request.Request(url, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=10, **kw) as answer:
-            answer.read()
-            return int(answer.status)
-    except urllib.error.HTTPError as error:
-        return error.code
+def problems_of(log: str) -> list[dict[str, Any]]:
+    """The log's lines about a client's connection."""
+    return [r for r in records(log, strict=False) if r["msg"] in CONNECTION_PROBLEMS]
 
 
 def reset(sock: socket.socket) -> None:
@@ -161,73 +131,74 @@ def test_every_line_is_json_through_faults_reloads_and_a_disconnect_storm(
 ) -> None:
     config = tmp_path / "config.yml"
     write_config(config, network, 6)
-    exporter = Exporter(tmp_path, config)
+    exporter = json_exporter(config)
     try:
-        base = f"http://127.0.0.1:{exporter.port}"
-        deadline = time.monotonic() + 20
-        while get(base + "/-/ready") != 200:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        assert get(base + "/metrics") == 200 and get(base + "/") == 200
+        base = exporter.base
+        exporter.wait_ready()
+        assert fetch(base + "/metrics").status == 200 and fetch(base + "/").status == 200
         write_config(config, network, 5)
-        assert get(base + "/-/reload", "POST") == 200
+        assert fetch(base + "/-/reload", method="POST").status == 200
         config.write_text("nodes: [{name: x}]\n")
-        assert get(base + "/-/reload", "POST") == 500
-        exporter.process.send_signal(signal.SIGHUP)
+        assert fetch(base + "/-/reload", method="POST").status == 500
+        exporter.signal(signal.SIGHUP)
         made = storm(exporter.port, tls=False)
-        assert get(base + "/metrics") == 200  # still serving after the storm
-        time.sleep(1.5)  # past the 1 s header limit: the half heads time out too
+        assert fetch(base + "/metrics").status == 200  # still serving after the storm
+        wait_until(lambda: problems_of(exporter.log()), message="the storm left no trace")
+        wait_until(  # SIGHUP's reload runs once the POST's is a second old
+            lambda: exporter.log().count(RELOAD_FAILED) == 2,
+            message="the SIGHUP reload never ran",
+        )
     finally:
-        assert exporter.stop() == 0
-    records = exporter.records()
-    lines_of(records)
-    messages = Counter(record["msg"] for record in records)
-    assert messages["config reload failed, keeping the running config"] == 2  # POST + SIGHUP
+        code, log = exporter.stop()
+    assert code == 0
+    logged = records(log)
+    lines_of(logged)
+    messages = Counter(record["msg"] for record in logged)
+    assert messages[RELOAD_FAILED] == 2  # POST + SIGHUP
     assert messages["config reloaded"] == 1
-    assert any(r["msg"] == "node down" or "down" in r["msg"] for r in records), messages
-    problems = [r for r in records if r["msg"] in CONNECTION_PROBLEMS]
+    assert any(r["msg"] == "node down" or "down" in r["msg"] for r in logged), messages
+    problems = problems_of(log)
     assert problems, "the storm left no trace at debug level"
     assert all(r["level"] == "debug" for r in problems)
     per_connection = Counter(r["client"] for r in problems)
     assert max(per_connection.values()) == 1  # once per connection
     assert len(problems) <= made
-    assert not [r for r in records if r["level"] == "error" and "client" in r]
-
-
-@pytest.fixture
-def certificate(tmp_path: Path) -> tuple[str, str]:
-    return make_certificate(tmp_path)
+    assert not [r for r in logged if r["level"] == "error" and "client" in r]
 
 
 def test_a_tls_disconnect_storm_leaves_only_structured_debug_lines(
-    network: SimulatedNetwork, tmp_path: Path, certificate: tuple[str, str]
+    network: SimulatedNetwork, tmp_path: Path, pki: Pki
 ) -> None:
-    cert, key = certificate
     web = tmp_path / "web.yml"
-    web.write_text(f"tls_server_config:\n  cert_file: {cert}\n  key_file: {key}\n")
+    web.write_text(
+        f"tls_server_config:\n  cert_file: {pki.server.cert}\n  key_file: {pki.server.key}\n"
+    )
     config = tmp_path / "config.yml"
     write_config(config, network, 2)
-    exporter = Exporter(tmp_path, config, f"--web.config.file={web}")
+    exporter = json_exporter(config, f"--web.config.file={web}")
     try:
-        context = ssl.create_default_context(cafile=cert)
+        context = ssl.create_default_context(cafile=pki.ca)
         base = f"https://127.0.0.1:{exporter.port}"
         made = storm(exporter.port, tls=True)
         for _ in range(10):  # handshakes completed, then the client vanishes
             raw = socket.create_connection(("127.0.0.1", exporter.port), timeout=10)
             reset(context.wrap_socket(raw, server_hostname="127.0.0.1"))
             made += 1
-        assert get(base + "/-/healthy", context=context) == 200
-        time.sleep(1.5)
+        assert fetch(base + "/-/healthy", context=context).status == 200
+        wait_until(
+            lambda: any(r["msg"] == "TLS handshake failed" for r in problems_of(exporter.log())),
+            message="no failed handshake logged",
+        )
     finally:
-        assert exporter.stop() == 0
-    records = exporter.records()
-    lines_of(records)
-    problems = [r for r in records if r["msg"] in CONNECTION_PROBLEMS]
+        code, log = exporter.stop()
+    assert code == 0
+    lines_of(records(log))
+    problems = problems_of(log)
     assert any(r["msg"] == "TLS handshake failed" for r in problems), problems[:5]
     assert all(r["level"] == "debug" for r in problems)
     assert max(Counter(r["client"] for r in problems).values()) == 1
     assert len(problems) <= made
-    assert os.path.getsize(exporter.log_path) > 0
+    assert log
 
 
 def test_the_simulator_prints_no_traceback_when_clients_vanish(tmp_path: Path) -> None:
@@ -251,7 +222,10 @@ def test_the_simulator_prints_no_traceback_when_clients_vanish(tmp_path: Path) -
                 sock = socket.create_connection(("127.0.0.1", port), timeout=10)
                 sock.sendall(b"GET /nodes/node-2/health HTTP/1.1\r\nHost: x\r\n\r\n")
                 reset(sock)
-            time.sleep(1.5)
+            wait_until(  # the slow node's answers went to clients that had vanished
+                lambda: "path=/nodes/node-2/health" in errors.read_text(),
+                message="the slow node answered no vanished client",
+            )
             assert made and process.poll() is None
         finally:
             process.send_signal(signal.SIGTERM)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import platform
-import time
 
 import pytest
 
@@ -14,6 +13,7 @@ from exporter.app import Exporter
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.memory import Allocator
+from tests.support.waiting import wait_until
 
 ON_GLIBC = platform.libc_ver()[0] == "glibc"
 
@@ -104,10 +104,7 @@ def test_the_exporter_trims_after_each_published_cycle() -> None:
     exporter = Exporter(Config(nodes=(refused,), scrape_interval=60.0), allocator=Allocator(libc))
     exporter.start("127.0.0.1:0")
     try:
-        deadline = time.monotonic() + 30
-        while not exporter.ready() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert exporter.ready()
+        wait_until(exporter.ready, message="the exporter's first cycle")
     finally:
         exporter.stop()
     assert ("malloc_trim", 0, 0) in libc.calls

@@ -21,15 +21,15 @@ from typing import Any
 import promql_parser
 import pytest
 
-from tests import promql
-from tests.test_mixin import OVERRIDES
+from tests.support import promql
+from tests.support.monitoring import MIXIN_OVERRIDES
 from tools import render_mixin
 
 Board = dict[str, Any]
 Rule = dict[str, Any]
 MIXINS = {
     "default": render_mixin.evaluate(),
-    "overridden": render_mixin.evaluate(json.dumps(OVERRIDES)),
+    "overridden": render_mixin.evaluate(json.dumps(MIXIN_OVERRIDES)),
 }
 DASHBOARDS = {
     f"{config} {name}": board
@@ -92,7 +92,7 @@ def alerts_of(config: str) -> Iterator[tuple[str, Rule]]:
 ALERTS = dict(item for config in MIXINS for item in alerts_of(config))
 PATTERNS = {
     "default": "https://github.com/ledger-exporter/ledger-exporter/blob/main/README.md#%s",
-    "overridden": OVERRIDES["runbookURLPattern"],
+    "overridden": MIXIN_OVERRIDES["runbookURLPattern"],
 }
 
 

@@ -70,6 +70,13 @@ def test_majority_agreement(
         ([chain(None), chain(100)], 5, 95),
         ([chain(None)], 5, None),
         ([chain(100)], 0, None),  # depth 0 turns block checks off
+        # the highest height a strict majority reached: a stalled node cannot pin it down
+        ([chain(100), chain(200), chain(200)], 5, 195),
+        ([chain(200), chain(100), chain(150)], 5, 145),
+        ([chain(100), chain(200), chain(200), chain(200)], 5, 195),
+        ([chain(100), chain(100), chain(200), chain(200)], 5, 95),  # 2 of 4 is no majority
+        ([chain(100), chain(200), chain(200), chain(50, syncing=True)], 5, 195),
+        ([chain(100)], 5, 95),
     ],
 )
 def test_next_checkpoint(chains: list[ChainObservation], depth: int, expected: int | None) -> None:

@@ -19,7 +19,8 @@ import jsonschema
 import pytest
 from openapi_spec_validator import validate as validate_openapi
 
-from tests import nodeapi
+from tests.support import nodeapi
+from tests.support.testdata import TESTDATA
 
 #: Reference tables (by section, or by the caption of a sub-table) -> the document's schema.
 TABLE_SCHEMAS = {
@@ -449,7 +450,7 @@ def test_links_cover_the_ids_the_reference_says_come_from_endpoint_3() -> None:
 
 
 # --- the tests' own node answers --------------------------------------------------------------
-GOLDEN = Path(__file__).resolve().parent / "testdata" / "golden"
+GOLDEN = TESTDATA / "golden"
 #: golden answer file (below nodes/<node>/) -> the schema of its endpoint
 GOLDEN_FILES = [
     (re.compile(r"health\.json"), "Health"),

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, cast
 
@@ -20,8 +18,10 @@ from exporter.poll.client import NodeClient
 from exporter.poll.cycle import Poller
 from exporter.poll.engine import Done, Engine, Request, Response
 from exporter.poll.node import BlockPlan, Countdown, NodePoll
-from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
-from tests.test_watch_poll import CONTRACT, WATCH, _watched
+from tests.support.documents import CONTRACT, WATCH, chain_doc, health_doc, serve_watched
+from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.ports import closed_port_url
+from tests.support.waiting import wait_until
 
 
 def _config(*nodes: NodeConfig, timeout: float = 1.0, concurrency: int = 8) -> Config:
@@ -42,17 +42,17 @@ def _errors(node: NodeStatus) -> dict[tuple[str, str], int]:
 
 
 @pytest.fixture
-def healthy(fake_nodes: list[FakeNode]) -> FakeNode:
-    node = new_fake_node(fake_nodes)
+def healthy(fake_nodes: FakeNodes) -> FakeNode:
+    node = fake_nodes.start()
     node.play(health_doc(["c1", "c2"]), {"c1": chain_doc(100), "c2": chain_doc(50)})
     return node
 
 
 def test_slow_and_dead_nodes_do_not_delay_the_healthy_one(
-    healthy: FakeNode, fake_nodes: list[FakeNode]
+    healthy: FakeNode, fake_nodes: FakeNodes
 ) -> None:
-    slow = new_fake_node(fake_nodes)
-    slow.set("/health", health_doc(["c1"]), delay=5.0)
+    slow = fake_nodes.start()
+    slow.set("/health", health_doc(["c1"]), held=True)  # never answers
     config = _config(
         NodeConfig("healthy", healthy.url),
         NodeConfig("slow", slow.url),
@@ -60,11 +60,10 @@ def test_slow_and_dead_nodes_do_not_delay_the_healthy_one(
         timeout=0.5,
     )
     poller = Poller(config, lambda _: None)
-    started = time.monotonic()
-    snapshot = poller.run_cycle()
-    elapsed = time.monotonic() - started
+    snapshot = poller.run_cycle()  # it ends although the slow node never answered
     poller.stop()
-    assert elapsed < 2.0  # bounded by the 0.5 s deadline, not the slow node's 5 s
+    assert slow.paths == ["/health"]
+    wait_until(lambda: slow.hung_up == ["/health"], message="the slow node's request outlived it")
     assert _node(snapshot, "healthy").up
     assert [c.blockchain for c in _node(snapshot, "healthy").chains if c.up] == ["c1", "c2"]
     assert _errors(_node(snapshot, "slow")) == {("health", "timeout"): 1}
@@ -73,7 +72,7 @@ def test_slow_and_dead_nodes_do_not_delay_the_healthy_one(
 
 
 def test_a_slow_chain_times_out_alone(healthy: FakeNode) -> None:
-    healthy.set("/blockchains/c2", chain_doc(50), delay=3.0)
+    healthy.set("/blockchains/c2", chain_doc(50), held=True)  # never answers
     poller = Poller(_config(NodeConfig("n", healthy.url), timeout=0.5), lambda _: None)
     node = _node(poller.run_cycle(), "n")
     poller.stop()
@@ -88,7 +87,7 @@ def test_configured_chains_are_the_only_ones_polled(healthy: FakeNode) -> None:
     node = _node(poller.run_cycle(), "n")
     poller.stop()
     assert [chain.blockchain for chain in node.chains] == ["c2"]
-    assert "/blockchains/c1" not in healthy.requests
+    assert "/blockchains/c1" not in healthy.paths
 
 
 def test_configured_chains_of_a_down_node_are_down_without_counting_requests() -> None:
@@ -185,10 +184,13 @@ def test_a_reload_during_cycles_is_never_dropped(healthy: FakeNode) -> None:
             poller.apply(config)
 
     reloader = threading.Thread(target=reload_often)
-    reloader.start()
-    deadline = time.monotonic() + 30
-    while reloader.is_alive() and time.monotonic() < deadline:
+
+    def cycled_until_the_reloads_ended() -> bool:
         poller.run_cycle()
+        return not reloader.is_alive()
+
+    reloader.start()
+    wait_until(cycled_until_the_reloads_ended, interval=0, message="the reloads never ended")
     stop.set()
     reloader.join(5)
     snapshot = poller.run_cycle()
@@ -197,9 +199,9 @@ def test_a_reload_during_cycles_is_never_dropped(healthy: FakeNode) -> None:
 
 
 def test_apply_switches_config_and_forgets_removed_nodes(
-    healthy: FakeNode, fake_nodes: list[FakeNode]
+    healthy: FakeNode, fake_nodes: FakeNodes
 ) -> None:
-    other = new_fake_node(fake_nodes)
+    other = fake_nodes.start()
     other.play(health_doc(["c9"]), {"c9": chain_doc(5)})
     poller = Poller(_config(NodeConfig("a", healthy.url)), lambda _: None)
     assert [node.name for node in poller.run_cycle().nodes] == ["a"]
@@ -228,20 +230,18 @@ def test_run_publishes_every_interval_and_stops(healthy: FakeNode) -> None:
     poller = Poller(config, published.append)
     thread = threading.Thread(target=poller.run)
     thread.start()
-    deadline = time.monotonic() + 5
-    while len(published) < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: len(published) >= 3, message=lambda: f"{len(published)} published")
     poller.stop()
-    thread.join(timeout=5)
+    thread.join(timeout=30)
     assert not thread.is_alive()
     assert len(published) >= 3
     assert all(snapshot.nodes[0].up for snapshot in published)
 
 
 def test_a_runaway_chain_listing_is_capped(
-    fake_nodes: list[FakeNode], caplog: pytest.LogCaptureFixture
+    fake_nodes: FakeNodes, caplog: pytest.LogCaptureFixture
 ) -> None:
-    node = new_fake_node(fake_nodes)
+    node = fake_nodes.start()
     chains = [f"c{i}" for i in range(5)]
     node.play(health_doc(chains), {chain: chain_doc(1) for chain in chains})
     config = Config(
@@ -264,17 +264,15 @@ def test_a_runaway_chain_listing_is_capped(
 
 
 def test_nodes_that_hang_cannot_starve_the_healthy_ones(
-    healthy: FakeNode, fake_nodes: list[FakeNode]
+    healthy: FakeNode, fake_nodes: FakeNodes
 ) -> None:
-    hanging = new_fake_node(fake_nodes)
-    hanging.set("/health", health_doc([]), delay=2.0)
+    hanging = fake_nodes.start()
+    hanging.set("/health", health_doc([]), held=True)  # never answers
     slow = tuple(NodeConfig(f"slow-{i}", hanging.url) for i in range(6))
     good = tuple(NodeConfig(f"good-{i}", healthy.url) for i in range(3))
     poller = Poller(_config(*slow, *good, timeout=0.5, concurrency=4), lambda _: None)
     poller.run_cycle()  # the slow ones fill every slot: the good ones may time out here
-    deadline = time.monotonic() + 10
-    while poller.requests_in_flight() and time.monotonic() < deadline:
-        time.sleep(0.05)  # let the first cycle's requests end
+    wait_until(lambda: not poller.requests_in_flight(), message="the first cycle's requests")
     second = poller.run_cycle()
     poller.stop()
     assert all(_node(second, node.name).up for node in good)
@@ -282,8 +280,8 @@ def test_nodes_that_hang_cannot_starve_the_healthy_ones(
     assert not any(_node(second, node.name).up for node in slow)
 
 
-def test_errors_kept_in_results_hold_no_traceback(fake_nodes: list[FakeNode]) -> None:
-    big = new_fake_node(fake_nodes)
+def test_errors_kept_in_results_hold_no_traceback(fake_nodes: FakeNodes) -> None:
+    big = fake_nodes.start()
     big.set("/health", b"x" * 4096)
     config = Config(nodes=(NodeConfig("big", big.url),), max_response_bytes=1024)
     engine = Engine(1, "test")
@@ -298,111 +296,72 @@ def test_errors_kept_in_results_hold_no_traceback(fake_nodes: list[FakeNode]) ->
     assert result.error.__traceback__ is None  # a traceback would pin the refused body
 
 
-class CountingServer(FakeNode):
-    """A FakeNode that counts the TCP connections it accepts and those that ended (the
-    client closed them: the server keeps every connection alive)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.accepted = 0
-        self.ended = 0
-        accept, shutdown = self.server.get_request, self.server.shutdown_request
-
-        def counting_accept() -> tuple[socket.socket, Any]:
-            self.accepted += 1
-            return accept()
-
-        def counting_shutdown(request: Any) -> None:
-            shutdown(request)
-            self.ended += 1
-
-        self.server.get_request = counting_accept  # type: ignore[method-assign]
-        self.server.shutdown_request = counting_shutdown  # type: ignore[method-assign]
-        handler: Any = self.server.RequestHandlerClass
-        handler.protocol_version = "HTTP/1.1"  # keep-alive, as a node's API server does
-
-    @property
-    def open_connections(self) -> int:
-        return self.accepted - self.ended
-
-
-def _eventually(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return condition()
-
-
-def test_a_reload_closes_the_connections_to_hosts_no_longer_configured() -> None:
-    kept, removed = CountingServer(), CountingServer()
+def test_a_reload_closes_the_connections_to_hosts_no_longer_configured(
+    fake_nodes: FakeNodes,
+) -> None:
+    kept, removed = fake_nodes.start(keep_alive=True), fake_nodes.start(keep_alive=True)
     for server in (kept, removed):
-        server.start()
         server.play(health_doc(["c1", "c2"]), {"c1": chain_doc(1), "c2": chain_doc(2)})
+    nodes = [NodeConfig("k", kept.url), *(NodeConfig(f"r{i}", removed.url) for i in range(6))]
+    # the connection cache holds 64: room for every connection to both hosts
+    poller = Poller(_config(*nodes, timeout=2.0, concurrency=64), lambda _: None)
     try:
-        nodes = [NodeConfig("k", kept.url), *(NodeConfig(f"r{i}", removed.url) for i in range(6))]
-        # the connection cache holds 64: room for every connection to both hosts
-        poller = Poller(_config(*nodes, timeout=2.0, concurrency=64), lambda _: None)
         first = poller.run_cycle()
         opened = removed.open_connections
         poller.apply(_config(nodes[0], timeout=2.0, concurrency=64))
         second = poller.run_cycle()
-        _eventually(lambda: removed.open_connections == 0)
-        still_open = removed.open_connections
+        wait_until(
+            lambda: removed.open_connections == 0,
+            message=lambda: f"{removed.open_connections} connections to the removed host open",
+        )
         third = poller.run_cycle()  # the kept host is still polled (over new connections)
-        poller.stop()
     finally:
-        kept.stop()
-        removed.stop()
+        poller.stop()
     assert all(node.up for snapshot in (first, second, third) for node in snapshot.nodes)
     assert opened > 0
-    assert still_open == 0, f"{still_open} connections to the removed host still open"
-    assert removed.accepted == opened  # nothing sent to it after the reload
+    assert removed.connections_accepted == opened  # nothing sent to it after the reload
 
 
-def test_connections_are_kept_alive_across_cycles() -> None:
-    node = CountingServer()
-    node.start()
+def test_connections_are_kept_alive_across_cycles(fake_nodes: FakeNodes) -> None:
+    node = fake_nodes.start(keep_alive=True)
+    node.play(health_doc(["c1", "c2"]), {"c1": chain_doc(1), "c2": chain_doc(2)})
+    nodes = tuple(NodeConfig(f"n{i}", node.url) for i in range(4))
+    poller = Poller(_config(*nodes, timeout=2.0, concurrency=4), lambda _: None)
     try:
-        node.play(health_doc(["c1", "c2"]), {"c1": chain_doc(1), "c2": chain_doc(2)})
-        nodes = tuple(NodeConfig(f"n{i}", node.url) for i in range(4))
-        poller = Poller(_config(*nodes, timeout=2.0, concurrency=4), lambda _: None)
         snapshots = [poller.run_cycle() for _ in range(4)]
         opened = poller.connections_opened()
-        poller.stop()
     finally:
-        node.stop()
+        poller.stop()
     assert all(n.up and all(c.up for c in n.chains) for s in snapshots for n in s.nodes)
     # /health and two chains per node and cycle, and from the second cycle on a checkpoint
     # block per chain: all over the same kept-alive connections
-    assert len(node.requests) == 4 * 4 * 3 + 3 * 4 * 2
-    assert node.accepted <= 4  # at most one connection per slot, reused by every cycle
-    assert opened == node.accepted
+    assert len(node.paths) == 4 * 4 * 3 + 3 * 4 * 2
+    assert node.connections_accepted <= 4  # at most one per slot, reused by every cycle
+    assert opened == node.connections_accepted
 
 
-def test_shutdown_ends_a_cycle_whose_nodes_hang(fake_nodes: list[FakeNode]) -> None:
-    hanging = new_fake_node(fake_nodes)
-    hanging.set("/health", health_doc([]), delay=5.0)
-    config = _config(NodeConfig("h", hanging.url), timeout=30.0)
+def test_shutdown_ends_a_cycle_whose_nodes_hang(fake_nodes: FakeNodes) -> None:
+    hanging = fake_nodes.start()
+    hanging.set("/health", health_doc([]), held=True)  # never answers
+    # a deadline far past the test: only the shutdown can end this cycle
+    config = _config(NodeConfig("h", hanging.url), timeout=3600.0)
     published: list[Snapshot] = []
     poller = Poller(config, published.append)
     thread = threading.Thread(target=poller.run)
     thread.start()
-    deadline = time.monotonic() + 5
-    while not hanging.requests and time.monotonic() < deadline:
-        time.sleep(0.02)
-    started = time.monotonic()
+    wait_until(lambda: hanging.paths, message="the cycle never asked the node")
     poller.stop()
-    thread.join(timeout=10)
+    thread.join(timeout=30)
     assert not thread.is_alive()
-    assert time.monotonic() - started < 2.0
     assert poller.requests_in_flight() == 0
+    wait_until(lambda: hanging.hung_up == ["/health"], message="the request outlived shutdown")
 
 
 # --- the network view: checkpoint blocks, councils, partitions --------------------------
 
 
 def network_node(  # noqa: PLR0917 (a row of the tests' node table)
-    fake_nodes: list[FakeNode],
+    fake_nodes: FakeNodes,
     name: str,
     links: list[str],
     height: int,
@@ -411,7 +370,7 @@ def network_node(  # noqa: PLR0917 (a row of the tests' node table)
 ) -> FakeNode:
     """A node with peer id ``p-<name>`` listing ``links``, one chain ``c/1`` (a slash, so the id
     must be percent-encoded) and, when given, its block at a height."""
-    node = new_fake_node(fake_nodes)
+    node = fake_nodes.start()
     health = health_doc(["c/1"])
     health["network"] |= {"peerId": f"p-{name}", "networkPeers": [f"p-{p}" for p in links]}
     node.play(health, {"c%2F1": chain_doc(height, councilMembers=council)})
@@ -421,7 +380,7 @@ def network_node(  # noqa: PLR0917 (a row of the tests' node table)
 
 
 def test_network_checks_find_the_fork_the_council_and_the_cut_off_node(
-    fake_nodes: list[FakeNode],
+    fake_nodes: FakeNodes,
 ) -> None:
     council, other = ["a", "b", "c"], ["a", "b", "x"]
     main, fork = {"height": 95, "hash": "h95"}, {"height": 95, "hash": "forked"}
@@ -442,7 +401,7 @@ def test_network_checks_find_the_fork_the_council_and_the_cut_off_node(
     try:
         first = poller.run_cycle()  # no checkpoint yet: no block requests
         assert first.network.chains[0].checkpoint_height is None
-        assert not any("blocks" in r for fake in nodes.values() for r in fake.requests)
+        assert not any("blocks" in r for fake in nodes.values() for r in fake.paths)
         snapshot = poller.run_cycle()
     finally:
         poller.stop()
@@ -468,7 +427,7 @@ def test_network_checks_find_the_fork_the_council_and_the_cut_off_node(
     assert ("block", "http_status", 0) in healthy.error_counts
 
 
-def test_depth_zero_sends_no_block_request(fake_nodes: list[FakeNode]) -> None:
+def test_depth_zero_sends_no_block_request(fake_nodes: FakeNodes) -> None:
     node = network_node(fake_nodes, "n1", [], 100, ["a"], (95, {"hash": "h"}))
     config = replace(_config(NodeConfig("n1", node.url)), network_checks=NetworkChecks(0))
     poller = Poller(config, lambda snapshot: None)
@@ -477,13 +436,13 @@ def test_depth_zero_sends_no_block_request(fake_nodes: list[FakeNode]) -> None:
         snapshot = poller.run_cycle()
     finally:
         poller.stop()
-    assert not any("blocks" in request for request in node.requests)
+    assert not any("blocks" in request for request in node.paths)
     assert snapshot.network.chains[0].checkpoint_height is None
     assert not any(endpoint == "block" for endpoint, _, _ in snapshot.nodes[0].error_counts)
 
 
 def test_a_node_below_the_checkpoint_is_not_asked_for_its_block(
-    fake_nodes: list[FakeNode],
+    fake_nodes: FakeNodes,
 ) -> None:
     ahead = network_node(fake_nodes, "ahead", [], 100, ["a"], (95, {"hash": "h"}))
     syncing = network_node(fake_nodes, "syncing", [], 10, ["a"], None)
@@ -495,8 +454,8 @@ def test_a_node_below_the_checkpoint_is_not_asked_for_its_block(
         snapshot = poller.run_cycle()
     finally:
         poller.stop()
-    assert any("blocks?height=95" in r for r in ahead.requests)
-    assert not any("blocks" in r for r in syncing.requests)
+    assert any("blocks?height=95" in r for r in ahead.paths)
+    assert not any("blocks" in r for r in syncing.paths)
     assert dict(snapshot.network.chains[0].block_agrees) == {"ahead": True}
 
 
@@ -538,9 +497,9 @@ def _raise_for_chains(original: Any) -> Any:
     ],
 )
 def test_a_raising_callback_ends_its_part_and_the_node_is_asked_again(
-    target: str, endpoint: str, fake_nodes: list[FakeNode], monkeypatch: pytest.MonkeyPatch
+    target: str, endpoint: str, fake_nodes: FakeNodes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = _watched(new_fake_node(fake_nodes), ["c1"])
+    fake = serve_watched(fake_nodes.start(), ["c1"])
     fake.set("/blockchains/c1/blocks?height=5", {"hash": "h5"})
     if target.endswith(".get"):
         monkeypatch.setattr(NodeClient, "get", _raise_for_chains(NodeClient.get))
@@ -558,10 +517,10 @@ def test_a_raising_callback_ends_its_part_and_the_node_is_asked_again(
     finally:
         poller.stop()
     nodes = [_node(snapshot, "n") for snapshot in snapshots]
-    assert fake.requests.count("/health") == 3  # asked again every cycle
+    assert fake.paths.count("/health") == 3  # asked again every cycle
     assert in_flight == 0
     path = {"block": "/blockchains/c1/blocks?height=5", "contract": CONTRACT}.get(endpoint)
-    assert path is None or path in fake.requests  # the reader was reached
+    assert path is None or path in fake.paths  # the reader was reached
     assert not any(node.error and "has not ended" in node.error for node in nodes)
     assert _errors(nodes[-1]).get((endpoint, "invalid_response"), 0) >= 1
     if endpoint == "health":
@@ -570,16 +529,16 @@ def test_a_raising_callback_ends_its_part_and_the_node_is_asked_again(
 
 
 def test_a_chain_id_that_cannot_be_requested_does_not_hang_the_poll(
-    fake_nodes: list[FakeNode],
+    fake_nodes: FakeNodes,
 ) -> None:
-    fake = new_fake_node(fake_nodes)
+    fake = fake_nodes.start()
     fake.play(health_doc(["c1", "\ud800"]), {"c1": chain_doc(100)})
     poller = Poller(_config(NodeConfig("n", fake.url), timeout=3.0), lambda _: None)
     try:
         snapshots = [poller.run_cycle() for _ in range(2)]
     finally:
         poller.stop()
-    assert fake.requests.count("/health") == 2
+    assert fake.paths.count("/health") == 2
     for snapshot in snapshots:
         node = _node(snapshot, "n")
         assert node.up, node.error
@@ -605,12 +564,12 @@ def _costly_reader(original: Any, seconds: float) -> Any:
 
 
 def test_a_node_whose_answers_are_costly_to_read_spends_its_budget_not_the_others_time(
-    fake_nodes: list[FakeNode], monkeypatch: pytest.MonkeyPatch
+    fake_nodes: FakeNodes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     chains = [f"c{i}" for i in range(12)]
-    costly = new_fake_node(fake_nodes)
+    costly = fake_nodes.start()
     costly.play(health_doc(chains), {c: chain_doc(1, costly=True) for c in chains})
-    healthy = [new_fake_node(fake_nodes) for _ in range(3)]
+    healthy = [fake_nodes.start() for _ in range(3)]
     for fake in healthy:
         fake.play(health_doc(["c1", "c2"]), {"c1": chain_doc(1), "c2": chain_doc(2)})
         fake.set("/health", health_doc(["c1", "c2"]), delay=0.2)  # comes while costly reads

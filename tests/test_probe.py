@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter.config.nodes import NodeConfig, TlsConfig
 from exporter.config.probe import ProbeConfig, ProbeModule
 from exporter.model.readings import read_chain, read_health
-from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
+from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason, RequestTrace
 from exporter.web.probe import (
     TIMEOUT_MARGIN_SECONDS,
     Prober,
@@ -26,7 +26,7 @@ from exporter.web.probe import (
     probe_timeout,
     render_probe,
 )
-from tests.conftest import chain_doc, health_doc
+from tests.support.documents import chain_doc, health_doc
 
 ALLOWED = (
     re.compile(r"https://node-[0-9]+\.ledger\.internal:7740/?"),
@@ -236,7 +236,9 @@ class Recorder:
         self.release.set()
         self.entered = threading.Semaphore(0)
 
-    def __call__(self, node: NodeConfig, deadline: float) -> NodeResult:
+    def __call__(
+        self, node: NodeConfig, deadline: float, trace: RequestTrace | None = None
+    ) -> NodeResult:
         self.calls.append((node, deadline))
         self.entered.release()
         self.release.wait(timeout=30)

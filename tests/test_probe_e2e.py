@@ -7,9 +7,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlencode
@@ -17,27 +14,29 @@ from urllib.parse import urlencode
 import pytest
 import yaml
 
-from tests.conftest import REPO, FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
-from tests.test_cli import ExporterProcess, exporter_command, ready_exporter, wait_for
+from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.http import fetch, wait_for_text
+from tests.support.ports import closed_port_url
+from tests.support.processes import ExporterProcess, exporter_command, ready_exporter
+from tests.support.testdata import REPO
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
 
-def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
-    request = urllib.request.Request(url, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=20) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
+@pytest.fixture
+def allowed(fake_nodes: FakeNodes) -> FakeNode:
+    """The node the probe exporter may probe."""
+    node = fake_nodes.start()
+    node.play(health_doc(["c1"]), {"c1": chain_doc(42)})
+    return node
 
 
 @pytest.fixture
-def probe_exporter(tmp_path: Path, fake_nodes: list[FakeNode]) -> Iterator[ExporterProcess]:
+def probe_exporter(tmp_path: Path, allowed: FakeNode) -> Iterator[ExporterProcess]:
     """A probe-only exporter allowed to probe 127.0.0.1 on the fake nodes' ports only."""
-    allowed = new_fake_node(fake_nodes)
-    allowed.play(health_doc(["c1"]), {"c1": chain_doc(42)})
-    port = allowed.server.server_address[1]
+    port = allowed.port
     config = tmp_path / "config.yml"
     config.write_text(
         yaml.safe_dump(
@@ -55,42 +54,46 @@ def probe_exporter(tmp_path: Path, fake_nodes: list[FakeNode]) -> Iterator[Expor
 
 
 def test_probe_only_exporter_end_to_end(
-    probe_exporter: ExporterProcess, fake_nodes: list[FakeNode]
+    probe_exporter: ExporterProcess, allowed: FakeNode, fake_nodes: FakeNodes
 ) -> None:
-    [allowed] = fake_nodes
-    outsider = new_fake_node(fake_nodes)
+    outsider = fake_nodes.start()
     outsider.play(health_doc(["c1"]), {"c1": chain_doc(1)})
     base = probe_exporter.base + "/probe?"
 
-    status, body = get(base + urlencode({"target": allowed.url, "node": "validator-1"}))
-    assert status == 200, body
-    assert 'ledger_blockchain_height{blockchain="c1",node="validator-1"} 42.0' in body
-    assert "ledger_probe_success 1.0" in body
+    probe = fetch(base + urlencode({"target": allowed.url, "node": "validator-1"}), timeout=20)
+    assert probe.status == 200, probe.text
+    assert 'ledger_blockchain_height{blockchain="c1",node="validator-1"} 42.0' in probe.text
+    assert "ledger_probe_success 1.0" in probe.text
 
-    status, body = get(base + urlencode({"target": outsider.url}))
-    assert (status, body) == (
+    refused = fetch(base + urlencode({"target": outsider.url}))
+    assert (refused.status, refused.text) == (
         403,
         f"target {outsider.url!r} matches none of probe.allowed_targets\n",
     )
-    assert outsider.requests == []
+    assert outsider.requests == []  # refused unsent
 
-    status, body = get(base + urlencode({"target": allowed.url, "module": "x"}))
-    assert (status, body) == (400, "unknown module 'x'; configured: default, tenant\n")
-    status, body = get(base + urlencode({"module": "tenant"}))
-    assert (status, body) == (400, "the target parameter is missing\n")
+    unknown = fetch(base + urlencode({"target": allowed.url, "module": "x"}))
+    assert (unknown.status, unknown.text) == (
+        400,
+        "unknown module 'x'; configured: default, tenant\n",
+    )
+    missing = fetch(base + urlencode({"module": "tenant"}))
+    assert (missing.status, missing.text) == (400, "the target parameter is missing\n")
 
-    status, metrics = get(probe_exporter.base + "/metrics")
-    assert status == 200 and "ledger_node_up" not in metrics  # probe-only: no nodes polled
+    metrics = fetch(probe_exporter.base + "/metrics")
+    assert metrics.status == 200
+    assert "ledger_node_up" not in metrics.text  # probe-only: no nodes polled
 
 
 def test_unreachable_target_is_a_200_with_success_0(probe_exporter: ExporterProcess) -> None:
     assert closed_port_url() != "http://127.0.0.1:1/"
-    status, body = get(
+    probe = fetch(
         probe_exporter.base + "/probe?" + urlencode({"target": "http://127.0.0.1:1/"}),
-        {"X-Prometheus-Scrape-Timeout-Seconds": "3"},
+        headers={"X-Prometheus-Scrape-Timeout-Seconds": "3"},
+        timeout=20,
     )
-    assert status == 200
-    lines = [line for line in body.splitlines() if not line.startswith("#")]
+    assert probe.status == 200
+    lines = [line for line in probe.text.splitlines() if not line.startswith("#")]
     assert [line.split()[0] for line in lines] == [
         "ledger_probe_success",
         "ledger_probe_duration_seconds",
@@ -98,73 +101,57 @@ def test_unreachable_target_is_a_200_with_success_0(probe_exporter: ExporterProc
     assert "ledger_probe_success 0.0" in lines
 
 
-def test_without_a_probe_section_there_is_no_probe(
-    tmp_path: Path, fake_nodes: list[FakeNode]
-) -> None:
-    node = new_fake_node(fake_nodes)
-    node.play(health_doc(["c1"]), {"c1": chain_doc(1)})
+def test_without_a_probe_section_there_is_no_probe(tmp_path: Path, fake_node: FakeNode) -> None:
+    fake_node.play(health_doc(["c1"]), {"c1": chain_doc(1)})
     config = tmp_path / "config.yml"
-    config.write_text(yaml.safe_dump({"nodes": [{"name": "a", "url": node.url}]}))
-    process = ExporterProcess(config)
-    try:
-        wait_for(process.base + "/-/ready", "Ready", timeout=10)
-        status, body = get(process.base + "/probe?" + urlencode({"target": node.url}))
-        assert status == 404
-        assert "probe mode is off" in body
-    finally:
-        code, stderr = process.stop()
-    assert code == 0, stderr
+    config.write_text(yaml.safe_dump({"nodes": [{"name": "a", "url": fake_node.url}]}))
+    with ready_exporter(config) as process:
+        probe = fetch(process.base + "/probe?" + urlencode({"target": fake_node.url}))
+        assert probe.status == 404
+        assert "probe mode is off" in probe.text
 
 
-def test_reload_changes_the_allow_list(tmp_path: Path, fake_nodes: list[FakeNode]) -> None:
+def test_reload_changes_the_allow_list(tmp_path: Path, fake_node: FakeNode) -> None:
     """SIGHUP re-reads the probe section: a target allowed before is refused after, unsent."""
-    node = new_fake_node(fake_nodes)
+    node = fake_node
     node.play(health_doc(["c1"]), {"c1": chain_doc(7)})
-    port = node.server.server_address[1]
+    port = node.port
     config = tmp_path / "config.yml"
     allow = {
         "scrape_timeout": "5s",
         "probe": {"allowed_targets": [rf"http://127\.0\.0\.1:{port}/"]},
     }
     config.write_text(yaml.safe_dump(allow))
-    process = ExporterProcess(config)
-    url = process.base + "/probe?" + urlencode({"target": node.url})
-    try:
-        wait_for(process.base + "/-/ready", "Ready", timeout=10)
-        assert get(url)[0] == 200
+    with ready_exporter(config) as process:
+        url = process.base + "/probe?" + urlencode({"target": node.url})
+        assert fetch(url, timeout=20).status == 200
         allow["probe"] = {"allowed_targets": [r"http://127\.0\.0\.1:1/"]}
         config.write_text(yaml.safe_dump(allow))
-        process.process.send_signal(signal.SIGHUP)
-        status, body = 0, ""
-        for _ in range(100):  # the reload lands a moment after the signal
-            status, body = get(url)
-            if status == 403:
-                break
-            time.sleep(0.1)
-        assert status == 403, body
+        process.signal(signal.SIGHUP)
+        wait_until(
+            lambda: fetch(url, timeout=20).status == 403,
+            message="the reload never refused the target",
+        )
         sent = len(node.requests)
-        assert get(url)[0] == 403
+        assert fetch(url, timeout=20).status == 403
         assert len(node.requests) == sent, "a refused probe sent a request"
-    finally:
-        code, stderr = process.stop()
-    assert code == 0, stderr
 
 
 def test_probes_are_answered_while_the_daemon_waits_on_a_slow_node(
-    tmp_path: Path, fake_nodes: list[FakeNode]
+    tmp_path: Path, fake_nodes: FakeNodes
 ) -> None:
-    """The daemon's first cycle hangs on a node answering after 8 s; meanwhile a probe of a
-    fast node is answered in full (the daemon is still not ready when it is)."""
-    slow = new_fake_node(fake_nodes)
-    slow.set("/health", health_doc([]), delay=8.0)
-    fast = new_fake_node(fake_nodes)
+    """The daemon's first cycle hangs on a node that never answers (until its 50 s deadline);
+    meanwhile a probe of a fast node is answered in full (the daemon is still not ready)."""
+    slow = fake_nodes.start()
+    slow.set("/health", health_doc([]), held=True)
+    fast = fake_nodes.start()
     fast.play(health_doc(["c1"]), {"c1": chain_doc(3)})
     config = tmp_path / "config.yml"
     config.write_text(
         yaml.safe_dump(
             {
-                "scrape_interval": "10s",
-                "scrape_timeout": "9s",
+                "scrape_interval": "60s",
+                "scrape_timeout": "50s",
                 "nodes": [{"name": "slow", "url": slow.url}],
                 "probe": {"allowed_targets": [r"http://127\.0\.0\.1:[0-9]+/"]},
             }
@@ -172,14 +159,11 @@ def test_probes_are_answered_while_the_daemon_waits_on_a_slow_node(
     )
     process = ExporterProcess(config)
     try:
-        wait_for(process.base + "/-/healthy", "Healthy", timeout=10)
-        deadline = time.monotonic() + 10
-        while "/health" not in slow.requests and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert "/health" in slow.requests, "the daemon's cycle did not start"
-        status, body = get(process.base + "/probe?" + urlencode({"target": fast.url}))
-        assert status == 200 and "ledger_probe_success 1.0" in body
-        assert get(process.base + "/-/ready")[0] == 503, "the cycle ended before the probe"
+        wait_until(lambda: "/health" in slow.paths, message="the daemon's cycle did not start")
+        probe = fetch(process.base + "/probe?" + urlencode({"target": fast.url}), timeout=20)
+        assert probe.status == 200 and "ledger_probe_success 1.0" in probe.text
+        assert slow.hung_up == [], "the cycle ended before the probe"
+        assert fetch(process.base + "/-/ready").status == 503, "the cycle ended before the probe"
     finally:
         code, stderr = process.stop()
     assert code == 0, stderr
@@ -198,16 +182,14 @@ def test_config_check_of_a_probe_only_config() -> None:
     assert result.stdout.strip().endswith("OK, 0 node(s), probe mode (1 module(s))")
 
 
-def test_the_daemons_cycles_go_on_while_probes_hang(
-    tmp_path: Path, fake_nodes: list[FakeNode]
-) -> None:
+def test_the_daemons_cycles_go_on_while_probes_hang(tmp_path: Path, fake_nodes: FakeNodes) -> None:
     """Probes of a hanging target run flat out, at their bound, on the probes' own engine;
     meanwhile the daemon's cycles keep reading its node: every height change shows up on
     /metrics, the node stays up, and probes over the bound get a 503."""
-    node = new_fake_node(fake_nodes)
+    node = fake_nodes.start()
     node.play(health_doc(["c1"]), {"c1": chain_doc(1)})
-    hanging = new_fake_node(fake_nodes)
-    hanging.set("/health", health_doc([]), delay=30.0)
+    hanging = fake_nodes.start()
+    hanging.set("/health", health_doc([]), held=True)  # never answers
     config = tmp_path / "config.yml"
     config.write_text(
         yaml.safe_dump(
@@ -223,23 +205,23 @@ def test_the_daemons_cycles_go_on_while_probes_hang(
     stop = threading.Event()
     answers: list[int] = []
 
+    query = urlencode({"target": hanging.url})
+
     def probe_forever() -> None:
         while not stop.is_set():
-            answers.append(get(process.base + "/probe?" + urlencode({"target": hanging.url}))[0])
+            answers.append(fetch(process.base + "/probe?" + query, timeout=20).status)
 
     probers = [threading.Thread(target=probe_forever, daemon=True) for _ in range(4)]
     try:
-        wait_for(process.base + "/-/ready", "Ready", timeout=20)
+        process.wait_ready()
         for thread in probers:
             thread.start()
         for height in (2, 3, 4):
             node.play(health_doc(["c1"]), {"c1": chain_doc(height)})
             line = f'ledger_blockchain_height{{blockchain="c1",node="daemon-node"}} {height}.0'
-            wait_for(process.base + "/metrics", line, timeout=30)
-            assert 'ledger_node_up{node="daemon-node"} 1.0' in get(process.base + "/metrics")[1]
-        deadline = time.monotonic() + 30
-        while not (200 in answers and 503 in answers) and time.monotonic() < deadline:
-            time.sleep(0.05)
+            wait_for_text(process.base + "/metrics", line)
+            assert 'ledger_node_up{node="daemon-node"} 1.0' in fetch(process.base + "/metrics").text
+        wait_until(lambda: 200 in answers and 503 in answers, message=lambda: f"{answers}")
         assert 200 in answers and 503 in answers, answers
         assert set(answers) <= {200, 503}, answers
     finally:

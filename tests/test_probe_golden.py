@@ -8,7 +8,6 @@ nodes, and adds only its own two series.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
@@ -21,11 +20,10 @@ from exporter.model.snapshot import Snapshot
 from exporter.poll.probe import EngineProber
 from exporter.poll.results import NodeResult
 from exporter.web.probe import probe_status, render_probe
-from tests.conftest import TESTDATA, FakeNode
-from tests.oracle import probe_collectors, render_collectors
-from tests.test_collector import GOLDEN, serve_case
+from tests.support.fakenode import FakeNode
+from tests.support.golden import GOLDEN, PROBE_GOLDEN, assert_golden, serve_case
+from tests.support.oracle import probe_collectors, render_collectors
 
-PROBE_GOLDEN = TESTDATA / "golden-probe"
 CASES = ("documented", "failures", "odd-values", "hostile-strings")
 _DURATION = re.compile(r"^((?:ledger_probe|ledger_node_scrape)_duration_seconds\S*) \S+$", re.M)
 #: Families only the daemon has: counters, times and comparisons need history or other nodes.
@@ -35,9 +33,15 @@ DAEMON_ONLY = (
     "ledger_node_last_success_timestamp_seconds",
     "ledger_blockchain_blocks_behind",
     "ledger_blockchain_height_last_change_timestamp_seconds",
+    # consensus health followed across cycles (issue 21)
+    "ledger_blockchain_vote_session_age_seconds",
+    "ledger_blockchain_vote_round_changes_total",
+    "ledger_blockchain_leader_failed_rounds_total",
+    "ledger_blockchain_council_changes_total",
     # cross-node: they compare the polled nodes, which one probe cannot
     "ledger_blockchain_checkpoint_agrees",
     "ledger_blockchain_council_agrees",
+    "ledger_blockchain_consensus_agrees",
     "ledger_node_polled_peers",
 )
 
@@ -85,10 +89,7 @@ def samples(text: str) -> set[str]:
 def test_probe_golden_exposition(case: str) -> None:
     answers = probe_case(GOLDEN / case)
     actual = "".join(f"# --- probe of {name}\n{text}" for name, text in answers.items())
-    expected_file = PROBE_GOLDEN / f"{case}.prom"
-    if os.environ.get("UPDATE_GOLDEN"):
-        expected_file.write_text(actual)
-    assert actual == expected_file.read_text()
+    assert_golden(actual, PROBE_GOLDEN / f"{case}.prom")
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -117,7 +118,7 @@ def test_probe_series_are_the_daemons_for_the_same_answers(case: str) -> None:
 @pytest.mark.parametrize("case", CASES)
 def test_probe_bytes_are_client_pythons(case: str) -> None:
     """/probe goes through the writer of /metrics; client_python's collectors over the same
-    probe (``tests/oracle.py``) write the same bytes, in both formats."""
+    probe (``tests/support/oracle.py``) write the same bytes, in both formats."""
     for result in probe_results(GOLDEN / case, static_labels=True):
         snapshot = Snapshot(nodes=(probe_status(result),) if result.health is not None else ())
         for om in (False, True):

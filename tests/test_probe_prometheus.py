@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,14 @@ import pytest
 import yaml
 
 from ledger_simulator import SimulatedNetwork
-from tests.conftest import closed_port_url
-from tests.promserver import PrometheusServer, Sample
-from tests.test_cli import ExporterProcess, ready_exporter
-from tests.test_prometheus import tracked_pairs
+from tests.support.monitoring import PROM_DIR
+from tests.support.ports import closed_port_url
+from tests.support.processes import ExporterProcess, ready_exporter
+from tests.support.prometheus import PrometheusServer, PrometheusServers, Sample
+from tests.support.simulator import tracked_pairs
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
-
-PROM_DIR = Path(__file__).resolve().parent.parent / "deploy" / "prometheus"
 JOB = "ledger-probe"
 NODES = 6
 
@@ -62,7 +61,7 @@ def write_targets(network: SimulatedNetwork, directory: Path) -> Path:
 
 
 def probing_prometheus(
-    workdir: Path, config_name: str, targets: Path, exporter: ExporterProcess
+    prometheus: PrometheusServers, config_name: str, targets: Path, exporter: ExporterProcess
 ) -> PrometheusServer:
     """A Prometheus (not started yet) running a shipped config: its ledger-probe job pointed
     at this test's file and exporter, its rule files and its external labels."""
@@ -74,7 +73,7 @@ def probing_prometheus(
     last["replacement"] = f"127.0.0.1:{exporter.port}"
     job["scrape_interval"] = job["scrape_timeout"] = "2s"
     rules = [PROM_DIR / name for name in document["rule_files"]]
-    server = PrometheusServer(workdir, {}, rule_files=rules)
+    server = prometheus.create(rule_files=rules)
     server.config["scrape_configs"] = [job]
     if "external_labels" in document["global"]:
         server.config["global"]["external_labels"] = document["global"]["external_labels"]
@@ -91,23 +90,28 @@ def count_is(count: int) -> Callable[[list[Sample]], bool]:
     return lambda result: len(result) == count
 
 
-def discovered(server: PrometheusServer, timeout: float = 30.0) -> tuple[int, int]:
+def discovered(server: PrometheusServer) -> tuple[int, int]:
     """(active, dropped) targets of the probe job, once every node has been discovered."""
-    deadline = time.monotonic() + timeout
-    while True:
+    counts = [(0, 0)]
+
+    def every_node() -> bool:
         data = server.api("targets")
         active = [t for t in data["activeTargets"] if t["labels"].get("job") == JOB]
-        counts = len(active), len(data["droppedTargets"])
-        if sum(counts) == NODES or time.monotonic() > deadline:
-            return counts
-        time.sleep(0.2)
+        counts[0] = len(active), len(data["droppedTargets"])
+        return sum(counts[0]) == NODES
+
+    wait_until(every_node, interval=0.2, message=lambda: f"(active, dropped) {counts[0]}")
+    return counts[0]
 
 
 def test_file_sd_and_relabeling_give_every_nodes_series(
-    network: SimulatedNetwork, exporter: ExporterProcess, tmp_path: Path
+    network: SimulatedNetwork,
+    exporter: ExporterProcess,
+    tmp_path: Path,
+    prometheus: PrometheusServers,
 ) -> None:
     targets = write_targets(network, tmp_path)
-    with probing_prometheus(tmp_path / "prometheus", "probe.yml", targets, exporter) as server:
+    with probing_prometheus(prometheus, "probe.yml", targets, exporter) as server:
         urls = network.node_urls
         found = server.wait_for(
             f'ledger_probe_success{{job="{JOB}"}} == 1',
@@ -133,7 +137,10 @@ def test_file_sd_and_relabeling_give_every_nodes_series(
 
 
 def test_two_hashmod_shards_hold_every_node_exactly_once(
-    network: SimulatedNetwork, exporter: ExporterProcess, tmp_path: Path
+    network: SimulatedNetwork,
+    exporter: ExporterProcess,
+    tmp_path: Path,
+    prometheus: PrometheusServers,
 ) -> None:
     targets = write_targets(network, tmp_path)
     urls = network.node_urls
@@ -142,33 +149,25 @@ def test_two_hashmod_shards_hold_every_node_exactly_once(
         for shard in (0, 1)
     }
     servers = [
-        probing_prometheus(
-            tmp_path / f"shard-{shard}", f"probe-shard-{shard}.yml", targets, exporter
-        )
+        probing_prometheus(prometheus, f"probe-shard-{shard}.yml", targets, exporter)
         for shard in (0, 1)
     ]
-    try:
-        for server in servers:
-            server.start()
-        held: dict[int, set[str]] = {}
-        for shard, server in enumerate(servers):
-            active, dropped = discovered(server)
-            assert (active, dropped) == (len(expected[shard]), NODES - len(expected[shard]))
-            found = server.wait_for(
-                "ledger_node_up == 1", count_is(len(expected[shard])), timeout=30
-            )
-            held[shard] = {sample["metric"]["node"] for sample in found}
-        assert held == expected
-        assert held[0] | held[1] == set(urls)
-        assert not held[0] & held[1]
-        assert_global_view(tmp_path / "global", servers, network, held)
-    finally:
-        for server in servers:
-            server.stop()
+    for server in servers:
+        server.start()
+    held: dict[int, set[str]] = {}
+    for shard, server in enumerate(servers):
+        active, dropped = discovered(server)
+        assert (active, dropped) == (len(expected[shard]), NODES - len(expected[shard]))
+        found = server.wait_for("ledger_node_up == 1", count_is(len(expected[shard])), timeout=30)
+        held[shard] = {sample["metric"]["node"] for sample in found}
+    assert held == expected
+    assert held[0] | held[1] == set(urls)
+    assert not held[0] & held[1]
+    assert_global_view(prometheus, servers, network, held)
 
 
 def assert_global_view(
-    workdir: Path,
+    prometheus: PrometheusServers,
     shards: list[PrometheusServer],
     network: SimulatedNetwork,
     held: dict[int, set[str]],
@@ -179,9 +178,7 @@ def assert_global_view(
     [job] = document["scrape_configs"]
     job["static_configs"] = [{"targets": [shard.url.removeprefix("http://") for shard in shards]}]
     job["scrape_interval"] = job["scrape_timeout"] = "2s"
-    server = PrometheusServer(
-        workdir, {}, rule_files=[PROM_DIR / name for name in document["rule_files"]]
-    )
+    server = prometheus.create(rule_files=[PROM_DIR / name for name in document["rule_files"]])
     server.config["scrape_configs"] = [job]
     with server:
         pairs = tracked_pairs(network)
@@ -196,7 +193,9 @@ def assert_global_view(
         server.wait_for(f"job:ledger_probe_success:sum == {NODES}", count_is(1), timeout=20)
 
 
-def test_kubernetes_scrapeconfig_relabeling_in_a_real_prometheus(tmp_path: Path) -> None:
+def test_kubernetes_scrapeconfig_relabeling_in_a_real_prometheus(
+    prometheus: PrometheusServers,
+) -> None:
     """The relabeling of deploy/kubernetes/probe/scrapeconfig.yaml, run by Prometheus on the
     labels Kubernetes SD gives a Service (set by hand: no cluster here). The scrape goes to
     a closed local port: what matters is the URL and labels Prometheus builds."""
@@ -226,12 +225,10 @@ def test_kubernetes_scrapeconfig_relabeling_in_a_real_prometheus(tmp_path: Path)
         "static_configs": [service("validator-2", "api"), service("validator-2", "metrics")],
         "relabel_configs": rules,
     }
-    server = PrometheusServer(tmp_path / "prometheus", {})
+    server = prometheus.create()
     server.config["scrape_configs"] = [job]
     with server:
-        deadline = time.monotonic() + 30
-        while not server.targets() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(server.targets, interval=0.2, message="no target discovered")
         [target] = server.targets()  # the `metrics` port was dropped
         target_url = "http://validator-2.ledger.svc:7740/"
         assert target["labels"] == {"instance": target_url, "job": spec["jobName"]}

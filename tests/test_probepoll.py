@@ -11,7 +11,9 @@ import pytest
 from exporter.config.nodes import NodeConfig
 from exporter.poll.probe import EngineProber
 from exporter.poll.results import Reason
-from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
+from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNode
+from tests.support.ports import closed_port_url
 
 
 @pytest.fixture
@@ -21,8 +23,8 @@ def prober() -> Iterator[EngineProber]:
     engine.close()
 
 
-def test_reads_health_and_every_chain(fake_nodes: list[FakeNode], prober: EngineProber) -> None:
-    node = new_fake_node(fake_nodes)
+def test_reads_health_and_every_chain(fake_node: FakeNode, prober: EngineProber) -> None:
+    node = fake_node
     node.play(health_doc(["c1", "c2"]), {"c1": chain_doc(10)})
     node.set("/blockchains/c2", {"error": "boom"}, status=500)
     result = prober.probe_node(NodeConfig("n", node.url), time.monotonic() + 10)
@@ -30,13 +32,11 @@ def test_reads_health_and_every_chain(fake_nodes: list[FakeNode], prober: Engine
     chains = {chain.blockchain: chain for chain in result.chains}
     assert chains["c1"].reading is not None and chains["c1"].reading.height == 10
     assert chains["c2"].error is not None and chains["c2"].error.reason is Reason.HTTP_STATUS
-    assert sorted(node.requests) == ["/blockchains/c1", "/blockchains/c2", "/health"]
+    assert sorted(node.paths) == ["/blockchains/c1", "/blockchains/c2", "/health"]
 
 
-def test_configured_chains_and_the_chain_cap(
-    fake_nodes: list[FakeNode], prober: EngineProber
-) -> None:
-    node = new_fake_node(fake_nodes)
+def test_configured_chains_and_the_chain_cap(fake_node: FakeNode, prober: EngineProber) -> None:
+    node = fake_node
     node.play(health_doc(["c1", "c2", "c3"]), {c: chain_doc(1) for c in ("c1", "c2", "c3")})
     capped = prober.probe_node(NodeConfig("n", node.url), time.monotonic() + 10)
     assert [c.blockchain for c in capped.chains] == ["c1", "c2"]
@@ -54,11 +54,11 @@ def test_down_node(prober: EngineProber) -> None:
 
 
 def test_a_chain_slower_than_the_deadline_is_a_timeout(
-    fake_nodes: list[FakeNode], prober: EngineProber
+    fake_node: FakeNode, prober: EngineProber
 ) -> None:
-    node = new_fake_node(fake_nodes)
+    node = fake_node
     node.play(health_doc(["c1", "c2"]), {"c1": chain_doc(10)})
-    node.set("/blockchains/c2", chain_doc(10), delay=5.0)
+    node.set("/blockchains/c2", chain_doc(10), held=True)  # never answers
     result = prober.probe_node(NodeConfig("n", node.url), time.monotonic() + 1.0)
     chains = {chain.blockchain: chain for chain in result.chains}
     assert chains["c1"].reading is not None
@@ -67,9 +67,9 @@ def test_a_chain_slower_than_the_deadline_is_a_timeout(
 
 
 def test_after_close_a_probe_ends_with_errors_not_an_exception(
-    fake_nodes: list[FakeNode],
+    fake_node: FakeNode,
 ) -> None:
-    node = new_fake_node(fake_nodes)
+    node = fake_node
     node.play(health_doc(["c1"]), {"c1": chain_doc(10)})
     engine = EngineProber(max_in_flight=1, max_bytes=1 << 20, max_chains=5)
     engine.close()

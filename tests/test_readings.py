@@ -110,6 +110,7 @@ EXPECTED_CHAIN_GAUGES = {
     "ledger_blockchain_peers": 3.0,
     "ledger_blockchain_vote_sessions": 2.0,
     "ledger_blockchain_vote_round": 5.0,
+    "ledger_blockchain_vote_consensus_required": 3.0,
     "ledger_blockchain_consensus_min_members": 3.0,
     "ledger_blockchain_consensus_timeout_seconds": 90.0,
     "ledger_blockchain_tx_max_time_trigger_seconds": 2.0,
@@ -153,6 +154,7 @@ def test_health_full_document() -> None:
         blockchain_count=2.0,
         blockchain_ids=("8f2a9c", "chain/with space"),
         network_peers=frozenset({"12D3KooWa", "12D3KooWb", "12D3KooWc", "12D3KooWd"}),
+        node_key=NODE_ID,
     )
 
 
@@ -206,8 +208,44 @@ def test_health_fields(changes: dict[str, Any], field: str, expected: object) ->
     assert getattr(reading, field) == expected
 
 
-def test_health_with_nothing_readable_is_still_a_reading() -> None:
-    assert read_health({}) == HealthReading(None, None, None, None, None, ())
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"status": "ok"},  # another service's health check
+        {"status": "UP", "components": {"db": {"status": "UP"}}},
+        {"nodeVersion": None, "nodeId": None, "network": None, "blockchains": None},
+        {"NodeVersion": "1.4.2", "node_id": "x"},  # field names are exact
+    ],
+    ids=repr,
+)
+def test_health_without_any_node_field_is_not_a_ledger_node(body: dict[str, Any]) -> None:
+    with pytest.raises(
+        InvalidResponseError,
+        match=r"answered /health with JSON that is not a ledger node's health \(none of "
+        r"nodeVersion, nodeId, network, blockchains\)",
+    ):
+        read_health(body)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"nodeVersion": "1.4.2"}, HealthReading("1.4.2", None, None, None, None, ())),
+        ({"nodeId": 7}, HealthReading(None, None, None, None, None, ())),  # present, unreadable
+        ({"network": {}}, HealthReading(None, None, None, None, None, ())),
+        ({"blockchains": []}, HealthReading(None, None, None, None, 0.0, ())),
+        (
+            {"status": "ok", "blockchains": ["c1"]},
+            HealthReading(None, None, None, None, 1.0, ("c1",)),
+        ),
+    ],
+    ids=repr,
+)
+def test_health_with_one_node_field_is_a_reading(
+    body: dict[str, Any], expected: HealthReading
+) -> None:
+    assert read_health(body) == expected
 
 
 # --- /blockchains/{id} ---
@@ -260,7 +298,7 @@ FEEDS = {
     "isTimeToVote": {"ledger_blockchain_time_to_vote"},
     "councilMembers": {"ledger_blockchain_council_members"},
     "blockchainPeers": {"ledger_blockchain_peers"},
-    "voteSessions": {SESSIONS, ROUND},
+    "voteSessions": {SESSIONS, ROUND, "ledger_blockchain_vote_consensus_required"},
     "consensus": {
         "ledger_blockchain_consensus_min_members",
         TIMEOUT,
@@ -456,11 +494,11 @@ def test_chain_with_nothing_readable_counts_no_sessions_only() -> None:
 
 
 def test_reading_does_not_change_the_document() -> None:
-    body = json.loads(CHAIN_JSON)
-    before = copy.deepcopy(body)
-    read_chain(body)
-    read_health(body)
-    assert body == before
+    for text, read in ((CHAIN_JSON, read_chain), (HEALTH_JSON, read_health)):
+        body = json.loads(text)
+        before = copy.deepcopy(body)
+        read(body)
+        assert body == before
 
 
 @pytest.mark.parametrize("body", [[], ["8f2a9c"], "ok", 42, 1.5, True, None], ids=repr)

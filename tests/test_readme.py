@@ -36,6 +36,8 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -44,8 +46,8 @@ from typing import IO
 
 import pytest
 
-from tests.conftest import REPO
-from tests.promserver import free_port
+from tests.support.ports import free_port
+from tests.support.testdata import REPO
 
 pytestmark = pytest.mark.integration
 
@@ -65,10 +67,6 @@ SKIPPED: dict[str, str] = {
     r"venv/bin/ledger-exporter --config\.file config\.yml": (
         "a daemon polling the reader's own nodes until stopped; `make demo` runs the same "
         "daemon against simulated ones"
-    ),
-    r"curl 'http://127\.0\.0\.1:9877/probe\?target=https://node-1\.ledger\.internal:7740/.*'": (
-        "makes the exporter resolve and poll node-1.ledger.internal, an example host off "
-        "this machine; tests/test_probe_e2e.py runs /probe end to end"
     ),
     r"docker .*": (
         "needs a Docker engine, which CI does not have; tests/test_deploy_docker.py and "
@@ -97,6 +95,9 @@ ONE_SHOT = (
 SIMULATOR = r"(\.?venv/bin/)?(ledger-exporter simulate|python -m ledger_simulator)( .*)?"
 DEMO = r"make demo"
 ADMIN = r"ADMIN=\S+|.*\$ADMIN\b.*"
+#: Probe mode against the simulator: the exporter on config/probe.yml, then probes sent to it.
+PROBE_EXPORTER = r"(\.?venv/bin/)?ledger-exporter --config\.file config/probe\.yml( .*)?"
+PROBE = r"curl -s 'http://127\.0\.0\.1:9877/probe\?[^']*'( \| .*)?"
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,8 @@ BLOCKS = parse_readme(README.read_text(encoding="utf-8"))
 
 
 def runner_of(command: Command) -> str | None:
-    """``one-shot``, ``simulator``, ``demo``, ``admin``, ``skip``, or None (unclassified)."""
+    """``one-shot``, ``simulator``, ``demo``, ``admin``, ``probe-exporter``, ``probe``,
+    ``skip``, or None (unclassified)."""
     flat = command.flat
     kinds = [
         kind
@@ -180,6 +182,8 @@ def runner_of(command: Command) -> str | None:
             ("simulator", (SIMULATOR,)),
             ("demo", (DEMO,)),
             ("admin", (ADMIN,)),
+            ("probe-exporter", (PROBE_EXPORTER,)),
+            ("probe", (PROBE,)),
             ("skip", tuple(SKIPPED)),
         )
         if any(re.fullmatch(pattern, flat) for pattern in patterns)
@@ -446,3 +450,42 @@ def test_python_blocks_run(block: tuple[int, str], scratch: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, f"README.md:{block[0]}\n{result.stdout}{result.stderr}"
+
+
+def _wait_ready(port: int, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"the probe-mode exporter was not ready on port {port}")
+
+
+def test_the_probe_example_against_the_simulator(scratch: Path) -> None:
+    """Probe mode as the README shows it: the simulator, the exporter on the shipped
+    config/probe.yml (whose allow-list admits the simulator's nodes), then each probe
+    command, compared with what the README shows."""
+    (exporter_command,) = of_kind("probe-exporter")
+    probes = of_kind("probe")
+    assert len(probes) >= 2 and any("debug=true" in c.text for c in probes)
+    ports = Ports()
+    simulate = f"ledger-exporter simulate --listen-address 127.0.0.1:{ports.simulator}"
+    exporter = ports.localise(exporter_command.flat)  # the listen address is the README's
+    assert f"127.0.0.1:{ports.exporter}" in exporter
+    with (
+        open(scratch / "simulator-stderr.txt", "w+b") as simulator_err,
+        open(scratch / "exporter-stderr.txt", "w+b") as exporter_err,
+    ):
+        simulator = Running(simulate, scratch, simulator_err)
+        running = Running(exporter, scratch, exporter_err)
+        try:
+            assert simulator.first_lines(1), "the simulator printed nothing"
+            _wait_ready(ports.exporter, running.process)
+            problems = run_session(probes, ports, scratch)
+        finally:
+            statuses = (running.interrupt(), simulator.interrupt())
+        exporter_err.seek(0)
+        assert statuses == (0, 0), exporter_err.read().decode(errors="replace")
+    assert not problems, "\n\n".join(problems)

@@ -1,5 +1,5 @@
 """The one writer writes exactly what client_python writes for the same snapshot (the oracle,
-``tests/oracle.py``), and follows the catalogue."""
+``tests/support/oracle.py``), and follows the catalogue."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from exporter.poll.history import History
 from exporter.poll.results import ChainResult, NodeResult, WatchResult
 from exporter.poll.watch import watch_status
 from exporter.web.landing import landing_page
-from tests.oracle import render_collectors, snapshot_collectors
-from tests.test_collector import CASES, GOLDEN, poll_golden_case
+from tests.support.golden import CASES, GOLDEN, poll_golden_case
+from tests.support.oracle import render_collectors, snapshot_collectors
 
 
 def _client_python(snapshot: Snapshot, om: bool) -> bytes:

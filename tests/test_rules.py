@@ -5,10 +5,7 @@ here)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,14 +14,13 @@ import pytest
 import yaml
 
 from exporter.expose import metrics
+from tests.support.monitoring import DASHBOARDS, PROM_DIR, RULE_FILES, variable_query, walk_panels
+from tests.support.prometheus import Promtool
+from tests.support.testdata import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
-PROM_DIR = ROOT / "deploy" / "prometheus"
-RULE_FILES = (PROM_DIR / "alerts.yml", PROM_DIR / "rules.yml")
 UNIT_TEST_FILES = sorted((PROM_DIR / "tests").glob("*.yml"))
-DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))
-MONITORING_DOC = ROOT / "README.md"
-MIXIN_DIR = ROOT / "mixin"
+MONITORING_DOC = REPO / "README.md"
+MIXIN_DIR = REPO / "mixin"
 #: The mixin's default runbookURLPattern: the README's alert rows, where users can reach them.
 README_URL = "https://github.com/ledger-exporter/ledger-exporter/blob/main/README.md"
 
@@ -184,40 +180,19 @@ def test_extractor_rejects_broken_promql(expr: str) -> None:
 # --- promtool --------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def promtool() -> str:
-    """Path of promtool; missing fails in CI (``make test`` installs it) and skips elsewhere."""
-    path = shutil.which("promtool")
-    if path is None:
-        message = "promtool not found: install Debian's prometheus package (make tools)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
-
-
-def run_promtool(promtool: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [promtool, *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=60
-    )
-
-
 @pytest.mark.parametrize("path", RULE_FILES, ids=lambda p: p.name)
-def test_promtool_check_rules(promtool: str, path: Path) -> None:
-    result = run_promtool(promtool, "check", "rules", str(path))
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_promtool_check_rules(promtool: Promtool, path: Path) -> None:
+    promtool.check("check", "rules", str(path))
 
 
-def test_promtool_check_config(promtool: str) -> None:
-    result = run_promtool(promtool, "check", "config", "prometheus.yml", cwd=PROM_DIR)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 rule files found" in result.stdout
+def test_promtool_check_config(promtool: Promtool) -> None:
+    printed = promtool.check("check", "config", "prometheus.yml", cwd=PROM_DIR)
+    assert "2 rule files found" in printed
 
 
 @pytest.mark.parametrize("path", UNIT_TEST_FILES, ids=lambda p: p.name)
-def test_promtool_unit_tests(promtool: str, path: Path) -> None:
-    result = run_promtool(promtool, "test", "rules", str(path))
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_promtool_unit_tests(promtool: Promtool, path: Path) -> None:
+    promtool.check("test", "rules", str(path))
 
 
 # --- rules: coverage by unit tests, metadata, names ------------------------------------
@@ -286,12 +261,18 @@ def test_recording_rule_names_follow_level_metric_operations(record: str) -> Non
 
 
 def alert_level(rule: dict[str, Any]) -> str:
-    """``contract``, ``wallet``, ``chain``, ``node`` or ``exporter``, from the metric
-    families the alert reads."""
+    """``contract``, ``wallet``, ``leader``, ``network chain``, ``chain``, ``node`` or
+    ``exporter``, from the metric families the alert reads: an alert on a chain as a whole
+    (a ``ledger_network_blockchain_`` family) or on a leader (aggregated over the nodes that
+    see it) has no node to name."""
     names = metric_names(rule["expr"])
     for watched in ("contract", "wallet"):
         if any(name.startswith(f"ledger_{watched}_") for name in names):
             return watched
+    if "ledger_blockchain_leader_failed_rounds_total" in names:
+        return "leader"
+    if any(name.startswith("ledger_network_blockchain_") for name in names):
+        return "network chain"
     if any(name.startswith("ledger_blockchain_") for name in names):
         return "chain"
     return "node" if any(name.startswith("ledger_node_") for name in names) else "exporter"
@@ -300,6 +281,8 @@ def alert_level(rule: dict[str, Any]) -> str:
 REQUIRED_LABELS = {
     "contract": ("$labels.contract", "$labels.blockchain"),
     "wallet": ("$labels.wallet", "$labels.blockchain"),
+    "leader": ("$labels.leader", "$labels.blockchain"),
+    "network chain": ("$labels.blockchain",),
     "chain": ("$labels.node", "$labels.blockchain"),
     "node": ("$labels.node",),
     "exporter": ("$labels.",),
@@ -398,17 +381,6 @@ def substitute(expr: str, variables: set[str]) -> str:
     return _VARIABLE.sub(replace, expr)
 
 
-def walk_panels(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    for panel in panels:
-        yield panel
-        yield from walk_panels(panel.get("panels", []))
-
-
-def variable_query(variable: dict[str, Any]) -> str:
-    query = variable.get("definition") or variable.get("query")
-    return query["query"] if isinstance(query, dict) else str(query)
-
-
 def dashboard_queries() -> Iterator[tuple[str, str]]:
     """(where, PromQL with variables substituted) for every panel target and variable."""
     for path in DASHBOARDS:
@@ -432,7 +404,7 @@ DASHBOARD_QUERIES = dict(dashboard_queries())
 
 @pytest.fixture(scope="module")
 def dashboard_parse_errors(
-    promtool: str, tmp_path_factory: pytest.TempPathFactory
+    promtool: Promtool, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, str]:
     """promtool's parse error per dashboard query (one rule group per query, one run)."""
     wheres = sorted(DASHBOARD_QUERIES)
@@ -442,7 +414,7 @@ def dashboard_parse_errors(
     ]
     path = tmp_path_factory.mktemp("promql") / "dashboard-queries.yml"
     path.write_text(yaml.safe_dump({"groups": groups}), encoding="utf-8")
-    result = run_promtool(promtool, "check", "rules", str(path))
+    result = promtool.run("check", "rules", str(path))
     output = result.stdout + result.stderr
     errors = {wheres[int(m[1])]: m[0] for m in re.finditer(r'group "q(\d+)".*', output)}
     assert result.returncode == 0 or errors, f"promtool failed without naming a query:\n{output}"

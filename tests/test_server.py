@@ -8,8 +8,6 @@ import socket
 import ssl
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,28 +21,11 @@ from exporter.config.nodes import NodeConfig
 from exporter.config.web import TlsServerConfig, WebConfig, load_web_config
 from exporter.web import landing
 from exporter.web.server import ExporterServer, ListenAddressError, parse_listen_address
-from tests.conftest import FakeNode, chain_doc, health_doc, make_certificate, new_fake_node
-
-
-def _get(
-    url: str,
-    headers: dict[str, str] | None = None,
-    method: str = "GET",
-    context: ssl.SSLContext | None = None,
-) -> tuple[int, dict[str, str], bytes]:
-    request = urllib.request.Request(url, headers=headers or {}, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=5, context=context) as response:
-            return int(response.status), dict(response.headers), bytes(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
-
-
-def _wait_ready(base: str) -> None:
-    deadline = time.monotonic() + 10
-    while _get(base + "-/ready")[0] != 200:
-        assert time.monotonic() < deadline, "exporter never became ready"
-        time.sleep(0.05)
+from tests.support.certs import Pki
+from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.http import fetch
+from tests.support.waiting import wait_until
 
 
 def _write_config(path: Path, url: str, name: str = "n") -> None:
@@ -54,8 +35,8 @@ def _write_config(path: Path, url: str, name: str = "n") -> None:
 
 
 @pytest.fixture
-def node(fake_nodes: list[FakeNode]) -> FakeNode:
-    fake = new_fake_node(fake_nodes)
+def node(fake_node: FakeNode) -> FakeNode:
+    fake = fake_node
     fake.play(health_doc(["<b>c1</b>"]), {"%3Cb%3Ec1%3C%2Fb%3E": chain_doc(42)})
     return fake
 
@@ -71,7 +52,7 @@ def running(node: FakeNode, tmp_path: Path) -> Iterator[Running]:
     exporter = Exporter(config, str(config_file))
     server = exporter.start("127.0.0.1:0")
     base = f"http://127.0.0.1:{server.port}/"
-    _wait_ready(base)
+    wait_until(exporter.ready, message="the exporter's first cycle")
     yield exporter, base, config_file
     exporter.stop()
 
@@ -92,21 +73,22 @@ def test_metrics_formats(
     running: Running, accept: str | None, content_type: str, ending: bytes
 ) -> None:
     _, base, _ = running
-    status, headers, body = _get(base + "metrics", {"Accept": accept} if accept else {})
-    assert status == 200
-    assert headers["Content-Type"] == content_type
-    assert body.endswith(ending)
-    assert b'ledger_blockchain_height{blockchain="<b>c1</b>",node="n"} 42.0' in body
-    assert b"process_resident_memory_bytes" in body
+    answer = fetch(base + "metrics", headers={"Accept": accept} if accept else {})
+    assert answer.status == 200
+    assert answer.headers["Content-Type"] == content_type
+    assert answer.body.endswith(ending)
+    assert b'ledger_blockchain_height{blockchain="<b>c1</b>",node="n"} 42.0' in answer.body
+    assert b"process_resident_memory_bytes" in answer.body
 
 
 def test_gzip_when_asked(running: Running) -> None:
     _, base, _ = running
-    plain = _get(base + "metrics")[2]
-    status, headers, body = _get(base + "metrics", {"Accept-Encoding": "gzip, deflate"})
-    assert status == 200 and headers["Content-Encoding"] == "gzip"
-    assert gzip.decompress(body) == plain
-    assert "Content-Encoding" not in _get(base + "metrics", {"Accept-Encoding": "gzip;q=0"})[1]
+    plain = fetch(base + "metrics").body
+    zipped = fetch(base + "metrics", headers={"Accept-Encoding": "gzip, deflate"})
+    assert zipped.status == 200 and zipped.headers["Content-Encoding"] == "gzip"
+    assert gzip.decompress(zipped.body) == plain
+    refused = fetch(base + "metrics", headers={"Accept-Encoding": "gzip;q=0"})
+    assert "Content-Encoding" not in refused.headers
 
 
 def test_the_same_snapshot_is_served_until_the_next_cycle(running: Running) -> None:
@@ -131,7 +113,7 @@ def test_the_same_snapshot_is_served_until_the_next_cycle(running: Running) -> N
 )
 def test_endpoints(running: Running, method: str, path: str, status: int) -> None:
     _, base, _ = running
-    assert _get(base + path, method=method)[0] == status
+    assert fetch(base + path, method=method).status == status
 
 
 @pytest.mark.parametrize(
@@ -142,46 +124,47 @@ def test_wrong_methods_say_what_is_allowed(
     running: Running, method: str, path: str, allow: str
 ) -> None:
     _, base, _ = running
-    status, headers, _ = _get(base + path, method=method)
-    assert (status, headers["Allow"]) == (405, allow)
+    answer = fetch(base + path, method=method)
+    assert (answer.status, answer.headers["Allow"]) == (405, allow)
 
 
 def test_landing_page_escapes_node_values(running: Running) -> None:
     _, base, _ = running
-    status, headers, body = _get(base)
-    assert status == 200 and headers["Content-Type"].startswith("text/html")
-    assert b'<code title="&lt;b&gt;c1&lt;/b&gt;">&lt;b&gt;c1&lt;/b&gt;</code>' in body
-    assert b"<b>c1</b>" not in body
-    assert b"href='/metrics'" in body
+    page = fetch(base)
+    assert page.status == 200 and page.headers["Content-Type"].startswith("text/html")
+    assert b'<code title="&lt;b&gt;c1&lt;/b&gt;">&lt;b&gt;c1&lt;/b&gt;</code>' in page.body
+    assert b"<b>c1</b>" not in page.body
+    assert b"href='/metrics'" in page.body
 
 
 def test_not_ready_before_the_first_cycle(node: FakeNode) -> None:
-    node.set("/health", health_doc([]), delay=1.5)
-    config = Config(nodes=(NodeConfig("n", node.url),), scrape_interval=3.0, scrape_timeout=2.0)
+    node.set("/health", health_doc([]), held=True)  # the first cycle lasts its whole timeout
+    config = Config(nodes=(NodeConfig("n", node.url),), scrape_interval=60.0, scrape_timeout=30.0)
     exporter = Exporter(config)
     server = exporter.start("127.0.0.1:0")
     try:
-        assert _get(f"http://127.0.0.1:{server.port}/-/ready")[0] == 503
-        assert _get(f"http://127.0.0.1:{server.port}/-/healthy")[0] == 200
+        wait_until(lambda: node.paths, message="the first cycle never asked the node")
+        assert fetch(f"http://127.0.0.1:{server.port}/-/ready").status == 503
+        assert fetch(f"http://127.0.0.1:{server.port}/-/healthy").status == 200
     finally:
         exporter.stop()
 
 
-def test_reload_keeps_the_old_config_on_error(running: Running, fake_nodes: list[FakeNode]) -> None:
+def test_reload_keeps_the_old_config_on_error(running: Running, fake_nodes: FakeNodes) -> None:
     _, base, config_file = running
     config_file.write_text("nodes: [{name: x}]\n")
-    status, _, body = _get(base + "-/reload", method="POST")
-    assert status == 500 and b"missing required key 'url'" in body
-    assert b"ledger_exporter_config_last_reload_successful 0.0" in _get(base + "metrics")[2]
-    other = new_fake_node(fake_nodes)
+    failed = fetch(base + "-/reload", method="POST")
+    assert failed.status == 500 and b"missing required key 'url'" in failed.body
+    assert b"ledger_exporter_config_last_reload_successful 0.0" in fetch(base + "metrics").body
+    other = fake_nodes.start()
     other.play(health_doc([]), {})
     _write_config(config_file, other.url, name="renamed")
-    assert _get(base + "-/reload", method="POST")[0] == 200
-    deadline = time.monotonic() + 5
-    while b'node="renamed"' not in _get(base + "metrics")[2]:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    body = _get(base + "metrics")[2]
+    assert fetch(base + "-/reload", method="POST").status == 200
+    wait_until(
+        lambda: b'node="renamed"' in fetch(base + "metrics").body,
+        message="the reloaded config's node never showed",
+    )
+    body = fetch(base + "metrics").body
     assert b"ledger_exporter_config_last_reload_successful 1.0" in body
     assert b'ledger_node_up{node="n"}' not in body
 
@@ -195,40 +178,35 @@ def test_basic_auth(node: FakeNode) -> None:
     good = "Basic " + base64.b64encode(b"prom:s3cret").decode()
     bad = "Basic " + base64.b64encode(b"prom:wrong").decode()
     try:
-        status, headers, _ = _get(base + "metrics")
-        assert status == 401 and headers["WWW-Authenticate"].startswith("Basic")
-        assert _get(base + "metrics", {"Authorization": bad})[0] == 401
-        assert _get(base + "metrics", {"Authorization": good})[0] == 200
-        assert _get(base + "-/reload", {"Authorization": bad}, method="POST")[0] == 401
+        anonymous = fetch(base + "metrics")
+        assert anonymous.status == 401
+        assert anonymous.headers["WWW-Authenticate"].startswith("Basic")
+        assert fetch(base + "metrics", headers={"Authorization": bad}).status == 401
+        assert fetch(base + "metrics", headers={"Authorization": good}).status == 200
+        reload = fetch(base + "-/reload", headers={"Authorization": bad}, method="POST")
+        assert reload.status == 401
     finally:
         exporter.stop()
 
 
-@pytest.fixture
-def certificate(tmp_path: Path) -> tuple[str, str]:
-    return make_certificate(tmp_path)
-
-
-def test_tls_serves_while_an_idle_client_holds_a_connection(
-    node: FakeNode, certificate: tuple[str, str]
-) -> None:
-    cert, key = certificate
+def test_tls_serves_while_an_idle_client_holds_a_connection(node: FakeNode, pki: Pki) -> None:
+    tls = TlsServerConfig(pki.server.cert, pki.server.key)
     exporter = Exporter(Config(nodes=(NodeConfig("n", node.url),)))
-    server = exporter.start("127.0.0.1:0", WebConfig(tls=TlsServerConfig(cert, key)))
+    server = exporter.start("127.0.0.1:0", WebConfig(tls=tls))
     idle = socket.create_connection(("127.0.0.1", server.port))  # never sends a ClientHello
     try:
-        context = ssl.create_default_context(cafile=cert)
+        context = ssl.create_default_context(cafile=pki.ca)
         results: list[int] = []
         thread = threading.Thread(
             target=lambda: results.append(
-                _get(f"https://127.0.0.1:{server.port}/-/healthy", context=context)[0]
+                fetch(f"https://127.0.0.1:{server.port}/-/healthy", context=context).status
             )
         )
         thread.start()
-        thread.join(timeout=5)
+        thread.join(timeout=30)
         assert results == [200]
         with pytest.raises(OSError, match=r"reset|closed|EOF|refused"):  # plain HTTP to TLS
-            urllib.request.urlopen(f"http://127.0.0.1:{server.port}/-/healthy", timeout=2)
+            fetch(f"http://127.0.0.1:{server.port}/-/healthy")
     finally:
         idle.close()
         exporter.stop()
@@ -262,12 +240,10 @@ def test_server_binds_ipv6_loopback_when_asked() -> None:
 
 def test_the_next_snapshot_is_rendered_before_it_is_served(running: Running) -> None:
     exporter, base, _ = running
-    _get(base + "metrics", {"Accept": "application/openmetrics-text", "Accept-Encoding": "gzip"})
+    both = {"Accept": "application/openmetrics-text", "Accept-Encoding": "gzip"}
+    fetch(base + "metrics", headers=both)
     current = exporter.exposition()
-    deadline = time.monotonic() + 5
-    while exporter.exposition() is current:
-        assert time.monotonic() < deadline, "no new cycle was published"
-        time.sleep(0.05)
+    wait_until(lambda: exporter.exposition() is not current, message="no new cycle published")
     assert (True, True) in exporter.exposition().asked_for()  # rendered before the swap
 
 
@@ -286,21 +262,21 @@ def test_reload_rereads_the_web_config_and_keeps_it_when_bad(
     server = exporter.start("127.0.0.1:0", load_web_config(str(web_file)), str(web_file))
     base = f"http://127.0.0.1:{server.port}/"
     try:
-        assert _get(base + "-/healthy", _auth("old", "pw"))[0] == 200
+        assert fetch(base + "-/healthy", headers=_auth("old", "pw")).status == 200
         web_file.write_text(
             f"basic_auth_users:\n  new: '{hashed}'\n"
             "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
         )
-        assert _get(base + "-/reload", _auth("old", "pw"), method="POST")[0] == 200
-        assert _get(base + "-/healthy", _auth("old", "pw"))[0] == 401
-        status, headers, _ = _get(base + "-/healthy", _auth("new", "pw"))
-        assert (status, headers["X-Frame-Options"]) == (200, "deny")
+        assert fetch(base + "-/reload", headers=_auth("old", "pw"), method="POST").status == 200
+        assert fetch(base + "-/healthy", headers=_auth("old", "pw")).status == 401
+        new = fetch(base + "-/healthy", headers=_auth("new", "pw"))
+        assert (new.status, new.headers["X-Frame-Options"]) == (200, "deny")
         web_file.write_text("basic_auth_users:\n  new: not-a-hash\n")
-        status, _, body = _get(base + "-/reload", _auth("new", "pw"), method="POST")
-        assert status == 500 and b"must be a bcrypt hash" in body
-        status, _, body = _get(base + "metrics", _auth("new", "pw"))  # the old one still runs
-        assert status == 200
-        assert b"ledger_exporter_config_last_reload_successful 0.0" in body
+        bad = fetch(base + "-/reload", headers=_auth("new", "pw"), method="POST")
+        assert bad.status == 500 and b"must be a bcrypt hash" in bad.body
+        kept = fetch(base + "metrics", headers=_auth("new", "pw"))  # the old one still runs
+        assert kept.status == 200
+        assert b"ledger_exporter_config_last_reload_successful 0.0" in kept.body
     finally:
         exporter.stop()
 
@@ -321,13 +297,13 @@ def test_the_status_page_is_rendered_once_per_snapshot(
     server = exporter.start("127.0.0.1:0")
     base = f"http://127.0.0.1:{server.port}/"
     try:
-        _wait_ready(base)
-        pages = [_get(base) for _ in range(20)]
-        assert [status for status, _, _ in pages] == [200] * 20
+        wait_until(exporter.ready, message="the exporter's first cycle")
+        pages = [fetch(base) for _ in range(20)]
+        assert [page.status for page in pages] == [200] * 20
         assert len(renders) == 1  # the other 19 were served from the cached page
-        tables = {body[body.index(b"<h2>") :] for _, _, body in pages}
+        tables = {page.body[page.body.index(b"<h2>") :] for page in pages}
         assert len(tables) == 1
-        assert b"ages on this page are as of its end" in pages[0][2]
+        assert b"ages on this page are as of its end" in pages[0].body
     finally:
         exporter.stop()
 
@@ -356,10 +332,10 @@ def test_reload_refuses_cross_origin_requests(
     port = base.rsplit(":", 1)[1].strip("/")
     config_file.write_text("nodes: [{name: x}]\n")  # a reload that runs fails: 500, and says so
     sent = {name: value.format(port=port) for name, value in headers.items()}
-    assert _get(base + "-/reload", sent, method="POST")[0] == status
+    assert fetch(base + "-/reload", headers=sent, method="POST").status == status
     reloaded = status != 403
     metric = f"ledger_exporter_config_last_reload_successful {0.0 if reloaded else 1.0}"
-    assert metric.encode() in _get(base + "metrics")[2]
+    assert metric.encode() in fetch(base + "metrics").body
 
 
 def test_a_burst_of_reloads_is_coalesced(
@@ -381,17 +357,17 @@ def test_a_burst_of_reloads_is_coalesced(
     base = f"http://127.0.0.1:{server.port}/"
 
     def cycles() -> int:
-        return node.requests.count("/health")
+        return node.paths.count("/health")
 
     try:
-        _wait_ready(base)
+        wait_until(exporter.ready, message="the exporter's first cycle")
         assert cycles() == 1
         start = threading.Barrier(10)
         statuses: list[int] = []
 
         def reload() -> None:
             start.wait(10)
-            statuses.append(_get(base + "-/reload", method="POST")[0])
+            statuses.append(fetch(base + "-/reload", method="POST", timeout=30).status)
 
         burst = [threading.Thread(target=reload) for _ in range(10)]
         for thread in burst:
@@ -401,10 +377,13 @@ def test_a_burst_of_reloads_is_coalesced(
         # One reload runs, one more waits for it; the rest are told one is pending.
         assert sorted(statuses) == [200, 200] + [429] * 8
         assert len(loads) == 2
-        statuses = [_get(base + "-/reload", method="POST")[0] for _ in range(3)]
+        statuses = [fetch(base + "-/reload", method="POST", timeout=30).status for _ in range(3)]
         assert statuses == [200] * 3  # one after another, each runs (at most one a second)
         assert len(loads) == 5
-        time.sleep(1.5)  # time for any cycle the reloads would start
+        wait_until(lambda: cycles() >= 2, message="the first reload started no cycle")
+        # Then a quiet window, for a cycle the later reloads would wrongly start to show:
+        # an absence cannot be waited for, and a loaded machine only hides such a cycle.
+        time.sleep(1.5)
         assert cycles() == 2  # the first reload's cycle; the others wait for the regular one
     finally:
         exporter.stop()

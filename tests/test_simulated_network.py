@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
@@ -23,15 +22,16 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter import __version__
 from exporter.bounds import DropKind
+from exporter.build import this_build
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.expose import metrics
 from exporter.poll.cycle import Poller
 from exporter.web.exposition import Exposition
 from ledger_simulator import SimulatedNetwork
-from tests.conftest import Clock
+from tests.support.clock import Clock
+from tests.support.http import fetch, get_json
 
 INTERVAL = 2.0  # block interval of the simulated chains
 TIMEOUT = 1.0  # the exporter's scrape_timeout; a slow fault answers after SLOW
@@ -100,7 +100,13 @@ def chain_values(doc: dict[str, Any]) -> dict[str, Any]:
     }
     if sessions:
         expected["ledger_blockchain_vote_round"] = max(s["round"] for s in sessions.values())
+        required = max(s["consensusRequired"] for s in sessions.values())
+        expected["ledger_blockchain_vote_consensus_required"] = required
     return expected
+
+
+Pair = tuple[str, str]  # node, chain
+Seen = tuple[float, int, str]  # a session's first sighting, last round and leader
 
 
 class Rig:
@@ -119,6 +125,14 @@ class Rig:
         self.checkpoints: dict[str, int] = {}  # chain -> height compared this cycle
         self.block_heights: dict[str, dict[str, int]] = {}  # node -> chain -> block asked
         self.block_counting: set[str] = set()  # nodes whose block counters exist
+        # consensus health, followed the plain way (issue 21)
+        self.sessions: dict[Pair, dict[str, Seen]] = {}  # open at the last read
+        self.paired: set[Pair] = set()  # read last cycle: rounds compare with this one
+        self.rounds: Counter[Pair] = Counter()
+        self.failed: dict[Pair, Counter[str]] = defaultdict(Counter)
+        self.councils: dict[Pair, frozenset[str]] = {}
+        self.council_changes: Counter[Pair] = Counter()
+        self.node_ids: dict[str, str] = {}  # from each node's last successful read
         self.clock.advance(INTERVAL / 4)
 
     def stop(self) -> None:
@@ -156,7 +170,7 @@ class Rig:
     ) -> Samples:
         now = self.clock.time
         expected: Samples = {
-            key("ledger_exporter_build_info", version=__version__): 1.0,
+            key("ledger_exporter_build_info", **dict(this_build().labels())): 1.0,
             key("ledger_exporter_config_last_reload_successful"): 1.0,
         }
         docs: dict[tuple[str, str], dict[str, Any]] = {}
@@ -165,8 +179,10 @@ class Rig:
             if node in down:
                 self.errors[node, "health", down[node]] += 1
                 expected[key("ledger_node_up", node=node)] = 0.0
+                self.paired -= {pair for pair in self.paired if pair[0] == node}
             else:
                 self.last_success[node] = now
+                self.node_ids[node] = self.network.health(node)["nodeId"]
                 expected.update(self.node_samples(node))
                 for chain in self.tracked(node):
                     asked = chain in self.block_heights.get(node, {})
@@ -176,6 +192,7 @@ class Rig:
                         self.errors[node, "blockchain", reason] += 1
                         self.errors[node, BLOCK, reason] += asked
                         expected[key("ledger_blockchain_up", node=node, blockchain=chain)] = 0.0
+                        self.paired.discard((node, chain))
                     else:
                         docs[node, chain] = self.network.blockchain(node, chain)
                         if asked:
@@ -189,9 +206,8 @@ class Rig:
 
     def block_hash(self, node: str, chain: str) -> str:
         """The hash the node serves for the checkpoint block of ``chain``."""
-        url = f"{self.network.node_urls[node]}blockchains/{chain}/blocks?height="
-        with urllib.request.urlopen(url + str(self.checkpoints[chain]), timeout=5) as answer:
-            return str(json.load(answer)["hash"])
+        url = f"{self.network.node_urls[node]}blockchains/{chain}/blocks"
+        return str(get_json(url, params={"height": self.checkpoints[chain]})["hash"])
 
     def network_samples(
         self, up: list[str], docs: dict[tuple[str, str], dict[str, Any]], blocks: dict[Any, str]
@@ -204,6 +220,13 @@ class Rig:
             }
             hashes = {n: h for (n, c), h in blocks.items() if c == chain}
             expected.update(majority_samples("council", chain, councils))
+            expected.update(self.members_samples(chain, councils))
+            configs = {
+                n: json.dumps([d["consensus"], d["keyType"], d["features"]], sort_keys=True)
+                for (n, c), d in docs.items()
+                if c == chain
+            }
+            expected.update(majority_samples("consensus", chain, configs))
             if hashes:
                 expected.update(majority_samples("checkpoint", chain, hashes))
                 checkpoint = key("ledger_network_blockchain_checkpoint_height", blockchain=chain)
@@ -232,13 +255,68 @@ class Rig:
             expected[key("ledger_node_polled_peers", node=node)] = peers
         return expected
 
+    def members_samples(self, chain: str, councils: Mapping[str, frozenset[str]]) -> Samples:
+        """The majority council's members that are a polled node (by the id it reported when
+        last up), and those whose node read the chain now."""
+        counts = Counter(councils.values())
+        winner = next((v for v, n in counts.items() if 2 * n > len(councils)), None)
+        if winner is None:
+            return {}
+        polled = winner & set(self.node_ids.values())
+        up = polled & {self.node_ids[node] for node in councils}
+        return {
+            key("ledger_network_blockchain_council_members_polled", blockchain=chain): len(polled),
+            key("ledger_network_blockchain_council_members_up", blockchain=chain): len(up),
+        }
+
+    def consensus_samples(self, pair: Pair, doc: dict[str, Any], now: float) -> Samples:
+        """The series followed across cycles: each open session's first sighting, the rise of
+        its round since the last read (against the leader it had then), council changes."""
+        before, now_open = self.sessions.get(pair, {}), {}
+        for sid, session in doc["voteSessions"].items():
+            seen = before.get(sid)
+            if seen is not None and pair in self.paired and session["round"] > seen[1]:
+                self.rounds[pair] += session["round"] - seen[1]
+                self.failed[pair][seen[2]] += session["round"] - seen[1]
+            first = now if seen is None else seen[0]
+            now_open[sid] = (first, session["round"], session["currentLeader"])
+        self.sessions[pair], council = now_open, frozenset(doc["councilMembers"])
+        self.paired.add(pair)
+        if pair in self.councils and self.councils[pair] != council:
+            self.council_changes[pair] += 1
+        self.councils[pair] = council
+        labels = {"node": pair[0], "blockchain": pair[1]}
+        expected: Samples = {
+            key("ledger_blockchain_vote_round_changes_total", **labels): self.rounds[pair],
+            key("ledger_blockchain_council_changes_total", **labels): self.council_changes[pair],
+        }
+        if now_open:
+            oldest = min(first for first, _, _ in now_open.values())
+            expected[key("ledger_blockchain_vote_session_age_seconds", **labels)] = now - oldest
+        failed = self.failed[pair]
+        for leader in council | {leader for leader, count in failed.items() if count}:
+            leader_key = key(
+                "ledger_blockchain_leader_failed_rounds_total", **labels, leader=leader
+            )
+            expected[leader_key] = failed[leader]
+        return expected
+
     def plan_blocks(self, docs: dict[tuple[str, str], dict[str, Any]]) -> None:
-        """Next cycle's checkpoints (lowest not-syncing height less DEPTH) and who is asked."""
-        lowest: dict[str, int] = {}
+        """Next cycle's checkpoints and who is asked: per chain, the highest height that more
+        than half of the not-syncing readers have reached, less DEPTH (never below 0); only
+        nodes at or above it are asked, so a stalled node gets no agreement sample."""
+        reached: dict[str, list[int]] = {}
         for (_, chain), doc in docs.items():
             if not doc["syncing"]:
-                lowest[chain] = min(lowest.get(chain, doc["blockHeight"]), doc["blockHeight"])
-        self.checkpoints = {chain: max(0, height - DEPTH) for chain, height in lowest.items()}
+                reached.setdefault(chain, []).append(doc["blockHeight"])
+        self.checkpoints = {}
+        for chain, chain_heights in reached.items():
+            majority = max(
+                height
+                for height in chain_heights
+                if 2 * sum(other >= height for other in chain_heights) > len(chain_heights)
+            )
+            self.checkpoints[chain] = max(0, majority - DEPTH)
         self.block_heights = {}
         for (node, chain), doc in docs.items():
             if chain in self.checkpoints and doc["blockHeight"] >= self.checkpoints[chain]:
@@ -298,6 +376,7 @@ class Rig:
                 expected[key("ledger_blockchain_feature_enabled", **labels, feature=feature)] = (
                     float(enabled)
                 )
+            expected.update(self.consensus_samples((node, chain), doc, now))
         return expected
 
 
@@ -305,7 +384,11 @@ def majority_samples(kind: str, chain: str, values: Mapping[str, object]) -> Sam
     """Distinct values among the nodes and, per node, agreement with a strict majority."""
     counts = Counter(values.values())
     winner = next((v for v, n in counts.items() if 2 * n > len(values)), None)
-    distinct = {"council": "council_views", "checkpoint": "checkpoint_hashes"}[kind]
+    distinct = {
+        "council": "council_views",
+        "checkpoint": "checkpoint_hashes",
+        "consensus": "consensus_views",
+    }[kind]
     expected: Samples = {
         key(f"ledger_network_blockchain_{distinct}", blockchain=chain): len(counts)
     }
@@ -324,10 +407,10 @@ def via_api(rig: Rig, node: str, fault: str, enabled: bool = True, **extra: Any)
 
 def via_admin(rig: Rig, node: str, fault: str, enabled: bool = True, **extra: Any) -> None:
     """POST /-/sim/faults, as an operator would with curl."""
-    body = json.dumps({"node": node, "fault": fault, "enabled": enabled, **extra}).encode()
-    request = urllib.request.Request(rig.network.admin_url + "faults", body, method="POST")
-    with urllib.request.urlopen(request, timeout=5) as response:
-        listed = json.load(response)["faults"]
+    body = {"node": node, "fault": fault, "enabled": enabled, **extra}
+    answer = fetch(rig.network.admin_url + "faults", method="POST", json=body)
+    assert answer.status == 200, answer.text
+    listed = answer.json()["faults"]
     in_force = {(f["node"], f["fault"], f["chain"]) for f in listed}
     assert ((node, fault, extra.get("chain")) in in_force) == enabled, listed
 
@@ -381,6 +464,8 @@ def test_every_metric_appears_with_the_values_the_simulator_served(rig: Rig) -> 
     assert {name for name, _ in samples} | {
         "ledger_node_scrape_duration_seconds",
         "ledger_exporter_cycle_duration_seconds",
+        # the Exporter sets it when it loads a config; a poll's snapshot has none
+        "ledger_exporter_config_last_reload_success_timestamp_seconds",
     } == {spec.name for spec in metrics.ALL if spec not in metrics.PROBE_ONLY} - WATCH_NAMES
     for (node, chain), count in sessions.items():
         has_round = value(samples, "ledger_blockchain_vote_round", node=node, blockchain=chain)
@@ -529,3 +614,29 @@ def test_a_per_chain_transport_fault_downs_only_that_chain(
     switch(rig, node, fault, enabled=False, chain=broken)
     rig.clock.advance(INTERVAL)
     assert value(rig.cycle(), "ledger_blockchain_up", node=node, blockchain=broken) == 1
+
+
+def test_a_stalled_node_cannot_hide_a_fork_among_the_others(rig: Rig) -> None:
+    """Issue 19: node-1 stalls, and later node-3 forks. The checkpoint follows the height a
+    majority reached, not the stalled node's, so the fork shows: two hashes, no agreement
+    sample for the stalled node (not asked for a block it cannot have), and with the two
+    readable nodes split 1-1, no majority for either of them."""
+    chain = rig.network.chain_ids[0]  # every node tracks it
+    rig.cycle()
+    via_admin(rig, "node-1", "stall")
+    for _ in range(10):  # node-1 falls 20 blocks behind
+        rig.clock.advance(INTERVAL)
+        rig.cycle()
+    via_admin(rig, "node-3", "fork", chain=chain)
+    for _ in range(8):  # the fork sinks below the checkpoint depth
+        rig.clock.advance(INTERVAL)
+        samples = rig.cycle()
+    checkpoint = value(samples, "ledger_network_blockchain_checkpoint_height", blockchain=chain)
+    stalled = value(samples, "ledger_blockchain_height", node="node-1", blockchain=chain)
+    assert checkpoint is not None and stalled is not None and checkpoint > stalled
+    assert value(samples, "ledger_network_blockchain_checkpoint_hashes", blockchain=chain) == 2
+    agrees = {
+        node: value(samples, "ledger_blockchain_checkpoint_agrees", node=node, blockchain=chain)
+        for node in rig.network.node_names
+    }
+    assert agrees == {"node-1": None, "node-2": 0.0, "node-3": 0.0}

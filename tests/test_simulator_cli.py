@@ -4,23 +4,18 @@ options and exits cleanly on SIGTERM and SIGINT."""
 from __future__ import annotations
 
 import logging
-import os
-import re
 import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import pytest
-import requests
 
 from ledger_simulator import SimulatedNetwork
 from ledger_simulator.cli import main, print_summary
-
-URL_LINE = re.compile(r"^(admin|node-\d+): (http://\S+)$")
+from tests.support.http import get_json
+from tests.support.simulator import simulate
 
 
 @pytest.fixture(autouse=True)
@@ -30,39 +25,6 @@ def restore_logging() -> Iterator[None]:
     saved = (logger.handlers[:], logger.level, logger.propagate)
     yield
     logger.handlers[:], logger.level, logger.propagate = saved
-
-
-@contextmanager
-def simulate(*args: str) -> Iterator[tuple[subprocess.Popen[str], dict[str, str]]]:
-    """Start ``python -m ledger_simulator ARGS``; yield it with the URLs it printed."""
-    command = [sys.executable, "-m", "ledger_simulator", "--listen-address", "127.0.0.1:0"]
-    process = subprocess.Popen(
-        [*command, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        urls: dict[str, str] = {}
-        assert process.stdout is not None
-        for line in process.stdout:
-            if line.startswith("blockchain: "):
-                break
-            match = URL_LINE.match(line.strip())
-            if match:
-                urls[match.group(1)] = match.group(2)
-        yield process, urls
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.communicate(timeout=30)
-
-
-def get_json(url: str) -> Any:
-    answer = requests.get(url, timeout=10)
-    assert answer.status_code == 200, answer.text
-    return answer.json()
 
 
 @pytest.mark.integration
@@ -158,6 +120,7 @@ _LOADED = """
 import sys
 import ledger_simulator.cli
 from exporter.cli import main
+from tests.support.http import get_json
 try:
     main(["simulate", "--help"])  # as `ledger-exporter simulate`: the exporter's command line
 except SystemExit:

@@ -12,11 +12,11 @@ from urllib.parse import quote
 
 import jsonschema
 import pytest
-import requests
 
 from ledger_simulator import SimulatedNetwork
-from tests import nodeapi
-from tests.conftest import Clock
+from tests.support import nodeapi
+from tests.support.clock import Clock
+from tests.support.http import Answer, fetch
 
 ISO_Z = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z")
 HEX = re.compile(r"[0-9a-f]+")
@@ -82,18 +82,18 @@ def net() -> Iterator[SimulatedNetwork]:
 
 @pytest.fixture(scope="module")
 def catalog(net: SimulatedNetwork) -> dict[str, Any]:
-    answer = requests.get(net.admin_url + "blockchains", timeout=5)
-    assert answer.status_code == 200
+    answer = fetch(net.admin_url + "blockchains", timeout=5)
+    assert answer.status == 200
     return dict(answer.json())
 
 
-def get(url: str, **params: Any) -> requests.Response:
-    return requests.get(url, params=params or None, timeout=5)
+def get(url: str, **params: Any) -> Answer:
+    return fetch(url, params=params, timeout=5)
 
 
 def get_json(url: str, **params: Any) -> Any:
     answer = get(url, **params)
-    assert answer.status_code == 200, answer.text
+    assert answer.status == 200, answer.text
     assert answer.headers["Content-Type"] == "application/json"
     return answer.json()
 
@@ -167,7 +167,7 @@ def find_transaction(net: SimulatedNetwork, chain: str) -> tuple[str, str]:
         for tx in get_json(url, height=block_height)["transactions"]:
             for address in contracts:
                 trace = get(node1(net) + f"blockchains/{chain}/contracts/{address}/trace/{tx}")
-                if trace.status_code == 200:
+                if trace.status == 200:
                     return address, tx
     raise AssertionError("no transaction in 40 blocks")
 
@@ -246,7 +246,7 @@ def test_errors_are_json(
     }
     query = {k: v.format(**names) if isinstance(v, str) else v for k, v in params.items()}
     answer = get(net.node_urls["node-3"] + path.format(**names), **query)
-    assert answer.status_code == status, answer.text
+    assert answer.status == status, answer.text
     assert answer.headers["Content-Type"] == "application/json"
     assert answer.json() == {"error": answer.json()["error"], "code": status}
     assert answer.json()["error"]
@@ -256,7 +256,7 @@ def test_unknown_node_and_admin_paths(net: SimulatedNetwork) -> None:
     base = net.admin_url.removesuffix("-/sim/")
     for url in (base + "nodes/node-99/health", base + "nodes/node-01/", net.admin_url + "x"):
         answer = get(url)
-        assert answer.status_code == 404
+        assert answer.status == 404
         assert answer.json()["code"] == 404
 
 
@@ -266,8 +266,8 @@ def test_unknown_node_and_admin_paths(net: SimulatedNetwork) -> None:
     "method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "PROPFIND"]
 )
 def test_writes_are_refused(net: SimulatedNetwork, method: str) -> None:
-    answer = requests.request(method, node1(net) + "health", json={}, timeout=5)
-    assert answer.status_code == 405
+    answer = fetch(node1(net) + "health", method=method, json={}, timeout=5)
+    assert answer.status == 405
     assert answer.headers["Allow"] == "GET"
     assert answer.json()["code"] == 405
 
@@ -292,7 +292,7 @@ def test_percent_encoded_segments(net: SimulatedNetwork, catalog: dict[str, Any]
 
 def test_encoded_slash_stays_in_segment(net: SimulatedNetwork) -> None:
     answer = get(node1(net) + "blockchains/" + quote("a/b", safe=""))
-    assert answer.status_code == 404
+    assert answer.status == 404
     assert "'a/b'" in answer.json()["error"]
 
 

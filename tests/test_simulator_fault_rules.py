@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 
 from ledger_simulator import FaultError, SimulatedNetwork
-from tests.conftest import Clock
+from tests.support.clock import Clock
+from tests.support.http import Answer, fetch, get_json
 
 INTERVAL = 2.0
 
@@ -23,14 +23,8 @@ def net(clock: Clock) -> Iterator[SimulatedNetwork]:
         yield n
 
 
-def get_json(url: str) -> Any:
-    answer = requests.get(url, timeout=10)
-    assert answer.status_code == 200, answer.text
-    return answer.json()
-
-
-def post_fault(net: SimulatedNetwork, **body: Any) -> requests.Response:
-    return requests.post(net.admin_url + "faults", json=body, timeout=5)
+def post_fault(net: SimulatedNetwork, **body: Any) -> Answer:
+    return fetch(net.admin_url + "faults", method="POST", json=body, timeout=5)
 
 
 def block_hash(net: SimulatedNetwork, node: str, chain: str, height: int) -> str:
@@ -68,11 +62,11 @@ def test_a_chain_fork_at_a_height_wins_over_a_node_wide_fork(
     other_before = common_height(net, node, other)
 
     def node_wide() -> None:
-        assert post_fault(net, node=node, fault="fork").status_code == 200
+        assert post_fault(net, node=node, fault="fork").status == 200
 
     def on_chain() -> None:
         answer = post_fault(net, node=node, fault="fork", chain=chain, height=fork_at)
-        assert answer.status_code == 200, answer.text
+        assert answer.status == 200, answer.text
 
     first, second = (on_chain, node_wide) if chain_first else (node_wide, on_chain)
     first()
@@ -126,7 +120,7 @@ def test_admin_refuses_placeholders_for_chain_and_target(
     net: SimulatedNetwork, body: dict[str, Any], message: str
 ) -> None:
     answer = post_fault(net, node="*", **body)
-    assert answer.status_code == 400
+    assert answer.status == 400
     assert message in answer.json()["error"]
     assert get_json(net.admin_url + "faults")["faults"] == []
 
@@ -139,11 +133,11 @@ def test_an_address_must_exist_where_the_fault_applies(net: SimulatedNetwork) ->
     answer = post_fault(
         net, node="node-1", fault="contract_paused", chain=chain, target=other_token
     )
-    assert answer.status_code == 400
+    assert answer.status == 400
     assert f"no contract has the address '{other_token}' on blockchain {chain}" in answer.text
     # A wallet is no contract, a contract no wallet.
-    assert post_fault(net, node="*", fault="contract_upgraded", target=treasury).status_code == 400
-    assert post_fault(net, node="*", fault="wallet_disabled", target=token).status_code == 400
+    assert post_fault(net, node="*", fault="contract_upgraded", target=treasury).status == 400
+    assert post_fault(net, node="*", fault="wallet_disabled", target=token).status == 400
     with pytest.raises(FaultError, match="no wallet has the address"):
         net.set_fault("node-2", "wallet_disabled", target=token)
     # What exists is accepted, in any case; without a chain, any chain's contract.
@@ -153,5 +147,5 @@ def test_an_address_must_exist_where_the_fault_applies(net: SimulatedNetwork) ->
         {"fault": "wallet_disabled", "chain": other, "target": treasury},
     ):
         answer = post_fault(net, node="node-2", **body)
-        assert answer.status_code == 200, answer.text
+        assert answer.status == 200, answer.text
     assert len(get_json(net.admin_url + "faults")["faults"]) == 3

@@ -6,16 +6,17 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
+from http.client import RemoteDisconnected
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import requests
 
 from ledger_simulator import FaultError, SimulatedNetwork
-from tests.conftest import Clock
+from tests.support.clock import Clock
+from tests.support.http import fetch, get_json
+from tests.support.waiting import wait_until
 
 INTERVAL = 2.0
 Switch = Callable[..., None]
@@ -30,8 +31,8 @@ def net(clock: Clock) -> Iterator[SimulatedNetwork]:
 def via_admin(net: SimulatedNetwork) -> Switch:
     def switch(node: str, fault: str, enabled: bool = True, **extra: Any) -> None:
         body = {"node": node, "fault": fault, "enabled": enabled, **extra}
-        answer = requests.post(net.admin_url + "faults", json=body, timeout=5)
-        assert answer.status_code == 200, answer.text
+        answer = fetch(net.admin_url + "faults", method="POST", json=body, timeout=5)
+        assert answer.status == 200, answer.text
 
     return switch
 
@@ -47,12 +48,6 @@ def via_api(net: SimulatedNetwork) -> Switch:
 def switch(request: pytest.FixtureRequest, net: SimulatedNetwork) -> Switch:
     factory: Callable[[SimulatedNetwork], Switch] = request.param
     return factory(net)
-
-
-def get_json(url: str) -> Any:
-    answer = requests.get(url, timeout=10)
-    assert answer.status_code == 200, answer.text
-    return answer.json()
 
 
 def chain_doc(net: SimulatedNetwork, node: str, chain: str) -> Any:
@@ -104,8 +99,8 @@ def test_syncing(net: SimulatedNetwork, switch: Switch) -> None:
 def test_http_500(net: SimulatedNetwork, switch: Switch) -> None:
     switch("node-4", "http_500")
     for path in ("", "health", "blockchains"):
-        answer = requests.get(net.node_urls["node-4"] + path, timeout=5)
-        assert answer.status_code == 500
+        answer = fetch(net.node_urls["node-4"] + path, timeout=5)
+        assert answer.status == 500
         assert answer.json()["code"] == 500
     get_json(net.node_urls["node-1"] + "health")
     switch("node-4", "http_500", False)
@@ -114,8 +109,8 @@ def test_http_500(net: SimulatedNetwork, switch: Switch) -> None:
 
 def test_malformed_json(net: SimulatedNetwork, switch: Switch) -> None:
     switch("node-2", "malformed_json")
-    answer = requests.get(net.node_urls["node-2"] + "health", timeout=5)
-    assert answer.status_code == 200
+    answer = fetch(net.node_urls["node-2"] + "health", timeout=5)
+    assert answer.status == 200
     assert answer.headers["Content-Type"] == "application/json"
     with pytest.raises(json.JSONDecodeError):
         json.loads(answer.text)
@@ -125,33 +120,35 @@ def test_malformed_json(net: SimulatedNetwork, switch: Switch) -> None:
 
 def test_down_in_paths_layout_closes_without_answer(net: SimulatedNetwork, switch: Switch) -> None:
     switch("node-1", "down")
-    with pytest.raises(requests.ConnectionError):
-        requests.get(net.node_urls["node-1"] + "health", timeout=5)
+    with pytest.raises(ConnectionError):
+        fetch(net.node_urls["node-1"] + "health", timeout=5)
     get_json(net.node_urls["node-2"] + "health")
     switch("node-1", "down", False)
     get_json(net.node_urls["node-1"] + "health")
 
 
 def test_slow_delays_only_that_node(net: SimulatedNetwork, switch: Switch) -> None:
+    """A slow node's answer waits its delay out on the network's ``stopping`` event, held
+    here until the test lets it go: the other nodes answer meanwhile, and once the fault is
+    off nothing waits."""
+    net.stopping = held = HeldEvent()
     switch("node-2", "slow", delay_seconds=1.5)
-    finished: dict[str, float] = {}
-    started = time.monotonic()
-
-    def fetch(node: str) -> None:
-        get_json(net.node_urls[node] + "health")
-        finished[node] = time.monotonic() - started
-
-    slow = threading.Thread(target=fetch, args=("node-2",))
+    answers: dict[str, Any] = {}
+    slow = threading.Thread(
+        target=lambda: answers.update(slow=get_json(net.node_urls["node-2"] + "health"))
+    )
     slow.start()
-    fetch("node-1")
-    assert slow.is_alive(), "the slow node answered before the prompt one"
+    wait_until(lambda: held.delays, message="the slow node's answer never waited")
+    assert held.delays == [1.5]
+    answers["prompt"] = get_json(net.node_urls["node-1"] + "health")
+    assert slow.is_alive() and "slow" not in answers  # node-1 answered while node-2 waits
+    held.go.set()
     slow.join(timeout=30)
-    assert finished["node-1"] < finished["node-2"]
-    assert finished["node-2"] >= 1.0
+    assert answers["slow"]["blockchains"] == net.health("node-2")["blockchains"]
     switch("node-2", "slow", False)
-    started = time.monotonic()
-    fetch("node-2")
-    assert finished["node-2"] < 1.0
+    held.go.clear()
+    get_json(net.node_urls["node-2"] + "health")
+    assert held.delays == [1.5]  # the answer came without waiting
 
 
 def test_per_chain_fault_affects_only_that_chain(
@@ -163,7 +160,7 @@ def test_per_chain_fault_affects_only_that_chain(
     switch("node-1", "http_500", chain=second)
     switch("node-1", "stall", chain=first)
     for url in (net.node_urls["node-1"] + "blockchains/" + second, wallet_url + second):
-        assert requests.get(url, timeout=5).status_code == 500
+        assert fetch(url, timeout=5).status == 500
     get_json(wallet_url + first)
     get_json(net.node_urls["node-1"] + "health")
     heights = {c: chain_doc(net, "node-1", c)["blockHeight"] for c in (first,)}
@@ -205,15 +202,15 @@ def test_admin_lists_faults_and_nodes(net: SimulatedNetwork) -> None:
     ],
 )
 def test_admin_refuses_bad_fault_requests(net: SimulatedNetwork, body: bytes, message: str) -> None:
-    answer = requests.post(net.admin_url + "faults", data=body, timeout=5)
-    assert answer.status_code == 400
+    answer = fetch(net.admin_url + "faults", method="POST", body=body, timeout=5)
+    assert answer.status == 400
     assert message in answer.json()["error"]
     assert get_json(net.admin_url + "faults")["faults"] == []
 
 
 def test_admin_methods(net: SimulatedNetwork) -> None:
-    assert requests.put(net.admin_url + "faults", timeout=5).status_code == 405
-    assert requests.post(net.admin_url + "nodes", timeout=5).status_code == 405
+    assert fetch(net.admin_url + "faults", method="PUT", timeout=5).status == 405
+    assert fetch(net.admin_url + "nodes", method="POST", timeout=5).status == 405
     assert "/-/sim/faults" in get_json(net.admin_url)["endpoints"]
 
 
@@ -253,7 +250,7 @@ def test_ports_layout_and_down_refuses(clock: Clock, use_admin: bool) -> None:
         switch("node-2", "down", False)
         get_json(net.node_urls["node-2"] + "health")
         switch("node-2", "http_500")
-        assert requests.get(net.node_urls["node-2"], timeout=5).status_code == 500
+        assert fetch(net.node_urls["node-2"], timeout=5).status == 500
     for url in [net.admin_url, *net.node_urls.values()]:
         assert refused(url)
 
@@ -275,6 +272,25 @@ def test_paths_layout_with_thousands_of_nodes(clock: Clock) -> None:
         assert len(get_json(net.admin_url + "nodes")["nodes"]) == 2000
 
 
+class HeldEvent(threading.Event):
+    """The network's ``stopping`` event, recording the delay each slow answer waits for and
+    holding it until ``go`` is set (by the test, or by ``set()`` when the network stops)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.delays: list[float | None] = []
+        self.go = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.delays.append(timeout)
+        self.go.wait(60)
+        return self.is_set()
+
+    def set(self) -> None:
+        super().set()
+        self.go.set()
+
+
 class WatchedEvent(threading.Event):
     """The network's ``stopping`` event, telling the test when a slow answer waits on it."""
 
@@ -294,13 +310,13 @@ def test_stop_wakes_slow_answers_and_closes(clock: Clock) -> None:
     net.set_fault("node-1", "slow", delay_seconds=60)
     errors: list[Exception] = []
 
-    def fetch() -> None:
+    def ask() -> None:
         try:
-            requests.get(net.node_urls["node-1"] + "health", timeout=30)
-        except requests.ConnectionError as error:
+            fetch(net.node_urls["node-1"] + "health", timeout=30)
+        except ConnectionError as error:
             errors.append(error)
 
-    waiting = threading.Thread(target=fetch)
+    waiting = threading.Thread(target=ask)
     waiting.start()
     # Stop only once the answer waits out its delay: stopping earlier would refuse the
     # connection, and that ConnectionError would pass for a woken answer.
@@ -308,5 +324,5 @@ def test_stop_wakes_slow_answers_and_closes(clock: Clock) -> None:
     net.stop()
     waiting.join(timeout=20)  # well under the 60 s delay: only stop() can end it this soon
     assert not waiting.is_alive()
-    assert len(errors) == 1 and "Connection aborted" in str(errors[0]), errors
+    assert len(errors) == 1 and isinstance(errors[0], RemoteDisconnected), errors
     assert refused(net.admin_url)

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 
 from ledger_simulator import FaultError, SimulatedNetwork
 from ledger_simulator.faults import parse_fault_spec
-from tests.conftest import Clock
+from tests.support.clock import Clock
+from tests.support.http import Answer, fetch, get_json
 
 INTERVAL = 2.0
 
@@ -20,12 +20,6 @@ INTERVAL = 2.0
 def net(clock: Clock) -> Iterator[SimulatedNetwork]:
     with SimulatedNetwork(nodes=5, chains=2, block_interval=INTERVAL, seed=3, clock=clock) as n:
         yield n
-
-
-def get_json(url: str) -> Any:
-    answer = requests.get(url, timeout=10)
-    assert answer.status_code == 200, answer.text
-    return answer.json()
 
 
 def block_hash(net: SimulatedNetwork, node: str, height: int) -> str:
@@ -39,14 +33,14 @@ def lowest_height(net: SimulatedNetwork) -> int:
     return min(int(net.blockchain(n, net.chain_ids[0])["blockHeight"]) for n in net.node_names)
 
 
-def post_fault(net: SimulatedNetwork, **body: Any) -> requests.Response:
-    return requests.post(net.admin_url + "faults", json=body, timeout=5)
+def post_fault(net: SimulatedNetwork, **body: Any) -> Answer:
+    return fetch(net.admin_url + "faults", method="POST", json=body, timeout=5)
 
 
 def test_fork_from_a_given_height(net: SimulatedNetwork) -> None:
     top = lowest_height(net)
     fork_at = top - 3
-    assert post_fault(net, node="node-2", fault="fork", height=fork_at).status_code == 200
+    assert post_fault(net, node="node-2", fault="fork", height=fork_at).status == 200
     assert block_hash(net, "node-2", fork_at - 1) == block_hash(net, "node-1", fork_at - 1)
     for height in (fork_at, top):
         assert block_hash(net, "node-2", height) != block_hash(net, "node-1", height)
@@ -116,7 +110,7 @@ def test_admin_refuses_bad_heights(
     net: SimulatedNetwork, body: dict[str, Any], message: str
 ) -> None:
     answer = post_fault(net, **body)
-    assert answer.status_code == 400
+    assert answer.status == 400
     assert message in answer.json()["error"]
 
 

@@ -19,8 +19,11 @@ Requests come three ways:
 
 Faults: the run is for the simulator without faults. The faults that change what a node says
 (stall, fork, peers lost, paused contracts, ...) must still give conforming answers, and do;
-``http_500`` answers an error the document allows; ``down``, ``slow`` and ``malformed_json``
-break the exchange on purpose (no answer, a late one, invalid JSON) and are left out.
+the consensus faults (a stuck session, a failing leader, a council change, drifted settings,
+an idle chain) too, in a simulator of their own where they show (a stall freezes the node's
+view of its chains before they are switched on); ``http_500`` answers an error the document
+allows; ``down``, ``slow`` and ``malformed_json`` break the exchange on purpose (no answer, a
+late one, invalid JSON) and are left out.
 """
 
 from __future__ import annotations
@@ -40,7 +43,6 @@ from typing import Any, cast
 import hypothesis
 import jsonschema
 import pytest
-import requests
 import schemathesis
 from hypothesis import strategies as st
 from schemathesis import Case, CheckContext, GenerationMode, Response
@@ -50,7 +52,9 @@ from schemathesis.schemas import APIOperation, BaseSchema
 
 from ledger_simulator.faults import FAULTS
 from ledger_simulator.ids import go_duration, iso_utc
-from tests import generation, nodeapi
+from tests.support import generation, nodeapi
+from tests.support.http import fetch, get_json
+from tests.support.waiting import wait_until
 
 SIMULATE = ["--nodes", "3", "--chains", "3", "--seed", "7", "--block-interval", "1s"]
 SIMULATE += ["--log.level", "warn"]
@@ -67,6 +71,22 @@ CONTENT_FAULTS = (
     "contract_paused",
     "contract_upgraded",
     "wallet_disabled",
+)
+#: Content faults of the chain's consensus, checked in a simulator of their own where they show.
+CONSENSUS_FAULTS = (
+    "session_stuck",
+    "leader_failing",
+    "consensus_drift",
+    "council_change",
+    "idle",
+)
+#: The settings the consensus run drifts on its node (None: the default change).
+DRIFTS = (
+    ("consensusTimeout", None),
+    ("txMaxTimeTrigger", "2m"),
+    ("minMembers", None),
+    ("enableTxProof", None),
+    ("keyType", None),
 )
 #: Faults that break the exchange on purpose, so the conformance run leaves them out.
 TRANSPORT_FAULTS = {
@@ -140,12 +160,6 @@ def simulate(*args: str) -> Iterator[Simulator]:
         process.communicate(timeout=30)
 
 
-def get_json(url: str, **params: Any) -> Any:
-    answer = requests.get(url, params=params or None, timeout=10)
-    assert answer.status_code == 200, f"{url}: {answer.status_code} {answer.text}"
-    return answer.json()
-
-
 # --- ids from the simulator's listings -------------------------------------------------------
 @dataclass(frozen=True)
 class Known:
@@ -186,11 +200,11 @@ def transfers(
     simulator's)."""
     found: list[tuple[str, str, str]] = []
     for block_height in range(height, max(0, height - 40), -1):
-        block = get_json(f"{node}/blockchains/{chain}/blocks", height=block_height)
+        block = get_json(f"{node}/blockchains/{chain}/blocks", params={"height": block_height})
         for tx in block.get("transactions", []):
             for address in listed["contracts"]:
                 url = f"{node}/blockchains/{chain}/contracts/{address}/trace/{tx}"
-                if requests.get(url, timeout=10).status_code == 200:
+                if fetch(url).status == 200:
                     found.append((chain, address, tx))
         if len(found) >= 3:
             break
@@ -356,9 +370,29 @@ def faulty() -> Iterator[Simulator]:
         yield running
 
 
+@pytest.fixture(scope="module")
+def consensus() -> Iterator[Simulator]:
+    """A simulator whose chains show the consensus faults, every node seeing them: the first
+    chain of the node under test stuck in a session, the second slowed by a failing leader
+    after a council change, and the node's own settings drifted (``idle`` is switched by its
+    own test). Round timers of 250 ms, so rounds climb within a second."""
+    with simulate(*SIMULATE) as running:
+        stuck, slowed = running.known.chains[:2]
+        council = get_json(running.admin + "/blockchains")["blockchains"][slowed]["council"]
+        timer = {"node": "*", "delay_seconds": "250ms"}
+        switch(running, {**timer, "fault": "session_stuck", "chain": stuck})
+        switch(running, {"node": "*", "fault": "council_change", "chain": slowed})
+        failing = {"fault": "leader_failing", "chain": slowed, "target": council[0]}
+        switch(running, {**timer, **failing})
+        for setting, value in DRIFTS:
+            drift = {"fault": "consensus_drift", "target": setting, "value": value}
+            switch(running, {"node": running.name, **drift})
+        yield running
+
+
 def switch(simulator: Simulator, body: dict[str, Any]) -> None:
-    answer = requests.post(simulator.admin + "/faults", json=body, timeout=10)
-    assert answer.status_code == 200, answer.text
+    answer = fetch(simulator.admin + "/faults", method="POST", json=body)
+    assert answer.status == 200, answer.text
 
 
 def load_schema(base_url: str) -> BaseSchema:
@@ -417,8 +451,61 @@ def test_faults_took_effect(faulty: Simulator) -> None:
     assert get_json(f"{faulty.node}/blockchains/{second}/contracts/{upgraded}")["status"] == (
         "UPGRADED"
     )
-    wallet = get_json(f"{faulty.node}/wallets/{faulty.known.wallets[0]}", blockchainId=second)
+    wallet = get_json(
+        f"{faulty.node}/wallets/{faulty.known.wallets[0]}", params={"blockchainId": second}
+    )
     assert wallet["enabled"] is False
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("path", PATHS)
+def test_answers_under_consensus_faults_still_conform(consensus: Simulator, path: str) -> None:
+    statuses = run_calls(consensus, path, DOCUMENT_CHECKS)
+    assert statuses[200] >= 1
+
+
+def chain_status(simulator: Simulator, chain: str) -> dict[str, Any]:
+    status: dict[str, Any] = get_json(f"{simulator.node}/blockchains/{chain}")
+    return status
+
+
+@pytest.mark.integration
+def test_consensus_faults_took_effect(consensus: Simulator) -> None:
+    """The consensus run is not a healthy run: the node shows the stuck session, rounds
+    climbing, and its drifted settings."""
+    stuck = consensus.known.chains[0]
+
+    def climbed() -> dict[str, Any] | None:
+        sessions = list(chain_status(consensus, stuck)["voteSessions"].values())
+        return sessions[0] if sessions and sessions[0]["round"] >= 4 else None
+
+    session = wait_until(climbed, timeout=60, message="the stuck session's round never climbed")
+    assert chain_status(consensus, stuck)["voteSessions"].keys() == {session["sessionId"]}
+    status = chain_status(consensus, consensus.known.chains[1])
+    assert status["consensus"]["txMaxTimeTrigger"] == "2m0s"
+    assert status["features"]["enableTxProof"] is False
+    assert status["keyType"] == "ed25519"
+
+
+@pytest.mark.integration
+def test_an_idle_chain_conforms(consensus: Simulator) -> None:
+    """``idle``: nothing pending and no session, as the document allows."""
+    chain = consensus.known.chains[1]
+    switch(consensus, {"node": consensus.name, "fault": "idle", "chain": chain})
+    try:
+
+        def idle() -> bool:
+            status = chain_status(consensus, chain)
+            return bool(status["voteSessions"] == {} and status["pendingTransactions"] == 0)
+
+        wait_until(idle, timeout=60, message="the chain never went idle")
+        statuses = run_calls(consensus, "/blockchains/{blockchainId}", DOCUMENT_CHECKS)
+        assert statuses[200] >= 1
+        assert idle()
+    finally:
+        switch(
+            consensus, {"node": consensus.name, "fault": "idle", "enabled": False, "chain": chain}
+        )
 
 
 @pytest.mark.integration
@@ -430,15 +517,15 @@ def test_undeclared_methods_are_refused_on_every_path(simulator: Simulator, meth
     for path in PATHS:
         call = (known_parameters(path, simulator.known) or [Call({}, {}, 200)])[0]
         url = simulator.node + path.format(**call.path)
-        answer = requests.request(method, url, params=call.query, timeout=10)
-        assert answer.status_code == 405, f"{method} {url}: {answer.status_code}"
+        answer = fetch(url, method=method, params=call.query)
+        assert answer.status == 405, f"{method} {url}: {answer.status}"
         assert answer.headers["Allow"] == "GET"
         assert answer.json() == {"error": f"method {method} not allowed", "code": 405}
 
 
 def test_every_fault_is_classified() -> None:
     """A new fault must be put in or out of the conformance run, with a reason."""
-    classified = {*CONTENT_FAULTS, *TRANSPORT_FAULTS, "http_500"}
+    classified = {*CONTENT_FAULTS, *CONSENSUS_FAULTS, *TRANSPORT_FAULTS, "http_500"}
     assert classified == set(FAULTS)
 
 

@@ -7,12 +7,12 @@ import itertools
 from datetime import datetime
 
 import pytest
-import requests
 
 from ledger_simulator import SimulatedNetwork, UnknownChainError, UnknownNodeError
 from ledger_simulator.faults import FaultError, FaultSpec, parse_fault_spec
 from ledger_simulator.ids import DurationError, go_duration, parse_go_duration
-from tests.conftest import Clock
+from tests.support.clock import Clock
+from tests.support.http import fetch
 
 INTERVAL = 2.0
 
@@ -62,9 +62,7 @@ def test_same_seed_same_http_bodies() -> None:
     (one, _), (two, _) = network(seed=5), network(seed=5)
     with one, two:
         for path in ("", "health", "blockchains", f"blockchains/{one.chain_ids[1]}"):
-            bodies = [
-                requests.get(n.node_urls["node-2"] + path, timeout=5).content for n in (one, two)
-            ]
+            bodies = [fetch(n.node_urls["node-2"] + path, timeout=5).body for n in (one, two)]
             assert bodies[0] == bodies[1]
 
 

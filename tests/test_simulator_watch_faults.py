@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 
 from ledger_simulator import FaultError, SimulatedNetwork
 from ledger_simulator.faults import parse_fault_spec
-from tests.conftest import Clock
+from tests.support.clock import Clock
+from tests.support.http import Answer, fetch, get_json
 
 
 @pytest.fixture
@@ -20,14 +20,8 @@ def net() -> Iterator[SimulatedNetwork]:
         yield n
 
 
-def get_json(url: str) -> Any:
-    answer = requests.get(url, timeout=10)
-    assert answer.status_code == 200, answer.text
-    return answer.json()
-
-
-def post_fault(net: SimulatedNetwork, **body: Any) -> requests.Response:
-    return requests.post(net.admin_url + "faults", json=body, timeout=5)
+def post_fault(net: SimulatedNetwork, **body: Any) -> Answer:
+    return fetch(net.admin_url + "faults", method="POST", json=body, timeout=5)
 
 
 def contracts(net: SimulatedNetwork) -> list[str]:
@@ -53,7 +47,7 @@ def test_pause_one_contract_on_one_node(net: SimulatedNetwork) -> None:
     response = post_fault(
         net, node="node-1", fault="contract_paused", chain=net.chain_ids[0], target=token.upper()
     )
-    assert response.status_code == 200, response.text
+    assert response.status == 200, response.text
     assert contract(net, "node-1", token)["status"] == "PAUSED"
     assert contract(net, "node-1", token, state=True)["state"]["paused"] is True
     assert contract(net, "node-2", token)["status"] == "ACTIVE"
@@ -66,7 +60,7 @@ def test_pause_one_contract_on_one_node(net: SimulatedNetwork) -> None:
             chain=net.chain_ids[0],
             target=token,
             enabled=False,
-        ).status_code
+        ).status
         == 200
     )
     assert contract(net, "node-1", token)["status"] == "ACTIVE"
@@ -117,7 +111,7 @@ def test_admin_refuses_bad_object_faults(
     net: SimulatedNetwork, body: dict[str, Any], message: str
 ) -> None:
     response = post_fault(net, **body)
-    assert response.status_code == 400
+    assert response.status == 400
     assert message in response.json()["error"]
 
 

@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.testdata import REPO
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,6 @@ so nothing is asked). ``UPDATE_GOLDEN=1`` rewrites the expected files.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,10 +19,7 @@ import pytest
 from exporter.bounds import DEFAULT_MAX_LABEL_VALUE_LENGTH, NOTHING_DROPPED, Bounds, Dropped
 from exporter.config.exporter import load_config, parse_config
 from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
-from exporter.expose import metrics
-from exporter.expose.render import Renderer, text_format
 from exporter.model.readings import InvalidResponseError, read_health
-from exporter.model.snapshot import Snapshot
 from exporter.model.watch import (
     ContractReading,
     Reading,
@@ -38,11 +34,8 @@ from exporter.model.watch import (
     state_value,
     watched_object,
 )
-from tests.conftest import TESTDATA
-from tests.oracle import Samples
-
-GOLDEN = TESTDATA / "golden"
-WATCH_CASES = sorted(p.name for p in GOLDEN.iterdir() if p.name.startswith("watch-"))
+from tests.support.golden import GOLDEN, WATCH_CASES, assert_golden, watch_exposition
+from tests.support.oracle import Samples
 
 
 def recorded_reading(folder: Path, request: WatchRequest) -> Reading | None:
@@ -71,12 +64,6 @@ def watch_cycle(case: Path) -> WatchStatus:
     return WatchStatus(tuple(objects))
 
 
-def render(status: WatchStatus) -> str:
-    """The watch families of ``status``, as the writer writes them."""
-    snapshot = Snapshot(watch=status)
-    return text_format(Renderer(), snapshot, metrics.WATCH_FAMILIES).decode()
-
-
 def test_watch_golden_cases_exist() -> None:
     assert {"watch-documented", "watch-odd-answers", "watch-failures"} <= set(WATCH_CASES)
 
@@ -84,16 +71,12 @@ def test_watch_golden_cases_exist() -> None:
 @pytest.mark.parametrize("case", WATCH_CASES)
 def test_watch_golden_exposition(case: str) -> None:
     folder = GOLDEN / case
-    actual = render(watch_cycle(folder))
-    expected_file = folder / "expected.prom"
-    if os.environ.get("UPDATE_GOLDEN"):
-        expected_file.write_text(actual)
-    assert actual == expected_file.read_text()
+    assert_golden(watch_exposition(watch_cycle(folder)), folder / "expected.prom")
 
 
 def registry_of(case: str) -> Samples:
     """The samples written for ``case``, read back by client_python's parser."""
-    return Samples(render(watch_cycle(GOLDEN / case)))
+    return Samples(watch_exposition(watch_cycle(GOLDEN / case)))
 
 
 def test_values_through_a_registry() -> None:
@@ -152,7 +135,7 @@ def test_odd_answers_give_no_invented_samples() -> None:
 
 
 def test_failures_say_up_0_and_nothing_else() -> None:
-    text = render(watch_cycle(GOLDEN / "watch-failures"))
+    text = watch_exposition(watch_cycle(GOLDEN / "watch-failures"))
     samples = [line for line in text.splitlines() if not line.startswith("#")]
     assert sorted(samples) == [
         'ledger_contract_state_up{blockchain="abc123",contract="gone",node="bad-1"} 0.0',
@@ -268,7 +251,7 @@ def test_an_answer_that_is_not_an_object_is_invalid(body: object) -> None:
 
 def test_unreadable_objects_vanish_but_up_stays() -> None:
     request = plan_requests(WATCH, "validator-1", ["abc123"])[2]
-    text = render(WatchStatus((watched_object(request, (("env", "x"),), None),)))
+    text = watch_exposition(WatchStatus((watched_object(request, (("env", "x"),), None),)))
     lines = [line for line in text.splitlines() if not line.startswith("#")]
     assert lines == [
         'ledger_wallet_up{blockchain="abc123",env="x",node="validator-1",wallet="treasury"} 0.0'
@@ -357,7 +340,7 @@ def test_contract_strings_a_label_cannot_take_are_unread(
     assert isinstance(reading, ContractReading)
     assert getattr(reading, attribute) is None
     assert reading.dropped == dropped
-    assert render(WatchStatus((watched_object(CONTRACT, (), reading),))).isascii()
+    assert watch_exposition(WatchStatus((watched_object(CONTRACT, (), reading),))).isascii()
 
 
 @pytest.mark.parametrize(

@@ -12,22 +12,15 @@ from prometheus_client.registry import CollectorRegistry
 
 from exporter.config.exporter import Config, NetworkChecks
 from exporter.config.nodes import NodeConfig
-from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
 from exporter.expose.render import Renderer, openmetrics_format, text_format
 from exporter.model.snapshot import NodeStatus, Snapshot
 from exporter.model.watch import ContractReading, StateReading, WalletReading, WatchKind
 from exporter.poll.cycle import Poller
-from tests.conftest import FakeNode, chain_doc, closed_port_url, health_doc, new_fake_node
-from tests.oracle import snapshot_collectors
-from tests.test_collector import poll_golden_case
-from tests.test_watch import GOLDEN, WATCH_CASES, render
-
-WATCH = WatchConfig(
-    contracts=(WatchedContract("c1", "0x/a", "token", ("supply", "paused")),),
-    wallets=(WatchedWallet("c1", "w 1", "treasury"),),
-)
-CONTRACT = "/blockchains/c1/contracts/0x%2Fa"
-WALLET = "/wallets/w%201?blockchainId=c1"
+from tests.support.documents import CONTRACT, WALLET, WATCH, serve_watched
+from tests.support.fakenode import FakeNodes
+from tests.support.golden import GOLDEN, WATCH_CASES, poll_golden_case, watch_exposition
+from tests.support.oracle import snapshot_collectors
+from tests.support.ports import closed_port_url
 
 
 def _poller(*nodes: NodeConfig, timeout: float = 2.0) -> Poller:
@@ -48,18 +41,10 @@ def _errors(node: NodeStatus) -> dict[tuple[str, str], int]:
     return {(endpoint, reason): count for endpoint, reason, count in node.error_counts}
 
 
-def _watched(fake: FakeNode, chains: list[str]) -> FakeNode:
-    fake.play(health_doc(chains), {chain: chain_doc(10) for chain in chains})
-    fake.set(CONTRACT, {"status": "PAUSED", "version": 3, "codeHash": "h"})
-    fake.set(CONTRACT + "/state", {"version": 7, "state": {"supply": "12.5", "paused": True}})
-    fake.set(WALLET, {"enabled": False, "satelliteWallets": [], "authGroups": {}})
-    return fake
-
-
-def test_watch_requests_are_read_into_the_snapshot(fake_nodes: list[FakeNode]) -> None:
-    fake = _watched(new_fake_node(fake_nodes), ["c1"])
+def test_watch_requests_are_read_into_the_snapshot(fake_nodes: FakeNodes) -> None:
+    fake = serve_watched(fake_nodes.start(), ["c1"])
     snapshot = _poll(NodeConfig("n1", fake.url, labels=(("zone", "a"),)))
-    assert sorted(fake.requests) == sorted(
+    assert sorted(fake.paths) == sorted(
         ["/health", "/blockchains/c1", CONTRACT, CONTRACT + "/state", WALLET]
     )
     objects = {o.kind: o for o in snapshot.watch.objects}
@@ -80,16 +65,16 @@ def test_watch_requests_are_read_into_the_snapshot(fake_nodes: list[FakeNode]) -
         }  # fmt: skip
 
 
-def test_a_node_not_listing_the_chain_is_not_asked(fake_nodes: list[FakeNode]) -> None:
-    fake = _watched(new_fake_node(fake_nodes), ["c2"])
+def test_a_node_not_listing_the_chain_is_not_asked(fake_nodes: FakeNodes) -> None:
+    fake = serve_watched(fake_nodes.start(), ["c2"])
     snapshot = _poll(NodeConfig("n1", fake.url))
-    assert sorted(fake.requests) == ["/blockchains/c2", "/health"]
+    assert sorted(fake.paths) == ["/blockchains/c2", "/health"]
     assert snapshot.watch.objects == ()
     assert {e for e, _ in _errors(snapshot.nodes[0])} == {"health", "blockchain"}
 
 
-def test_failures_are_counted_by_endpoint(fake_nodes: list[FakeNode]) -> None:
-    fake = _watched(new_fake_node(fake_nodes), ["c1"])
+def test_failures_are_counted_by_endpoint(fake_nodes: FakeNodes) -> None:
+    fake = serve_watched(fake_nodes.start(), ["c1"])
     fake.set(CONTRACT, {"error": "gone"}, status=404)
     fake.set(CONTRACT + "/state", b"not json")
     fake.set(WALLET, ["an", "array"])
@@ -110,10 +95,10 @@ def test_failures_are_counted_by_endpoint(fake_nodes: list[FakeNode]) -> None:
 
 
 def test_a_slow_watch_request_times_out_alone_and_the_poll_waits_for_the_rest(
-    fake_nodes: list[FakeNode],
+    fake_nodes: FakeNodes,
 ) -> None:
-    fake = _watched(new_fake_node(fake_nodes), ["c1"])
-    fake.set(WALLET, {"enabled": True}, delay=4.0)
+    fake = serve_watched(fake_nodes.start(), ["c1"])
+    fake.set(WALLET, {"enabled": True}, held=True)  # never answers
     fake.set(CONTRACT, {"status": "ACTIVE"}, delay=0.3)  # ends after the chain: still read
     snapshot = _poll(NodeConfig("n1", fake.url), timeout=1.0)
     counts = {k: v for k, v in _errors(snapshot.nodes[0]).items() if v}
@@ -133,7 +118,7 @@ def test_a_down_node_is_not_asked_and_has_no_watch_counters() -> None:
 @pytest.mark.parametrize("case", WATCH_CASES)
 def test_a_polling_cycle_gives_the_golden_watch_series(case: str) -> None:
     snapshot = poll_golden_case(GOLDEN / case)
-    assert render(snapshot.watch) == (GOLDEN / case / "expected.prom").read_text()
+    assert watch_exposition(snapshot.watch) == (GOLDEN / case / "expected.prom").read_text()
 
 
 @pytest.mark.parametrize("case", WATCH_CASES)

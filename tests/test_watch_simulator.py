@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-import requests
 
 from exporter.config.exporter import load_config
 from exporter.config.watch import WatchConfig
@@ -24,7 +23,9 @@ from exporter.model.watch import (
 from ledger_simulator import SimulatedNetwork
 from ledger_simulator.cli import build_parser as simulate_parser
 from ledger_simulator.demo import build_parser, demo_watch
-from tests.conftest import REPO, Clock
+from tests.support.clock import Clock
+from tests.support.http import fetch
+from tests.support.testdata import REPO
 
 
 @pytest.fixture
@@ -41,10 +42,10 @@ def read_all(network: SimulatedNetwork, watch: WatchConfig) -> dict[tuple[str, s
     """Every planned watch request of one cycle, sent to the simulator and read."""
     readings: dict[tuple[str, str], Reading] = {}
     for node, url in network.node_urls.items():
-        health = read_health(requests.get(url + "health", timeout=10).json())
+        health = read_health(fetch(url + "health", timeout=10).json())
         for request in plan_requests(watch, node, health.blockchain_ids):
-            answer = requests.get(url + request.path, timeout=10)
-            assert answer.status_code == 200, (request, answer.text)
+            answer = fetch(url + request.path, timeout=10)
+            assert answer.status == 200, (request, answer.text)
             readings[node, request.kind.value] = read_answer(request, answer.json())
     return readings
 

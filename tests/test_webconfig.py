@@ -1,20 +1,17 @@
 """``--web.config.file``: validation, bcrypt basic auth and the TLS context served with.
 
 Invalid cases are ``testdata/webconfig/invalid-*.yml``, each beginning with one
-``# error: <problem>`` line per expected problem, in order. Certificates are made by the
-``openssl`` command line tool for each test session, and TLS is checked with real handshakes
-over loopback sockets.
+``# error: <problem>`` line per expected problem, in order. Certificates come from the
+session's test CA (the ``pki`` fixture), and TLS is checked with real handshakes over
+loopback sockets.
 """
 
 from __future__ import annotations
 
 import socket
 import ssl
-import subprocess
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import bcrypt
@@ -22,58 +19,14 @@ import pytest
 
 from exporter.config.schema import ConfigError
 from exporter.config.web import PasswordChecksBusyError, TlsServerConfig, WebConfig, load_web_config
-from tests.conftest import expected_problems
+from tests.support.certs import Pki
+from tests.support.testdata import TESTDATA, expected_problems
+from tests.support.waiting import wait_until
 
-WEB_TESTDATA = Path(__file__).resolve().parent / "testdata" / "webconfig"
+WEB_TESTDATA = TESTDATA / "webconfig"
 INVALID_FILES = sorted(WEB_TESTDATA.glob("invalid-*.yml"))
 PASSWORD = "correct horse battery staple"
 HASH = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(4)).decode()
-
-
-@dataclass(frozen=True)
-class Pki:
-    """A self-signed server certificate (its own CA) and an unrelated second key pair."""
-
-    cert: str
-    key: str
-    other_cert: str
-    other_key: str
-
-
-def make_pair(directory: Path, name: str) -> tuple[str, str]:
-    cert, key = directory / f"{name}.pem", directory / f"{name}.key"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            f"/CN={name}",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=30,
-    )
-    return str(cert), str(key)
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    directory = tmp_path_factory.mktemp("pki")
-    return Pki(*make_pair(directory, "server"), *make_pair(directory, "other"))
 
 
 def write(directory: Path, text: str) -> str:
@@ -124,23 +77,23 @@ Case = Callable[[Pki], tuple[str, WebConfig]]
         ),
         pytest.param(
             lambda pki: (
-                TLS_FILES.format(cert=pki.cert, key=pki.key),
-                WebConfig(tls=TlsServerConfig(pki.cert, pki.key)),
+                TLS_FILES.format(cert=pki.server.cert, key=pki.server.key),
+                WebConfig(tls=TlsServerConfig(pki.server.cert, pki.server.key)),
             ),
             id="tls-defaults",
         ),
         pytest.param(
             lambda pki: (
-                TLS_FILES.format(cert=pki.cert, key=pki.key)
+                TLS_FILES.format(cert=pki.server.cert, key=pki.server.key)
                 + "  client_auth_type: RequireAndVerifyClientCert\n"
-                + f"  client_ca_file: {pki.other_cert}\n"
+                + f"  client_ca_file: {pki.stranger.cert}\n"
                 + "  min_version: TLS13\n  max_version: TLS13\n",
                 WebConfig(
                     tls=TlsServerConfig(
-                        pki.cert,
-                        pki.key,
+                        pki.server.cert,
+                        pki.server.key,
                         "RequireAndVerifyClientCert",
-                        pki.other_cert,
+                        pki.stranger.cert,
                         "TLS13",
                         "TLS13",
                     )
@@ -150,17 +103,22 @@ Case = Callable[[Pki], tuple[str, WebConfig]]
         ),
         pytest.param(
             lambda pki: (
-                TLS_FILES.format(cert=pki.cert, key=pki.key)
+                TLS_FILES.format(cert=pki.server.cert, key=pki.server.key)
                 + "  client_auth_type: RequestClientCert\n",
-                WebConfig(tls=TlsServerConfig(pki.cert, pki.key, "RequestClientCert")),
+                WebConfig(
+                    tls=TlsServerConfig(pki.server.cert, pki.server.key, "RequestClientCert")
+                ),
             ),
             id="tls-request-client-cert-without-ca",
         ),
         pytest.param(
             lambda pki: (
-                TLS_FILES.format(cert=pki.cert, key=pki.key)
+                TLS_FILES.format(cert=pki.server.cert, key=pki.server.key)
                 + f"basic_auth_users:\n  alice: '{HASH}'\n",
-                WebConfig(tls=TlsServerConfig(pki.cert, pki.key), basic_auth_users={"alice": HASH}),
+                WebConfig(
+                    tls=TlsServerConfig(pki.server.cert, pki.server.key),
+                    basic_auth_users={"alice": HASH},
+                ),
             ),
             id="tls-and-basic-auth",
         ),
@@ -187,9 +145,9 @@ def test_valid_web_config(case: Case, pki: Pki, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "pick",
     [
-        lambda pki: (pki.cert, pki.other_key),  # key of another certificate
-        lambda pki: ("/dev/null", pki.key),  # readable but no certificate in it
-        lambda pki: (pki.key, pki.cert),  # swapped
+        lambda pki: (pki.server.cert, pki.stranger.key),  # key of another certificate
+        lambda pki: ("/dev/null", pki.server.key),  # readable but no certificate in it
+        lambda pki: (pki.server.key, pki.server.cert),  # swapped
     ],
     ids=["mismatched-key", "empty-cert", "swapped"],
 )
@@ -312,7 +270,7 @@ def test_no_tls_means_plain_http() -> None:
     ],
 )
 def test_ssl_context_client_auth(client_auth_type: str, verify_mode: int, pki: Pki) -> None:
-    tls = TlsServerConfig(pki.cert, pki.key, client_auth_type, pki.cert)
+    tls = TlsServerConfig(pki.server.cert, pki.server.key, client_auth_type, pki.ca)
     context = WebConfig(tls=tls).ssl_context()
     assert context is not None
     assert context.verify_mode == verify_mode
@@ -320,10 +278,12 @@ def test_ssl_context_client_auth(client_auth_type: str, verify_mode: int, pki: P
 
 
 def test_ssl_context_versions(pki: Pki) -> None:
-    context = WebConfig(tls=TlsServerConfig(pki.cert, pki.key, min_version="TLS13")).ssl_context()
+    context = WebConfig(
+        tls=TlsServerConfig(pki.server.cert, pki.server.key, min_version="TLS13")
+    ).ssl_context()
     assert context is not None
     assert context.minimum_version == ssl.TLSVersion.TLSv1_3
-    tls = TlsServerConfig(pki.cert, pki.key, max_version="TLS12")
+    tls = TlsServerConfig(pki.server.cert, pki.server.key, max_version="TLS12")
     context = WebConfig(tls=tls).ssl_context()
     assert context is not None
     assert context.maximum_version == ssl.TLSVersion.TLSv1_2
@@ -360,9 +320,9 @@ def handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> str:
 
 
 def client_context(pki: Pki, with_certificate: bool = False) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=pki.cert)
+    context = ssl.create_default_context(cafile=pki.ca)
     if with_certificate:
-        context.load_cert_chain(pki.cert, pki.key)
+        context.load_cert_chain(pki.client.cert, pki.client.key)
     return context
 
 
@@ -373,19 +333,21 @@ def server_context(config: WebConfig) -> ssl.SSLContext:
 
 
 def test_tls_handshake_with_the_configured_certificate(pki: Pki) -> None:
-    server = server_context(WebConfig(tls=TlsServerConfig(pki.cert, pki.key)))
+    server = server_context(WebConfig(tls=TlsServerConfig(pki.server.cert, pki.server.key)))
     assert handshake(server, client_context(pki)) in ("TLSv1.2", "TLSv1.3")
 
 
 def test_tls_handshake_refused_by_a_client_not_trusting_it(pki: Pki) -> None:
-    server = server_context(WebConfig(tls=TlsServerConfig(pki.cert, pki.key)))
-    client = ssl.create_default_context(cafile=pki.other_cert)
+    server = server_context(WebConfig(tls=TlsServerConfig(pki.server.cert, pki.server.key)))
+    client = ssl.create_default_context(cafile=pki.stranger.cert)
     with pytest.raises(ssl.SSLCertVerificationError):
         handshake(server, client)
 
 
 def test_tls13_minimum_refuses_tls12_clients(pki: Pki) -> None:
-    server = server_context(WebConfig(tls=TlsServerConfig(pki.cert, pki.key, min_version="TLS13")))
+    server = server_context(
+        WebConfig(tls=TlsServerConfig(pki.server.cert, pki.server.key, min_version="TLS13"))
+    )
     assert handshake(server, client_context(pki)) == "TLSv1.3"
     old_client = client_context(pki)
     old_client.maximum_version = ssl.TLSVersion.TLSv1_2
@@ -394,12 +356,14 @@ def test_tls13_minimum_refuses_tls12_clients(pki: Pki) -> None:
 
 
 def test_tls12_maximum_is_kept(pki: Pki) -> None:
-    server = server_context(WebConfig(tls=TlsServerConfig(pki.cert, pki.key, max_version="TLS12")))
+    server = server_context(
+        WebConfig(tls=TlsServerConfig(pki.server.cert, pki.server.key, max_version="TLS12"))
+    )
     assert handshake(server, client_context(pki)) == "TLSv1.2"
 
 
 def test_required_client_certificate(pki: Pki) -> None:
-    tls = TlsServerConfig(pki.cert, pki.key, "RequireAndVerifyClientCert", pki.cert)
+    tls = TlsServerConfig(pki.server.cert, pki.server.key, "RequireAndVerifyClientCert", pki.ca)
     server = server_context(WebConfig(tls=tls))
     assert handshake(server, client_context(pki, with_certificate=True))
     with pytest.raises((ssl.SSLError, ConnectionError)):
@@ -491,10 +455,9 @@ def test_bcrypt_runs_one_at_a_time_one_more_waits_and_the_rest_are_refused_at_on
     try:
         for thread in threads:
             thread.start()
-        deadline = time.monotonic() + 10
-        while outcomes.count("busy") < 4:  # refused while bcrypt is held up
-            assert time.monotonic() < deadline, f"not refused at once: {outcomes}"
-            time.sleep(0.01)
+        wait_until(  # refused while bcrypt is held up
+            lambda: outcomes.count("busy") >= 4, message=lambda: f"not refused: {outcomes}"
+        )
         assert config.check_password("alice", PASSWORD)  # a remembered login does not wait
     finally:
         release.set()
@@ -506,9 +469,9 @@ def test_bcrypt_runs_one_at_a_time_one_more_waits_and_the_rest_are_refused_at_on
 
 def unrelated_client(pki: Pki, with_certificate: bool) -> ssl.SSLContext:
     """A client trusting the server, holding (or not) a certificate nobody vouches for."""
-    context = ssl.create_default_context(cafile=pki.cert)
+    context = ssl.create_default_context(cafile=pki.ca)
     if with_certificate:
-        context.load_cert_chain(pki.other_cert, pki.other_key)
+        context.load_cert_chain(pki.stranger.cert, pki.stranger.key)
     return context
 
 
@@ -525,7 +488,9 @@ def unrelated_client(pki: Pki, with_certificate: bool) -> ssl.SSLContext:
 def test_unverified_client_certificates_as_go_does(
     pki: Pki, client_auth_type: str, with_certificate: bool, accepted: bool
 ) -> None:
-    server = server_context(WebConfig(tls=TlsServerConfig(pki.cert, pki.key, client_auth_type)))
+    server = server_context(
+        WebConfig(tls=TlsServerConfig(pki.server.cert, pki.server.key, client_auth_type))
+    )
     client = unrelated_client(pki, with_certificate)
     if accepted:
         assert handshake(server, client)
@@ -536,13 +501,13 @@ def test_unverified_client_certificates_as_go_does(
 
 def test_require_any_client_cert_ignores_the_ca_file(pki: Pki) -> None:
     # Go never verifies for RequireAnyClientCert, even with a client_ca_file given.
-    tls = TlsServerConfig(pki.cert, pki.key, "RequireAnyClientCert", pki.cert)
+    tls = TlsServerConfig(pki.server.cert, pki.server.key, "RequireAnyClientCert", pki.ca)
     server = server_context(WebConfig(tls=tls))
     assert handshake(server, unrelated_client(pki, with_certificate=True))
 
 
 def test_verify_if_given_still_refuses_an_unverified_certificate(pki: Pki) -> None:
-    tls = TlsServerConfig(pki.cert, pki.key, "VerifyClientCertIfGiven", pki.cert)
+    tls = TlsServerConfig(pki.server.cert, pki.server.key, "VerifyClientCertIfGiven", pki.ca)
     server = server_context(WebConfig(tls=tls))
     assert handshake(server, unrelated_client(pki, with_certificate=False))
     with pytest.raises((ssl.SSLError, ConnectionError)):

@@ -17,6 +17,8 @@ from exporter.bounds import (
     DEFAULT_MAX_AUTH_GROUPS_PER_WALLET,
     DEFAULT_MAX_FEATURES_PER_CHAIN,
     DEFAULT_MAX_LABEL_VALUE_LENGTH,
+    DEFAULT_MAX_LEADERS_PER_CHAIN,
+    DEFAULT_MAX_VOTE_SESSIONS_PER_CHAIN,
     MAX_TEXT_CHARS,
     Bounds,
 )
@@ -45,6 +47,8 @@ _TOP_KEYS = (
     "max_features_per_chain",
     "max_auth_groups_per_wallet",
     "max_label_value_length",
+    "max_vote_sessions_per_chain",
+    "max_leaders_per_chain",
     "network_checks",
     "nodes",
     "probe",
@@ -55,7 +59,7 @@ DEFAULT_BLOCK_HASH_FIELDS = ("hash", "blockHash")
 
 @dataclass(frozen=True)
 class NetworkChecks:
-    """Cross-node checks: how deep below the lowest head block hashes are compared (0: no
+    """Cross-node checks: how deep below the majority's head block hashes are compared (0: no
     block requests) and which block fields may hold the hash, first present wins."""
 
     checkpoint_depth: int = 5
@@ -78,6 +82,8 @@ class Config:
     max_features_per_chain: int = DEFAULT_MAX_FEATURES_PER_CHAIN
     max_auth_groups_per_wallet: int = DEFAULT_MAX_AUTH_GROUPS_PER_WALLET
     max_label_value_length: int = DEFAULT_MAX_LABEL_VALUE_LENGTH
+    max_vote_sessions_per_chain: int = DEFAULT_MAX_VOTE_SESSIONS_PER_CHAIN
+    max_leaders_per_chain: int = DEFAULT_MAX_LEADERS_PER_CHAIN
 
     @property
     def bounds(self) -> Bounds:
@@ -86,6 +92,8 @@ class Config:
             self.max_features_per_chain,
             self.max_auth_groups_per_wallet,
             self.max_label_value_length,
+            self.max_vote_sessions_per_chain,
+            self.max_leaders_per_chain,
         )
 
 
@@ -149,6 +157,8 @@ class _Reader(Reader):
             max_features_per_chain=bounds.features_per_chain,
             max_auth_groups_per_wallet=bounds.auth_groups_per_wallet,
             max_label_value_length=bounds.label_value_length,
+            max_vote_sessions_per_chain=bounds.vote_sessions_per_chain,
+            max_leaders_per_chain=bounds.leaders_per_chain,
         )
 
     def bounds(self, top: dict[str, Any]) -> Bounds:
@@ -164,10 +174,14 @@ class _Reader(Reader):
             shown = self.instead(path, top["max_label_value_length"])
             self.problem(path, f"must be a whole number from 1 to {MAX_TEXT_CHARS}{shown}")
             length = DEFAULT_MAX_LABEL_VALUE_LENGTH
+        sessions = top.get("max_vote_sessions_per_chain", DEFAULT_MAX_VOTE_SESSIONS_PER_CHAIN)
+        leaders = top.get("max_leaders_per_chain", DEFAULT_MAX_LEADERS_PER_CHAIN)
         return Bounds(
             self.positive_int(features, ("max_features_per_chain",)),
             self.positive_int(groups, ("max_auth_groups_per_wallet",)),
             length,
+            self.positive_int(sessions, ("max_vote_sessions_per_chain",)),
+            self.positive_int(leaders, ("max_leaders_per_chain",)),
         )
 
     def network_checks(self, value: Any) -> NetworkChecks:

@@ -9,12 +9,15 @@ the file (no user enumeration by timing). One bcrypt comparison runs at a time a
 more waits; beyond that a login is refused at once, so a flood of wrong passwords holds two
 request threads, not the server. As in exporter-toolkit, only the security headers it allows
 may be set, and ``RequestClientCert``/``RequireAnyClientCert`` accept client certificates
-unverified.
+unverified. ``cipher_suites``, ``curve_preferences``, ``prefer_server_cipher_suites`` and
+``client_allowed_sans`` have exporter-toolkit's meaning (:mod:`exporter.config.tls`); HTTP/2 is
+not served (``http_server_config.http2`` is accepted, the server speaks HTTP/1.1). The
+toolkit's keys this exporter cannot honour are refused by name, saying what to do instead.
 """
 
 from __future__ import annotations
 
-import ctypes
+import difflib
 import hashlib
 import os
 import re
@@ -26,6 +29,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.config.schema import NOT_SHOWN, ConfigError, Reader, checking, locate, read_document
+from exporter.config.tls import (
+    GO_CIPHER_SUITES,
+    GO_CURVES,
+    INSECURE_CIPHER_SUITES,
+    TLS13_CIPHER_SUITES,
+    ServerContext,
+    TlsSettingError,
+    accept_unverified_client_certificates,
+    peer_refusal,
+    set_cipher_suites,
+    set_curves,
+)
 from exporter.config.yamlsource import Path
 
 _CLIENT_AUTH = {
@@ -104,12 +119,37 @@ _TLS_KEYS = (
     "client_ca_file",
     "min_version",
     "max_version",
+    "cipher_suites",
+    "prefer_server_cipher_suites",
+    "curve_preferences",
+    "client_allowed_sans",
+)
+_TOP_KEYS = ("tls_server_config", "basic_auth_users", "http_server_config")
+_HTTP_KEYS = ("headers", "http2")
+#: exporter-toolkit's keys this exporter cannot honour, and what to do instead.
+_INLINE = "inline PEM is not supported: put it in a file and set {}"
+_UNSUPPORTED_TLS = {
+    "cert": _INLINE.format("cert_file"),
+    "key": _INLINE.format("key_file"),
+    "client_ca": _INLINE.format("client_ca_file"),
+}
+_UNSUPPORTED_TOP = {
+    "rate_limit": "not supported: the server bounds connections, request threads and "
+    "password checks itself (README, Connections); rate-limit in a proxy if you need more",
+}
+#: client_auth_type values that ask the client for a certificate.
+_ASKING = (
+    "RequestClientCert",
+    "RequireAnyClientCert",
+    "VerifyClientCertIfGiven",
+    "RequireAndVerifyClientCert",
 )
 
 
 @dataclass(frozen=True)
 class TlsServerConfig:
-    """Certificate, key and client-certificate policy for serving HTTPS."""
+    """Certificate, key and client-certificate policy for serving HTTPS, and exporter-toolkit's
+    cipher suite, curve and client SAN settings (Go names, as in the file)."""
 
     cert_file: str
     key_file: str
@@ -117,35 +157,72 @@ class TlsServerConfig:
     client_ca_file: str | None = None
     min_version: str = "TLS12"
     max_version: str | None = None
+    cipher_suites: tuple[str, ...] = ()
+    prefer_server_cipher_suites: bool = True
+    curve_preferences: tuple[str, ...] = ()
+    client_allowed_sans: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class WebConfig:
-    """How the exporter serves its endpoints: plain or TLS, open or behind basic auth."""
+    """How the exporter serves its endpoints: plain or TLS, open or behind basic auth.
+    ``http2`` is the file's ``http_server_config.http2`` (None when not given): HTTP/2 is
+    never served, the value is kept to say so once."""
 
     tls: TlsServerConfig | None = None
     basic_auth_users: dict[str, str] = field(default_factory=dict, repr=False)
     headers: dict[str, str] = field(default_factory=dict)
+    http2: bool | None = None
     _verified: set[bytes] = field(default_factory=set, repr=False, compare=False)
     _salt: bytes = field(default_factory=lambda: os.urandom(16), repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _bcrypt: _BcryptQueue = field(default_factory=_BcryptQueue, repr=False, compare=False)
 
     def ssl_context(self) -> ssl.SSLContext | None:
-        """The server-side TLS context, or None to serve plain HTTP."""
-        if self.tls is None:
+        """The server-side TLS context, or None to serve plain HTTP. Raises OSError or
+        ssl.SSLError (TlsSettingError naming the key) when it cannot be made."""
+        tls = self.tls
+        if tls is None:
             return None
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.minimum_version = _TLS_VERSIONS[self.tls.min_version]
-        if self.tls.max_version:
-            context.maximum_version = _TLS_VERSIONS[self.tls.max_version]
-        context.load_cert_chain(self.tls.cert_file, self.tls.key_file)
-        context.verify_mode = _CLIENT_AUTH[self.tls.client_auth_type]
-        if self.tls.client_ca_file:
-            context.load_verify_locations(self.tls.client_ca_file)
-        if self.tls.client_auth_type in _UNVERIFIED_CLIENT_AUTH:
-            _accept_unverified_client_certificates(context)
+        context = ServerContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = _TLS_VERSIONS[tls.min_version]
+        if tls.max_version:
+            context.maximum_version = _TLS_VERSIONS[tls.max_version]
+        context.load_cert_chain(tls.cert_file, tls.key_file)
+        context.verify_mode = _CLIENT_AUTH[tls.client_auth_type]
+        if tls.client_ca_file:
+            context.load_verify_locations(tls.client_ca_file)
+        if tls.client_auth_type in _UNVERIFIED_CLIENT_AUTH:
+            accept_unverified_client_certificates(context)
+        if tls.cipher_suites:
+            set_cipher_suites(context, tls.cipher_suites)
+        if not tls.prefer_server_cipher_suites:
+            context.options &= ~ssl.OP_CIPHER_SERVER_PREFERENCE
+        else:
+            context.options |= ssl.OP_CIPHER_SERVER_PREFERENCE
+        if tls.curve_preferences:
+            set_curves(context, tls.curve_preferences)
+        context.allowed_sans = frozenset(tls.client_allowed_sans)
         return context
+
+    def summary(self) -> str:
+        """What ``--config.check`` says of this web config, in one line."""
+        parts = ["plain HTTP" if self.tls is None else "TLS"]
+        if self.tls is not None and self.tls.client_auth_type != "NoClientCert":
+            parts.append(f"client certificates: {self.tls.client_auth_type}")
+        if self.tls is not None and self.tls.client_allowed_sans:
+            parts.append(f"{len(self.tls.client_allowed_sans)} allowed client SAN(s)")
+        if self.basic_auth_users:
+            parts.append(f"{len(self.basic_auth_users)} basic auth user(s)")
+        if self.http2:
+            parts.append("http2 ignored: HTTP/1.1 is served")
+        return ", ".join(parts)
+
+    @staticmethod
+    def refuse_peer(sock: ssl.SSLSocket) -> str | None:
+        """Why a client whose TLS handshake is done may not go on (``client_allowed_sans``
+        of the settings its connection was made with), or None."""
+        return peer_refusal(sock)
 
     def check_password(self, user: str, password: str) -> bool:
         """True when ``password`` matches the user's bcrypt hash.
@@ -177,32 +254,6 @@ class WebConfig:
         return self._bcrypt.stand_in(list(self.basic_auth_users.values()))
 
 
-_VERIFY_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
-_ACCEPT_ANY = _VERIFY_CALLBACK(lambda preverified, store: 1)  # kept alive for the process
-
-
-def _accept_unverified_client_certificates(context: ssl.SSLContext) -> None:
-    """Keep asking for (or requiring) a client certificate but accept it unverified, as Go's
-    RequestClientCert/RequireAnyClientCert do. Python's ssl has no verify callback, so this
-    sets OpenSSL's on the context; it checks it found the right SSL_CTX before touching it."""
-    library = ctypes.CDLL(ssl._ssl.__file__)  # type: ignore[attr-defined]  # its libssl
-    get_options = library.SSL_CTX_get_options
-    get_options.argtypes, get_options.restype = [ctypes.c_void_p], ctypes.c_uint64
-    get_mode = library.SSL_CTX_get_verify_mode
-    get_mode.argtypes, get_mode.restype = [ctypes.c_void_p], ctypes.c_int
-    set_verify = library.SSL_CTX_set_verify
-    set_verify.argtypes, set_verify.restype = (
-        [ctypes.c_void_p, ctypes.c_int, _VERIFY_CALLBACK],
-        None,
-    )
-    # CPython's SSLContext object starts with the SSL_CTX pointer, right after its header.
-    pointer = ctypes.c_void_p.from_address(id(context) + object.__basicsize__).value
-    mode = 3 if context.verify_mode == ssl.CERT_REQUIRED else 1  # PEER [| FAIL_IF_NO_PEER_CERT]
-    if not pointer or get_options(pointer) != context.options or get_mode(pointer) != mode:
-        raise ssl.SSLError("cannot accept unverified client certificates with this Python")
-    set_verify(pointer, mode, _ACCEPT_ANY)
-
-
 def load_web_config(path: str) -> WebConfig:
     """Read and validate a web config file; raises ConfigError listing every problem."""
     text, source = read_document(path)
@@ -213,6 +264,8 @@ def load_web_config(path: str) -> WebConfig:
         raise ConfigError(source, reader.problems)
     try:
         config.ssl_context()
+    except TlsSettingError as error:
+        raise ConfigError(source, [f"tls_server_config.{error.key}: {error}"]) from None
     except (OSError, ssl.SSLError) as error:
         raise ConfigError(
             source, [f"tls_server_config: cannot load certificates: {error}"]
@@ -233,20 +286,71 @@ class _WebReader(Reader):
             return len(path) > 2 and self.secret(path)
         return not _USER_NAME.fullmatch(str(path[1]))
 
+    def toolkit_mapping(
+        self,
+        value: Any,
+        path: Path,
+        allowed: tuple[str, ...],
+        unsupported: dict[str, str],
+        required: tuple[str, ...] = (),
+    ) -> dict[str, Any]:
+        """``mapping``, with exporter-toolkit's keys this exporter cannot honour refused by
+        name (``unsupported``: key -> what to do instead) rather than as unknown keys."""
+        if isinstance(value, dict):
+            for key in value:
+                if key in unsupported:
+                    self.problem((*path, key), unsupported[key])
+            value = {key: item for key, item in value.items() if key not in unsupported}
+        return self.mapping(value, path, allowed, required)
+
     def web_config(self) -> WebConfig:
-        keys = ("tls_server_config", "basic_auth_users", "http_server_config")
-        data = self.mapping(self.located.data or {}, (), keys)
+        data = self.toolkit_mapping(self.located.data or {}, (), _TOP_KEYS, _UNSUPPORTED_TOP)
         tls = self.tls(data["tls_server_config"]) if "tls_server_config" in data else None
         users = self.users(data.get("basic_auth_users", {}))
         headers: dict[str, str] = {}
+        http2: bool | None = None
         if "http_server_config" in data:
-            server = self.mapping(data["http_server_config"], ("http_server_config",), ("headers",))
+            path = ("http_server_config",)
+            server = self.mapping(data["http_server_config"], path, _HTTP_KEYS)
             raw = server.get("headers", {})
             if not isinstance(raw, dict):
                 self.problem(("http_server_config", "headers"), "must map header names to values")
                 raw = {}
             headers = {str(k): self.header(k, v) for k, v in raw.items()}
-        return WebConfig(tls, users, headers)
+            if "http2" in server:
+                http2 = self.flag(server["http2"], (*path, "http2"))
+        return WebConfig(tls, users, headers, http2)
+
+    def flag(self, value: Any, path: Path) -> bool:
+        """A YAML boolean (``true``/``false``)."""
+        if not isinstance(value, bool):
+            self.problem(path, f"must be true or false{self.instead(path, value)}")
+            return False
+        return value
+
+    def names(self, value: Any, path: Path, known: tuple[str, ...], refused: str = "") -> list[str]:
+        """A list of names each one of ``known`` (a name of ``refused`` says why it is not);
+        problems for the others, each at its position."""
+        if not isinstance(value, list):
+            self.problem(path, f"must be a list{self.instead(path, value)}")
+            return []
+        names = []
+        for index, name in enumerate(value):
+            where = (*path, index)
+            if isinstance(name, str) and name in known:
+                names.append(name)
+            elif isinstance(name, str) and refused and name in INSECURE_CIPHER_SUITES:
+                self.problem(where, f"{name} {refused}")
+            else:
+                close = difflib.get_close_matches(str(name), known, n=1)
+                hint = f"did you mean '{close[0]}'? " if close else ""
+                names_are = (
+                    f"use one of {', '.join(known)}"
+                    if len(known) <= 6
+                    else "use Go's names, as crypto/tls's CipherSuites() lists them"
+                )
+                self.problem(where, f"unknown name {self.quote(where, name)}; {hint}{names_are}")
+        return names
 
     def header(self, name: Any, value: Any) -> str:
         """A header exporter-toolkit lets one set, with a value that cannot split the response."""
@@ -265,7 +369,9 @@ class _WebReader(Reader):
 
     def tls(self, value: Any) -> TlsServerConfig:
         path = ("tls_server_config",)
-        data = self.mapping(value, path, _TLS_KEYS, required=("cert_file", "key_file"))
+        data = self.toolkit_mapping(
+            value, path, _TLS_KEYS, _UNSUPPORTED_TLS, required=("cert_file", "key_file")
+        )
         files = {key: self.readable_file(data.get(key), (*path, key)) for key in _TLS_KEYS[:2]}
         auth = data.get("client_auth_type", "NoClientCert")
         if not isinstance(auth, str) or auth not in _CLIENT_AUTH:
@@ -286,6 +392,8 @@ class _WebReader(Reader):
         low, high = versions["min_version"], versions["max_version"]
         if low and high and _TLS_VERSIONS[low].value > _TLS_VERSIONS[high].value:
             self.problem((*path, "min_version"), "must not be above max_version")
+        suites, curves, sans = self.toolkit_lists(data, auth, high)
+        prefer = data.get("prefer_server_cipher_suites", True)
         return TlsServerConfig(
             files["cert_file"] or "",
             files["key_file"] or "",
@@ -293,7 +401,53 @@ class _WebReader(Reader):
             ca_file,
             versions["min_version"] or "TLS12",
             versions["max_version"],
+            tuple(suites),
+            self.flag(prefer, (*path, "prefer_server_cipher_suites")),
+            tuple(curves),
+            tuple(sans),
         )
+
+    def toolkit_lists(
+        self, data: dict[str, Any], auth: str, max_version: str | None
+    ) -> tuple[list[str], list[str], list[str]]:
+        """``cipher_suites``, ``curve_preferences`` and ``client_allowed_sans``, checked."""
+        path = ("tls_server_config",)
+        suites = curves = sans = []
+        if "cipher_suites" in data:
+            where = (*path, "cipher_suites")
+            known = (*GO_CIPHER_SUITES, *TLS13_CIPHER_SUITES)
+            refused = "is insecure (Go's tls.InsecureCipherSuites), so exporter-toolkit refuses it"
+            suites = self.names(data["cipher_suites"], where, known, refused)
+            only_tls13 = suites and not any(name in GO_CIPHER_SUITES for name in suites)
+            if only_tls13 and max_version == "TLS12":
+                self.problem(where, "lists TLS 1.3 suites only, but max_version is TLS12")
+        if "curve_preferences" in data:
+            where = (*path, "curve_preferences")
+            curves = self.names(data["curve_preferences"], where, tuple(GO_CURVES))
+        if "client_allowed_sans" in data:
+            where = (*path, "client_allowed_sans")
+            sans = self.strings(data["client_allowed_sans"], where)
+            if sans and auth not in _ASKING:
+                self.problem(
+                    where,
+                    f"needs a client_auth_type that asks for a client certificate (such as "
+                    f"RequireAndVerifyClientCert), not {auth}",
+                )
+        return suites, curves, sans
+
+    def strings(self, value: Any, path: Path) -> list[str]:
+        """A list of non-empty strings."""
+        if not isinstance(value, list):
+            self.problem(path, f"must be a list{self.instead(path, value)}")
+            return []
+        found = []
+        for index, item in enumerate(value):
+            if isinstance(item, str) and item:
+                found.append(item)
+            else:
+                where = (*path, index)
+                self.problem(where, f"must be a non-empty string{self.instead(where, item)}")
+        return found
 
     def users(self, value: Any) -> dict[str, str]:
         if not isinstance(value, dict):

@@ -38,7 +38,11 @@ _NODE = ("node",)
 _CHAIN = ("node", "blockchain")
 
 BUILD_INFO = MetricSpec(
-    "ledger_exporter_build_info", Kind.GAUGE, "Version of the exporter; always 1.", ("version",)
+    "ledger_exporter_build_info",
+    Kind.GAUGE,
+    "Version, revision and branch of the exporter's build, and the Python version it runs on "
+    "(revision and branch empty when the build did not record them); always 1.",
+    ("version", "revision", "branch", "python_version"),
 )
 CYCLE_DURATION = _g(
     "ledger_exporter_cycle_duration_seconds", "Wall time of the last full polling cycle."
@@ -47,12 +51,18 @@ CONFIG_RELOAD_OK = _g(
     "ledger_exporter_config_last_reload_successful",
     "1 when the last configuration load succeeded, 0 when it failed and the old one is kept.",
 )
+CONFIG_RELOAD_SUCCESS_TIME = _g(
+    "ledger_exporter_config_last_reload_success_timestamp_seconds",
+    "Unix time of the last successful configuration load: at start, then at each successful "
+    "reload.",
+)
 DROPPED_VALUES = MetricSpec(
     "ledger_exporter_dropped_values_total",
     Kind.COUNTER,
     "Values a node sent beyond a configured bound and so not exported, by kind: blockchain "
     "(max_blockchains_per_node), feature (max_features_per_chain), auth_group "
-    "(max_auth_groups_per_wallet), label_value (max_label_value_length).",
+    "(max_auth_groups_per_wallet), label_value (max_label_value_length), vote_session "
+    "(max_vote_sessions_per_chain), leader (max_leaders_per_chain).",
     ("node", "kind"),
 )
 
@@ -132,6 +142,11 @@ CHAIN_VOTE_SESSIONS = _g(
 CHAIN_VOTE_ROUND = _g(
     "ledger_blockchain_vote_round", "Highest round among the active vote sessions.", *_CHAIN
 )
+CHAIN_VOTE_CONSENSUS_REQUIRED = _g(
+    "ledger_blockchain_vote_consensus_required",
+    "Highest consensusRequired (votes required) among the active vote sessions.",
+    *_CHAIN,
+)
 CHAIN_CONSENSUS = MetricSpec(
     "ledger_blockchain_consensus_info",
     Kind.GAUGE,
@@ -171,11 +186,42 @@ CHAIN_FEATURE = _g(
     "feature",
 )
 
+# Consensus health followed across cycles (metrics.md, "Consensus health"): the daemon's own
+# memory of each node's chains, which a probe has not.
+CHAIN_VOTE_SESSION_AGE = _g(
+    "ledger_blockchain_vote_session_age_seconds",
+    "Age of the oldest vote session the node reports now: now minus when the exporter first "
+    "saw its sessionId on this node and chain.",
+    *_CHAIN,
+)
+CHAIN_VOTE_ROUND_CHANGES = MetricSpec(
+    "ledger_blockchain_vote_round_changes_total",
+    Kind.COUNTER,
+    "Rounds the node's vote sessions moved through: each session's rise in round between two "
+    "consecutive successful reads.",
+    _CHAIN,
+)
+CHAIN_LEADER_FAILED_ROUNDS = MetricSpec(
+    "ledger_blockchain_leader_failed_rounds_total",
+    Kind.COUNTER,
+    "Rounds that ended without agreement, counted against the leader the session had in the "
+    "earlier read; 0 for every current council member.",
+    ("node", "blockchain", "leader"),
+)
+CHAIN_COUNCIL_CHANGES = MetricSpec(
+    "ledger_blockchain_council_changes_total",
+    Kind.COUNTER,
+    "Times the node's councilMembers set (order ignored) differed from its previous "
+    "successful read.",
+    _CHAIN,
+)
+
 _NETWORK_CHAIN = ("blockchain",)
 NETWORK_CHECKPOINT_HEIGHT = _g(
     "ledger_network_blockchain_checkpoint_height",
-    "Height at which the polled nodes' block hashes are compared: the lowest height among "
-    "the up, not-syncing nodes minus network_checks.checkpoint_depth.",
+    "Height at which the polled nodes' block hashes are compared: the highest height a "
+    "strict majority of the up, not-syncing nodes have reached, minus "
+    "network_checks.checkpoint_depth.",
     *_NETWORK_CHAIN,
 )
 NETWORK_CHECKPOINT_HASHES = _g(
@@ -199,6 +245,29 @@ CHAIN_COUNCIL_AGREES = _g(
     "ledger_blockchain_council_agrees",
     "1 when the node's council set is the one a strict majority of the nodes report, else 0.",
     *_CHAIN,
+)
+NETWORK_CONSENSUS_VIEWS = _g(
+    "ledger_network_blockchain_consensus_views",
+    "Distinct consensus configurations (the consensus object, keyType and features, compared "
+    "by value) among the up nodes that read the chain.",
+    *_NETWORK_CHAIN,
+)
+CHAIN_CONSENSUS_AGREES = _g(
+    "ledger_blockchain_consensus_agrees",
+    "1 when the node's consensus configuration is the one a strict majority of the nodes "
+    "report, else 0.",
+    *_CHAIN,
+)
+NETWORK_COUNCIL_MEMBERS_POLLED = _g(
+    "ledger_network_blockchain_council_members_polled",
+    "Members of the majority's council set that are the nodeId of a polled node (down ones "
+    "included).",
+    *_NETWORK_CHAIN,
+)
+NETWORK_COUNCIL_MEMBERS_UP = _g(
+    "ledger_network_blockchain_council_members_up",
+    "Of the council members polled, those whose node is up and read the chain this cycle.",
+    *_NETWORK_CHAIN,
 )
 NETWORK_PEER_PARTITIONS = _g(
     "ledger_network_peer_partitions",
@@ -279,7 +348,13 @@ WALLET_INFO = _g(
 # --- The order families are written in: defined here once, for /metrics and /probe. ---
 
 #: The exporter's own state.
-EXPORTER_FAMILIES = (BUILD_INFO, CYCLE_DURATION, CONFIG_RELOAD_OK, DROPPED_VALUES)
+EXPORTER_FAMILIES = (
+    BUILD_INFO,
+    CYCLE_DURATION,
+    CONFIG_RELOAD_OK,
+    CONFIG_RELOAD_SUCCESS_TIME,
+    DROPPED_VALUES,
+)
 #: Each node's poll and ``GET /health`` (labels ``node`` and the node's static labels).
 NODE_FAMILIES = (
     NODE_UP,
@@ -308,6 +383,7 @@ CHAIN_FAMILIES = (
     CHAIN_PEERS,
     CHAIN_VOTE_SESSIONS,
     CHAIN_VOTE_ROUND,
+    CHAIN_VOTE_CONSENSUS_REQUIRED,
     CHAIN_CONSENSUS,
     CHAIN_MIN_MEMBERS,
     CHAIN_CONSENSUS_TIMEOUT,
@@ -316,6 +392,13 @@ CHAIN_FAMILIES = (
     CHAIN_TX_MINT_THRESHOLD,
     CHAIN_FEATURE,
 )
+#: Each chain followed across cycles (the history's; labels ``node``, ``blockchain``).
+CONSENSUS_FAMILIES = (
+    CHAIN_VOTE_SESSION_AGE,
+    CHAIN_VOTE_ROUND_CHANGES,
+    CHAIN_LEADER_FAILED_ROUNDS,
+    CHAIN_COUNCIL_CHANGES,
+)
 #: The cross-node families, from the network view rather than per node or chain.
 NETWORK_FAMILIES = (
     NETWORK_CHECKPOINT_HEIGHT,
@@ -323,6 +406,10 @@ NETWORK_FAMILIES = (
     CHAIN_CHECKPOINT_AGREES,
     NETWORK_COUNCIL_VIEWS,
     CHAIN_COUNCIL_AGREES,
+    NETWORK_CONSENSUS_VIEWS,
+    CHAIN_CONSENSUS_AGREES,
+    NETWORK_COUNCIL_MEMBERS_POLLED,
+    NETWORK_COUNCIL_MEMBERS_UP,
     NETWORK_PEER_PARTITIONS,
     NODE_POLLED_PEERS,
 )
@@ -346,10 +433,16 @@ PROBE_ONLY = (PROBE_SUCCESS, PROBE_DURATION)
 
 #: What /metrics writes, in this order.
 DAEMON_FAMILIES = (
-    EXPORTER_FAMILIES + NODE_FAMILIES + CHAIN_FAMILIES + NETWORK_FAMILIES + WATCH_FAMILIES
+    EXPORTER_FAMILIES
+    + NODE_FAMILIES
+    + CHAIN_FAMILIES
+    + CONSENSUS_FAMILIES
+    + NETWORK_FAMILIES
+    + WATCH_FAMILIES
 )
 #: What /probe writes, in this order: the daemon's families of one node and its chains (no
-#: history, no other nodes), then the probe's own.
+#: history, no other nodes: none of CONSENSUS_FAMILIES or NETWORK_FAMILIES), then the
+#: probe's own.
 PROBE_FAMILIES = NODE_FAMILIES + CHAIN_FAMILIES + PROBE_ONLY
 #: Every family the exporter emits, each once.
 ALL: tuple[MetricSpec, ...] = DAEMON_FAMILIES + PROBE_ONLY

@@ -13,7 +13,7 @@ sample. The label strings of nodes and chains (shared by ~25 families each) are 
 a node's name, labels and chains stay the same; the rarer ones (error counters, info,
 consensus, features) are filled into templates shared by every node with the same label
 names. ``tests/test_render.py`` checks the bytes equal client_python's for the same snapshot
-(``tests/oracle.py``: client_python's collectors over the same snapshots).
+(``tests/support/oracle.py``: client_python's collectors over the same snapshots).
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
-from exporter import __version__
 from exporter.bounds import DropKind
+from exporter.build import BuildInfo, this_build
 from exporter.expose import metrics as m
 from exporter.expose.labels import NodeLabels, Templates, escape, label_string
 from exporter.expose.metrics import MetricSpec
 from exporter.expose.watch import watch_samples
+from exporter.model.network import Agreement, ChainAgreement
 from exporter.model.readings import ChainGauge
-from exporter.model.snapshot import NodeStatus, Snapshot
+from exporter.model.snapshot import ConsensusStatus, NodeStatus, Snapshot
 from exporter.model.watch import WatchStatus
 
 #: The two formats written, as the Content-Type of an answer names them.
@@ -62,6 +63,7 @@ CHAIN_GAUGE_FAMILIES: Mapping[ChainGauge, MetricSpec] = {
     ChainGauge.TX_KARMA_THRESHOLD: m.CHAIN_TX_KARMA_THRESHOLD,
     ChainGauge.TX_MINT_THRESHOLD: m.CHAIN_TX_MINT_THRESHOLD,
     ChainGauge.VOTE_ROUND: m.CHAIN_VOTE_ROUND,
+    ChainGauge.VOTE_CONSENSUS_REQUIRED: m.CHAIN_VOTE_CONSENSUS_REQUIRED,
 }
 #: Each chain gauge family's position in ChainReading.values.
 _GAUGE_POSITIONS = {spec: int(gauge) for gauge, spec in CHAIN_GAUGE_FAMILIES.items()}
@@ -82,10 +84,11 @@ class FamilySink(Protocol):
 class Renderer:
     """Writes snapshots; keeps the label strings of the nodes and chains it wrote last time."""
 
-    def __init__(self) -> None:
+    def __init__(self, build: BuildInfo | None = None) -> None:
         self._lock = threading.Lock()  # the next snapshot may render while a scrape renders
         self._nodes: dict[str, NodeLabels] = {}
         self._templates = Templates()
+        self._build_labels = label_string((build or this_build()).labels())
 
     def cached_series(self) -> int:
         """How many node and chain label strings are kept for the next render."""
@@ -104,7 +107,7 @@ class Renderer:
         success and duration)."""
         with self._lock:
             nodes = self._node_labels(snapshot.nodes)
-            render = _Render(snapshot, nodes, self._templates, values or {})
+            render = _Render(snapshot, nodes, self._templates, values or {}, self._build_labels)
             for spec in families:
                 started = False
                 for chunk in _chunks(spec.name, render.series(spec)):
@@ -173,6 +176,7 @@ class _Render:
         nodes: dict[str, NodeLabels],
         templates: Templates,
         values: Mapping[MetricSpec, float],
+        build_labels: str = "",
     ) -> None:
         self.snapshot = snapshot
         self.nodes = nodes
@@ -180,9 +184,10 @@ class _Render:
         self.values = values
         self.watch = _watch_series(snapshot.watch)  # few: gathered at once
         self._families: dict[MetricSpec, Callable[[], Series]] = {
-            m.BUILD_INFO: self._build_info,
+            m.BUILD_INFO: lambda: ((build_labels, 1.0),),
             m.CYCLE_DURATION: lambda: (("", snapshot.cycle_duration),),
             m.CONFIG_RELOAD_OK: lambda: (("", _flag(snapshot.config_reload_ok)),),
+            m.CONFIG_RELOAD_SUCCESS_TIME: lambda: (("", snapshot.config_reload_success_at),),
             m.DROPPED_VALUES: self._dropped,
             m.NODE_UP: lambda: self._per_node(lambda node: _flag(node.up)),
             m.NODE_SCRAPE_DURATION: lambda: self._per_node(lambda node: node.duration),
@@ -196,11 +201,21 @@ class _Render:
             m.CHAIN_HEIGHT_CHANGED: lambda: self._per_read_chain(lambda c: c.height_changed_at),
             m.CHAIN_CONSENSUS: self._consensus,
             m.CHAIN_FEATURE: self._features,
+            m.CHAIN_VOTE_SESSION_AGE: lambda: self._followed(lambda c: c.session_age),
+            m.CHAIN_VOTE_ROUND_CHANGES: lambda: self._followed(lambda c: c.round_changes),
+            m.CHAIN_LEADER_FAILED_ROUNDS: self._leader_failures,
+            m.CHAIN_COUNCIL_CHANGES: lambda: self._followed(lambda c: c.council_changes),
             m.NETWORK_CHECKPOINT_HEIGHT: lambda: self._network(lambda c: c.checkpoint_height),
             m.NETWORK_CHECKPOINT_HASHES: lambda: self._network(lambda c: c.checkpoint_hashes),
             m.NETWORK_COUNCIL_VIEWS: lambda: self._network(lambda c: c.council_views),
-            m.CHAIN_CHECKPOINT_AGREES: lambda: self._agreement(block=True),
-            m.CHAIN_COUNCIL_AGREES: lambda: self._agreement(block=False),
+            m.NETWORK_CONSENSUS_VIEWS: lambda: self._network(lambda c: c.consensus_views),
+            m.NETWORK_COUNCIL_MEMBERS_POLLED: lambda: self._network(
+                lambda c: c.council_members_polled
+            ),
+            m.NETWORK_COUNCIL_MEMBERS_UP: lambda: self._network(lambda c: c.council_members_up),
+            m.CHAIN_CHECKPOINT_AGREES: lambda: self._agreement(lambda c: c.block_agrees),
+            m.CHAIN_COUNCIL_AGREES: lambda: self._agreement(lambda c: c.council_agrees),
+            m.CHAIN_CONSENSUS_AGREES: lambda: self._agreement(lambda c: c.consensus_agrees),
             m.NETWORK_PEER_PARTITIONS: lambda: (("", snapshot.network.partitions),),
             m.NODE_POLLED_PEERS: self._polled_peers,
         }
@@ -215,9 +230,6 @@ class _Render:
         if spec in self.values:
             return (("", self.values[spec]),)
         return self.watch.get(spec, ())
-
-    def _build_info(self) -> Series:
-        yield label_string([("version", __version__)]), 1.0
 
     def _per_node(self, value: Callable[[NodeStatus], float | None]) -> Series:
         for node in self.snapshot.nodes:
@@ -292,13 +304,30 @@ class _Render:
                     values = (chain.blockchain, feature)
                     yield self.nodes[node.name].with_labels(self.templates, names, values), enabled
 
+    def _followed(self, value: Callable[[ConsensusStatus], float | None]) -> Series:
+        """``value`` of every chain followed across cycles (read this cycle, by the daemon)."""
+        for labels, node, index in self._chains():
+            consensus = node.chains[index].consensus
+            if consensus is not None:
+                yield labels, value(consensus)
+
+    def _leader_failures(self) -> Series:
+        names = ("blockchain", "leader")
+        for node in self.snapshot.nodes:
+            for chain in node.chains:
+                if chain.consensus is None:
+                    continue
+                for leader, count in chain.consensus.leader_failures:
+                    values = (chain.blockchain, leader)
+                    yield self.nodes[node.name].with_labels(self.templates, names, values), count
+
     def _network(self, value: Callable[..., float | None]) -> Series:
         for chain in self.snapshot.network.chains:
             yield label_string((("blockchain", chain.blockchain),)), value(chain)
 
-    def _agreement(self, block: bool) -> Series:
+    def _agreement(self, of: Callable[[ChainAgreement], Agreement]) -> Series:
         for chain in self.snapshot.network.chains:
-            for name, agrees in chain.block_agrees if block else chain.council_agrees:
+            for name, agrees in of(chain):
                 if (labels := self.nodes.get(name)) is None:
                     continue  # the view names only the snapshot's nodes; never guess
                 yield labels.chain(chain.blockchain, self.templates), _flag(agrees)

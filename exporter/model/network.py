@@ -1,5 +1,6 @@
-"""The network as a whole: block and council agreement and peer partitions across the nodes
-one exporter polls in the same cycle (metrics.md, "The network as a whole").
+"""The network as a whole: block, council and consensus configuration agreement, the council
+members polled and up, and peer partitions across the nodes one exporter polls in the same
+cycle (metrics.md, "The network as a whole" and "Consensus health").
 
 Pure functions of what the up nodes reported, so the view is as trustworthy as the readings it
 comes from: a node whose block or council could not be read is left out, never guessed.
@@ -8,7 +9,7 @@ comes from: a node whose block or council could not be read is left out, never g
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -29,6 +30,7 @@ class ChainObservation:
     syncing: bool | None
     council: frozenset[str] | None
     checkpoint_hash: str | None = None
+    consensus: bytes | None = None  # digest of the consensus configuration, if readable
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,10 @@ class Agreement:
 @dataclass(frozen=True)
 class ChainAgreement:
     """Agreement on one chain. ``checkpoint_height`` is where hashes were compared this cycle
-    (None: no block requests this cycle); ``next_checkpoint`` where the next cycle asks."""
+    (None: no block requests this cycle); ``next_checkpoint`` where the next cycle asks.
+    ``council_members_polled`` counts the majority council's keys that are a polled node's
+    ``nodeId``, ``council_members_up`` those whose node read the chain this cycle (None
+    without a majority council)."""
 
     blockchain: str
     checkpoint_height: int | None
@@ -75,6 +80,10 @@ class ChainAgreement:
     council_views: int | None
     council_agrees: Agreement
     next_checkpoint: int | None
+    consensus_views: int | None = None
+    consensus_agrees: Agreement = Agreement()
+    council_members_polled: int | None = None
+    council_members_up: int | None = None
 
 
 @dataclass(frozen=True)
@@ -98,7 +107,14 @@ def observe(
         peer_id=health.peer_id,
         network_peers=health.network_peers,
         chains=tuple(
-            ChainObservation(chain, reading.height, reading.syncing, reading.council, block)
+            ChainObservation(
+                chain,
+                reading.height,
+                reading.syncing,
+                reading.council,
+                block,
+                reading.consensus_view,
+            )
             for chain, reading, block in chains
             if reading is not None
         ),
@@ -109,21 +125,51 @@ def majority_agreement(values: Sequence[tuple[str, _Key]]) -> tuple[int, Agreeme
     """Distinct values, and per node whether its value is the one a strict majority holds
     (all False when no value has more than half)."""
     counts = Counter(value for _, value in values)
-    winner = next(
-        (value for value, count in counts.items() if 2 * count > len(values)),
-        None,
-    )
+    winner = majority_value(values, counts)
     ordered = sorted(values, key=lambda pair: pair[0])
     return len(counts), Agreement.of((node, value == winner) for node, value in ordered)
 
 
+def majority_value(
+    values: Sequence[tuple[str, _Key]], counts: Counter[_Key] | None = None
+) -> _Key | None:
+    """The value a strict majority of ``values`` hold, if any."""
+    counts = Counter(value for _, value in values) if counts is None else counts
+    return next((value for value, count in counts.items() if 2 * count > len(values)), None)
+
+
+def council_members(
+    councils: Sequence[tuple[str, frozenset[str]]],
+    readers: Iterable[str],
+    node_keys: Mapping[str, str],
+) -> tuple[int | None, int | None]:
+    """Of the majority's council set: the members that are a polled node (by the ``nodeId``
+    remembered of each, so a member whose node is down still counts), and of those the ones
+    whose node read the chain this cycle (``readers``). (None, None) without a majority."""
+    council = majority_value(councils)
+    if council is None:
+        return None, None
+    polled = council.intersection(node_keys.values())
+    up = {node_keys[node] for node in readers if node in node_keys}
+    return len(polled), len(polled & up)
+
+
 def next_checkpoint(chains: Iterable[ChainObservation], depth: int) -> int | None:
-    """The lowest height among the not-syncing readers, ``depth`` blocks down (not below 0);
-    None when block checks are off (depth 0) or no such node has a height."""
+    """The highest height that a strict majority of the not-syncing readers have reached,
+    ``depth`` blocks down (not below 0); None when block checks are off (depth 0) or no such
+    node has a height. A majority, not the lowest: one stalled or lagging node must not pin
+    the comparison below a fork among the others (its lag is LedgerNodeBehind's business,
+    and it is not asked for a block it cannot have)."""
     if depth <= 0:
         return None
-    heights = [c.height for c in chains if c.height is not None and c.syncing is not True]
-    return max(0, int(min(heights)) - depth) if heights else None
+    heights = sorted(
+        (c.height for c in chains if c.height is not None and c.syncing is not True),
+        reverse=True,
+    )
+    if not heights:
+        return None
+    majority = len(heights) // 2 + 1  # reached by at least this many: a strict majority
+    return max(0, int(heights[majority - 1]) - depth)
 
 
 def chain_agreement(
@@ -131,12 +177,17 @@ def chain_agreement(
     readers: Sequence[tuple[str, ChainObservation]],
     compared_at: int | None,
     depth: int,
+    node_keys: Mapping[str, str] | None = None,
 ) -> ChainAgreement:
-    """Agreement on ``blockchain`` among the up nodes that read it this cycle."""
+    """Agreement on ``blockchain`` among the up nodes that read it this cycle; ``node_keys``
+    is each polled node's remembered ``nodeId`` (for the council members polled and up)."""
     hashes = [(node, c.checkpoint_hash) for node, c in readers if c.checkpoint_hash is not None]
     councils = [(node, c.council) for node, c in readers if c.council is not None]
+    configs = [(node, c.consensus) for node, c in readers if c.consensus is not None]
     hash_count, block_agrees = majority_agreement(hashes)
     council_count, council_agrees = majority_agreement(councils)
+    config_count, config_agrees = majority_agreement(configs)
+    polled, up = council_members(councils, (node for node, _ in readers), node_keys or {})
     compared = compared_at if hashes else None
     return ChainAgreement(
         blockchain=blockchain,
@@ -146,6 +197,10 @@ def chain_agreement(
         council_views=council_count if councils else None,
         council_agrees=council_agrees,
         next_checkpoint=next_checkpoint((c for _, c in readers), depth),
+        consensus_views=config_count if configs else None,
+        consensus_agrees=config_agrees,
+        council_members_polled=polled,
+        council_members_up=up,
     )
 
 
@@ -187,16 +242,22 @@ def _components(links: dict[str, set[str]]) -> int:
 
 
 def network_view(
-    nodes: Sequence[NodeObservation], compared_at: dict[str, int], depth: int
+    nodes: Sequence[NodeObservation],
+    compared_at: dict[str, int],
+    depth: int,
+    node_keys: Mapping[str, str] | None = None,
 ) -> NetworkView:
     """The view over the up ``nodes``; ``compared_at`` maps a chain to the checkpoint height
-    its blocks were asked at this cycle."""
+    its blocks were asked at this cycle, ``node_keys`` each polled node (up or not) to its
+    remembered ``nodeId``."""
     readers: dict[str, list[tuple[str, ChainObservation]]] = {}
     for node in nodes:
         for chain in node.chains:
             readers.setdefault(chain.blockchain, []).append((node.node, chain))
     chains = tuple(
-        chain_agreement(blockchain, readers[blockchain], compared_at.get(blockchain), depth)
+        chain_agreement(
+            blockchain, readers[blockchain], compared_at.get(blockchain), depth, node_keys
+        )
         for blockchain in sorted(readers)
     )
     count, polled = partitions(nodes)

@@ -16,6 +16,15 @@ from enum import IntEnum
 from typing import Any, TypeVar
 
 from exporter.bounds import DEFAULT_BOUNDS, MAX_TEXT_CHARS, NOTHING_DROPPED, Bounds, Dropped
+from exporter.model.consensus import (
+    NO_SESSIONS,
+    SessionsRead,
+    VoteSession,
+    consensus_view,
+    leader_keys,
+    read_sessions,
+    view_key,
+)
 from exporter.values import (
     LabelTexts,
     is_text,
@@ -50,6 +59,7 @@ class ChainGauge(IntEnum):
     TX_KARMA_THRESHOLD = 15  # consensus.txKarmaThreshold
     TX_MINT_THRESHOLD = 16  # consensus.txMintThreshold
     VOTE_ROUND = 17  # the highest round among voteSessions
+    VOTE_CONSENSUS_REQUIRED = 18  # the highest consensusRequired among voteSessions
 
 
 class InvalidResponseError(ValueError):
@@ -60,7 +70,8 @@ class InvalidResponseError(ValueError):
 class HealthReading:
     """What ``GET /health`` said about the node. ``unreadable_chain_ids`` counts the listed
     chain ids UTF-8 cannot hold (skipped: no label can name them); ``dropped`` the label
-    values over the configured length (chain ids among them, skipped too)."""
+    values over the configured length (chain ids among them, skipped too). ``node_key`` is
+    the ``nodeId`` whatever the label length: what council lists name the node by."""
 
     node_version: str | None
     node_id: str | None
@@ -71,6 +82,7 @@ class HealthReading:
     network_peers: frozenset[str] = frozenset()
     unreadable_chain_ids: int = 0
     dropped: Dropped = NOTHING_DROPPED
+    node_key: str | None = None  # nodeId as a council key: up to MAX_TEXT_CHARS, no label
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +100,9 @@ class ChainReading:
     features: tuple[tuple[str, float], ...] = ()
     council: frozenset[str] | None = None
     dropped: Dropped = NOTHING_DROPPED  # feature flags and label values over the bounds
+    sessions: tuple[VoteSession, ...] = ()  # the open vote sessions followed, by id
+    leaders: tuple[str, ...] = ()  # the council keys with a leader series, by name
+    consensus_view: bytes | None = None  # digest of consensus, keyType and features
 
     @property
     def gauges(self) -> tuple[tuple[ChainGauge, float], ...]:
@@ -131,10 +146,22 @@ class Shared:
         kept = self._kept.setdefault(value, value)
         return kept  # type: ignore[return-value]  # equal values have the same type here
 
+    def made(self, key: Hashable, make: Callable[[], Kept]) -> Kept:
+        """The value ``make`` gave for ``key`` earlier this cycle, else ``make()`` (kept).
+        Two threads may both make it; equal keys make equal values, so either is right."""
+        marker = (_MADE, key)
+        kept = self._kept.get(marker)
+        if kept is None:
+            kept = self._kept.setdefault(marker, make())
+        return kept  # type: ignore[return-value]  # made by ``make`` for this key
+
     def clear(self) -> None:
         """Forget every value: the next cycle starts afresh."""
         self._kept.clear()
 
+
+#: Tags the keys of :meth:`Shared.made`, so they never meet a value kept by ``__call__``.
+_MADE = object()
 
 Reader = Callable[[Any], float | None]
 
@@ -150,7 +177,7 @@ def _vote_sessions(value: Any) -> float | None:
 
 _ABSENT = object()
 
-#: Where each gauge but the vote round is in a chain's status, and how it is read.
+#: Where each gauge but those of the vote sessions is in a chain's status, and how it is read.
 _CHAIN_GAUGES: tuple[tuple[ChainGauge, tuple[str, ...], Reader], ...] = (
     (ChainGauge.HEIGHT, ("blockHeight",), read_count),
     (ChainGauge.LAST_MESSAGE, ("lastMessageTime",), read_timestamp),
@@ -185,11 +212,22 @@ def _lookup(body: dict[str, Any], path: tuple[str, ...]) -> Any:
     return value
 
 
+#: The fields a node's ``/health`` carries: an answer with none of them (another service's
+#: health check, ``{"status": "ok"}``) is not a ledger node, whatever its status code says.
+HEALTH_FIELDS = ("nodeVersion", "nodeId", "network", "blockchains")
+
+
 def read_health(body: Any, bounds: Bounds = DEFAULT_BOUNDS) -> HealthReading:
-    """Interpret a ``/health`` answer; raises InvalidResponseError unless it is a JSON object.
-    Label values (and chain ids) over ``bounds.label_value_length`` are dropped and counted."""
+    """Interpret a ``/health`` answer; raises InvalidResponseError unless it is a JSON object
+    holding at least one of HEALTH_FIELDS (not null). Label values (and chain ids) over
+    ``bounds.label_value_length`` are dropped and counted."""
     if not isinstance(body, dict):
         raise InvalidResponseError(f"/health answered a JSON {type(body).__name__}, not an object")
+    if all(body.get(field) is None for field in HEALTH_FIELDS):
+        raise InvalidResponseError(
+            "the node's URL answered /health with JSON that is not a ledger node's health "
+            f"(none of {', '.join(HEALTH_FIELDS)}): check the node's url in the config"
+        )
     network = body.get("network")
     network = network if isinstance(network, dict) else {}
     chains = body.get("blockchains")
@@ -207,6 +245,7 @@ def read_health(body: Any, bounds: Bounds = DEFAULT_BOUNDS) -> HealthReading:
         network_peers=_text_set(network.get("networkPeers")) or frozenset(),
         unreadable_chain_ids=unreadable,
         dropped=Dropped(label_values=labels.dropped) if labels.dropped else NOTHING_DROPPED,
+        node_key=node_id or read_text(body.get("nodeId")) or None,
     )
 
 
@@ -244,20 +283,22 @@ def read_chain(
         value = reader(raw) if raw is not _ABSENT or reader is _vote_sessions else None
         if value is not None:
             values[gauge] = value
-    vote_round = _highest_round(body.get("voteSessions"))
-    if vote_round is not None:
-        values[ChainGauge.VOTE_ROUND] = vote_round
     labels = LabelTexts(bounds.label_value_length)
+    sessions = read_sessions(body.get("voteSessions"), bounds.vote_sessions_per_chain, labels)
+    _note_sessions(values, sessions)
     features, extra_features = _features(body.get("features"), bounds.features_per_chain, labels)
     council = _text_set(body.get("councilMembers"))
+    leaders, extra_leaders = leader_keys(council or (), bounds.leaders_per_chain, labels)
+    view = _consensus_view(body, shared)
     if shared is not None:
-        features = shared(features)
+        features, leaders = shared(features), shared(leaders)
         council = None if council is None else shared(council)
+        view = None if view is None else shared(view)
     consensus_type = labels(_lookup(body, ("consensus", "consensusType")))
     key_type = labels(body.get("keyType"))
     dropped = NOTHING_DROPPED
-    if extra_features or labels.dropped:
-        dropped = Dropped(features=extra_features, label_values=labels.dropped)
+    if extra_features or labels.dropped or sessions.dropped or extra_leaders:
+        dropped = Dropped(extra_features, 0, labels.dropped, sessions.dropped, extra_leaders)
     return ChainReading(
         values=_VALUES.pack(*values),
         consensus_type=consensus_type,
@@ -265,7 +306,29 @@ def read_chain(
         features=features,
         council=council,
         dropped=dropped,
+        sessions=sessions.followed,
+        leaders=leaders,
+        consensus_view=view,
     )
+
+
+def _consensus_view(body: dict[str, Any], shared: Shared | None) -> bytes | None:
+    """The configuration's digest; made once a cycle for the nodes that send the same one."""
+    key = view_key(body) if shared is not None else None
+    if shared is None or key is None:
+        return consensus_view(body)
+    digest = shared.made(key, lambda: consensus_view(body) or b"")
+    return digest or None
+
+
+def _note_sessions(values: list[float], sessions: SessionsRead) -> None:
+    """The highest round and ``consensusRequired`` among the open sessions, when any."""
+    if sessions is NO_SESSIONS:
+        return
+    if sessions.highest_round is not None:
+        values[ChainGauge.VOTE_ROUND] = sessions.highest_round
+    if sessions.highest_required is not None:
+        values[ChainGauge.VOTE_CONSENSUS_REQUIRED] = sessions.highest_required
 
 
 def _text_set(value: Any) -> frozenset[str] | None:
@@ -306,14 +369,3 @@ def _features(
     ]
     kept = sorted(flags) if len(flags) <= limit else heapq.nsmallest(limit, flags)
     return tuple((sys.intern(name), flag) for name, flag in kept), len(flags) - len(kept)
-
-
-def _highest_round(sessions: Any) -> float | None:
-    if not isinstance(sessions, dict):
-        return None
-    rounds = [
-        value
-        for session in sessions.values()
-        if isinstance(session, dict) and (value := read_count(session.get("round"))) is not None
-    ]
-    return max(rounds) if rounds else None

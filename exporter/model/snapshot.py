@@ -29,6 +29,36 @@ class ErrorCounts:
 
 
 @dataclass(frozen=True, slots=True)
+class LeaderCounts:
+    """Failed rounds per leader key, iterated as (key, count) in key order: the council's
+    keys (at 0 until a failure) and other leaders from their first failure; the counts are
+    one packed array."""
+
+    leaders: tuple[str, ...] = ()
+    counts: bytes = b""  # one native unsigned 64-bit count per key
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return zip(self.leaders, memoryview(self.counts).cast("Q"), strict=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsensusStatus:
+    """One chain of one node followed across cycles (metrics.md, "Consensus health"): the
+    oldest open vote session's age (None: none open), and the exporter's own counters of
+    rounds, failed rounds per leader and council changes since it first read the chain;
+    for the status page, the last ``consensusRequired`` and each leader's recent failures."""
+
+    session_age: float | None
+    round_changes: int
+    council_changes: int
+    leader_failures: LeaderCounts
+    #: the last consensusRequired the node reported and when (the quorum's votes needed)
+    last_required: tuple[float, float] | None = None
+    #: per leader with a recent failed round, when they failed (the status page's window)
+    recent_failures: tuple[tuple[str, tuple[float, ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ChainStatus:
     """One chain of one node in this cycle; ``reading`` is None when it could not be read."""
 
@@ -37,6 +67,8 @@ class ChainStatus:
     error: str | None = None
     height_changed_at: float | None = None
     blocks_behind: float | None = None
+    syncing_since: float | None = None  # first cycle of the node's unbroken run of syncing
+    consensus: ConsensusStatus | None = None  # followed across cycles (the daemon's only)
 
     @property
     def up(self) -> bool:
@@ -70,5 +102,8 @@ class Snapshot:
     cycle_duration: float | None = None
     completed_at: float | None = None
     config_reload_ok: bool = True
+    config_reload_success_at: float | None = None  # Unix time of the last good config load
     network: NetworkView = field(default_factory=NetworkView)
     watch: WatchStatus = field(default_factory=WatchStatus)  # watched objects, node by node
+    config_reload_problems: tuple[str, ...] = ()  # why the last reload failed (secret-free)
+    probe_mode: bool = False  # the config has a probe section: /probe is served

@@ -29,7 +29,7 @@ from exporter.poll.engine import (
     Response,
     TransferError,
 )
-from exporter.poll.results import FetchError, Reason
+from exporter.poll.results import FetchError, Reason, RequestTrace, TracedRequest, describe
 
 
 class ReadBudget:
@@ -78,8 +78,10 @@ class NodeClient:
         node: NodeConfig,
         max_bytes: int,
         monotonic: Callable[[], float] = time.monotonic,
+        trace: RequestTrace | None = None,
     ) -> None:
         self._engine = engine
+        self.trace = trace  # every request and its outcome recorded there, if given
         self._base = node.url if node.url.endswith("/") else node.url + "/"
         self._base_path = urlsplit(self._base).path
         self._max_bytes = max_bytes
@@ -95,6 +97,10 @@ class NodeClient:
         suspect = copy.copy(self)
         suspect._suspect = True
         return suspect
+
+    def now(self) -> float:
+        """The client's clock (``time.monotonic()``, unless a test gave another)."""
+        return self._monotonic()
 
     @property
     def max_bytes(self) -> int:
@@ -131,12 +137,13 @@ class NodeClient:
         ends, on the engine's thread (or at once if it cannot be sent). The CPU time of
         decoding the answer and of ``done`` is charged to ``budget``."""
         if deadline - self._monotonic() <= 0:
-            done(None, NotSentError())
+            self._traced("/".join(segments), done)(None, NotSentError())
             return
         try:
             url = self.url_for(segments, query)
         except UnicodeEncodeError:  # a lone surrogate in an id the node sent
-            done(None, FetchError(Reason.INVALID_RESPONSE, _UNENCODABLE))
+            error = FetchError(Reason.INVALID_RESPONSE, _UNENCODABLE)
+            self._traced(repr("/".join(segments)), done)(None, error)
             return
         request = Request(
             url,
@@ -147,7 +154,20 @@ class NodeClient:
             self._tls,
             self._suspect,
         )
-        self._engine.submit(request, _Answer(self, url, done, budget))
+        self._engine.submit(request, _Answer(self, url, done, budget, self._monotonic()))
+
+    def _traced(self, path: str, done: Outcome) -> Outcome:
+        """``done``, recording a request that could not be sent (when tracing)."""
+        trace = self.trace
+        if trace is None:
+            return done
+        now = self._monotonic()
+
+        def record(document: Any, error: FetchError | None) -> None:
+            trace.record(TracedRequest(self._base_path + path, now, now, error=describe(error)))
+            done(document, error)
+
+        return record
 
     def get_json(self, segments: Sequence[str], deadline: float, query: Query = ()) -> Any:
         """GET the document at ``segments`` and decode it, waiting for the answer; raises
@@ -169,40 +189,62 @@ class _Answer:
     FetchError for ``done``, within the node's read budget. A slotted object, not a
     closure: thousands wait in the queue at the start of a cycle."""
 
-    __slots__ = ("_budget", "_client", "_done", "_url")
+    __slots__ = ("_budget", "_client", "_done", "_sent", "_url")
 
     def __init__(
-        self, client: NodeClient, url: str, done: Outcome, budget: ReadBudget | None
+        self,
+        client: NodeClient,
+        url: str,
+        done: Outcome,
+        budget: ReadBudget | None,
+        sent: float = 0.0,
     ) -> None:
         self._client, self._url, self._done, self._budget = client, url, done, budget
+        self._sent = sent
 
     def __call__(self, outcome: Response | TransferError) -> None:
         budget = self._budget
+        trace = self._client.trace
+        done = self._done if trace is None else self._recording(outcome, trace)
         if budget is None:
-            self._answer(outcome)
+            self._answer(outcome, done)
         elif budget.spent and isinstance(outcome, Response) and outcome.status < 300:
             path = self._client.path_of(self._url)
             detail = f"{path} not read: the node's answers already took {budget.seconds:g} s of CPU"
-            self._done(None, FetchError(Reason.TOO_LARGE, detail))
+            done(None, FetchError(Reason.TOO_LARGE, detail))
         else:
             started = time.thread_time()
             try:
-                self._answer(outcome)
+                self._answer(outcome, done)
             finally:
                 budget.charge(time.thread_time() - started)
 
-    def _answer(self, outcome: Response | TransferError) -> None:
+    def _recording(self, outcome: Response | TransferError, trace: RequestTrace) -> Outcome:
+        """``done``, first recording the request, its status and outcome in ``trace``."""
+        ended = self._client.now()
+        status = size = None
+        if isinstance(outcome, Response):
+            status, size = outcome.status, len(outcome.body)
+
+        def record(document: Any, error: FetchError | None) -> None:
+            path = self._client.path_of(self._url)
+            trace.record(TracedRequest(path, self._sent, ended, status, size, describe(error)))
+            self._done(document, error)
+
+        return record
+
+    def _answer(self, outcome: Response | TransferError, done: Outcome) -> None:
         client = self._client
         path = client.path_of(self._url)
         try:
             document = interpret(outcome, path, client.max_bytes)
         except FetchError as error:
-            self._done(None, error)
+            done(None, error)
         except Exception as error:  # e.g. MemoryError: the poll must hear of it all the same
             detail = f"the answer from {path} could not be decoded ({type(error).__name__})"
-            self._done(None, FetchError(Reason.INVALID_RESPONSE, detail))
+            done(None, FetchError(Reason.INVALID_RESPONSE, detail))
         else:
-            self._done(document, None)
+            done(document, None)
 
 
 _UNENCODABLE = "an id to request is not valid Unicode (a lone surrogate), so it cannot be sent"

@@ -27,6 +27,7 @@ from exporter.poll.engine import Engine
 from exporter.poll.history import History
 from exporter.poll.node import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll, failed_node
 from exporter.poll.results import FetchError, NodeResult, Reason
+from exporter.poll.state import StateFile
 from exporter.poll.watch import watch_status
 
 log = logging.getLogger("ledger_exporter")
@@ -65,10 +66,12 @@ class Poller:
         publish: Callable[[Snapshot], None],
         clock: Callable[[], float] = time.time,
         engine: Engine | None = None,
+        state: StateFile | None = None,
     ) -> None:
         self._publish = publish
         self._clock = clock
-        self._history = History()
+        self._state = state  # the memory kept across restarts, if a file was given
+        self._history = History(state.load(config, clock()) if state else None)
         self._shared = Shared()  # one copy of the readings' values repeated across nodes
         self._owns_engine = engine is None
         self._engine = engine or new_engine(config)
@@ -175,7 +178,7 @@ class Poller:
             if r.health is not None
         ]
         depth = self._resources.config.network_checks.checkpoint_depth
-        view = network_view(observed, self._checkpoints, depth)
+        view = network_view(observed, self._checkpoints, depth, self._history.node_keys())
         self._checkpoints = {
             c.blockchain: c.next_checkpoint for c in view.chains if c.next_checkpoint is not None
         }
@@ -210,18 +213,28 @@ class Poller:
         self._timed_out |= {node.name for node in stuck}
         # only polls still out are kept (to guard and count them); ended ones free their results
         self._running = {name: p for name, p in self._running.items() if not p.finished}
-        nodes = self._history.record(results, self._clock())
+        nodes = self._history.record(results, self._clock(), resources.config.bounds)
         network = self._network(results, nodes)
         watch = watch_status(results)
-        return Snapshot(nodes, ended - started, self._clock(), network=network, watch=watch)
+        probing = resources.config.probe is not None
+        return Snapshot(
+            nodes, ended - started, self._clock(), network=network, watch=watch, probe_mode=probing
+        )
+
+    def keep_state(self) -> bool:
+        """Write the memory to the state file if it changed since the last write (True when
+        written); nothing without a state file. Called after each cycle and on shutdown."""
+        return self._state is not None and self._state.save(self._history.state())
 
     def run(self) -> None:
-        """Cycle every ``scrape_interval`` until stop(); a late cycle skips missed ticks."""
+        """Cycle every ``scrape_interval`` until stop(); a late cycle skips missed ticks.
+        The state file is written at most once a cycle, and once more when stopped."""
         next_start = time.monotonic()
         while not self._stopped.is_set():
             self._wake.clear()
             try:
                 self._publish(self.run_cycle())
+                self.keep_state()
             except Exception:  # a bug must not end polling; log it loudly and go on
                 log.exception("polling cycle failed")
             interval = self._resources.config.scrape_interval
@@ -229,6 +242,10 @@ class Poller:
             self._wake.wait(max(0.0, next_start - time.monotonic()))
             if self._wake.is_set():
                 next_start = time.monotonic()
+        try:
+            self.keep_state()
+        except Exception:
+            log.exception("writing the state file on shutdown failed")
 
     def connections_opened(self) -> int:
         """New connections to nodes made so far (kept-alive ones are reused across cycles)."""

@@ -1,8 +1,13 @@
-"""What the exporter remembers between cycles: error counters, last successes, height changes.
+"""What the exporter remembers between cycles: error counters, last successes, height changes,
+vote sessions and the consensus counters, each node's ``nodeId``.
 
 It turns one cycle's raw poll results into a Snapshot, logs each node's and chain's state
 changes once (not every failed poll), and forgets nodes and chains that are no longer polled
-so memory stays bounded by the configuration.
+so memory stays bounded by the configuration (and vote sessions once they close:
+:mod:`exporter.poll.consensus`). The height clocks, the open sessions' first sightings and
+the node ids are what a restart must not forget: :meth:`History.state` hands them to the
+state file (:mod:`exporter.poll.state`), and a history built from a restored state goes on
+with them.
 """
 
 from __future__ import annotations
@@ -12,10 +17,11 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from exporter.bounds import SETTINGS, DropKind, Dropped
+from exporter.bounds import DEFAULT_BOUNDS, SETTINGS, Bounds, DropKind, Dropped
 from exporter.model.readings import HealthReading
-from exporter.model.snapshot import ChainStatus, ErrorCounts, NodeStatus
+from exporter.model.snapshot import ChainStatus, ConsensusStatus, ErrorCounts, NodeStatus
 from exporter.model.watch import ContractReading, WalletReading
+from exporter.poll.consensus import ChainConsensus
 from exporter.poll.results import (
     ChainResult,
     FetchError,
@@ -24,6 +30,7 @@ from exporter.poll.results import (
     WatchResult,
     describe,
 )
+from exporter.poll.state import ChainState, NodeState, State
 
 ENDPOINTS = ("health", "blockchain")
 #: No value dropped yet: one tuple shared by every node within its bounds.
@@ -91,6 +98,9 @@ class _NodeMemory:
     up: bool | None = None
     chains_up: dict[str, bool] = field(default_factory=dict)
     heights: dict[str, tuple[float, float]] = field(default_factory=dict)  # height, first seen
+    syncing: dict[str, float] = field(default_factory=dict)  # since when, unbroken (not kept)
+    consensus: dict[str, ChainConsensus] = field(default_factory=dict)  # per chain read
+    node_key: str | None = None  # the nodeId of the last successful read that had one
     unpolled_chains: int = 0
     unreadable_ids: bool = False  # the last /health read listed chain ids UTF-8 cannot hold
     dropped: tuple[int, ...] = _NO_DROPS  # values dropped since start, per DropKind
@@ -98,23 +108,67 @@ class _NodeMemory:
 
 
 class History:
-    """Cross-cycle state of every configured node."""
+    """Cross-cycle state of every configured node; ``restored`` is what a state file kept
+    from before a restart (height clocks, open sessions' first sightings, node ids), used
+    while the node still reports the same height and sessions."""
 
-    def __init__(self) -> None:
-        self._nodes: dict[str, _NodeMemory] = {}
+    def __init__(self, restored: State | None = None) -> None:
         self._layout = _Layout(_ERROR_KEYS)  # every node starts with these counters
+        self._nodes: dict[str, _NodeMemory] = {}
+        for name, node in (restored or State()).nodes.items():
+            memory = self._nodes[name] = _NodeMemory(_ErrorCounter(self._layout))
+            memory.heights = {
+                chain: (kept.height, kept.height_changed_at) for chain, kept in node.chains.items()
+            }
+            memory.consensus = {
+                chain: ChainConsensus(kept.sessions)
+                for chain, kept in node.chains.items()
+                if kept.sessions
+            }
+            memory.node_key = node.node_id
+
+    def state(self) -> State:
+        """What a restart must not forget, for the state file: the height clocks with the
+        first sightings of the chain's open sessions, and the node's id."""
+        nodes = {}
+        for name, memory in self._nodes.items():
+            if not memory.heights and memory.node_key is None:
+                continue
+            chains = {
+                chain: ChainState(height, since, _first_sightings(memory, chain))
+                for chain, (height, since) in memory.heights.items()
+            }
+            nodes[name] = NodeState(chains, memory.node_key)
+        return State(nodes)
+
+    def node_keys(self) -> dict[str, str]:
+        """Each polled node's ``nodeId`` from its last successful read that had one."""
+        return {name: m.node_key for name, m in self._nodes.items() if m.node_key is not None}
+
+    def remembered_sessions(self) -> int:
+        """Vote sessions remembered across every node and chain (the open ones)."""
+        return sum(
+            len(followed.sessions)
+            for memory in self._nodes.values()
+            for followed in memory.consensus.values()
+        )
 
     def _memory(self, name: str) -> _NodeMemory:
         memory = self._nodes.get(name)
         return memory or _NodeMemory(_ErrorCounter(self._layout))
 
-    def record(self, results: Sequence[NodeResult], now: float) -> tuple[NodeStatus, ...]:
-        """Fold one cycle into the history and return the nodes' statuses for the snapshot."""
+    def record(
+        self, results: Sequence[NodeResult], now: float, bounds: Bounds = DEFAULT_BOUNDS
+    ) -> tuple[NodeStatus, ...]:
+        """Fold one cycle into the history and return the nodes' statuses for the snapshot;
+        ``bounds`` caps the leader series of each chain."""
         self._nodes = {r.node.name: self._memory(r.node.name) for r in results}
         highest = _highest_heights(results)
-        return tuple(self._node_status(result, now, highest) for result in results)
+        return tuple(self._node_status(result, now, highest, bounds) for result in results)
 
-    def _node_status(self, result: NodeResult, now: float, highest: dict[str, float]) -> NodeStatus:
+    def _node_status(
+        self, result: NodeResult, now: float, highest: dict[str, float], bounds: Bounds
+    ) -> NodeStatus:
         name = result.node.name
         memory = self._nodes[name]
         memory.errors.add("health", result.error)
@@ -124,18 +178,23 @@ class History:
         memory.up = _log_change(memory.up, result.error, f"node {name}", name)
         if result.health is not None:
             _note_listing(memory, name, result.health, result.unpolled_chains)
-            _note_dropped(memory, name, _cycle_drops(result))
-        if result.health is not None:  # the chain list is known: forget chains no longer in it
-            polled = {chain.blockchain for chain in result.chains}
-            if any(chain not in polled for chain in (*memory.heights, *memory.chains_up)):
-                memory.heights = {k: v for k, v in memory.heights.items() if k in polled}
-                memory.chains_up = {k: v for k, v in memory.chains_up.items() if k in polled}
+            memory.node_key = result.health.node_key or memory.node_key
+            _forget_unpolled(memory, {chain.blockchain for chain in result.chains})
+        else:  # its series vanish, and with them the syncing alert's `for`
+            memory.syncing.clear()
+            for followed in memory.consensus.values():
+                followed.missed()
+        chains, leader_drops = _chain_statuses(
+            memory, name, result, now, highest=highest, bounds=bounds
+        )
+        if result.health is not None:
+            _note_dropped(memory, name, _cycle_drops(result, leader_drops))
         return NodeStatus(
             name=name,
             labels=result.node.labels,
             health=result.health,
             error=describe(result.error),
-            chains=tuple(_chain_status(memory, name, c, now, highest) for c in result.chains),
+            chains=chains,
             duration=result.duration,
             last_success=memory.last_success,
             error_counts=memory.errors.frozen(),
@@ -143,8 +202,61 @@ class History:
         )
 
 
+def _first_sightings(memory: _NodeMemory, chain: str) -> dict[str, float]:
+    followed = memory.consensus.get(chain)
+    return followed.first_sightings() if followed is not None else {}
+
+
+def _forget_unpolled(memory: _NodeMemory, polled: set[str]) -> None:
+    """Forget the chains the node's listing no longer has (the chain list is known)."""
+    kept = (*memory.heights, *memory.chains_up, *memory.consensus)
+    if any(chain not in polled for chain in kept):
+        memory.heights = {k: v for k, v in memory.heights.items() if k in polled}
+        memory.chains_up = {k: v for k, v in memory.chains_up.items() if k in polled}
+        memory.consensus = {k: v for k, v in memory.consensus.items() if k in polled}
+
+
+def _chain_statuses(
+    memory: _NodeMemory,
+    node: str,
+    result: NodeResult,
+    now: float,
+    *,
+    highest: dict[str, float],
+    bounds: Bounds,
+) -> tuple[tuple[ChainStatus, ...], int]:
+    """Each chain's status, and how many leader keys found no room under ``bounds``."""
+    statuses = []
+    leader_drops = 0
+    for chain in result.chains:
+        consensus, dropped = _follow(memory, chain, now, bounds)
+        leader_drops += dropped
+        statuses.append(_chain_status(memory, node, chain, now, highest, consensus=consensus))
+    return tuple(statuses), leader_drops
+
+
+def _follow(
+    memory: _NodeMemory, chain: ChainResult, now: float, bounds: Bounds
+) -> tuple[ConsensusStatus | None, int]:
+    """The chain's consensus followed across cycles: None when it was not read."""
+    followed = memory.consensus.get(chain.blockchain)
+    if chain.reading is None:
+        if followed is not None:
+            followed.missed()
+        return None, 0
+    if followed is None:
+        followed = memory.consensus[chain.blockchain] = ChainConsensus()
+    return followed.follow(chain.reading, now, bounds.leaders_per_chain)
+
+
 def _chain_status(
-    memory: _NodeMemory, node: str, chain: ChainResult, now: float, highest: dict[str, float]
+    memory: _NodeMemory,
+    node: str,
+    chain: ChainResult,
+    now: float,
+    highest: dict[str, float],
+    *,
+    consensus: ConsensusStatus | None,
 ) -> ChainStatus:
     if chain.block_height is not None:
         # the block counters start at 0 with the node's first block request, so an
@@ -158,9 +270,17 @@ def _chain_status(
             f"chain {chain.blockchain} of node {node}",
             node,
         )
+    syncing_since = _note_syncing(memory, chain, now)
     height = chain.reading.height if chain.reading else None
     if height is None:
-        return ChainStatus(chain.blockchain, chain.reading, describe(chain.error))
+        error = describe(chain.error)
+        return ChainStatus(
+            chain.blockchain,
+            chain.reading,
+            error,
+            syncing_since=syncing_since,
+            consensus=consensus,
+        )
     seen = memory.heights.get(chain.blockchain)
     if seen is None or seen[0] != height:
         seen = memory.heights[chain.blockchain] = (height, now)
@@ -170,7 +290,18 @@ def _chain_status(
         None,
         height_changed_at=seen[1],
         blocks_behind=highest[chain.blockchain] - height,
+        syncing_since=syncing_since,
+        consensus=consensus,
     )
+
+
+def _note_syncing(memory: _NodeMemory, chain: ChainResult, now: float) -> float | None:
+    """Since when the chain has said it is syncing in every cycle (None: not syncing now), as
+    the syncing alert's `for` counts: a cycle without the flag starts it again."""
+    if chain.reading is not None and chain.reading.syncing:
+        return memory.syncing.setdefault(chain.blockchain, now)
+    memory.syncing.pop(chain.blockchain, None)
+    return None
 
 
 def _count_watch(memory: _NodeMemory, results: Sequence[WatchResult]) -> None:
@@ -200,8 +331,9 @@ def _note_listing(memory: _NodeMemory, node: str, health: HealthReading, unpolle
             log.info(message, extra={"fields": {"node": node}})
 
 
-def _cycle_drops(result: NodeResult) -> tuple[int, ...]:
-    """The values of an up node's answers this cycle left out for a bound, per DropKind."""
+def _cycle_drops(result: NodeResult, leader_drops: int = 0) -> tuple[int, ...]:
+    """The values of an up node's answers this cycle left out for a bound, per DropKind;
+    ``leader_drops`` the leaders whose failed rounds found no series left under the bound."""
     found: list[Dropped] = []
     if result.health is not None and result.health.dropped:
         found.append(result.health.dropped)
@@ -209,13 +341,15 @@ def _cycle_drops(result: NodeResult) -> tuple[int, ...]:
     for watched in result.watch:
         if isinstance(watched.reading, ContractReading | WalletReading) and watched.reading.dropped:
             found.append(watched.reading.dropped)
-    if not found and not result.unpolled_chains:
+    if not found and not result.unpolled_chains and not leader_drops:
         return _NO_DROPS
     return (
         result.unpolled_chains,
         sum(d.features for d in found),
         sum(d.auth_groups for d in found),
         sum(d.label_values for d in found),
+        sum(d.vote_sessions for d in found),
+        sum(d.leaders for d in found) + leader_drops,
     )
 
 

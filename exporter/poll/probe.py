@@ -19,7 +19,7 @@ from exporter.config.nodes import NodeConfig
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
 from exporter.poll.node import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll
-from exporter.poll.results import NodeResult
+from exporter.poll.results import NodeResult, RequestTrace
 
 #: Idle connections kept for targets (a probe-only exporter polls nodes it is not told of).
 TARGET_CONNECTIONS = 64
@@ -57,11 +57,14 @@ class EngineProber:
             self._max_bytes, self._max_chains, self._bounds = max_bytes, max_chains, bounds
         self._engine.resize(TARGET_CONNECTIONS, max_in_flight * REQUESTS_PER_PROBE)
 
-    def probe_node(self, node: NodeConfig, deadline: float) -> NodeResult:
-        """Poll ``node`` now: its health and chains, every request ending by ``deadline``."""
+    def probe_node(
+        self, node: NodeConfig, deadline: float, trace: RequestTrace | None = None
+    ) -> NodeResult:
+        """Poll ``node`` now: its health and chains, every request ending by ``deadline``
+        (and recorded in ``trace``, if given)."""
         with self._lock:
             max_bytes, max_chains, bounds = self._max_bytes, self._max_chains, self._bounds
-        client = NodeClient(self._engine, node, max_bytes, self._monotonic)
+        client = NodeClient(self._engine, node, max_bytes, self._monotonic, trace)
         countdown = Countdown(1)
         # nothing cross-node: no checkpoint blocks, no shared values
         poll = NodePoll(

@@ -9,6 +9,9 @@ failure is a :class:`FetchError` whose :class:`Reason` is the ``reason`` label o
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -99,3 +102,37 @@ def as_fetch_error(error: Exception, what: str) -> FetchError:
         return FetchError(Reason.INVALID_RESPONSE, str(error))
     log.error("unexpected failure while reading %s", what, exc_info=error)
     return FetchError(Reason.INVALID_RESPONSE, f"unexpected {type(error).__name__} reading {what}")
+
+
+@dataclass(frozen=True, slots=True)
+class TracedRequest:
+    """One request a traced poll made: its URL path and query (never the scheme, host or
+    user-info), when it started and ended (``time.monotonic()``), the HTTP status and body
+    size when an answer came, and why it failed (``describe``), if it did."""
+
+    path: str
+    started: float
+    ended: float
+    status: int | None = None
+    size: int | None = None
+    error: str | None = None
+
+
+class RequestTrace:
+    """The requests of one poll, in the order they ended (``/probe?debug=true`` shows them).
+    Recorded from the engine's thread, read once the poll is over."""
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.monotonic = monotonic
+        self.started = monotonic()
+        self._lock = threading.Lock()
+        self._requests: list[TracedRequest] = []
+
+    def record(self, request: TracedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def requests(self) -> list[TracedRequest]:
+        """What has been recorded so far."""
+        with self._lock:
+            return list(self._requests)

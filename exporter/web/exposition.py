@@ -94,8 +94,10 @@ class Exposition:
         asked: tuple[Variant, ...] = (),
         renderer: Renderer | None = None,
         runtime: RuntimeFamilies = no_runtime_families,
+        telemetry_path: str = "/metrics",
     ) -> None:
         self.snapshot = snapshot
+        self._telemetry_path = telemetry_path  # the status page links to it
         self._asked = asked  # variants asked of an earlier exposition, to render next time
         self._renderer = renderer or Renderer()  # shared across cycles: it caches label strings
         self._runtime_families = runtime
@@ -131,7 +133,7 @@ class Exposition:
     def _status_page(self) -> StatusPage:
         with self._page_lock:
             if self._page is None:
-                self._page = StatusPage(self.snapshot)
+                self._page = StatusPage(self.snapshot, self._telemetry_path)
             return self._page
 
     def body(self, openmetrics_format: bool, gzipped: bool) -> bytes:

@@ -65,8 +65,10 @@ def parse_listen_address(address: str) -> tuple[str, int]:
     """``:9877``, ``0.0.0.0:9877``, ``[::]:9877`` or ``localhost:9877`` to (host, port);
     an empty host means every interface."""
     host, sep, port = address.rpartition(":")
-    if not sep or not (port.isascii() and port.isdigit()) or int(port) > 65535:
+    if not sep or not (port.isascii() and port.isdigit()):
         raise ListenAddressError(f"listen address {address!r} must be host:port, e.g. :9877")
+    if len(port) > 5 or int(port) > 65535:
+        raise ListenAddressError(f"listen address {address!r}: port out of range (0 to 65535)")
     return host.strip("[]"), int(port)
 
 
@@ -229,6 +231,11 @@ class ThreadedHTTPServer:
     def fileno(self) -> int:
         return self.socket.fileno()
 
+    def refuse_peer(self, sock: ssl.SSLSocket) -> str | None:
+        """Why a client whose TLS handshake is done may not go on (it is then closed before
+        it is read), or None; a subclass checks what it needs (client certificate SANs)."""
+        return None
+
     def open_connections(self) -> int:
         """Client connections open now (waiting, idle or being answered)."""
         with self._lock:
@@ -387,6 +394,10 @@ class ThreadedHTTPServer:
             return False
         except (ssl.SSLError, OSError) as error:
             self._close(conn, "TLS handshake failed", error)
+            return False
+        refusal = self.refuse_peer(conn.sock)  # type: ignore[arg-type]  # wrapped: an SSLSocket
+        if refusal is not None:
+            self._close(conn, "TLS client refused", refusal)
             return False
         conn.handshaking = False
         self._watch(conn, selectors.EVENT_READ)

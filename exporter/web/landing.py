@@ -1,10 +1,12 @@
-"""The landing page: a status page an operator keeps open, problems first.
+"""The landing page: a status page an operator keeps open, the worst problem first.
 
-Plain HTML that refreshes itself (no JavaScript): a banner when the last config reload failed,
-a list of what needs attention, then every node (state, peers, version, last error and since
-when) and every chain (height, blocks behind, time since the height changed, syncing, council,
-vote round, its error). Ages, not clock times; long chain ids shortened with the full id on
-hover. Everything a node sends is escaped. Thresholds follow the shipped alert rules.
+Plain HTML that refreshes itself (no JavaScript): a banner with the problems of a failed
+config reload, the network as a whole (forks, splits without a majority, partitions, council
+views), then each node's and chain's problems and the watched contracts and wallets, each
+list most severe first with the severity and name of the shipped alert it mirrors
+(:mod:`exporter.web.problems`), then every node and every chain. Ages, not clock times; chain
+ids and long names shortened with the full value on hover; long texts wrap, so the page never
+scrolls sideways. Everything a node sends and every config problem is escaped.
 
 The page is rendered once per snapshot (:class:`StatusPage`), so a flood of requests costs a
 copy of its bytes each: its ages are as of the end of the cycle it shows, and the one line
@@ -14,56 +16,60 @@ rendered per request says how long ago that was.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from html import escape
 
 from exporter import __version__
-from exporter.model.network import NetworkView
 from exporter.model.readings import ChainGauge, ChainReading
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.web.problems import (
+    BEHIND_BLOCKS,
+    PEERS_LOST,
+    STALLED_SECONDS,
+    Attention,
+    Problem,
+    Severity,
+    age,
+    attention,
+)
+
+__all__ = ["BEHIND_BLOCKS", "PEERS_LOST", "STALLED_SECONDS", "StatusPage", "landing_page"]
 
 REFRESH_SECONDS = 10
-SHORT_ID = 12  # chain ids longer than this are shortened to their first 8 characters
-#: The shipped alerts' thresholds (mixin/config.libsonnet; tests/test_landing.py ties them):
-STALLED_SECONDS = 600  # LedgerBlockHeightStalled: heightStalledSeconds
-BEHIND_BLOCKS = 10  # LedgerNodeBehind: blocksBehindThreshold
-PEERS_LOST = 0  # LedgerNodePeersLost: no peers at all
+SHORT_ID = 12  # chain ids (and watched names) longer than this show their first 8 characters
+RELOAD_PROBLEMS_SHOWN = 20  # a failed reload's problems in the banner; the rest are counted
 
 _STYLE = (
-    "body{font-family:sans-serif;margin:1.5em;color:#222}"
-    "table{border-collapse:collapse;margin-bottom:1.5em}"
+    "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:100em}"
+    "table{border-collapse:collapse;margin-bottom:1.5em;max-width:100%}"
     "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}"
     "th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}"
-    ".bad{color:#b00;font-weight:bold}.warn{color:#a60}.ok{color:#080}"
+    # numbers, names and short ids never break; free text (errors, versions, problems) wraps
+    # anywhere, so a long one makes its own cell taller instead of the page wider
+    "td.n,td.k{white-space:nowrap}td.t{overflow-wrap:anywhere}"
+    "li,p,.banner{overflow-wrap:anywhere}"
+    ".bad{color:#b00;font-weight:bold}.warn{color:#a60}.ok{color:#080}.muted{color:#666}"
     ".banner{background:#fdd;border:1px solid #b00;padding:.6em;margin:1em 0}"
-    "tr.problem{background:#fff3f3}code{font-size:90%}"
+    ".banner ul{margin:.3em 0}"
+    "ul.problems{list-style:none;padding-left:0}ul.problems li{margin:.25em 0}"
+    ".sev{display:inline-block;min-width:4.8em;text-align:center;font-size:80%;"
+    "font-weight:bold;border-radius:3px;padding:0 .3em;margin-right:.4em;color:#fff}"
+    ".critical{background:#b00}.warning{background:#c70}.info{background:#57a}"
+    "tr.problem{background:#fff3f3}code{font-size:90%}small.alert{color:#666}"
 )
 
 
-@dataclass(frozen=True)
-class _Problem:
-    node: str
-    chain: str | None
-    text: str
-
-
-def _age(seconds: float) -> str:
-    """``4s``, ``3m 12s``, ``2h 5m``, ``3d 4h``."""
-    seconds = max(0, int(seconds))
-    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit} {seconds % size // sub_size}{sub}"
-    return f"{seconds // 60}m {seconds % 60}s" if seconds >= 60 else f"{seconds}s"
+#: How a table cell shows its row's worst problem.
+_TEXT_CLASS = {Severity.CRITICAL: "bad", Severity.WARNING: "warn", Severity.INFO: "muted"}
 
 
 def _ago(timestamp: float | None, now: float) -> str:
-    return "never" if timestamp is None else f"{_age(now - timestamp)} ago"
+    return "never" if timestamp is None else f"{age(now - timestamp)} ago"
 
 
-def _chain_id(chain: str) -> str:
-    short = chain if len(chain) <= SHORT_ID else chain[:8] + "\u2026"
-    return f'<code title="{escape(chain)}">{escape(short)}</code>'
+def _short(text: str) -> str:
+    """A chain id or watched name: shortened past SHORT_ID characters, whole on hover."""
+    short = text if len(text) <= SHORT_ID else text[:8] + "\u2026"
+    return f'<code title="{escape(text)}">{escape(short)}</code>'
 
 
 def _gauge(reading: ChainReading | None, gauge: ChainGauge) -> float | None:
@@ -78,77 +84,108 @@ def _flag(value: float | None, yes: str = "yes") -> str:
     return "&mdash;" if value is None else (yes if value else "no")
 
 
-Notes = Mapping[tuple[str, str], list[str]]
+# --- problems ------------------------------------------------------------------------------
 
 
-def _network_notes(network: NetworkView) -> dict[tuple[str, str], list[str]]:
-    """Per (node, chain), where the node disagrees with the majority of the polled nodes."""
-    notes: dict[tuple[str, str], list[str]] = {}
-    for chain in network.chains:
-        for node, agrees in chain.block_agrees:
-            if not agrees:
-                text = f"block at checkpoint {chain.checkpoint_height} is not the majority's"
-                notes.setdefault((node, chain.blockchain), []).append(text)
-        for node, agrees in chain.council_agrees:
-            if not agrees:
-                notes.setdefault((node, chain.blockchain), []).append(
-                    "council is not the majority's"
-                )
-    if len(network.polled_peers) > 1:
-        for node, linked in network.polled_peers:
-            if linked == 0:
-                notes.setdefault((node, ""), []).append("no link to any other polled node")
-    return notes
+def _where(problem: Problem) -> str:
+    """Node, chain and watched object of a problem, as the line's lead."""
+    parts = []
+    if problem.node is not None:
+        parts.append(f"<b>{escape(problem.node)}</b>")
+    if problem.subject is not None:
+        parts.append(_short(problem.subject))
+    if problem.chain is not None:
+        parts.append(f"chain {_short(problem.chain)}")
+    return " ".join(parts)
 
 
-def _chain_problems(
-    node: NodeStatus, chain: ChainStatus, now: float, notes: Notes | None = None
-) -> list[str]:
-    if chain.reading is None:
-        return [f"chain down: {chain.error or 'no reading'}"]
-    problems = list((notes or {}).get((node.name, chain.blockchain), []))
-    syncing = _gauge(chain.reading, ChainGauge.SYNCING)
-    if chain.height_changed_at is not None and now - chain.height_changed_at > STALLED_SECONDS:
-        problems.append(f"height unchanged for {_age(now - chain.height_changed_at)}")
-    elif chain.blocks_behind is not None and chain.blocks_behind > BEHIND_BLOCKS and not syncing:
-        problems.append(f"{chain.blocks_behind:.0f} blocks behind")
-    if syncing:
-        problems.append("syncing")
-    return problems
-
-
-def _node_problems(node: NodeStatus, now: float, notes: Notes) -> list[_Problem]:
-    if not node.up:
-        since = (
-            "never up" if node.last_success is None else f"down for {_age(now - node.last_success)}"
-        )
-        return [_Problem(node.name, None, f"{since}: {node.error or 'no answer'}")]
-    problems = []
-    peers = node.health.peer_count if node.health else None
-    if peers == PEERS_LOST:
-        problems.append(_Problem(node.name, None, "no peers"))
-    problems += [_Problem(node.name, None, text) for text in notes.get((node.name, ""), [])]
-    for chain in node.chains:
-        problems += [
-            _Problem(node.name, chain.blockchain, text)
-            for text in _chain_problems(node, chain, now, notes)
-        ]
-    return problems
-
-
-def _problem_list(problems: list[_Problem]) -> str:
-    if not problems:
-        return '<h2>Needs attention</h2><p class="ok">Nothing: every node is up and in step.</p>'
-    items = "".join(
-        f"<li><b>{escape(p.node)}</b>"
-        + (f" chain {_chain_id(p.chain)}" if p.chain is not None else "")
-        + f": {escape(p.text)}</li>"
-        for p in problems
+def _line(problem: Problem) -> str:
+    severity = problem.severity.label
+    alert = f' <small class="alert">{escape(problem.alert)}</small>' if problem.alert else ""
+    where = _where(problem)
+    return (
+        f'<li><span class="sev {severity}">{severity}</span> '
+        f"{where}{': ' if where else ''}{escape(problem.text)}{alert}</li>"
     )
-    return f'<h2 class="bad">Needs attention ({len(problems)})</h2><ul>{items}</ul>'
 
 
-def _node_row(node: NodeStatus, problems: list[_Problem], now: float) -> str:
+def _problem_list(problems: list[Problem] | tuple[Problem, ...], fine: str) -> str:
+    if not problems:
+        return f'<p class="ok">{fine}</p>'
+    return '<ul class="problems">' + "".join(_line(problem) for problem in problems) + "</ul>"
+
+
+def _counts(found: Attention) -> str:
+    counts = found.counts()
+    listed = [f"{counts[s]} {s.label}" for s in Severity if counts[s]]
+    return ", ".join(listed)
+
+
+def _attention(snapshot: Snapshot, found: Attention) -> str:
+    """The network section, then nodes and chains, then watched objects: most severe first."""
+    if not snapshot.nodes:
+        return _probe_only() if snapshot.probe_mode else ""
+    counts = _counts(found)
+    heading = (
+        f'<h2 class="bad">Needs attention: {counts}</h2>'
+        if counts
+        else '<h2 class="ok">Nothing needs attention</h2>'
+    )
+    compared = sum(node.up for node in snapshot.nodes) >= 2
+    network = _problem_list(
+        found.network,
+        "In agreement: one block at each checkpoint, one council and one consensus "
+        "configuration per chain, every up node linked to the others, no vote session stuck, "
+        "no leader failing, no quorum worn thin (among the nodes this exporter polls)."
+        if compared
+        else "Nothing to compare: fewer than two polled nodes are up.",
+    )
+    nodes = _problem_list(found.node_problems, "Every node is up and in step.")
+    watch = ""
+    if snapshot.watch.objects:
+        watch = "<h3>Watched contracts and wallets</h3>" + _problem_list(
+            found.watch, "Every watched contract is ACTIVE and every watched wallet enabled."
+        )
+    return (
+        f"{heading}<h3>Network</h3>{network}<h3>Nodes and chains</h3>{nodes}{watch}"
+        '<p class="muted"><small>Severities are those of the shipped alerts named on each '
+        "line; a problem is listed from the first cycle its alert's condition holds, before "
+        "the alert's <code>for</code> has passed, except syncing, which is info until its "
+        "alert's 30 minutes.</small></p>"
+    )
+
+
+def _probe_only() -> str:
+    return (
+        "<h2>Probe mode</h2><p>This exporter polls no nodes of its own: its config has a "
+        "<code>probe</code> section and no <code>nodes</code>. Prometheus asks "
+        "<code>/probe?target=URL&amp;module=NAME</code> for each node, and each probe is one "
+        "poll on its own: there is no fleet to show here. A node's state is in the probes' "
+        "series (<code>ledger_probe_success</code>; alerts <code>LedgerProbeFailed</code> and "
+        "<code>LedgerProbeBlockHeightStalled</code>).</p>"
+    )
+
+
+def _banner(snapshot: Snapshot) -> str:
+    if snapshot.config_reload_ok:
+        return ""
+    problems = snapshot.config_reload_problems
+    shown = "".join(f"<li>{escape(p)}</li>" for p in problems[:RELOAD_PROBLEMS_SHOWN])
+    more = len(problems) - RELOAD_PROBLEMS_SHOWN
+    if more > 0:
+        shown += f"<li>and {more} more (<code>ledger-exporter --config.check</code>)</li>"
+    listed = f"<ul>{shown}</ul>" if shown else ""
+    return (
+        '<div class="banner"><b class="bad">The last configuration reload failed</b>: the '
+        f"previous configuration is still running.{listed}Fix the file, then reload again "
+        "(<code>POST /-/reload</code> or <code>SIGHUP</code>).</div>"
+    )
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+
+def _node_row(node: NodeStatus, problems: list[Problem], now: float) -> str:
     health = node.health
     state = '<span class="ok">up</span>' if node.up else '<span class="bad">down</span>'
     peers = health.peer_count if health else None
@@ -157,16 +194,15 @@ def _node_row(node: NodeStatus, problems: list[_Problem], now: float) -> str:
     if node.error and node.last_success is not None:
         error += f" <small>(since last success, {_ago(node.last_success, now)})</small>"
     return (
-        f"<tr{' class=problem' if problems else ''}><td>{escape(node.name)}</td><td>{state}</td>"
-        f'<td class="n{peer_class}">{_number(peers)}</td>'
-        f"<td>{escape(health.node_version or '') if health else ''}</td>"
-        f"<td>{error}</td><td>{_ago(node.last_success, now)}</td></tr>"
+        f"<tr{' class=problem' if problems else ''}><td class=k>{escape(node.name)}</td>"
+        f'<td class=k>{state}</td><td class="n{peer_class}">{_number(peers)}</td>'
+        f"<td class=t>{escape(health.node_version or '') if health else ''}</td>"
+        f"<td class=t>{error}</td><td class=k>{_ago(node.last_success, now)}</td></tr>"
     )
 
 
-def _chain_row(node: NodeStatus, chain: ChainStatus, now: float, notes: Notes) -> str:
+def _chain_row(node: NodeStatus, chain: ChainStatus, now: float, problems: list[Problem]) -> str:
     reading = chain.reading
-    problems = _chain_problems(node, chain, now, notes)
     height = reading.height if reading else None
     changed = _ago(chain.height_changed_at, now) if chain.height_changed_at else "&mdash;"
     council = _flag(_gauge(reading, ChainGauge.IN_COUNCIL), "member")
@@ -176,24 +212,33 @@ def _chain_row(node: NodeStatus, chain: ChainStatus, now: float, notes: Notes) -
     numbers = (height, chain.blocks_behind)
     texts = (changed, _flag(_gauge(reading, ChainGauge.SYNCING)), council)
     counts = (_gauge(reading, ChainGauge.VOTE_ROUND), _gauge(reading, ChainGauge.PEERS))
-    problem = f'<span class="bad">{escape("; ".join(problems))}</span>' if problems else ""
+    worst = min((p.severity for p in problems), default=Severity.INFO)
+    shown = "; ".join(p.text for p in problems)
+    problem = f'<span class="{_TEXT_CLASS[worst]}">{escape(shown)}</span>' if problems else ""
     return (
-        f"<tr{' class=problem' if problems else ''}><td>{escape(node.name)}</td>"
-        f"<td>{_chain_id(chain.blockchain)}</td>"
+        f"<tr{' class=problem' if problems else ''}><td class=k>{escape(node.name)}</td>"
+        f"<td class=k>{_short(chain.blockchain)}</td>"
         + "".join(f'<td class="n">{_number(value)}</td>' for value in numbers)
-        + "".join(f"<td>{text}</td>" for text in texts)
+        + "".join(f"<td class=k>{text}</td>" for text in texts)
         + "".join(f'<td class="n">{_number(value)}</td>' for value in counts)
-        + f"<td>{problem}</td></tr>"
+        + f"<td class=t>{problem}</td></tr>"
     )
 
 
-def _tables(
-    nodes: list[NodeStatus], problems: dict[str, list[_Problem]], now: float, notes: Notes
-) -> str:
-    node_rows = "".join(_node_row(node, problems[node.name], now) for node in nodes)
-    chains = [(node, chain) for node in nodes for chain in node.chains]
-    chains.sort(key=lambda pair: not _chain_problems(pair[0], pair[1], now, notes))
-    chain_rows = "".join(_chain_row(node, chain, now, notes) for node, chain in chains)
+def _tables(nodes: list[NodeStatus], found: Attention, now: float) -> str:
+    if not nodes:
+        return ""
+    per_node = found.nodes or {}
+    node_rows = "".join(_node_row(node, per_node[node.name], now) for node in nodes)
+    chains = []
+    for node in nodes:
+        for chain in node.chains:
+            mine = [p for p in per_node[node.name] if p.chain == chain.blockchain]
+            chains.append(
+                (min((p.severity for p in mine), default=len(Severity)), node, chain, mine)
+            )
+    chains.sort(key=lambda row: row[0])
+    chain_rows = "".join(_chain_row(node, chain, now, mine) for _, node, chain, mine in chains)
     return (
         "<h2>Nodes</h2><table><tr><th>Node</th><th>State</th><th>Peers</th><th>Version</th>"
         f"<th>Last error</th><th>Last success</th></tr>{node_rows}</table>"
@@ -207,11 +252,19 @@ def _summary(snapshot: Snapshot, now: float) -> str:
     """The one line that follows the clock: how long ago the cycle shown ended."""
     if snapshot.completed_at is None:
         return "<p>The first polling cycle has not finished yet.</p>"
+    if not snapshot.nodes:
+        finished = _ago(snapshot.completed_at, now)
+        return (
+            f"<p>Probe mode, no nodes polled. Last cycle finished {finished}; "
+            f"this page refreshes every {REFRESH_SECONDS}s.</p>"
+        )
     up = sum(node.up for node in snapshot.nodes)
+    probe = " Probe mode is on too (<code>/probe</code>)." if snapshot.probe_mode else ""
     return (
         f"<p>{up} of {len(snapshot.nodes)} nodes up. Last cycle finished "
         f"{_ago(snapshot.completed_at, now)} and took {snapshot.cycle_duration or 0:.2f}s; "
-        f"ages on this page are as of its end; this page refreshes every {REFRESH_SECONDS}s.</p>"
+        f"ages on this page are as of its end; this page refreshes every {REFRESH_SECONDS}s."
+        f"{probe}</p>"
     )
 
 
@@ -219,31 +272,31 @@ class StatusPage:
     """The page for one snapshot, rendered once, as of the end of its cycle (its ages do not
     move until the next cycle's page); :meth:`at` adds the line saying how long ago that was."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, telemetry_path: str = "/metrics") -> None:
         self.snapshot = snapshot
         as_of = snapshot.completed_at if snapshot.completed_at is not None else time.time()
-        notes = _network_notes(snapshot.network)
-        problems = {node.name: _node_problems(node, as_of, notes) for node in snapshot.nodes}
-        nodes = sorted(snapshot.nodes, key=lambda node: (node.up, not problems[node.name]))
-        banner = (
-            ""
-            if snapshot.config_reload_ok
-            else '<div class="banner bad">The last configuration reload failed: the previous '
-            "configuration is still running. The exporter's log says why.</div>"
-        )
-        listed = [problem for node in nodes for problem in problems[node.name]]
+        found = attention(snapshot, as_of)
+        per_node = found.nodes or {}
+
+        def order(node: NodeStatus) -> tuple[int, bool]:
+            worst = min((p.severity for p in per_node[node.name]), default=len(Severity))
+            return worst, node.up
+
+        nodes = sorted(snapshot.nodes, key=order)
+        counts = _counts(found) if snapshot.completed_at is not None else ""
+        title = f"({counts}) ledger-exporter" if counts else "ledger-exporter"
         self._head = (
             "<!DOCTYPE html><html><head><meta charset='utf-8'>"
             f"<meta http-equiv='refresh' content='{REFRESH_SECONDS}'>"
-            f"<title>ledger-exporter</title><style>{_STYLE}</style></head><body>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
             f"<h1>ledger-exporter {escape(__version__)}</h1>"
-            "<p><a href='/metrics'>Metrics</a> &middot; <a href='/-/healthy'>Health</a> &middot; "
-            f"<a href='/-/ready'>Readiness</a></p>{banner}"
+            f"<p><a href='{escape(telemetry_path)}'>Metrics</a> &middot; "
+            "<a href='/-/healthy'>Health</a> &middot; "
+            f"<a href='/-/ready'>Readiness</a></p>{_banner(snapshot)}"
         ).encode()
-        self._body = (
-            f"{_problem_list(listed) if snapshot.completed_at is not None else ''}"
-            f"{_tables(nodes, problems, as_of, notes)}</body></html>"
-        ).encode()
+        listed = _attention(snapshot, found) if snapshot.completed_at is not None else ""
+        self._body = f"{listed}{_tables(nodes, found, as_of)}</body></html>".encode()
 
     def at(self, now: float) -> bytes:
         """The page as served at ``now``: the cached bytes around one fresh line."""

@@ -4,7 +4,10 @@ The parameters are checked before anything is sent: a target is requested only w
 matches one of ``probe.allowed_targets`` whole and carries no user-info, so the exporter
 cannot be used to reach arbitrary addresses. The probe's deadline is the scraper's
 ``X-Prometheus-Scrape-Timeout-Seconds`` less a margin, capped by ``scrape_timeout``. A node
-that cannot be read is a 200 with ``ledger_probe_success 0``, as in blackbox_exporter.
+that cannot be read is a 200 with ``ledger_probe_success 0``, as in blackbox_exporter. With
+``&debug=true``, as in blackbox_exporter, the answer is plain text: the probe's log (each
+request it made, by URL path, with its status or error and its time, then why the probe
+failed or that it succeeded), then the series it would have returned.
 """
 
 from __future__ import annotations
@@ -13,17 +16,20 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from http import HTTPStatus
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from exporter.config.nodes import NodeConfig
 from exporter.config.probe import DEFAULT_MODULE, ProbeConfig
 from exporter.expose import metrics as m
 from exporter.expose import render
+from exporter.logs import logfmt
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
-from exporter.poll.results import NodeResult, describe
+from exporter.poll.results import NodeResult, RequestTrace, TracedRequest, describe
 
 log = logging.getLogger("ledger_exporter")
 
@@ -31,12 +37,19 @@ log = logging.getLogger("ledger_exporter")
 #: (blackbox_exporter's default ``--timeout-offset``); never more than half the timeout.
 TIMEOUT_MARGIN_SECONDS = 0.5
 TIMEOUT_HEADER = "X-Prometheus-Scrape-Timeout-Seconds"
-_PARAMETERS = ("target", "module", "node")
+_PARAMETERS = ("target", "module", "node", "debug")
 _FORBIDDEN_CHARACTERS = frozenset("\\ \t\r\n\0")
+DEBUG_CONTENT_TYPE = "text/plain; charset=utf-8"
 
-#: ``probe_node(node, deadline)``: poll one node now, every request ending by ``deadline``
-#: (a ``time.monotonic()`` value). The polling engine provides it.
-ProbeNode = Callable[[NodeConfig, float], NodeResult]
+
+class ProbeNode(Protocol):
+    """``probe_node(node, deadline, trace)``: poll one node now, every request ending by
+    ``deadline`` (a ``time.monotonic()`` value) and recorded in ``trace`` when one is given.
+    The polling engine provides it."""
+
+    def __call__(
+        self, node: NodeConfig, deadline: float, trace: RequestTrace | None = None
+    ) -> NodeResult: ...
 
 
 class ProbeRefusedError(Exception):
@@ -91,6 +104,15 @@ def probe_target(query: str, probe: ProbeConfig) -> NodeConfig:
     parts = urlsplit(target)
     url = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
     return module.node(params.get("node", [""])[0] or host, url)
+
+
+def debug_asked(query: str) -> bool:
+    """Whether ``&debug=true`` asks for the probe's log (``false`` or no parameter: not);
+    any other value is a ProbeRefusedError (400)."""
+    value = parse_qs(query, keep_blank_values=True).get("debug", ["false"])[0]
+    if value not in ("true", "false"):
+        raise ProbeRefusedError(HTTPStatus.BAD_REQUEST, "debug must be true or false")
+    return value == "true"
 
 
 def _checked_host(target: str) -> str:
@@ -206,24 +228,110 @@ class Prober:
     ) -> ProbeAnswer:
         """Answer one /probe request (never raises for a bad request or an unreadable node)."""
         started = self._monotonic()
-        deadline = started + probe_timeout(timeout_header, self._scrape_timeout)
+        timeout = probe_timeout(timeout_header, self._scrape_timeout)
         try:
             node = probe_target(query, self.config)
+            debug = debug_asked(query)
         except ProbeRefusedError as refused:
             log.debug("probe refused", extra={"fields": {"reason": str(refused)}})
             return ProbeAnswer(refused.status, f"{refused}\n".encode())
         if not self._slots.take(self.config.max_in_flight):
             message = f"{self.config.max_in_flight} probes in flight (probe.max_in_flight)\n"
             return ProbeAnswer(HTTPStatus.SERVICE_UNAVAILABLE, message.encode())
+        trace = RequestTrace(self._monotonic) if debug else None
         try:
-            result = self._probe_node(node, deadline)
+            deadline = started + timeout
+            result = (
+                self._probe_node(node, deadline, trace)
+                if trace
+                else self._probe_node(node, deadline)
+            )
         finally:
             self._slots.give_back()
         if result.error is not None:  # the exposition never carries it: the log does
             fields = {"node": node.name, "target": node.url, "error": describe(result.error)}
             log.debug("probe failed", extra={"fields": fields})
-        body = render_probe(result, self._monotonic() - started, openmetrics_format)
+        duration = self._monotonic() - started
+        if trace is not None:
+            header = {"target": node.url, "module": _module_name(query), "node": node.name}
+            lines = debug_log(header, timeout, trace, result, duration)
+            body = render_probe(result, duration, openmetrics=False)
+            return ProbeAnswer(HTTPStatus.OK, debug_text(lines, body), DEBUG_CONTENT_TYPE)
+        body = render_probe(result, duration, openmetrics_format)
         content_type = (
             render.OPENMETRICS_CONTENT_TYPE if openmetrics_format else render.TEXT_CONTENT_TYPE
         )
         return ProbeAnswer(HTTPStatus.OK, body, content_type)
+
+
+def _module_name(query: str) -> str:
+    return parse_qs(query).get("module", [DEFAULT_MODULE])[0] or DEFAULT_MODULE
+
+
+def debug_text(lines: list[str], series: bytes) -> bytes:
+    """blackbox_exporter's debug answer: the probe's log, then the series."""
+    log_text = "".join(f"{line}\n" for line in lines)
+    head = f"Logs for the probe:\n{log_text}\nMetrics that would have been returned:\n"
+    return head.encode() + series
+
+
+def debug_log(
+    header: dict[str, str],
+    timeout: float,
+    trace: RequestTrace,
+    result: NodeResult,
+    duration: float,
+) -> list[str]:
+    """The probe's log as logfmt lines: its start, each request as it ended (URL path, status
+    or error, when and how long), each chain that could not be read, and the outcome."""
+    clock = _LogClock(trace)
+    start, end = trace.started, trace.started + duration
+    lines = [
+        clock.line(
+            start, "info", "Beginning probe", {**header, "timeout_seconds": round(timeout, 3)}
+        )
+    ]
+    for request in trace.requests():
+        lines.append(clock.line(request.ended, *_request_line(request)))
+    for chain, reason in _chain_errors(result):
+        fields: dict[str, Any] = {"blockchain": chain, "reason": reason}
+        lines.append(clock.line(end, "warn", "Blockchain not read", fields))
+    took = {"duration_seconds": round(duration, 6)}
+    if result.error is not None:
+        failed = {"reason": describe(result.error), **took}
+        lines.append(clock.line(end, "error", "Probe failed", failed))
+    else:
+        lines.append(clock.line(end, "info", "Probe succeeded", took))
+    return lines
+
+
+class _LogClock:
+    """Log lines stamped with the wall-clock time of a ``time.monotonic()`` moment."""
+
+    def __init__(self, trace: RequestTrace) -> None:
+        self._offset = time.time() - trace.monotonic()
+
+    def line(self, at: float, level: str, msg: str, fields: dict[str, Any]) -> str:
+        stamp = datetime.fromtimestamp(self._offset + at, UTC).isoformat(timespec="milliseconds")
+        return logfmt({"ts": stamp, "level": level, "msg": msg, **fields})
+
+
+def _request_line(request: TracedRequest) -> tuple[str, str, dict[str, Any]]:
+    """(level, message, fields) of one traced request."""
+    fields: dict[str, Any] = {"path": request.path}
+    if request.status is not None:
+        fields["status"] = request.status
+    if request.size is not None:
+        fields["bytes"] = request.size
+    if request.error is not None:
+        fields["error"] = request.error
+    fields["duration_seconds"] = round(max(0.0, request.ended - request.started), 6)
+    if request.error is None:
+        return "info", "Request answered", fields
+    return "error", "Request failed", fields
+
+
+def _chain_errors(result: NodeResult) -> Iterator[tuple[str, str]]:
+    for chain in result.chains:
+        if chain.reading is None and chain.error is not None and chain.requested:
+            yield chain.blockchain, describe(chain.error) or ""

@@ -8,10 +8,13 @@ the work that can wait (bcrypt, a reload, a probe) is bounded in how many reques
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
+import ssl
 import time
 from base64 import b64decode
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -38,19 +41,44 @@ __all__ = [
     "App",
     "ExporterServer",
     "ListenAddressError",
+    "ListenError",
     "ReloadPendingError",
     "ServerLimits",
+    "bind_servers",
     "parse_listen_address",
 ]
 
 RELOAD_PATH = "/-/reload"
 RELOAD_BODY_BYTES = 4096  # a reload takes no body; a small one (a form, a script's JSON) is read
+DEFAULT_TELEMETRY_PATH = "/metrics"
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+#: Why a listen address cannot be bound, for the errors an operator can act on.
+_BIND_PROBLEMS = {
+    errno.EADDRINUSE: "address already in use",
+    errno.EACCES: "permission denied (ports below 1024 need privileges)",
+    errno.EADDRNOTAVAIL: "no such address on this machine",
+}
 
 
 class ReloadPendingError(Exception):
     """A reload is already waiting to run: it will read the files after this request came."""
+
+
+class ListenError(OSError):
+    """A listen address that cannot be bound: ``str()`` is ``'ADDRESS': why``, ``strerror``
+    the why, ``address`` the address as given."""
+
+    def __init__(self, address: str, error: OSError) -> None:
+        if isinstance(error, socket.gaierror):
+            reason = f"cannot resolve the host ({error.strerror or error})"
+        else:
+            reason = _BIND_PROBLEMS.get(error.errno or 0) or str(error.strerror or error).lower()
+        super().__init__(error.errno or 0, reason)
+        self.address = address
+
+    def __str__(self) -> str:
+        return f"{self.address!r}: {self.strerror}"
 
 
 class App(Protocol):
@@ -72,15 +100,53 @@ class ExporterServer(ThreadedHTTPServer):
         app: App,
         web: WebConfig | None = None,
         limits: ServerLimits | None = None,
+        telemetry_path: str = DEFAULT_TELEMETRY_PATH,
     ) -> None:
         self.app = app
         self.web = web or WebConfig()
+        self.telemetry_path = telemetry_path
+        self.listen_address = address
         super().__init__(parse_listen_address(address), _Handler, limits, self.web.ssl_context())
 
     def use_web_config(self, web: WebConfig) -> None:
         """Serve with a re-read web config from now on (TLS: from the next connection)."""
         self.tls = web.ssl_context()
         self.web = web
+
+    def refuse_peer(self, sock: ssl.SSLSocket) -> str | None:
+        """After a TLS handshake: why the client may not go on (its certificate's SANs are
+        not in ``client_allowed_sans`` of the web config that made the connection's
+        context), or None."""
+        return self.web.refuse_peer(sock)
+
+
+def bind_servers(
+    addresses: Sequence[str],
+    app: App,
+    web: WebConfig | None = None,
+    limits: ServerLimits | None = None,
+    telemetry_path: str = DEFAULT_TELEMETRY_PATH,
+) -> list[ExporterServer]:
+    """One server per address, the same handlers, web config and limits on each (as
+    exporter-toolkit serves several ``--web.listen-address``); all bound, or none and a
+    ListenError naming the address that failed. The TLS context is made first, so a web
+    config that cannot be used (a certificate gone since it was checked) raises its own
+    error, never one that blames an address."""
+    (web or WebConfig()).ssl_context()
+    servers: list[ExporterServer] = []
+    try:
+        for address in addresses:
+            try:
+                servers.append(ExporterServer(address, app, web, limits, telemetry_path))
+            except ListenAddressError:
+                raise
+            except OSError as error:
+                raise ListenError(address, error) from None
+    except BaseException:
+        for server in servers:
+            server.server_close()
+        raise
+    return servers
 
 
 class _Handler(HTTPRequestHandler):
@@ -124,7 +190,7 @@ class _Handler(HTTPRequestHandler):
             return
         path = self.path.split("?")[0]
         routes: dict[str, Callable[[bool], None]] = {
-            "/metrics": self._metrics,
+            self.server.telemetry_path: self._metrics,
             "/": self._landing,
             "/-/healthy": lambda body: self._reply(HTTPStatus.OK, b"Healthy.\n", send_body=body),
             "/-/ready": self._ready,

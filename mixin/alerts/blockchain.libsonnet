@@ -1,4 +1,5 @@
 // Each chain on each node: readable, moving, keeping up, draining its queues.
+local q = import '../lib/consensus.libsonnet';
 local utils = import '../lib/utils.libsonnet';
 
 {
@@ -22,25 +23,34 @@ local utils = import '../lib/utils.libsonnet';
               |||,
             },
           },
-          // The height has not changed for heightStalledSeconds (600s, 10m), by the
-          // exporter's own last-change timestamp: clears as soon as a new block arrives. 10m
-          // is many block intervals for a busy chain; raise it for chains that legitimately
-          // idle. `for: 1m` only absorbs evaluation jitter, the threshold is the time
-          // itself. After an exporter restart the timestamp restarts too, delaying (not
-          // losing) the alert.
+          // The height has not moved for longer than the chain's own txMaxTimeTrigger plus
+          // consensusTimeout plus stallGraceSeconds (180s) while work waits: pending
+          // transactions or an open vote session (lib/consensus.libsonnet `stalled`). A block
+          // is due within txMaxTimeTrigger of a pending transaction and a round ends within
+          // consensusTimeout, so a chain with 1m and 30s pages after 4.5m without a block,
+          // plus the `for`: within 6 minutes of its last block, one failed round included.
+          // Where the node reports neither setting, heightStalledSeconds (600s) is the
+          // threshold. An idle chain (no pending transaction, no open session) never fires,
+          // however long it is quiet: nothing is due, and an info alert on every quiet
+          // chain would only teach people to ignore the page (README's runbook). By the
+          // exporter's own last-change timestamp: clears as soon as a new block arrives.
+          // `for: 1m` only absorbs evaluation jitter. With --state.file a restart keeps the
+          // timestamp; without it the timestamp restarts, delaying (not losing) the alert.
           {
             alert: 'LedgerBlockHeightStalled',
             expr: |||
-              time() - ledger_blockchain_height_last_change_timestamp_seconds{%(ledgerSelector)s} > %(heightStalledSeconds)d
-              and on(node) ledger_node_up{%(ledgerSelector)s} == 1
-            ||| % $._config,
+              %(stalled)s
+              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
+            ||| % ($._config { stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n') }),
             'for': '1m',
             labels: { severity: 'critical' },
             annotations: {
-              summary: 'A blockchain height has not changed for %s.' % utils.secondsText($._config.heightStalledSeconds),
+              summary: 'A blockchain height has not moved while work is waiting.',
               description: |||
                 The height of blockchain {{ $labels.blockchain }} on ledger node
-                {{ $labels.node }} has not changed for {{ $value | humanizeDuration }}.
+                {{ $labels.node }} has not changed for {{ $value | humanizeDuration }}, longer
+                than the chain's txMaxTimeTrigger plus consensusTimeout allow, while
+                transactions are pending or a vote session is open.
               |||,
             },
           },
@@ -48,18 +58,19 @@ local utils = import '../lib/utils.libsonnet';
           // at every sample of the last 5m, then for 5m more: nodes polled a moment apart
           // differ by a block or two while heights move, and that must not flap. A frozen
           // node is LedgerBlockHeightStalled and a syncing one LedgerBlockchainSyncingTooLong,
-          // so both are excluded here. The stall guard uses LedgerBlockHeightStalled's own
-          // heightStalledSeconds, so a frozen node never pages as "behind" before it pages as
-          // "stalled".
+          // so both are excluded here. The stall guard is LedgerBlockHeightStalled's own
+          // condition (lib/consensus.libsonnet `stalled`), so a frozen node never pages as
+          // "behind" before it pages as "stalled", and an idle node that others left behind
+          // (nothing pending on it: never "stalled") pages here.
           {
             alert: 'LedgerNodeBehind',
             expr: |||
               min_over_time(ledger_blockchain_blocks_behind{%(ledgerSelector)s}[5m]) > %(blocksBehindThreshold)d
-              and on(node) ledger_node_up{%(ledgerSelector)s} == 1
-              unless on(node, blockchain) ledger_blockchain_syncing{%(ledgerSelector)s} == 1
-              unless on(node, blockchain)
-              (time() - ledger_blockchain_height_last_change_timestamp_seconds{%(ledgerSelector)s} > %(heightStalledSeconds)d)
-            ||| % $._config,
+              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
+              unless on(%(exporterInstanceLabels)s, node, blockchain) ledger_blockchain_syncing{%(ledgerSelector)s} == 1
+              unless on(%(exporterInstanceLabels)s, node, blockchain)
+              %(stalled)s
+            ||| % ($._config { stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n') }),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {

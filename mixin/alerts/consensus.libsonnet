@@ -1,4 +1,9 @@
-// Consensus as one node sees it: enough council members, votes that conclude.
+// Consensus: enough council members, votes that conclude, leaders that lead, settings the
+// nodes agree on (README, "Consensus health"). The cross-cycle series come from the daemon's
+// memory; probe mode has none of them (README, "What a probe answers").
+local q = import '../lib/consensus.libsonnet';
+local utils = import '../lib/utils.libsonnet';
+
 {
   prometheusAlerts+:: {
     groups+: [
@@ -38,6 +43,125 @@
                 A vote session on blockchain {{ $labels.blockchain }} seen by ledger node
                 {{ $labels.node }} is at round {{ $value }}, above %(voteRoundThreshold)d for 5 minutes.
               ||| % $._config,
+            },
+          },
+          // The oldest vote session the node reports has been open longer than
+          // voteSessionStuckTimeouts (5) x the chain's consensusTimeout, or
+          // voteSessionStuckSeconds (600s) where the node reports no timeout: five rounds
+          // have timed out without agreement, the usual BFT failure ("round changes continue
+          // indefinitely with no new block"). Warning: the chain stops minting, and
+          // LedgerBlockHeightStalled pages (critical) once a block is overdue; this says why.
+          // `for: 2m` rides out a session closing just after the threshold.
+          {
+            alert: 'LedgerVoteSessionStuck',
+            expr: |||
+              %(stuck)s
+              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
+            ||| % ($._config { stuck: std.rstripChars(q.sessionStuck($._config, $._config.ledgerSelector), '\n') }),
+            'for': '2m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A vote session does not close.',
+              description: |||
+                The oldest vote session ledger node {{ $labels.node }} reports on blockchain
+                {{ $labels.blockchain }} has been open for {{ $value | humanizeDuration }},
+                more than %(voteSessionStuckTimeouts)d consensus timeouts.
+              ||| % $._config,
+            },
+          },
+          // A council member whose rounds as leader keep ending without agreement:
+          // leaderFailedRoundsThreshold (3) or more in leaderFailedRoundsWindow (15m) on any
+          // polled node. One failure now and then is normal (a leader restarting, a slow
+          // proposal). The highest count among the exporter's nodes, one alert per chain and
+          // leader: every node sees the same leader fail, and it is paged once. `for: 1m`
+          // only absorbs evaluation jitter; the window already smooths.
+          {
+            alert: 'LedgerLeaderFailingRounds',
+            expr: |||
+              max by (%(exporterInstanceLabels)s, blockchain, leader) (
+                increase(ledger_blockchain_leader_failed_rounds_total{%(ledgerSelector)s}[%(leaderFailedRoundsWindow)s])
+              ) >= %(leaderFailedRoundsThreshold)d
+            ||| % $._config,
+            'for': '1m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A council leader keeps failing its vote rounds.',
+              description: |||
+                Leader {{ $labels.leader }} of blockchain {{ $labels.blockchain }} failed
+                {{ $value | printf "%%.0f" }} vote rounds in the last %(window)s, as the nodes
+                polled by {{ $labels.instance }} saw them.
+              ||| % ($._config { window: utils.durationText($._config.leaderFailedRoundsWindow) }),
+            },
+          },
+          // The up nodes report more than one consensus configuration for the chain: the
+          // consensus object, keyType and features compared by value. Nodes that disagree on
+          // a timeout, a threshold or a feature flag may fork at the next block that depends
+          // on it. 10m: a rolling configuration change straddles a few cycles per node.
+          {
+            alert: 'LedgerConsensusConfigDiverges',
+            expr: 'ledger_network_blockchain_consensus_views{%(ledgerSelector)s} > 1' % $._config,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'Ledger nodes disagree on the consensus settings of a blockchain.',
+              description: |||
+                The polled nodes report {{ $value }} different consensus configurations for
+                blockchain {{ $labels.blockchain }}; ledger_blockchain_consensus_agrees == 0
+                names the nodes off the majority.
+              |||,
+            },
+          },
+          // This node's consensus configuration is not the one a strict majority of the
+          // polled nodes report, and such a majority exists (as for LedgerNodeOffMajorityBlock:
+          // a split without a majority names no node; LedgerConsensusConfigDiverges covers
+          // it). 10m, as for LedgerConsensusConfigDiverges.
+          {
+            alert: 'LedgerNodeOffMajorityConsensus',
+            expr: |||
+              ledger_blockchain_consensus_agrees{%(ledgerSelector)s} == 0
+              and on(%(exporterInstanceLabels)s, blockchain) %(majority)s
+              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
+            ||| % ($._config { majority: q.majorityExists('ledger_blockchain_consensus_agrees', $._config.ledgerSelector, $._config.exporterInstanceLabels) }),
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: "A ledger node runs other consensus settings than the majority's.",
+              description: |||
+                Ledger node {{ $labels.node }} reports consensus settings, key type or feature
+                flags for blockchain {{ $labels.blockchain }} that a strict majority of the
+                polled nodes do not.
+              |||,
+            },
+          },
+          // The council members up among the polled nodes are down to the votes a session
+          // requires (the highest consensusRequired seen in the last hour, else
+          // consensus.minMembers): one more member lost and no vote can pass. Only where
+          // every member of the majority's council is a polled node: an unpolled member is
+          // unknown, not down, so elsewhere this stays silent (the README says so). A
+          // member counts as up when its node is up and read the chain this cycle. 5m rides
+          // out a member's restart; below the required number the chain cannot mint, and
+          // LedgerBlockHeightStalled pages too.
+          {
+            alert: 'LedgerCouncilQuorumThin',
+            expr: |||
+              ledger_network_blockchain_council_members_up{%(ledgerSelector)s}
+              <= on(%(exporterInstanceLabels)s, blockchain) %(required)s
+              and on(%(exporterInstanceLabels)s, blockchain) (
+                %(polled)s
+              )
+            ||| % ($._config {
+              required: std.rstripChars(q.requiredVotes($._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
+              polled: std.rstripChars(q.everyMemberPolled($._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
+            }),
+            'for': '5m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'A blockchain council is one member loss away from losing its quorum.',
+              description: |||
+                Only {{ $value }} council members of blockchain {{ $labels.blockchain }} are up
+                among the nodes polled by {{ $labels.instance }}, no more than the votes a
+                session requires: one more member lost and no vote can pass.
+              |||,
             },
           },
         ],

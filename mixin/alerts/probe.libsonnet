@@ -10,7 +10,8 @@ local utils = import '../lib/utils.libsonnet';
         name: 'ledger-probe',
         rules: [
           // The probe could not read the node's /health. 2m = 8 probes at the 15s interval of
-          // deploy/prometheus/probe.yml: one slow answer or a quick restart does not page.
+          // deploy/prometheus/probe.yml: one slow answer or a quick restart does not page. The
+          // description says where the reason is: the probe's own log, &debug=true.
           {
             alert: 'LedgerProbeFailed',
             expr: 'ledger_probe_success{%(ledgerSelector)s} == 0' % $._config,
@@ -20,20 +21,26 @@ local utils = import '../lib/utils.libsonnet';
               summary: 'A ledger node cannot be probed.',
               description: |||
                 The probe of ledger node {{ $labels.instance }} (job {{ $labels.job }}) cannot read
-                its /health; its blockchains are not monitored while it fails.
+                its /health; its blockchains are not monitored while it fails. The exporter's
+                /probe?target={{ $labels.instance }}&debug=true shows each request and why.
               |||,
             },
           },
           // The height has not changed in probeStalledWindow (10m) of probes, on a series at
-          // least that old (a chain just discovered is not stalled). Series with the daemon's
-          // last-change timestamp are left to LedgerBlockHeightStalled, so nothing pages
-          // twice.
+          // least that old (a chain just discovered is not stalled), while work waits: as for
+          // LedgerBlockHeightStalled, an idle chain (no pending transaction, no open vote
+          // session) never fires. Series with the daemon's last-change timestamp are left to
+          // LedgerBlockHeightStalled, so nothing pages twice.
           {
             alert: 'LedgerProbeBlockHeightStalled',
             expr: |||
               changes(ledger_blockchain_height{%(ledgerSelector)s}[%(probeStalledWindow)s]) == 0
               and ledger_blockchain_height{%(ledgerSelector)s} offset %(probeStalledWindow)s
               unless on(node, blockchain) ledger_blockchain_height_last_change_timestamp_seconds{%(ledgerSelector)s}
+              unless on(%(exporterInstanceLabels)s, node, blockchain) (
+                ledger_blockchain_pending_transactions{%(ledgerSelector)s} == 0
+                and on(%(exporterInstanceLabels)s, node, blockchain) ledger_blockchain_vote_sessions{%(ledgerSelector)s} == 0
+              )
             ||| % $._config,
             'for': '1m',
             labels: { severity: 'critical' },
@@ -41,7 +48,8 @@ local utils = import '../lib/utils.libsonnet';
               summary: 'A blockchain height has not changed in %s of probes.' % utils.durationText($._config.probeStalledWindow),
               description: |||
                 The height of blockchain {{ $labels.blockchain }} on ledger node
-                {{ $labels.node }} has not changed in %s of probes.
+                {{ $labels.node }} has not changed in %s of probes, while transactions are
+                pending or a vote session is open.
               ||| % utils.durationText($._config.probeStalledWindow),
             },
           },

@@ -39,9 +39,9 @@ local g = import '../lib/grafana.libsonnet';
           g.table(
             4,
             'Exporter version',
-            'ledger_exporter_build_info per exporter instance.',
+            'ledger_exporter_build_info per exporter instance: version, the git revision and branch the build recorded (empty when it recorded none), and the Python version it runs on.',
             [g.tableTarget('ledger_exporter_build_info{%s}' % E)],
-            ['instance', 'job', 'version'],
+            ['instance', 'job', 'version', 'revision', 'branch', 'python_version'],
             size=[6, 4],
           ),
           g.stat(
@@ -131,6 +131,15 @@ local g = import '../lib/grafana.libsonnet';
               g.target('process_max_fds{%s}' % E, '{{instance}} limit'),
             ],
             size=[8, 8],
+          ),
+          g.row(18, 'Configuration'),
+          g.stat(
+            19,
+            'Config in force for',
+            'Time since the configuration last loaded successfully, at start or by a reload (SIGHUP, POST /-/reload); a failed reload does not reset it (see Config reload above).',
+            [g.target('time() - ledger_exporter_config_last_reload_success_timestamp_seconds{%s}' % E, '{{instance}}')],
+            unit='dtdurations',
+            size=[24, 4],
           ),
         ],
       ),

@@ -1,5 +1,6 @@
 // Ledger / Fleet overview: every node and chain at a glance.
 local g = import '../lib/grafana.libsonnet';
+local q = import '../lib/consensus.libsonnet';
 local utils = import '../lib/utils.libsonnet';
 
 {
@@ -19,7 +20,7 @@ local utils = import '../lib/utils.libsonnet';
         c,
         'ledger-fleet',
         'Fleet overview',
-        'Every ledger node and chain at a glance: up, heights, lag, peers, sync and council state, firing alerts.',
+        'Every ledger node and chain at a glance: up, heights, lag, peers, sync and council state, agreement, quorum margin, consensus health, firing alerts.',
         [
           g.queryVariable('job', 'Job', 'ledger_node_up{%s}' % c.ledgerSelector),
           g.queryVariable('instance', 'Instance', 'ledger_node_up{%s, job=~"$job"}' % c.ledgerSelector),
@@ -61,7 +62,7 @@ local utils = import '../lib/utils.libsonnet';
           g.stat(
             6,
             'Longest time since last block',
-            'Longest time any selected node has kept the same height (LedgerBlockHeightStalled fires at %s).' % utils.secondsText(c.heightStalledSeconds),
+            "Longest time any selected node has kept the same height. LedgerBlockHeightStalled fires only while work waits, after the chain's txMaxTimeTrigger + consensusTimeout + %s (%s where the node reports neither); an idle chain may stay red here for hours, healthy." % [utils.secondsText(c.stallGraceSeconds), utils.secondsText(c.heightStalledSeconds)],
             [g.target('max(time() - ledger_blockchain_height_last_change_timestamp_seconds{%s})' % B, 'since last block')],
             unit='s',
             steps=g.thresholds('green', [[c.heightStalledSeconds / 2, 'orange'], [c.heightStalledSeconds, 'red']]),
@@ -190,7 +191,7 @@ local utils = import '../lib/utils.libsonnet';
           g.timeseries(
             29,
             'Checkpoint height',
-            'Height at which block hashes are compared: the lowest head of the not-syncing nodes minus checkpoint_depth.',
+            'Height at which block hashes are compared: the highest height a strict majority of the not-syncing nodes have reached, minus checkpoint_depth.',
             [g.target('ledger_network_blockchain_checkpoint_height{%s}' % C, '{{blockchain}}')],
           ),
           g.stateTimeline(
@@ -218,6 +219,65 @@ local utils = import '../lib/utils.libsonnet';
             'Council views per chain',
             'Distinct council member sets among the up nodes that read the chain (1: agreement).',
             [g.target('ledger_network_blockchain_council_views{%s}' % C, '{{blockchain}}')],
+          ),
+          g.row(34, 'Consensus health'),
+          g.stat(
+            35,
+            'Chains with a thin quorum',
+            'Chains whose council members up among the polled nodes are down to the votes a session requires (LedgerCouncilQuorumThin), counted only where every member of the council is polled.',
+            [g.target('count((ledger_network_blockchain_council_members_up{%s} <= on(job, instance, blockchain) %s) and on(job, instance, blockchain) (%s)) or vector(0)' % [C, std.rstripChars(q.requiredVotes(C, 'job, instance'), '\n'), std.rstripChars(q.everyMemberPolled(C, 'job, instance'), '\n')], 'chains')],
+            steps=g.thresholds('green', [[1, 'red']]),
+          ),
+          g.stat(
+            36,
+            'Chains with diverging consensus settings',
+            'Chains whose up nodes report more than one consensus configuration (settings, key type and feature flags, compared by value).',
+            [g.target('count(ledger_network_blockchain_consensus_views{%s} > 1) or vector(0)' % C, 'chains')],
+            steps=g.thresholds('green', [[1, 'orange']]),
+          ),
+          g.stat(
+            37,
+            'Oldest open vote session',
+            'Age of the oldest vote session any selected node reports (LedgerVoteSessionStuck fires past %d consensus timeouts).' % c.voteSessionStuckTimeouts,
+            [g.target('max(ledger_blockchain_vote_session_age_seconds{%s}) or vector(0)' % B, 'oldest session')],
+            unit='s',
+          ),
+          g.stat(
+            38,
+            'Node versions',
+            'Distinct node versions among the selected nodes: more than one while an upgrade rolls out, or when a node was left behind.',
+            [g.target('count(count by (node_version) (ledger_node_info{%s}))' % N, 'versions')],
+            steps=g.thresholds('green', [[2, 'orange']]),
+          ),
+          g.timeseries(
+            39,
+            'Quorum margin per chain',
+            "Council members up among the polled nodes minus the votes a session requires (highest consensusRequired of the last hour, else consensus.minMembers): members the chain may still lose before no vote can pass. 0: LedgerCouncilQuorumThin (where every member is polled); below 0 the chain cannot mint. Where some members are not polled it is a lower bound: they are unknown, counted as not up.",
+            [g.target('ledger_network_blockchain_council_members_up{%s} - on(job, instance, blockchain) %s' % [C, std.rstripChars(q.requiredVotes(C, 'job, instance'), '\n')], '{{blockchain}}')],
+            softMin=false,
+          ),
+          g.timeseries(
+            40,
+            'Council members polled and up',
+            "Members of the majority's council that are a polled node (a member whose node is down included), and those whose node read the chain this cycle.",
+            [
+              g.target('ledger_network_blockchain_council_members_polled{%s}' % C, '{{blockchain}} polled'),
+              g.target('ledger_network_blockchain_council_members_up{%s}' % C, '{{blockchain}} up'),
+            ],
+            fill=0,
+          ),
+          g.stateTimeline(
+            41,
+            'Consensus settings agreement per node',
+            "1 when the node's consensus configuration is the one a strict majority report; 0 for all when none has a majority.",
+            [g.target('ledger_blockchain_consensus_agrees{%s}' % B, '{{node}} {{blockchain}}')],
+            g.boolMapping(['off the majority', 'orange'], ['agrees', 'green']),
+          ),
+          g.timeseries(
+            42,
+            'Failed vote rounds per leader',
+            'Rounds that ended without agreement in the last %s, per chain and leader, the highest count among the selected nodes (LedgerLeaderFailingRounds fires at %d).' % [utils.durationText(c.leaderFailedRoundsWindow), c.leaderFailedRoundsThreshold],
+            [g.target('max by (blockchain, leader) (increase(ledger_blockchain_leader_failed_rounds_total{%s}[%s]))' % [B, c.leaderFailedRoundsWindow], '{{blockchain}} · {{leader}}')],
           ),
           g.row(21, 'Alerts'),
           g.table(

@@ -1,5 +1,6 @@
 // Ledger / Node and chain detail: one or a few nodes in depth.
 local g = import '../lib/grafana.libsonnet';
+local utils = import '../lib/utils.libsonnet';
 
 {
   grafanaDashboards+:: {
@@ -14,7 +15,7 @@ local g = import '../lib/grafana.libsonnet';
         c,
         'ledger-node',
         'Node and chain detail',
-        'One or a few nodes in depth: heights and block rate, queues, voting and council, consensus settings, feature flags and version.',
+        'One or a few nodes in depth: heights and block rate, queues, voting and council, consensus health, consensus settings, feature flags and version.',
         [
           g.queryVariable('job', 'Job', 'ledger_node_up{%s}' % c.ledgerSelector),
           g.queryVariable('instance', 'Instance', 'ledger_node_up{%s, job=~"$job"}' % c.ledgerSelector),
@@ -153,6 +154,42 @@ local g = import '../lib/grafana.libsonnet';
             g.boolMapping(['no', 'transparent'], ['yes', 'blue']),
             size=[24, 8],
           ),
+          g.row(28, 'Consensus'),
+          g.timeseries(
+            29,
+            'Vote session age against the timeout',
+            "Age of the oldest open vote session (the exporter's clock since it first saw the session), and %d consensus timeouts, where LedgerVoteSessionStuck fires (after 2m). Sessions are sampled once a cycle: one that opens and closes between two polls never shows." % c.voteSessionStuckTimeouts,
+            [
+              g.target('ledger_blockchain_vote_session_age_seconds{%s}' % B, perNode + ' oldest session'),
+              g.target('%d * ledger_blockchain_consensus_timeout_seconds{%s}' % [c.voteSessionStuckTimeouts, B], perNode + ' stuck after'),
+            ],
+            unit='s',
+            fill=0,
+          ),
+          g.timeseries(
+            30,
+            'Vote round changes',
+            'Rounds per minute the open sessions moved through (a round ends without agreement when its leader fails): the rise of each session\'s round between two polls.',
+            [g.target('60 * rate(ledger_blockchain_vote_round_changes_total{%s}[$__rate_interval])' % B, perNode)],
+            unit='cpm',
+          ),
+          g.timeseries(
+            31,
+            'Failed rounds per leader',
+            'Rounds that ended without agreement in the last %s, per leader (the highest count among the selected nodes). LedgerLeaderFailingRounds fires at %d.' % [utils.durationText(c.leaderFailedRoundsWindow), c.leaderFailedRoundsThreshold],
+            [g.target('max by (blockchain, leader) (increase(ledger_blockchain_leader_failed_rounds_total{%s}[%s]))' % [B, c.leaderFailedRoundsWindow], '{{blockchain}} · {{leader}}')],
+          ),
+          g.timeseries(
+            32,
+            'Council changes and votes required',
+            "Times the node's council member set changed in the last hour, and the votes a session requires (highest consensusRequired of the open sessions) against the council's size.",
+            [
+              g.target('increase(ledger_blockchain_council_changes_total{%s}[1h])' % B, perNode + ' council changes (1h)'),
+              g.target('ledger_blockchain_vote_consensus_required{%s}' % B, perNode + ' votes required'),
+              g.target('ledger_blockchain_council_members{%s}' % B, perNode + ' council members'),
+            ],
+            fill=0,
+          ),
           g.row(21, 'Consensus settings and features'),
           g.table(
             22,
@@ -204,11 +241,12 @@ local g = import '../lib/grafana.libsonnet';
           g.row(25, 'Agreement with the other polled nodes'),
           g.stateTimeline(
             26,
-            'Agreement on block and council',
-            "1 when this node holds the majority's block at the checkpoint / the majority's council set.",
+            'Agreement on block, council and consensus settings',
+            "1 when this node holds the majority's block at the checkpoint / the majority's council set / the majority's consensus configuration (settings, key type and feature flags, by value).",
             [
               g.target('ledger_blockchain_checkpoint_agrees{%s}' % B, 'block {{blockchain}}'),
               g.target('ledger_blockchain_council_agrees{%s}' % B, 'council {{blockchain}}'),
+              g.target('ledger_blockchain_consensus_agrees{%s}' % B, 'consensus {{blockchain}}'),
             ],
             g.boolMapping(['no', 'transparent'], ['yes', 'blue']),
           ),

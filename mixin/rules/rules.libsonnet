@@ -1,4 +1,5 @@
 // Recording rules, named level:metric:operations (https://prometheus.io/docs/practices/rules/).
+local q = import '../lib/consensus.libsonnet';
 //
 // They precompute the fleet-wide views that are expensive or awkward to type: the alerts and
 // the Grafana dashboards use the raw exporter metrics, so neither depends on these rules being
@@ -67,6 +68,40 @@
           {
             record: 'job:ledger_node_up:count',
             expr: 'count by (job) (ledger_node_up{%(ledgerSelector)s})' % $._config,
+          },
+          // Distinct node versions per job: 1 on a fleet on one release, 2 or more while an
+          // upgrade rolls out (or a node was left behind). Probe mode too: each probe
+          // answers its node's ledger_node_info.
+          {
+            record: 'job:ledger_node_info:distinct_node_versions',
+            expr: 'count by (job) (count by (job, node_version) (ledger_node_info{%(ledgerSelector)s}))' % $._config,
+          },
+        ],
+      },
+      {
+        name: 'ledger-consensus.rules',
+        rules: [
+          // Council members up among the polled nodes minus the votes a session requires
+          // (LedgerCouncilQuorumThin's two sides): the members that may still be lost before
+          // no vote can pass; 0 is LedgerCouncilQuorumThin. Where some members are not
+          // polled it is a lower bound (they count as not up); the alert fires only where
+          // every member is polled.
+          {
+            record: 'blockchain:ledger_network_blockchain_council_members_up:quorum_margin',
+            expr: |||
+              ledger_network_blockchain_council_members_up{%(ledgerSelector)s}
+              - on(%(exporterInstanceLabels)s, blockchain) %(required)s
+            ||| % ($._config { required: std.rstripChars(q.requiredVotes($._config.ledgerSelector, $._config.exporterInstanceLabels), '\n') }),
+          },
+          // Vote rounds that ended without agreement per chain and leader over 15m, the
+          // highest count among an exporter's nodes (LedgerLeaderFailingRounds' value).
+          {
+            record: 'blockchain_leader:ledger_blockchain_leader_failed_rounds:increase15m',
+            expr: |||
+              max by (%(exporterInstanceLabels)s, blockchain, leader) (
+                increase(ledger_blockchain_leader_failed_rounds_total{%(ledgerSelector)s}[15m])
+              )
+            ||| % $._config,
           },
         ],
       },

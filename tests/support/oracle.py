@@ -17,8 +17,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from exporter import __version__
 from exporter.bounds import DropKind
+from exporter.build import this_build
 from exporter.expose import metrics as m
 from exporter.expose.metrics import MetricSpec
 from exporter.expose.render import CHAIN_GAUGE_FAMILIES
@@ -55,25 +55,33 @@ def _flag(value: bool) -> float:
 class ExporterCollector(Collector):
     """The exporter's own state.
 
-    # HELP ledger_exporter_build_info Version of the exporter; always 1.
-    # TYPE ledger_exporter_build_info gauge
+    # TYPE ledger_exporter_build_info gauge  (labels version, revision, branch, python_version)
     # HELP ledger_exporter_cycle_duration_seconds Wall time of the last full polling cycle.
     # TYPE ledger_exporter_cycle_duration_seconds gauge
     # HELP ledger_exporter_config_last_reload_successful 1 when the last configuration load ...
     # TYPE ledger_exporter_config_last_reload_successful gauge
+    # TYPE ledger_exporter_config_last_reload_success_timestamp_seconds gauge
     # TYPE ledger_exporter_dropped_values_total counter  (labels node, kind)
     """
 
-    SPECS = (m.BUILD_INFO, m.CYCLE_DURATION, m.CONFIG_RELOAD_OK, m.DROPPED_VALUES)
+    SPECS = (
+        m.BUILD_INFO,
+        m.CYCLE_DURATION,
+        m.CONFIG_RELOAD_OK,
+        m.CONFIG_RELOAD_SUCCESS_TIME,
+        m.DROPPED_VALUES,
+    )
 
     def __init__(self, snapshot: Snapshot) -> None:
         self._snapshot = snapshot
 
     def collect(self) -> Iterator[Metric]:
         families = _Families(self.SPECS)
-        families.add(m.BUILD_INFO, {"version": __version__}, 1.0)
+        families.add(m.BUILD_INFO, dict(this_build().labels()), 1.0)
         families.add(m.CYCLE_DURATION, {}, self._snapshot.cycle_duration)
         families.add(m.CONFIG_RELOAD_OK, {}, _flag(self._snapshot.config_reload_ok))
+        at = self._snapshot.config_reload_success_at
+        families.add(m.CONFIG_RELOAD_SUCCESS_TIME, {}, at)
         for node in self._snapshot.nodes:
             labels: Labels = {"node": node.name, **dict(node.labels)}
             for kind, count in zip(DropKind, node.dropped, strict=False):
@@ -148,7 +156,8 @@ class BlockchainCollector(Collector):
     SPECS = tuple(
         spec
         for spec in m.ALL
-        if spec.name.startswith("ledger_blockchain_") and spec not in m.NETWORK_FAMILIES
+        if spec.name.startswith("ledger_blockchain_")
+        and spec not in m.NETWORK_FAMILIES + m.CONSENSUS_FAMILIES
     )
 
     def __init__(self, snapshot: Snapshot) -> None:
@@ -182,6 +191,38 @@ class BlockchainCollector(Collector):
             families.add(m.CHAIN_FEATURE, {**labels, "feature": feature}, enabled)
 
 
+class ConsensusCollector(Collector):
+    """Each chain followed across cycles by the daemon's history (README, "Consensus health").
+
+    # TYPE ledger_blockchain_vote_session_age_seconds gauge
+    # TYPE ledger_blockchain_vote_round_changes_total counter
+    # TYPE ledger_blockchain_leader_failed_rounds_total counter  (label leader)
+    # TYPE ledger_blockchain_council_changes_total counter
+    """
+
+    SPECS = m.CONSENSUS_FAMILIES
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        families = _Families(self.SPECS)
+        for node in self._snapshot.nodes:
+            base: Labels = {"node": node.name, **dict(node.labels)}
+            for chain in node.chains:
+                followed = chain.consensus
+                if followed is None:
+                    continue
+                labels = {**base, "blockchain": chain.blockchain}
+                families.add(m.CHAIN_VOTE_SESSION_AGE, labels, followed.session_age)
+                families.add(m.CHAIN_VOTE_ROUND_CHANGES, labels, followed.round_changes)
+                for leader, count in followed.leader_failures:
+                    leader_labels = {**labels, "leader": leader}
+                    families.add(m.CHAIN_LEADER_FAILED_ROUNDS, leader_labels, count)
+                families.add(m.CHAIN_COUNCIL_CHANGES, labels, followed.council_changes)
+        return iter(families)
+
+
 class NetworkCollector(Collector):
     """Cross-node checks over the up polled nodes (README, "The network as a whole").
 
@@ -190,6 +231,10 @@ class NetworkCollector(Collector):
     # TYPE ledger_blockchain_checkpoint_agrees gauge  (labels node, blockchain)
     # TYPE ledger_network_blockchain_council_views gauge  (label blockchain)
     # TYPE ledger_blockchain_council_agrees gauge  (labels node, blockchain)
+    # TYPE ledger_network_blockchain_consensus_views gauge  (label blockchain)
+    # TYPE ledger_blockchain_consensus_agrees gauge  (labels node, blockchain)
+    # TYPE ledger_network_blockchain_council_members_polled gauge  (label blockchain)
+    # TYPE ledger_network_blockchain_council_members_up gauge  (label blockchain)
     # TYPE ledger_network_peer_partitions gauge
     # TYPE ledger_node_polled_peers gauge  (label node)
     """
@@ -210,9 +255,14 @@ class NetworkCollector(Collector):
             families.add(m.NETWORK_CHECKPOINT_HEIGHT, network, chain.checkpoint_height)
             families.add(m.NETWORK_CHECKPOINT_HASHES, network, chain.checkpoint_hashes)
             families.add(m.NETWORK_COUNCIL_VIEWS, network, chain.council_views)
+            families.add(m.NETWORK_CONSENSUS_VIEWS, network, chain.consensus_views)
+            polled, up = chain.council_members_polled, chain.council_members_up
+            families.add(m.NETWORK_COUNCIL_MEMBERS_POLLED, network, polled)
+            families.add(m.NETWORK_COUNCIL_MEMBERS_UP, network, up)
             for spec, agreement in (
                 (m.CHAIN_CHECKPOINT_AGREES, chain.block_agrees),
                 (m.CHAIN_COUNCIL_AGREES, chain.council_agrees),
+                (m.CHAIN_CONSENSUS_AGREES, chain.consensus_agrees),
             ):
                 for node, agrees in agreement:
                     if node in nodes:
@@ -270,6 +320,7 @@ def snapshot_collectors(snapshot: Snapshot) -> tuple[Collector, ...]:
         ExporterCollector(snapshot),
         NodeCollector(snapshot),
         BlockchainCollector(snapshot),
+        ConsensusCollector(snapshot),
         NetworkCollector(snapshot),
         WatchCollector(snapshot.watch),
     )

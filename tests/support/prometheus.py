@@ -1,104 +1,48 @@
-"""A real Prometheus server for tests: scrape targets, optional rule files, HTTP API helpers.
+"""Prometheus for tests: a real server, its HTTP API, and promtool.
 
-``PrometheusServer`` writes a ``prometheus.yml`` into a temporary directory, starts Debian's
-``prometheus`` binary on 127.0.0.1 and a free port, and stops it on exit. Use it through
-:func:`prometheus_servers`, wrapped in a fixture of your test module:
+``PrometheusServer`` writes a ``prometheus.yml`` into its own directory, starts Debian's
+``prometheus`` on 127.0.0.1 and a free port, and stops it on exit. A test takes servers from
+the ``prometheus`` fixture (``PrometheusServers``), which stops them after it:
 
 .. code-block:: python
 
-    @pytest.fixture
-    def prometheus(tmp_path: Path) -> Iterator[StartPrometheus]:
-        with prometheus_servers(tmp_path) as start:
-            yield start
-
-
-    def test_alert_fires(prometheus: StartPrometheus) -> None:
-        server = prometheus({"ledger-exporter": [exporter_address]}, rule_files=[ALERTS])
+    def test_alert_fires(prometheus: PrometheusServers) -> None:
+        server = prometheus.start({"ledger-exporter": [exporter_address]}, rule_files=[ALERTS])
         server.wait_for_alert("LedgerNodeDown", state="firing", timeout=20, node="node-2")
 
-Prometheus applies new scrape targets only every 5 s, so the first scrape comes 5 to 6 s after
-start whatever the scrape interval; rules are evaluated every ``evaluation_interval`` from the
-start. ``PrometheusApi`` alone talks to a Prometheus started by someone else (the demo).
+``prometheus.create(...)`` gives a server not started yet, whose ``config`` a test may change
+first. Prometheus applies new scrape targets only every 5 s, so the first scrape comes 5 to
+6 s after start whatever the scrape interval; rules are evaluated every
+``evaluation_interval`` from the start. ``PrometheusApi`` alone talks to a Prometheus started
+by someone else (the demo). ``Promtool`` (the ``promtool`` fixture) runs promtool.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import shutil
-import socket
 import subprocess
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any
 
-import pytest
 import yaml
 
-START_TIMEOUT_SECONDS = 20.0
+from tests.support.http import fetch
+from tests.support.ports import free_port
+from tests.support.processes import stop_process
+from tests.support.programs import require_program
+from tests.support.testdata import REPO
+from tests.support.waiting import wait_until
+
+START_TIMEOUT_SECONDS = 30.0
 STOP_TIMEOUT_SECONDS = 10.0
 POLL_SECONDS = 0.2
 
 Sample = dict[str, Any]  # one element of an instant query's result: {"metric", "value"}
 
 
-def stop_process(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
-    """Terminate a test's child process; kill it when it does not end within ``timeout``."""
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 class PrometheusError(AssertionError):
-    """Prometheus did not start, answered an error, or a condition was not met in time."""
-
-
-def prometheus_binary() -> str:
-    """Path of ``prometheus``; fails under CI (``make test`` installs it), skips elsewhere."""
-    binary = shutil.which("prometheus")
-    if binary is None:
-        message = "no 'prometheus' binary on the PATH; make test installs Debian's prometheus"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return binary
-
-
-def free_port() -> int:
-    """A port that was free a moment ago on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def port_is_closed(port: int, host: str = "127.0.0.1") -> bool:
-    """True when nothing accepts connections on ``host:port``."""
-    with socket.socket() as sock:
-        sock.settimeout(1.0)
-        return sock.connect_ex((host, port)) != 0
-
-
-def _until(what: str, timeout: float, attempt: Callable[[], Any]) -> Any:
-    """Call ``attempt`` until it returns something truthy; PrometheusError naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = attempt()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise PrometheusError(f"{what} within {timeout}s")
-        time.sleep(POLL_SECONDS)
+    """Prometheus did not start or answered an error."""
 
 
 class PrometheusApi:
@@ -110,22 +54,18 @@ class PrometheusApi:
     def ready(self) -> bool:
         """True when ``/-/ready`` answers 200."""
         try:
-            with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as response:
-                return bool(response.status == 200)
+            return fetch(self.url + "/-/ready", timeout=2).status == 200
         except OSError:
             return False
 
     def api(self, path: str, **params: str) -> Any:
         """GET ``/api/v1/<path>`` and return its ``data``; PrometheusError on an error."""
-        query = urllib.parse.urlencode(params)
-        url = f"{self.url}/api/v1/{path}" + (f"?{query}" if query else "")
-        try:
-            with urllib.request.urlopen(url, timeout=10) as response:
-                document = json.load(response)
-        except urllib.error.HTTPError as error:
-            raise PrometheusError(f"GET {url}: {error.code} {error.read().decode()}") from None
+        answer = fetch(f"{self.url}/api/v1/{path}", params=params)
+        if answer.status != 200:
+            raise PrometheusError(f"GET {path} {params}: {answer.status} {answer.text}")
+        document = answer.json()
         if document.get("status") != "success":
-            raise PrometheusError(f"GET {url}: {document}")
+            raise PrometheusError(f"GET {path} {params}: {document}")
         return document["data"]
 
     def query(self, expr: str) -> list[Sample]:
@@ -152,15 +92,17 @@ class PrometheusApi:
         """Query ``expr`` until ``predicate(result)`` holds (default: any sample at all)."""
         last: list[list[Sample]] = [[]]
 
-        def attempt() -> list[Sample] | None:
+        def matched() -> bool:
             last[0] = self.query(expr)
-            return last[0] if predicate(last[0]) else None
+            return predicate(last[0])
 
-        try:
-            result: list[Sample] = _until(f"{expr!r} did not match", timeout, attempt)
-        except PrometheusError as error:
-            raise PrometheusError(f"{error}; last result: {last[0]}") from None
-        return result
+        wait_until(
+            matched,
+            timeout=timeout,
+            interval=POLL_SECONDS,
+            message=lambda: f"{expr!r} did not match; last result: {last[0]}",
+        )
+        return last[0]
 
     def targets(self) -> list[dict[str, Any]]:
         """Active scrape targets (``labels``, ``health``, ``lastError``, ``scrapeUrl``...)."""
@@ -172,16 +114,20 @@ class PrometheusApi:
     ) -> list[dict[str, Any]]:
         """Wait until each of ``jobs`` has targets, all scraped and ``up``; return them."""
         wanted = set(jobs)
+        last: list[list[dict[str, Any]]] = [[]]
 
-        def attempt() -> list[dict[str, Any]] | None:
-            targets = [t for t in self.targets() if t["labels"]["job"] in wanted]
-            up = {t["labels"]["job"] for t in targets if t["health"] == "up"}
-            return targets if up == wanted and all(t["health"] == "up" for t in targets) else None
+        def all_up() -> bool:
+            last[0] = [t for t in self.targets() if t["labels"]["job"] in wanted]
+            up = {t["labels"]["job"] for t in last[0] if t["health"] == "up"}
+            return up == wanted and all(t["health"] == "up" for t in last[0])
 
-        found: list[dict[str, Any]] = _until(
-            f"targets of {sorted(wanted)} not up", timeout, attempt
+        wait_until(
+            all_up,
+            timeout=timeout,
+            interval=POLL_SECONDS,
+            message=lambda: f"targets of {sorted(wanted)} not up: {last[0]}",
         )
-        return found
+        return last[0]
 
     def metadata(self, job: str, metric: str) -> list[dict[str, Any]]:
         """What the scrapes of ``job`` told Prometheus about ``metric`` (type, help, unit)."""
@@ -191,7 +137,8 @@ class PrometheusApi:
         return found
 
     def rules(self) -> list[dict[str, Any]]:
-        """Rule groups (``name``, ``file``, ``rules`` with ``health`` and ``lastError``)."""
+        """Rule groups (``name``, ``file``, ``rules`` with ``health`` and ``lastError``,
+        ``lastEvaluation``)."""
         groups: list[dict[str, Any]] = self.api("rules")["groups"]
         return groups
 
@@ -206,7 +153,7 @@ class PrometheusApi:
         """Wait until alert ``name`` with (at least) these labels is in ``state``."""
         wanted = {"alertname": name, **labels}
 
-        def attempt() -> dict[str, Any] | None:
+        def in_state() -> dict[str, Any] | None:
             return next(
                 (
                     alert
@@ -216,15 +163,16 @@ class PrometheusApi:
                 None,
             )
 
-        alert: dict[str, Any] = _until(f"alert {wanted} not {state}", timeout, attempt)
+        alert: dict[str, Any] = wait_until(
+            in_state, timeout=timeout, interval=POLL_SECONDS, message=f"alert {wanted} not {state}"
+        )
         return alert
 
     def reload(self) -> None:
         """``POST /-/reload`` (needs ``--web.enable-lifecycle``) after changing config or rules."""
-        request = urllib.request.Request(self.url + "/-/reload", method="POST")
-        with urllib.request.urlopen(request, timeout=10) as response:
-            if response.status != 200:
-                raise PrometheusError(f"reload answered {response.status}")
+        answer = fetch(self.url + "/-/reload", method="POST")
+        if answer.status != 200:
+            raise PrometheusError(f"reload answered {answer.status}: {answer.text}")
 
 
 class PrometheusServer(PrometheusApi):
@@ -267,7 +215,7 @@ class PrometheusServer(PrometheusApi):
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.config_file.write_text(yaml.safe_dump(self.config, sort_keys=False))
         command = [
-            prometheus_binary(),
+            require_program("prometheus"),
             f"--config.file={self.config_file}",
             f"--storage.tsdb.path={self.workdir / 'data'}",
             f"--web.listen-address=127.0.0.1:{self.port}",
@@ -280,14 +228,15 @@ class PrometheusServer(PrometheusApi):
             self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         process = self._process
 
-        def attempt() -> bool:
+        def ready() -> bool:
             if process.poll() is not None:
                 raise PrometheusError(f"prometheus exited with {process.returncode}: {self.log()}")
             return self.ready()
 
         try:
-            _until("prometheus not ready", START_TIMEOUT_SECONDS, attempt)
-        except PrometheusError:
+            wait_until(ready, timeout=START_TIMEOUT_SECONDS, interval=POLL_SECONDS,
+                       message=lambda: f"prometheus not ready: {self.log()}")  # fmt: skip
+        except AssertionError:
             self.stop()
             raise
         return self
@@ -321,10 +270,36 @@ class PrometheusServer(PrometheusApi):
         return self.wait_for_targets_up(self.jobs, timeout)
 
 
-class StartPrometheus(Protocol):
-    """Starts a Prometheus server; see :class:`PrometheusServer` for the arguments."""
+class PrometheusServers:
+    """The Prometheus servers of one test, each in its own directory under ``workdir``; all
+    stopped by ``stop_all`` (what the ``prometheus`` fixture is)."""
 
-    def __call__(
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.servers: list[PrometheusServer] = []
+
+    def create(
+        self,
+        targets: Mapping[str, Sequence[str]] | None = None,
+        *,
+        rule_files: Sequence[Path] = (),
+        scrape_interval: str = "1s",
+        evaluation_interval: str = "1s",
+        extra_flags: Sequence[str] = (),
+    ) -> PrometheusServer:
+        """A server not started yet: change its ``config``, then ``start()`` it."""
+        server = PrometheusServer(
+            self.workdir / f"prometheus-{len(self.servers)}",
+            targets or {},
+            rule_files=rule_files,
+            scrape_interval=scrape_interval,
+            evaluation_interval=evaluation_interval,
+            extra_flags=extra_flags,
+        )
+        self.servers.append(server)
+        return server
+
+    def start(
         self,
         targets: Mapping[str, Sequence[str]],
         *,
@@ -332,35 +307,42 @@ class StartPrometheus(Protocol):
         scrape_interval: str = "1s",
         evaluation_interval: str = "1s",
         extra_flags: Sequence[str] = (),
-    ) -> PrometheusServer: ...
-
-
-@contextlib.contextmanager
-def prometheus_servers(tmp_path: Path) -> Iterator[StartPrometheus]:
-    """A factory of started servers (each in its own directory); all stopped on exit."""
-    servers: list[PrometheusServer] = []
-
-    def start(
-        targets: Mapping[str, Sequence[str]],
-        *,
-        rule_files: Sequence[Path] = (),
-        scrape_interval: str = "1s",
-        evaluation_interval: str = "1s",
-        extra_flags: Sequence[str] = (),
     ) -> PrometheusServer:
-        server = PrometheusServer(
-            tmp_path / f"prometheus-{len(servers)}",
+        """A started server scraping ``targets`` (job name -> ``host:port`` list)."""
+        return self.create(
             targets,
             rule_files=rule_files,
             scrape_interval=scrape_interval,
             evaluation_interval=evaluation_interval,
             extra_flags=extra_flags,
-        )
-        servers.append(server)
-        return server.start()
+        ).start()
 
-    try:
-        yield start
-    finally:
-        for server in servers:
+    def stop_all(self) -> None:
+        for server in self.servers:
             server.stop()
+
+
+class Promtool:
+    """Debian's promtool (the ``promtool`` fixture)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def run(
+        self, *args: str, cwd: Path = REPO, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """``promtool ARGS`` in ``cwd``, whatever its exit status."""
+        return subprocess.run(
+            [self.path, *args], cwd=cwd, input=input, capture_output=True, text=True,
+            check=False, timeout=120,
+        )  # fmt: skip
+
+    def check(self, *args: str, cwd: Path = REPO, input: str | None = None) -> str:
+        """``promtool ARGS``, which must succeed; what it printed on stdout."""
+        result = self.run(*args, cwd=cwd, input=input)
+        assert result.returncode == 0, f"promtool {' '.join(args)}:\n{result.stdout}{result.stderr}"
+        return result.stdout
+
+    def check_metrics(self, exposition: str) -> None:
+        """``promtool check metrics``: the exposition passes Prometheus's own linter."""
+        self.check("check", "metrics", input=exposition)

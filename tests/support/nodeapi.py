@@ -12,13 +12,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.testdata import REPO
+
+ROOT = REPO
 DOCUMENT = ROOT / "api" / "ledger-node-api.yaml"
 #: The JSON Schema dialect of OpenAPI 3.1's schemas (its base dialect adds only annotations).
 DIALECT = "https://json-schema.org/draft/2020-12/schema"

@@ -1,0 +1,151 @@
+"""What a chain's status says about consensus beyond its plain gauges: the open vote sessions
+(followed across cycles by the history), the council keys that get a leader series, and the
+consensus configuration compared across nodes by value (metrics.md, "Consensus health").
+
+Everything is kept compact and bounded: a session is its id, round and leader; the
+configuration is a 16-byte digest, whatever the node sends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from exporter.bounds import MAX_SESSION_ID_CHARS
+from exporter.values import LabelTexts, is_text, read_count, read_duration, read_number
+
+
+@dataclass(frozen=True, slots=True)
+class VoteSession:
+    """One open vote session as the exporter follows it: its id (the key in
+    ``voteSessions``), its round and its current leader's key (None when not readable)."""
+
+    session_id: str
+    round: float | None
+    leader: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionsRead:
+    """The sessions of one answer: the ones followed (at most the bound, the first by id),
+    how many more were left out, and the highest round and ``consensusRequired`` among all."""
+
+    followed: tuple[VoteSession, ...] = ()
+    dropped: int = 0
+    highest_round: float | None = None
+    highest_required: float | None = None
+
+
+NO_SESSIONS = SessionsRead()
+
+
+def read_sessions(value: Any, limit: int, labels: LabelTexts) -> SessionsRead:
+    """The ``voteSessions`` object: every entry is an open session keyed by its id. A value
+    that is not an object holds no readable session; an id longer than MAX_SESSION_ID_CHARS
+    (or one UTF-8 cannot hold) is not followed and counts as dropped."""
+    if not isinstance(value, dict) or not value:
+        return NO_SESSIONS
+    rounds: list[float] = []
+    required: list[float] = []
+    sessions: list[VoteSession] = []
+    unfollowed = 0
+    for session_id, session in value.items():
+        details = session if isinstance(session, dict) else {}
+        round_ = read_count(details.get("round"))
+        rounds += [] if round_ is None else [round_]
+        needed = read_count(details.get("consensusRequired"))
+        required += [] if needed is None else [needed]
+        if not 0 < len(session_id) <= MAX_SESSION_ID_CHARS or not is_text(session_id):
+            unfollowed += bool(session_id)
+            continue
+        leader = labels(details.get("currentLeader")) or None
+        sessions.append(VoteSession(session_id, round_, leader))
+    kept = sessions if len(sessions) <= limit else heapq.nsmallest(limit, sessions, _by_id)
+    return SessionsRead(
+        tuple(sorted(kept, key=_by_id)),
+        unfollowed + len(sessions) - len(kept),
+        max(rounds, default=None),
+        max(required, default=None),
+    )
+
+
+def _by_id(session: VoteSession) -> str:
+    return session.session_id
+
+
+def leader_keys(
+    council: Iterable[str], limit: int, labels: LabelTexts
+) -> tuple[tuple[str, ...], int]:
+    """The council keys that get a ``leader`` series: those that fit a label, the first
+    ``limit`` by name; and how many more there were (over-long keys are counted by
+    ``labels``)."""
+    fitting = [key for key in council if labels.fits(key)]
+    kept = sorted(fitting) if len(fitting) <= limit else heapq.nsmallest(limit, fitting)
+    return tuple(kept), len(fitting) - len(kept)
+
+
+def view_key(body: dict[str, Any]) -> Hashable | None:
+    """What :func:`consensus_view` depends on, as sent, when it is hashable: equal keys have
+    equal views, so a cycle computes the view of a configuration once for all its nodes.
+    None when a value is not hashable (a nested object: computed each time)."""
+    consensus, features = body.get("consensus"), body.get("features")
+    if not isinstance(consensus, dict):
+        return None
+    raw = (
+        tuple(consensus.items()),
+        body.get("keyType"),
+        tuple(features.items()) if isinstance(features, dict) else features,
+    )
+    try:
+        hash(raw)
+    except TypeError:
+        return None
+    return raw
+
+
+def consensus_view(body: dict[str, Any]) -> bytes | None:
+    """A digest of the chain's consensus configuration (the ``consensus`` object, ``keyType``
+    and ``features``) compared by value: key order ignored, durations in seconds, numbers as
+    numbers (``"42"`` is 42, ``"1m"`` is 60). None when ``consensus`` is not an object: such a
+    node has no view to compare."""
+    consensus = body.get("consensus")
+    if not isinstance(consensus, dict):
+        return None
+    features = body.get("features")
+    canonical = {
+        "consensus": {key: _by_value(value) for key, value in consensus.items()},
+        "keyType": _by_value(body.get("keyType")),
+        "features": (
+            {key: _by_value(value) for key, value in features.items()}
+            if isinstance(features, dict)
+            else _by_value(features)
+        ),
+    }
+    try:
+        text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    except (ValueError, RecursionError):  # nesting deeper than the encoder goes
+        return None
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+def _by_value(value: Any) -> Any:
+    """A setting as compared: a number (or a string holding one) as a float, a Go duration
+    string as seconds, anything else as sent (nested objects compared with sorted keys)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        number = read_number(value)
+        return repr(value) if number is None else number  # NaN, infinities, huge integers
+    if isinstance(value, str) and value[:1] in _NUMERIC_START:
+        duration = value[-1:].isalpha()  # "90s", "1m30s", "500ms"; "1e3" ends in a digit
+        number = read_duration(value) if duration else read_number(value)
+        return value if number is None else number
+    return value
+
+
+#: How a number or a Go duration may start; other strings are compared as sent, unparsed.
+_NUMERIC_START = frozenset("0123456789+-.")

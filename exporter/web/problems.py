@@ -1,0 +1,553 @@
+"""What the status page flags: each problem mirrors a shipped alert, with that alert's
+threshold and severity, so the page never says more or less than the pages an operator gets.
+
+Three scopes, shown in this order: the network as a whole (forks, splits without a majority,
+partitions, council views, and consensus health: a thin quorum, consensus settings that
+drift, a vote session that does not close, a leader whose rounds keep failing), each node and
+chain, and the watched contracts and wallets. A
+problem is listed from the first cycle its alert's condition holds, before the alert's `for`
+has passed; syncing, whose alert waits half an hour, is listed as info until then. Pure
+functions of one snapshot: the page is rendered once per cycle.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import Enum, IntEnum
+
+from exporter.model.network import Agreement, ChainAgreement, NetworkView
+from exporter.model.readings import ChainGauge, ChainReading
+from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.model.watch import ContractReading, WalletReading, WatchedObject, WatchStatus
+
+#: The shipped alerts' thresholds (mixin/config.libsonnet; tests/test_landing.py,
+#: tests/test_status_page.py and tests/test_status_page_consensus.py tie them to the
+#: rendered rules):
+STALL_GRACE_SECONDS = 180  # LedgerBlockHeightStalled: stallGraceSeconds
+STALLED_SECONDS = 600  # LedgerBlockHeightStalled: heightStalledSeconds (no settings reported)
+BEHIND_BLOCKS = 10  # LedgerNodeBehind: blocksBehindThreshold
+PEERS_LOST = 0  # LedgerNodePeersLost: no peers at all
+SYNCING_SECONDS = 1800  # LedgerBlockchainSyncingTooLong: syncingTooLongFor (30m)
+SESSION_STUCK_TIMEOUTS = 5  # LedgerVoteSessionStuck: voteSessionStuckTimeouts
+SESSION_STUCK_SECONDS = 600  # LedgerVoteSessionStuck: voteSessionStuckSeconds (no timeout)
+LEADER_FAILED_ROUNDS = 3  # LedgerLeaderFailingRounds: leaderFailedRoundsThreshold
+LEADER_WINDOW_SECONDS = 900  # LedgerLeaderFailingRounds: leaderFailedRoundsWindow (15m)
+REQUIRED_WINDOW_SECONDS = 3600  # LedgerCouncilQuorumThin: consensusRequired of the last hour
+
+
+class Severity(IntEnum):
+    """An alert's ``severity`` label; the page lists the most severe first."""
+
+    CRITICAL = 0
+    WARNING = 1
+    INFO = 2
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+#: Each shipped alert the page mirrors, with its severity (tests/test_status_page.py ties each
+#: to the ``severity`` label of the rendered rules).
+ALERT_SEVERITY = {
+    "LedgerBlockchainForked": Severity.CRITICAL,
+    "LedgerNodeOffMajorityBlock": Severity.CRITICAL,
+    "LedgerNetworkPartitioned": Severity.CRITICAL,
+    "LedgerCouncilViewsDiverge": Severity.WARNING,
+    "LedgerNodeOffMajorityCouncil": Severity.WARNING,
+    "LedgerCouncilQuorumThin": Severity.CRITICAL,
+    "LedgerConsensusConfigDiverges": Severity.WARNING,
+    "LedgerNodeOffMajorityConsensus": Severity.WARNING,
+    "LedgerVoteSessionStuck": Severity.WARNING,
+    "LedgerLeaderFailingRounds": Severity.WARNING,
+    "LedgerNodeDown": Severity.CRITICAL,
+    "LedgerNodePeersLost": Severity.CRITICAL,
+    "LedgerBlockHeightStalled": Severity.CRITICAL,
+    "LedgerCouncilBelowMinMembers": Severity.CRITICAL,
+    "LedgerBlockchainDown": Severity.WARNING,
+    "LedgerNodeBehind": Severity.WARNING,
+    "LedgerBlockchainSyncingTooLong": Severity.WARNING,
+    "LedgerWatchedContractNotActive": Severity.WARNING,
+    "LedgerWatchedWalletDisabled": Severity.WARNING,
+    "LedgerWatchedContractNodesDisagree": Severity.WARNING,
+    "LedgerWatchedWalletNodesDisagree": Severity.WARNING,
+}
+
+
+class Scope(Enum):
+    """Where a problem is listed: the network section first, then nodes, then watch lists."""
+
+    NETWORK = "network"
+    NODE = "node"
+    WATCH = "watch"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One line of the page. ``alert`` is the shipped alert it mirrors (its severity), or
+    None for an info line about an alert that has not fired yet; ``subject`` what the line
+    is about beyond a node and a chain: a watched contract's or wallet's name, a leader's
+    key. Every text is plain (escaped when rendered)."""
+
+    scope: Scope
+    severity: Severity
+    alert: str | None
+    text: str
+    node: str | None = None
+    chain: str | None = None
+    subject: str | None = None
+
+
+def _alerting(alert: str, scope: Scope, text: str, **where: str | None) -> Problem:
+    return Problem(scope, ALERT_SEVERITY[alert], alert, text, **where)
+
+
+def age(seconds: float) -> str:
+    """``4s``, ``3m 12s``, ``2h 5m``, ``3d 4h``."""
+    seconds = max(0, int(seconds))
+    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit} {seconds % size // sub_size}{sub}"
+    return f"{seconds // 60}m {seconds % 60}s" if seconds >= 60 else f"{seconds}s"
+
+
+# --- the network as a whole ---------------------------------------------------------------
+
+
+def majority_holds(agreement: Agreement) -> bool:
+    """A strict majority of the nodes compared hold one value (the alerts' own test: the
+    exporter marks agreement only with such a majority)."""
+    return any(agrees for _, agrees in agreement)
+
+
+def _outliers(agreement: Agreement) -> list[str]:
+    return [node for node, agrees in agreement if not agrees]
+
+
+def _fork(chain: ChainAgreement) -> Problem | None:
+    if not chain.checkpoint_hashes or chain.checkpoint_hashes < 2:
+        return None
+    at = (
+        f"{chain.checkpoint_hashes} different blocks at checkpoint height {chain.checkpoint_height}"
+    )
+    if majority_holds(chain.block_agrees):
+        text = f"forked: {at}; off the majority: {', '.join(_outliers(chain.block_agrees))}"
+    else:
+        compared = ", ".join(node for node, _ in chain.block_agrees)
+        text = (
+            f"forked: {at}, and no block has a majority of the nodes compared ({compared}): "
+            "no node is named; compare their blocks before taking any out of service"
+        )
+    return _alerting("LedgerBlockchainForked", Scope.NETWORK, text, chain=chain.blockchain)
+
+
+def _council_views(chain: ChainAgreement) -> Problem | None:
+    if not chain.council_views or chain.council_views < 2:
+        return None
+    views = f"{chain.council_views} different council member sets"
+    if majority_holds(chain.council_agrees):
+        text = f"{views}; off the majority: {', '.join(_outliers(chain.council_agrees))}"
+    else:
+        text = f"{views}, and none has a majority of the nodes: no node is named"
+    return _alerting("LedgerCouncilViewsDiverge", Scope.NETWORK, text, chain=chain.blockchain)
+
+
+def _partition(view: NetworkView) -> Problem | None:
+    if view.partitions is None or view.partitions < 2:
+        return None
+    text = f"the up polled nodes form {view.partitions} groups with no peer link between them"
+    alone = [node for node, linked in view.polled_peers if linked == 0]
+    if alone:
+        text += f"; cut off alone: {', '.join(alone)}"
+    return _alerting("LedgerNetworkPartitioned", Scope.NETWORK, text)
+
+
+def network_problems(view: NetworkView) -> list[Problem]:
+    """The network-wide lines: forks (with or without a majority), partitions, council views
+    and consensus configurations (the consensus health of each chain is
+    :func:`consensus_problems`')."""
+    found = [_fork(chain) for chain in view.chains]  # a fork first: the worst news
+    found += [_partition(view), *(_council_views(chain) for chain in view.chains)]
+    found += [_consensus_views(chain) for chain in view.chains]
+    return [problem for problem in found if problem is not None]
+
+
+def _consensus_views(chain: ChainAgreement) -> Problem | None:
+    if not chain.consensus_views or chain.consensus_views < 2:
+        return None
+    views = (
+        f"{chain.consensus_views} different consensus configurations "
+        "(settings, key type, feature flags)"
+    )
+    if majority_holds(chain.consensus_agrees):
+        text = f"{views}; off the majority: {', '.join(_outliers(chain.consensus_agrees))}"
+    else:
+        text = f"{views}, and none has a majority of the nodes: no node is named"
+    alert = "LedgerConsensusConfigDiverges"
+    return _alerting(alert, Scope.NETWORK, text, chain=chain.blockchain)
+
+
+# --- consensus health of each chain, across the polled nodes -------------------------------
+
+Readers = list[tuple[NodeStatus, ChainStatus]]  # the up nodes that read a chain this cycle
+
+
+def _readers(snapshot: Snapshot) -> dict[str, Readers]:
+    found: dict[str, Readers] = defaultdict(list)
+    for node in snapshot.nodes:
+        for chain in node.chains if node.up else ():
+            if chain.reading is not None:
+                found[chain.blockchain].append((node, chain))
+    return found
+
+
+def consensus_problems(snapshot: Snapshot, now: float) -> list[Problem]:
+    """Per chain, the lines of the consensus alerts that compare or gather the polled nodes:
+    a thin quorum, vote sessions that do not close (naming the nodes that see them), and
+    leaders whose rounds keep failing (once per leader, whichever nodes see it)."""
+    readers = _readers(snapshot)
+    members = {n.health.node_key: n.name for n in snapshot.nodes if n.health and n.health.node_key}
+    found = [
+        _thin_quorum(chain, readers.get(chain.blockchain, []), now)
+        for chain in snapshot.network.chains
+    ]
+    for blockchain, seen in readers.items():
+        found.append(_stuck_sessions(blockchain, seen))
+        found += _failing_leaders(blockchain, seen, now, members)
+    return [problem for problem in found if problem is not None]
+
+
+def _thin_quorum(chain: ChainAgreement, readers: Readers, now: float) -> Problem | None:
+    """LedgerCouncilQuorumThin: the members up no more than the votes required, where every
+    member of the majority's council is polled (an unpolled member is unknown)."""
+    up, polled = chain.council_members_up, chain.council_members_polled
+    majority = {node for node, agrees in chain.council_agrees if agrees}
+    sizes = [
+        len(c.reading.council)
+        for n, c in readers
+        if n.name in majority and c.reading and c.reading.council
+    ]
+    required = _required_votes(readers, now)
+    if up is None or polled is None or not sizes or polled < max(sizes) or required is None:
+        return None
+    if up > required:
+        return None
+    council = f"{up} of the council's {max(sizes)} members up among the polled nodes"
+    if up < required:
+        text = f"{council}, fewer than the {required:.0f} votes a session needs: no vote can pass"
+    else:
+        needs = f"a session needs {required:.0f} votes"
+        text = f"{council}, and {needs}: one more member lost and none can pass"
+    return _alerting("LedgerCouncilQuorumThin", Scope.NETWORK, text, chain=chain.blockchain)
+
+
+def _required_votes(readers: Readers, now: float) -> float | None:
+    """The highest consensusRequired reported in the last hour, else consensus.minMembers."""
+    recent = [
+        value
+        for _, chain in readers
+        if chain.consensus is not None and chain.consensus.last_required is not None
+        for value, at in (chain.consensus.last_required,)
+        if now - at <= REQUIRED_WINDOW_SECONDS
+    ]
+    minimum = [
+        m
+        for _, c in readers
+        if c.reading and (m := c.reading.gauge(ChainGauge.MIN_MEMBERS)) is not None
+    ]
+    return max(recent) if recent else max(minimum, default=None)
+
+
+def session_stuck_after(reading: ChainReading) -> float:
+    """Seconds a vote session may stay open (LedgerVoteSessionStuck)."""
+    timeout = reading.gauge(ChainGauge.CONSENSUS_TIMEOUT)
+    return SESSION_STUCK_SECONDS if timeout is None else SESSION_STUCK_TIMEOUTS * timeout
+
+
+def _stuck_sessions(blockchain: str, readers: Readers) -> Problem | None:
+    """LedgerVoteSessionStuck, one line per chain naming the nodes whose oldest session is
+    open longer than their chain's timeouts allow."""
+    stuck = [
+        (node.name, chain.consensus.session_age, session_stuck_after(chain.reading))
+        for node, chain in readers
+        if chain.reading is not None
+        and chain.consensus is not None
+        and chain.consensus.session_age is not None
+        and chain.consensus.session_age > session_stuck_after(chain.reading)
+    ]
+    if not stuck:
+        return None
+    oldest = max(age_ for _, age_, _ in stuck)
+    limit = min(limit for _, _, limit in stuck)
+    nodes = ", ".join(name for name, _, _ in stuck)
+    text = (
+        f"a vote session open for {age(oldest)} on {nodes}, more than "
+        f"{SESSION_STUCK_TIMEOUTS} consensus timeouts ({age(limit)}): it does not close"
+    )
+    return _alerting("LedgerVoteSessionStuck", Scope.NETWORK, text, chain=blockchain)
+
+
+def _failing_leaders(
+    blockchain: str, readers: Readers, now: float, members: dict[str, str]
+) -> list[Problem]:
+    """LedgerLeaderFailingRounds, one line per leader (however many nodes see it fail)."""
+    counts: dict[str, dict[str, int]] = defaultdict(dict)  # leader -> node -> failures
+    since = now - LEADER_WINDOW_SECONDS
+    for node, chain in readers:
+        for leader, times in chain.consensus.recent_failures if chain.consensus else ():
+            counts[leader][node.name] = sum(1 for at in times if at > since)
+    found = []
+    for leader, by_node in sorted(counts.items()):
+        failed = max(by_node.values())
+        if failed < LEADER_FAILED_ROUNDS:
+            continue
+        who = f" (node {members[leader]})" if leader in members else ""
+        seen = ", ".join(name for name, count in by_node.items() if count == failed)
+        window = age(LEADER_WINDOW_SECONDS).removesuffix(" 0s")
+        text = f"leader{who} failed {failed} vote rounds in the last {window}, as {seen} saw them"
+        where = {"chain": blockchain, "subject": leader}
+        found.append(_alerting("LedgerLeaderFailingRounds", Scope.NETWORK, text, **where))
+    return found
+
+
+def _off_majority(view: NetworkView) -> dict[tuple[str, str], list[Problem]]:
+    """Per (node, chain): the node holds another block or council than a strict majority.
+    Without a majority no node is named (the network line says so)."""
+    found: dict[tuple[str, str], list[Problem]] = defaultdict(list)
+    for chain in view.chains:
+        block = f"block at checkpoint height {chain.checkpoint_height} is not the majority's"
+        council = "council member set is not the majority's"
+        consensus = "consensus settings, key type or feature flags are not the majority's"
+        for agreement, alert, text in (
+            (chain.block_agrees, "LedgerNodeOffMajorityBlock", block),
+            (chain.council_agrees, "LedgerNodeOffMajorityCouncil", council),
+            (chain.consensus_agrees, "LedgerNodeOffMajorityConsensus", consensus),
+        ):
+            if not majority_holds(agreement):
+                continue
+            for node in _outliers(agreement):
+                where = {"node": node, "chain": chain.blockchain}
+                found[node, chain.blockchain].append(_alerting(alert, Scope.NODE, text, **where))
+    return found
+
+
+# --- each node and chain -------------------------------------------------------------------
+
+
+def _syncing(node: str, chain: ChainStatus, now: float) -> Problem:
+    """Syncing is normal for a while: info until the alert's 30 minutes, then its warning."""
+    since = chain.syncing_since if chain.syncing_since is not None else now
+    text = f"syncing for {age(now - since)}"
+    if now - since >= SYNCING_SECONDS:
+        alert = "LedgerBlockchainSyncingTooLong"
+        return _alerting(alert, Scope.NODE, text, node=node, chain=chain.blockchain)
+    text += f" (alerts after {age(SYNCING_SECONDS).removesuffix(' 0s')})"
+    return Problem(Scope.NODE, Severity.INFO, None, text, node, chain.blockchain)
+
+
+def _council_below_minimum(node: str, chain: ChainStatus) -> Problem | None:
+    members = chain.reading.gauge(ChainGauge.COUNCIL_MEMBERS) if chain.reading else None
+    minimum = chain.reading.gauge(ChainGauge.MIN_MEMBERS) if chain.reading else None
+    if members is None or minimum is None or members >= minimum:
+        return None
+    text = f"sees {members:.0f} council members, fewer than consensus.minMembers {minimum:.0f}"
+    alert = "LedgerCouncilBelowMinMembers"
+    return _alerting(alert, Scope.NODE, text, node=node, chain=chain.blockchain)
+
+
+def stall_threshold(reading: ChainReading) -> float:
+    """Seconds a chain's height may stay while work waits (LedgerBlockHeightStalled): its
+    txMaxTimeTrigger + consensusTimeout + the grace, or the fallback without them."""
+    trigger = reading.gauge(ChainGauge.TX_MAX_TIME_TRIGGER)
+    timeout = reading.gauge(ChainGauge.CONSENSUS_TIMEOUT)
+    if trigger is None or timeout is None:
+        return STALLED_SECONDS
+    return trigger + timeout + STALL_GRACE_SECONDS
+
+
+def is_idle(reading: ChainReading) -> bool:
+    """Nothing to mint: no pending transaction and no open vote session, both reported."""
+    pending = reading.gauge(ChainGauge.PENDING_TRANSACTIONS)
+    return pending == 0 and reading.gauge(ChainGauge.VOTE_SESSIONS) == 0
+
+
+def _stalled(chain: ChainStatus, now: float) -> str | None:
+    """The stall line, as LedgerBlockHeightStalled and LedgerNodeBehind's guard see it."""
+    if chain.reading is None or chain.height_changed_at is None or is_idle(chain.reading):
+        return None
+    still, threshold = now - chain.height_changed_at, stall_threshold(chain.reading)
+    if still <= threshold:
+        return None
+    due = f"a block was due within {age(threshold)}"
+    return f"height unchanged for {age(still)} while work waits ({due})"
+
+
+def chain_problems(
+    node: str, chain: ChainStatus, now: float, off: Iterable[Problem] = ()
+) -> list[Problem]:
+    """What one chain of an up node shows, by the alerts' thresholds."""
+    where = {"node": node, "chain": chain.blockchain}
+    if chain.reading is None:
+        text = f"chain down: {chain.error or 'no reading'}"
+        return [_alerting("LedgerBlockchainDown", Scope.NODE, text, **where)]
+    found = list(off)
+    syncing = chain.reading.syncing is True
+    stalled = _stalled(chain, now)
+    if stalled is not None:
+        found.append(_alerting("LedgerBlockHeightStalled", Scope.NODE, stalled, **where))
+    elif chain.blocks_behind is not None and chain.blocks_behind > BEHIND_BLOCKS and not syncing:
+        text = f"{chain.blocks_behind:.0f} blocks behind"
+        found.append(_alerting("LedgerNodeBehind", Scope.NODE, text, **where))
+    if syncing:
+        found.append(_syncing(node, chain, now))
+    below = _council_below_minimum(node, chain)
+    return found + ([below] if below else [])
+
+
+def node_problems(
+    node: NodeStatus, now: float, off: dict[tuple[str, str], list[Problem]] | None = None
+) -> list[Problem]:
+    """What one node and its chains show, most severe first."""
+    if not node.up:
+        since = (
+            "never up" if node.last_success is None else f"down for {age(now - node.last_success)}"
+        )
+        text = f"{since}: {node.error or 'no answer'}"
+        return [_alerting("LedgerNodeDown", Scope.NODE, text, node=node.name)]
+    found: list[Problem] = []
+    if node.health is not None and node.health.peer_count == PEERS_LOST:
+        found.append(_alerting("LedgerNodePeersLost", Scope.NODE, "no peers", node=node.name))
+    for chain in node.chains:
+        found += chain_problems(
+            node.name, chain, now, (off or {}).get((node.name, chain.blockchain), ())
+        )
+    return sorted(found, key=lambda problem: problem.severity)
+
+
+# --- watched contracts and wallets ----------------------------------------------------------
+
+
+def _watched(obj: WatchedObject, alert: str, text: str) -> Problem:
+    return _alerting(
+        alert, Scope.WATCH, text, node=obj.node, chain=obj.blockchain, subject=obj.name
+    )
+
+
+Values = dict[str, list[str]]  # a value as shown -> the nodes that report it
+
+
+def _contract_values(readers: list[WatchedObject]) -> dict[str, Values]:
+    found: dict[str, Values] = {"status": {}, "version": {}, "code hash": {}}
+    for obj in readers:
+        contract = obj.reading
+        if not isinstance(contract, ContractReading):
+            continue
+        if contract.status is not None:
+            found["status"].setdefault(contract.status, []).append(obj.node)
+        if contract.version is not None:
+            found["version"].setdefault(f"{contract.version:g}", []).append(obj.node)
+        if (contract.address, contract.vm_type, contract.code_hash) != (None, None, None):
+            found["code hash"].setdefault(contract.code_hash or "none", []).append(obj.node)
+    return found
+
+
+def _wallet_values(readers: list[WatchedObject]) -> dict[str, Values]:
+    found: dict[str, Values] = {"enabled": {}}
+    grants: dict[str, Values] = defaultdict(dict)
+    for obj in readers:
+        wallet = obj.reading
+        if not isinstance(wallet, WalletReading):
+            continue
+        if wallet.enabled is not None:
+            shown = "yes" if wallet.enabled else "no"
+            found["enabled"].setdefault(shown, []).append(obj.node)
+        for group, permission, granted in wallet.permissions:
+            shown = "yes" if granted else "no"
+            grants[f"{group} {permission}"].setdefault(shown, []).append(obj.node)
+    return found | dict(grants)
+
+
+def _disagreement(kind: str, readers: list[WatchedObject]) -> str | None:
+    """How the nodes reading one watched object differ, as the ...NodesDisagree alerts see
+    it, naming which nodes report what (``status PAUSED: node-1; ACTIVE: node-2``)."""
+    values = _contract_values(readers) if kind == "contract" else _wallet_values(readers)
+    split = [
+        f"{field} " + "; ".join(f"{value}: {', '.join(nodes)}" for value, nodes in seen.items())
+        for field, seen in values.items()
+        if len(seen) > 1
+    ]
+    return f"the nodes disagree: {' / '.join(split)}" if split else None
+
+
+def _grouped(watch: WatchStatus) -> Iterator[tuple[str, list[WatchedObject]]]:
+    """Each watched contract (its metadata) and wallet with every node's outcome."""
+    groups: dict[tuple[str, str, str], list[WatchedObject]] = defaultdict(list)
+    for obj in watch.objects:
+        if isinstance(obj.reading, ContractReading):
+            groups["contract", obj.blockchain, obj.name].append(obj)
+        elif isinstance(obj.reading, WalletReading):
+            groups["wallet", obj.blockchain, obj.name].append(obj)
+    for (kind, _, _), readers in groups.items():
+        yield kind, readers
+
+
+def watch_problems(watch: WatchStatus) -> list[Problem]:
+    """Watched contracts not ACTIVE, wallets disabled, and objects the nodes disagree on."""
+    found: list[Problem] = []
+    for kind, readers in _grouped(watch):
+        for obj in readers:
+            reading = obj.reading
+            if isinstance(reading, ContractReading) and reading.status not in (None, "ACTIVE"):
+                text = f"contract is {reading.status}, not ACTIVE"
+                found.append(_watched(obj, "LedgerWatchedContractNotActive", text))
+            if isinstance(reading, WalletReading) and reading.enabled == 0:
+                found.append(_watched(obj, "LedgerWatchedWalletDisabled", "wallet is disabled"))
+        differ = _disagreement(kind, readers)
+        if differ:
+            alert = f"LedgerWatched{kind.capitalize()}NodesDisagree"
+            first = readers[0]
+            found.append(
+                Problem(
+                    Scope.WATCH,
+                    ALERT_SEVERITY[alert],
+                    alert,
+                    differ,
+                    None,
+                    first.blockchain,
+                    first.name,
+                )
+            )
+    return found
+
+
+# --- the whole page -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attention:
+    """Everything the page flags for one snapshot, per scope, most severe first."""
+
+    network: tuple[Problem, ...] = ()
+    nodes: dict[str, list[Problem]] | None = None  # per node name, in the snapshot's order
+    watch: tuple[Problem, ...] = ()
+
+    @property
+    def node_problems(self) -> list[Problem]:
+        listed = [problem for problems in (self.nodes or {}).values() for problem in problems]
+        return sorted(listed, key=lambda problem: problem.severity)  # stable: node order kept
+
+    def counts(self) -> dict[Severity, int]:
+        every = [*self.network, *self.node_problems, *self.watch]
+        return {severity: sum(p.severity is severity for p in every) for severity in Severity}
+
+
+def attention(snapshot: Snapshot, now: float) -> Attention:
+    """What the page flags for ``snapshot``, as of ``now`` (the end of its cycle)."""
+    network = network_problems(snapshot.network) + consensus_problems(snapshot, now)
+    by_severity = sorted(network, key=lambda p: p.severity)
+    off = _off_majority(snapshot.network)
+    nodes = {node.name: node_problems(node, now, off) for node in snapshot.nodes}
+    watch = sorted(watch_problems(snapshot.watch), key=lambda p: p.severity)
+    return Attention(tuple(by_severity), nodes, tuple(watch))

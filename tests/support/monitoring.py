@@ -1,0 +1,43 @@
+"""The shipped monitoring files (rendered from ``mixin/``): where they are, and how to walk a
+Grafana dashboard's panels and variables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from tests.support.testdata import REPO
+
+PROM_DIR = REPO / "deploy" / "prometheus"
+RULE_FILES = (PROM_DIR / "alerts.yml", PROM_DIR / "rules.yml")
+DASHBOARDS = sorted((REPO / "grafana" / "dashboards").glob("*.json"))
+#: Mixin settings a user may override, all changed from their defaults: a rendering with these
+#: shows that every setting reaches what it should.
+MIXIN_OVERRIDES: dict[str, Any] = {
+    "exporterJobSelector": 'job="ledger"',
+    "ledgerJobSelector": 'job=~"ledger|ledger-probes"',
+    "extraSelector": 'cluster="prod"',
+    "runbookURLPattern": "https://runbooks.example.com/ledger/%s.md",
+    "heightStalledSeconds": 900,
+    "stallGraceSeconds": 240,
+    "voteSessionStuckTimeouts": 7,
+    "voteSessionStuckSeconds": 1200,
+    "leaderFailedRoundsThreshold": 5,
+    "leaderFailedRoundsWindow": "30m",
+    "syncingTooLongFor": "2h",
+    "dashboardTags": ["ledger", "prod"],
+    "dashboardRefresh": "1m",
+}
+
+
+def walk_panels(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Every panel of a dashboard, those inside rows too."""
+    for panel in panels:
+        yield panel
+        yield from walk_panels(panel.get("panels", []))
+
+
+def variable_query(variable: dict[str, Any]) -> str:
+    """The query of a dashboard variable, in either of Grafana's two spellings."""
+    query = variable.get("definition") or variable.get("query")
+    return query["query"] if isinstance(query, dict) else str(query)

@@ -1,0 +1,121 @@
+"""Child processes of the tests: the real ``ledger-exporter`` process, and stopping any child.
+
+``ExporterProcess`` runs ``python -m exporter`` on ``127.0.0.1:0`` with its log in a file
+(a pipe nobody reads would block a chatty exporter), reads the port it bound from its
+"started" line, and stops it with SIGTERM. ``ready_exporter`` is the usual way to use it: a
+ready exporter for the ``with`` block, which must then exit with status 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.support.http import fetch
+from tests.support.testdata import REPO
+from tests.support.waiting import wait_until
+
+#: The port in the exporter's "started" line, in logfmt or JSON.
+_STARTED = re.compile(r'ledger-exporter started.*?\bport"?[=:] ?(\d+)')
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """Terminate a test's child process; kill it when it does not end within ``timeout``."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def exporter_command(*args: str) -> list[str]:
+    """``python -m exporter ARGS`` with this interpreter."""
+    return [sys.executable, "-m", "exporter", *args]
+
+
+class ExporterProcess:
+    """``python -m exporter --config.file=CONFIG FLAGS`` on a port of its own choosing; its
+    log (stderr) goes to a file beside the config. The log level must show the "started"
+    line (info, the default, or debug)."""
+
+    def __init__(self, config: Path, *flags: str, start_timeout: float = 30.0) -> None:
+        with tempfile.NamedTemporaryFile(
+            dir=config.parent, prefix="exporter-", suffix=".log", delete=False
+        ) as log:
+            self.log_path = Path(log.name)
+            self.process = subprocess.Popen(
+                exporter_command(
+                    f"--config.file={config}", "--web.listen-address=127.0.0.1:0", *flags
+                ),
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                cwd=REPO,
+            )
+        try:
+            port = wait_until(
+                self._started,
+                timeout=start_timeout,
+                message=lambda: f"exporter not started:\n{self.log()}",
+            )
+        except AssertionError:
+            self.stop()
+            raise
+        self.port = int(port)
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def _started(self) -> str | None:
+        found = _STARTED.search(self.log())
+        if found is None and self.process.poll() is not None:
+            code = self.process.returncode
+            raise AssertionError(f"the exporter exited with {code}:\n{self.log()}")
+        return found[1] if found else None
+
+    def log(self) -> str:
+        """What the exporter logged so far."""
+        return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Until ``/-/ready`` answers 200: the first cycle was published."""
+        wait_until(
+            lambda: fetch(self.base + "/-/ready").status == 200,
+            timeout=timeout,
+            ignoring=(OSError,),
+            message=lambda: f"exporter not ready:\n{self.log()}",
+        )
+
+    def signal(self, signum: signal.Signals) -> None:
+        self.process.send_signal(signum)
+
+    def stop(self, timeout: float = 30.0) -> tuple[int, str]:
+        """SIGTERM (unless it already ended), then its exit status and whole log; killed when
+        it does not end within ``timeout``."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        return self.process.returncode, self.log()
+
+
+@contextlib.contextmanager
+def ready_exporter(config: Path, *flags: str) -> Iterator[ExporterProcess]:
+    """An exporter process on ``config``, ready to serve; stopped afterwards, and it must have
+    exited cleanly (status 0)."""
+    process = ExporterProcess(config, *flags)
+    try:
+        process.wait_ready()
+        yield process
+    finally:
+        code, log = process.stop()
+    assert code == 0, log
