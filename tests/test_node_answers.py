@@ -1,15 +1,15 @@
 """Generated node answers against the metric contract, in process.
 
-Fleets of one to three nodes (``tests/scenarios.py``) answer a plain first cycle and a
+Fleets of one to three nodes (``tests/support/scenarios.py``) answer a plain first cycle and a
 generated second one: valid answers drawn from the node API document, and answers mutated
-the ways nodes in the field go wrong (``tests/answers.py``). Each fleet runs through the
+the ways nodes in the field go wrong (``tests/support/answers.py``). Each fleet runs through the
 real poller, history, network view and writer, with an in-process engine in place of
 libcurl (the lowest seam that still covers decoding, reading, history and rendering), and:
 
 - nothing raises, and nothing is logged with a traceback;
 - the exposition parses with client_python's text parser and its OpenMetrics parser, to the
   same samples, and passes ``promtool check metrics`` (many expositions per run);
-- every sample is one the contract's oracle (``tests/contract_oracle.py``, written from
+- every sample is one the contract's oracle (``tests/support/contract_oracle.py``, written from
   metrics.md alone) finds in the answers, with its value and its labels exactly as the node
   sent them, and every sample the oracle requires is there.
 
@@ -25,13 +25,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given
 from hypothesis import settings as hypothesis_settings
 
-from tests import generation, nodeapi
-from tests.answers import Answer, documents
-from tests.contract_oracle import Key, check, labels_of
-from tests.scenarios import (
+from tests.support import generation, nodeapi
+from tests.support.answers import Answer, documents
+from tests.support.contract_oracle import Key, check, labels_of
+from tests.support.prometheus import Promtool
+from tests.support.scenarios import (
     WALLET_ADDRESS,
     Fleet,
-    Promtool,
+    MetricsCheck,
     fleet_of,
     fleets,
     request_key,
@@ -93,8 +94,9 @@ FOUND_SAMPLES: dict[str, dict[Key, float | None]] = {
 
 
 @pytest.fixture(scope="module")
-def promtool() -> Iterator[Promtool]:
-    checker = Promtool()
+def metrics_check(promtool: Promtool) -> Iterator[MetricsCheck]:
+    """Expositions checked by ``promtool check metrics`` a batch at a time."""
+    checker = MetricsCheck(promtool)
     yield checker
     checker.flush()
 
@@ -109,7 +111,7 @@ def settings(name: str) -> hypothesis_settings:
     )
 
 
-def assert_keeps_the_contract(fleet: Fleet, promtool: Promtool | None = None) -> None:
+def assert_keeps_the_contract(fleet: Fleet, metrics_check: MetricsCheck | None = None) -> None:
     """Run ``fleet`` and check its exposition against the oracle and both parsers."""
     outcome = run_in_process(fleet)
     assert not outcome.logged, outcome.logged
@@ -117,49 +119,49 @@ def assert_keeps_the_contract(fleet: Fleet, promtool: Promtool | None = None) ->
     assert samples(outcome.openmetrics, openmetrics=True) == text
     problems = check(fleet.setup, outcome.cycles, text)
     assert not problems, "\n".join([*problems, "--- the fleet:", fleet.show()])
-    if promtool is not None:
-        promtool.add(outcome.text)
+    if metrics_check is not None:
+        metrics_check.add(outcome.text)
 
 
-def test_health_answers(promtool: Promtool) -> None:
+def test_health_answers(metrics_check: MetricsCheck) -> None:
     """One node's /health valid or mutated (its chains and watch list answered plainly)."""
 
     @settings("health")
     @given(fleets(parts=frozenset({"health"})))
     def health(fleet: Fleet) -> None:
-        assert_keeps_the_contract(fleet, promtool)
+        assert_keeps_the_contract(fleet, metrics_check)
 
     health()
-    promtool.flush()
+    metrics_check.flush()
 
 
-def test_chain_status_answers(promtool: Promtool) -> None:
+def test_chain_status_answers(metrics_check: MetricsCheck) -> None:
     """One node's chain status answers valid or mutated."""
 
     @settings("status")
     @given(fleets(parts=frozenset({"status"})))
     @example(FOUND["long-integer-in-a-field"])
     def status(fleet: Fleet) -> None:
-        assert_keeps_the_contract(fleet, promtool)
+        assert_keeps_the_contract(fleet, metrics_check)
 
     status()
-    promtool.flush()
+    metrics_check.flush()
 
 
-def test_watch_answers(promtool: Promtool) -> None:
+def test_watch_answers(metrics_check: MetricsCheck) -> None:
     """One node's contract, contract state and wallet answers valid or mutated."""
 
     @settings("watch")
     @given(fleets(parts=frozenset({"contract", "state", "wallet"})))
     @example(FOUND["long-integer-alone"])
     def watch(fleet: Fleet) -> None:
-        assert_keeps_the_contract(fleet, promtool)
+        assert_keeps_the_contract(fleet, metrics_check)
 
     watch()
-    promtool.flush()
+    metrics_check.flush()
 
 
-def test_fleet_answers(promtool: Promtool) -> None:
+def test_fleet_answers(metrics_check: MetricsCheck) -> None:
     """Up to three nodes sharing chains, councils, peers and hashes, their /health, chain
     status and checkpoint block answers valid or mutated: the network series (the watch
     lists, answered plainly here, have their own property)."""
@@ -167,22 +169,22 @@ def test_fleet_answers(promtool: Promtool) -> None:
     @settings("fleet")
     @given(fleets(most_nodes=3, parts=frozenset({"health", "status", "block"})))
     def fleet(fleet: Fleet) -> None:
-        assert_keeps_the_contract(fleet, promtool)
+        assert_keeps_the_contract(fleet, metrics_check)
 
     fleet()
-    promtool.flush()
+    metrics_check.flush()
 
 
-def test_valid_answers(promtool: Promtool) -> None:
+def test_valid_answers(metrics_check: MetricsCheck) -> None:
     """Answers the document allows, unmutated: every readable field gives its sample."""
 
     @settings("valid")
     @given(fleets(most_nodes=3, hows=("valid",)))
     def valid(fleet: Fleet) -> None:
-        assert_keeps_the_contract(fleet, promtool)
+        assert_keeps_the_contract(fleet, metrics_check)
 
     valid()
-    promtool.flush()
+    metrics_check.flush()
 
 
 @pytest.mark.parametrize("case", sorted(FOUND))

@@ -2,7 +2,7 @@
 
 The fleets of ``tests/test_node_answers.py`` served by real HTTP servers (``FakeNode``, one
 per node) and polled by the real engine (libcurl, the response size cap, the read budget),
-then checked by the same oracle (``tests/contract_oracle.py``). Fewer examples: the
+then checked by the same oracle (``tests/support/contract_oracle.py``). Fewer examples: the
 in-process suite tries thousands, this one proves the seam it uses changes nothing.
 """
 
@@ -19,23 +19,23 @@ from exporter import __version__
 from exporter.expose.render import OPENMETRICS_END, Renderer, openmetrics_format, text_format
 from exporter.poll.cycle import Poller
 from exporter.poll.engine import Engine
-from tests import generation
-from tests.conftest import FakeNode
-from tests.contract_oracle import Cycle, Request, check
-from tests.scenarios import CLOCKS, Answers, Fleet, captured_logs, config_of, fleets, samples
+from tests.support import generation
+from tests.support.contract_oracle import Cycle, Request, check
+from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.scenarios import (
+    CLOCKS,
+    Answers,
+    Fleet,
+    captured_logs,
+    config_of,
+    fleets,
+    samples,
+)
 
 EXAMPLES = 40
 
 
-@pytest.fixture(scope="module")
-def nodes() -> Iterator[list[FakeNode]]:
-    started = [FakeNode().start() for _ in range(3)]
-    yield started
-    for node in started:
-        node.stop()
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture
 def engine() -> Iterator[Engine]:
     running = Engine(64, f"ledger-exporter/{__version__}", 3)
     yield running
@@ -64,8 +64,7 @@ def decoded(path: str) -> Request:
 
 
 def serve(node: FakeNode, answers: Answers) -> None:
-    node.routes.clear()
-    node.requests.clear()
+    node.reset()
     for request, answer in answers.items():
         node.set(encoded(request), answer.body, answer.status)
 
@@ -87,7 +86,7 @@ def run_over_sockets(fleet: Fleet, nodes: list[FakeNode], engine: Engine) -> Non
                     serve(node, answers[name])
                 snapshot = poller.run_cycle()
                 asked = {
-                    name: [decoded(path) for path in node.requests]
+                    name: [decoded(path) for path in node.paths]
                     for name, node in zip(names, nodes, strict=False)
                 }
                 cycles.append(Cycle(at, answers, asked))
@@ -103,7 +102,9 @@ def run_over_sockets(fleet: Fleet, nodes: list[FakeNode], engine: Engine) -> Non
 
 
 @pytest.mark.integration
-def test_fleets_over_sockets(nodes: list[FakeNode], engine: Engine) -> None:
+def test_fleets_over_sockets(fake_nodes: FakeNodes, engine: Engine) -> None:
+    nodes = [fake_nodes.start() for _ in range(3)]
+
     @hypothesis_settings(
         generation.settings(EXAMPLES),
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

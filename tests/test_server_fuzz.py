@@ -44,9 +44,11 @@ from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.config.probe import ProbeConfig
 from exporter.web.server import ServerLimits
-from tests import generation
-from tests.conftest import FakeNode, chain_doc, health_doc
-from tests.scenarios import Records, captured_logs
+from tests.support import generation
+from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.scenarios import Records, captured_logs
+from tests.support.waiting import wait_until
 
 EXAMPLES = {"pipelines": 600, "probes": 400, "every_byte": 16}
 TIMEOUT = 20.0
@@ -67,17 +69,18 @@ class Served:
     logs: Records
 
     def allowed_url(self, path: str = "/node-a") -> str:
-        return f"http://127.0.0.1:{self.allowed.server.server_address[1]}{path}"
+        return f"http://127.0.0.1:{self.allowed.port}{path}"
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
-    polled, allowed, refused = FakeNode().start(), FakeNode().start(), FakeNode().start()
+    nodes = FakeNodes()  # module-wide: the fake_nodes fixture is a test's own
+    polled, allowed, refused = nodes.start(), nodes.start(), nodes.start()
     polled.play(health_doc(["c1"]), {"c1": chain_doc(7)})
     for prefix in ("/node-a", ""):
         allowed.set(f"{prefix}/health", health_doc(["c1"]))
         allowed.set(f"{prefix}/blockchains/c1", chain_doc(9))
-    port = allowed.server.server_address[1]
+    port = allowed.port
     patterns = (
         re.compile(rf"http://127\.0\.0\.1:{port}/node-a"),
         re.compile(rf"http://127\.0\.0\.1:{port}/.*"),
@@ -92,15 +95,12 @@ def served() -> Iterator[Served]:
     with captured_logs(logging.ERROR) as logs:
         exporter = Exporter(config)
         server = exporter.start("127.0.0.1:0", limits=limits)
-        deadline = time.monotonic() + TIMEOUT
-        while not exporter.ready() and time.monotonic() < deadline:
-            time.sleep(0.02)
         try:
+            wait_until(exporter.ready, message="the exporter's first cycle")
             yield Served(exporter, server.port, allowed, refused, patterns, logs)
         finally:
             exporter.stop()
-            for node in (polled, allowed, refused):
-                node.stop()
+            nodes.stop_all()
 
 
 # --- requests ------------------------------------------------------------------------------
@@ -402,8 +402,8 @@ def exchange(port: int, pieces: Sequence[bytes], pause: float = 0.0) -> bytes:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with contextlib.suppress(OSError):  # the server may close before taking it all
             for index, piece in enumerate(pieces):
-                if index and pause:
-                    time.sleep(pause)
+                if index and pause:  # the pieces reach the server apart (an input shape,
+                    time.sleep(pause)  # not a wait: no outcome depends on it)
                 sock.sendall(piece)
             sock.shutdown(socket.SHUT_WR)
         received = bytearray()
@@ -552,8 +552,8 @@ def test_pipelined_requests(served: Served) -> None:
 @pytest.mark.integration
 def test_probe_targets_never_escape(served: Served) -> None:
     """Probe targets built to reach the refused port; each with a plain request after."""
-    allowed = served.allowed.server.server_address[1]
-    refused = served.refused.server.server_address[1]
+    allowed = served.allowed.port
+    refused = served.refused.port
     healthy = HEALTHY
 
     statuses: Counter[int] = Counter()

@@ -13,11 +13,8 @@ file system's encoding. The config and ``/probe`` refuse non-ASCII URLs themselv
 from __future__ import annotations
 
 import base64
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
@@ -26,46 +23,7 @@ from exporter.config.nodes import NodeConfig
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
 from exporter.poll.results import FetchError, Reason
-
-
-class _Recorder(ThreadingHTTPServer):
-    """Answers every GET with ``{}`` and keeps each request's header fields, their values
-    as the bytes sent (http.server reads them as Latin-1)."""
-
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        self.heads: list[dict[str, bytes]] = []
-        recorder = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                fields = self.headers.items()
-                recorder.heads.append({k: v.encode("latin-1") for k, v in fields})
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"{}")
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        super().__init__(("127.0.0.1", 0), Handler)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/"
-
-
-@pytest.fixture
-def recorder() -> Iterator[_Recorder]:
-    server = _Recorder()
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+from tests.support.fakenode import FakeNode
 
 
 @pytest.fixture
@@ -90,27 +48,31 @@ def _get(engine: Engine, node: NodeConfig) -> object:
     ids=lambda node: node.name,
 )
 def test_a_request_libcurl_will_not_take_fails_alone(
-    engine: Engine, recorder: _Recorder, node: NodeConfig
+    engine: Engine, fake_node: FakeNode, node: NodeConfig
 ) -> None:
+    fake_node.set("/health", {})
     for _ in range(2):  # and again: the engine is still there
         with pytest.raises(FetchError) as failed:
             _get(engine, node)
         assert failed.value.reason is Reason.CONNECTION
         assert "libcurl cannot take this request" in failed.value.detail
-        assert _get(engine, NodeConfig("fine", recorder.url)) == {}
+        assert _get(engine, NodeConfig("fine", fake_node.url)) == {}
+    assert fake_node.paths == ["/health", "/health"]
 
 
 def test_credentials_and_headers_beyond_ascii_are_sent_as_utf8(
-    engine: Engine, recorder: _Recorder
+    engine: Engine, fake_node: FakeNode
 ) -> None:
+    fake_node.set("/health", {})
     node = NodeConfig(
         "accents",
-        recorder.url,
+        fake_node.url,
         headers=(("X-Team", "\u00e9t\u00e9 \u65e5\u672c"),),
         basic_auth=("\u00fc", "p\u00e4sswort"),
     )
     assert _get(engine, node) == {}
-    (head,) = recorder.heads
+    (request,) = fake_node.requests
+    sent = {name: value.encode("latin-1") for name, value in request.headers.items()}
     credentials = base64.b64encode("\u00fc:p\u00e4sswort".encode())
-    assert head["Authorization"] == b"Basic " + credentials
-    assert head["X-Team"] == "\u00e9t\u00e9 \u65e5\u672c".encode()
+    assert sent["Authorization"] == b"Basic " + credentials  # http.server reads Latin-1
+    assert sent["X-Team"] == "\u00e9t\u00e9 \u65e5\u672c".encode()

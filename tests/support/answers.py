@@ -42,7 +42,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
-from tests import nodeapi
+from tests.support import nodeapi
 
 #: The cap the suites configure (``max_response_bytes``): long arrays reach it now and then.
 MAX_RESPONSE_BYTES = 256 * 1024

@@ -4,23 +4,20 @@ A :class:`Fleet` is one to three nodes (odd names and static labels among them, 
 label escaping), the chains they share, a watched contract and wallet, and what each node
 answers in each of two cycles: a plain first cycle (every chain at height
 :data:`BASE_HEIGHT`, so the second cycle asks for the checkpoint block) and a generated
-second one (:mod:`tests.answers`: valid answers drawn from the node API document, aligned so
+second one (:mod:`tests.support.answers`: valid answers drawn from the node API document, aligned so
 that nodes share chains, councils, peers and hashes, then mutated).
 
 :func:`run_in_process` runs a fleet through the real poller, history, network view and
 writer, with :class:`InProcessEngine` in place of libcurl: the lowest seam that still covers
 decoding (``exporter.poll.client``), reading, history and rendering. :func:`samples` reads
-an exposition back with client_python's parsers, and :class:`Promtool` checks many
+an exposition back with client_python's parsers, and :class:`MetricsCheck` checks many
 expositions in a few ``promtool check metrics`` runs.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import random
-import shutil
-import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,7 +39,7 @@ from exporter.expose.render import OPENMETRICS_END, Renderer, openmetrics_format
 from exporter.model.snapshot import Snapshot
 from exporter.poll.cycle import Poller
 from exporter.poll.engine import Done, Engine, Request, Response, TransferError
-from tests.answers import (
+from tests.support.answers import (
     HOW,
     MAX_RESPONSE_BYTES,
     SEED,
@@ -54,7 +51,7 @@ from tests.answers import (
     plans,
     small_json,
 )
-from tests.contract_oracle import (
+from tests.support.contract_oracle import (
     Contract,
     Cycle,
     Key,
@@ -62,9 +59,10 @@ from tests.contract_oracle import (
     Wallet,
     labels_of,
 )
-from tests.contract_oracle import (
+from tests.support.contract_oracle import (
     Request as Asked,
 )
+from tests.support.prometheus import Promtool
 
 #: Configured node names and static labels: odd ones, to test the escaping of labels.
 NODES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
@@ -194,7 +192,7 @@ def fleets(
 ) -> Fleet:
     """One to ``most_nodes`` nodes sharing one or two chains, a watched contract and wallet,
     a plain first cycle and a second one whose ``parts`` are generated (made as ``hows``
-    says). Every choice is drawn before the documents (see :class:`tests.answers.Plan`)."""
+    says). Every choice is drawn before the documents (see :class:`tests.support.answers.Plan`)."""
     count = draw(st.integers(1, most_nodes))
     shuffled = draw(st.permutations(NODES)) if draw(st.booleans()) else NODES
     first = draw(st.sampled_from(CHAIN_IDS[:3]) | st.sampled_from(CHAIN_IDS))
@@ -492,13 +490,13 @@ def samples(exposition: bytes, openmetrics: bool = False) -> dict[Key, float]:
     return found
 
 
-class Promtool:
+class MetricsCheck:
     """``promtool check metrics`` over many expositions at once: each one's samples get a
     label ``example`` of their own, every family's samples together under one HELP and
     TYPE. A failing batch is split until the exposition promtool refuses is found."""
 
-    def __init__(self, batch: int = 400) -> None:
-        self.path = shutil.which("promtool")
+    def __init__(self, promtool: Promtool, batch: int = 400) -> None:
+        self.promtool = promtool
         self.batch = batch
         self.pending: list[bytes] = []
         self.checked = 0
@@ -510,9 +508,7 @@ class Promtool:
 
     def flush(self) -> None:
         pending, self.pending = self.pending, []
-        if self.path is None and os.environ.get("CI"):
-            raise AssertionError("promtool is missing; make test installs Debian's prometheus")
-        if pending and self.path is not None:
+        if pending:
             problem = self._first_refused(pending)
             assert problem is None, problem
             self.checked += len(pending)
@@ -527,13 +523,8 @@ class Promtool:
         return self._first_refused(expositions[:half]) or self._first_refused(expositions[half:])
 
     def _run(self, exposition: bytes) -> str | None:
-        assert self.path is not None
-        result = subprocess.run(
-            [self.path, "check", "metrics"], input=exposition, capture_output=True, timeout=120
-        )
-        if result.returncode == 0:
-            return None
-        return (result.stdout + result.stderr).decode(errors="replace")
+        result = self.promtool.run("check", "metrics", input=exposition.decode())
+        return None if result.returncode == 0 else result.stdout + result.stderr
 
 
 def merged(expositions: Sequence[bytes]) -> bytes:

@@ -45,7 +45,7 @@ from fractions import Fraction
 from typing import Any
 
 from exporter import bounds
-from tests.answers import Answer
+from tests.support.answers import Answer
 
 #: A request as the oracle names it: decoded path segments and query pairs.
 Request = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]
