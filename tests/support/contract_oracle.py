@@ -27,8 +27,10 @@ but the documented bounds of ``exporter/bounds.py``), and reads the answers itse
 The exposition is judged on what it shows: ``ledger_node_up 1`` means the oracle must be
 able to read that ``/health`` answer, ``0`` that it may refuse it. Every sample must be one
 the answers call for, with the value they give; every sample they require must be there.
-The consensus-health families of metrics.md are not exported yet: their samples would be
-reported as unexpected until rules for them are added here.
+The consensus-health families follow vote sessions (by their key in ``voteSessions``) and
+council sets from cycle to cycle: where every earlier cycle's answer has one reading, the
+counters and the oldest session's age are computed exactly; where one may be read several
+ways, they must only be there (see :class:`History`).
 """
 
 from __future__ import annotations
@@ -99,6 +101,8 @@ class Setup:
     label_limit: int = bounds.DEFAULT_MAX_LABEL_VALUE_LENGTH
     max_features: int = bounds.DEFAULT_MAX_FEATURES_PER_CHAIN
     max_groups: int = bounds.DEFAULT_MAX_AUTH_GROUPS_PER_WALLET
+    max_sessions: int = bounds.DEFAULT_MAX_VOTE_SESSIONS_PER_CHAIN
+    max_leaders: int = bounds.DEFAULT_MAX_LEADERS_PER_CHAIN
 
 
 @dataclass(frozen=True)
@@ -261,6 +265,26 @@ def read_answer(answer: Answer, max_bytes: int) -> Reading:
         else:
             refusals.add("invalid_response")
     return Reading(tuple(documents), frozenset(refusals))
+
+
+#: The fields of a node's /health: an answer with none of them (not null) is another
+#: service's health check, not a ledger node (``invalid_response``).
+HEALTH_FIELDS = ("nodeVersion", "nodeId", "network", "blockchains")
+
+
+def read_health(answer: Answer, max_bytes: int) -> Reading:
+    """How a /health ``answer`` may be read: as :func:`read_answer`, and a document without
+    any of HEALTH_FIELDS (each absent or null) is refused; one sent twice, either way."""
+    reading = read_answer(answer, max_bytes)
+    kept: list[Obj] = []
+    refusals = set(reading.refusals)
+    for document in reading.documents:
+        sent = [document.all(key) for key in HEALTH_FIELDS]
+        if any(v is not None for values in sent for v in values):
+            kept.append(document)
+        if all(not values or None in values for values in sent):  # may all be null
+            refusals.add("invalid_response")
+    return Reading(tuple(kept), frozenset(refusals))
 
 
 # --- what a value may give: rule 1, 3 and 4 ------------------------------------------------
@@ -511,6 +535,7 @@ class ChainSeen:
     councils: list[frozenset[str] | None] = field(default_factory=lambda: [None])
     hashes: list[str | None] = field(default_factory=lambda: [None])
     block_height: int | None = None
+    views: list[Any] = field(default_factory=lambda: [None])  # consensus configurations
 
 
 @dataclass
@@ -519,6 +544,7 @@ class NodeSeen:
     peer_ids: list[str | None] = field(default_factory=lambda: [None])
     peers: list[frozenset[str]] = field(default_factory=lambda: [frozenset()])
     chains: dict[str, ChainSeen] = field(default_factory=dict)
+    node_ids: list[str | None] = field(default_factory=lambda: [None])  # remembered nodeId
 
 
 class Problems(list[str]):
@@ -592,12 +618,28 @@ class _Oracle:
     def node(self, name: str, config_labels: dict[str, str]) -> NodeSeen:
         base = {"node": name, **config_labels}
         up = self.up_sample("ledger_node_up", base)
-        reading = read_answer(self.cycle.answer(name, ["health"]), self.setup.max_bytes)
+        reading = read_health(self.cycle.answer(name, ["health"]), self.setup.max_bytes)
         last = self.last_success(name, up)
         self.expect("ledger_node_last_success_timestamp_seconds", base, last)
         if not self.judge(f"node {name} /health", up, reading, base, "health"):
-            return NodeSeen(up=False)
-        return self.health(name, base, list(reading.documents))
+            return NodeSeen(up=False, node_ids=self.remembered_ids(name, self.cycles[:-1]))
+        seen = self.health(name, base, list(reading.documents))
+        ids = [i for i in _node_ids(reading.documents, self.setup.label_limit) if i is not None]
+        unsure = len(ids) != 1 or len(reading.documents) != 1
+        earlier = self.remembered_ids(name, self.cycles[:-1]) if unsure else []
+        seen.node_ids = list(dict.fromkeys([*ids, *earlier])) or [None]
+        return seen
+
+    def remembered_ids(self, name: str, cycles: Sequence[Cycle]) -> list[str | None]:
+        """The ``nodeId`` the exporter may remember for ``name`` from ``cycles``: that of the
+        last /health read, or any of those of the reads that may have been the last."""
+        found: list[str | None] = []
+        for cycle in reversed(cycles):
+            reading = read_health(cycle.answer(name, ["health"]), self.setup.max_bytes)
+            found += _node_ids(reading.documents, self.setup.label_limit)
+            if reading.documents and not reading.refusals and len(reading.documents) == 1:
+                return list(dict.fromkeys(found))  # surely read: the search ends here
+        return list(dict.fromkeys([*found, None]))
 
     def up_sample(self, family: str, labels: Mapping[str, str]) -> float | None:
         value = self.sample(family, labels)
@@ -635,7 +677,7 @@ class _Oracle:
             return must(self.cycle.clock)
         choices: list[float] = []
         for cycle in reversed(self.cycles[:-1]):
-            reading = read_answer(cycle.answer(name, ["health"]), self.setup.max_bytes)
+            reading = read_health(cycle.answer(name, ["health"]), self.setup.max_bytes)
             if reading.documents:
                 choices.append(cycle.clock)
             if not reading.refusals:  # surely read: the search ends here
@@ -720,6 +762,7 @@ class _Oracle:
         base = {k: v for k, v in labels.items() if k != "blockchain"}
         if self.judge(f"chain {chain!r} of node {name}", up, reading, base, "blockchain"):
             seen = self.status(labels, list(reading.documents))
+            self.consensus_history(name, labels, list(reading.documents))
         self.block(name, chain, seen)
         return seen
 
@@ -746,6 +789,8 @@ class _Oracle:
             either(must(0.0) if s is ABSENT else length(s, Obj) for s in sessions),
         )
         self.expect("ledger_blockchain_vote_round", labels, _highest_round(sessions))
+        required = _highest_round(sessions, "consensusRequired")
+        self.expect("ledger_blockchain_vote_consensus_required", labels, required)
         consensus = children(documents, "consensus")
         settings: tuple[tuple[str, str, Callable[[Any], Expect]], ...] = (
             ("ledger_blockchain_consensus_min_members", "minMembers", count),
@@ -762,7 +807,76 @@ class _Oracle:
         self.add(one_sample("ledger_blockchain_consensus_info", labels, names, kinds))
         self.features(labels, children(documents, "features"))
         councils = [_council(c) for c in children(documents, "councilMembers")]
-        return ChainSeen(read=True, councils=list(dict.fromkeys(c for cs in councils for c in cs)))
+        return ChainSeen(
+            read=True,
+            councils=list(dict.fromkeys(c for cs in councils for c in cs)),
+            views=list(dict.fromkeys(v for d in documents for v in _views(d, labels["node"]))),
+        )
+
+    # --- consensus health, across cycles ---------------------------------------------------
+    def consensus_history(self, name: str, labels: dict[str, str], documents: list[Obj]) -> None:
+        """The counters and the oldest session's age of a chain read this cycle."""
+        chain = labels["blockchain"]
+        earlier = [self.chain_state(cycle, name, chain) for cycle in self.cycles[:-1]]
+        alternatives: list[Expectations] = []
+        for document in documents:
+            history = History(self.setup.label_limit, self.setup.max_sessions)
+            for cycle, state in zip(self.cycles, earlier, strict=False):
+                history.fold(cycle.clock, state)
+            history.fold(self.cycle.clock, document)
+            alternatives.append(self.consensus_samples(history, labels, document))
+        self.add(merge(alternatives))
+
+    def chain_state(self, cycle: Cycle, node: str, chain: str) -> Obj | object | None:
+        """How ``chain`` of ``node`` was read in ``cycle``: its one document, None when surely
+        not read, UNSURE otherwise."""
+        health = read_health(cycle.answer(node, ["health"]), self.setup.max_bytes)
+        if not health.documents:
+            return None
+        if health.refusals or len(health.documents) != 1:
+            return UNSURE
+        sure, maybe = self.chain_ids(children(health.documents, "blockchains"))
+        if chain in maybe:
+            return UNSURE
+        if chain not in sure:
+            return None
+        status = read_answer(cycle.answer(node, ["blockchains", chain]), self.setup.max_bytes)
+        if not status.documents:
+            return None
+        if status.refusals or len(status.documents) != 1:
+            return UNSURE
+        return status.documents[0]
+
+    def consensus_samples(
+        self, history: History, labels: dict[str, str], document: Obj
+    ) -> Expectations:
+        found: Expectations = {}
+        counters = (
+            ("ledger_blockchain_vote_round_changes_total", history.rounds),
+            ("ledger_blockchain_council_changes_total", history.council_changes),
+        )
+        for family, value in counters:
+            found[(family, label_set(labels))] = ANYTHING if history.unsure else must(value)
+        age = history.oldest_age()
+        if age is not None:
+            found[("ledger_blockchain_vote_session_age_seconds", label_set(labels))] = age
+        leader = "ledger_blockchain_leader_failed_rounds_total"
+        councils = children([document], "councilMembers")
+        sure, maybe = _leader_keys(councils, self.setup.label_limit)
+        failures = {} if history.unsure else history.failures
+        crowded = len(sure | maybe | set(failures)) > self.setup.max_leaders
+        for key in sorted(sure | maybe | set(failures)):
+            count = float(failures.get(key, 0))
+            labelled = (leader, label_set({**labels, "leader": key}))
+            if history.unsure or crowded:  # the first ones by name, or any count: may be
+                found[labelled] = Expect((count,), False, math.inf)
+            else:
+                found[labelled] = must(count) if key in sure or key in failures else may(count)
+        if history.unsure:  # any leader series may be there, at any count
+            for sample in self.samples:
+                if sample[0] == leader and _node_of(sample[1], labels):
+                    found.setdefault(sample, Expect((0.0,), False, math.inf))
+        return found
 
     def features(self, labels: dict[str, str], maps: list[Any]) -> None:
         alternatives: list[Expectations] = []
@@ -952,7 +1066,7 @@ class _Oracle:
 
     def definite_height(self, cycle: Cycle, node: str, chain: str) -> float | None:
         """The height ``node`` surely reported for ``chain`` in ``cycle`` (None: not sure)."""
-        health = read_answer(cycle.answer(node, ["health"]), self.setup.max_bytes)
+        health = read_health(cycle.answer(node, ["health"]), self.setup.max_bytes)
         if health.refusals or len(health.documents) != 1:
             return None
         sure, _ = self.chain_ids(children(health.documents, "blockchains"))
@@ -971,6 +1085,7 @@ class _Oracle:
             readers = {n: s.chains[chain] for n, s in up.items() if chain in s.chains}
             self.one_of(f"the checkpoint of {chain!r}", self.checkpoints(chain, readers))
             self.one_of(f"the councils of {chain!r}", self.councils(chain, readers))
+            self.one_of(f"the configurations of {chain!r}", self.configurations(chain, readers))
         self.one_of("the peer partitions", self.partitions(up))
 
     def labels(self, node: str, **extra: str) -> dict[str, str]:
@@ -1000,22 +1115,56 @@ class _Oracle:
             yield found
 
     def councils(self, chain: str, readers: dict[str, ChainSeen]) -> Iterator[Expectations]:
+        """Council views and agreement, and the majority's members that are polled nodes'
+        remembered ``nodeId`` (and up and reading the chain): every reading tried."""
         names = sorted(n for n, s in readers.items() if s.read)
-        for councils in itertools.product(*(readers[n].councils for n in names)):
+        polled = sorted(self.nodes)
+        choices = [readers[n].councils for n in names] + [self.nodes[n].node_ids for n in polled]
+        network = (("blockchain", chain),)
+        for combination in itertools.product(*choices):
+            councils, ids = combination[: len(names)], combination[len(names) :]
             compared = [(n, c) for n, c in zip(names, councils, strict=True) if c is not None]
             if not compared:
                 yield {}
                 continue
             distinct, winner = _majority([c for _, c in compared])
             found: Expectations = {
-                ("ledger_network_blockchain_council_views", (("blockchain", chain),)): must(
-                    float(len(distinct))
-                )
+                ("ledger_network_blockchain_council_views", network): must(float(len(distinct)))
             }
             for node, council in compared:
                 labels = label_set(self.labels(node, blockchain=chain))
                 found[("ledger_blockchain_council_agrees", labels)] = must(
                     1.0 if council == winner else 0.0
+                )
+            if winner is not None:
+                keys = dict(zip(polled, ids, strict=True))
+                members = winner & {i for i in ids if i is not None}
+                reading = members & {keys[n] for n in names}
+                found[("ledger_network_blockchain_council_members_polled", network)] = must(
+                    float(len(members))
+                )
+                found[("ledger_network_blockchain_council_members_up", network)] = must(
+                    float(len(reading))
+                )
+            yield found
+
+    def configurations(self, chain: str, readers: dict[str, ChainSeen]) -> Iterator[Expectations]:
+        """Consensus configurations compared by value among the nodes that read the chain."""
+        names = sorted(n for n, s in readers.items() if s.read)
+        for views in itertools.product(*(readers[n].views for n in names)):
+            compared = [(n, v) for n, v in zip(names, views, strict=True) if v is not None]
+            if not compared:
+                yield {}
+                continue
+            distinct, winner = _majority([v for _, v in compared])
+            network = (("blockchain", chain),)
+            found: Expectations = {
+                ("ledger_network_blockchain_consensus_views", network): must(float(len(distinct)))
+            }
+            for node, view in compared:
+                labels = label_set(self.labels(node, blockchain=chain))
+                found[("ledger_blockchain_consensus_agrees", labels)] = must(
+                    1.0 if view == winner else 0.0
                 )
             yield found
 
@@ -1088,9 +1237,9 @@ def _list_length(value: Any) -> Expect:
     return length(value, list)
 
 
-def _highest_round(sessions: list[Any]) -> Expect:
-    """The highest ``round`` among the vote sessions: sure rounds set the floor, rounds that
-    may be read (below zero, odd strings, a session sent twice) may top it."""
+def _highest_round(sessions: list[Any], field_name: str = "round") -> Expect:
+    """The highest ``round`` (or ``field_name``) among the vote sessions: sure values set the floor,
+    values that may be read (below zero, odd strings, a session sent twice) may top it."""
     alternatives = []
     for listing in sessions:
         if not isinstance(listing, Obj):
@@ -1101,7 +1250,7 @@ def _highest_round(sessions: list[Any]) -> Expect:
         for key in listing.names():
             values = listing.all(key)
             for session in values:
-                read = field_expect([session], "round", count)
+                read = field_expect([session], field_name, count)
                 if read.required and len(values) == 1:
                     sure += read.values
                 else:
@@ -1179,3 +1328,202 @@ def _components(links: dict[str, set[str]]) -> int:
                 seen.add(node)
                 stack += links[node] - seen
     return components
+
+
+# --- consensus health: sessions and councils across cycles, configurations by value --------
+
+#: A chain whose reading in a cycle is not sure (several readings, or maybe refused).
+UNSURE = object()
+#: Where the exporter's counters stop.
+MAX_COUNT = 2**64 - 1
+#: Any value, but a sample there.
+ANYTHING = Expect((0.0,), True, math.inf)
+Sessions = dict[str, tuple[float | None, str | None]]
+
+
+class History:
+    """One node's chain followed through the cycles as metrics.md says: the sessions open at
+    the last read (by key) with their first sightings, rounds risen between consecutive
+    reads (against the leader of the earlier one), council changes. Once a cycle's reading
+    is not sure, ``unsure`` is set and the counters may hold any count."""
+
+    def __init__(self, label_limit: int, max_sessions: int) -> None:
+        self.label_limit, self.max_sessions = label_limit, max_sessions
+        self.unsure = False
+        self.paired = False  # the last cycle read the chain: its rounds pair with the next
+        self.sessions: Sessions = {}
+        self.first_seen: dict[str, float] = {}
+        self.current: Sessions | None = {}  # this cycle's sessions (None: not sure)
+        self.council: frozenset[str] | None = None
+        self.rounds = 0.0
+        self.council_changes = 0.0
+        self.failures: dict[str, int] = {}
+        self.clock = 0.0
+
+    def fold(self, clock: float, state: Obj | object | None) -> None:
+        """One cycle: the chain's document, None when not read, UNSURE."""
+        self.clock = clock
+        if state is None:
+            self.paired = False
+            return
+        if not isinstance(state, Obj):
+            self.unsure, self.paired = True, False
+            return
+        self.current = _sessions(state, self.label_limit, self.max_sessions)
+        council = _one_council(state)
+        if self.current is None or council is UNSURE:
+            self.unsure = True
+        if self.unsure or self.current is None:
+            return
+        if self.paired:
+            self._rises(self.current)
+        self.first_seen = {
+            sid: self.first_seen[sid] if sid in self.sessions else clock for sid in self.current
+        }
+        self.sessions, self.paired = self.current, True
+        if isinstance(council, frozenset):
+            if self.council is not None and council != self.council:
+                self.council_changes += 1
+            self.council = council
+
+    def _rises(self, sessions: Sessions) -> None:
+        for sid, (now, _) in sessions.items():
+            before, leader = self.sessions.get(sid, (None, None))
+            if before is None or now is None or now <= before:
+                continue
+            rise = int(now - before)  # counters stop at 2**64 - 1 (the README says so)
+            self.rounds = min(self.rounds + rise, MAX_COUNT)
+            if leader is not None:
+                self.failures[leader] = min(self.failures.get(leader, 0) + rise, MAX_COUNT)
+
+    def oldest_age(self) -> Expect | None:
+        """The oldest open session's age now; None when surely none is open."""
+        if self.current is None:
+            return Expect((0.0,), False, math.inf)
+        if not self.current:
+            return None
+        if self.unsure:
+            return ANYTHING
+        return must(self.clock - min(self.first_seen[sid] for sid in self.current))
+
+
+def _sessions(document: Obj, label_limit: int, most: int) -> Sessions | None:
+    """The sessions a status document surely holds, by key: round and leader; None when they
+    may be read several ways (a key sent twice, a round that may or may not be read, more
+    sessions than followed)."""
+    listings = document.all("voteSessions")
+    if len(listings) > 1:
+        return None
+    if not listings or not isinstance(listings[0], Obj):
+        return {}
+    listing = listings[0]
+    if len(listing.pairs) != len(listing.names()):
+        return None
+    found: Sessions = {}
+    for sid, session in listing.pairs:
+        if not readable_text(sid) or not 0 < len(sid) <= bounds.MAX_SESSION_ID_CHARS:
+            continue  # not followed
+        if not isinstance(session, Obj):
+            found[sid] = (None, None)
+            continue
+        rounds, leaders = session.all("round"), session.all("currentLeader")
+        if len(rounds) > 1 or len(leaders) > 1:
+            return None
+        read = count(rounds[0]) if rounds else NEVER
+        if read.values and not read.required:
+            return None
+        leader = text(leaders[0], label_limit) if leaders else None
+        found[sid] = (read.values[0] if read.values else None, leader or None)
+    return found if len(found) <= most else None
+
+
+def _one_council(document: Obj) -> frozenset[str] | object | None:
+    """The council set a document surely gives (None: none), or UNSURE."""
+    values = document.all("councilMembers")
+    if not values:
+        return None
+    readings = _council(values[0])
+    return readings[0] if len(values) == 1 and len(readings) == 1 else UNSURE
+
+
+def _leader_keys(values: list[Any], label_limit: int) -> tuple[set[str], set[str]]:
+    """The council keys that surely get a leader series, and those that may."""
+    sets = [
+        {key for key in council if 0 < len(key) <= label_limit} if council is not None else set()
+        for value in values
+        for council in _council(value)
+    ]
+    if not sets:
+        return set(), set()
+    sure = set.intersection(*sets)
+    return sure, set.union(*sets) - sure
+
+
+def _node_ids(documents: Sequence[Obj], label_limit: int) -> list[str | None]:
+    """The ``nodeId`` values /health answers may give (None: none readable)."""
+    found: list[str | None] = []
+    for value in children(documents, "nodeId"):
+        kept = text(value, label_limit) if value is not ABSENT else None
+        found.append(kept or None)
+    return list(dict.fromkeys(found))
+
+
+#: A setting that may be compared other than the oracle reads it: it may differ from all.
+_ELSE = object()
+
+
+def _setting(value: Any) -> list[Any]:
+    """How a setting compares by value: numbers (and strings of one) as numbers, Go
+    durations as seconds, other strings as sent; _ELSE among them where the contract leaves
+    the reading open (lenient number forms, NaN, nested values)."""
+    if value is ABSENT or value is None:
+        return [None]
+    if isinstance(value, bool):
+        return [("flag", value)]
+    if isinstance(value, Num):
+        amount = value.value
+        return [("number", amount)] if math.isfinite(amount) else [_ELSE]
+    if isinstance(value, str):
+        if _JSON_NUMBER.fullmatch(value) and math.isfinite(float(value)):
+            return [("number", float(value))]
+        read = duration(value)
+        if read.values:
+            exact = read.required and len(read.values) == 1
+            return [("number", read.values[0])] if exact else [_ELSE]
+        if _DECIMAL.fullmatch(value) or not readable_text(value):
+            return [_ELSE]
+        return [("text", value)]
+    return [_ELSE]  # NaN-like constants, nested objects and arrays
+
+
+def _settings(value: Any) -> list[Any]:
+    """An object of settings compared by value (key order ignored; a key sent twice read
+    either way), or a lone setting."""
+    if not isinstance(value, Obj):
+        return _setting(value)
+    choices = [
+        list(dict.fromkeys((key, form) for item in value.all(key) for form in _setting(item)))
+        for key in value.names()
+    ]
+    found: list[Any] = []
+    for combination in itertools.islice(itertools.product(*choices), 64):
+        unsure = any(form is _ELSE for _, form in combination)
+        found.append(_ELSE if unsure else frozenset(combination))
+    return list(dict.fromkeys(found))
+
+
+def _views(document: Obj, node: str) -> list[Any]:
+    """The consensus configurations a status document may give (None: ``consensus`` is no
+    object, so no view); one the oracle cannot read surely is this node's own."""
+    found: list[Any] = []
+    for consensus in children([document], "consensus"):
+        if not isinstance(consensus, Obj):
+            found.append(None)
+            continue
+        for key_type in children([document], "keyType"):
+            for features in children([document], "features"):
+                for parts in itertools.product(
+                    _settings(consensus), _setting(key_type), _settings(features)
+                ):
+                    found.append(("else", node) if _ELSE in parts else parts)
+    return list(dict.fromkeys(found))

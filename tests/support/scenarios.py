@@ -95,6 +95,22 @@ CONTRACT_ADDRESS = "0xC0FFEE"
 WALLET_ADDRESS = "w/1?x"
 STATE_KEYS = ("supply", "limits.daily", "paused", "a.b.c")
 CLOCKS = (1_700_000_000.0, 1_700_000_015.0)
+#: The vote session open in the first cycle, and the consensus settings every node starts
+#: with: the second cycle may keep, escalate or close the session, and keep or change them.
+SESSION = "s-1"
+BASE_SESSION = {
+    "sessionId": SESSION,
+    "blockHeight": BASE_HEIGHT + 1,
+    "round": 2,
+    "currentStage": 1,
+    "currentLeader": COUNCIL[0],
+    "consensusRequired": 3,
+}
+BASE_CONSENSUS = {
+    "consensusType": "council_leader_proposal",
+    "minMembers": 3,
+    "consensusTimeout": "30s",
+}
 HASH_FIELDS = ("hash", "blockHash")
 
 Answers = dict[Asked, Answer]
@@ -149,17 +165,29 @@ def request_key(segments: Sequence[str], query: Sequence[tuple[str, str]] = ()) 
     return tuple(segments), tuple(query)
 
 
+def node_id(index: int) -> str:
+    """A node's ``nodeId``: the first nodes are council members (the council's keys)."""
+    return COUNCIL[index] if index < len(COUNCIL) else f"id-{index}"
+
+
 def baseline(setup: Setup, chains: Sequence[str]) -> dict[str, Answers]:
     """The first cycle: every node up, listing ``chains``, each at BASE_HEIGHT, not syncing."""
     answers: dict[str, Answers] = {}
     for index, (name, _) in enumerate(setup.nodes):
         health = {
             "nodeVersion": "1.0.0",
-            "nodeId": f"id-{index}",
+            "nodeId": node_id(index),
             "network": {"peerId": f"peer-{index}", "peerCount": 1, "networkPeers": []},
             "blockchains": list(chains),
         }
-        status = {"blockHeight": BASE_HEIGHT, "syncing": False, "councilMembers": list(COUNCIL)}
+        status = {
+            "blockHeight": BASE_HEIGHT,
+            "syncing": False,
+            "councilMembers": list(COUNCIL),
+            "voteSessions": {SESSION: dict(BASE_SESSION)},
+            "consensus": dict(BASE_CONSENSUS),
+            "keyType": "ed25519",
+        }
         node = {request_key(["health"]): Answer(encode(health))}
         for chain in chains:
             node[request_key(["blockchains", chain])] = Answer(encode(status))
@@ -267,7 +295,7 @@ def node_answers(
         return make_answer(align(rnd, drawn[key]), plan.plans[key])
 
     plain_health = {
-        "nodeId": f"id-{index}",
+        "nodeId": node_id(index),
         "network": {"peerId": f"peer-{index}", "networkPeers": ["peer-0"]},
         "blockchains": list(chains),
     }
@@ -309,6 +337,8 @@ def _health(rnd: random.Random, document: Any, index: int, chains: Sequence[str]
             extra = ["", 5, None, CHAIN_IDS[0], "\ud800"]
             listed += rnd.sample(extra, rnd.randrange(3))
         document["blockchains"] = listed
+    if rnd.random() < 0.5:  # its own key, another member's, or none of the council's
+        document["nodeId"] = rnd.choice([node_id(index), COUNCIL[-1], f"id-{index}"])
     if rnd.random() < 0.7:
         network = document.get("network")
         network = dict(network) if isinstance(network, dict) else {}
@@ -328,6 +358,17 @@ def _status(rnd: random.Random, document: Any) -> Any:
         document["councilMembers"] = rnd.sample(COUNCIL, rnd.randint(1, len(COUNCIL)))
     if rnd.random() < 0.5:
         document["syncing"] = False
+    if rnd.random() < 0.5:  # the first cycle's session still open, its round risen or not
+        sessions = document.get("voteSessions")
+        sessions = dict(sessions) if isinstance(sessions, dict) else {}
+        session = {**BASE_SESSION, "round": rnd.randint(0, 6), "currentLeader": rnd.choice(COUNCIL)}
+        sessions[SESSION] = session
+        document["voteSessions"] = sessions
+    if rnd.random() < 0.5:  # the settings every node starts with, written another way
+        consensus = {**BASE_CONSENSUS}
+        consensus["minMembers"] = rnd.choice([3, "3", 3.0, 4])
+        consensus["consensusTimeout"] = rnd.choice(["30s", "0.5m", "30000ms", "31s"])
+        document["consensus"] = consensus
     return document
 
 
