@@ -67,6 +67,17 @@ FOUND = {
     ),
     # the same answer alone is JSON of the wrong shape: invalid_response, not invalid_json
     "long-integer-alone": fleet_of({WALLET: Answer(LONG_INTEGER)}),
+    # issue 24: the first cycle's session at round 2, now at 1e300: the failed rounds were
+    # kept one timestamp each ((now,) * rise: OverflowError, or gigabytes for a leap of
+    # 1e9) and the count did not fit the packed counters; now they stop at 2**64 - 1
+    "round-leap": fleet_of(
+        {
+            request_key(["blockchains", "c1"]): Answer(
+                b'{"blockHeight": 1000, "voteSessions": {"s-1": {"round": 1e300,'
+                b' "currentLeader": "k2"}}, "councilMembers": ["k1", "k2", "k3", "k4"]}'
+            )
+        }
+    ),
 }
 
 
@@ -89,6 +100,24 @@ FOUND_SAMPLES: dict[str, dict[Key, float | None]] = {
             node="alpha",
             reason="invalid_response",
         ): 1.0,  # this cycle's; the first cycle's wallet answer is a 404 (http_status)
+    },
+    "round-leap": {
+        _key("ledger_blockchain_vote_round", blockchain="c1", node="alpha"): 1e300,
+        _key("ledger_blockchain_vote_round_changes_total", blockchain="c1", node="alpha"): float(
+            2**64 - 1
+        ),
+        _key(  # blamed on the leader of the first cycle's read
+            "ledger_blockchain_leader_failed_rounds_total",
+            blockchain="c1",
+            leader="k1",
+            node="alpha",
+        ): float(2**64 - 1),
+        _key(
+            "ledger_blockchain_leader_failed_rounds_total",
+            blockchain="c1",
+            leader="k2",
+            node="alpha",
+        ): 0.0,
     },
 }
 
@@ -141,6 +170,7 @@ def test_chain_status_answers(metrics_check: MetricsCheck) -> None:
     @settings("status")
     @given(fleets(parts=frozenset({"status"})))
     @example(FOUND["long-integer-in-a-field"])
+    @example(FOUND["round-leap"])
     def status(fleet: Fleet) -> None:
         assert_keeps_the_contract(fleet, metrics_check)
 
