@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo mixin test lint typecheck unit tools clean
+.PHONY: demo mixin test lint typecheck unit fuzz tools clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,16 @@ unit: $(STAMP) tools
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+# A long campaign of the generated-input suites (README, "How it is tested"): FUZZ_EXAMPLES
+# examples per property and per schemathesis operation, with random seeds (hypothesis's
+# "campaign" profile; what it finds is replayed from .hypothesis/). make fuzz FUZZ_EXAMPLES=N.
+FUZZ_EXAMPLES ?= 5000
+FUZZ_SUITES := tests/test_node_answers.py tests/test_node_answers_sockets.py \
+	tests/test_server_fuzz.py tests/test_simulator_openapi.py
+
+fuzz: $(STAMP) tools
+	LEDGER_TEST_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest $(FUZZ_SUITES)
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -14,11 +14,15 @@ import pytest
 # Before the modules are imported: their asserts explain themselves as a test's do.
 pytest.register_assert_rewrite("tests.support")
 
+from tests.support import generation  # noqa: E402
 from tests.support.certs import Pki, make_pki  # noqa: E402
 from tests.support.clock import Clock  # noqa: E402
 from tests.support.fakenode import FakeNode, FakeNodes  # noqa: E402
 from tests.support.programs import require_program  # noqa: E402
 from tests.support.prometheus import PrometheusServers, Promtool  # noqa: E402
+
+#: Hypothesis draws the same examples on every ``make test`` run; a campaign draws anew.
+generation.load_profile()
 
 
 @pytest.fixture

@@ -145,6 +145,12 @@ def test_module_settings_are_applied() -> None:
             HTTPStatus.BAD_REQUEST,
             "the target must not contain spaces, backslashes or controls",
         ),
+        (  # libcurl takes ASCII URLs only: one such target stopped the engine (issue 24)
+            query(target="http://127.0.0.1:9000/n\u0153ud/"),
+            HTTPStatus.BAD_REQUEST,
+            "the target must be ASCII: percent-encode other characters, and write an"
+            " internationalised host name in its xn-- form",
+        ),
         (
             query(target="ftp://127.0.0.1:9000/"),
             HTTPStatus.BAD_REQUEST,
@@ -192,6 +198,7 @@ def test_module_settings_are_applied() -> None:
         "user-info-hiding-an-allowed-prefix",
         "user-info-password-with-a-slash",
         "backslash",
+        "not-ascii",
         "not-http",
         "bad-port",
         "query-in-target",

@@ -156,6 +156,11 @@ def _split_url(text: str) -> SplitResult | str:
     shape = "must be an http:// or https:// URL with a host"
     if any(char.isspace() or ord(char) < 32 or ord(char) == 127 for char in text):
         return f"must not contain spaces or control characters {NOT_SHOWN}"
+    if not text.isascii():
+        return (
+            f"must be ASCII {NOT_SHOWN}: percent-encode other characters (UTF-8), and write"
+            " an internationalised host name in its xn-- form"
+        )
     try:
         parts = urlsplit(text)
     except ValueError:  # unbalanced brackets

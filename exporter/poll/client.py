@@ -23,6 +23,7 @@ from exporter.config.nodes import NodeConfig
 from exporter.poll.engine import (
     NOT_SENT,
     SHUT_DOWN,
+    UNSENDABLE,
     Engine,
     Request,
     Response,
@@ -267,6 +268,10 @@ def interpret(response: Response | TransferError, path: str, max_bytes: int) -> 
 _TRANSFER_ERRORS: dict[int, tuple[Reason, str]] = {
     pycurl.E_OPERATION_TIMEDOUT: (Reason.TIMEOUT, "no complete answer before the deadline"),
     SHUT_DOWN: (Reason.TIMEOUT, "the exporter shut down before the answer came"),
+    UNSENDABLE: (
+        Reason.CONNECTION,
+        "libcurl cannot take this request: a URL beyond ASCII, or a NUL in a header",
+    ),
     pycurl.E_COULDNT_RESOLVE_HOST: (Reason.CONNECTION, "name or service not known"),
     pycurl.E_PEER_FAILED_VERIFICATION: (Reason.CONNECTION, "certificate verify failed"),
     pycurl.E_SSL_CONNECT_ERROR: (Reason.CONNECTION, "TLS handshake failed"),
@@ -299,12 +304,33 @@ def classify(failure: TransferError, path: str, max_bytes: int) -> FetchError:
 
 
 def decode(body: bytes, path: str) -> Any:
-    """The body as JSON; an INVALID_JSON FetchError (noting an HTML page) otherwise."""
+    """The body as JSON; an INVALID_JSON FetchError (noting an HTML page) otherwise.
+
+    An integer of more digits than Python converts (``sys.get_int_max_str_digits()``, 4300)
+    is valid JSON: the body is read again with such integers as floats (infinite, so no
+    reader takes them), rather than refusing the whole answer for one field."""
     try:
-        return json.loads(body)
+        return _loads(body)
     except (ValueError, RecursionError):
         start = body[:64].lstrip().lower()
         hint = " (an HTML page)" if start.startswith((b"<!doctype", b"<html")) else ""
         raise FetchError(
             Reason.INVALID_JSON, f"the body from {path} is not valid JSON{hint}"
         ) from None
+
+
+def _loads(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise
+    except ValueError:  # an integer too long to convert (nothing else raises a plain one)
+        return json.loads(body, parse_int=_integer)
+
+
+def _integer(text: str) -> int | float:
+    """A JSON integer; past Python's conversion limit, its float (infinite)."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)

@@ -22,6 +22,9 @@ from exporter.model.snapshot import ConsensusStatus, LeaderCounts
 #: tests/test_status_page_consensus.py ties the two).
 RECENT_FAILURE_SECONDS = 3600.0
 RECENT_FAILURES_KEPT = 16
+#: Where the counters stop: a node may send any round, and a leap past this (a round of
+#: 1e300) would not fit the packed counts; nor may a leap be stored a failure at a time.
+MAX_COUNT = 2**64 - 1
 
 #: A remembered open session: when the exporter first saw it, and how it was last read
 #: (None: restored from the state file, not read yet by this process).
@@ -116,16 +119,16 @@ class ChainConsensus:
             before = seen[1] if seen is not None else None
             if before is None or before.round is None or session.round is None:
                 continue
-            rise = int(session.round - before.round)
+            rise = min(int(session.round - before.round), MAX_COUNT)
             if rise <= 0:
                 continue
-            self.round_changes += rise
+            self.round_changes = min(self.round_changes + rise, MAX_COUNT)
             if before.leader is None:
                 continue
             if self._blame(before.leader, rise, reading.leaders, leader_limit):
                 dropped += 1
                 continue
-            times = self.recent.get(before.leader, ()) + (now,) * rise
+            times = self.recent.get(before.leader, ()) + (now,) * min(rise, RECENT_FAILURES_KEPT)
             self.recent[before.leader] = times[-RECENT_FAILURES_KEPT:]
         return dropped
 
@@ -136,7 +139,7 @@ class ChainConsensus:
             others = sum(1 for key in self.failures if key not in council)
             if len(council) + others >= limit:
                 return 1
-        self.failures[leader] = self.failures.get(leader, 0) + rise
+        self.failures[leader] = min(self.failures.get(leader, 0) + rise, MAX_COUNT)
         return 0
 
     def _trim(self, council: tuple[str, ...], limit: int) -> int:

@@ -36,6 +36,9 @@ log = logging.getLogger("ledger_exporter")
 NOT_SENT = -1
 #: Raised when the engine closes with the request still out.
 SHUT_DOWN = -2
+#: Raised by the engine when libcurl refuses one of the request's options (a URL beyond
+#: ASCII, a NUL in a header): that request fails alone, the engine goes on.
+UNSENDABLE = -3
 #: Idle curl handles kept once the queue is empty. A handle is ~17 KiB of C memory, so the
 #: hundreds a busy cycle uses are closed between cycles; the multi handle keeps the connections.
 SPARE_HANDLES = 16
@@ -311,13 +314,24 @@ class Engine:
             if remaining_ms <= 0:
                 _report(done, TransferError(NOT_SENT, "no time left to send the request"))
                 continue
-            curl = self._spare.pop() if self._spare else pycurl.Curl()
-            transfer = _Transfer(request, done, curl)
+            self._start(request, done, remaining_ms)
+
+    def _start(self, request: Request, done: Done, remaining_ms: int) -> None:
+        """Hand ``request`` to libcurl; one it will not take fails alone (UNSENDABLE)."""
+        curl = self._spare.pop() if self._spare else pycurl.Curl()
+        transfer = _Transfer(request, done, curl)
+        try:
             self._configure(transfer, remaining_ms)
-            with self._lock:
-                self._transfers[curl] = transfer
-                self._suspects_out += request.suspect
-            self._multi.add_handle(curl)
+        except (ValueError, TypeError, pycurl.error) as error:  # UnicodeEncodeError, a NUL
+            curl.reset()
+            self._spare.append(curl)
+            detail = f"libcurl cannot take this request ({type(error).__name__})"
+            _report(done, TransferError(UNSENDABLE, detail))
+            return
+        with self._lock:
+            self._transfers[curl] = transfer
+            self._suspects_out += request.suspect
+        self._multi.add_handle(curl)
 
     def _close_idle_handles(self) -> None:
         """Close spare handles beyond SPARE_HANDLES once nothing waits for one."""
@@ -334,7 +348,10 @@ class Engine:
         return len(self._spare)
 
     def _configure(self, transfer: _Transfer, remaining_ms: int) -> None:
-        """Every option of one GET; a reused handle was reset to libcurl's defaults."""
+        """Every option of one GET; a reused handle was reset to libcurl's defaults. pycurl
+        encodes a ``str`` as ASCII: header values and credentials go as UTF-8 bytes (as Go's
+        clients send them), file names in the file system's encoding; the URL stays ASCII
+        (the config, ``/probe`` and the client's percent-encoding see to it)."""
         request, curl = transfer.request, transfer.curl
         setopt = curl.setopt
         setopt(pycurl.URL, request.url)
@@ -349,18 +366,18 @@ class Engine:
         setopt(pycurl.MAXFILESIZE, request.max_bytes)
         setopt(pycurl.ACCEPT_ENCODING, "gzip, deflate")
         setopt(pycurl.USERAGENT, self._user_agent)
-        setopt(pycurl.HTTPHEADER, list(request.headers))
+        setopt(pycurl.HTTPHEADER, [line.encode() for line in request.headers])
         setopt(pycurl.WRITEFUNCTION, transfer.write)
         setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
         if request.basic_auth is not None:
             setopt(pycurl.HTTPAUTH, pycurl.HTTPAUTH_BASIC)
-            setopt(pycurl.USERNAME, request.basic_auth[0])
-            setopt(pycurl.PASSWORD, request.basic_auth[1])
+            setopt(pycurl.USERNAME, request.basic_auth[0].encode())
+            setopt(pycurl.PASSWORD, request.basic_auth[1].encode())
         tls = request.tls
-        setopt(pycurl.CAINFO, tls.ca_file or self._ca_bundle)
+        setopt(pycurl.CAINFO, os.fsencode(tls.ca_file or self._ca_bundle))
         if tls.cert_file and tls.key_file:
-            setopt(pycurl.SSLCERT, tls.cert_file)
-            setopt(pycurl.SSLKEY, tls.key_file)
+            setopt(pycurl.SSLCERT, os.fsencode(tls.cert_file))
+            setopt(pycurl.SSLKEY, os.fsencode(tls.key_file))
         if tls.insecure_skip_verify:
             setopt(pycurl.SSL_VERIFYPEER, 0)
             setopt(pycurl.SSL_VERIFYHOST, 0)

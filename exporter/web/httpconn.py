@@ -33,13 +33,15 @@ class RequestError(Exception):
         self.status = status
         self.reason = reason
 
-    def answer(self) -> bytes:
+    def answer(self, head_only: bool = False) -> bytes:
+        """The refusal as sent; to a HEAD request without its body (RFC 9110, 9.3.2: a
+        client reads none, so a body would be taken for the next answer)."""
         body = f"{self.status.phrase}: {self.reason}.\n".encode()
         return (
             f"HTTP/1.1 {self.status.value} {self.status.phrase}\r\n"
             "Content-Type: text/plain; charset=utf-8\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-        ).encode() + body
+        ).encode() + (b"" if head_only else body)
 
 
 @dataclass(frozen=True)

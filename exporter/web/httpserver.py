@@ -77,6 +77,9 @@ class HTTPRequestHandler(BaseHTTPRequestHandler):
 
     server: ThreadedHTTPServer  # type: ignore[assignment]  # not a socketserver.BaseServer
     protocol_version = "HTTP/1.1"
+    #: http.server's default is HTTP/0.9, whose answers have no status line and no header:
+    #: a request refused before its version is read is answered in HTTP/1.1 instead.
+    default_request_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # answers go out in pieces: none should wait for an ACK
 
     def __init__(self, connection: Connection, server: ThreadedHTTPServer, request: bytes) -> None:
@@ -111,6 +114,27 @@ class HTTPRequestHandler(BaseHTTPRequestHandler):
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         return True
 
+    def parse_request(self) -> bool:
+        """http.server's parsing, without HTTP/0.9 (answered by a bare body, which no
+        HTTP/1.x client can frame): a request line without a version gets a 400, a version
+        before 1.0 a 505, both in HTTP/1.1, and the connection closes."""
+        if not super().parse_request():
+            return False
+        if len(self.requestline.split()) == 2:
+            self.send_error(HTTPStatus.BAD_REQUEST, "A request line needs an HTTP version")
+            return False
+        if _version(self.request_version) < (1, 0):
+            self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, "HTTP/1.0 or 1.1 only")
+            return False
+        return True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's error answer, always with a status line: a request line can name
+        HTTP/0.9 and be refused for something else (``\\0 \\0 / HTTP/0.9``)."""
+        if _version(self.request_version) < (1, 0):
+            self.request_version = self.default_request_version
+        super().send_error(code, message, explain)
+
     def handle_expect_100(self) -> bool:
         """The server sends ``100 Continue`` itself, once the request is admitted."""
         return True
@@ -127,6 +151,12 @@ class HTTPRequestHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug(format, *args)
+
+
+def _version(text: str) -> tuple[int, int]:
+    """``HTTP/1.1`` as (1, 1) (http.server has checked the form; (0, 0) if it has not)."""
+    major, _, minor = text.removeprefix("HTTP/").partition(".")
+    return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else (0, 0)
 
 
 @dataclass(frozen=True)
@@ -430,9 +460,10 @@ class ThreadedHTTPServer:
     def _refuse(self, conn: Connection, error: RequestError) -> None:
         """Answer a request the server will not hand to a handler, then close."""
         conn.log_once("request refused", f"{error.status.value} {error.reason}")
+        head_only = conn.buffer.split(None, 1)[:1] == [b"HEAD"]
         conn.buffer.clear()
         conn.discard_request()
-        conn.outgoing.append(memoryview(error.answer()))
+        conn.outgoing.append(memoryview(error.answer(head_only)))
         conn.close_after_answer = True
         self._start_answer(conn)
 

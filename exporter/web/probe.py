@@ -121,6 +121,12 @@ def _checked_host(target: str) -> str:
         raise ProbeRefusedError(
             HTTPStatus.BAD_REQUEST, "the target must not contain spaces, backslashes or controls"
         )
+    if not target.isascii():  # libcurl takes ASCII URLs only
+        raise ProbeRefusedError(
+            HTTPStatus.BAD_REQUEST,
+            "the target must be ASCII: percent-encode other characters, and write an"
+            " internationalised host name in its xn-- form",
+        )
     if "@" in target:  # after the host too: in "http://u:1/pw@host/" urlsplit misreads it
         raise ProbeRefusedError(
             HTTPStatus.BAD_REQUEST,

@@ -225,6 +225,13 @@ class FakeNode:
 
         self._routes[path] = serve
 
+    def reset(self) -> None:
+        """Forget every route and recorded request, as if just started: a generated test
+        serves each example's answers from the same node."""
+        self._routes.clear()
+        self.requests.clear()
+        self.hung_up.clear()
+
     def release(self) -> None:
         """Send every held answer now; later requests to a held path are held again."""
         released, self._release = self._release, threading.Event()
