@@ -397,16 +397,18 @@ def test_a_flood_of_wrong_passwords_does_not_delay_valid_logins(node: FakeNode) 
 
         def guess(stop: threading.Event) -> None:
             connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-            while not stop.is_set():
-                try:
-                    headers = basic("prom", f"guess {len(refused)}")
-                    connection.request("GET", "/metrics", headers=headers)
-                    answer = connection.getresponse()
-                    answer.read()
-                    refused.append(answer.status)
-                except OSError:
-                    connection.close()
-            connection.close()
+            try:
+                while not stop.is_set():
+                    try:
+                        headers = basic("prom", f"guess {len(refused)}")
+                        connection.request("GET", "/metrics", headers=headers)
+                        answer = connection.getresponse()
+                        answer.read()
+                        refused.append(answer.status)
+                    except (OSError, http.client.HTTPException):
+                        connection.close()  # a refused or cut connection: dial again
+            finally:
+                connection.close()
 
         end = attack(48, guess)
         try:
