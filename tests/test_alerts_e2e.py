@@ -346,8 +346,15 @@ STALL_ALSO = (
 # Failed polls count for LedgerNodeScrapeErrors until its 10 s down window excludes the node;
 # its 15 s `for` outlasts that window, so it is pending at most. node-5 sits in both chains'
 # councils, each with a margin of one member (6 for 5 votes, 4 for 3): it down, both are
-# one loss from no quorum. No other chain alert.
-DOWN_ALSO = (("LedgerNodeScrapeErrors", "pending"), ("LedgerCouncilQuorumThin", "firing"))
+# one loss from no quorum. A node that goes down between its /health answer and its chains'
+# answers has its chains down for that one cycle while it still counts as up:
+# LedgerBlockchainDown may be pending then, never firing (its `for` is five cycles). No other
+# chain alert.
+DOWN_ALSO = (
+    ("LedgerNodeScrapeErrors", "pending"),
+    ("LedgerCouncilQuorumThin", "firing"),
+    ("LedgerBlockchainDown", "pending"),
+)
 FAULTS = [
     # Unguarded, LedgerNodeBehind would fire about 15 s into the stall: holding the stall 12 s
     # past LedgerBlockHeightStalled (which fires 5 to 7 s in: the chains' own settings)
