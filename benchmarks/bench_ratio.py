@@ -223,18 +223,17 @@ class BarePoller:
             self.chains_read += 1
 
 
-def run_bare(base: str, nodes: int, in_flight: int, interval: float, timeout: float,
-             status: Path) -> None:  # fmt: skip
-    """Cycle every ``interval`` s until SIGTERM; after each, append the chains it read."""
+def run_bare(args: argparse.Namespace) -> None:
+    """Cycle every ``--interval`` s until SIGTERM; after each, append the chains it read."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    poller = BarePoller(base, nodes, in_flight)
+    poller = BarePoller(args.bare, int(args.nodes), args.in_flight)
     start = time.monotonic()
     while True:
         poller.chains_read = 0
-        poller.cycle(time.monotonic() + timeout)
-        with status.open("a") as out:
+        poller.cycle(time.monotonic() + args.timeout)
+        with Path(args.status).open("a") as out:
             out.write(f"{poller.chains_read}\n")
-        start += interval
+        start += args.interval
         time.sleep(max(0.0, start - time.monotonic()))
 
 
@@ -243,12 +242,16 @@ def run_bare(base: str, nodes: int, in_flight: int, interval: float, timeout: fl
 
 def _measure(pid: int, fleet_url: str, args: argparse.Namespace,
              cycle_chains: Any) -> dict[str, float]:  # fmt: skip
-    """CPU of ``pid`` over ``args.cycles`` intervals, per request the fleet served meanwhile."""
-    time.sleep(args.interval * args.warmup)
+    """CPU of ``pid`` over ``args.cycles`` intervals, per request the fleet served meanwhile.
+    ``cycle_chains`` is called once per interval from the start, warm-up included (for the
+    exporter it is Prometheus's scrapes, so the measured cycles are the steady state)."""
+    for _ in range(args.warmup):
+        started = time.monotonic()
+        cycle_chains()
+        time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
     cpu0, served0 = _proc_cpu(pid), _served(fleet_url)
     chains = []
-    end = time.monotonic() + args.interval * args.cycles
-    while time.monotonic() < end:
+    for _ in range(args.cycles):
         started = time.monotonic()
         chains.append(cycle_chains())
         time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
@@ -326,8 +329,7 @@ def main(argv: Sequence[str]) -> int:
         serve_fleet(args.serve, args.latency, rich_documents)
         return 0
     if args.bare:
-        run_bare(args.bare, int(args.nodes), args.in_flight, args.interval, args.timeout,
-                 Path(args.status))  # fmt: skip
+        run_bare(args)
         return 0
     meter, rows = MachineMeter(), []
     with tempfile.TemporaryDirectory() as folder:
