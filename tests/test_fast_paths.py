@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from exporter import __version__
+from exporter import __version__, values
 from exporter.config.nodes import NodeConfig
 from exporter.expose.labels import Template, escape, label_string
 from exporter.expose.render import _chunks, go_float
@@ -131,3 +131,23 @@ def test_value_texts_are_reused_only_for_equal_values_with_equal_texts() -> None
     expected = "".join(f"m{labels} {go_float(v)}\n" for labels, v in series if v is not None)
     assert text == expected
     assert "m{b} -0.0\n" in text and "m{c} 0.0\n" in text and "m{d} -0.0\n" in text
+
+
+def test_parsed_durations_and_timestamps_are_remembered_only_when_short_and_valid() -> None:
+    before = (values._parsed_duration.cache_info(), values._parsed_timestamp.cache_info())
+    huge = "1" * 100_000 + "s"
+    for _ in range(2):
+        assert values.read_duration("1m30s") == 90.0
+        assert values.read_duration("-0s") == 0.0
+        assert values.read_duration("soon") is None
+        assert values.read_duration(huge) is None
+        assert values.read_timestamp("2024-05-01T12:00:00Z") == 1714564800.0
+        assert values.read_timestamp("2024-05-01T12:00:00") is None  # no zone
+        assert values.read_timestamp("2024-05-01T12:00:00Z" + " " * 100) is None
+    durations, timestamps = (
+        values._parsed_duration.cache_info(),
+        values._parsed_timestamp.cache_info(),
+    )
+    assert durations.currsize - before[0].currsize <= 2  # "1m30s", "-0s": not "soon" or huge
+    assert timestamps.currsize - before[1].currsize <= 1
+    assert durations.hits > before[0].hits and timestamps.hits > before[1].hits

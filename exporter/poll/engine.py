@@ -227,7 +227,8 @@ class Engine:
         if closing:
             _report(done, TransferError(SHUT_DOWN, "the exporter is shutting down"))
             return
-        self._wake()
+        if threading.get_ident() != self._thread.ident:  # the engine's own loop starts it next
+            self._wake()
 
     def connections_opened(self) -> int:
         """New connections (TCP, and TLS where https) made so far: keep-alive keeps it low."""
