@@ -295,7 +295,7 @@ def measure_exporter(nodes: int, fleet_url: str, args: argparse.Namespace,
     process = subprocess.Popen(
         [PYTHON, "-m", "exporter", "--config.file", str(config),
          "--web.listen-address", f"127.0.0.1:{port}", "--log.level", "error"],
-        cwd=REPO,
+        cwd=args.exporter_tree or REPO,
     )  # fmt: skip
     metrics = f"http://127.0.0.1:{port}/metrics"
 
@@ -321,6 +321,11 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--in-flight", type=int, default=512, help="bare poller's handles")
     parser.add_argument("--warmup", type=int, default=2, help="intervals before measuring (2)")
     parser.add_argument("--cycles", type=int, default=5, help="measured intervals (5)")
+    parser.add_argument(
+        "--exporter-tree",
+        help="measure the exporter package of this directory instead (e.g. an older commit's "
+        "`git archive`), against the same fleet and bare poller",
+    )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--bare", help=argparse.SUPPRESS)
     parser.add_argument("--status", help=argparse.SUPPRESS)
@@ -335,8 +340,9 @@ def main(argv: Sequence[str]) -> int:
     with tempfile.TemporaryDirectory() as folder:
         for nodes in (int(n) for n in args.nodes.split(",")):
             rows += _fleet_size(nodes, args, Path(folder))
+    measured = f"exporter from {args.exporter_tree}" if args.exporter_tree else exporter_version()
     print(
-        f"\n{exporter_version()}; latency {args.latency * 1000:.0f} ms, interval "
+        f"\n{measured}; latency {args.latency * 1000:.0f} ms, interval "
         f"{args.interval:g} s, deadline {args.timeout:g} s, {args.cycles} measured intervals "
         f"after {args.warmup}; {meter.report()}\n"
     )
