@@ -24,8 +24,8 @@ Measured one after the other against that same fleet, each in its own process:
 The fleet shares the cores, so wall time says little: CPU is each process's own (user +
 system from /proc/PID/stat) over the measured intervals, divided by the requests the fleet
 served meanwhile. Printed per fleet size and process: CPU per node request, the ratio
-exporter / bare, chains read within the deadline (worst measured cycle), and peak RSS
-(VmHWM).
+exporter / bare, chains read within the deadline (worst measured cycle), the cycle's wall
+time (the exporter's ``ledger_exporter_cycle_duration_seconds``), and peak RSS (VmHWM).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import io
 import json
 import select
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -224,15 +225,17 @@ class BarePoller:
 
 
 def run_bare(args: argparse.Namespace) -> None:
-    """Cycle every ``--interval`` s until SIGTERM; after each, append the chains it read."""
+    """Cycle every ``--interval`` s until SIGTERM; after each, append the chains it read
+    and the cycle's wall time."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     poller = BarePoller(args.bare, int(args.nodes), args.in_flight)
     start = time.monotonic()
     while True:
         poller.chains_read = 0
-        poller.cycle(time.monotonic() + args.timeout)
+        started = time.monotonic()
+        poller.cycle(started + args.timeout)
         with Path(args.status).open("a") as out:
-            out.write(f"{poller.chains_read}\n")
+            out.write(f"{poller.chains_read} {time.monotonic() - started:.3f}\n")
         start += args.interval
         time.sleep(max(0.0, start - time.monotonic()))
 
@@ -250,15 +253,18 @@ def _measure(pid: int, fleet_url: str, args: argparse.Namespace,
         cycle_chains()
         time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
     cpu0, served0 = _proc_cpu(pid), _served(fleet_url)
-    chains = []
+    chains, walls = [], []
     for _ in range(args.cycles):
         started = time.monotonic()
-        chains.append(cycle_chains())
+        read, wall = cycle_chains()
+        chains += [read] if read >= 0 else []
+        walls += [wall] if wall >= 0 else []
         time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
     cpu, served = _proc_cpu(pid) - cpu0, _served(fleet_url) - served0
     return {"cpu_ms": cpu / max(1, served) * 1000, "requests": served,
-            "chains": min(c for c in chains if c >= 0) if any(c >= 0 for c in chains) else -1,
-            "rss": _proc_mib(pid, "VmHWM")}  # fmt: skip
+            "chains": min(chains, default=-1), "rss": _proc_mib(pid, "VmHWM"),
+            "cycle": statistics.median(walls) if walls else -1,
+            "cycle_max": max(walls, default=-1)}  # fmt: skip
 
 
 def measure_bare(nodes: int, fleet_url: str, args: argparse.Namespace,
@@ -271,10 +277,12 @@ def measure_bare(nodes: int, fleet_url: str, args: argparse.Namespace,
     process = subprocess.Popen(command)
     seen = [0]
 
-    def cycle_chains() -> int:  # the chains of the cycles ended since the last look
-        lines = status.read_text().split()
-        new, seen[0] = lines[seen[0] :], len(lines)
-        return min(int(n) for n in new) if new else -1
+    def cycle_chains() -> tuple[int, float]:  # the worst cycle ended since the last look
+        lines = status.read_text().splitlines()
+        new, seen[0] = [line.split() for line in lines[seen[0] :]], len(lines)
+        if not new:
+            return -1, -1.0
+        return min(int(read) for read, _ in new), max(float(wall) for _, wall in new)
 
     try:
         _wait_for(lambda: process.poll() is None, 10)
@@ -299,10 +307,11 @@ def measure_exporter(nodes: int, fleet_url: str, args: argparse.Namespace,
     )  # fmt: skip
     metrics = f"http://127.0.0.1:{port}/metrics"
 
-    def scrape() -> int:  # Prometheus: one scrape per interval in each format
+    def scrape() -> tuple[int, float]:  # Prometheus: one scrape per interval in each format
         _get(metrics, OPENMETRICS)
         text = _get(metrics, TEXT)[0].decode()
-        return int(sum(_sample(text, "ledger_blockchain_up")))
+        cycle = _sample(text, "ledger_exporter_cycle_duration_seconds")
+        return int(sum(_sample(text, "ledger_blockchain_up"))), cycle[0] if cycle else -1.0
 
     try:
         _wait_for(lambda: _get(f"http://127.0.0.1:{port}/-/ready", TEXT), 60)
@@ -347,7 +356,7 @@ def main(argv: Sequence[str]) -> int:
         f"after {args.warmup}; {meter.report()}\n"
     )
     header = ["nodes", "process", "requests", "CPU/request", "ratio", "chains read (worst)",
-              "peak RSS"]  # fmt: skip
+              "cycle (median / max)", "peak RSS"]  # fmt: skip
     print(markdown_table(header, rows))
     return 0
 
@@ -371,7 +380,7 @@ def _fleet_size(nodes: int, args: argparse.Namespace, workdir: Path) -> list[lis
     return [
         [str(nodes), name, f"{r['requests']:.0f}", f"{r['cpu_ms']:.3f} ms",
          f"{r['cpu_ms'] / bare['cpu_ms']:.2f}x", f"{r['chains']:.0f}/{chains}",
-         f"{r['rss']:.1f} MiB"]
+         f"{r['cycle']:.2f} / {r['cycle_max']:.2f} s", f"{r['rss']:.1f} MiB"]
         for name, r in (("bare engine", bare), ("exporter", full))
     ]  # fmt: skip
 
