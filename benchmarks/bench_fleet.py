@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchlib import CLOCK_TICKS, PYTHON, REPO, markdown_table, percentile
@@ -124,11 +124,16 @@ class _FleetProtocol(asyncio.Protocol):
             self.transport.write(_response(b"{}", "404 Not Found"))
 
 
-def serve_fleet(port_file: str, latency: float) -> None:
-    """Serve the fleet until SIGTERM; write the port to ``port_file`` once listening."""
+def serve_fleet(
+    port_file: str,
+    latency: float,
+    documents: Callable[[], tuple[bytes, bytes, bytes]] = _documents,
+) -> None:
+    """Serve the fleet until SIGTERM; write the port to ``port_file`` once listening.
+    ``documents`` gives the /health, chain status and block answers every node sends."""
 
     async def main() -> None:
-        health, chain, block = _documents()
+        health, chain, block = documents()
         loop = asyncio.get_running_loop()
         server = await loop.create_server(
             lambda: _FleetProtocol(latency, health, chain, block), "127.0.0.1", 0, backlog=4096

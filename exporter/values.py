@@ -9,6 +9,7 @@ so no later layer (labels, the status page, logs) ever sees one.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sys
@@ -156,8 +157,9 @@ def read_duration(value: object) -> float | None:
     """A non-negative Go duration string, in seconds."""
     if not isinstance(value, str):
         return None
+    parse = _parsed_duration if len(value) <= MAX_DURATION_CHARS else parse_go_duration
     try:
-        seconds = parse_go_duration(value)
+        seconds = parse(value)
     except ValueError:
         return None
     return seconds + 0.0 if seconds >= 0 else None  # "-0s" becomes 0
@@ -167,10 +169,27 @@ def read_timestamp(value: object) -> float | None:
     """An ISO 8601 timestamp string with a zone, as Unix seconds."""
     if not isinstance(value, str):
         return None
+    parse = _parsed_timestamp if len(value) <= MAX_TIMESTAMP_CHARS else parse_timestamp
     try:
-        return parse_timestamp(value)
+        return parse(value)
     except (ValueError, OverflowError):
         return None
+
+
+#: Texts whose parsed value is remembered: every node sends the same consensus durations and
+#: nodes in step the same last message time, each cycle (both are at most 64 characters, so
+#: the memory is bounded; a text that does not parse is not remembered).
+PARSED_KEPT = 1024
+
+
+@functools.lru_cache(maxsize=PARSED_KEPT)
+def _parsed_duration(text: str) -> float:
+    return parse_go_duration(text)
+
+
+@functools.lru_cache(maxsize=PARSED_KEPT)
+def _parsed_timestamp(text: str) -> float:
+    return parse_timestamp(text)
 
 
 def is_text(value: str) -> bool:

@@ -76,3 +76,28 @@ def test_credentials_and_headers_beyond_ascii_are_sent_as_utf8(
     credentials = base64.b64encode("\u00fc:p\u00e4sswort".encode())
     assert sent["Authorization"] == b"Basic " + credentials  # http.server reads Latin-1
     assert sent["X-Team"] == "\u00e9t\u00e9 \u65e5\u672c".encode()
+
+
+def test_a_handle_a_refused_request_left_half_configured_is_configured_anew(
+    fake_node: FakeNode,
+) -> None:
+    """A reused handle keeps its options for requests of the same profile (issue 22); one
+    whose URL libcurl refused was reset, so the next request of that profile gets them all."""
+    fake_node.set("/health", {"status": "ok"})
+    engine = Engine(1, f"ledger-exporter/{__version__}")  # one slot: the same handle each time
+    try:
+        headers, auth = (("X-Team", "blue"),), ("prom", "s3cret")
+        good = NodeConfig("good", fake_node.url, headers=headers, basic_auth=auth)
+        bad = NodeConfig("bad", "http://127.0.0.1:9/n\u0153ud/", headers=headers, basic_auth=auth)
+        assert _get(engine, good) == {"status": "ok"}
+        with pytest.raises(FetchError):
+            _get(engine, bad)
+        assert _get(engine, good) == {"status": "ok"}
+    finally:
+        engine.close()
+    first, again = fake_node.requests
+    for request in (first, again):
+        assert request.headers["X-Team"] == "blue"
+        assert (
+            request.headers["Authorization"] == "Basic " + base64.b64encode(b"prom:s3cret").decode()
+        )

@@ -14,6 +14,9 @@ from exporter.model.snapshot import NodeStatus
 
 
 def escape(value: str) -> str:
+    """A label value as the exposition formats quote it (backslash, newline, quote)."""
+    if "\\" not in value and "\n" not in value and '"' not in value:
+        return value
     return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
 
 
@@ -27,21 +30,21 @@ class Template:
     """The label string for a set of label names, values filled in later: the names sorted
     as client_python writes them. One per set of names, shared by every node with them."""
 
-    __slots__ = ("order", "parts")
+    __slots__ = ("format",)
 
     def __init__(self, names: tuple[str, ...]) -> None:
-        self.order = tuple(sorted(range(len(names)), key=names.__getitem__))
-        self.parts = tuple(
-            ("{" if at == 0 else '",') + names[index] + '="' for at, index in enumerate(self.order)
-        )
+        order = sorted(range(len(names)), key=names.__getitem__)
+        pairs = ",".join(f'{_literal(names[index])}="{{{index}}}"' for index in order)
+        self.format = "{{" + pairs + "}}"
 
     def fill(self, escaped: Sequence[str]) -> str:
         """The label string for already escaped values, given in the names' order."""
-        pieces: list[str] = []
-        for part, index in zip(self.parts, self.order, strict=True):
-            pieces += (part, escaped[index])
-        pieces.append('"}')
-        return "".join(pieces)
+        return self.format.format(*escaped)
+
+
+def _literal(text: str) -> str:
+    """``text`` as literal text of a ``str.format`` template."""
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 class NodeLabels:

@@ -148,14 +148,26 @@ def go_float(value: float) -> str:
     return text
 
 
+#: Value texts remembered per family at most: most families repeat a few values (0, 1,
+#: heights and counts shared by every node), a timestamp family hardly any.
+_TEXTS_KEPT = 4096
+
+
 def _chunks(name: str, series: Series) -> Iterator[bytes]:
-    """The sample lines of ``series`` (the same in both formats), CHUNK_LINES at a time."""
-    fmt: Callable[[float], str] = go_float
+    """The sample lines of ``series`` (the same in both formats), CHUNK_LINES at a time.
+    A value's text is made once per family: equal numbers have the same text, but for
+    ``-0.0`` (equal to ``0.0``), so zeros are written each time."""
+    texts: dict[float, str] = {}
     lines: list[str] = []
     for labels, value in series:
         if value is None:
             continue
-        lines.append(f"{name}{labels} {fmt(value)}\n")
+        text = texts.get(value) if value else None
+        if text is None:
+            text = go_float(value)
+            if value and len(texts) < _TEXTS_KEPT:
+                texts[value] = text
+        lines.append(f"{name}{labels} {text}\n")
         if len(lines) == CHUNK_LINES:
             yield "".join(lines).encode()
             lines = []

@@ -202,6 +202,35 @@ _ONE = struct.Struct("=d")
 _NAN = math.nan
 
 
+#: _CHAIN_GAUGES split by where they are: in the status itself, or in its ``consensus``.
+_TOP_GAUGES = tuple((g, path[0], read) for g, path, read in _CHAIN_GAUGES if len(path) == 1)
+_CONSENSUS_GAUGES = tuple(
+    (g, path[1], read) for g, path, read in _CHAIN_GAUGES if path[:1] == ("consensus",)
+)
+assert len(_TOP_GAUGES) + len(_CONSENSUS_GAUGES) == len(_CHAIN_GAUGES)
+
+
+def _gauge_values(body: dict[str, Any]) -> list[float]:
+    """The plain gauges of a chain status, NaN where absent or unreadable (as _lookup reads
+    each path, unrolled: this runs for every chain of every node each cycle)."""
+    values = [_NAN] * len(ChainGauge)
+    for gauge, key, reader in _TOP_GAUGES:
+        raw = body.get(key, _ABSENT)
+        if raw is not _ABSENT or reader is _vote_sessions:
+            value = reader(raw)
+            if value is not None:
+                values[gauge] = value
+    consensus = body.get("consensus")
+    if isinstance(consensus, dict):  # otherwise none of its gauges is readable
+        for gauge, key, reader in _CONSENSUS_GAUGES:
+            raw = consensus.get(key, _ABSENT)
+            if raw is not _ABSENT:
+                value = reader(raw)
+                if value is not None:
+                    values[gauge] = value
+    return values
+
+
 def _lookup(body: dict[str, Any], path: tuple[str, ...]) -> Any:
     """The value at ``path``, ``_ABSENT`` when a key is missing, ``None`` through a non-object."""
     value: Any = body
@@ -277,12 +306,7 @@ def read_chain(
         raise InvalidResponseError(
             f"the chain status is a JSON {type(body).__name__}, not an object"
         )
-    values = [_NAN] * len(ChainGauge)
-    for gauge, path, reader in _CHAIN_GAUGES:
-        raw = _lookup(body, path)
-        value = reader(raw) if raw is not _ABSENT or reader is _vote_sessions else None
-        if value is not None:
-            values[gauge] = value
+    values = _gauge_values(body)
     labels = LabelTexts(bounds.label_value_length)
     sessions = read_sessions(body.get("voteSessions"), bounds.vote_sessions_per_chain, labels)
     _note_sessions(values, sessions)

@@ -251,6 +251,8 @@ _UNENCODABLE = "an id to request is not valid Unicode (a lone surrogate), so it 
 
 
 def _encode_segment(segment: str) -> str:
+    if segment.isascii() and segment.isalnum():  # nothing to encode (hex ids, "health")
+        return segment
     encoded = quote(segment, safe="")
     return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
 

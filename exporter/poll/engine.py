@@ -97,25 +97,64 @@ def _report(done: Done, outcome: Response | TransferError) -> None:
         log.exception("a request's callback failed")
 
 
-class _Transfer:
-    """A request in flight: its curl handle, body buffer and callback."""
+#: What a handle is configured with beyond the URL and timeouts: requests with the same
+#: profile (every request to one node, usually every node) reuse a handle without resetting it.
+Profile = tuple[tuple[str, ...], tuple[str, str] | None, TlsConfig, int]
 
-    __slots__ = ("body", "curl", "done", "over_cap", "request")
 
-    def __init__(self, request: Request, done: Done, curl: pycurl.Curl) -> None:
-        self.request = request
-        self.done = done
-        self.curl = curl
-        self.body = bytearray()
+def _profile(request: Request) -> Profile:
+    return (request.headers, request.basic_auth, request.tls, request.max_bytes)
+
+
+class _Sink:
+    """A handle's WRITEFUNCTION, set once per handle: the decoded body of its current
+    transfer, in the chunks libcurl hands over, aborted once past the size cap."""
+
+    __slots__ = ("chunks", "left", "over_cap")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.left = 0
         self.over_cap = False
 
+    def start(self, max_bytes: int) -> None:
+        self.chunks, self.left, self.over_cap = [], max_bytes, False
+
     def write(self, data: bytes) -> int | None:
-        """WRITEFUNCTION: keep the decoded bytes, abort the transfer once past the cap."""
-        if len(self.body) + len(data) > self.request.max_bytes:
+        """Keep ``data``; any count but ``len(data)`` makes libcurl fail (CURLE_WRITE_ERROR)."""
+        self.left -= len(data)
+        if self.left < 0:
             self.over_cap = True
-            return 0  # any count but len(data) makes libcurl fail with CURLE_WRITE_ERROR
-        self.body += data
+            return 0
+        self.chunks.append(data)
         return None
+
+    def take(self) -> bytes:
+        """The body (one chunk, the usual case, is not copied) and the sink emptied."""
+        body, self.chunks = b"".join(self.chunks), []
+        return body
+
+
+class _Handle:
+    """A curl handle, its sink and the profile it is configured with (None: not yet)."""
+
+    __slots__ = ("curl", "profile", "sink")
+
+    def __init__(self) -> None:
+        self.curl = pycurl.Curl()
+        self.sink = _Sink()
+        self.profile: Profile | None = None
+
+
+class _Transfer:
+    """A request in flight: its handle and callback."""
+
+    __slots__ = ("done", "handle", "request")
+
+    def __init__(self, request: Request, done: Done, handle: _Handle) -> None:
+        self.request = request
+        self.done = done
+        self.handle = handle
 
 
 class Engine:
@@ -136,7 +175,7 @@ class Engine:
         self._next_expiry_check = 0.0
         self._sockets: dict[int, int] = {}
         self._transfers: dict[pycurl.Curl, _Transfer] = {}
-        self._spare: list[pycurl.Curl] = []
+        self._spare: list[_Handle] = []
         self._connects = 0
         self._ca_bundle = certifi.where()
         self._wakeup = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
@@ -191,7 +230,8 @@ class Engine:
         if closing:
             _report(done, TransferError(SHUT_DOWN, "the exporter is shutting down"))
             return
-        self._wake()
+        if threading.get_ident() != self._thread.ident:  # the engine's own loop starts it next
+            self._wake()
 
     def connections_opened(self) -> int:
         """New connections (TCP, and TLS where https) made so far: keep-alive keeps it low."""
@@ -318,20 +358,20 @@ class Engine:
 
     def _start(self, request: Request, done: Done, remaining_ms: int) -> None:
         """Hand ``request`` to libcurl; one it will not take fails alone (UNSENDABLE)."""
-        curl = self._spare.pop() if self._spare else pycurl.Curl()
-        transfer = _Transfer(request, done, curl)
+        handle = self._spare.pop() if self._spare else _Handle()
         try:
-            self._configure(transfer, remaining_ms)
+            self._configure(handle, request, remaining_ms)
         except (ValueError, TypeError, pycurl.error) as error:  # UnicodeEncodeError, a NUL
-            curl.reset()
-            self._spare.append(curl)
+            handle.curl.reset()
+            handle.profile = None  # half configured: the next request configures it in full
+            self._spare.append(handle)
             detail = f"libcurl cannot take this request ({type(error).__name__})"
             _report(done, TransferError(UNSENDABLE, detail))
             return
         with self._lock:
-            self._transfers[curl] = transfer
+            self._transfers[handle.curl] = _Transfer(request, done, handle)
             self._suspects_out += request.suspect
-        self._multi.add_handle(curl)
+        self._multi.add_handle(handle.curl)
 
     def _close_idle_handles(self) -> None:
         """Close spare handles beyond SPARE_HANDLES once nothing waits for one."""
@@ -341,33 +381,44 @@ class Engine:
             if self._queue or self._suspects:
                 return
         while len(self._spare) > SPARE_HANDLES:
-            self._spare.pop().close()
+            self._spare.pop().curl.close()
 
     def spare_handles(self) -> int:
         """Idle curl handles kept for reuse (read from any thread; for tests)."""
         return len(self._spare)
 
-    def _configure(self, transfer: _Transfer, remaining_ms: int) -> None:
-        """Every option of one GET; a reused handle was reset to libcurl's defaults. pycurl
-        encodes a ``str`` as ASCII: header values and credentials go as UTF-8 bytes (as Go's
-        clients send them), file names in the file system's encoding; the URL stays ASCII
-        (the config, ``/probe`` and the client's percent-encoding see to it)."""
-        request, curl = transfer.request, transfer.curl
-        setopt = curl.setopt
+    def _configure(self, handle: _Handle, request: Request, remaining_ms: int) -> None:
+        """The options of one GET. A handle last used with the same profile keeps its options
+        and gets only the URL and timeouts; any other is reset and configured in full."""
+        curl, setopt = handle.curl, handle.curl.setopt
+        profile = _profile(request)
+        if handle.profile != profile:
+            if handle.profile is not None:
+                curl.reset()
+            self._configure_profile(handle, request)
+            handle.profile = profile
+        handle.sink.start(request.max_bytes)
         setopt(pycurl.URL, request.url)
+        setopt(pycurl.TIMEOUT_MS, remaining_ms)
+        setopt(pycurl.CONNECTTIMEOUT_MS, remaining_ms)
+        setopt(pycurl.LOW_SPEED_TIME, max(1, remaining_ms // 1000))
+
+    def _configure_profile(self, handle: _Handle, request: Request) -> None:
+        """Every option but the URL and timeouts, on a new or reset handle. pycurl encodes a
+        ``str`` as ASCII: header values and credentials go as UTF-8 bytes (as Go's clients send
+        them), file names in the file system's encoding; the URL stays ASCII (the config,
+        ``/probe`` and the client's percent-encoding see to it)."""
+        setopt = handle.curl.setopt
         setopt(pycurl.PATH_AS_IS, 1)  # never resolve %2E%2E: a chain ".." is not the base path
         setopt(pycurl.PROXY, "")  # never a proxy from the environment
         setopt(pycurl.FOLLOWLOCATION, 0)
         setopt(pycurl.NOSIGNAL, 1)
-        setopt(pycurl.TIMEOUT_MS, remaining_ms)
-        setopt(pycurl.CONNECTTIMEOUT_MS, remaining_ms)
         setopt(pycurl.LOW_SPEED_LIMIT, 1)
-        setopt(pycurl.LOW_SPEED_TIME, max(1, remaining_ms // 1000))
         setopt(pycurl.MAXFILESIZE, request.max_bytes)
         setopt(pycurl.ACCEPT_ENCODING, "gzip, deflate")
         setopt(pycurl.USERAGENT, self._user_agent)
         setopt(pycurl.HTTPHEADER, [line.encode() for line in request.headers])
-        setopt(pycurl.WRITEFUNCTION, transfer.write)
+        setopt(pycurl.WRITEFUNCTION, handle.sink.write)
         setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
         if request.basic_auth is not None:
             setopt(pycurl.HTTPAUTH, pycurl.HTTPAUTH_BASIC)
@@ -396,29 +447,31 @@ class Engine:
         with self._lock:
             transfer = self._transfers.pop(curl)
             self._suspects_out -= transfer.request.suspect
+        sink = transfer.handle.sink
         status = os_errno = 0
         try:
             status = curl.getinfo(pycurl.RESPONSE_CODE)
             connects = curl.getinfo(pycurl.NUM_CONNECTS)
-            with self._lock:
-                self._connects += connects
+            if connects:
+                with self._lock:
+                    self._connects += connects
             os_errno = curl.getinfo(pycurl.OS_ERRNO) if failure else 0
-            self._release(curl)
-        finally:  # whatever happens, the caller hears back
+        finally:  # whatever happens, the handle is released and the caller hears back
+            body, over_cap = sink.take(), sink.over_cap
+            self._release(transfer.handle)
             if failure is None:
-                _report(transfer.done, Response(status, bytes(transfer.body)))
+                _report(transfer.done, Response(status, body))
             else:
                 code, message = failure
-                _report(transfer.done, TransferError(code, message, os_errno, transfer.over_cap))
+                _report(transfer.done, TransferError(code, message, os_errno, over_cap))
 
-    def _release(self, curl: pycurl.Curl) -> None:
+    def _release(self, handle: _Handle) -> None:
         """Take the handle off the multi; keep a few for reuse, close the rest."""
-        self._multi.remove_handle(curl)
+        self._multi.remove_handle(handle.curl)
         if len(self._spare) < self._max_in_flight:
-            curl.reset()
-            self._spare.append(curl)
+            self._spare.append(handle)
         else:
-            curl.close()
+            handle.curl.close()
 
     def _expire(self, now: float) -> None:
         """Fail transfers past their deadline (libcurl's own timeout normally came first)."""
@@ -446,8 +499,8 @@ class Engine:
             _report(done, TransferError(SHUT_DOWN, "the exporter is shutting down"))
         for curl in list(self._transfers):
             self._finish(curl, (SHUT_DOWN, "the exporter is shutting down"))
-        for curl in self._spare:
-            curl.close()
+        for handle in self._spare:
+            handle.curl.close()
         self._spare.clear()
         self._multi.close()
         self._epoll.close()
