@@ -56,8 +56,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Test files run in TEST_WORKERS processes, each file whole in one of them (--dist loadfile:
+# a module's fixtures are set up once); the suite mostly waits on servers, so 3 fit 2 cores.
+TEST_WORKERS ?= 3
+
 unit: $(STAMP) tools
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 test: lint typecheck unit
 
