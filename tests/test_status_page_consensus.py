@@ -173,6 +173,20 @@ def test_a_failing_leader_is_listed_once_naming_its_node() -> None:
     assert lines_of(later, "LedgerLeaderFailingRounds") == []
 
 
+def test_a_failing_leader_whose_node_is_down_is_named_by_its_remembered_node_id() -> None:
+    fleet = Fleet()
+    others = ("n1", "n3", "n4")
+    fleet.cycle({n: chain() for n in (*others, "n2")})  # n2's nodeId, key-2, is remembered
+    for round_ in (1, 2, 3, 4):  # n2 is down, and its turns as leader fail
+        snapshot = fleet.cycle(
+            {"n2": None} | {n: chain(voteSessions=session(round_, "key-2")) for n in others}
+        )
+    (line,) = lines_of(snapshot, "LedgerLeaderFailingRounds")
+    assert (
+        line.text == "leader (node n2) failed 3 vote rounds in the last 15m, as n1, n3, n4 saw them"
+    )
+
+
 def test_consensus_drift_names_the_node_off_the_majority() -> None:
     fleet = Fleet()
     drifted = chain(consensus=SETTINGS | {"consensusTimeout": "45s"})

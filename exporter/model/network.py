@@ -93,6 +93,8 @@ class NetworkView:
     chains: tuple[ChainAgreement, ...] = ()
     partitions: int | None = None
     polled_peers: tuple[tuple[str, int], ...] = ()
+    #: (node, its remembered ``nodeId``) for every polled node, up or down: who a key is
+    node_keys: tuple[tuple[str, str], ...] = ()
 
 
 def observe(
@@ -261,4 +263,5 @@ def network_view(
         for blockchain in sorted(readers)
     )
     count, polled = partitions(nodes)
-    return NetworkView(chains=chains, partitions=count, polled_peers=polled)
+    keys = tuple(sorted((node_keys or {}).items()))
+    return NetworkView(chains=chains, partitions=count, polled_peers=polled, node_keys=keys)

@@ -208,7 +208,8 @@ def consensus_problems(snapshot: Snapshot, now: float) -> list[Problem]:
     a thin quorum, vote sessions that do not close (naming the nodes that see them), and
     leaders whose rounds keep failing (once per leader, whichever nodes see it)."""
     readers = _readers(snapshot)
-    members = {n.health.node_key: n.name for n in snapshot.nodes if n.health and n.health.node_key}
+    members = {key: name for name, key in snapshot.network.node_keys}  # down ones too
+    members |= {n.health.node_key: n.name for n in snapshot.nodes if n.health and n.health.node_key}
     found = [
         _thin_quorum(chain, readers.get(chain.blockchain, []), now)
         for chain in snapshot.network.chains
