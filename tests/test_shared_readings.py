@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from exporter.config.nodes import NodeConfig
 from exporter.model.consensus import VoteSession
 from exporter.model.readings import Shared, read_chain, read_health
 from exporter.model.snapshot import LeaderCounts
+from exporter.poll.history import History
+from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from tests.support.documents import chain_doc, health_doc
 
 SESSION = {"s7": {"round": 2, "currentLeader": "k3", "consensusRequired": 5}}
@@ -72,3 +75,17 @@ def test_nothing_shared_outlives_its_cycle() -> None:
 def test_leader_counts_without_a_failure_keep_no_array_and_read_as_zeros() -> None:
     assert list(LeaderCounts(("k1", "k2"))) == [("k1", 0), ("k2", 0)]
     assert list(LeaderCounts()) == []
+
+
+def test_error_counts_are_one_object_while_unchanged_and_new_after_a_failure() -> None:
+    node = NodeConfig("a", "http://x/")
+    good = NodeResult(node, read_health(health_doc(["c"])), None, [ChainResult("c", None)], 0.1)
+    failed = NodeResult(node, None, FetchError(Reason.TIMEOUT, "boom"), [], 0.1)
+    history = History()
+    first = history.record([good], 1.0)[0].error_counts
+    second = history.record([good], 2.0)[0].error_counts
+    assert second is first
+    third = history.record([failed], 3.0)[0].error_counts
+    assert third is not first and ("health", "timeout", 1) in list(third)
+    assert ("health", "timeout", 0) in list(first)  # the earlier snapshot's stays as it was
+    assert history.record([good], 4.0)[0].error_counts is third
