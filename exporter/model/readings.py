@@ -246,10 +246,13 @@ def _lookup(body: dict[str, Any], path: tuple[str, ...]) -> Any:
 HEALTH_FIELDS = ("nodeVersion", "nodeId", "network", "blockchains")
 
 
-def read_health(body: Any, bounds: Bounds = DEFAULT_BOUNDS) -> HealthReading:
+def read_health(
+    body: Any, bounds: Bounds = DEFAULT_BOUNDS, shared: Shared | None = None
+) -> HealthReading:
     """Interpret a ``/health`` answer; raises InvalidResponseError unless it is a JSON object
     holding at least one of HEALTH_FIELDS (not null). Label values (and chain ids) over
-    ``bounds.label_value_length`` are dropped and counted."""
+    ``bounds.label_value_length`` are dropped and counted. With ``shared``, the ids and peer
+    sets equal to another node's this cycle are kept once (peer ids repeat across nodes)."""
     if not isinstance(body, dict):
         raise InvalidResponseError(f"/health answered a JSON {type(body).__name__}, not an object")
     if all(body.get(field) is None for field in HEALTH_FIELDS):
@@ -264,6 +267,14 @@ def read_health(body: Any, bounds: Bounds = DEFAULT_BOUNDS) -> HealthReading:
     chain_ids, unreadable = _chain_ids(chains, labels)
     node_version, node_id = labels(body.get("nodeVersion")), labels(body.get("nodeId"))
     peer_id = labels(network.get("peerId")) or labels(body.get("peerId"))
+    node_key = node_id or read_text(body.get("nodeId")) or None
+    peers = _text_set(network.get("networkPeers")) or frozenset()
+    if shared is not None:
+        node_version, node_id, peer_id, node_key = (
+            None if text is None else shared(text)
+            for text in (node_version, node_id, peer_id, node_key)
+        )
+        peers = shared(frozenset(map(shared, peers))) if peers else peers
     return HealthReading(
         node_version=node_version,
         node_id=node_id,
@@ -271,10 +282,10 @@ def read_health(body: Any, bounds: Bounds = DEFAULT_BOUNDS) -> HealthReading:
         peer_count=read_count(network.get("peerCount")),
         blockchain_count=_list_length(chains),
         blockchain_ids=chain_ids,
-        network_peers=_text_set(network.get("networkPeers")) or frozenset(),
+        network_peers=peers,
         unreadable_chain_ids=unreadable,
         dropped=Dropped(label_values=labels.dropped) if labels.dropped else NOTHING_DROPPED,
-        node_key=node_id or read_text(body.get("nodeId")) or None,
+        node_key=node_key,
     )
 
 
@@ -300,7 +311,8 @@ def read_chain(
     body: Any, shared: Shared | None = None, bounds: Bounds = DEFAULT_BOUNDS
 ) -> ChainReading:
     """Interpret a ``/blockchains/{id}`` answer; raises InvalidResponseError unless an object.
-    With ``shared``, equal council sets and feature lists of different nodes are kept once;
+    With ``shared``, equal council sets, feature lists and vote sessions (the same session
+    seen by every node of a chain) of different nodes are kept once;
     feature flags and label values beyond ``bounds`` are dropped and counted."""
     if not isinstance(body, dict):
         raise InvalidResponseError(
@@ -314,8 +326,9 @@ def read_chain(
     council = _text_set(body.get("councilMembers"))
     leaders, extra_leaders = leader_keys(council or (), bounds.leaders_per_chain, labels)
     view = _consensus_view(body, shared)
+    followed = sessions.followed
     if shared is not None:
-        features, leaders = shared(features), shared(leaders)
+        features, leaders, followed = shared(features), shared(leaders), shared(followed)
         council = None if council is None else shared(council)
         view = None if view is None else shared(view)
     consensus_type = labels(_lookup(body, ("consensus", "consensusType")))
@@ -330,7 +343,7 @@ def read_chain(
         features=features,
         council=council,
         dropped=dropped,
-        sessions=sessions.followed,
+        sessions=followed,
         leaders=leaders,
         consensus_view=view,
     )

@@ -32,12 +32,14 @@ class ErrorCounts:
 class LeaderCounts:
     """Failed rounds per leader key, iterated as (key, count) in key order: the council's
     keys (at 0 until a failure) and other leaders from their first failure; the counts are
-    one packed array."""
+    one packed array, none while every count is 0 (the shared council tuple is then all)."""
 
     leaders: tuple[str, ...] = ()
-    counts: bytes = b""  # one native unsigned 64-bit count per key
+    counts: bytes = b""  # one native unsigned 64-bit count per key; empty: all at 0
 
     def __iter__(self) -> Iterator[tuple[str, int]]:
+        if not self.counts:  # no failed round yet: no array kept (the common case)
+            return ((leader, 0) for leader in self.leaders)
         return zip(self.leaders, memoryview(self.counts).cast("Q"), strict=True)
 
 

@@ -154,6 +154,8 @@ class ChainConsensus:
 
     def _leader_counts(self, council: tuple[str, ...]) -> LeaderCounts:
         """The council's keys (by name, at 0 until a failure), then the other leaders."""
+        if not self.failures:  # no array of zeros per chain and cycle
+            return LeaderCounts(council)
         others = sorted(key for key in self.failures if key not in council)
         keys = council + tuple(others) if others else council
         counts = array("Q", (self.failures.get(key, 0) for key in keys))

@@ -67,26 +67,33 @@ class _Layout:
 class _ErrorCounter:
     """One node's failed requests per (endpoint, reason) since the exporter started."""
 
-    __slots__ = ("counts", "layout")
+    __slots__ = ("counts", "last", "layout")
 
     def __init__(self, layout: _Layout) -> None:
         self.layout = layout
         self.counts = array("Q", bytes(8 * len(layout.keys)))
+        self.last: ErrorCounts | None = None  # frozen since the last change, if any
 
     def start(self, endpoint: str) -> None:
         """Give ``endpoint`` its counters at 0, unless it has them."""
         if (endpoint, Reason.TIMEOUT.value) not in self.layout.index:
             self.layout = self.layout.with_endpoint(endpoint)
             self.counts.extend(0 for _ in Reason)
+            self.last = None
 
     def add(self, endpoint: str, error: FetchError | None) -> None:
         """Count ``error`` (if any) of a request to ``endpoint``."""
         self.start(endpoint)
         if error is not None:
             self.counts[self.layout.index[(endpoint, error.reason.value)]] += 1
+            self.last = None
 
     def frozen(self) -> ErrorCounts:
-        return ErrorCounts(self.layout.keys, self.counts.tobytes())
+        """The counts as they are; the same object as last cycle's while none changed (a
+        node without errors keeps one, not a new packed array every cycle)."""
+        if self.last is None:
+            self.last = ErrorCounts(self.layout.keys, self.counts.tobytes())
+        return self.last
 
 
 @dataclass

@@ -182,7 +182,7 @@ class NodePoll:
         try:
             if error is not None:
                 raise error
-            health = read_health(document, self._bounds)
+            health = read_health(document, self._bounds, self._shared)
             chains = self.node.blockchains or health.blockchain_ids[: self._max_chains]
             watch = self._watch.plan(health.blockchain_ids)
         except Exception as failure:
