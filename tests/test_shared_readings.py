@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from exporter.config.nodes import NodeConfig
-from exporter.model.consensus import VoteSession
+from exporter.model.consensus import MAX_VIEW_KEY_ITEMS, MAX_VIEW_KEY_TEXT, VoteSession, view_key
 from exporter.model.readings import Shared, read_chain, read_health
 from exporter.model.snapshot import LeaderCounts
 from exporter.poll.history import History
@@ -89,3 +91,48 @@ def test_error_counts_are_one_object_while_unchanged_and_new_after_a_failure() -
     assert third is not first and ("health", "timeout", 1) in list(third)
     assert ("health", "timeout", 0) in list(first)  # the earlier snapshot's stays as it was
     assert history.record([good], 4.0)[0].error_counts is third
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ({"features": {"f": True}}, {"features": {"f": 1}}),
+        ({"features": {"f": False}}, {"features": {"f": 0.0}}),
+        ({"consensus": {"minMembers": 1}}, {"consensus": {"minMembers": True}}),
+        ({"keyType": 1}, {"keyType": True}),
+    ],
+    ids=["true-1", "false-0.0", "minMembers-1-true", "keyType"],
+)
+def test_values_python_holds_equal_keep_their_own_views_when_shared(
+    first: dict[str, Any], second: dict[str, Any]
+) -> None:
+    """``true`` and ``1`` are equal dict keys in Python, not equal settings: whichever node
+    answers first, each keeps the view it has when read alone (found in review)."""
+    one, other = chain_doc(10) | first, chain_doc(10) | second
+    alone = (read_chain(fresh(one)).consensus_view, read_chain(fresh(other)).consensus_view)
+    assert alone[0] != alone[1]
+    for order in ((one, other), (other, one)):
+        shared = Shared()
+        views = [read_chain(fresh(doc), shared).consensus_view for doc in order]
+        assert views == [read_chain(fresh(doc)).consensus_view for doc in order]
+
+
+@pytest.mark.parametrize(
+    "large",
+    [
+        {"features": {f"f{i}": True for i in range(MAX_VIEW_KEY_ITEMS + 1)}},
+        {"consensus": {"consensusTimeout": "1" * (MAX_VIEW_KEY_TEXT + 1)}},
+        {"keyType": "k" * (MAX_VIEW_KEY_TEXT + 1)},
+    ],
+    ids=["many flags", "long setting", "long key type"],
+)
+def test_a_large_configuration_is_digested_for_its_node_not_kept_for_the_cycle(
+    large: dict[str, Any],
+) -> None:
+    document = chain_doc(10) | large
+    assert view_key(document) is None
+    shared = Shared()
+    assert (
+        read_chain(fresh(document), shared).consensus_view
+        == read_chain(fresh(document)).consensus_view
+    )

@@ -88,23 +88,53 @@ def leader_keys(
     return tuple(kept), len(fitting) - len(kept)
 
 
+#: A configuration with more settings or flags than this is digested for each node rather
+#: than kept as a key for the cycle: the key holds the values as sent, and a node's answer must
+#: not pin more than its reading keeps.
+MAX_VIEW_KEY_ITEMS = 128
+#: ... and so with a name or text longer than this (real settings are a few characters).
+MAX_VIEW_KEY_TEXT = 256
+
+
 def view_key(body: dict[str, Any]) -> Hashable | None:
-    """What :func:`consensus_view` depends on, as sent, when it is hashable: equal keys have
-    equal views, so a cycle computes the view of a configuration once for all its nodes.
-    None when a value is not hashable (a nested object: computed each time)."""
+    """What :func:`consensus_view` depends on, as sent, with each value's type (``true``,
+    ``1`` and ``1.0`` are equal in Python, not in the digest): equal keys have equal views, so
+    a cycle computes the view of a configuration once for all its nodes. None when a value is
+    not hashable (a nested object) or the configuration is large: computed each time."""
     consensus, features = body.get("consensus"), body.get("features")
     if not isinstance(consensus, dict):
         return None
-    raw = (
-        tuple(consensus.items()),
-        body.get("keyType"),
-        tuple(features.items()) if isinstance(features, dict) else features,
-    )
+    settings = _typed_items(consensus)
+    flags = _typed_items(features) if isinstance(features, dict) else _typed(features)
+    key_type = _typed(body.get("keyType"))
+    if settings is None or flags is None or key_type is None:
+        return None
+    raw = (settings, key_type, flags)
     try:
         hash(raw)
     except TypeError:
         return None
     return raw
+
+
+def _typed_items(values: dict[str, Any]) -> tuple[object, ...] | None:
+    """``values`` as (name, type, value) triples; None when too many or too long to keep."""
+    if len(values) > MAX_VIEW_KEY_ITEMS:
+        return None
+    found = []
+    for name, value in values.items():
+        typed = _typed(value)
+        if typed is None or len(name) > MAX_VIEW_KEY_TEXT:
+            return None
+        found.append((name, typed))
+    return tuple(found)
+
+
+def _typed(value: object) -> tuple[type, object] | None:
+    """``value`` with its type, or None for a text too long to keep as a key."""
+    if isinstance(value, str) and len(value) > MAX_VIEW_KEY_TEXT:
+        return None
+    return (type(value), value)
 
 
 def consensus_view(body: dict[str, Any]) -> bytes | None:

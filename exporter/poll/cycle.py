@@ -207,6 +207,7 @@ class Poller:
         hung = FetchError(Reason.TIMEOUT, "the previous poll of this node has not ended yet")
         results = [poll.result(ended) for poll in polls]
         results += [failed_node(node, hung, ended - started) for node in stuck]
+        self._shared.clear()  # the readings keep what they share; the keys need not wait
         order = {node.name: index for index, node in enumerate(resources.config.nodes)}
         results.sort(key=lambda result: order[result.node.name])
         self._timed_out = {poll.node.name for poll in polls if poll.blamed_for_timeout}
