@@ -1251,10 +1251,9 @@ def _highest_round(sessions: list[Any], field_name: str = "round") -> Expect:
             values = listing.all(key)
             for session in values:
                 read = field_expect([session], field_name, count)
-                if read.required and len(values) == 1:
-                    sure += read.values
-                else:
-                    maybe += read.values
+                maybe += read.values
+                if read.required and len(values) == 1 and read.values:
+                    sure.append(min(read.values))  # a field sent twice: either may be read
         floor = max(sure) if sure else -math.inf
         allowed = tuple(dict.fromkeys(v for v in (*sure, *maybe) if v >= floor))
         alternatives.append(Expect(allowed, bool(sure)))
