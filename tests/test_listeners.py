@@ -21,8 +21,6 @@ from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.config.web import TlsServerConfig, WebConfig
 from exporter.flags import RESERVED_PATHS, from_environment, telemetry_path
-from exporter.model.snapshot import Snapshot
-from exporter.web.exposition import Exposition
 from exporter.web.httpserver import ListenAddressError, parse_listen_address
 from exporter.web.probe import ProbeAnswer
 from exporter.web.server import ExporterServer, ListenError, bind_servers
@@ -33,6 +31,7 @@ from tests.support.http import fetch
 from tests.support.ports import free_port
 from tests.support.testdata import REPO
 from tests.support.waiting import wait_until
+from tests.support.webapp import StubApp
 
 
 def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
@@ -205,18 +204,8 @@ def test_stopping_closes_every_listener(node: FakeNode) -> None:
             socket.create_connection(("127.0.0.1", port), timeout=2).close()
 
 
-class _App:
-    def exposition(self) -> Exposition:
-        return Exposition(Snapshot())
-
-    def ready(self) -> bool:
-        return True
-
-    def reload(self) -> None:
-        return None
-
-    def probe(self, query: str, timeout_header: str | None, openmetrics: bool) -> ProbeAnswer:
-        return ProbeAnswer(HTTPStatus.OK, b"probed\n")
+#: /probe answers 200, so a reserved path the server does not route would show as the app's.
+PROBING = StubApp(ProbeAnswer(HTTPStatus.OK, b"probed\n"))
 
 
 def test_one_address_taken_binds_none(tmp_path: Path) -> None:
@@ -228,7 +217,7 @@ def test_one_address_taken_binds_none(tmp_path: Path) -> None:
         busy = f"127.0.0.1:{taken.getsockname()[1]}"
         free = free_port()
         with pytest.raises(ListenError) as caught:
-            bind_servers([f"127.0.0.1:{free}", busy], _App())
+            bind_servers([f"127.0.0.1:{free}", busy], PROBING)
     assert str(caught.value) == f"{busy!r}: address already in use"
     assert caught.value.address == busy
     with socket.socket() as again:  # the first one was released
@@ -239,7 +228,7 @@ def test_an_address_not_on_this_machine_says_so() -> None:
     """192.0.2.1 (TEST-NET-1) is nobody's address here: binding it fails at once, nothing
     is sent anywhere."""
     with pytest.raises(ListenError, match="no such address on this machine") as caught:
-        bind_servers(["192.0.2.1:0"], _App())
+        bind_servers(["192.0.2.1:0"], PROBING)
     assert str(caught.value) == "'192.0.2.1:0': no such address on this machine"
 
 
@@ -265,7 +254,7 @@ def test_metrics_move_to_the_telemetry_path(node: FakeNode) -> None:
 
 def test_the_reserved_paths_are_the_servers_other_endpoints() -> None:
     """Each path the telemetry path may not take answers something of its own."""
-    server = ExporterServer("127.0.0.1:0", _App(), telemetry_path="/m")
+    server = ExporterServer("127.0.0.1:0", PROBING, telemetry_path="/m")
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{server.port}"
@@ -344,5 +333,5 @@ def test_a_web_config_gone_bad_is_not_blamed_on_an_address(tmp_path: Path, pki: 
     web = WebConfig(tls=TlsServerConfig(cert, key))
     Path(cert).unlink()
     with pytest.raises(FileNotFoundError) as caught:
-        bind_servers(["127.0.0.1:0"], _App(), web)
+        bind_servers(["127.0.0.1:0"], PROBING, web)
     assert not isinstance(caught.value, ListenError)

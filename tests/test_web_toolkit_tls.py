@@ -20,7 +20,6 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http import HTTPStatus
 from pathlib import Path
 
 import pytest
@@ -28,14 +27,12 @@ import pytest
 from exporter.config.schema import ConfigError
 from exporter.config.tls import certificate_sans
 from exporter.config.web import TlsServerConfig, WebConfig, load_web_config
-from exporter.model.snapshot import Snapshot
-from exporter.web.exposition import Exposition
-from exporter.web.probe import ProbeAnswer
 from exporter.web.server import ExporterServer
 from tests.support.certs import Pki
 from tests.support.ports import free_port
 from tests.support.testdata import REPO, TESTDATA
 from tests.support.waiting import wait_until
+from tests.support.webapp import StubApp
 
 NODE_EXPORTER_STYLE = TESTDATA / "webconfig" / "node-exporter-style.yml"
 NODE_EXPORTER_CERT = str(TESTDATA / "webconfig" / "node-exporter-style.crt")
@@ -90,22 +87,6 @@ class Certs:
 @pytest.fixture(scope="module")
 def certs(pki: Pki) -> Certs:
     return Certs(pki)
-
-
-class StubApp:
-    """The endpoints' app with nothing polled: /metrics answers an empty exposition."""
-
-    def exposition(self) -> Exposition:
-        return Exposition(Snapshot())
-
-    def ready(self) -> bool:
-        return True
-
-    def reload(self) -> None:
-        return None
-
-    def probe(self, query: str, timeout_header: str | None, openmetrics: bool) -> ProbeAnswer:
-        return ProbeAnswer(HTTPStatus.NOT_FOUND, b"no probes here\n")
 
 
 @contextmanager

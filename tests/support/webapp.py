@@ -1,0 +1,30 @@
+"""An app for the web server alone: the endpoints with nothing polled behind them."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from exporter.model.snapshot import Snapshot
+from exporter.web.exposition import Exposition
+from exporter.web.probe import ProbeAnswer
+
+
+class StubApp:
+    """``/metrics`` answers an empty exposition, the exporter is ready, reloads do nothing
+    and ``/probe`` answers ``probe`` (404 by default): for tests of listeners, TLS and the
+    server itself."""
+
+    def __init__(self, probe: ProbeAnswer | None = None) -> None:
+        self._probe = probe or ProbeAnswer(HTTPStatus.NOT_FOUND, b"no probes here\n")
+
+    def exposition(self) -> Exposition:
+        return Exposition(Snapshot())
+
+    def ready(self) -> bool:
+        return True
+
+    def reload(self) -> None:
+        return None
+
+    def probe(self, query: str, timeout_header: str | None, openmetrics: bool) -> ProbeAnswer:
+        return self._probe
