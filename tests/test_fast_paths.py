@@ -11,11 +11,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from prometheus_client.utils import floatToGoString
 
 from exporter import __version__, values
 from exporter.config.nodes import NodeConfig
-from exporter.expose.labels import Template, escape, label_string
-from exporter.expose.render import _chunks, go_float
+from exporter.expose.labels import NodeLabels, Templates, escape, label_string
+from exporter.expose.render import CHUNK_LINES, sample_chunks
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
 from exporter.poll.results import FetchError, Reason
@@ -114,23 +115,58 @@ def test_escape_fast_path_matches_the_full_escape(value: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "names",
-    [("node",), ("node", "blockchain"), ("node", "endpoint", "reason"), ("zone", "a", "node")],
+    ("config_labels", "names"),
+    [
+        ((), ("blockchain",)),
+        ((), ("endpoint", "reason")),
+        ((("zone", 'z"{1}\\'),), ("a", "blockchain")),  # braces stay literal, sorted names
+        ((("b", "x\ny"), ("zz", "}{")), ("blockchain", "leader")),
+    ],
 )
-def test_a_template_fills_like_label_string(names: tuple[str, ...]) -> None:
-    values = tuple(f'v{i}"\\' for i in range(len(names)))
-    filled = Template(names).fill([escape(v) for v in values])
-    assert filled == label_string(zip(names, values, strict=True))
+def test_a_node_filler_writes_like_label_string(
+    config_labels: tuple[tuple[str, str], ...], names: tuple[str, ...]
+) -> None:
+    """A filler made once per node and family writes what label_string writes, whether the
+    first values are given when it is made (a chain's, for all its leaders) or later."""
+    node = NodeLabels('n"{0}', config_labels)
+    values = tuple(f'v{i}"\\{{}}' for i in range(len(names)))
+    expected = label_string((("node", 'n"{0}'), *config_labels, *zip(names, values, strict=True)))
+    escaped = [escape(value) for value in values]
+    assert node.filler(Templates(), names)(*escaped) == expected
+    assert node.filler(Templates(), names, escaped[0])(*escaped[1:]) == expected
+    assert node.with_labels(Templates(), names, values) == expected
 
 
-def test_value_texts_are_reused_only_for_equal_values_with_equal_texts() -> None:
-    series = [("{a}", 0.0), ("{b}", -0.0), ("{c}", 0.0), ("{d}", -0.0), ("{e}", 1), ("{f}", 1.0),
-              ("{g}", True), ("{h}", math.nan), ("{i}", float("nan")), ("{j}", 1.7e9),
-              ("{k}", None), ("{l}", 1.7e9)]  # fmt: skip
-    text = b"".join(_chunks("m", series)).decode()
-    expected = "".join(f"m{labels} {go_float(v)}\n" for labels, v in series if v is not None)
-    assert text == expected
-    assert "m{b} -0.0\n" in text and "m{c} 0.0\n" in text and "m{d} -0.0\n" in text
+TEXTS_KEPT_AND_MORE = [float(v) for v in range(1, 5000)]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0.0, -0.0, 0, 0.0, -0.0, 1, 1.0, True, -1.0, 1.0],  # zeros by sign, ints, repeats
+        [math.nan, math.nan, float("nan"), float("inf"), float("-inf"), 1.7e9, 1.7e9],
+        [None] * CHUNK_LINES + [None, 2.5, None],  # a chunk of no sample is not written
+        [None] * 3,
+        TEXTS_KEPT_AND_MORE + TEXTS_KEPT_AND_MORE[::-1],  # more values than texts kept
+    ],
+    ids=["zeros", "special", "none-chunk", "all-none", "many"],
+)
+def test_value_texts_are_reused_only_for_equal_values_with_equal_texts(
+    values: list[float | None],
+) -> None:
+    """A family's value texts are made once per value: never confusing ``-0.0`` with
+    ``0.0``, one NaN with another, or an int with what it does not equal; None is no
+    sample, and a chunk of no sample is not written (its family header would be)."""
+    series = [(f'{{i="{i}"}}', value) for i, value in enumerate(values)]
+    chunks = list(sample_chunks("x", series))
+    expected = "".join(
+        f'x{{i="{i}"}} {floatToGoString(value)}\n'  # type: ignore[no-untyped-call]
+        for i, value in enumerate(values)
+        if value is not None
+    )
+    assert b"".join(chunks).decode() == expected
+    batches = [values[start : start + CHUNK_LINES] for start in range(0, len(values), CHUNK_LINES)]
+    assert len(chunks) == sum(1 for batch in batches if batch.count(None) < len(batch))
 
 
 def test_parsed_durations_and_timestamps_are_remembered_only_when_short_and_valid() -> None:

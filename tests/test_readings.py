@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from typing import Any
 
 import pytest
@@ -23,7 +24,9 @@ from exporter.bounds import (
 )
 from exporter.expose.render import CHAIN_GAUGE_FAMILIES
 from exporter.model.readings import (
+    ChainGauge,
     ChainReading,
+    GaugeTable,
     HealthReading,
     InvalidResponseError,
     read_block_hash,
@@ -264,6 +267,23 @@ def test_chain_full_document() -> None:
     )
     assert reading.council == frozenset({"02aa", "02bb", "02cc", "02dd"})
     assert reading.syncing is False
+
+
+def test_gauge_table_columns_are_each_readings_gauge() -> None:
+    """The render reads a gauge of every chain at once: each column holds what ``gauge``
+    says per reading, NaN for a gauge not reported."""
+    full = read_chain(json.loads(CHAIN_JSON))
+    sparse = read_chain({"blockHeight": 7, "pendingMessagesCount": "many"})
+    readings = [full, sparse, full]
+    table = GaugeTable(readings)
+    for gauge in ChainGauge:
+        column = table.column(gauge)
+        assert len(column) == len(readings)
+        for reading, value in zip(readings, column, strict=True):
+            expected = reading.gauge(gauge)
+            assert math.isnan(value) if expected is None else value == expected
+    assert table.column(ChainGauge.HEIGHT) == [18342.0, 7.0, 18342.0]
+    assert GaugeTable([]).column(ChainGauge.HEIGHT) == []
 
 
 H = "ledger_blockchain_height"

@@ -2,15 +2,22 @@
 
 A node's and each of its chains' label strings are kept while the node's name and labels
 stay the same (every node or chain family uses them); the rarer label sets (error counters,
-info, consensus, features) are filled into a :class:`Template` per set of label names,
-shared by every node with the same names.
+info, consensus, features, leaders) are filled into a :class:`Template` per set of label
+names, shared by every node with the same names: a node binds its own values into it once
+per family and render (:meth:`NodeLabels.filler`), and the values every node repeats
+(council keys, endpoints, reasons, feature names) are escaped once per render
+(:class:`Escapes`), so a sample costs one ``str.format``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable
+from functools import partial
 
 from exporter.model.snapshot import NodeStatus
+
+#: Fills the varying label values (already escaped) of one node's label set.
+Filler = Callable[..., str]
 
 
 def escape(value: str) -> str:
@@ -36,10 +43,6 @@ class Template:
         order = sorted(range(len(names)), key=names.__getitem__)
         pairs = ",".join(f'{_literal(names[index])}="{{{index}}}"' for index in order)
         self.format = "{{" + pairs + "}}"
-
-    def fill(self, escaped: Sequence[str]) -> str:
-        """The label string for already escaped values, given in the names' order."""
-        return self.format.format(*escaped)
 
 
 def _literal(text: str) -> str:
@@ -73,14 +76,35 @@ class NodeLabels:
         self, templates: Templates, names: tuple[str, ...], values: tuple[str, ...]
     ) -> str:
         """The node's labels and ``names`` = ``values``, as a label string."""
-        escaped = (*self.values, *(escape(v) for v in values))
-        return templates.get(self.names + names).fill(escaped)
+        return self.filler(templates, names)(*(escape(v) for v in values))
+
+    def filler(self, templates: Templates, names: tuple[str, ...], *escaped: str) -> Filler:
+        """The label string of the node's series with ``names``, as a function of their
+        escaped values; the first ones may be given now (a chain's for all its leaders).
+        Made once per node and family, so each sample costs one ``str.format``."""
+        return partial(templates.get(self.names + names).format.format, *self.values, *escaped)
 
     def forget_chains_beyond(self, node: NodeStatus) -> None:
         """Drop the strings of chains ``node`` no longer has."""
         if len(self.chains) > len(node.chains):
             current = {chain.blockchain for chain in node.chains}
             self.chains = {k: v for k, v in self.chains.items() if k in current}
+
+
+class Escapes(dict[str, str]):
+    """Label values escaped during one render, each once: council keys, endpoints, reasons
+    and feature names repeat on every node. Bounded: values past :data:`ESCAPES_KEPT` are
+    escaped each time."""
+
+    def __missing__(self, value: str) -> str:
+        text = escape(value)
+        if len(self) < ESCAPES_KEPT:
+            self[value] = text
+        return text
+
+
+#: Escaped label values an :class:`Escapes` keeps (a render of 3000 chains has a few dozen).
+ESCAPES_KEPT = 4096
 
 
 class Templates:

@@ -21,17 +21,19 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import islice
+from math import copysign, isnan
 from typing import Protocol
 
 from exporter.bounds import DropKind
 from exporter.build import BuildInfo, this_build
 from exporter.expose import metrics as m
-from exporter.expose.labels import NodeLabels, Templates, escape, label_string
+from exporter.expose.labels import Escapes, NodeLabels, Templates, escape, label_string
 from exporter.expose.metrics import MetricSpec
 from exporter.expose.watch import watch_samples
 from exporter.model.network import Agreement, ChainAgreement
-from exporter.model.readings import ChainGauge
-from exporter.model.snapshot import ConsensusStatus, NodeStatus, Snapshot
+from exporter.model.readings import ChainGauge, GaugeTable
+from exporter.model.snapshot import ChainStatus, ConsensusStatus, NodeStatus, Snapshot
 from exporter.model.watch import WatchStatus
 
 #: The two formats written, as the Content-Type of an answer names them.
@@ -67,8 +69,8 @@ CHAIN_GAUGE_FAMILIES: Mapping[ChainGauge, MetricSpec] = {
 }
 #: Each chain gauge family's position in ChainReading.values.
 _GAUGE_POSITIONS = {spec: int(gauge) for gauge, spec in CHAIN_GAUGE_FAMILIES.items()}
-#: Each DropKind's ``kind`` label value, as with_labels takes it.
-_DROP_KINDS = tuple((kind.value,) for kind in DropKind)
+#: Each DropKind's ``kind`` label value, escaped.
+_DROP_KINDS = tuple(escape(kind.value) for kind in DropKind)
 #: One family's series: (label string, value); a None value gives no sample.
 Series = Iterable[tuple[str, float | None]]
 
@@ -110,7 +112,7 @@ class Renderer:
             render = _Render(snapshot, nodes, self._templates, values or {}, self._build_labels)
             for spec in families:
                 started = False
-                for chunk in _chunks(spec.name, render.series(spec)):
+                for chunk in sample_chunks(spec.name, render.series(spec)):
                     if not started:
                         sink.family(spec)
                         started = True
@@ -153,26 +155,37 @@ def go_float(value: float) -> str:
 _TEXTS_KEPT = 4096
 
 
-def _chunks(name: str, series: Series) -> Iterator[bytes]:
-    """The sample lines of ``series`` (the same in both formats), CHUNK_LINES at a time.
-    A value's text is made once per family: equal numbers have the same text, but for
-    ``-0.0`` (equal to ``0.0``), so zeros are written each time."""
-    texts: dict[float, str] = {}
-    lines: list[str] = []
-    for labels, value in series:
-        if value is None:
-            continue
-        text = texts.get(value) if value else None
-        if text is None:
-            text = go_float(value)
-            if value and len(texts) < _TEXTS_KEPT:
-                texts[value] = text
-        lines.append(f"{name}{labels} {text}\n")
-        if len(lines) == CHUNK_LINES:
-            yield "".join(lines).encode()
-            lines = []
-    if lines:
-        yield "".join(lines).encode()
+#: The text of 0 by its sign (``-0.0`` equals ``0.0``, so zeros are not kept in _Texts).
+_ZEROS = {1.0: "0.0", -1.0: "-0.0"}
+
+
+class _Texts(dict[float, str]):
+    """The text of each non-zero value of one family, made once (equal numbers have the
+    same text). Zeros are not looked up here: ``-0.0`` equals ``0.0`` but is written
+    differently."""
+
+    def __missing__(self, value: float) -> str:
+        text = go_float(value)
+        if len(self) < _TEXTS_KEPT:
+            self[value] = text
+        return text
+
+
+def sample_chunks(name: str, series: Series) -> Iterator[bytes]:
+    """The sample lines of ``series`` (the same in both formats), from CHUNK_LINES series
+    at a time; a chunk with no sample (every value None) is not written."""
+    texts = _Texts()
+    items = iter(series)
+    while batch := list(islice(items, CHUNK_LINES)):
+        text = "".join(
+            [
+                f"{name}{labels} {texts[value] if value else _ZEROS[copysign(1.0, value)]}\n"
+                for labels, value in batch
+                if value is not None
+            ]
+        )
+        if text:
+            yield text.encode()
 
 
 def _flag(value: bool) -> float:
@@ -194,6 +207,9 @@ class _Render:
         self.nodes = nodes
         self.templates = templates
         self.values = values
+        self.escapes = Escapes()  # values repeated on every node, escaped once
+        self._chain_rows: list[tuple[str, ChainStatus]] | None = None
+        self._gauge_table: tuple[list[str], GaugeTable] | None = None
         self.watch = _watch_series(snapshot.watch)  # few: gathered at once
         self._families: dict[MetricSpec, Callable[[], Series]] = {
             m.BUILD_INFO: lambda: ((build_labels, 1.0),),
@@ -253,85 +269,100 @@ class _Render:
                 yield self.nodes[node.name].labels, value(node.health)
 
     def _errors(self) -> Series:
-        names = ("endpoint", "reason")
+        names, escapes = ("endpoint", "reason"), self.escapes
         for node in self.snapshot.nodes:
-            labels = self.nodes[node.name]
+            fill = self.nodes[node.name].filler(self.templates, names)
             for endpoint, reason, count in node.error_counts:
-                yield labels.with_labels(self.templates, names, (endpoint, reason)), count
+                yield fill(escapes[endpoint], escapes[reason]), count
 
     def _dropped(self) -> Series:
         names = ("kind",)
         for node in self.snapshot.nodes:
-            labels = self.nodes[node.name]
+            fill = self.nodes[node.name].filler(self.templates, names)
             for kind, count in zip(_DROP_KINDS, node.dropped, strict=False):
-                yield labels.with_labels(self.templates, names, kind), count
+                yield fill(kind), count
 
     def _info(self) -> Series:
-        names = ("node_version", "node_id", "peer_id")
+        names, escapes = ("node_version", "node_id", "peer_id"), self.escapes
         for node in self.snapshot.nodes:
             health = node.health
             if health is None:
                 continue
             identity = (health.node_version, health.node_id, health.peer_id)
             if any(part is not None for part in identity):
-                values = tuple(part or "" for part in identity)
-                yield self.nodes[node.name].with_labels(self.templates, names, values), 1.0
+                values = (escapes[part or ""] for part in identity)
+                yield self.nodes[node.name].filler(self.templates, names)(*values), 1.0
 
-    def _chains(self) -> Iterator[tuple[str, NodeStatus, int]]:
-        """(chain label string, node, chain index) of every chain, in snapshot order."""
-        for node in self.snapshot.nodes:
-            labels = self.nodes[node.name]
-            for index, chain in enumerate(node.chains):
-                yield labels.chain(chain.blockchain, self.templates), node, index
+    def _chains(self) -> list[tuple[str, ChainStatus]]:
+        """(label string, chain) of every chain in snapshot order, listed at first use: ~25
+        families walk them all."""
+        if self._chain_rows is None:
+            self._chain_rows = [
+                (self.nodes[node.name].chain(chain.blockchain, self.templates), chain)
+                for node in self.snapshot.nodes
+                for chain in node.chains
+            ]
+        return self._chain_rows
 
-    def _per_chain(self, value: Callable[..., float | None]) -> Series:
-        for labels, node, index in self._chains():
-            yield labels, value(node.chains[index])
+    def _per_chain(self, value: Callable[[ChainStatus], float | None]) -> Series:
+        return ((labels, value(chain)) for labels, chain in self._chains())
 
     def _gauge(self, position: int) -> Series:
-        return self._per_read_chain(lambda chain: chain.reading.gauge(position))
+        """The read chains' gauge at ``position``: the packed gauges of every read chain are
+        joined once a render and read a column at a time (NaN: not reported, no sample)."""
+        if self._gauge_table is None:
+            read = [
+                (labels, chain.reading)
+                for labels, chain in self._chains()
+                if chain.reading is not None
+            ]
+            self._gauge_table = [labels for labels, _ in read], GaugeTable(r for _, r in read)
+        labels, table = self._gauge_table
+        column = table.column(position)
+        return ((text, v) for text, v in zip(labels, column, strict=True) if not isnan(v))
 
-    def _per_read_chain(self, value: Callable[..., float | None]) -> Series:
+    def _per_read_chain(self, value: Callable[[ChainStatus], float | None]) -> Series:
         """``value`` of every chain that was read (an unread chain has only its ``_up``)."""
-        for labels, node, index in self._chains():
-            chain = node.chains[index]
-            if chain.reading is not None:
-                yield labels, value(chain)
+        return (
+            (labels, value(chain)) for labels, chain in self._chains() if chain.reading is not None
+        )
 
     def _consensus(self) -> Series:
-        names = ("blockchain", "consensus_type", "key_type")
+        names, escapes = ("blockchain", "consensus_type", "key_type"), self.escapes
         for node in self.snapshot.nodes:
             for chain in node.chains:
                 reading = chain.reading
                 if reading is None or (reading.consensus_type is None and reading.key_type is None):
                     continue
                 values = (chain.blockchain, reading.consensus_type or "", reading.key_type or "")
-                yield self.nodes[node.name].with_labels(self.templates, names, values), 1.0
+                fill = self.nodes[node.name].filler(self.templates, names)
+                yield fill(*(escapes[value] for value in values)), 1.0
 
     def _features(self) -> Series:
-        names = ("blockchain", "feature")
+        names, escapes = ("blockchain", "feature"), self.escapes
         for node in self.snapshot.nodes:
+            labels = self.nodes[node.name]
             for chain in node.chains:
-                for feature, enabled in chain.reading.features if chain.reading else ():
-                    values = (chain.blockchain, feature)
-                    yield self.nodes[node.name].with_labels(self.templates, names, values), enabled
+                if chain.reading is None or not chain.reading.features:
+                    continue
+                fill = labels.filler(self.templates, names, escapes[chain.blockchain])
+                for feature, enabled in chain.reading.features:
+                    yield fill(escapes[feature]), enabled
 
     def _followed(self, value: Callable[[ConsensusStatus], float | None]) -> Series:
         """``value`` of every chain followed across cycles (read this cycle, by the daemon)."""
-        for labels, node, index in self._chains():
-            consensus = node.chains[index].consensus
-            if consensus is not None:
-                yield labels, value(consensus)
+        return ((labels, value(c.consensus)) for labels, c in self._chains() if c.consensus)
 
     def _leader_failures(self) -> Series:
-        names = ("blockchain", "leader")
+        names, escapes = ("blockchain", "leader"), self.escapes
         for node in self.snapshot.nodes:
+            labels = self.nodes[node.name]
             for chain in node.chains:
                 if chain.consensus is None:
                     continue
+                fill = labels.filler(self.templates, names, escapes[chain.blockchain])
                 for leader, count in chain.consensus.leader_failures:
-                    values = (chain.blockchain, leader)
-                    yield self.nodes[node.name].with_labels(self.templates, names, values), count
+                    yield fill(escapes[leader]), count
 
     def _network(self, value: Callable[..., float | None]) -> Series:
         for chain in self.snapshot.network.chains:

@@ -10,10 +10,10 @@ import heapq
 import math
 import struct
 import sys
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from exporter.bounds import DEFAULT_BOUNDS, MAX_TEXT_CHARS, NOTHING_DROPPED, Bounds, Dropped
 from exporter.model.consensus import (
@@ -124,6 +124,20 @@ class ChainReading:
         """Whether the node says it is syncing; None unless it sent a JSON boolean."""
         flag = self.gauge(ChainGauge.SYNCING)
         return None if flag is None else flag == 1.0
+
+
+class GaugeTable:
+    """The gauges of many chain readings as one table: a column is every reading's value of
+    one gauge (NaN where not reported), read at C speed. The render writes each gauge family
+    over every chain: 19 x 3000 values a cycle at 1000 nodes."""
+
+    def __init__(self, readings: Iterable[ChainReading]) -> None:
+        self._table = memoryview(b"".join(reading.values for reading in readings)).cast("d")
+
+    def column(self, gauge: int) -> list[float]:
+        """Every reading's value of ``gauge`` (a :class:`ChainGauge`), in reading order."""
+        column = self._table[gauge :: len(ChainGauge)].tolist()
+        return cast(list[float], column)  # a "d" view's items are floats
 
 
 def _present(value: float) -> float | None:
