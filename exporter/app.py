@@ -28,7 +28,7 @@ from exporter.config.exporter import Config, load_config
 from exporter.config.schema import ConfigError
 from exporter.config.web import WebConfig, load_web_config
 from exporter.expose.render import Renderer
-from exporter.memory import Allocator
+from exporter.memory import Allocator, tune_collector
 from exporter.model.snapshot import Snapshot
 from exporter.poll.cycle import Poller
 from exporter.poll.probe import EngineProber
@@ -273,6 +273,7 @@ def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
     cycles is read at start and kept there."""
     allocator = Allocator.of_this_process()
     allocator.tune()  # before the exporter's threads start: each may get an arena
+    tune_collector()
     exporter = Exporter(
         config,
         config_path,

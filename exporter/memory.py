@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import logging
 from typing import Any
 
@@ -29,6 +30,9 @@ ARENA_MAX = 2
 MMAP_THRESHOLD = 256 * 1024
 #: Free memory at the top of the heap kept for reuse rather than returned at once.
 TRIM_THRESHOLD = 1024 * 1024
+#: Container objects allocated (net) between two young collections of the cyclic GC;
+#: Python's default is 700.
+YOUNG_COLLECTION_THRESHOLD = 20_000
 
 
 def _glibc() -> Any | None:
@@ -80,3 +84,16 @@ class Allocator:
         if self._libc is None:
             return False
         return bool(self._libc.malloc_trim(0))
+
+
+def tune_collector() -> None:
+    """Run the cyclic garbage collector less often, and never over what start-up made.
+
+    A cycle allocates ~80 000 container objects at 1000 nodes (readings, history, the
+    snapshot), nearly all acyclic and freed by reference counting; with Python's default
+    threshold that is ~110 young and one full collection a cycle, walking the history kept
+    between cycles each time (30-40 ms of CPU a cycle). The rare cyclic garbage (an error's
+    traceback) waits a little longer instead. Call once, before the threads start."""
+    gc.collect()
+    gc.freeze()  # imports and the config: never garbage, no longer walked
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])

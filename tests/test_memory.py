@@ -5,6 +5,8 @@ from __future__ import annotations
 import ctypes
 import logging
 import platform
+import subprocess
+import sys
 
 import pytest
 
@@ -108,3 +110,27 @@ def test_the_exporter_trims_after_each_published_cycle() -> None:
     finally:
         exporter.stop()
     assert ("malloc_trim", 0, 0) in libc.calls
+
+
+COLLECTOR_CHECK = """
+import gc
+from exporter.memory import YOUNG_COLLECTION_THRESHOLD, tune_collector
+
+tune_collector()
+assert gc.get_threshold()[0] == YOUNG_COLLECTION_THRESHOLD, gc.get_threshold()
+assert gc.get_freeze_count() > 1000  # the imports, out of every collection
+before = gc.get_stats()[0]
+for _ in range(3 * YOUNG_COLLECTION_THRESHOLD):  # cyclic garbage: only the collector frees it
+    box = []
+    box.append(box)
+after = gc.get_stats()[0]
+assert after["collections"] - before["collections"] >= 2, (before, after)
+assert after["collected"] - before["collected"] >= YOUNG_COLLECTION_THRESHOLD, (before, after)
+"""
+
+
+def test_the_collector_runs_less_often_and_still_frees_cycles() -> None:
+    """In a process of its own (the test run's collector stays as it is): the young
+    threshold is raised and start-up's objects frozen, and cyclic garbage is still freed
+    by the collector without an explicit collect."""
+    subprocess.run([sys.executable, "-c", COLLECTOR_CHECK], check=True, timeout=120)
