@@ -45,7 +45,9 @@ from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.golden import CASES, GOLDEN, poll_golden_case
 from tests.support.http import fetch
 from tests.support.programs import require_program
+from tests.support.prometheus import PrometheusServers
 from tests.support.waiting import wait_until
+from tests.support.webapp import StubApp
 
 
 def _write_config(path: Path, url: str, name: str = "n") -> None:
@@ -598,3 +600,38 @@ def test_the_gzip_program_reads_the_shared_body() -> None:
             check=True,
         )
         assert unzipped.stdout == exposition.body(openmetrics, False)
+
+
+class _Serving(StubApp):
+    """The web server answering one exposition, prepared before it is served."""
+
+    def __init__(self, exposition: Exposition) -> None:
+        super().__init__()
+        self._exposition = exposition
+
+    def exposition(self) -> Exposition:
+        return self._exposition
+
+
+@pytest.mark.integration
+def test_prometheus_stores_every_sample_of_a_shared_gzip_body(
+    prometheus: PrometheusServers,
+) -> None:
+    # the text variant first: its compressor deflates the segments both bodies share, so the
+    # OpenMetrics body Prometheus asks for splices in segments another stream made
+    exposition = Exposition(_many_nodes()).prepare(((False, True), (True, True)))
+    assert _largest_shared_segment(exposition)
+    lines = gzip.decompress(exposition.body(True, True)).splitlines()
+    samples = sum(1 for line in lines if not line.startswith(b"#"))
+    server = ExporterServer("127.0.0.1:0", _Serving(exposition))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        scraper = prometheus.start({"shared": [f"127.0.0.1:{server.port}"]})
+        scraper.wait_for_scrapes()
+        scraped = scraper.wait_for('scrape_samples_scraped{job="shared"}')
+        assert float(scraped[0]["value"][1]) == samples
+        assert scraper.values('count({job="shared", __name__=~"ledger_.+"})') == {(): samples}
+        assert exposition.asked_for() == ((False, True), (True, True))  # gzip OpenMetrics only
+    finally:
+        server.shutdown()
+        server.server_close()
