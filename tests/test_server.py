@@ -1,14 +1,20 @@
-"""The HTTP endpoints over real sockets: negotiation, gzip, readiness, reload, auth and TLS."""
+"""The HTTP endpoints over real sockets: negotiation, gzip, readiness, reload, auth and TLS;
+and the gzip bodies, built in process, against the plain ones."""
 
 from __future__ import annotations
 
 import base64
 import gzip
+import itertools
 import socket
 import ssl
+import struct
+import subprocess
 import threading
 import time
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +25,29 @@ from exporter.app import Exporter
 from exporter.config.exporter import Config, load_config
 from exporter.config.nodes import NodeConfig
 from exporter.config.web import TlsServerConfig, WebConfig, load_web_config
+from exporter.expose import metrics
+from exporter.expose.metrics import MetricSpec
+from exporter.expose.render import CHUNK_LINES, FamilySink, Renderer
+from exporter.model.snapshot import Snapshot
+from exporter.runtime import runtime_families
 from exporter.web import landing
+from exporter.web.exposition import (
+    SHARED_CHUNK_MIN,
+    Exposition,
+    RuntimeFamilies,
+    Variant,
+    no_runtime_families,
+)
 from exporter.web.server import ExporterServer, ListenAddressError, parse_listen_address
 from tests.support.certs import Pki
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.golden import CASES, GOLDEN, poll_golden_case
 from tests.support.http import fetch
+from tests.support.programs import require_program
+from tests.support.prometheus import PrometheusServers
 from tests.support.waiting import wait_until
+from tests.support.webapp import StubApp
 
 
 def _write_config(path: Path, url: str, name: str = "n") -> None:
@@ -387,3 +409,229 @@ def test_a_burst_of_reloads_is_coalesced(
         assert cycles() == 2  # the first reload's cycle; the others wait for the regular one
     finally:
         exporter.stop()
+
+
+# The gzip bodies, built in process: every gzip variant is its plain variant, byte for byte,
+# whether its sample lines were deflated in its own stream or once for both formats.
+
+Script = tuple[tuple[MetricSpec, tuple[bytes, ...]], ...]  # families and their chunks
+
+
+class _Scripted(Renderer):
+    """Writes a fixed script of families and chunks, whatever the snapshot: the sink's
+    edges the catalogue never reaches (a family without lines, an empty chunk)."""
+
+    def __init__(self, script: Script) -> None:
+        super().__init__()
+        self._script = script
+
+    def write(
+        self,
+        snapshot: Snapshot,
+        sink: FamilySink,
+        families: Sequence[MetricSpec] = metrics.DAEMON_FAMILIES,
+        values: Mapping[MetricSpec, float] | None = None,
+    ) -> None:
+        for spec, chunks in self._script:
+            sink.family(spec)
+            for chunk in chunks:
+                sink.lines(chunk)
+
+
+def _lines(first: int, size: int) -> bytes:
+    """``size`` bytes of sample lines numbered from ``first``, so that chunks differ (the
+    last line cut short at ``size``)."""
+    lines = (b'ledger_node_up{node="n%d"} 1.0\n' % index for index in range(first, first + size))
+    return b"".join(itertools.islice(lines, size // 20 + 1))[:size]
+
+
+LONG = SHARED_CHUNK_MIN
+SCRIPTS: dict[str, Script] = {
+    "nothing": (),
+    "a family without lines": ((metrics.NODE_UP, ()),),
+    "an empty chunk": ((metrics.NODE_UP, (b"",)), (metrics.NODE_SCRAPE_ERRORS, (_lines(0, 99),))),
+    "short chunks": tuple(
+        (spec, (_lines(0, 300), _lines(9, 40))) for spec in metrics.DAEMON_FAMILIES
+    ),
+    "chunks just under and at the shared length": (
+        (metrics.NODE_UP, (_lines(0, LONG - 1), _lines(1, LONG))),
+        (metrics.NODE_SCRAPE_ERRORS, (_lines(2, LONG), _lines(3, LONG - 1))),
+    ),
+    "long chunks, a counter between gauges": (
+        (metrics.NODE_UP, tuple(_lines(i * 1000, 4 * LONG) for i in range(5))),
+        (metrics.NODE_SCRAPE_ERRORS, (_lines(7, 5 * LONG),)),
+        (metrics.NODE_LAST_SUCCESS, (_lines(8, 3 * LONG),)),
+    ),
+    "long and short mixed, and families without lines between": (
+        (metrics.NODE_UP, (_lines(0, 2 * LONG), _lines(1, 10), _lines(2, 3 * LONG), b"")),
+        (metrics.NODE_INFO, ()),
+        (metrics.NODE_SCRAPE_ERRORS, (_lines(3, 20), _lines(4, 2 * LONG))),
+        (metrics.DROPPED_VALUES, ()),
+        (metrics.NODE_LAST_SUCCESS, (_lines(5, LONG), _lines(6, LONG))),
+    ),
+}
+ALL_VARIANTS = ((True, True), (False, True), (True, False), (False, False))
+VARIANT_SETS = {
+    "both gzip": ((True, True), (False, True)),
+    "all four": ALL_VARIANTS,
+    "one gzip": ((False, True),),
+    "one gzip and its plain": ((True, True), (True, False)),
+}
+
+
+def _assert_gzip_is_plain(exposition: Exposition, openmetrics: bool) -> bytes:
+    """The gzip variant of ``openmetrics``'s format decompresses to its plain variant with
+    each reader, its trailer holds the CRC-32 and size of that text; returns the body."""
+    zipped, plain = exposition.body(openmetrics, True), exposition.body(openmetrics, False)
+    assert gzip.decompress(zipped) == plain
+    assert zlib.decompress(zipped, 31) == plain
+    reader = zlib.decompressobj(31)
+    pieces = [reader.decompress(zipped[at : at + 4093]) for at in range(0, len(zipped), 4093)]
+    assert b"".join(pieces) + reader.flush() == plain
+    assert reader.eof and reader.unused_data == b""
+    assert zipped[:3] == b"\x1f\x8b\x08"
+    assert zipped[-8:] == struct.pack("<II", zlib.crc32(plain), len(plain))
+    return zipped
+
+
+@pytest.mark.parametrize("variants", VARIANT_SETS.values(), ids=VARIANT_SETS)
+@pytest.mark.parametrize(
+    "runtime", [no_runtime_families, runtime_families], ids=["no-runtime", "runtime"]
+)
+@pytest.mark.parametrize("script", SCRIPTS.values(), ids=SCRIPTS)
+def test_gzip_bodies_are_the_plain_ones(
+    script: Script, runtime: RuntimeFamilies, variants: tuple[Variant, ...]
+) -> None:
+    exposition = Exposition(Snapshot(), renderer=_Scripted(script), runtime=runtime)
+    exposition.prepare(variants)  # those asked together, then the plain ones on their own
+    for openmetrics, gzipped in variants:
+        if gzipped:
+            _assert_gzip_is_plain(exposition, openmetrics)
+    assert exposition.body(True, False).endswith(b"# EOF\n")
+
+
+def _many_nodes() -> Snapshot:
+    """The documented case's nodes, CHUNK_LINES + 1 times over: families of many chunks."""
+    snapshot = poll_golden_case(GOLDEN / "documented")
+    nodes = tuple(
+        replace(node, name=f"{node.name}-{index}")
+        for index in range(CHUNK_LINES + 1)
+        for node in snapshot.nodes
+    )
+    return replace(snapshot, nodes=nodes, network=replace(snapshot.network, polled_peers=()))
+
+
+def _segments(body: bytes) -> set[bytes]:
+    """The pieces of a gzip body between the empty stored blocks full flushes end in (the
+    same four bytes met by chance inside a segment only cut it further)."""
+    return set(body.split(b"\x00\x00\xff\xff"))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_gzip_bodies_of_the_golden_cases_are_the_plain_ones(case: str) -> None:
+    snapshot = poll_golden_case(GOLDEN / case)
+    exposition = Exposition(snapshot, runtime=runtime_families).prepare(ALL_VARIANTS)
+    for openmetrics in (True, False):
+        _assert_gzip_is_plain(exposition, openmetrics)
+
+
+def test_long_chunks_are_deflated_once_for_both_formats() -> None:
+    exposition = Exposition(_many_nodes(), runtime=runtime_families).prepare(ALL_VARIANTS)
+    bodies = [_assert_gzip_is_plain(exposition, openmetrics) for openmetrics in (True, False)]
+    shared = _segments(bodies[0]) & _segments(bodies[1])
+    assert sum(map(len, shared)) > len(bodies[0]) / 2
+    alone = Exposition(exposition.snapshot, runtime=runtime_families)
+    alone.body(False, True)  # asked alone: deflated in its own stream
+    _assert_gzip_is_plain(alone, openmetrics=False)
+
+
+def _largest_shared_segment(exposition: Exposition) -> bytes:
+    """The longest segment the text and OpenMetrics gzip bodies both hold."""
+    shared = _segments(exposition.body(False, True)) & _segments(exposition.body(True, True))
+    return max(shared, key=len)
+
+
+FLIPPED_BYTE: dict[str, Callable[[bytes, bytes], int]] = {
+    "a shared segment": lambda body, segment: body.index(segment) + len(segment) // 2,
+    "the CRC": lambda body, _: len(body) - 8,
+    "the size": lambda body, _: len(body) - 4,
+}
+
+
+@pytest.mark.parametrize("where", FLIPPED_BYTE)
+def test_a_corrupted_gzip_body_is_refused(where: str) -> None:
+    exposition = Exposition(_many_nodes()).prepare(((True, True), (False, True)))
+    body = exposition.body(False, True)
+    at = FLIPPED_BYTE[where](body, _largest_shared_segment(exposition))
+    broken = body[:at] + bytes([body[at] ^ 0x10]) + body[at + 1 :]
+    with pytest.raises((OSError, EOFError, zlib.error)):  # gzip.BadGzipFile is an OSError
+        gzip.decompress(broken)
+    with pytest.raises(zlib.error):
+        zlib.decompress(broken, 31)
+
+
+def test_a_segment_deflating_to_other_text_is_caught_by_the_crc() -> None:
+    exposition = Exposition(_many_nodes()).prepare(((True, True), (False, True)))
+    body, plain = exposition.body(False, True), exposition.body(False, False)
+    segment = _largest_shared_segment(exposition)
+    text = zlib.decompressobj(-15).decompress(segment + b"\x00\x00\xff\xff")
+    other = text.translate(bytes.maketrans(b"0123456789", b"1234567890"))  # as long
+    packer = zlib.compressobj(1, zlib.DEFLATED, -15)
+    forged_segment = packer.compress(other) + packer.flush(zlib.Z_FULL_FLUSH)
+    forged = body.replace(segment, forged_segment.removesuffix(b"\x00\x00\xff\xff"))
+    inflater = zlib.decompressobj(-15)
+    inflated = inflater.decompress(forged[10:-8])
+    assert inflater.eof  # a valid deflate stream, of a text as long: only the CRC tells
+    assert len(inflated) == len(plain) and inflated != plain
+    with pytest.raises(gzip.BadGzipFile, match="CRC"):
+        gzip.decompress(forged)
+    with pytest.raises(zlib.error, match="incorrect data check"):
+        zlib.decompress(forged, 31)
+
+
+def test_the_gzip_program_reads_the_shared_body() -> None:
+    exposition = Exposition(_many_nodes(), runtime=runtime_families)
+    exposition.prepare(((True, True), (False, True)))
+    for openmetrics in (True, False):
+        unzipped = subprocess.run(
+            [require_program("gzip"), "-dc"],
+            input=exposition.body(openmetrics, True),
+            capture_output=True,
+            check=True,
+        )
+        assert unzipped.stdout == exposition.body(openmetrics, False)
+
+
+class _Serving(StubApp):
+    """The web server answering one exposition, prepared before it is served."""
+
+    def __init__(self, exposition: Exposition) -> None:
+        super().__init__()
+        self._exposition = exposition
+
+    def exposition(self) -> Exposition:
+        return self._exposition
+
+
+@pytest.mark.integration
+def test_prometheus_stores_every_sample_of_a_shared_gzip_body(
+    prometheus: PrometheusServers,
+) -> None:
+    # the text variant first: its compressor deflates the segments both bodies share, so the
+    # OpenMetrics body Prometheus asks for splices in segments another stream made
+    exposition = Exposition(_many_nodes()).prepare(((False, True), (True, True)))
+    assert _largest_shared_segment(exposition)
+    lines = gzip.decompress(exposition.body(True, True)).splitlines()
+    samples = sum(1 for line in lines if not line.startswith(b"#"))
+    server = ExporterServer("127.0.0.1:0", _Serving(exposition))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        scraper = prometheus.start({"shared": [f"127.0.0.1:{server.port}"]})
+        scraper.wait_for_scrapes()
+        scraped = scraper.wait_for('scrape_samples_scraped{job="shared"}')
+        assert float(scraped[0]["value"][1]) == samples
+        assert scraper.values('count({job="shared", __name__=~"ledger_.+"})') == {(): samples}
+        assert exposition.asked_for() == ((False, True), (True, True))  # gzip OpenMetrics only
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -4,11 +4,14 @@ The exporter's own families are written directly by :mod:`exporter.expose.render
 lines once for both formats); the runtime families (process, platform, GC) come from
 ``runtime`` (client_python's, wired by the app: :mod:`exporter.runtime`). Each format and its
 gzip form is built on first request, or ahead of the swap for the variants scrapers asked
-before, and then served from memory. The status page (``/``) is kept the same way.
+before, and then served from memory; when both gzip forms are built together, their long
+chunks of sample lines are deflated once for both. The status page (``/``) is kept the same
+way.
 """
 
 from __future__ import annotations
 
+import struct
 import threading
 import zlib
 from collections.abc import Callable
@@ -48,41 +51,124 @@ def no_runtime_families() -> tuple[bytes, bytes]:
     return b"", b""
 
 
+#: The gzip member header zlib writes at level 1 (RFC 1952): deflate, no file name, no
+#: time, the "fastest" flag, Unix.
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\x03"
+#: A chunk of sample lines at least this long is deflated once for every gzip variant;
+#: shorter ones (small fleets, small families) are deflated in each variant's own stream,
+#: where they compress against what came before (sharing every chunk made the bodies of 10
+#: nodes 40 % larger; 4 and 16 KiB measured alike).
+SHARED_CHUNK_MIN = 16384
+
+
 class _Writer:
-    """One variant being written: the parts of its body, or a gzip stream of them."""
+    """One plain variant being written: the parts of its body."""
 
-    def __init__(self, variant: Variant) -> None:
-        self.openmetrics, gzipped = variant
-        self.headers = render.openmetrics_headers if self.openmetrics else render.text_headers
+    def __init__(self, openmetrics: bool) -> None:
+        self.openmetrics = openmetrics
+        self.headers = render.openmetrics_headers if openmetrics else render.text_headers
         self.parts: list[bytes] = []
-        # level 1: a third of level 6's CPU for ~15 % more bytes; 31: the gzip container
-        self.packer = zlib.compressobj(1, zlib.DEFLATED, 31) if gzipped else None
 
-    def add(self, part: bytes) -> None:
-        self.parts.append(self.packer.compress(part) if self.packer else part)
+    def add(self, text: bytes) -> None:
+        """Append ``text`` (a family's header, sample lines, the runtime families)."""
+        self.parts.append(text)
+
+    def add_shared(self, chunk: bytes, segment: bytes) -> None:
+        """Append sample lines written in every variant (``segment``: deflated, for gzip)."""
+        self.parts.append(chunk)
 
     def finish(self, runtime: bytes) -> bytes:
-        self.add(runtime)
-        if self.openmetrics:
-            self.add(render.OPENMETRICS_END)
-        if self.packer:
-            self.parts.append(self.packer.flush())
-        return b"".join(self.parts)
+        """The whole body, ending with ``runtime`` (and ``# EOF``); the parts are dropped."""
+        self.add(runtime + render.OPENMETRICS_END if self.openmetrics else runtime)
+        self.close()
+        body = b"".join(self.parts)
+        self.parts.clear()
+        return body
+
+    def close(self) -> None:
+        """Append what ends the body after its text: nothing in plain."""
+
+
+class _GzipWriter(_Writer):
+    """One gzip variant being written: a gzip member whose raw deflate stream is its own
+    compressed text, cut where a shared segment of sample lines is spliced in.
+
+    A full flush ends the output byte-aligned and drops the history, so what follows it
+    refers to nothing before: a chunk deflated between two full flushes is a self-contained
+    segment, valid in any deflate stream at such a cut (pigz's technique). One chunk of lines,
+    the same in both formats, is thus deflated once for every gzip variant. A segment per
+    chunk, not per family: measured at 1000 nodes, no more bytes than one stream and a third
+    less deflate CPU than a segment per family (7 % smaller): a chunk fits in deflate's
+    window buffer, a family's lines make it slide.
+    """
+
+    def __init__(self, openmetrics: bool) -> None:
+        super().__init__(openmetrics)
+        self.parts.append(GZIP_HEADER)
+        # level 1: a third of level 6's CPU for ~15 % more bytes; -15: raw, no container
+        self._packer = zlib.compressobj(1, zlib.DEFLATED, -15)
+        self._uncut = False  # text was compressed since the last cut
+        self._crc = 0  # of the text so far, for the trailer
+        self._size = 0
+
+    def add(self, text: bytes) -> None:
+        self._count(text)
+        self.parts.append(self._packer.compress(text))
+        self._uncut = True
+
+    def segment(self, chunk: bytes) -> bytes:
+        """``chunk`` deflated as a self-contained segment (this stream is cut before it)."""
+        self.cut()
+        return self._packer.compress(chunk) + self._packer.flush(zlib.Z_FULL_FLUSH)
+
+    def cut(self) -> None:
+        """Flush the text compressed so far and drop its history, ready for a segment."""
+        if self._uncut:
+            self.parts.append(self._packer.flush(zlib.Z_FULL_FLUSH))
+            self._uncut = False
+
+    def add_shared(self, chunk: bytes, segment: bytes) -> None:
+        """Append ``segment``, ``chunk`` deflated (here or by another variant)."""
+        self.cut()
+        self._count(chunk)
+        self.parts.append(segment)
+
+    def close(self) -> None:
+        """The final block, then the text's CRC-32 and size mod 2**32 (RFC 1952)."""
+        self.parts.append(self._packer.flush())
+        self.parts.append(struct.pack("<II", self._crc, self._size & 0xFFFFFFFF))
+
+    def _count(self, text: bytes) -> None:
+        self._crc = zlib.crc32(text, self._crc)
+        self._size += len(text)
 
 
 class _Writers:
-    """The render's sink: every family's header and lines to each variant being written."""
+    """The render's sink: each family's header to each variant, and its sample lines to
+    every variant, a long chunk deflated once for all the gzip ones."""
 
-    def __init__(self, writers: list[_Writer]) -> None:
-        self._writers = writers
+    def __init__(self, variants: list[Variant]) -> None:
+        self.writers = [_GzipWriter(om) if gzipped else _Writer(om) for om, gzipped in variants]
+        gzip_writers = [writer for writer in self.writers if isinstance(writer, _GzipWriter)]
+        # the variant whose compressor deflates the shared chunks, when there is more than one
+        self._deflater = gzip_writers[0] if len(gzip_writers) > 1 else None
 
     def family(self, spec: MetricSpec) -> None:
-        for writer in self._writers:
+        for writer in self.writers:
             writer.add(writer.headers(spec).encode())
 
     def lines(self, chunk: bytes) -> None:
-        for writer in self._writers:
-            writer.add(chunk)
+        if self._deflater is None or len(chunk) < SHARED_CHUNK_MIN:
+            for writer in self.writers:
+                writer.add(chunk)
+            return
+        segment = self._deflater.segment(chunk)
+        for writer in self.writers:
+            writer.add_shared(chunk, segment)
+
+    def finish(self, runtime: dict[bool, bytes]) -> list[bytes]:
+        """Every variant's body, in order, ending with the runtime families of its format."""
+        return [writer.finish(runtime[writer.openmetrics]) for writer in self.writers]
 
 
 class Exposition:
@@ -147,13 +233,12 @@ class Exposition:
 
     def _render(self, variants: list[Variant]) -> dict[Variant, bytes]:
         """Write ``variants`` in one pass: each family's lines are formatted once, a chunk at
-        a time, handed to every variant (compressed at once for gzip) and dropped, so a
+        a time, handed to every variant (deflated once for all gzip ones) and dropped, so a
         render never holds the whole text of a family."""
         if not variants:
             return {}
-        writers = [_Writer(variant) for variant in variants]
-        self._renderer.write(self.snapshot, _Writers(writers))
+        sink = _Writers(variants)
+        self._renderer.write(self.snapshot, sink)
         if not self._runtime:
             self._runtime[False], self._runtime[True] = self._runtime_families()
-        runtime = self._runtime
-        return {v: w.finish(runtime[w.openmetrics]) for v, w in zip(variants, writers, strict=True)}
+        return dict(zip(variants, sink.finish(self._runtime), strict=True))
