@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.config.nodes import NodeConfig
 from exporter.config.watch import WatchConfig
+from exporter.model.answers import decode_chain_status
 from exporter.model.readings import (
     HealthReading,
     Shared,
@@ -28,7 +29,7 @@ from exporter.model.readings import (
     read_chain,
     read_health,
 )
-from exporter.poll.client import NodeClient, NotSentError, Query, ReadBudget
+from exporter.poll.client import FastDecode, NodeClient, NotSentError, Query, ReadBudget
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason, as_fetch_error
 from exporter.poll.watch import WatchPoll
 
@@ -157,11 +158,14 @@ class NodePoll:
         with self._lock:
             return self._ran_out_of_time or self._in_flight > 0
 
-    def _ask(self, segments: list[str], done: Part, query: Query = ()) -> None:
+    def _ask(
+        self, segments: list[str], done: Part, query: Query = (), fast: FastDecode | None = None
+    ) -> None:
         """``client.get``, keeping count of requests in flight and of those that timed out."""
         with self._lock:
             self._in_flight += 1
-        self._client.get(segments, self._deadline, _Counted(self, done), query, self._budget)
+        counted = _Counted(self, done)
+        self._client.get(segments, self._deadline, counted, query, self._budget, fast=fast)
 
     def request_ended(self, error: FetchError | None) -> None:
         """A request to this node has ended (for the in-flight and timed-out counts)."""
@@ -198,8 +202,10 @@ class NodePoll:
             }
         if not chains:
             self._finish()
+        # the fast path reads the parts alike on every node once a cycle: with ``shared`` only
+        fast = None if self._shared is None else decode_chain_status
         for chain in chains:
-            self._ask(["blockchains", chain], _ChainAnswer(self, chain, block=False))
+            self._ask(["blockchains", chain], _ChainAnswer(self, chain, block=False), fast=fast)
             if chain in heights:
                 query = (("height", str(heights[chain])),)
                 block = _ChainAnswer(self, chain, block=True)
