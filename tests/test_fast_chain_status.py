@@ -209,7 +209,11 @@ def test_parts_kept_are_bounded_in_size_and_number_and_forgotten_each_cycle() ->
     calls: list[int] = []
 
     def reader(n: int) -> Any:
-        return lambda: calls.append(n) or n
+        def read() -> int:
+            calls.append(n)
+            return n
+
+        return read
 
     big = b"[" + b'"k",' * MAX_PART_BYTES + b'"k"]'
     assert shared.part("council", big, reader(1)) == shared.part("council", big, reader(1)) == 1
