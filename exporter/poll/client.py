@@ -25,6 +25,7 @@ from exporter.poll.engine import (
     SHUT_DOWN,
     UNSENDABLE,
     Engine,
+    Profile,
     Request,
     Response,
     TransferError,
@@ -88,9 +89,8 @@ class NodeClient:
         self._base_path = urlsplit(self._base).path
         self._max_bytes = max_bytes
         self._monotonic = monotonic
-        self._headers = ("Accept: application/json", *(f"{k}: {v}" for k, v in node.headers))
-        self._basic_auth = node.basic_auth
-        self._tls = node.tls
+        headers = ("Accept: application/json", *(f"{k}: {v}" for k, v in node.headers))
+        self._profile = Profile(max_bytes, headers, node.basic_auth, node.tls)
         self._suspect = False
 
     def as_suspect(self) -> NodeClient:
@@ -150,15 +150,7 @@ class NodeClient:
             error = FetchError(Reason.INVALID_RESPONSE, _UNENCODABLE)
             self._traced(repr("/".join(segments)), done)(None, error)
             return
-        request = Request(
-            url,
-            deadline,
-            self._max_bytes,
-            self._headers,
-            self._basic_auth,
-            self._tls,
-            self._suspect,
-        )
+        request = Request(url, deadline, self._profile, self._suspect)
         answer = _Answer(self, url, done, budget, self._monotonic(), fast=fast)
         self._engine.submit(request, answer)
 
