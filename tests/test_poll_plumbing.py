@@ -2,11 +2,15 @@
 wake the engine once, not once each, and all end; a request's profile never shows its
 credentials; a poll counts its chain parts instead of looking at every chain again, so it
 ends when they have (a chain listed twice included); a chain whose parts all ended is
-reported as it is, one still out as timed out."""
+reported as it is, one still out as timed out; and the history's cheaper reads (height and
+syncing at fixed offsets, consensus bookkeeping that returns at once when nothing failed,
+error counters started by a set lookup) read as before."""
 
 from __future__ import annotations
 
+import math
 import os
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -15,10 +19,13 @@ import pytest
 
 from exporter import __version__
 from exporter.config.nodes import NodeConfig
+from exporter.model.readings import ChainGauge, ChainReading
 from exporter.poll.client import NodeClient
+from exporter.poll.consensus import ChainConsensus
 from exporter.poll.engine import Engine, Profile, Request, Response, TransferError
+from exporter.poll.history import History
 from exporter.poll.node import BlockPlan, NodePoll, _ended
-from exporter.poll.results import ChainResult, FetchError, Reason
+from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
 
@@ -144,3 +151,50 @@ def test_the_fake_node_is_asked_each_chain_once_per_listing(fake_nodes: FakeNode
     finally:
         engine.close()
     assert fake.paths.count("/blockchains/c1") == 2
+
+
+# --- the history's per-chain reads ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("height", "syncing", "expected"),
+    [
+        (math.nan, math.nan, (None, None)),
+        (0.0, 1.0, (0.0, True)),
+        (18342.0, 0.0, (18342.0, False)),
+        (-0.0, math.nan, (-0.0, None)),
+    ],
+)
+def test_height_and_syncing_read_at_their_offsets_as_the_gauges_say(
+    height: float, syncing: float, expected: tuple[float | None, bool | None]
+) -> None:
+    values = [math.nan] * len(ChainGauge)
+    values[ChainGauge.HEIGHT], values[ChainGauge.SYNCING] = height, syncing
+    reading = ChainReading(values=struct.pack(f"={len(values)}d", *values))
+    assert (reading.height, reading.syncing) == expected
+    assert reading.height == reading.gauge(ChainGauge.HEIGHT)
+    assert dict(reading.gauges).get(ChainGauge.HEIGHT) == reading.height
+
+
+def test_with_no_leader_failures_trim_forgets_nothing_and_counts_as_before() -> None:
+    followed = ChainConsensus()
+    assert followed._trim(("k1", "k2", "k3"), 2) == 1  # as the full path counts a surplus
+    assert followed._trim(("k1",), 2) == 0
+    followed.failures = {"k9": 3}
+    followed.recent = {"k9": (1.0,)}
+    assert followed._trim(("k1", "k2"), 2) == 1 and followed.failures == {}
+    followed._forget_old_failures(1e9)  # nothing recent left: returns at once
+    assert followed.recent == {}
+
+
+def test_an_endpoints_error_counters_start_once_at_zero() -> None:
+    history = History()
+    node = NodeConfig("n", "http://127.0.0.1:9/")
+    error = FetchError(Reason.TIMEOUT, "late")
+    result = NodeResult(node, None, error, [], 0.1)
+    for now in (1.0, 2.0):
+        (status,) = history.record([result], now)
+    keys = status.error_counts.keys
+    assert len(keys) == len(set(keys))
+    counts = {(endpoint, reason): count for endpoint, reason, count in status.error_counts}
+    assert counts[("health", "timeout")] == 2 and counts[("blockchain", "timeout")] == 0

@@ -115,22 +115,21 @@ class ChainReading:
 
     def gauge(self, position: int) -> float | None:
         """The gauge at ``position`` (a :class:`ChainGauge`); None when not reported."""
-        return _present(_ONE.unpack_from(self.values, 8 * position)[0])
+        value: float = _ONE.unpack_from(self.values, 8 * position)[0]
+        return None if _isnan(value) else value
 
     @property
     def height(self) -> float | None:
-        """The block height, when the node reported a readable one."""
-        return self.gauge(ChainGauge.HEIGHT)
+        """The block height, when the node reported a readable one. (Read about eight times a
+        chain and cycle by the history and the network view: unpacked at a fixed offset.)"""
+        value: float = _ONE.unpack_from(self.values, _HEIGHT_AT)[0]
+        return None if _isnan(value) else value
 
     @property
     def syncing(self) -> bool | None:
         """Whether the node says it is syncing; None unless it sent a JSON boolean."""
-        flag = self.gauge(ChainGauge.SYNCING)
-        return None if flag is None else flag == 1.0
-
-
-def _present(value: float) -> float | None:
-    return None if math.isnan(value) else value
+        flag: float = _ONE.unpack_from(self.values, _SYNCING_AT)[0]
+        return None if _isnan(flag) else flag == 1.0
 
 
 Kept = TypeVar("Kept", bound=Hashable)
@@ -227,6 +226,8 @@ _CHAIN_GAUGES: tuple[tuple[ChainGauge, tuple[str, ...], Reader], ...] = (
 )
 _VALUES = struct.Struct(f"={len(ChainGauge)}d")
 _ONE = struct.Struct("=d")
+_HEIGHT_AT, _SYNCING_AT = 8 * int(ChainGauge.HEIGHT), 8 * int(ChainGauge.SYNCING)
+_isnan = math.isnan  # NaN: a gauge the node did not report
 _NAN = math.nan
 
 
