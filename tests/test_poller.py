@@ -574,6 +574,8 @@ def test_a_node_whose_answers_are_costly_to_read_spends_its_budget_not_the_other
         fake.play(health_doc(["c1", "c2"]), {"c1": chain_doc(1), "c2": chain_doc(2)})
         fake.set("/health", health_doc(["c1", "c2"]), delay=0.2)  # comes while costly reads
     monkeypatch.setattr("exporter.poll.node.read_chain", _costly_reader(read_chain, 0.3))
+    # the typed fast path keeps no "costly" marker: every chain status is read the slow way
+    monkeypatch.setattr("exporter.poll.node.decode_chain_status", lambda body: None)
     nodes = [NodeConfig("costly", costly.url)]
     nodes += [NodeConfig(f"h{i}", fake.url) for i, fake in enumerate(healthy)]
     # 12 answers of 0.3 s each would hold the engine's thread past the 3 s deadline

@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, TypeVar, cast
 
+from msgspec import UNSET, Raw
+
 from exporter.bounds import DEFAULT_BOUNDS, MAX_TEXT_CHARS, NOTHING_DROPPED, Bounds, Dropped
+from exporter.model.answers import ChainStatusFields, decode_json
 from exporter.model.consensus import (
     NO_SESSIONS,
     SessionsRead,
@@ -112,18 +115,21 @@ class ChainReading:
 
     def gauge(self, position: int) -> float | None:
         """The gauge at ``position`` (a :class:`ChainGauge`); None when not reported."""
-        return _present(_ONE.unpack_from(self.values, 8 * position)[0])
+        value: float = _ONE.unpack_from(self.values, 8 * position)[0]
+        return None if _isnan(value) else value
 
     @property
     def height(self) -> float | None:
-        """The block height, when the node reported a readable one."""
-        return self.gauge(ChainGauge.HEIGHT)
+        """The block height, when the node reported a readable one. (Read about eight times a
+        chain and cycle by the history and the network view: unpacked at a fixed offset.)"""
+        value: float = _ONE.unpack_from(self.values, _HEIGHT_AT)[0]
+        return None if _isnan(value) else value
 
     @property
     def syncing(self) -> bool | None:
         """Whether the node says it is syncing; None unless it sent a JSON boolean."""
-        flag = self.gauge(ChainGauge.SYNCING)
-        return None if flag is None else flag == 1.0
+        flag: float = _ONE.unpack_from(self.values, _SYNCING_AT)[0]
+        return None if _isnan(flag) else flag == 1.0
 
 
 class GaugeTable:
@@ -140,20 +146,19 @@ class GaugeTable:
         return cast(list[float], column)  # a "d" view's items are floats
 
 
-def _present(value: float) -> float | None:
-    return None if math.isnan(value) else value
-
-
 Kept = TypeVar("Kept", bound=Hashable)
 
 
 class Shared:
     """Keeps one copy of equal values read from different nodes (council sets and feature
-    lists repeat on every node of a network). Cleared each cycle, so it never holds more
-    than the cycle's readings do. Each call is one dict operation, atomic under the GIL."""
+    lists repeat on every node of a network), and the readings of parts of answers sent
+    alike by many nodes (:meth:`part`). Cleared each cycle, so it never holds more than the
+    cycle's readings do, plus at most MAX_PARTS parts' texts of MAX_PART_BYTES. Each call
+    is one dict operation, atomic under the GIL."""
 
     def __init__(self) -> None:
         self._kept: dict[Hashable, Hashable] = {}
+        self._parts: dict[tuple[str, bytes], object] = {}
 
     def __call__(self, value: Kept) -> Kept:
         """The copy kept of ``value`` (``value`` itself the first time)."""
@@ -169,9 +174,31 @@ class Shared:
             kept = self._kept.setdefault(marker, make())
         return kept  # type: ignore[return-value]  # made by ``make`` for this key
 
+    def part(self, kind: str, text: bytes, read: Callable[[], Kept]) -> Kept:
+        """``read()``, the reading of the JSON ``text`` of a ``kind`` of part of an answer,
+        made once a cycle for every answer whose part is the same text (the council, vote
+        sessions, consensus settings and features of one chain: the same on every node).
+        Texts over MAX_PART_BYTES, and any past the first MAX_PARTS, are read each time."""
+        if len(text) > MAX_PART_BYTES:
+            return read()
+        key = (kind, text)
+        kept = self._parts.get(key)
+        if kept is None:
+            kept = read()
+            if len(self._parts) < MAX_PARTS:
+                self._parts[key] = kept
+        return kept  # type: ignore[return-value]  # read by ``read`` for this kind and text
+
     def clear(self) -> None:
         """Forget every value: the next cycle starts afresh."""
         self._kept.clear()
+        self._parts.clear()
+
+
+#: Bounds of what :meth:`Shared.part` keeps in a cycle (at most 4 MiB of texts): a real
+#: network has a few distinct councils and settings per chain, whatever its size.
+MAX_PARTS = 1024
+MAX_PART_BYTES = 4096
 
 
 #: Tags the keys of :meth:`Shared.made`, so they never meet a value kept by ``__call__``.
@@ -213,6 +240,8 @@ _CHAIN_GAUGES: tuple[tuple[ChainGauge, tuple[str, ...], Reader], ...] = (
 )
 _VALUES = struct.Struct(f"={len(ChainGauge)}d")
 _ONE = struct.Struct("=d")
+_HEIGHT_AT, _SYNCING_AT = 8 * int(ChainGauge.HEIGHT), 8 * int(ChainGauge.SYNCING)
+_isnan = math.isnan  # NaN: a gauge the node did not report
 _NAN = math.nan
 
 
@@ -327,7 +356,10 @@ def read_chain(
     """Interpret a ``/blockchains/{id}`` answer; raises InvalidResponseError unless an object.
     With ``shared``, equal council sets, feature lists and vote sessions (the same session
     seen by every node of a chain) of different nodes are kept once;
-    feature flags and label values beyond ``bounds`` are dropped and counted."""
+    feature flags and label values beyond ``bounds`` are dropped and counted. ``body`` may
+    also be the fields the fast path decoded (:func:`decode_chain_status`): read the same."""
+    if type(body) is ChainStatusFields:
+        return _read_fields(body, shared, bounds)
     if not isinstance(body, dict):
         raise InvalidResponseError(
             f"the chain status is a JSON {type(body).__name__}, not an object"
@@ -420,3 +452,164 @@ def _features(
     ]
     kept = sorted(flags) if len(flags) <= limit else heapq.nsmallest(limit, flags)
     return tuple((sys.intern(name), flag) for name, flag in kept), len(flags) - len(kept)
+
+
+# --- the fast path: a chain status decoded into its fields (exporter.model.answers) ---------
+
+#: The plain gauges of ChainStatusFields' scalar fields, as _TOP_GAUGES reads them.
+_FIELD_GAUGES = (
+    (ChainGauge.HEIGHT, "block_height", read_count),
+    (ChainGauge.LAST_MESSAGE, "last_message_time", read_timestamp),
+    (ChainGauge.PENDING_MESSAGES, "pending_messages_count", read_count),
+    (ChainGauge.DELAYED_MESSAGES, "delayed_messages_count", read_count),
+    (ChainGauge.PENDING_TRANSACTIONS, "pending_transactions", read_count),
+    (ChainGauge.SYNCING, "syncing", read_bool),
+    (ChainGauge.IN_COUNCIL, "is_in_council", read_bool),
+    (ChainGauge.VOTING, "is_voting", read_bool),
+    (ChainGauge.TIME_TO_VOTE, "is_time_to_vote", read_bool),
+    (ChainGauge.PEERS, "blockchain_peers", _list_length),
+)
+#: (the council's length, the set, its leader keys, leaders dropped, label values dropped)
+_Council = tuple[float | None, frozenset[str] | None, tuple[str, ...], int, int]
+#: (the sessions read, the count gauge, label values dropped)
+_Sessions = tuple[SessionsRead, float | None, int]
+#: (the consensus gauges as (gauge, value), consensusType, label values dropped)
+_Settings = tuple[tuple[tuple[int, float], ...], str | None, int]
+#: (the feature flags, flags dropped, label values dropped)
+_Features = tuple[tuple[tuple[str, float], ...], int, int]
+_NO_COUNCIL: _Council = (None, None, (), 0, 0)
+_NO_SETTINGS: _Settings = ((), None, 0)
+_NO_FEATURES: _Features = ((), 0, 0)
+
+
+def _read_fields(fields: ChainStatusFields, shared: Shared | None, bounds: Bounds) -> ChainReading:
+    """read_chain of a decoded chain status: the same reading, each part (council, sessions,
+    settings, features) read once a cycle for all the nodes that send the same text."""
+    values = [_NAN] * len(ChainGauge)
+    for gauge, name, reader in _FIELD_GAUGES:
+        raw = getattr(fields, name)
+        if raw is not UNSET:
+            value = reader(raw)
+            if value is not None:
+                values[gauge] = value
+    parts = _Parts(shared, bounds)
+    length, council, leaders, extra_leaders, council_drops = parts.council(fields.council_members)
+    sessions, session_count, session_drops = parts.sessions(fields.vote_sessions)
+    settings, consensus_type, settings_drops = parts.settings(fields.consensus)
+    features, extra_features, feature_drops = parts.features(fields.features)
+    counts = ((ChainGauge.COUNCIL_MEMBERS, length), (ChainGauge.VOTE_SESSIONS, session_count))
+    for position, value in (*counts, *settings):
+        if value is not None:
+            values[position] = value
+    _note_sessions(values, sessions)
+    labels = LabelTexts(bounds.label_value_length)
+    key_type = None if fields.key_type is UNSET else labels(fields.key_type)
+    label_drops = council_drops + session_drops + settings_drops + feature_drops + labels.dropped
+    dropped = NOTHING_DROPPED
+    if extra_features or label_drops or sessions.dropped or extra_leaders:
+        dropped = Dropped(extra_features, 0, label_drops, sessions.dropped, extra_leaders)
+    return ChainReading(
+        values=_VALUES.pack(*values),
+        consensus_type=consensus_type,
+        key_type=key_type,
+        features=features,
+        council=council,
+        dropped=dropped,
+        sessions=sessions.followed,
+        leaders=leaders,
+        consensus_view=parts.view(fields),
+    )
+
+
+class _Parts:
+    """The parts of one decoded chain status, each read from its JSON text as read_chain
+    reads it from the whole answer, and with ``shared`` once a cycle for every node that
+    sends the same text."""
+
+    __slots__ = ("_bounds", "_shared")
+
+    def __init__(self, shared: Shared | None, bounds: Bounds) -> None:
+        self._shared, self._bounds = shared, bounds
+
+    def _read(self, kind: str, text: bytes, read: Callable[[Any], Kept]) -> Kept:
+        if self._shared is None:
+            return read(decode_json(text))
+        return self._shared.part(kind, text, lambda: read(decode_json(text)))
+
+    def _keep(self, value: Kept) -> Kept:
+        return value if self._shared is None else self._shared(value)
+
+    def council(self, raw: Raw | Any) -> _Council:
+        """``councilMembers``: its length, the set and the keys with a leader series."""
+        if raw is UNSET:
+            return _NO_COUNCIL
+        return self._read("council", bytes(raw), self._council)
+
+    def _council(self, value: Any) -> _Council:
+        council = _text_set(value)
+        labels = LabelTexts(self._bounds.label_value_length)
+        leaders, extra = leader_keys(council or (), self._bounds.leaders_per_chain, labels)
+        council = None if council is None else self._keep(council)
+        return _list_length(value), council, self._keep(leaders), extra, labels.dropped
+
+    def sessions(self, raw: Raw | Any) -> _Sessions:
+        """``voteSessions``: the sessions followed and their count (0 when absent)."""
+        if raw is UNSET:
+            return NO_SESSIONS, 0.0, 0
+        return self._read("sessions", bytes(raw), self._sessions)
+
+    def _sessions(self, value: Any) -> _Sessions:
+        labels = LabelTexts(self._bounds.label_value_length)
+        read = read_sessions(value, self._bounds.vote_sessions_per_chain, labels)
+        if read is not NO_SESSIONS:
+            followed = self._keep(read.followed)
+            read = SessionsRead(followed, read.dropped, read.highest_round, read.highest_required)
+        return read, _vote_sessions(value), labels.dropped
+
+    def settings(self, raw: Raw | Any) -> _Settings:
+        """``consensus``: its gauges and ``consensusType``."""
+        if raw is UNSET:
+            return _NO_SETTINGS
+        return self._read("settings", bytes(raw), self._settings)
+
+    def _settings(self, value: Any) -> _Settings:
+        if not isinstance(value, dict):
+            return _NO_SETTINGS
+        gauges = []
+        for gauge, key, reader in _CONSENSUS_GAUGES:
+            raw = value.get(key, _ABSENT)
+            if raw is not _ABSENT and (read := reader(raw)) is not None:
+                gauges.append((int(gauge), read))
+        labels = LabelTexts(self._bounds.label_value_length)
+        consensus_type = labels(value.get("consensusType"))
+        return tuple(gauges), consensus_type, labels.dropped
+
+    def features(self, raw: Raw | Any) -> _Features:
+        """``features``: the flags by name, and how many more than the bound."""
+        if raw is UNSET:
+            return _NO_FEATURES
+        return self._read("features", bytes(raw), self._features)
+
+    def _features(self, value: Any) -> _Features:
+        labels = LabelTexts(self._bounds.label_value_length)
+        features, extra = _features(value, self._bounds.features_per_chain, labels)
+        return self._keep(features), extra, labels.dropped
+
+    def view(self, fields: ChainStatusFields) -> bytes | None:
+        """The digest of the consensus settings, keyType and features (_consensus_view)."""
+        if fields.consensus is UNSET:
+            return None  # consensus_view of a status without settings
+        settings = bytes(fields.consensus)
+        features = None if fields.features is UNSET else bytes(fields.features)
+        key = b"\0".join((settings, repr(fields.key_type).encode(), features or b""))
+
+        def read() -> bytes | None:
+            body = {"consensus": decode_json(settings)}
+            if fields.key_type is not UNSET:
+                body["keyType"] = fields.key_type
+            if features is not None:
+                body["features"] = decode_json(features)
+            view = _consensus_view(body, self._shared)
+            return None if view is None else self._keep(view)
+
+        return read() if self._shared is None else self._shared.part("view", key, read)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import errno
-import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -20,11 +19,13 @@ from urllib.parse import quote, urlsplit
 import pycurl
 
 from exporter.config.nodes import NodeConfig
+from exporter.model.answers import decode_json
 from exporter.poll.engine import (
     NOT_SENT,
     SHUT_DOWN,
     UNSENDABLE,
     Engine,
+    Profile,
     Request,
     Response,
     TransferError,
@@ -65,6 +66,8 @@ class NotSentError(FetchError):
 
 
 Outcome = Callable[[Any, FetchError | None], None]
+#: A typed fast path's decoder: the document, or None to leave the body to :func:`decode`.
+FastDecode = Callable[[bytes], Any]
 #: Query parameters of a request, decoded: ``(name, value)`` pairs in order.
 Query = Sequence[tuple[str, str]]
 
@@ -86,9 +89,8 @@ class NodeClient:
         self._base_path = urlsplit(self._base).path
         self._max_bytes = max_bytes
         self._monotonic = monotonic
-        self._headers = ("Accept: application/json", *(f"{k}: {v}" for k, v in node.headers))
-        self._basic_auth = node.basic_auth
-        self._tls = node.tls
+        headers = ("Accept: application/json", *(f"{k}: {v}" for k, v in node.headers))
+        self._profile = Profile(max_bytes, headers, node.basic_auth, node.tls)
         self._suspect = False
 
     def as_suspect(self) -> NodeClient:
@@ -132,10 +134,13 @@ class NodeClient:
         done: Outcome,
         query: Query = (),
         budget: ReadBudget | None = None,
+        *,
+        fast: FastDecode | None = None,
     ) -> None:
         """Send the GET now and call ``done(document, None)`` or ``done(None, error)`` once it
         ends, on the engine's thread (or at once if it cannot be sent). The CPU time of
-        decoding the answer and of ``done`` is charged to ``budget``."""
+        decoding the answer and of ``done`` is charged to ``budget``. With ``fast``, the
+        document is what it decodes (its typed fast path), unless it hands the body back."""
         if deadline - self._monotonic() <= 0:
             self._traced("/".join(segments), done)(None, NotSentError())
             return
@@ -145,16 +150,9 @@ class NodeClient:
             error = FetchError(Reason.INVALID_RESPONSE, _UNENCODABLE)
             self._traced(repr("/".join(segments)), done)(None, error)
             return
-        request = Request(
-            url,
-            deadline,
-            self._max_bytes,
-            self._headers,
-            self._basic_auth,
-            self._tls,
-            self._suspect,
-        )
-        self._engine.submit(request, _Answer(self, url, done, budget, self._monotonic()))
+        request = Request(url, deadline, self._profile, self._suspect)
+        answer = _Answer(self, url, done, budget, self._monotonic(), fast=fast)
+        self._engine.submit(request, answer)
 
     def _traced(self, path: str, done: Outcome) -> Outcome:
         """``done``, recording a request that could not be sent (when tracing)."""
@@ -189,7 +187,7 @@ class _Answer:
     FetchError for ``done``, within the node's read budget. A slotted object, not a
     closure: thousands wait in the queue at the start of a cycle."""
 
-    __slots__ = ("_budget", "_client", "_done", "_sent", "_url")
+    __slots__ = ("_budget", "_client", "_done", "_fast", "_sent", "_url")
 
     def __init__(
         self,
@@ -198,9 +196,11 @@ class _Answer:
         done: Outcome,
         budget: ReadBudget | None,
         sent: float = 0.0,
+        *,
+        fast: FastDecode | None = None,
     ) -> None:
         self._client, self._url, self._done, self._budget = client, url, done, budget
-        self._sent = sent
+        self._sent, self._fast = sent, fast
 
     def __call__(self, outcome: Response | TransferError) -> None:
         budget = self._budget
@@ -237,7 +237,7 @@ class _Answer:
         client = self._client
         path = client.path_of(self._url)
         try:
-            document = interpret(outcome, path, client.max_bytes)
+            document = interpret(outcome, path, client.max_bytes, self._fast)
         except FetchError as error:
             done(None, error)
         except Exception as error:  # e.g. MemoryError: the poll must hear of it all the same
@@ -257,12 +257,17 @@ def _encode_segment(segment: str) -> str:
     return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
 
 
-def interpret(response: Response | TransferError, path: str, max_bytes: int) -> Any:
-    """The JSON document of a finished request, or the FetchError that says what went wrong."""
+def interpret(
+    response: Response | TransferError, path: str, max_bytes: int, fast: FastDecode | None = None
+) -> Any:
+    """The JSON document of a finished request (what ``fast`` decodes, if it takes the body),
+    or the FetchError that says what went wrong."""
     if isinstance(response, TransferError):
         raise classify(response, path, max_bytes)
     if response.status >= 300:
         raise FetchError(Reason.HTTP_STATUS, f"HTTP status {response.status} from {path}")
+    if fast is not None and (document := fast(response.body)) is not None:
+        return document
     return decode(response.body, path)
 
 
@@ -306,33 +311,13 @@ def classify(failure: TransferError, path: str, max_bytes: int) -> FetchError:
 
 
 def decode(body: bytes, path: str) -> Any:
-    """The body as JSON; an INVALID_JSON FetchError (noting an HTML page) otherwise.
-
-    An integer of more digits than Python converts (``sys.get_int_max_str_digits()``, 4300)
-    is valid JSON: the body is read again with such integers as floats (infinite, so no
-    reader takes them), rather than refusing the whole answer for one field."""
+    """The body as JSON (:func:`decode_json`: an integer too long for Python is read as its
+    float); an INVALID_JSON FetchError (noting an HTML page) otherwise."""
     try:
-        return _loads(body)
+        return decode_json(body)
     except (ValueError, RecursionError):
         start = body[:64].lstrip().lower()
         hint = " (an HTML page)" if start.startswith((b"<!doctype", b"<html")) else ""
         raise FetchError(
             Reason.INVALID_JSON, f"the body from {path} is not valid JSON{hint}"
         ) from None
-
-
-def _loads(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise
-    except ValueError:  # an integer too long to convert (nothing else raises a plain one)
-        return json.loads(body, parse_int=_integer)
-
-
-def _integer(text: str) -> int | float:
-    """A JSON integer; past Python's conversion limit, its float (infinite)."""
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)

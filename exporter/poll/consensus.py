@@ -26,6 +26,8 @@ RECENT_FAILURES_KEPT = 16
 #: 1e300) would not fit the packed counts; nor may a leap be stored a failure at a time.
 MAX_COUNT = 2**64 - 1
 
+#: Where a reading keeps the highest ``consensusRequired`` (an IntEnum member looked up once).
+_REQUIRED = int(ChainGauge.VOTE_CONSENSUS_REQUIRED)
 #: A remembered open session: when the exporter first saw it, and how it was last read
 #: (None: restored from the state file, not read yet by this process).
 Seen = tuple[float, VoteSession | None]
@@ -68,7 +70,7 @@ class ChainConsensus:
             if self.council is not None and reading.council != self.council:
                 self.council_changes += 1
             self.council = reading.council
-        required = reading.gauge(ChainGauge.VOTE_CONSENSUS_REQUIRED)
+        required = reading.gauge(_REQUIRED)
         if required is not None:
             self.required = (required, now)
         dropped += self._trim(reading.leaders, leader_limit)
@@ -100,6 +102,8 @@ class ChainConsensus:
 
     def _forget_old_failures(self, now: float) -> None:
         """Keep only the failures of the last RECENT_FAILURE_SECONDS."""
+        if not self.recent:  # the usual case: no leader failed lately
+            return
         since = now - RECENT_FAILURE_SECONDS
         for leader, times in list(self.recent.items()):
             kept = tuple(at for at in times if at > since)
@@ -145,6 +149,8 @@ class ChainConsensus:
     def _trim(self, council: tuple[str, ...], limit: int) -> int:
         """Forget the oldest other leaders when a council change leaves more series than
         ``limit``; how many were forgotten."""
+        if not self.failures:  # the usual case: nothing to forget
+            return max(0, len(council) - limit)
         others = [key for key in self.failures if key not in council]
         surplus = len(council) + len(others) - limit
         for key in others[: max(0, surplus)]:

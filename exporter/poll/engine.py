@@ -22,8 +22,7 @@ import select
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import certifi
 import pycurl
@@ -52,21 +51,39 @@ _EPOLL_FLAGS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    """One GET: the URL, the raw header lines, a monotonic deadline and a body size cap."""
+class Profile(NamedTuple):
+    """What a curl handle is configured with beyond the URL and timeouts: the body size cap,
+    the raw header lines, basic-auth credentials and TLS settings. One per node, made once:
+    requests with an equal profile (every request to one node, usually every node) reuse a
+    handle without resetting it. A tuple, so comparing two is one C call."""
+
+    max_bytes: int
+    headers: tuple[str, ...] = ()
+    basic_auth: tuple[str, str] | None = None
+    tls: TlsConfig = TlsConfig()
+
+    def __repr__(self) -> str:  # never the credentials
+        auth = "" if self.basic_auth is None else ", basic_auth=..."
+        return f"Profile(max_bytes={self.max_bytes}, headers={len(self.headers)}{auth})"
+
+
+class Request(NamedTuple):
+    """One GET: the URL, a monotonic deadline, the node's profile, and whether the node timed
+    out recently (a suspect gets at most a quarter of the slots). A tuple: thousands are made
+    each cycle, and a tuple costs a third of a frozen dataclass to make."""
 
     url: str
     deadline: float
-    max_bytes: int
-    headers: tuple[str, ...] = ()
-    basic_auth: tuple[str, str] | None = field(default=None, repr=False)
-    tls: TlsConfig = field(default_factory=TlsConfig)
-    suspect: bool = False  # the node timed out recently: it gets at most a quarter of the slots
+    profile: Profile
+    suspect: bool = False
+
+    @property
+    def max_bytes(self) -> int:
+        """The body size cap, after content decoding."""
+        return self.profile.max_bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Response:
+class Response(NamedTuple):
     """A complete answer: status and the decoded (content-encoding removed) body."""
 
     status: int
@@ -95,15 +112,6 @@ def _report(done: Done, outcome: Response | TransferError) -> None:
         done(outcome)
     except Exception:
         log.exception("a request's callback failed")
-
-
-#: What a handle is configured with beyond the URL and timeouts: requests with the same
-#: profile (every request to one node, usually every node) reuse a handle without resetting it.
-Profile = tuple[tuple[str, ...], tuple[str, str] | None, TlsConfig, int]
-
-
-def _profile(request: Request) -> Profile:
-    return (request.headers, request.basic_auth, request.tls, request.max_bytes)
 
 
 class _Sink:
@@ -136,25 +144,17 @@ class _Sink:
 
 
 class _Handle:
-    """A curl handle, its sink and the profile it is configured with (None: not yet)."""
+    """A curl handle, its sink, the profile it is configured with (None: not yet), and the
+    request it carries with its callback while in flight (no object per transfer)."""
 
-    __slots__ = ("curl", "profile", "sink")
+    __slots__ = ("curl", "done", "profile", "request", "sink")
 
     def __init__(self) -> None:
         self.curl = pycurl.Curl()
         self.sink = _Sink()
         self.profile: Profile | None = None
-
-
-class _Transfer:
-    """A request in flight: its handle and callback."""
-
-    __slots__ = ("done", "handle", "request")
-
-    def __init__(self, request: Request, done: Done, handle: _Handle) -> None:
-        self.request = request
-        self.done = done
-        self.handle = handle
+        self.request: Request | None = None
+        self.done: Done | None = None
 
 
 class Engine:
@@ -174,12 +174,13 @@ class Engine:
         self._timer_at: float | None = None
         self._next_expiry_check = 0.0
         self._sockets: dict[int, int] = {}
-        self._transfers: dict[pycurl.Curl, _Transfer] = {}
+        self._transfers: dict[pycurl.Curl, _Handle] = {}  # the handles in flight
         self._spare: list[_Handle] = []
         self._connects = 0
         self._ca_bundle = certifi.where()
         self._wakeup = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._wakeup_open = True  # guarded by _lock: never write to a closed (reused) fd
+        self._wakeup_pending = False  # guarded by _lock: written, not yet read by the engine
         self._epoll = select.epoll()
         self._epoll.register(self._wakeup, select.EPOLLIN)
         self._cache_size = self._connection_cache_size()
@@ -206,9 +207,12 @@ class Engine:
         self._wake()
 
     def _wake(self) -> None:
-        """Wake the engine thread; nothing once it has ended and closed its eventfd."""
+        """Wake the engine thread; nothing once it has ended and closed its eventfd, nor while
+        an earlier wakeup is still unread (a cycle's thousand /health requests, queued from
+        the poll's thread, wake the engine once, not once each)."""
         with self._lock:
-            if self._wakeup_open:
+            if self._wakeup_open and not self._wakeup_pending:
+                self._wakeup_pending = True
                 os.eventfd_write(self._wakeup, 1)
 
     @property
@@ -304,7 +308,11 @@ class Engine:
     def _dispatch(self, events: list[tuple[int, int]]) -> None:
         for fd, mask in events:
             if fd == self._wakeup:
-                with contextlib.suppress(BlockingIOError):
+                # Read and clear together: a submit between the two would otherwise find the
+                # mark set and write nothing, and the read would eat its write, leaving the
+                # mark set for good (later submits would wait for the poll's timeout).
+                with self._lock, contextlib.suppress(BlockingIOError):
+                    self._wakeup_pending = False
                     os.eventfd_read(self._wakeup)
                 continue
             flags = 0
@@ -321,8 +329,10 @@ class Engine:
         """M_SOCKETFUNCTION: mirror libcurl's interest in ``fd`` into the epoll set."""
         if what == pycurl.POLL_REMOVE:
             if self._sockets.pop(fd, None) is not None:
-                with contextlib.suppress(OSError, ValueError):  # libcurl closed it already
+                try:  # noqa: SIM105 (contextlib.suppress costs a microsecond, every request)
                     self._epoll.unregister(fd)
+                except (OSError, ValueError):  # libcurl closed it already
+                    pass
             return
         flags = _EPOLL_FLAGS[what]
         if fd in self._sockets:
@@ -368,8 +378,9 @@ class Engine:
             detail = f"libcurl cannot take this request ({type(error).__name__})"
             _report(done, TransferError(UNSENDABLE, detail))
             return
+        handle.request, handle.done = request, done
         with self._lock:
-            self._transfers[handle.curl] = _Transfer(request, done, handle)
+            self._transfers[handle.curl] = handle
             self._suspects_out += request.suspect
         self._multi.add_handle(handle.curl)
 
@@ -391,19 +402,19 @@ class Engine:
         """The options of one GET. A handle last used with the same profile keeps its options
         and gets only the URL and timeouts; any other is reset and configured in full."""
         curl, setopt = handle.curl, handle.curl.setopt
-        profile = _profile(request)
-        if handle.profile != profile:
+        profile = request.profile
+        if handle.profile is not profile and handle.profile != profile:
             if handle.profile is not None:
                 curl.reset()
-            self._configure_profile(handle, request)
+            self._configure_profile(handle, profile)
             handle.profile = profile
-        handle.sink.start(request.max_bytes)
+        handle.sink.start(profile.max_bytes)
         setopt(pycurl.URL, request.url)
         setopt(pycurl.TIMEOUT_MS, remaining_ms)
         setopt(pycurl.CONNECTTIMEOUT_MS, remaining_ms)
         setopt(pycurl.LOW_SPEED_TIME, max(1, remaining_ms // 1000))
 
-    def _configure_profile(self, handle: _Handle, request: Request) -> None:
+    def _configure_profile(self, handle: _Handle, profile: Profile) -> None:
         """Every option but the URL and timeouts, on a new or reset handle. pycurl encodes a
         ``str`` as ASCII: header values and credentials go as UTF-8 bytes (as Go's clients send
         them), file names in the file system's encoding; the URL stays ASCII (the config,
@@ -414,17 +425,17 @@ class Engine:
         setopt(pycurl.FOLLOWLOCATION, 0)
         setopt(pycurl.NOSIGNAL, 1)
         setopt(pycurl.LOW_SPEED_LIMIT, 1)
-        setopt(pycurl.MAXFILESIZE, request.max_bytes)
+        setopt(pycurl.MAXFILESIZE, profile.max_bytes)
         setopt(pycurl.ACCEPT_ENCODING, "gzip, deflate")
         setopt(pycurl.USERAGENT, self._user_agent)
-        setopt(pycurl.HTTPHEADER, [line.encode() for line in request.headers])
+        setopt(pycurl.HTTPHEADER, [line.encode() for line in profile.headers])
         setopt(pycurl.WRITEFUNCTION, handle.sink.write)
         setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
-        if request.basic_auth is not None:
+        if profile.basic_auth is not None:
             setopt(pycurl.HTTPAUTH, pycurl.HTTPAUTH_BASIC)
-            setopt(pycurl.USERNAME, request.basic_auth[0].encode())
-            setopt(pycurl.PASSWORD, request.basic_auth[1].encode())
-        tls = request.tls
+            setopt(pycurl.USERNAME, profile.basic_auth[0].encode())
+            setopt(pycurl.PASSWORD, profile.basic_auth[1].encode())
+        tls = profile.tls
         setopt(pycurl.CAINFO, os.fsencode(tls.ca_file or self._ca_bundle))
         if tls.cert_file and tls.key_file:
             setopt(pycurl.SSLCERT, os.fsencode(tls.cert_file))
@@ -445,9 +456,11 @@ class Engine:
 
     def _finish(self, curl: pycurl.Curl, failure: tuple[int, str] | None) -> None:
         with self._lock:
-            transfer = self._transfers.pop(curl)
-            self._suspects_out -= transfer.request.suspect
-        sink = transfer.handle.sink
+            handle = self._transfers.pop(curl)
+            self._suspects_out -= handle.request.suspect  # type: ignore[union-attr]
+        done, handle.request, handle.done = handle.done, None, None
+        assert done is not None  # set with the request
+        sink = handle.sink
         status = os_errno = 0
         try:
             status = curl.getinfo(pycurl.RESPONSE_CODE)
@@ -458,12 +471,12 @@ class Engine:
             os_errno = curl.getinfo(pycurl.OS_ERRNO) if failure else 0
         finally:  # whatever happens, the handle is released and the caller hears back
             body, over_cap = sink.take(), sink.over_cap
-            self._release(transfer.handle)
+            self._release(handle)
             if failure is None:
-                _report(transfer.done, Response(status, body))
+                _report(done, Response(status, body))
             else:
                 code, message = failure
-                _report(transfer.done, TransferError(code, message, os_errno, over_cap))
+                _report(done, TransferError(code, message, os_errno, over_cap))
 
     def _release(self, handle: _Handle) -> None:
         """Take the handle off the multi; keep a few for reuse, close the rest."""
@@ -476,7 +489,11 @@ class Engine:
     def _expire(self, now: float) -> None:
         """Fail transfers past their deadline (libcurl's own timeout normally came first)."""
         with self._lock:
-            late = [c for c, t in self._transfers.items() if t.request.deadline + 0.1 < now]
+            late = [
+                curl
+                for curl, handle in self._transfers.items()
+                if handle.request is not None and handle.request.deadline + 0.1 < now
+            ]
             expired = [item for item in self._queue if item[0].deadline < now]
             expired += [item for item in self._suspects if item[0].deadline < now]
             if expired:

@@ -48,11 +48,12 @@ class _Layout:
     the layouts one endpoint more gives; shared by those nodes, so a node's counters are one
     array."""
 
-    __slots__ = ("index", "keys", "wider")
+    __slots__ = ("endpoints", "index", "keys", "wider")
 
     def __init__(self, keys: tuple[tuple[str, str], ...]) -> None:
         self.keys = keys
         self.index = {key: position for position, key in enumerate(keys)}
+        self.endpoints = frozenset(endpoint for endpoint, _ in keys)
         self.wider: dict[str, _Layout] = {}
 
     def with_endpoint(self, endpoint: str) -> _Layout:
@@ -75,8 +76,9 @@ class _ErrorCounter:
         self.last: ErrorCounts | None = None  # frozen since the last change, if any
 
     def start(self, endpoint: str) -> None:
-        """Give ``endpoint`` its counters at 0, unless it has them."""
-        if (endpoint, Reason.TIMEOUT.value) not in self.layout.index:
+        """Give ``endpoint`` its counters at 0, unless it has them (asked about seven times a
+        node and cycle: a set lookup, not an enum member's value)."""
+        if endpoint not in self.layout.endpoints:
             self.layout = self.layout.with_endpoint(endpoint)
             self.counts.extend(0 for _ in Reason)
             self.last = None

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.config.nodes import NodeConfig
 from exporter.config.watch import WatchConfig
+from exporter.model.answers import decode_chain_status
 from exporter.model.readings import (
     HealthReading,
     Shared,
@@ -28,7 +29,7 @@ from exporter.model.readings import (
     read_chain,
     read_health,
 )
-from exporter.poll.client import NodeClient, NotSentError, Query, ReadBudget
+from exporter.poll.client import FastDecode, NodeClient, NotSentError, Query, ReadBudget
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason, as_fetch_error
 from exporter.poll.watch import WatchPoll
 
@@ -95,12 +96,6 @@ def _nothing() -> None:
     pass
 
 
-def _complete(chain: ChainResult) -> bool:
-    """The chain's status has ended, and its block too when one was asked for."""
-    block_done = chain.block_height is None or chain.block_hash or chain.block_error
-    return bool((chain.reading or chain.error) and block_done)
-
-
 class NodePoll:
     """One node's poll (in a cycle, or for one probe): /health, then each chain (and its
     checkpoint block, sent alongside, so no extra round trip), driven by the engine's
@@ -132,6 +127,7 @@ class NodePoll:
         self._health_error: FetchError | None = None
         self._health: HealthReading | None = None
         self._chains: dict[str, ChainResult] = {}
+        self._chain_parts_left = 0  # chain statuses and blocks asked for, not yet ended
         self._started = 0.0
         self._finished: float | None = None
         self._in_flight = 0
@@ -157,11 +153,14 @@ class NodePoll:
         with self._lock:
             return self._ran_out_of_time or self._in_flight > 0
 
-    def _ask(self, segments: list[str], done: Part, query: Query = ()) -> None:
+    def _ask(
+        self, segments: list[str], done: Part, query: Query = (), fast: FastDecode | None = None
+    ) -> None:
         """``client.get``, keeping count of requests in flight and of those that timed out."""
         with self._lock:
             self._in_flight += 1
-        self._client.get(segments, self._deadline, _Counted(self, done), query, self._budget)
+        counted = _Counted(self, done)
+        self._client.get(segments, self._deadline, counted, query, self._budget, fast=fast)
 
     def request_ended(self, error: FetchError | None) -> None:
         """A request to this node has ended (for the in-flight and timed-out counts)."""
@@ -196,10 +195,14 @@ class NodePoll:
             self._chains = {
                 chain: ChainResult(chain, block_height=heights.get(chain)) for chain in chains
             }
+            blocks = sum(result.block_height is not None for result in self._chains.values())
+            self._chain_parts_left = len(self._chains) + blocks
         if not chains:
             self._finish()
+        # the fast path reads the parts alike on every node once a cycle: with ``shared`` only
+        fast = None if self._shared is None else decode_chain_status
         for chain in chains:
-            self._ask(["blockchains", chain], _ChainAnswer(self, chain, block=False))
+            self._ask(["blockchains", chain], _ChainAnswer(self, chain, block=False), fast=fast)
             if chain in heights:
                 query = (("height", str(heights[chain])),)
                 block = _ChainAnswer(self, chain, block=True)
@@ -234,10 +237,13 @@ class NodePoll:
         with self._lock:
             result = self._chains[chain]
             if block:
+                ended = result.block_hash is not None or result.block_error is not None
                 result.block_hash, result.block_error = value, error
             else:
+                ended = result.reading is not None or result.error is not None
                 result.reading, result.error = value, error
-            finished = all(_complete(r) for r in self._chains.values())
+            self._chain_parts_left -= not ended  # counted, not every chain looked at again
+            finished = self._chain_parts_left == 0
         if finished:
             self._finish()
 
@@ -260,15 +266,7 @@ class NodePoll:
             health_error = self._health_error
             if self._health is None and health_error is None:
                 health_error = late
-            chains = [
-                replace(
-                    c,
-                    error=c.error or (None if c.reading else late),
-                    block_error=c.block_error
-                    or (None if c.block_hash or c.block_height is None else late),
-                )
-                for c in self._chains.values()
-            ]
+            chains = [_ended(c, late) for c in self._chains.values()]
             end = self._finished if self._finished is not None else now
             watch = self._watch.results(late)
         if health_error is not None:
@@ -276,6 +274,21 @@ class NodePoll:
         return NodeResult(
             self.node, self._health, None, chains, end - self._started, self._unpolled, watch
         )
+
+
+def _ended(chain: ChainResult, late: FetchError) -> ChainResult:
+    """``chain`` as the cycle reports it: a part still out failed with ``late``. A chain whose
+    parts all ended is itself (no request of it can end again), not a copy."""
+    status_out = chain.reading is None and chain.error is None
+    block_out = chain.block_height is not None and chain.block_hash is None
+    if not status_out and not (block_out and chain.block_error is None):
+        return chain
+    return replace(
+        chain,
+        error=chain.error or (None if chain.reading else late),
+        block_error=chain.block_error
+        or (None if chain.block_hash or chain.block_height is None else late),
+    )
 
 
 class _Counted:

@@ -1,0 +1,98 @@
+"""A node's answer body as JSON: decoded as Python's ``json`` reads it, or, on the fast path,
+straight into the fields a reader uses (msgspec's typed decoding, in C).
+
+The fast path is an optimisation only, never a second reading of odd answers: it takes a body
+only where the slow path would read the same values from it, and hands any other body back
+(``None``), to be decoded the slow way and read as before. A body must be ASCII (so it is
+valid UTF-8 with no raw surrogate, which msgspec does not check in the parts it skips, and
+not UTF-16 or UTF-32, which ``json`` detects and msgspec does not), nest at most
+MAX_FAST_DEPTH deep (so neither decoder nears Python's recursion limit: the two meet it at
+call sites a few frames apart, and a part kept as JSON text is decoded deeper still), and
+fit the types; ``json`` accepts what msgspec refuses (``NaN``, ``1e400``,
+a lone surrogate escape), so a body msgspec refuses is always left to ``json``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+#: How deep a body may nest for the fast path: far below the recursion limit (1000), and a
+#: body of at most twice as many bytes cannot nest deeper, so it is not even counted.
+MAX_FAST_DEPTH = 800
+
+#: A JSON scalar as sent: what the plain readers (exporter.values) are given either way.
+Scalar = bool | int | float | str | None
+
+
+def decode_json(body: bytes) -> Any:
+    """The body as ``json.loads`` reads it. An integer of more digits than Python converts
+    (``sys.get_int_max_str_digits()``, 4300) is valid JSON: the body is read again with such
+    integers as floats (infinite, so no reader takes them), rather than refusing the whole
+    answer for one field."""
+    try:
+        return json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise
+    except ValueError:  # an integer too long to convert (nothing else raises a plain one)
+        return json.loads(body, parse_int=_integer)
+
+
+def _integer(text: str) -> int | float:
+    """A JSON integer; past Python's conversion limit, its float (infinite)."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def fits_fast_path(body: bytes) -> bool:
+    """The body is ASCII and shallow enough for the fast path (see the module's docstring):
+    short, or with few brackets (counting them costs about a microsecond a kilobyte)."""
+    if not body.isascii():
+        return False
+    return len(body) <= 2 * MAX_FAST_DEPTH or (
+        body.count(b"[") + body.count(b"{") <= MAX_FAST_DEPTH
+    )
+
+
+class ChainStatusFields(msgspec.Struct, rename="camel", gc=False):
+    """What the readings use of a chain status (``GET /blockchains/{id}``), as sent: UNSET
+    where absent, a JSON scalar for each plain gauge and ``keyType``, ``blockchainPeers`` a
+    list of strings (only its length is read) or a scalar; the parts every node of a network
+    sends alike (council, vote sessions, consensus settings, features) stay JSON text, read
+    once a cycle for all the nodes that send the same (:meth:`Shared.part`). Any other shape
+    is not decoded here: the slow path reads it."""
+
+    block_height: Scalar | UnsetType = UNSET
+    last_message_time: Scalar | UnsetType = UNSET
+    pending_messages_count: Scalar | UnsetType = UNSET
+    delayed_messages_count: Scalar | UnsetType = UNSET
+    pending_transactions: Scalar | UnsetType = UNSET
+    syncing: Scalar | UnsetType = UNSET
+    is_in_council: Scalar | UnsetType = UNSET
+    is_voting: Scalar | UnsetType = UNSET
+    is_time_to_vote: Scalar | UnsetType = UNSET
+    key_type: Scalar | UnsetType = UNSET
+    blockchain_peers: list[str] | Scalar | UnsetType = UNSET
+    council_members: Raw | UnsetType = UNSET
+    vote_sessions: Raw | UnsetType = UNSET
+    consensus: Raw | UnsetType = UNSET
+    features: Raw | UnsetType = UNSET
+
+
+_CHAIN_STATUS = msgspec.json.Decoder(ChainStatusFields)
+
+
+def decode_chain_status(body: bytes) -> ChainStatusFields | None:
+    """The chain status's fields, or None when the body is not for the fast path (it may
+    still be valid JSON the slow path reads, or invalid JSON it refuses)."""
+    if not fits_fast_path(body):
+        return None
+    try:
+        return _CHAIN_STATUS.decode(body)
+    except msgspec.DecodeError:  # ValidationError too: a shape for the slow path
+        return None

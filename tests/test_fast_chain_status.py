@@ -1,0 +1,255 @@
+"""Issue 22's typed fast path for the chain status (exporter/model/answers.py): whatever a node
+answers, the fast path reads exactly what the slow one (``json`` and read_chain) reads, or
+hands the body back to it; parts sent alike by many nodes are read once a cycle, within
+their bounds, and forgotten with the cycle."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from exporter.bounds import Bounds
+from exporter.model import readings
+from exporter.model.answers import (
+    MAX_FAST_DEPTH,
+    ChainStatusFields,
+    decode_chain_status,
+    fits_fast_path,
+)
+from exporter.model.readings import MAX_PART_BYTES, MAX_PARTS, ChainReading, Shared, read_chain
+from exporter.poll.client import decode
+from exporter.poll.results import FetchError
+from tests.support import generation
+from tests.support.answers import ANY_JSON, answers, documents, encode
+from tests.support.documents import chain_doc
+
+SUPPRESSED = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
+#: Small bounds, so generated answers cross them (drops counted in the parts and outside).
+TIGHT = Bounds(
+    features_per_chain=2, label_value_length=12, vote_sessions_per_chain=1, leaders_per_chain=2
+)
+Outcome = tuple[str, Any]
+
+
+def slow(body: bytes, shared: Shared | None, bounds: Bounds) -> Outcome:
+    """What the poll read before the fast path: ``json`` (as the client decodes), read_chain."""
+    try:
+        return "read", read_chain(decode(body, "/blockchains/c"), shared, bounds)
+    except FetchError as error:
+        return "refused", error.reason
+    except ValueError as error:  # InvalidResponseError
+        return "invalid", type(error).__name__
+
+
+def fast(body: bytes, shared: Shared | None, bounds: Bounds) -> tuple[Outcome, bool]:
+    """What the poll reads now, and whether the fast path took the body."""
+    fields = decode_chain_status(body)
+    if fields is None:
+        return slow(body, shared, bounds), False
+    return ("read", read_chain(fields, shared, bounds)), True
+
+
+def assert_same(bodies: list[bytes], bounds: Bounds) -> int:
+    """Each body reads the same both ways, alone and one cycle after another (sharing the
+    parts); returns how many the fast path took."""
+    taken = 0
+    fast_shared, slow_shared = Shared(), Shared()
+    for body in bodies:
+        (alone, took), expected = fast(body, None, bounds), slow(body, None, bounds)
+        assert alone == expected, body
+        in_cycle, _ = fast(body, fast_shared, bounds)
+        assert in_cycle == slow(body, slow_shared, bounds) == expected, body
+        taken += took
+    return taken
+
+
+# --- generated answers ---------------------------------------------------------------------
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
+    st.sampled_from(["42", " 42", "-0", "1e3", "2s", "1m30s", "-1s", "2024-05-01T12:00:00Z"]),
+)
+PARTS = st.one_of(ANY_JSON, st.lists(st.text(max_size=16), max_size=4), SCALARS)
+FIELDS = (
+    "blockHeight",
+    "lastMessageTime",
+    "pendingMessagesCount",
+    "delayedMessagesCount",
+    "pendingTransactions",
+    "syncing",
+    "isInCouncil",
+    "isVoting",
+    "isTimeToVote",
+    "keyType",
+    "blockchainPeers",
+    "councilMembers",
+    "voteSessions",
+    "consensus",
+    "features",
+)
+
+
+@st.composite
+def statuses(draw: st.DrawFn) -> bytes:
+    """A chain status whose every field may be absent, a scalar of any type or a part of any
+    shape, written as Python's json writes it (ASCII or not); a key may come twice."""
+    document: dict[str, Any] = draw(st.sampled_from([{}, chain_doc(7)]))
+    document = dict(document)
+    for name in draw(st.lists(st.sampled_from(FIELDS), max_size=6)):
+        if draw(st.booleans()):
+            document.pop(name, None)
+        else:
+            document[name] = draw(PARTS if draw(st.booleans()) else SCALARS)
+    text = json.dumps(document, ensure_ascii=draw(st.booleans()))
+    if document and draw(st.integers(0, 5)) == 0:  # a key sent twice: the last one counts
+        name = draw(st.sampled_from(sorted(document)))
+        text = text[:-1] + ", " + json.dumps({name: draw(PARTS)})[1:]
+    return text.encode("utf-8", "surrogatepass")
+
+
+@hypothesis_settings(generation.settings(300), suppress_health_check=SUPPRESSED)
+@given(st.lists(statuses(), min_size=1, max_size=4), st.sampled_from([Bounds(), TIGHT]))
+def test_generated_chain_statuses_read_the_same_both_ways(
+    bodies: list[bytes], bounds: Bounds
+) -> None:
+    assert_same(bodies, bounds)
+
+
+@hypothesis_settings(generation.settings(300), suppress_health_check=SUPPRESSED)
+@given(st.lists(answers(documents("BlockchainStatus")), min_size=1, max_size=3))
+def test_the_suites_mutated_chain_statuses_read_the_same_both_ways(answers: list[Any]) -> None:
+    """The node-answer suites' answers (tests/support/answers.py): valid per the document,
+    and mutated the ways nodes go wrong (types, numbers, nesting, bytes, encodings)."""
+    assert_same([answer.body for answer in answers if answer.status == 200], TIGHT)
+
+
+def test_a_real_nodes_answers_take_the_fast_path() -> None:
+    """Not a vacuous equivalence: what real nodes send is read by the fast path."""
+    bodies = [json.dumps(chain_doc(height)).encode() for height in range(5)]
+    bodies.append(json.dumps(chain_doc(9, features={}, voteSessions={})).encode())
+    assert assert_same(bodies, Bounds()) == len(bodies)
+    assert assert_same(bodies, TIGHT) == len(bodies)
+
+
+# --- what is left to the slow path ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b"[1, 2]", "not an object"),
+        (b'{"blockHeight": NaN}', "json's NaN"),
+        (b'{"blockHeight": 1e400}', "infinite"),
+        (b'{"blockHeight": {"value": 1}}', "an object for a scalar"),
+        (b'{"keyType": "\\ud800"}', "a lone surrogate escape"),
+        (b'{"blockchainPeers": [1, 2]}', "peers not strings"),
+        (b'{"blockHeight": ' + b"1" * 5000 + b"}", "an integer past Python's conversion"),
+        ('{"keyType": "é"}'.encode(), "not ASCII"),
+        (b'{"keyType": "\xff"}', "invalid UTF-8"),
+        (b'{"features": {"a": "\xed\xa0\x80"}}', "a raw surrogate in a part"),
+        (b"\xef\xbb\xbf" + json.dumps(chain_doc(1)).encode(), "a BOM"),
+        (json.dumps(chain_doc(1)).encode("utf-16-le"), "UTF-16"),
+        (b'{"blockHeight": 1} x', "trailing garbage"),
+        (b'{"blockHeight": 1', "truncated"),
+    ],
+)
+def test_bodies_the_fast_path_leaves_to_json(body: bytes, why: str) -> None:
+    assert decode_chain_status(body) is None, why
+    assert assert_same([body], Bounds()) == 0
+
+
+def test_an_integer_too_long_for_python_in_a_part_reads_as_json_reads_it() -> None:
+    body = b'{"consensus": {"minMembers": ' + b"9" * 5000 + b', "txKarmaThreshold": 3}}'
+    assert decode_chain_status(body) is not None  # the part is text until read
+    assert assert_same([body], Bounds()) == 1
+
+
+def nested(depth: int) -> bytes:
+    """A chain status with a field nested ``depth`` deep, past the length counted unseen."""
+    padding = " " * (2 * MAX_FAST_DEPTH)
+    return b'{"blockHeight": 5, "deep": %s%s%s}' % (
+        b"[" * depth,
+        padding.encode(),
+        b"]" * depth,
+    )
+
+
+def test_nesting_is_counted_in_long_bodies_only_and_deep_ones_go_to_json() -> None:
+    assert fits_fast_path(b"[" * MAX_FAST_DEPTH + b"]" * MAX_FAST_DEPTH)  # short: not counted
+    assert fits_fast_path(nested(MAX_FAST_DEPTH - 1))
+    assert not fits_fast_path(nested(MAX_FAST_DEPTH + 1))
+    assert not fits_fast_path(nested(5000))
+    assert assert_same([nested(MAX_FAST_DEPTH - 1), nested(5000)], Bounds()) == 1
+
+
+# --- the parts read once a cycle -----------------------------------------------------------
+
+
+def test_nodes_sending_the_same_parts_share_one_reading_of_them() -> None:
+    shared = Shared()
+    first, second = (
+        read_chain(decode_chain_status(json.dumps(chain_doc(h)).encode()), shared) for h in (10, 11)
+    )
+    assert first.council is second.council and first.features is second.features
+    assert first.sessions is second.sessions and first.consensus_view is second.consensus_view
+    assert first.height == 10.0 and second.height == 11.0  # the node's own values stay its own
+
+
+def test_parts_kept_are_bounded_in_size_and_number_and_forgotten_each_cycle() -> None:
+    shared = Shared()
+    calls: list[int] = []
+
+    def reader(n: int) -> Any:
+        def read() -> int:
+            calls.append(n)
+            return n
+
+        return read
+
+    big = b"[" + b'"k",' * MAX_PART_BYTES + b'"k"]'
+    assert shared.part("council", big, reader(1)) == shared.part("council", big, reader(1)) == 1
+    assert calls == [1, 1]  # over MAX_PART_BYTES: read each time, never kept
+    for n in range(MAX_PARTS + 5):
+        shared.part("council", str(n).encode(), reader(n))
+    calls.clear()
+    shared.part("council", b"3", reader(3))
+    shared.part("council", str(MAX_PARTS + 2).encode(), reader(MAX_PARTS + 2))
+    assert calls == [MAX_PARTS + 2]  # the first MAX_PARTS kept, the rest read each time
+    shared.part("sessions", b"3", reader(-3))
+    assert calls == [MAX_PARTS + 2, -3]  # kept per kind of part
+    shared.clear()
+    shared.part("council", b"3", reader(3))
+    assert calls[-1] == 3  # a new cycle reads afresh
+
+
+def test_the_same_text_as_a_different_part_or_key_type_is_read_apart() -> None:
+    one = json.dumps(chain_doc(1, keyType=True)).encode()
+    other = json.dumps(chain_doc(1, keyType=1)).encode()
+    shared = Shared()
+    views = [read_chain(decode_chain_status(body), shared).consensus_view for body in (one, other)]
+    assert views == [read_chain(json.loads(body)).consensus_view for body in (one, other)]
+    assert views[0] != views[1]  # true and 1 are equal in Python, not in the digest
+
+
+def test_the_fields_decoded_hold_only_what_the_readings_use() -> None:
+    fields = decode_chain_status(json.dumps(chain_doc(3, extra={"x": [1, 2, 3]})).encode())
+    assert isinstance(fields, ChainStatusFields)
+    assert not hasattr(fields, "extra")
+    assert isinstance(read_chain(fields), ChainReading)
+    assert readings.read_chain(fields) == read_chain(json.loads(json.dumps(chain_doc(3))))
+
+
+def test_encode_of_the_suites_is_what_the_fast_path_meets() -> None:
+    """The suites write bodies with tests.support.answers.encode: one round trip through it."""
+    body = encode(chain_doc(4))
+    assert decode_chain_status(body) is not None
+    assert assert_same([body], Bounds()) == 1
