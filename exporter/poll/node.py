@@ -182,7 +182,8 @@ class NodePoll:
             if error is not None:
                 raise error
             health = read_health(document, self._bounds, self._shared)
-            chains = self.node.blockchains or health.blockchain_ids[: self._max_chains]
+            listed = self.node.blockchains or health.blockchain_ids[: self._max_chains]
+            chains = tuple(dict.fromkeys(listed))  # a chain listed twice is asked once
             watch = self._watch.plan(health.blockchain_ids)
         except Exception as failure:
             self.health_failed(as_fetch_error(failure, "/health"))
