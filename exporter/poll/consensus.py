@@ -40,6 +40,7 @@ class ChainConsensus:
         "council",
         "council_changes",
         "failures",
+        "leader_counts",
         "paired",
         "recent",
         "required",
@@ -56,15 +57,21 @@ class ChainConsensus:
         self.failures: dict[str, int] = {}  # leader key -> failed rounds (only keys with one)
         self.recent: dict[str, tuple[float, ...]] = {}  # leader key -> its recent failures
         self.required: tuple[float, float] | None = None  # last consensusRequired, when
+        self.leader_counts = LeaderCounts()  # the last cycle's, kept while it holds
 
     def follow(
         self, reading: ChainReading, now: float, leader_limit: int
     ) -> tuple[ConsensusStatus, int]:
         """Fold one successful read in at ``now``; the chain's status, and how many leader
         keys had no room under ``leader_limit``."""
-        self._forget_old_failures(now)
-        dropped = self._count_rises(reading, now, leader_limit)
-        self.sessions = {s.session_id: (self._first_seen(s, now), s) for s in reading.sessions}
+        if self.recent:  # the usual case: no leader failed lately
+            self._forget_old_failures(now)
+        dropped = self._count_rises(reading, now, leader_limit) if self.paired else 0
+        before = self.sessions
+        self.sessions = {
+            s.session_id: (now if (seen := before.get(s.session_id)) is None else seen[0], s)
+            for s in reading.sessions
+        }
         self.paired = True
         if reading.council is not None:
             if self.council is not None and reading.council != self.council:
@@ -74,7 +81,7 @@ class ChainConsensus:
         if required is not None:
             self.required = (required, now)
         dropped += self._trim(reading.leaders, leader_limit)
-        oldest = min((at for at, _ in self.sessions.values()), default=None)
+        oldest = min([at for at, _ in self.sessions.values()], default=None)
         return (
             ConsensusStatus(
                 session_age=None if oldest is None else max(0.0, now - oldest),
@@ -96,14 +103,8 @@ class ChainConsensus:
         """Each open session's first sighting, for the state file."""
         return {sid: at for sid, (at, _) in self.sessions.items()}
 
-    def _first_seen(self, session: VoteSession, now: float) -> float:
-        seen = self.sessions.get(session.session_id)
-        return now if seen is None else seen[0]
-
     def _forget_old_failures(self, now: float) -> None:
         """Keep only the failures of the last RECENT_FAILURE_SECONDS."""
-        if not self.recent:  # the usual case: no leader failed lately
-            return
         since = now - RECENT_FAILURE_SECONDS
         for leader, times in list(self.recent.items()):
             kept = tuple(at for at in times if at > since)
@@ -116,8 +117,6 @@ class ChainConsensus:
         """Add each session's rise in round since the last read (a fall, a session seen once
         or a round not read adds nothing) to the rounds and to the leader it had then."""
         dropped = 0
-        if not self.paired:
-            return dropped
         for session in reading.sessions:
             seen = self.sessions.get(session.session_id)
             before = seen[1] if seen is not None else None
@@ -159,9 +158,13 @@ class ChainConsensus:
         return max(0, surplus)
 
     def _leader_counts(self, council: tuple[str, ...]) -> LeaderCounts:
-        """The council's keys (by name, at 0 until a failure), then the other leaders."""
+        """The council's keys (by name, at 0 until a failure), then the other leaders; the
+        last cycle's object while no leader failed and the council's keys are the same (a
+        tuple of the same interned keys compares at C speed: cheaper than a new object)."""
         if not self.failures:  # no array of zeros per chain and cycle
-            return LeaderCounts(council)
+            if self.leader_counts.leaders != council or self.leader_counts.counts:
+                self.leader_counts = LeaderCounts(council)
+            return self.leader_counts
         others = sorted(key for key in self.failures if key not in council)
         keys = council + tuple(others) if others else council
         counts = array("Q", (self.failures.get(key, 0) for key in keys))

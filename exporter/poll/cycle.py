@@ -182,18 +182,32 @@ class Poller:
         self._checkpoints = {
             c.blockchain: c.next_checkpoint for c in view.chains if c.next_checkpoint is not None
         }
-        self._block_heights = {
-            node.name: {
-                chain.blockchain: self._checkpoints[chain.blockchain]
-                for chain in node.chains
-                if chain.blockchain in self._checkpoints
-                and chain.reading is not None
-                and chain.reading.height is not None
-                and chain.reading.height >= self._checkpoints[chain.blockchain]
-            }
-            for node in nodes
-        }
+        self._block_heights = self._plan_blocks(nodes)
         return view
+
+    def _plan_blocks(self, nodes: Sequence[NodeStatus]) -> dict[str, dict[str, int]]:
+        """Per node, the checkpoint of each chain it has reached (its block is asked for next
+        cycle). Nodes that reached the same chains share one plan (read only): nearly all do,
+        so a cycle makes a few dicts, not one a node."""
+        checkpoints = self._checkpoints
+        plans: dict[tuple[str, ...], dict[str, int]] = {}
+        planned = {}
+        for node in nodes:
+            reached = tuple(
+                [
+                    chain.blockchain
+                    for chain in node.chains
+                    if (checkpoint := checkpoints.get(chain.blockchain)) is not None
+                    and chain.reading is not None
+                    and (height := chain.reading.height) is not None
+                    and height >= checkpoint
+                ]
+            )
+            plan = plans.get(reached)
+            if plan is None:
+                plan = plans[reached] = {chain: checkpoints[chain] for chain in reached}
+            planned[node.name] = plan
+        return planned
 
     def run_cycle(self) -> Snapshot:
         """Poll every node once, fold the results into the history, and return the snapshot."""

@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from exporter.bounds import DEFAULT_BOUNDS, SETTINGS, Bounds, DropKind, Dropped
+from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, SETTINGS, Bounds, DropKind, Dropped
 from exporter.model.readings import HealthReading
 from exporter.model.snapshot import ChainStatus, ConsensusStatus, ErrorCounts, NodeStatus
 from exporter.model.watch import ContractReading, WalletReading
@@ -85,7 +85,8 @@ class _ErrorCounter:
 
     def add(self, endpoint: str, error: FetchError | None) -> None:
         """Count ``error`` (if any) of a request to ``endpoint``."""
-        self.start(endpoint)
+        if endpoint not in self.layout.endpoints:
+            self.start(endpoint)
         if error is not None:
             self.counts[self.layout.index[(endpoint, error.reason.value)]] += 1
             self.last = None
@@ -183,7 +184,8 @@ class History:
         memory.errors.add("health", result.error)
         if result.error is None:
             memory.last_success = now
-        _count_watch(memory, result.watch)
+        if result.watch:
+            _count_watch(memory, result.watch)
         memory.up = _log_change(memory.up, result.error, f"node {name}", name)
         if result.health is not None:
             _note_listing(memory, name, result.health, result.unpolled_chains)
@@ -218,8 +220,11 @@ def _first_sightings(memory: _NodeMemory, chain: str) -> dict[str, float]:
 
 def _forget_unpolled(memory: _NodeMemory, polled: set[str]) -> None:
     """Forget the chains the node's listing no longer has (the chain list is known)."""
-    kept = (*memory.heights, *memory.chains_up, *memory.consensus)
-    if any(chain not in polled for chain in kept):
+    if not (
+        memory.heights.keys() <= polled
+        and memory.chains_up.keys() <= polled
+        and memory.consensus.keys() <= polled
+    ):
         memory.heights = {k: v for k, v in memory.heights.items() if k in polled}
         memory.chains_up = {k: v for k, v in memory.chains_up.items() if k in polled}
         memory.consensus = {k: v for k, v in memory.consensus.items() if k in polled}
@@ -273,14 +278,13 @@ def _chain_status(
         memory.errors.add("block", chain.block_error)
     if chain.requested:
         memory.errors.add("blockchain", chain.error)
-        memory.chains_up[chain.blockchain] = _log_change(
-            memory.chains_up.get(chain.blockchain),
-            chain.error,
-            f"chain {chain.blockchain} of node {node}",
-            node,
-        )
+        before = memory.chains_up.get(chain.blockchain)
+        if before is not (chain.error is None):  # logged and noted on a change only
+            memory.chains_up[chain.blockchain] = _log_change(
+                before, chain.error, f"chain {chain.blockchain} of node {node}", node
+            )
     syncing_since = _note_syncing(memory, chain, now)
-    height = chain.reading.height if chain.reading else None
+    height = chain.reading.height if chain.reading is not None else None
     if height is None:
         error = describe(chain.error)
         return ChainStatus(
@@ -344,9 +348,11 @@ def _cycle_drops(result: NodeResult, leader_drops: int = 0) -> tuple[int, ...]:
     """The values of an up node's answers this cycle left out for a bound, per DropKind;
     ``leader_drops`` the leaders whose failed rounds found no series left under the bound."""
     found: list[Dropped] = []
-    if result.health is not None and result.health.dropped:
+    if result.health is not None and _any_dropped(result.health.dropped):
         found.append(result.health.dropped)
-    found += [c.reading.dropped for c in result.chains if c.reading and c.reading.dropped]
+    found += [
+        c.reading.dropped for c in result.chains if c.reading and _any_dropped(c.reading.dropped)
+    ]
     for watched in result.watch:
         if isinstance(watched.reading, ContractReading | WalletReading) and watched.reading.dropped:
             found.append(watched.reading.dropped)
@@ -362,9 +368,17 @@ def _cycle_drops(result: NodeResult, leader_drops: int = 0) -> tuple[int, ...]:
     )
 
 
+def _any_dropped(dropped: Dropped) -> bool:
+    """``dropped`` counts something; the one NOTHING_DROPPED of nearly every answer is known
+    without asking (``Dropped.__bool__`` is a Python call, six a node and cycle)."""
+    return dropped is not NOTHING_DROPPED and bool(dropped)
+
+
 def _note_dropped(memory: _NodeMemory, node: str, drops: tuple[int, ...]) -> None:
     """Add this cycle's ``drops`` to the node's counts, and log once per kind when the node
     starts or stops exceeding its bound (blockchains: see _log_capped)."""
+    if drops is _NO_DROPS and not memory.exceeding:  # the usual case: nothing to note
+        return
     if drops is not _NO_DROPS:
         memory.dropped = tuple(map(sum, zip(memory.dropped, drops, strict=True)))
     for bit, (kind, count) in enumerate(zip(DropKind, drops, strict=True)):
