@@ -84,30 +84,7 @@ class ChainStatusFields(msgspec.Struct, rename="camel", gc=False):
     features: Raw | UnsetType = UNSET
 
 
-class NetworkFields(msgspec.Struct, rename="camel", gc=False):
-    """What the health reading uses of ``/health``'s ``network`` object, as sent (UNSET where
-    absent): ``networkPeers`` a list of strings or a scalar; any other shape is the slow
-    path's."""
-
-    peer_count: Scalar | UnsetType = UNSET
-    peer_id: Scalar | UnsetType = UNSET
-    network_peers: list[str] | Scalar | UnsetType = UNSET
-
-
-class HealthFields(msgspec.Struct, rename="camel", gc=False):
-    """What the health reading uses of ``GET /health``, as sent (UNSET where absent):
-    ``network`` its fields or a scalar (read as no network), ``blockchains`` a list of
-    strings or a scalar. A list or an object of another shape is left to the slow path."""
-
-    node_version: Scalar | UnsetType = UNSET
-    node_id: Scalar | UnsetType = UNSET
-    peer_id: Scalar | UnsetType = UNSET
-    network: NetworkFields | Scalar | UnsetType = UNSET
-    blockchains: list[str] | Scalar | UnsetType = UNSET
-
-
 _CHAIN_STATUS = msgspec.json.Decoder(ChainStatusFields)
-_HEALTH = msgspec.json.Decoder(HealthFields)
 
 
 def decode_chain_status(body: bytes) -> ChainStatusFields | None:
@@ -117,16 +94,5 @@ def decode_chain_status(body: bytes) -> ChainStatusFields | None:
         return None
     try:
         return _CHAIN_STATUS.decode(body)
-    except msgspec.DecodeError:  # ValidationError too: a shape for the slow path
-        return None
-
-
-def decode_health(body: bytes) -> HealthFields | None:
-    """The ``/health`` answer's fields, or None when the body is not for the fast path (as
-    :func:`decode_chain_status`)."""
-    if not fits_fast_path(body):
-        return None
-    try:
-        return _HEALTH.decode(body)
     except msgspec.DecodeError:  # ValidationError too: a shape for the slow path
         return None

@@ -13,17 +13,12 @@ import sys
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from msgspec import UNSET, Raw
 
 from exporter.bounds import DEFAULT_BOUNDS, MAX_TEXT_CHARS, NOTHING_DROPPED, Bounds, Dropped
-from exporter.model.answers import (
-    ChainStatusFields,
-    HealthFields,
-    NetworkFields,
-    decode_json,
-)
+from exporter.model.answers import ChainStatusFields, decode_json
 from exporter.model.consensus import (
     NO_SESSIONS,
     SessionsRead,
@@ -170,14 +165,6 @@ class Shared:
         kept = self._kept.setdefault(value, value)
         return kept  # type: ignore[return-value]  # equal values have the same type here
 
-    def texts(self, texts: frozenset[str]) -> frozenset[str]:
-        """The copy kept of the set ``texts``, each text in it kept once too (peer ids repeat
-        across nodes' sets); a set kept already is found without looking at its texts."""
-        kept = self._kept.get(texts)
-        if kept is None:
-            kept = self(frozenset(map(self, texts)))
-        return kept  # type: ignore[return-value]  # an equal set of texts
-
     def made(self, key: Hashable, make: Callable[[], Kept]) -> Kept:
         """The value ``make`` gave for ``key`` earlier this cycle, else ``make()`` (kept).
         Two threads may both make it; equal keys make equal values, so either is right."""
@@ -308,99 +295,35 @@ def read_health(
     """Interpret a ``/health`` answer; raises InvalidResponseError unless it is a JSON object
     holding at least one of HEALTH_FIELDS (not null). Label values (and chain ids) over
     ``bounds.label_value_length`` are dropped and counted. With ``shared``, the ids and peer
-    sets equal to another node's this cycle are kept once (peer ids repeat across nodes).
-    ``body`` may also be the fields the fast path decoded (:func:`decode_health`): read the
-    same."""
-    if type(body) is HealthFields:
-        return _read_health_fields(body, bounds, shared)
+    sets equal to another node's this cycle are kept once (peer ids repeat across nodes)."""
     if not isinstance(body, dict):
         raise InvalidResponseError(f"/health answered a JSON {type(body).__name__}, not an object")
     if all(body.get(field) is None for field in HEALTH_FIELDS):
-        raise _NotANodeError()
-    network = body.get("network")
-    network = network if isinstance(network, dict) else {}
-    sent = _HealthSent(
-        body.get("nodeVersion"),
-        body.get("nodeId"),
-        network.get("peerId"),
-        body.get("peerId"),
-        network.get("peerCount"),
-        network.get("networkPeers"),
-        body.get("blockchains"),
-    )
-    return _health_reading(sent, bounds, shared)
-
-
-class _NotANodeError(InvalidResponseError):
-    """A /health answer with none of HEALTH_FIELDS."""
-
-    def __init__(self) -> None:
-        super().__init__(
+        raise InvalidResponseError(
             "the node's URL answered /health with JSON that is not a ledger node's health "
             f"(none of {', '.join(HEALTH_FIELDS)}): check the node's url in the config"
         )
-
-
-class _HealthSent(NamedTuple):
-    """The values of a /health answer the reading uses, as sent (None where absent)."""
-
-    node_version: Any
-    node_id: Any
-    peer_id: Any  # network.peerId
-    top_peer_id: Any  # peerId beside network, read when network.peerId is not
-    peer_count: Any
-    network_peers: Any
-    blockchains: Any
-
-
-def _read_health_fields(
-    fields: HealthFields, bounds: Bounds, shared: Shared | None
-) -> HealthReading:
-    """read_health of a decoded /health answer: its values, absent (UNSET) ones as None."""
-    named = (fields.node_version, fields.node_id, fields.network, fields.blockchains)
-    if all(value is None or value is UNSET for value in named):
-        raise _NotANodeError()
-    network = fields.network if type(fields.network) is NetworkFields else _NO_NETWORK
-    sent = _HealthSent._make(
-        [
-            None if value is UNSET else value
-            for value in (
-                fields.node_version,
-                fields.node_id,
-                network.peer_id,
-                fields.peer_id,
-                network.peer_count,
-                network.network_peers,
-                fields.blockchains,
-            )
-        ]
-    )
-    return _health_reading(sent, bounds, shared)
-
-
-_NO_NETWORK = NetworkFields()
-
-
-def _health_reading(sent: _HealthSent, bounds: Bounds, shared: Shared | None) -> HealthReading:
-    """The reading of a /health answer's values (by either path)."""
+    network = body.get("network")
+    network = network if isinstance(network, dict) else {}
+    chains = body.get("blockchains")
     labels = LabelTexts(bounds.label_value_length)
-    chain_ids, unreadable = _chain_ids(sent.blockchains, labels)
-    node_version, node_id = labels(sent.node_version), labels(sent.node_id)
-    peer_id = labels(sent.peer_id) or labels(sent.top_peer_id)
-    node_key = node_id or read_text(sent.node_id) or None
-    peers = _text_set(sent.network_peers) or frozenset()
+    chain_ids, unreadable = _chain_ids(chains, labels)
+    node_version, node_id = labels(body.get("nodeVersion")), labels(body.get("nodeId"))
+    peer_id = labels(network.get("peerId")) or labels(body.get("peerId"))
+    node_key = node_id or read_text(body.get("nodeId")) or None
+    peers = _text_set(network.get("networkPeers")) or frozenset()
     if shared is not None:
-        node_version, node_id, peer_id, node_key = [
+        node_version, node_id, peer_id, node_key = (
             None if text is None else shared(text)
             for text in (node_version, node_id, peer_id, node_key)
-        ]
-        peers = shared.texts(peers) if peers else peers
+        )
+        peers = shared(frozenset(map(shared, peers))) if peers else peers
     return HealthReading(
         node_version=node_version,
         node_id=node_id,
         peer_id=peer_id,
-        peer_count=read_count(sent.peer_count),
-        blockchain_count=_list_length(sent.blockchains),
+        peer_count=read_count(network.get("peerCount")),
+        blockchain_count=_list_length(chains),
         blockchain_ids=chain_ids,
         network_peers=peers,
         unreadable_chain_ids=unreadable,

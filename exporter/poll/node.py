@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.config.nodes import NodeConfig
 from exporter.config.watch import WatchConfig
-from exporter.model.answers import decode_chain_status, decode_health
+from exporter.model.answers import decode_chain_status
 from exporter.model.readings import (
     HealthReading,
     Shared,
@@ -174,7 +174,7 @@ class NodePoll:
         self._started, self._deadline = started, deadline
         share = (deadline - started) * READ_BUDGET_SHARE
         self._budget = ReadBudget(max(MIN_READ_BUDGET_SECONDS, share))
-        self._ask(["health"], _HealthAnswer(self), fast=decode_health)
+        self._ask(["health"], _HealthAnswer(self))
 
     def health_answered(self, document: Any, error: FetchError | None) -> None:
         """Read /health, then send the chain, block and watch requests it calls for."""
