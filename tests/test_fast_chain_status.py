@@ -253,3 +253,18 @@ def test_encode_of_the_suites_is_what_the_fast_path_meets() -> None:
     body = encode(chain_doc(4))
     assert decode_chain_status(body) is not None
     assert assert_same([body], Bounds()) == 1
+
+
+def test_parts_read_under_other_bounds_are_not_reused() -> None:
+    """A poll still out from before a reload (the hung-node guard keeps it) reads its answers
+    with the old config's bounds into the same Shared as the new cycle's polls: a part it
+    read must not stand for the new bounds' reading of the same text (a label value over the
+    new length, more features or leaders than the new caps, drops counted wrongly)."""
+    body = json.dumps(chain_doc(7, councilMembers=["k" * 20, "m" * 20, "n1", "n2"])).encode()
+    fields = decode_chain_status(body)
+    assert fields is not None
+    shared = Shared()
+    for old, new in ((Bounds(), TIGHT), (TIGHT, Bounds())):
+        shared.clear()
+        assert read_chain(fields, shared, old) == slow(body, None, old)[1]
+        assert read_chain(fields, shared, new) == slow(body, None, new)[1]
