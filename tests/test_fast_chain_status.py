@@ -6,6 +6,7 @@ their bounds, and forgotten with the cycle."""
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
@@ -253,3 +254,123 @@ def test_encode_of_the_suites_is_what_the_fast_path_meets() -> None:
     body = encode(chain_doc(4))
     assert decode_chain_status(body) is not None
     assert assert_same([body], Bounds()) == 1
+
+
+def test_parts_read_under_other_bounds_are_not_reused() -> None:
+    """A poll still out from before a reload (the hung-node guard keeps it) reads its answers
+    with the old config's bounds into the same Shared as the new cycle's polls: a part it
+    read must not stand for the new bounds' reading of the same text (a label value over the
+    new length, more features or leaders than the new caps, drops counted wrongly)."""
+    body = json.dumps(chain_doc(7, councilMembers=["k" * 20, "m" * 20, "n1", "n2"])).encode()
+    fields = decode_chain_status(body)
+    assert fields is not None
+    shared = Shared()
+    for old, new in ((Bounds(), TIGHT), (TIGHT, Bounds())):
+        shared.clear()
+        assert read_chain(fields, shared, old) == slow(body, None, old)[1]
+        assert read_chain(fields, shared, new) == slow(body, None, new)[1]
+
+
+# --- the same answer spelled another way ---------------------------------------------------
+
+
+def spelled(value: Any, chance: random.Random) -> str:
+    """``value`` as JSON text spelled any way a JSON writer may: whitespace between tokens,
+    characters of keys and strings escaped (``\\u0041``, ``\\/``), integers written as
+    floats or with an exponent, ``-0``; in an object, now and then a key sent twice with
+    another value first (the last one counts)."""
+    space = chance.choice(["", " ", "\n", "\t", "\r\n  "])
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int):
+        forms = [str(value), f"{value}.0", f"{value}e0", f"{value}0e-1", f"{value}E+0"]
+        return chance.choice(forms + (["-0", "-0.0"] if value == 0 else []))
+    if isinstance(value, float):
+        return chance.choice([repr(value), f"{value:.17g}", f"{value:.17e}"])
+    if isinstance(value, str):
+        return '"' + "".join(chance.choice(_spellings(char)) for char in value) + '"'
+    if isinstance(value, list):
+        items = [spelled(item, chance) for item in value]
+        return "[" + space + f",{space}".join(items) + space + "]"
+    members = [(spelled(key, chance), spelled(item, chance)) for key, item in value.items()]
+    if members and chance.randrange(5) == 0:
+        members.insert(0, (members[-1][0], chance.choice(["null", "{}", "[1]", '"x"', "7"])))
+    return "{" + ",".join(f"{space}{key}{space}:{space}{item}" for key, item in members) + "}"
+
+
+def _spellings(char: str) -> list[str]:
+    """How a JSON string may carry ``char``."""
+    escaped = json.dumps(char)[1:-1]
+    forms = [escaped, *(f"\\u{ord(char):04x}" for _ in range(ord(char) <= 0xFFFF))]
+    return forms + ["\\/"] * (char == "/")
+
+
+SPELLED_PARTS = st.one_of(
+    SCALARS,
+    st.lists(st.sampled_from(["k1", "k2", "k/3", 'k"4', "x" * 20]), max_size=4),
+    st.dictionaries(
+        st.sampled_from(["consensusType", "minMembers", "a/b", "round", "enableX"]),
+        st.one_of(SCALARS, st.just({"round": 2, "sessionId": "s"})),
+        max_size=4,
+    ),
+)
+
+
+@st.composite
+def spelled_statuses(draw: st.DrawFn) -> bytes:
+    """A chain status with fields of any shape, spelled as a seed of the draw says."""
+    document = dict(chain_doc(draw(st.integers(0, 9))))
+    for name in draw(st.lists(st.sampled_from(FIELDS), max_size=4)):
+        document[name] = draw(SPELLED_PARTS)
+    return spelled(document, random.Random(draw(st.integers(0, 2**32)))).encode()
+
+
+@hypothesis_settings(generation.settings(300), suppress_health_check=SUPPRESSED)
+@given(st.lists(spelled_statuses(), min_size=1, max_size=4), st.sampled_from([Bounds(), TIGHT]))
+def test_chain_statuses_spelled_any_way_read_the_same_both_ways(
+    bodies: list[bytes], bounds: Bounds
+) -> None:
+    assert_same(bodies, bounds)
+
+
+BIG = "9" * 4300  # the most digits Python converts; one more and json reads a float
+
+
+@pytest.mark.parametrize(
+    ("body", "taken"),
+    [
+        (b'{"block\\u0048eight": 5, "key\\u0054ype": "a\\/b"}', True),  # escaped keys
+        (b'{"consensus": 1, "consensus": {"minMembers": 3}}', True),  # the last one counts
+        (b'{"blockHeight": {}, "blockHeight": 3}', False),  # a wrong type first: json's
+        (b'{"blockHeight": -0, "pendingMessagesCount": -0.0, "keyType": -0}', True),
+        (b'{"blockHeight": 1e-400, "keyType": 2.4703282292062328e-324}', True),  # underflow
+        (b'{"blockHeight": 9007199254740993, "keyType": 1.7976931348623157e308}', True),
+        (b'{"keyType": 1.7976931348623159e308}', False),  # rounds to infinity
+        (b'{"keyType": %s, "consensus": {}}' % BIG.encode(), True),
+        (b'{"keyType": %s9, "consensus": {}}' % BIG.encode(), False),
+        (b'{"keyType": -%s, "consensus": {}}' % BIG.encode(), False),
+        (b'{"keyType": "\\ud83d\\ude00", "consensus": {"consensusType": "\\u00e9"}}', True),
+        (b'\r\n {"blockHeight": 1}\t\n', True),
+        (b'{"features": {"b": true, "a": false}, "councilMembers": ["k2", "k1"]}', True),
+    ],
+)
+def test_answers_json_reads_alike_whatever_their_spelling(body: bytes, taken: bool) -> None:
+    assert (decode_chain_status(body) is not None) == taken
+    assert assert_same([body], Bounds()) == taken
+    assert assert_same([body], TIGHT) == taken
+
+
+def test_parts_spelled_differently_are_read_apart_into_the_same_reading() -> None:
+    """Whitespace and key order make other texts of the same part: each is read (and kept)
+    on its own, and every reading is the same."""
+    spellings = [
+        b'{"features": {"a": true, "b": false}, "councilMembers": ["k1", "k2"]}',
+        b'{"features":{"b":false,"a":true},"councilMembers":["k2","k1"]}',
+        b'{"features": {"\\u0061": true, "b": false}, "councilMembers": ["k1","k2","k1"]}',
+    ]
+    shared = Shared()
+    readings = [read_chain(decode_chain_status(body), shared) for body in spellings]
+    assert readings[0].features == readings[1].features == readings[2].features
+    assert readings[0].council == readings[1].council == readings[2].council
+    assert readings[0].features is readings[1].features  # kept once (Shared), read apart
+    assert assert_same(spellings, Bounds()) == len(spellings)

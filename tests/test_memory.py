@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import gc
 import logging
 import platform
 import subprocess
@@ -15,6 +16,13 @@ from exporter.app import Exporter
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.memory import Allocator
+from exporter.poll.cycle import Poller
+from exporter.poll.engine import Response
+from exporter.poll.node import NodePoll
+from exporter.poll.results import FetchError
+from tests.support.documents import CONTRACT, WALLET, WATCH, serve_watched
+from tests.support.fakenode import FakeNodes
+from tests.support.ports import closed_port_url
 from tests.support.waiting import wait_until
 
 ON_GLIBC = platform.libc_ver()[0] == "glibc"
@@ -134,3 +142,40 @@ def test_the_collector_runs_less_often_and_still_frees_cycles() -> None:
     threshold is raised and start-up's objects frozen, and cyclic garbage is still freed
     by the collector without an explicit collect."""
     subprocess.run([sys.executable, "-c", COLLECTOR_CHECK], check=True, timeout=120)
+
+
+def test_failed_requests_leave_nothing_for_the_cyclic_collector(fake_nodes: FakeNodes) -> None:
+    """tune_collector runs the cyclic GC seldom (a full collection every few dozen cycles),
+    so a failed request must leave no reference cycle: one through its error's traceback
+    keeps the poll, its frames and the refused body (up to max_response_bytes) alive until
+    then, and a node answering megabytes of junk grew the exporter by that much a cycle."""
+    bad = fake_nodes.start()
+    serve_watched(bad, ["c1", "c2", "c3", "c4"])
+    bad.set("/blockchains/c1", b"<html>" + b"x" * 100_000)  # not JSON
+    bad.set("/blockchains/c2", {}, status=500)
+    bad.set("/blockchains/c3", [1, 2])  # JSON, not a chain status
+    bad.set(CONTRACT, {}, status=500)
+    bad.set(WALLET, b"{")
+    refusing = fake_nodes.start()
+    refusing.set("/health", {}, status=503)
+    nodes = (
+        NodeConfig("bad", bad.url),
+        NodeConfig("refusing", refusing.url),
+        NodeConfig("dead", closed_port_url()),
+    )
+    poller = Poller(Config(nodes=nodes, scrape_timeout=5.0, watch=WATCH), lambda _: None)
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds is kept in gc.garbage to look at
+    try:
+        snapshots = [poller.run_cycle() for _ in range(2)]
+        poller.stop()
+        gc.collect()
+        left = [o for o in gc.garbage if isinstance(o, FetchError | NodePoll | Response)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    errors = {(e, r) for e, r, count in snapshots[-1].nodes[0].error_counts if count}
+    assert {("blockchain", "invalid_json"), ("blockchain", "http_status")} <= errors  # failed
+    assert left == []

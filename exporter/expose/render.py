@@ -110,13 +110,16 @@ class Renderer:
         with self._lock:
             nodes = self._node_labels(snapshot.nodes)
             render = _Render(snapshot, nodes, self._templates, values or {}, self._build_labels)
-            for spec in families:
-                started = False
-                for chunk in sample_chunks(spec.name, render.series(spec)):
-                    if not started:
-                        sink.family(spec)
-                        started = True
-                    sink.lines(chunk)
+            try:
+                for spec in families:
+                    started = False
+                    for chunk in sample_chunks(spec.name, render.series(spec)):
+                        if not started:
+                            sink.family(spec)
+                            started = True
+                        sink.lines(chunk)
+            finally:
+                render.close()
             for node in snapshot.nodes:
                 self._nodes[node.name].forget_chains_beyond(node)
 
@@ -247,6 +250,11 @@ class _Render:
             m.NETWORK_PEER_PARTITIONS: lambda: (("", snapshot.network.partitions),),
             m.NODE_POLLED_PEERS: self._polled_peers,
         }
+
+    def close(self) -> None:
+        """Forget the families: their functions refer back to this render, a reference cycle
+        that would keep the snapshot alive until the cyclic GC's rare full collection."""
+        self._families.clear()
 
     def series(self, spec: MetricSpec) -> Series:
         """The family's series: node by node in snapshot order, each node's chains in order."""

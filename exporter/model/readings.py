@@ -158,7 +158,7 @@ class Shared:
 
     def __init__(self) -> None:
         self._kept: dict[Hashable, Hashable] = {}
-        self._parts: dict[tuple[str, bytes], object] = {}
+        self._parts: dict[tuple[Hashable, bytes], object] = {}
 
     def __call__(self, value: Kept) -> Kept:
         """The copy kept of ``value`` (``value`` itself the first time)."""
@@ -174,10 +174,11 @@ class Shared:
             kept = self._kept.setdefault(marker, make())
         return kept  # type: ignore[return-value]  # made by ``make`` for this key
 
-    def part(self, kind: str, text: bytes, read: Callable[[], Kept]) -> Kept:
+    def part(self, kind: Hashable, text: bytes, read: Callable[[], Kept]) -> Kept:
         """``read()``, the reading of the JSON ``text`` of a ``kind`` of part of an answer,
         made once a cycle for every answer whose part is the same text (the council, vote
         sessions, consensus settings and features of one chain: the same on every node).
+        ``kind`` names all else the reading depends on (the bounds it was read under).
         Texts over MAX_PART_BYTES, and any past the first MAX_PARTS, are read each time."""
         if len(text) > MAX_PART_BYTES:
             return read()
@@ -534,7 +535,9 @@ class _Parts:
     def _read(self, kind: str, text: bytes, read: Callable[[Any], Kept]) -> Kept:
         if self._shared is None:
             return read(decode_json(text))
-        return self._shared.part(kind, text, lambda: read(decode_json(text)))
+        # with the bounds: a poll still out from before a reload shares the cycle's Shared
+        kind_read = (kind, self._bounds)
+        return self._shared.part(kind_read, text, lambda: read(decode_json(text)))
 
     def _keep(self, value: Kept) -> Kept:
         return value if self._shared is None else self._shared(value)

@@ -178,9 +178,10 @@ class NodePoll:
 
     def health_answered(self, document: Any, error: FetchError | None) -> None:
         """Read /health, then send the chain, block and watch requests it calls for."""
+        if error is not None:  # not raised here: see chain_answered
+            self.health_failed(as_fetch_error(error, "/health"))
+            return
         try:
-            if error is not None:
-                raise error
             health = read_health(document, self._bounds, self._shared)
             listed = self.node.blockchains or health.blockchain_ids[: self._max_chains]
             chains = tuple(dict.fromkeys(listed))  # a chain listed twice is asked once
@@ -226,15 +227,20 @@ class NodePoll:
         """Keep ``chain``'s status (or, with ``block``, its checkpoint block hash) or its
         error, and end the chain part once every chain request has ended."""
         value: Any = None
-        try:
-            if error is not None:
-                raise error
-            if block:
-                value = read_block_hash(document, self._blocks.hash_fields)
-            else:
-                value = read_chain(document, self._shared, self._bounds)
-        except Exception as failure:
-            error = as_fetch_error(failure, "the block" if block else "the chain status")
+        what = "the block" if block else "the chain status"
+        if error is not None:
+            # Not raised: raising it here would put this frame in its traceback while the
+            # callers' frames hold it, a reference cycle (with the poll and the refused body)
+            # that only the cyclic GC frees, and tune_collector runs that seldom.
+            error = as_fetch_error(error, what)
+        else:
+            try:
+                if block:
+                    value = read_block_hash(document, self._blocks.hash_fields)
+                else:
+                    value = read_chain(document, self._shared, self._bounds)
+            except Exception as failure:
+                error = as_fetch_error(failure, what)
         with self._lock:
             result = self._chains[chain]
             if block:

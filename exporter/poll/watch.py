@@ -53,12 +53,13 @@ class WatchPoll:
 
     def answered(self, request: WatchRequest, document: Any, error: FetchError | None) -> None:
         """Keep the reading of ``request``'s answer, or the error that it could not be read."""
-        try:
-            if error is not None:
-                raise error
-            result = WatchResult(request, read_answer(request, document, self._bounds))
-        except Exception as failure:
-            result = WatchResult(request, None, as_fetch_error(failure, _what(request)))
+        if error is not None:  # not raised here: see NodePoll.chain_answered
+            result = WatchResult(request, None, as_fetch_error(error, _what(request)))
+        else:
+            try:
+                result = WatchResult(request, read_answer(request, document, self._bounds))
+            except Exception as failure:
+                result = WatchResult(request, None, as_fetch_error(failure, _what(request)))
         self._keep(result)
 
     def failed(self, request: WatchRequest, error: FetchError) -> None:
