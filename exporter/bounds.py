@@ -101,3 +101,17 @@ class Dropped:
 
 #: The one Dropped of every answer within its bounds (nearly all of them).
 NOTHING_DROPPED = Dropped()
+
+
+def count_dropped(
+    features: int = 0,
+    auth_groups: int = 0,
+    label_values: int = 0,
+    vote_sessions: int = 0,
+    leaders: int = 0,
+) -> Dropped:
+    """What an answer left out: NOTHING_DROPPED itself when nothing was, so a reader never
+    makes an empty Dropped and the history can tell the usual case by identity."""
+    if features or auth_groups or label_values or vote_sessions or leaders:
+        return Dropped(features, auth_groups, label_values, vote_sessions, leaders)
+    return NOTHING_DROPPED

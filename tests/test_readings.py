@@ -21,6 +21,7 @@ from exporter.bounds import (
     NOTHING_DROPPED,
     Bounds,
     Dropped,
+    count_dropped,
 )
 from exporter.expose.render import CHAIN_GAUGE_FAMILIES
 from exporter.model.readings import (
@@ -664,3 +665,23 @@ def test_a_block_hash_utf8_cannot_hold_is_not_a_hash() -> None:
     assert read_block_hash({"hash": f"9f{SURROGATE}", "blockHash": "9f1c"}, fields) == "9f1c"
     with pytest.raises(InvalidResponseError, match="none of the hash fields"):
         read_block_hash({"hash": SURROGATE}, fields)
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        (0, 0, 0, 0, 0),
+        (1, 0, 0, 0, 0),
+        (0, 2, 0, 0, 0),
+        (0, 0, 3, 0, 0),
+        (0, 0, 0, 4, 0),
+        (0, 0, 0, 0, 5),
+    ],
+)
+def test_a_reader_makes_no_empty_dropped(counts: tuple[int, int, int, int, int]) -> None:
+    """Nothing left out is NOTHING_DROPPED itself (the history tells it by identity); any
+    count makes a Dropped with it."""
+    made = count_dropped(*counts)
+    assert made == Dropped(*counts)
+    assert (made is NOTHING_DROPPED) == (not any(counts))
+    assert read_chain(json.loads(CHAIN_JSON)).dropped is NOTHING_DROPPED

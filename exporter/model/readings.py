@@ -17,7 +17,14 @@ from typing import Any, TypeVar, cast
 
 from msgspec import UNSET, Raw
 
-from exporter.bounds import DEFAULT_BOUNDS, MAX_TEXT_CHARS, NOTHING_DROPPED, Bounds, Dropped
+from exporter.bounds import (
+    DEFAULT_BOUNDS,
+    MAX_TEXT_CHARS,
+    NOTHING_DROPPED,
+    Bounds,
+    Dropped,
+    count_dropped,
+)
 from exporter.model.answers import ChainStatusFields, decode_json
 from exporter.model.consensus import (
     NO_SESSIONS,
@@ -328,7 +335,7 @@ def read_health(
         blockchain_ids=chain_ids,
         network_peers=peers,
         unreadable_chain_ids=unreadable,
-        dropped=Dropped(label_values=labels.dropped) if labels.dropped else NOTHING_DROPPED,
+        dropped=count_dropped(label_values=labels.dropped),
         node_key=node_key,
     )
 
@@ -380,16 +387,13 @@ def read_chain(
         view = None if view is None else shared(view)
     consensus_type = labels(_lookup(body, ("consensus", "consensusType")))
     key_type = labels(body.get("keyType"))
-    dropped = NOTHING_DROPPED
-    if extra_features or labels.dropped or sessions.dropped or extra_leaders:
-        dropped = Dropped(extra_features, 0, labels.dropped, sessions.dropped, extra_leaders)
     return ChainReading(
         values=_VALUES.pack(*values),
         consensus_type=consensus_type,
         key_type=key_type,
         features=features,
         council=council,
-        dropped=dropped,
+        dropped=count_dropped(extra_features, 0, labels.dropped, sessions.dropped, extra_leaders),
         sessions=followed,
         leaders=leaders,
         consensus_view=view,
@@ -506,16 +510,13 @@ def _read_fields(fields: ChainStatusFields, shared: Shared | None, bounds: Bound
     labels = LabelTexts(bounds.label_value_length)
     key_type = None if fields.key_type is UNSET else labels(fields.key_type)
     label_drops = council_drops + session_drops + settings_drops + feature_drops + labels.dropped
-    dropped = NOTHING_DROPPED
-    if extra_features or label_drops or sessions.dropped or extra_leaders:
-        dropped = Dropped(extra_features, 0, label_drops, sessions.dropped, extra_leaders)
     return ChainReading(
         values=_VALUES.pack(*values),
         consensus_type=consensus_type,
         key_type=key_type,
         features=features,
         council=council,
-        dropped=dropped,
+        dropped=count_dropped(extra_features, 0, label_drops, sessions.dropped, extra_leaders),
         sessions=sessions.followed,
         leaders=leaders,
         consensus_view=parts.view(fields),

@@ -16,7 +16,7 @@ from operator import itemgetter
 from typing import Any
 from urllib.parse import quote
 
-from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, Bounds, Dropped
+from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, Bounds, Dropped, count_dropped
 from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
 from exporter.model.readings import InvalidResponseError
 from exporter.values import LabelTexts, is_text, read_bool, read_count, read_length, read_number
@@ -168,7 +168,7 @@ def read_contract(body: Mapping[str, Any], bounds: Bounds = DEFAULT_BOUNDS) -> C
         address=address,
         vm_type=vm_type,
         code_hash=code_hash,
-        dropped=Dropped(label_values=labels.dropped) if labels.dropped else NOTHING_DROPPED,
+        dropped=count_dropped(label_values=labels.dropped),
     )
 
 
@@ -202,9 +202,6 @@ def read_wallet(body: Mapping[str, Any], bounds: Bounds = DEFAULT_BOUNDS) -> Wal
     )
     address, key_type = labels(body.get("address")), labels(body.get("keyType"))
     public_key = labels(body.get("publicKey"))
-    dropped = NOTHING_DROPPED
-    if extra_groups or labels.dropped:
-        dropped = Dropped(auth_groups=extra_groups, label_values=labels.dropped)
     return WalletReading(
         enabled=read_bool(body.get("enabled")),
         satellites=read_length(body.get("satelliteWallets"), list),
@@ -212,7 +209,7 @@ def read_wallet(body: Mapping[str, Any], bounds: Bounds = DEFAULT_BOUNDS) -> Wal
         address=address,
         key_type=key_type,
         public_key=public_key,
-        dropped=dropped,
+        dropped=count_dropped(auth_groups=extra_groups, label_values=labels.dropped),
     )
 
 
