@@ -11,10 +11,12 @@ import contextlib
 import http.client
 import os
 import re
+import selectors
 import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import bcrypt
 import pytest
@@ -213,6 +215,42 @@ def test_a_body_where_none_is_taken_is_refused_unread_and_ends_the_connection(
         sock.settimeout(10)
         assert sock.recv(4096).startswith(b"HTTP/1.1 413")
         wait_until(lambda: closed_by_peer(sock), timeout=10, message="closed after the answer")
+
+
+class _RecordedSelects:
+    """A server's selector, recording the timeout of every wait."""
+
+    def __init__(self, real: selectors.BaseSelector) -> None:
+        self.real = real
+        self.timeouts: list[float | None] = []
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        self.timeouts.append(timeout)
+        return self.real.select(timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def test_an_idle_server_sleeps_until_its_soonest_deadline_or_a_client(
+    serving: tuple[Exporter, ExporterServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between scrapes the selector does not wake ten times a second: with an idle
+    keep-alive connection it waits until that connection's deadline (2 s here), with none
+    open until a client comes; the idle connection is still closed in time."""
+    _, server = serving
+    recorded = _RecordedSelects(server._selector)
+    monkeypatch.setattr(server, "_selector", recorded)
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_answer(sock).startswith(b"HTTP/1.1 200")
+        wait_until(lambda: closed_by_peer(sock), timeout=15, message="idle connection closed")
+    waits = [t for t in recorded.timeouts if t is not None]
+    assert any(0.5 < t <= server.limits.idle_timeout for t in waits)  # until the deadline
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:  # wakes it
+        sock.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert read_answer(sock).startswith(b"HTTP/1.1 200")
+    wait_until(lambda: None in recorded.timeouts, timeout=15, message="a wait without timeout")
 
 
 def test_stalled_tls_handshakes_cost_no_thread_and_are_closed(node: FakeNode, pki: Pki) -> None:

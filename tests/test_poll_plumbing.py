@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 import os
+import select
 import struct
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -28,6 +30,7 @@ from exporter.poll.node import BlockPlan, NodePoll, _ended
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture
@@ -79,6 +82,44 @@ def test_a_wakeup_after_the_engine_read_the_last_one_is_written_again(engine: En
             lambda _: ended.set(),
         )
         assert ended.wait(10)  # past its deadline: failed unsent, by the woken engine
+
+
+class _RecordedPolls:
+    """The engine's epoll, recording the timeout of every wait."""
+
+    def __init__(self, real: select.epoll) -> None:
+        self.real = real
+        self.timeouts: list[float] = []
+
+    def poll(self, timeout: float) -> list[tuple[int, int]]:
+        self.timeouts.append(timeout)
+        return self.real.poll(timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def test_an_idle_engine_waits_for_a_submit_instead_of_waking_ten_times_a_second(
+    engine: Engine, fake_nodes: FakeNodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With nothing queued, in flight or timed, the engine waits on its epoll without a
+    timeout; a submit still wakes it (the eventfd), so the request is answered."""
+    node = fake_nodes.start(keep_alive=True)
+    node.set("/health", {"nodeVersion": "1.4.2"})
+    polls = _RecordedPolls(engine._epoll)
+    monkeypatch.setattr(engine, "_epoll", polls)
+    profile = Profile(1 << 20, ("Accept: application/json",))
+
+    def ask_once() -> None:
+        ended: list[Response | TransferError] = []
+        engine.submit(Request(node.url + "health", time.monotonic() + 30, profile), ended.append)
+        wait_until(lambda: bool(ended), timeout=30)
+        assert isinstance(ended[0], Response) and ended[0].status == 200
+        wait_until(lambda: bool(polls.timeouts) and polls.timeouts[-1] == -1, timeout=30)
+
+    for _ in range(3):  # each submit wakes the engine waiting without a timeout
+        ask_once()
+    assert -1 in polls.timeouts and any(t >= 0 for t in polls.timeouts)
 
 
 def test_a_requests_repr_never_shows_its_credentials() -> None:

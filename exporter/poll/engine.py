@@ -300,8 +300,13 @@ class Engine:
             self._shut_down()
 
     def _poll_timeout(self) -> float:
-        """Seconds until libcurl's timer, capped so deadlines are checked regularly."""
+        """Seconds until libcurl's timer, capped so deadlines are checked regularly; -1 (wait
+        for an event) when the engine is idle: nothing queued, in flight or timed, so only a
+        submit, resize or close (each writes the eventfd) has work for it. An idle exporter
+        then sleeps between cycles instead of waking ten times a second."""
         if self._timer_at is None:
+            if not self._transfers and not self._queue and not self._suspects:
+                return -1.0
             return _EXPIRY_CHECK_SECONDS
         return min(max(0.0, self._timer_at - time.monotonic()), _EXPIRY_CHECK_SECONDS)
 

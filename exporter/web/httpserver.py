@@ -46,6 +46,8 @@ from exporter.web.httpconn import (
 log = logging.getLogger("ledger_exporter")
 ACCEPT_BATCH = 32
 SEND_TURN_BYTES = 4 * 1024 * 1024  # sent to one connection before the selector serves others
+#: How often idle connections are looked at for their deadline, at most.
+SWEEP_SECONDS = 0.25
 LINGER_SECONDS = 2.0  # reading what a client still sends after its last answer, before closing
 
 __all__ = [
@@ -205,6 +207,9 @@ class ThreadedHTTPServer:
         self._stopped = threading.Event()
         self._stopped.set()
         self._next_sweep = 0.0
+        self._quiet_until: float | None = None  # the soonest idle deadline at the last sweep
+        self._quiet_any = False  # the last sweep found no connection open
+        self._swept_since_event = False  # no event since the last sweep moved a deadline
         self._workers = Workers(self.limits.max_handlers, self.limits.idle_timeout, "http")
         if bind_and_activate:
             try:
@@ -251,10 +256,12 @@ class ThreadedHTTPServer:
             self.socket.setblocking(False)
             self._selector.register(self.socket, selectors.EVENT_READ, None)
             self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+            wait: float | None = poll_interval
             while not self._stop.is_set():
-                for key, _ in self._selector.select(poll_interval):
+                ready = self._selector.select(wait)
+                for key, _ in ready:
                     self._dispatch(key.data)
-                self._expire(time.monotonic())
+                wait = self._expire(time.monotonic(), quiet=not ready, poll_interval=poll_interval)
         finally:
             for sock in (self.socket, self._wake_r):
                 with contextlib.suppress(KeyError, ValueError, OSError):
@@ -570,14 +577,33 @@ class ThreadedHTTPServer:
         if not data:
             self._close(conn)
 
-    def _expire(self, now: float) -> None:
-        if now < self._next_sweep:
-            return
-        self._next_sweep = now + 0.25
-        with self._lock:
-            late = [c for c in self._conns.values() if not c.busy and c.deadline < now]
-        for conn in late:
-            self._close(conn, _lateness(conn))
+    def _expire(self, now: float, quiet: bool, poll_interval: float) -> float | None:
+        """Close the idle connections past their deadline (a sweep every SWEEP_SECONDS at
+        most); return how long the selector may wait next. Only this thread moves a deadline,
+        on an event, and a handler giving a connection back wakes it: after a wait that saw
+        no event, none moved since the last sweep, so the wait may last until the soonest one
+        (None, for ever, with no connection open: an idle exporter does not wake ten times a
+        second). After an event, ``poll_interval`` until a sweep has seen what it moved."""
+        self._swept_since_event &= quiet
+        if now >= self._next_sweep:
+            self._next_sweep = now + SWEEP_SECONDS
+            with self._lock:
+                idle = [c for c in self._conns.values() if not c.busy]
+                busy = len(idle) < len(self._conns)
+            late = [c for c in idle if c.deadline < now]
+            for conn in late:
+                self._close(conn, _lateness(conn))
+            soonest = min((c.deadline for c in idle if c.deadline >= now), default=None)
+            self._quiet_until = None if busy or late else soonest
+            self._quiet_any = not busy and not idle
+            self._swept_since_event = True
+        if not quiet or not self._swept_since_event:
+            return poll_interval
+        if self._quiet_any:
+            return None
+        if self._quiet_until is None:
+            return poll_interval
+        return max(poll_interval, self._quiet_until - now)
 
     def _close(self, conn: Connection, problem: str | None = None, error: object = None) -> None:
         """Close a connection, logging ``problem`` once."""
