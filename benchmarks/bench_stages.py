@@ -1,0 +1,202 @@
+"""Issue #22: where the exporter's CPU goes in a cycle, stage by stage, next to the bare engine.
+
+Run on demand, never in the test suite (about 2 minutes with the defaults):
+
+    .venv/bin/python benchmarks/bench_stages.py                 # 1000 nodes, 4 measured cycles
+    .venv/bin/python benchmarks/bench_stages.py --nodes 3000
+
+``bench_ratio.py`` measures the exporter process all in; this one says which stage the
+difference to the bare engine comes from. Against the same fleet stand-in as
+``bench_ratio.py`` (its rich answers, 50 ms late), in this one process, one after the other:
+
+- **bare engine**: ``bench_ratio.BarePoller`` (the same GETs, only decoding the JSON);
+- **exporter**: the real :class:`~exporter.poll.cycle.Poller` with default settings
+  (network and consensus checks on), and each cycle's snapshot rendered as the server does
+  for Prometheus's two scrapes (OpenMetrics and text, both gzip, one render), with the
+  process tuned as ``ledger-exporter`` tunes it (malloc arenas and thresholds, the cyclic
+  GC) and free memory handed back twice a cycle (``malloc_trim``, its own row).
+
+The poll's CPU is the process's (the engine thread reads the answers); the history's and the
+network view's, inside it, are their thread's own CPU (the poll thread runs them once the
+engine has ended the cycle's requests). Each figure is the best of the measured cycles, so a
+neighbour's burst does not count; per request over the 7 requests a node is asked
+(``/health``, each of 3 chains' status and checkpoint block).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench_fleet import CHAINS, _wait_for
+from bench_ratio import BarePoller
+from benchlib import PYTHON, REPO, MachineMeter, exporter_version, markdown_table
+
+sys.path.insert(0, str(REPO))
+
+from exporter.config.exporter import Config
+from exporter.config.nodes import NodeConfig
+from exporter.expose.render import Renderer
+from exporter.memory import Allocator, tune_collector
+from exporter.poll.cycle import Poller
+from exporter.runtime import runtime_families
+from exporter.web.exposition import Exposition
+
+#: Prometheus's two scrapes a cycle: OpenMetrics and text, both gzip.
+SCRAPED = ((True, True), (False, True))
+REQUESTS_PER_NODE = 1 + 2 * len(CHAINS)
+
+
+class StageClock:
+    """CPU seconds spent in wrapped calls, by stage, since the last ``take()``."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {}
+
+    def wrap(self, stage: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                self.spent[stage] = self.spent.get(stage, 0.0) + time.thread_time() - started
+
+        return timed
+
+    def take(self) -> dict[str, float]:
+        spent, self.spent = self.spent, {}
+        return spent
+
+
+def measure_bare(url: str, nodes: int, args: argparse.Namespace) -> list[dict[str, float]]:
+    """The bare poller's process CPU per cycle."""
+    poller = BarePoller(url, nodes, args.in_flight)
+    cycles = []
+    for _ in range(args.warmup + args.cycles):
+        poller.requests = 0
+        started = time.process_time()
+        poller.cycle(time.monotonic() + args.timeout)
+        cycles.append({"bare engine": time.process_time() - started, "requests": poller.requests})
+        time.sleep(args.pause)
+    return cycles[args.warmup :]
+
+
+def measure_exporter(url: str, nodes: int, args: argparse.Namespace) -> list[dict[str, float]]:
+    """The exporter's poll (with its history and network view inside) and render per cycle."""
+    config = Config(
+        nodes=tuple(NodeConfig(f"n{i}", f"{url}/n{i}/") for i in range(nodes)),
+        scrape_interval=10,
+        scrape_timeout=args.timeout,
+    )
+    allocator = Allocator.of_this_process()
+    poller, renderer, clock = Poller(config, lambda _: None), Renderer(), StageClock()
+    trim = clock.wrap("malloc_trim", allocator.trim)
+    history = poller._history  # timed on this instance only
+    history.record = clock.wrap("history", history.record)
+    poller._network = clock.wrap("network view", poller._network)
+    cycles = []
+    try:
+        for _ in range(args.warmup + args.cycles):
+            started = time.process_time()
+            snapshot = poller.run_cycle()
+            polled = time.process_time()
+            trim()  # as the exporter publishes: before rendering, and after the swap
+            Exposition(snapshot, renderer=renderer, runtime=runtime_families).prepare(SCRAPED)
+            trim()
+            rendered = time.process_time()
+            stages = clock.take()
+            chains = sum(c.reading is not None for node in snapshot.nodes for c in node.chains)
+            cycles.append(
+                {
+                    "poll": polled - started - stages["history"] - stages["network view"],
+                    **stages,
+                    "render": rendered - polled - stages["malloc_trim"],
+                    "chains": chains,
+                }
+            )
+            time.sleep(args.pause)
+    finally:
+        poller.stop()
+    return cycles[args.warmup :]
+
+
+def table(nodes: int, bare: list[dict[str, float]], exporter: list[dict[str, float]]) -> str:
+    requests = nodes * REQUESTS_PER_NODE
+    floor = min(cycle["bare engine"] for cycle in bare)
+    best = {
+        stage: min(cycle[stage] for cycle in exporter)
+        for stage in ("poll", "history", "network view", "render", "malloc_trim")
+    }
+    rows = [["bare engine", f"{floor * 1000:.0f} ms", f"{floor / requests * 1e6:.1f} us", "1.00"]]
+    for stage, spent in best.items():
+        share = f"{spent / floor:.2f}"
+        rows.append([stage, f"{spent * 1000:.0f} ms", f"{spent / requests * 1e6:.1f} us", share])
+    total = sum(best.values())
+    rows.append(
+        [
+            "exporter, summed",
+            f"{total * 1000:.0f} ms",
+            f"{total / requests * 1e6:.1f} us",
+            f"{total / floor:.2f}",
+        ]
+    )
+    header = ["stage", "CPU a cycle (best)", "per request", "of the bare engine"]
+    return markdown_table(header, rows)
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=1000, help="fleet size (1000)")
+    parser.add_argument("--latency", type=float, default=0.05, help="answer delay, s (0.05)")
+    parser.add_argument("--timeout", type=float, default=5.0, help="cycle deadline, s (5)")
+    parser.add_argument("--in-flight", type=int, default=512, help="bare poller's handles")
+    parser.add_argument("--warmup", type=int, default=2, help="cycles before measuring (2)")
+    parser.add_argument("--cycles", type=int, default=4, help="measured cycles (4)")
+    parser.add_argument("--pause", type=float, default=0.5, help="idle between cycles, s")
+    args = parser.parse_args(argv)
+    logging.getLogger("ledger_exporter").setLevel(logging.ERROR)
+    Allocator.of_this_process().tune()  # as ledger-exporter starts: before any thread
+    tune_collector()
+    meter = MachineMeter()
+    with tempfile.TemporaryDirectory() as folder:
+        port_file = Path(folder) / "fleet.port"
+        fleet = subprocess.Popen(
+            [
+                PYTHON,
+                str(REPO / "benchmarks" / "bench_ratio.py"),
+                "--serve",
+                str(port_file),
+                "--latency",
+                str(args.latency),
+            ]
+        )
+        try:
+            _wait_for(lambda: port_file.exists() and port_file.read_text(), 10)
+            url = f"http://127.0.0.1:{port_file.read_text()}"
+            bare = measure_bare(url, args.nodes, args)
+            exporter = measure_exporter(url, args.nodes, args)
+        finally:
+            fleet.send_signal(signal.SIGTERM)
+            fleet.wait(10)
+    asked = min(cycle["requests"] for cycle in bare)
+    read = min(cycle["chains"] for cycle in exporter)
+    print(
+        f"\n{exporter_version()}; {args.nodes} nodes x {len(CHAINS)} chains, latency "
+        f"{args.latency * 1000:.0f} ms; bare engine asked {asked:.0f} requests a cycle, the "
+        f"exporter read {read:.0f} chains; {args.cycles} cycles after {args.warmup}; "
+        f"{meter.report()}\n"
+    )
+    print(table(args.nodes, bare, exporter))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
