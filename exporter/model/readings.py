@@ -13,9 +13,10 @@ import sys
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from msgspec import UNSET, Raw
+from msgspec.structs import astuple
 
 from exporter.bounds import (
     DEFAULT_BOUNDS,
@@ -488,39 +489,67 @@ _NO_FEATURES: _Features = ((), 0, 0)
 
 
 def _read_fields(fields: ChainStatusFields, shared: Shared | None, bounds: Bounds) -> ChainReading:
-    """read_chain of a decoded chain status: the same reading, each part (council, sessions,
-    settings, features) read once a cycle for all the nodes that send the same text."""
-    values = [_NAN] * len(ChainGauge)
-    for gauge, name, reader in _FIELD_GAUGES:
-        raw = getattr(fields, name)
-        if raw is not UNSET:
-            value = reader(raw)
-            if value is not None:
-                values[gauge] = value
-    parts = _Parts(shared, bounds)
-    length, council, leaders, extra_leaders, council_drops = parts.council(fields.council_members)
-    sessions, session_count, session_drops = parts.sessions(fields.vote_sessions)
-    settings, consensus_type, settings_drops = parts.settings(fields.consensus)
-    features, extra_features, feature_drops = parts.features(fields.features)
-    counts = ((ChainGauge.COUNCIL_MEMBERS, length), (ChainGauge.VOTE_SESSIONS, session_count))
-    for position, value in (*counts, *settings):
-        if value is not None:
-            values[position] = value
-    _note_sessions(values, sessions)
-    labels = LabelTexts(bounds.label_value_length)
-    key_type = None if fields.key_type is UNSET else labels(fields.key_type)
-    label_drops = council_drops + session_drops + settings_drops + feature_drops + labels.dropped
+    """read_chain of a decoded chain status: the same reading, its parts (council, sessions,
+    settings, features, keyType) read once a cycle for all the nodes that send the same text,
+    so only the node's own scalar gauges are read for each answer."""
+    values = _field_values(fields)
+    common = _Parts(shared, bounds).common(fields)
+    for position, value in common.gauges:
+        values[position] = value
     return ChainReading(
         values=_VALUES.pack(*values),
-        consensus_type=consensus_type,
-        key_type=key_type,
-        features=features,
-        council=council,
-        dropped=count_dropped(extra_features, 0, label_drops, sessions.dropped, extra_leaders),
-        sessions=sessions.followed,
-        leaders=leaders,
-        consensus_view=parts.view(fields),
+        consensus_type=common.consensus_type,
+        key_type=common.key_type,
+        features=common.features,
+        council=common.council,
+        dropped=common.dropped,
+        sessions=common.sessions,
+        leaders=common.leaders,
+        consensus_view=common.view,
     )
+
+
+def _field_values(fields: ChainStatusFields) -> list[float]:
+    """The scalar gauges of a decoded chain status, NaN where absent or unreadable, as
+    _FIELD_GAUGES' readers read them; the usual values (a non-negative int, a boolean) are
+    read inline, since this runs for every chain of every node each cycle."""
+    values = [_NAN] * len(ChainGauge)
+    raw = astuple(fields)
+    for gauge, at, reader in _FIELD_READERS:
+        value = raw[at]
+        if value is UNSET:
+            continue
+        if reader is read_count and type(value) is int and 0 <= value <= _MAX_FLOAT_INT:
+            values[gauge] = float(value)
+        elif reader is read_bool and type(value) is bool:
+            values[gauge] = 1.0 if value else 0.0
+        elif (read := reader(value)) is not None:
+            values[gauge] = read
+    return values
+
+
+class _Common(NamedTuple):
+    """What a decoded chain status's parts and keyType read as: the same on every node of a
+    network, so read once a cycle for all the nodes that send the same texts."""
+
+    gauges: tuple[tuple[int, float], ...]  # the council, sessions and settings gauges
+    consensus_type: str | None
+    key_type: str | None
+    features: tuple[tuple[str, float], ...]
+    council: frozenset[str] | None
+    dropped: Dropped
+    sessions: tuple[VoteSession, ...]
+    leaders: tuple[str, ...]
+    view: bytes | None
+
+
+#: Where each of _FIELD_GAUGES is in a ChainStatusFields as a tuple (msgspec's astuple).
+_FIELD_READERS = tuple(
+    (int(gauge), ChainStatusFields.__struct_fields__.index(name), reader)
+    for gauge, name, reader in _FIELD_GAUGES
+)
+#: The largest int a float holds without overflowing (read_count reads a larger one as None).
+_MAX_FLOAT_INT = int(sys.float_info.max)
 
 
 class _Parts:
@@ -532,6 +561,50 @@ class _Parts:
 
     def __init__(self, shared: Shared | None, bounds: Bounds) -> None:
         self._shared, self._bounds = shared, bounds
+
+    def common(self, fields: ChainStatusFields) -> _Common:
+        """Everything but the scalar gauges, with ``shared`` looked up once for the whole
+        (the parts' texts and keyType joined: no JSON text holds a NUL, and a present part
+        is never empty), unless the texts together are over MAX_PART_BYTES."""
+        if self._shared is None:
+            return self._read_common(fields)
+        texts = (fields.council_members, fields.vote_sessions, fields.consensus, fields.features)
+        key_type = fields.key_type
+        key = b"\0".join(
+            (*(b"" if text is UNSET else text for text in texts), repr(key_type).encode())
+        )
+        return self._shared.part(("common", self._bounds), key, lambda: self._read_common(fields))
+
+    def _read_common(self, fields: ChainStatusFields) -> _Common:
+        length, council, leaders, extra_leaders, council_drops = self.council(
+            fields.council_members
+        )
+        sessions, session_count, session_drops = self.sessions(fields.vote_sessions)
+        settings, consensus_type, settings_drops = self.settings(fields.consensus)
+        features, extra_features, feature_drops = self.features(fields.features)
+        counts = ((ChainGauge.COUNCIL_MEMBERS, length), (ChainGauge.VOTE_SESSIONS, session_count))
+        gauges = tuple((int(g), v) for g, v in (*counts, *settings) if v is not None)
+        if sessions is not NO_SESSIONS:
+            if sessions.highest_round is not None:
+                gauges += ((int(ChainGauge.VOTE_ROUND), sessions.highest_round),)
+            if sessions.highest_required is not None:
+                required = sessions.highest_required
+                gauges += ((int(ChainGauge.VOTE_CONSENSUS_REQUIRED), required),)
+        labels = LabelTexts(self._bounds.label_value_length)
+        key_type = None if fields.key_type is UNSET else labels(fields.key_type)
+        label_drops = council_drops + session_drops + settings_drops + feature_drops
+        label_drops += labels.dropped
+        return _Common(
+            gauges=gauges,
+            consensus_type=consensus_type,
+            key_type=key_type,
+            features=features,
+            council=council,
+            dropped=count_dropped(extra_features, 0, label_drops, sessions.dropped, extra_leaders),
+            sessions=sessions.followed,
+            leaders=leaders,
+            view=self.view(fields),
+        )
 
     def _read(self, kind: str, text: bytes, read: Callable[[Any], Kept]) -> Kept:
         if self._shared is None:
