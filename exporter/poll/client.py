@@ -122,10 +122,11 @@ class NodeClient:
         (libcurl's ``PATH_AS_IS``), or URL normalisation would turn a chain id of ``..``
         into the node's base path.
         """
-        url = self._base + "/".join(_encode_segment(segment) for segment in segments)
+        path = "/".join(map(_encode_segment, segments))  # map: no generator frame per segment
         if not query:
-            return url
-        return url + "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query)
+            return self._base + path
+        pairs = "&".join(f"{_encode_query(k)}={_encode_query(v)}" for k, v in query)
+        return f"{self._base}{path}?{pairs}"
 
     def get(
         self,
@@ -248,6 +249,12 @@ class _Answer:
 
 
 _UNENCODABLE = "an id to request is not valid Unicode (a lone surrogate), so it cannot be sent"
+
+
+def _encode_query(text: str) -> str:
+    """A query parameter's name or value, percent-encoded (plain ones, "height" and the
+    digits of one, are left as they are: ``quote`` costs a microsecond)."""
+    return text if text.isascii() and text.isalnum() else quote(text, safe="")
 
 
 def _encode_segment(segment: str) -> str:
