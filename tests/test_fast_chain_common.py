@@ -1,6 +1,7 @@
 """Issue 22's cheaper reading of a decoded chain status: the scalar gauges read inline for the
-usual values, and the parts and keyType looked up once (together) a cycle. Every edge of
-the inline reading and of the joined lookup reads as the slow path (``json``, read_chain)."""
+usual values, the configuration (council, settings, features, keyType) looked up once
+(together) a cycle, the vote sessions apart. Every edge of the inline reading and of the
+joined lookup reads as the slow path (``json``, read_chain)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from exporter.model.answers import decode_chain_status
 from exporter.model.readings import MAX_PART_BYTES, ChainReading, Shared, read_chain
 from tests.support.documents import chain_doc
 
-TIGHT = Bounds(label_value_length=4, leaders_per_chain=1, features_per_chain=1)
+TIGHT = Bounds(
+    label_value_length=4, leaders_per_chain=1, features_per_chain=1, vote_sessions_per_chain=1
+)
 BIG = int(sys.float_info.max)
 
 
@@ -69,6 +72,21 @@ def test_one_part_moved_to_another_field_is_read_apart() -> None:
         both_ways(chain_doc(1, councilMembers=same, voteSessions=same), shared, Bounds()),
     ]
     assert readings[0] != readings[1]
+
+
+def test_nodes_at_other_stages_of_a_vote_share_the_configuration_not_the_sessions() -> None:
+    shared = Shared()
+    sessions = [
+        {f"s{n}": {"sessionId": f"s{n}", "round": n, "currentStage": n, "consensusRequired": n}
+         for n in range(stage, stage + count)}
+        for stage, count in ((1, 1), (2, 1), (1, 3), (5, 0))
+    ]  # fmt: skip
+    for bounds in (Bounds(), TIGHT):
+        read = [both_ways(chain_doc(8, voteSessions=s), shared, bounds) for s in sessions]
+        assert len({id(r.council) for r in read}) == 1
+        assert len({r.sessions for r in read}) == (3 if bounds == TIGHT else 4)  # s1 alone twice
+        assert len({id(r.consensus_view) for r in read}) == 1
+        assert len({r.dropped for r in read}) == (2 if bounds == TIGHT else 1)
 
 
 @pytest.mark.parametrize("absent", ["councilMembers", "voteSessions", "consensus", "features"])

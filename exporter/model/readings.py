@@ -489,23 +489,34 @@ _NO_FEATURES: _Features = ((), 0, 0)
 
 
 def _read_fields(fields: ChainStatusFields, shared: Shared | None, bounds: Bounds) -> ChainReading:
-    """read_chain of a decoded chain status: the same reading, its parts (council, sessions,
-    settings, features, keyType) read once a cycle for all the nodes that send the same text,
-    so only the node's own scalar gauges are read for each answer."""
+    """read_chain of a decoded chain status: the same reading, its configuration (council,
+    settings, features, keyType) and its vote sessions each read once a cycle for all the
+    nodes that send the same text, so only the node's own scalar gauges are read each time."""
     values = _field_values(fields)
-    common = _Parts(shared, bounds).common(fields)
-    for position, value in common.gauges:
+    parts = _Parts(shared, bounds)
+    config = parts.configuration(fields)
+    sessions, session_count, session_drops = parts.sessions(fields.vote_sessions)
+    for position, value in config.gauges:
         values[position] = value
+    if session_count is not None:
+        values[ChainGauge.VOTE_SESSIONS] = session_count
+    _note_sessions(values, sessions)
+    dropped = config.dropped
+    if session_drops or sessions.dropped:
+        labels = config.label_drops + session_drops
+        dropped = count_dropped(
+            config.extra_features, 0, labels, sessions.dropped, config.extra_leaders
+        )
     return ChainReading(
         values=_VALUES.pack(*values),
-        consensus_type=common.consensus_type,
-        key_type=common.key_type,
-        features=common.features,
-        council=common.council,
-        dropped=common.dropped,
-        sessions=common.sessions,
-        leaders=common.leaders,
-        consensus_view=common.view,
+        consensus_type=config.consensus_type,
+        key_type=config.key_type,
+        features=config.features,
+        council=config.council,
+        dropped=dropped,
+        sessions=sessions.followed,
+        leaders=config.leaders,
+        consensus_view=config.view,
     )
 
 
@@ -528,19 +539,22 @@ def _field_values(fields: ChainStatusFields) -> list[float]:
     return values
 
 
-class _Common(NamedTuple):
-    """What a decoded chain status's parts and keyType read as: the same on every node of a
-    network, so read once a cycle for all the nodes that send the same texts."""
+class _Configuration(NamedTuple):
+    """What a decoded chain status's council, consensus settings, features and keyType read
+    as: the same on every node of a chain (unlike its vote sessions, whose stage and leader
+    move), so read once a cycle for all the nodes that send the same texts."""
 
-    gauges: tuple[tuple[int, float], ...]  # the council, sessions and settings gauges
+    gauges: tuple[tuple[int, float], ...]  # the council's length, the settings' gauges
     consensus_type: str | None
     key_type: str | None
     features: tuple[tuple[str, float], ...]
     council: frozenset[str] | None
-    dropped: Dropped
-    sessions: tuple[VoteSession, ...]
     leaders: tuple[str, ...]
     view: bytes | None
+    extra_features: int  # flags over the bound
+    extra_leaders: int  # leaders over the bound
+    label_drops: int  # label values over the bound
+    dropped: Dropped  # the three above, as an answer without vote sessions drops them
 
 
 #: Where each of _FIELD_GAUGES is in a ChainStatusFields as a tuple (msgspec's astuple).
@@ -562,48 +576,41 @@ class _Parts:
     def __init__(self, shared: Shared | None, bounds: Bounds) -> None:
         self._shared, self._bounds = shared, bounds
 
-    def common(self, fields: ChainStatusFields) -> _Common:
-        """Everything but the scalar gauges, with ``shared`` looked up once for the whole
-        (the parts' texts and keyType joined: no JSON text holds a NUL, and a present part
-        is never empty), unless the texts together are over MAX_PART_BYTES."""
+    def configuration(self, fields: ChainStatusFields) -> _Configuration:
+        """The council, settings, features and keyType, with ``shared`` one lookup for them
+        all (their texts joined: no JSON text holds a NUL, and a present part is never
+        empty), read each time if together they are over MAX_PART_BYTES."""
         if self._shared is None:
-            return self._read_common(fields)
-        texts = (fields.council_members, fields.vote_sessions, fields.consensus, fields.features)
-        key_type = fields.key_type
+            return self._read_configuration(fields)
+        texts = (fields.council_members, fields.consensus, fields.features)
         key = b"\0".join(
-            (*(b"" if text is UNSET else text for text in texts), repr(key_type).encode())
+            (*(b"" if text is UNSET else text for text in texts), repr(fields.key_type).encode())
         )
-        return self._shared.part(("common", self._bounds), key, lambda: self._read_common(fields))
+        kind = ("configuration", self._bounds)
+        return self._shared.part(kind, key, lambda: self._read_configuration(fields))
 
-    def _read_common(self, fields: ChainStatusFields) -> _Common:
+    def _read_configuration(self, fields: ChainStatusFields) -> _Configuration:
         length, council, leaders, extra_leaders, council_drops = self.council(
             fields.council_members
         )
-        sessions, session_count, session_drops = self.sessions(fields.vote_sessions)
         settings, consensus_type, settings_drops = self.settings(fields.consensus)
         features, extra_features, feature_drops = self.features(fields.features)
-        counts = ((ChainGauge.COUNCIL_MEMBERS, length), (ChainGauge.VOTE_SESSIONS, session_count))
-        gauges = tuple((int(g), v) for g, v in (*counts, *settings) if v is not None)
-        if sessions is not NO_SESSIONS:
-            if sessions.highest_round is not None:
-                gauges += ((int(ChainGauge.VOTE_ROUND), sessions.highest_round),)
-            if sessions.highest_required is not None:
-                required = sessions.highest_required
-                gauges += ((int(ChainGauge.VOTE_CONSENSUS_REQUIRED), required),)
+        counted = ((int(ChainGauge.COUNCIL_MEMBERS), length),) if length is not None else ()
         labels = LabelTexts(self._bounds.label_value_length)
         key_type = None if fields.key_type is UNSET else labels(fields.key_type)
-        label_drops = council_drops + session_drops + settings_drops + feature_drops
-        label_drops += labels.dropped
-        return _Common(
-            gauges=gauges,
+        label_drops = council_drops + settings_drops + feature_drops + labels.dropped
+        return _Configuration(
+            gauges=(*counted, *settings),
             consensus_type=consensus_type,
             key_type=key_type,
             features=features,
             council=council,
-            dropped=count_dropped(extra_features, 0, label_drops, sessions.dropped, extra_leaders),
-            sessions=sessions.followed,
             leaders=leaders,
             view=self.view(fields),
+            extra_features=extra_features,
+            extra_leaders=extra_leaders,
+            label_drops=label_drops,
+            dropped=count_dropped(extra_features, 0, label_drops, 0, extra_leaders),
         )
 
     def _read(self, kind: str, text: bytes, read: Callable[[Any], Kept]) -> Kept:
