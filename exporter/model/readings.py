@@ -26,7 +26,7 @@ from exporter.bounds import (
     Dropped,
     count_dropped,
 )
-from exporter.model.answers import ChainStatusFields, decode_json
+from exporter.model.answers import BlockHashes, ChainStatusFields, decode_json
 from exporter.model.consensus import (
     NO_SESSIONS,
     SessionsRead,
@@ -433,7 +433,14 @@ def _text_set(value: Any) -> frozenset[str] | None:
 
 def read_block_hash(body: Any, fields: tuple[str, ...]) -> str:
     """The hash of a ``/blockchains/{id}/blocks`` answer: the first of ``fields`` that holds a
-    non-empty string; InvalidResponseError when it is not an object or none does."""
+    non-empty string; InvalidResponseError when it is not an object or none does. ``body``
+    may also be the fields' values the fast path decoded (:class:`BlockHashDecoder`)."""
+    if type(body) is BlockHashes:
+        for raw in body.values:
+            value = None if raw is UNSET else read_text(raw)
+            if value:
+                return value
+        raise InvalidResponseError(f"the block has none of the hash fields {', '.join(fields)}")
     if not isinstance(body, dict):
         raise InvalidResponseError(f"the block is a JSON {type(body).__name__}, not an object")
     for field in fields:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.config.nodes import NodeConfig
 from exporter.config.watch import WatchConfig
-from exporter.model.answers import decode_chain_status
+from exporter.model.answers import block_hash_decoder, decode_chain_status
 from exporter.model.readings import (
     HealthReading,
     Shared,
@@ -203,12 +203,13 @@ class NodePoll:
             self._finish()
         # the fast path reads the parts alike on every node once a cycle: with ``shared`` only
         fast = None if self._shared is None else decode_chain_status
+        fast_block = block_hash_decoder(self._blocks.hash_fields) if heights else None
         for chain in chains:
             self._ask(["blockchains", chain], _ChainAnswer(self, chain, block=False), fast=fast)
             if chain in heights:
                 query = (("height", str(heights[chain])),)
                 block = _ChainAnswer(self, chain, block=True)
-                self._ask(["blockchains", chain, "blocks"], block, query)
+                self._ask(["blockchains", chain, "blocks"], block, query, fast_block)
         for request in watch:  # right after the chains', under the same deadline
             read = self._watch.reader(request, self._watch_ended)
             self._ask(list(request.segments), read, request.query)
