@@ -11,9 +11,17 @@ from typing import Any
 
 import pytest
 
-from exporter.bounds import Bounds
+from exporter.bounds import MAX_TEXT_CHARS, Bounds
+from exporter.model import readings
 from exporter.model.answers import decode_chain_status
-from exporter.model.readings import MAX_PART_BYTES, ChainReading, Shared, read_chain
+from exporter.model.readings import (
+    MAX_PART_BYTES,
+    ChainReading,
+    Shared,
+    read_chain,
+    read_health,
+)
+from exporter.values import is_text
 from tests.support.documents import chain_doc
 
 TIGHT = Bounds(
@@ -115,3 +123,39 @@ def test_the_nodes_own_gauges_stay_their_own_when_the_parts_are_shared() -> None
     assert low.consensus_view is high.consensus_view and low.features is high.features
     assert (low.height, high.height) == (1.0, 9.0)
     assert (low.gauge(4), high.gauge(4)) == (1.0, 9.0)
+
+
+# --- lists of texts (council members, network peers) checked in C --------------------------
+
+
+def text_set_by_member(value: Any) -> frozenset[str] | None:
+    """_text_set as it was written before issue 22: each member checked in Python."""
+    if not isinstance(value, list) or not all(
+        isinstance(v, str) and 0 < len(v) <= MAX_TEXT_CHARS and is_text(v) for v in value
+    ):
+        return None
+    return frozenset(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [[], ["a"], ["a", "a", "b"], ["a", ""], [""], ["a", 1], [1], [None], ["a", ["b"]], [True],
+     ["x" * MAX_TEXT_CHARS], ["x" * (MAX_TEXT_CHARS + 1), "a"], ["a", "\ud800"], ["\udfff"],
+     ["\u00e9", "\x00"], "ab", {"a": 1}, None, 3],
+)  # fmt: skip
+def test_a_list_of_texts_is_read_as_checking_each_member_reads_it(value: Any) -> None:
+    assert readings._text_set(value) == text_set_by_member(value)
+
+
+def test_equal_peer_sets_of_nodes_are_one_set_of_shared_ids() -> None:
+    shared = Shared()
+    first, second = (
+        read_health(
+            {"nodeId": "n", "network": {"networkPeers": [f"p{i}" for i in ids]}}, shared=shared
+        )
+        for ids in ((1, 2), (2, 3))
+    )
+    again = read_health({"nodeId": "n", "network": {"networkPeers": ["p2", "p1"]}}, shared=shared)
+    assert again.network_peers is first.network_peers
+    common = {peer for peer in second.network_peers if peer == "p2"}.pop()
+    assert common is {peer for peer in first.network_peers if peer == "p2"}.pop()

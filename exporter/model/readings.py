@@ -173,6 +173,12 @@ class Shared:
         kept = self._kept.setdefault(value, value)
         return kept  # type: ignore[return-value]  # equal values have the same type here
 
+    def set_of(self, values: frozenset[str]) -> frozenset[str]:
+        """The copy kept of the set ``values``, its members the copies kept (peer ids repeat
+        in the sets of different nodes): ``self(frozenset(map(self, values)))``, at C speed."""
+        keep = self._kept.setdefault
+        return self(frozenset(map(keep, values, values)))  # type: ignore[arg-type]
+
     def made(self, key: Hashable, make: Callable[[], Kept]) -> Kept:
         """The value ``make`` gave for ``key`` earlier this cycle, else ``make()`` (kept).
         Two threads may both make it; equal keys make equal values, so either is right."""
@@ -307,7 +313,7 @@ def read_health(
     sets equal to another node's this cycle are kept once (peer ids repeat across nodes)."""
     if not isinstance(body, dict):
         raise InvalidResponseError(f"/health answered a JSON {type(body).__name__}, not an object")
-    if all(body.get(field) is None for field in HEALTH_FIELDS):
+    if list(map(body.get, HEALTH_FIELDS)).count(None) == len(HEALTH_FIELDS):  # all null
         raise InvalidResponseError(
             "the node's URL answered /health with JSON that is not a ledger node's health "
             f"(none of {', '.join(HEALTH_FIELDS)}): check the node's url in the config"
@@ -326,7 +332,7 @@ def read_health(
             None if text is None else shared(text)
             for text in (node_version, node_id, peer_id, node_key)
         )
-        peers = shared(frozenset(map(shared, peers))) if peers else peers
+        peers = shared.set_of(peers) if peers else peers
     return HealthReading(
         node_version=node_version,
         node_id=node_id,
@@ -424,11 +430,15 @@ def _text_set(value: Any) -> frozenset[str] | None:
     """A JSON list of non-empty strings as a set (order and repeats ignored); None when the
     value is not a list or holds anything else (a string UTF-8 cannot hold or one over
     MAX_TEXT_CHARS included), so a garbled list never counts as a view."""
-    if not isinstance(value, list) or not all(
-        isinstance(v, str) and 0 < len(v) <= MAX_TEXT_CHARS and is_text(v) for v in value
-    ):
+    if not isinstance(value, list):
         return None
-    return frozenset(value)
+    try:  # checked in C, not once per member: a node lists its peers every cycle
+        joined = "".join(value)  # TypeError unless every member is a string
+    except TypeError:
+        return None
+    if value and not 0 < min(map(len, value)) <= max(map(len, value)) <= MAX_TEXT_CHARS:
+        return None
+    return frozenset(value) if is_text(joined) else None  # a lone surrogate in any member
 
 
 def read_block_hash(body: Any, fields: tuple[str, ...]) -> str:
