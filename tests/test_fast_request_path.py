@@ -1,17 +1,27 @@
 """Issue 22's cheaper per-request path: the URL built without ``quote`` for plain names and
-values, read exactly as ``quote`` writes them."""
+values, read exactly as ``quote`` writes them; a poll's chain requests counted in flight in
+one go and counted ended in the same lock round as their part, whatever raises."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import quote
 
 import pytest
 
 from exporter import __version__
 from exporter.config.nodes import NodeConfig
+from exporter.model.readings import Shared
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
+from exporter.poll.node import BlockPlan, NodePoll
+from exporter.poll.results import Reason
+from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture
@@ -28,3 +38,82 @@ def test_a_query_name_or_value_is_written_as_quote_writes_it(engine: Engine, tex
     client = NodeClient(engine, NodeConfig("n", "http://h/p/"), 1 << 20)
     url = client.url_for(["blockchains", "c1", "blocks"], ((text, text),))
     assert url == f"http://h/p/blockchains/c1/blocks?{quote(text, safe='')}={quote(text, safe='')}"
+
+
+@pytest.fixture
+def node(fake_nodes: FakeNodes) -> FakeNode:
+    """A node with three chains, and the checkpoint blocks of two."""
+    fake = fake_nodes.start()
+    fake.play(
+        health_doc(["c1", "c2", "c3"]), {c: chain_doc(i) for i, c in enumerate(["c1", "c2", "c3"])}
+    )
+    fake.set("/blockchains/c1/blocks?height=1", {"hash": "h1"})
+    fake.set("/blockchains/c3/blocks?height=3", {"blockHash": "h3"})
+    return fake
+
+
+def poll_once(engine: Engine, fake: FakeNode, client: NodeClient | None = None) -> NodePoll:
+    """One poll of ``fake`` (the fast paths on), ended."""
+    config = NodeConfig("n", fake.url)
+    ended = threading.Event()
+    poll = NodePoll(
+        config,
+        client or NodeClient(engine, config, 1 << 20),
+        max_chains=10,
+        blocks=BlockPlan({"c1": 1, "c3": 3}, ("hash", "blockHash")),
+        shared=Shared(),
+        ended=ended.set,
+    )
+    now = time.monotonic()
+    poll.start(now + 60, now)
+    assert ended.wait(30)
+    return poll
+
+
+def test_every_chain_request_is_counted_ended_once(engine: Engine, node: FakeNode) -> None:
+    poll = poll_once(engine, node)
+    result = poll.result(time.monotonic())
+    assert [(c.blockchain, c.reading is not None, c.block_hash) for c in result.chains] == [
+        ("c1", True, "h1"),
+        ("c2", True, None),
+        ("c3", True, "h3"),
+    ]
+    assert poll.in_flight == 0 and not poll.blamed_for_timeout
+
+
+def test_a_chain_whose_callback_raises_is_still_counted_and_ended(
+    engine: Engine, node: FakeNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any) -> None:
+        raise RuntimeError("a bug past the reader's guard")
+
+    monkeypatch.setattr(NodePoll, "chain_answered", broken)
+    poll = poll_once(engine, node)
+    result = poll.result(time.monotonic())
+    assert {c.error.reason for c in result.chains if c.error} == {Reason.INVALID_RESPONSE}
+    assert [c.block_error is not None for c in result.chains] == [True, False, True]
+    assert poll.in_flight == 0 and not poll.blamed_for_timeout
+
+
+def test_chain_requests_that_could_not_be_sent_are_not_counted_in_flight(
+    engine: Engine, node: FakeNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sending raised from the /health callback: the node fails, and the requests never
+    sent are no longer counted in flight (they would blame the node for a timeout)."""
+    original = NodeClient.get
+
+    def get(client: NodeClient, segments: list[str], *args: Any, **kwargs: Any) -> None:
+        if segments[1:] == ["c2"]:
+            raise RuntimeError("sending failed")
+        original(client, segments, *args, **kwargs)
+
+    monkeypatch.setattr(NodeClient, "get", get)
+    poll = poll_once(engine, node)
+    assert poll.result(time.monotonic()).error is not None
+    sent = ["/blockchains/c1", "/blockchains/c1/blocks?height=1"]
+
+    def all_ended() -> bool:
+        return poll.in_flight == 0 and all(p in node.paths for p in sent)
+
+    wait_until(all_ended)
+    assert not poll.blamed_for_timeout
