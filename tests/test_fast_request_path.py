@@ -117,3 +117,42 @@ def test_chain_requests_that_could_not_be_sent_are_not_counted_in_flight(
 
     wait_until(all_ended)
     assert not poll.blamed_for_timeout
+
+
+def _get(client: NodeClient, fast: Any) -> tuple[Any, Any]:
+    """GET /blockchains/c1 through ``fast``: (document, error)."""
+    outcome: list[tuple[Any, Any]] = []
+    answered = threading.Event()
+
+    def done(document: Any, error: Any) -> None:
+        outcome.append((document, error))
+        answered.set()
+
+    client.get(["blockchains", "c1"], time.monotonic() + 30, done, fast=fast)
+    assert answered.wait(30)
+    return outcome[0]
+
+
+def test_a_fast_decoder_that_raises_fails_the_answer_naming_its_path(
+    engine: Engine, node: FakeNode
+) -> None:
+    def raising(body: bytes) -> Any:
+        raise MemoryError
+
+    client = NodeClient(engine, NodeConfig("n", node.url.rstrip("/") + "/p/"), 1 << 20)
+    node.set("/p/blockchains/c1", chain_doc(1))
+    document, error = _get(client, raising)
+    assert document is None and error.reason is Reason.INVALID_RESPONSE
+    assert error.detail == "the answer from /p/blockchains/c1 could not be decoded (MemoryError)"
+
+
+def test_a_body_the_fast_decoder_hands_back_is_read_by_json_and_errors_by_status(
+    engine: Engine, node: FakeNode
+) -> None:
+    client = NodeClient(engine, NodeConfig("n", node.url), 1 << 20)
+    assert _get(client, lambda body: None) == (chain_doc(0), None)
+    assert _get(client, lambda body: {"fast": True}) == ({"fast": True}, None)
+    node.set("/blockchains/c1", {"x": 1}, 503)
+    document, error = _get(client, lambda body: {"fast": True})  # never for an error status
+    assert document is None and error.reason is Reason.HTTP_STATUS
+    assert error.detail == "HTTP status 503 from /blockchains/c1"

@@ -142,7 +142,8 @@ class NodeClient:
         ends, on the engine's thread (or at once if it cannot be sent). The CPU time of
         decoding the answer and of ``done`` is charged to ``budget``. With ``fast``, the
         document is what it decodes (its typed fast path), unless it hands the body back."""
-        if deadline - self._monotonic() <= 0:
+        now = self._monotonic()  # also the time sent, for the trace
+        if deadline - now <= 0:
             self._traced("/".join(segments), done)(None, NotSentError())
             return
         try:
@@ -152,7 +153,7 @@ class NodeClient:
             self._traced(repr("/".join(segments)), done)(None, error)
             return
         request = Request(url, deadline, self._profile, self._suspect)
-        answer = _Answer(self, url, done, budget, self._monotonic(), fast=fast)
+        answer = _Answer(self, url, done, budget, now, fast=fast)
         self._engine.submit(request, answer)
 
     def _traced(self, path: str, done: Outcome) -> Outcome:
@@ -235,13 +236,19 @@ class _Answer:
         return record
 
     def _answer(self, outcome: Response | TransferError, done: Outcome) -> None:
-        client = self._client
-        path = client.path_of(self._url)
+        client, fast = self._client, self._fast
         try:
-            document = interpret(outcome, path, client.max_bytes, self._fast)
+            if (
+                fast is None
+                or type(outcome) is not Response
+                or outcome.status >= 300
+                or (document := fast(outcome.body)) is None
+            ):  # what interpret does, the error path named only when needed
+                document = interpret(outcome, client.path_of(self._url), client.max_bytes)
         except FetchError as error:
             done(None, error)
         except Exception as error:  # e.g. MemoryError: the poll must hear of it all the same
+            path = client.path_of(self._url)
             detail = f"the answer from {path} could not be decoded ({type(error).__name__})"
             done(None, FetchError(Reason.INVALID_RESPONSE, detail))
         else:
