@@ -253,7 +253,8 @@ _CHAIN_GAUGES: tuple[tuple[ChainGauge, tuple[str, ...], Reader], ...] = (
     (ChainGauge.TX_KARMA_THRESHOLD, ("consensus", "txKarmaThreshold"), read_number),
     (ChainGauge.TX_MINT_THRESHOLD, ("consensus", "txMintThreshold"), read_number),
 )
-_VALUES = struct.Struct(f"={len(ChainGauge)}d")
+_GAUGE_COUNT = len(ChainGauge)  # (an Enum's len is a Python call)
+_VALUES = struct.Struct(f"={_GAUGE_COUNT}d")
 _ONE = struct.Struct("=d")
 _HEIGHT_AT, _SYNCING_AT = 8 * int(ChainGauge.HEIGHT), 8 * int(ChainGauge.SYNCING)
 _isnan = math.isnan  # NaN: a gauge the node did not report
@@ -271,7 +272,7 @@ assert len(_TOP_GAUGES) + len(_CONSENSUS_GAUGES) == len(_CHAIN_GAUGES)
 def _gauge_values(body: dict[str, Any]) -> list[float]:
     """The plain gauges of a chain status, NaN where absent or unreadable (as _lookup reads
     each path, unrolled: this runs for every chain of every node each cycle)."""
-    values = [_NAN] * len(ChainGauge)
+    values = [_NAN] * _GAUGE_COUNT
     for gauge, key, reader in _TOP_GAUGES:
         raw = body.get(key, _ABSENT)
         if raw is not _ABSENT or reader is _vote_sessions:
@@ -539,19 +540,24 @@ def _read_fields(fields: ChainStatusFields, shared: Shared | None, bounds: Bound
 
 def _field_values(fields: ChainStatusFields) -> list[float]:
     """The scalar gauges of a decoded chain status, NaN where absent or unreadable, as
-    _FIELD_GAUGES' readers read them; the usual values (a non-negative int, a boolean) are
-    read inline, since this runs for every chain of every node each cycle."""
-    values = [_NAN] * len(ChainGauge)
+    _FIELD_GAUGES' readers read them; a count that is a plain int and a flag that is a
+    boolean (what nodes send) are read inline, since this runs for every chain of every
+    node each cycle."""
+    values = [_NAN] * _GAUGE_COUNT
     raw = astuple(fields)
-    for gauge, at, reader in _FIELD_READERS:
+    for gauge, at in _COUNT_FIELDS:
         value = raw[at]
-        if value is UNSET:
-            continue
-        if reader is read_count and type(value) is int and 0 <= value <= _MAX_FLOAT_INT:
+        if type(value) is int and 0 <= value <= _MAX_FLOAT_INT:
             values[gauge] = float(value)
-        elif reader is read_bool and type(value) is bool:
+        elif value is not UNSET and (read := read_count(value)) is not None:
+            values[gauge] = read
+    for gauge, at in _FLAG_FIELDS:
+        value = raw[at]
+        if type(value) is bool:  # read_bool: nothing else is a flag
             values[gauge] = 1.0 if value else 0.0
-        elif (read := reader(value)) is not None:
+    for gauge, at, reader in _OTHER_FIELDS:
+        value = raw[at]
+        if value is not UNSET and (read := reader(value)) is not None:
             values[gauge] = read
     return values
 
@@ -574,10 +580,15 @@ class _Configuration(NamedTuple):
     dropped: Dropped  # the three above, as an answer without vote sessions drops them
 
 
-#: Where each of _FIELD_GAUGES is in a ChainStatusFields as a tuple (msgspec's astuple).
-_FIELD_READERS = tuple(
-    (int(gauge), ChainStatusFields.__struct_fields__.index(name), reader)
-    for gauge, name, reader in _FIELD_GAUGES
+#: Where each of _FIELD_GAUGES is in a ChainStatusFields as a tuple (msgspec's astuple), by
+#: how it is read: the counts and flags inline, the others by their reader.
+_FIELD_AT = {name: at for at, name in enumerate(ChainStatusFields.__struct_fields__)}
+_COUNT_FIELDS = tuple((int(g), _FIELD_AT[n]) for g, n, read in _FIELD_GAUGES if read is read_count)
+_FLAG_FIELDS = tuple((int(g), _FIELD_AT[n]) for g, n, read in _FIELD_GAUGES if read is read_bool)
+_OTHER_FIELDS = tuple(
+    (int(g), _FIELD_AT[n], read)
+    for g, n, read in _FIELD_GAUGES
+    if read is not read_count and read is not read_bool
 )
 #: The largest int a float holds without overflowing (read_count reads a larger one as None).
 _MAX_FLOAT_INT = int(sys.float_info.max)
