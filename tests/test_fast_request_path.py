@@ -16,7 +16,7 @@ from exporter import __version__
 from exporter.config.nodes import NodeConfig
 from exporter.model.readings import Shared
 from exporter.poll.client import NodeClient
-from exporter.poll.engine import Engine
+from exporter.poll.engine import SHUT_DOWN, Done, Engine, Profile, Request, Response, TransferError
 from exporter.poll.node import BlockPlan, NodePoll
 from exporter.poll.results import Reason
 from tests.support.documents import chain_doc, health_doc
@@ -156,3 +156,69 @@ def test_a_body_the_fast_decoder_hands_back_is_read_by_json_and_errors_by_status
     document, error = _get(client, lambda body: {"fast": True})  # never for an error status
     assert document is None and error.reason is Reason.HTTP_STATUS
     assert error.detail == "HTTP status 503 from /blockchains/c1"
+
+
+def test_requests_submitted_from_the_engine_thread_are_sent_or_fail_at_shutdown(
+    node: FakeNode,
+) -> None:
+    """A callback (on the engine thread) submits without the lock: its requests are still
+    all sent (one past its deadline fails unsent)."""
+    engine = Engine(1, "test")
+    profile = Profile(1 << 20)
+    outcomes: list[tuple[str, Any]] = []
+    follow_ups = threading.Event()
+
+    def follow(name: str) -> Done:
+        def done(outcome: Response | TransferError) -> None:
+            outcomes.append((name, outcome))
+            if len(outcomes) == 6:
+                follow_ups.set()
+
+        return done
+
+    def first(outcome: Response | TransferError) -> None:
+        outcomes.append(("health", outcome))
+        for chain in ("c1", "c2", "c3"):
+            deadline = time.monotonic() + 30
+            engine.submit(
+                Request(f"{node.url}blockchains/{chain}", deadline, profile), follow(chain)
+            )
+        engine.submit(
+            Request(f"{node.url}health", time.monotonic() + 30, profile, True), follow("s")
+        )
+        engine.submit(Request(f"{node.url}health", 0.0, profile), follow("late"))
+
+    try:
+        engine.submit(Request(f"{node.url}health", time.monotonic() + 30, profile), first)
+        assert follow_ups.wait(30)
+    finally:
+        engine.close()
+    names = [name for name, _ in outcomes]
+    assert sorted(names) == ["c1", "c2", "c3", "health", "late", "s"]
+    statuses = {name: getattr(outcome, "status", None) for name, outcome in outcomes}
+    assert statuses == {"health": 200, "c1": 200, "c2": 200, "c3": 200, "s": 200, "late": None}
+    assert engine.in_flight() == 0
+
+
+def test_a_request_submitted_by_a_callback_while_the_engine_closes_fails_as_shut_down(
+    node: FakeNode,
+) -> None:
+    engine = Engine(1, "test")
+    profile = Profile(1 << 20)
+    ended: list[Response | TransferError] = []
+    all_ended = threading.Event()
+
+    def last(outcome: Response | TransferError) -> None:
+        ended.append(outcome)
+        all_ended.set()
+
+    def first(outcome: Response | TransferError) -> None:
+        closer = threading.Thread(target=engine.close)  # it waits for this callback to return
+        closer.start()
+        wait_until(lambda: engine._closing)  # the engine ends once this callback returns
+        engine.submit(Request(f"{node.url}blockchains/c1", time.monotonic() + 30, profile), last)
+
+    engine.submit(Request(f"{node.url}health", time.monotonic() + 30, profile), first)
+    assert all_ended.wait(30)
+    assert isinstance(ended[0], TransferError) and ended[0].code == SHUT_DOWN
+    assert engine.in_flight() == 0

@@ -158,7 +158,14 @@ class _Handle:
 
 
 class Engine:
-    """The event loop thread and its CurlMulti; ``close()`` ends both."""
+    """The event loop thread and its CurlMulti; ``close()`` ends both.
+
+    ``_lock`` orders what other threads do (submit, resize, close, the counts they read)
+    with the engine thread. State only the engine thread changes (the transfers, the
+    suspects out, a queue item taken) it changes without the lock, as does a submit made on
+    the engine thread itself (a node's chain requests, sent from its /health callback):
+    under the GIL a deque's append and popleft and a dict's len are atomic, and nothing
+    else can replace the queues or drain them meanwhile (only the engine thread does)."""
 
     def __init__(self, max_in_flight: int, user_agent: str, max_connections: int = 0) -> None:
         self._max_in_flight = max(1, max_in_flight)
@@ -227,6 +234,10 @@ class Engine:
     def submit(self, request: Request, done: Done) -> None:
         """Queue ``request`` from any thread; ``done`` hears how it ended by its deadline at the
         latest, on the engine's thread (at once, on the caller's, once the engine is closed)."""
+        if threading.get_ident() == self._thread.ident and not self._closing:
+            # the engine's own loop starts it next; its shutdown drains it, on this thread
+            (self._suspects if request.suspect else self._queue).append((request, done))
+            return
         with self._lock:
             closing = self._closing
             if not closing:
@@ -234,8 +245,7 @@ class Engine:
         if closing:
             _report(done, TransferError(SHUT_DOWN, "the exporter is shutting down"))
             return
-        if threading.get_ident() != self._thread.ident:  # the engine's own loop starts it next
-            self._wake()
+        self._wake()
 
     def connections_opened(self) -> int:
         """New connections (TCP, and TLS where https) made so far: keep-alive keeps it low."""
@@ -346,15 +356,15 @@ class Engine:
         self._timer_at = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
 
     def _next_queued(self) -> tuple[Request, Done] | None:
-        """The next request allowed a slot: suspects only while they hold under a quarter."""
-        with self._lock:
-            if len(self._transfers) >= self._max_in_flight:
-                return None
-            if self._queue:
-                return self._queue.popleft()
-            if self._suspects and self._suspects_out < self._max_suspects:
-                return self._suspects.popleft()
+        """The next request allowed a slot: suspects only while they hold under a quarter.
+        (No lock: other threads only append to the queues; see the class docstring.)"""
+        if len(self._transfers) >= self._max_in_flight:
             return None
+        if self._queue:
+            return self._queue.popleft()
+        if self._suspects and self._suspects_out < self._max_suspects:
+            return self._suspects.popleft()
+        return None
 
     def _start_queued(self) -> None:
         now = time.monotonic()
@@ -379,9 +389,8 @@ class Engine:
             _report(done, TransferError(UNSENDABLE, detail))
             return
         handle.request, handle.done = request, done
-        with self._lock:
-            self._transfers[handle.curl] = handle
-            self._suspects_out += request.suspect
+        self._transfers[handle.curl] = handle  # engine thread only: no lock (class docstring)
+        self._suspects_out += request.suspect
         self._multi.add_handle(handle.curl)
 
     def _close_idle_handles(self) -> None:
@@ -455,9 +464,8 @@ class Engine:
                 return
 
     def _finish(self, curl: pycurl.Curl, failure: tuple[int, str] | None) -> None:
-        with self._lock:
-            handle = self._transfers.pop(curl)
-            self._suspects_out -= handle.request.suspect  # type: ignore[union-attr]
+        handle = self._transfers.pop(curl)  # engine thread only: no lock (class docstring)
+        self._suspects_out -= handle.request.suspect  # type: ignore[union-attr]
         done, handle.request, handle.done = handle.done, None, None
         assert done is not None  # set with the request
         sink = handle.sink
