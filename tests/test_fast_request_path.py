@@ -15,7 +15,7 @@ import pytest
 from exporter import __version__
 from exporter.config.nodes import NodeConfig
 from exporter.model.readings import Shared
-from exporter.poll.client import NodeClient
+from exporter.poll.client import EXACT_CHARGE_SECONDS, NodeClient, ReadBudget
 from exporter.poll.engine import SHUT_DOWN, Done, Engine, Profile, Request, Response, TransferError
 from exporter.poll.node import BlockPlan, NodePoll
 from exporter.poll.results import Reason
@@ -222,3 +222,53 @@ def test_a_request_submitted_by_a_callback_while_the_engine_closes_fails_as_shut
     assert all_ended.wait(30)
     assert isinstance(ended[0], TransferError) and ended[0].code == SHUT_DOWN
     assert engine.in_flight() == 0
+
+
+# --- the read budget charged with one CPU clock reading per answer -------------------------
+
+
+def _charged(engine: Engine, node: FakeNode, fast: Any) -> float:
+    """What reading one answer through ``fast`` charged to a fresh budget."""
+    budget = ReadBudget(100.0)
+    client = NodeClient(engine, NodeConfig("n", node.url), 1 << 20)
+    answered = threading.Event()
+    client.get(
+        ["blockchains", "c1"],
+        time.monotonic() + 30,
+        lambda *_: answered.set(),
+        (),
+        budget,
+        fast=fast,
+    )
+    assert answered.wait(30)
+    return budget.charged
+
+
+def test_a_costly_reading_is_charged_at_least_its_cpu_time(engine: Engine, node: FakeNode) -> None:
+    def costly(body: bytes) -> Any:
+        started = time.thread_time()
+        while time.thread_time() - started < 0.02:  # 20 ms of CPU
+            pass
+        return {"read": True}
+
+    assert _charged(engine, node, costly) >= 0.02
+
+
+def test_a_reading_that_waits_is_charged_its_cpu_time_not_the_wait(
+    engine: Engine, node: FakeNode
+) -> None:
+    """Past EXACT_CHARGE_SECONDS of wall time the CPU clock decides: a reading held up (here
+    waiting, as for the GIL) is not charged the time others used."""
+    waited = threading.Event()
+
+    def waiting(body: bytes) -> Any:
+        waited.wait(0.2)  # never set: 0.2 s of wall time, next to no CPU
+        return {"read": True}
+
+    assert EXACT_CHARGE_SECONDS < 0.2
+    assert _charged(engine, node, waiting) < 0.1
+
+
+def test_a_cheap_reading_is_charged_something_and_little(engine: Engine, node: FakeNode) -> None:
+    charged = _charged(engine, node, lambda body: {"read": True})
+    assert 0 < charged < 0.1  # bounded by its wall time (one answer, on an idle engine)
