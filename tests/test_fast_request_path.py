@@ -10,13 +10,23 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
+import pycurl
 import pytest
 
 from exporter import __version__
 from exporter.config.nodes import NodeConfig
 from exporter.model.readings import Shared
 from exporter.poll.client import EXACT_CHARGE_SECONDS, NodeClient, ReadBudget
-from exporter.poll.engine import SHUT_DOWN, Done, Engine, Profile, Request, Response, TransferError
+from exporter.poll.engine import (
+    SHUT_DOWN,
+    Done,
+    Engine,
+    Profile,
+    Request,
+    Response,
+    TransferError,
+    _Handle,
+)
 from exporter.poll.node import BlockPlan, NodePoll
 from exporter.poll.results import Reason
 from tests.support.documents import chain_doc, health_doc
@@ -272,3 +282,36 @@ def test_a_reading_that_waits_is_charged_its_cpu_time_not_the_wait(
 def test_a_cheap_reading_is_charged_something_and_little(engine: Engine, node: FakeNode) -> None:
     charged = _charged(engine, node, lambda body: {"read": True})
     assert 0 < charged < 0.1  # bounded by its wall time (one answer, on an idle engine)
+
+
+class _Options:
+    """A stand-in curl handle that records the options set on it."""
+
+    def __init__(self) -> None:
+        self.set: list[tuple[int, Any]] = []
+
+    def setopt(self, option: int, value: Any) -> None:
+        self.set.append((option, value))
+
+    def reset(self) -> None:
+        self.set.append((-1, None))
+
+
+def test_a_reused_handle_gets_low_speed_time_again_only_when_it_changes(engine: Engine) -> None:
+    handle = _Handle()
+    handle.curl.close()
+    options = handle.curl = _Options()  # type: ignore[assignment]
+    profile, other = Profile(1 << 20), Profile(1 << 10)
+
+    def low_speed_times(profile: Profile, remaining_ms: int) -> list[Any]:
+        options.set.clear()
+        engine._configure(handle, Request("http://h/", 0.0, profile), remaining_ms)
+        return [value for option, value in options.set if option == pycurl.LOW_SPEED_TIME]
+
+    assert low_speed_times(profile, 5_000) == [5]
+    assert low_speed_times(profile, 5_900) == []  # still 5 whole seconds: kept
+    assert low_speed_times(profile, 4_999) == [4]
+    assert low_speed_times(profile, 300) == [1]  # at least a second
+    assert low_speed_times(profile, 999) == []
+    assert low_speed_times(other, 999) == [1]  # another profile: reset, so set again
+    assert (-1, None) in options.set

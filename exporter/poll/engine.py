@@ -144,15 +144,17 @@ class _Sink:
 
 
 class _Handle:
-    """A curl handle, its sink, the profile it is configured with (None: not yet), and the
-    request it carries with its callback while in flight (no object per transfer)."""
+    """A curl handle, its sink, the profile it is configured with (None: not yet) and the
+    LOW_SPEED_TIME last set (None: not since configured), and the request it carries with
+    its callback while in flight (no object per transfer)."""
 
-    __slots__ = ("curl", "done", "profile", "request", "sink")
+    __slots__ = ("curl", "done", "low_speed_time", "profile", "request", "sink")
 
     def __init__(self) -> None:
         self.curl = pycurl.Curl()
         self.sink = _Sink()
         self.profile: Profile | None = None
+        self.low_speed_time: int | None = None
         self.request: Request | None = None
         self.done: Done | None = None
 
@@ -416,12 +418,15 @@ class Engine:
             if handle.profile is not None:
                 curl.reset()
             self._configure_profile(handle, profile)
-            handle.profile = profile
+            handle.profile, handle.low_speed_time = profile, None
         handle.sink.start(profile.max_bytes)
         setopt(pycurl.URL, request.url)
         setopt(pycurl.TIMEOUT_MS, remaining_ms)
         setopt(pycurl.CONNECTTIMEOUT_MS, remaining_ms)
-        setopt(pycurl.LOW_SPEED_TIME, max(1, remaining_ms // 1000))
+        low_speed_time = max(1, remaining_ms // 1000)
+        if handle.low_speed_time != low_speed_time:  # whole seconds: mostly as last time
+            setopt(pycurl.LOW_SPEED_TIME, low_speed_time)
+            handle.low_speed_time = low_speed_time
 
     def _configure_profile(self, handle: _Handle, profile: Profile) -> None:
         """Every option but the URL and timeouts, on a new or reset handle. pycurl encodes a
