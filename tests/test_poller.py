@@ -492,7 +492,7 @@ def _raise_for_chains(original: Any) -> Any:
         ("exporter.poll.node.read_block_hash", "block"),
         ("exporter.poll.watch.read_answer", "contract"),
         ("exporter.poll.client.NodeClient.get", "health"),  # sending chains from /health's callback
-        ("exporter.poll.node._ChainAnswer.__call__", "blockchain"),  # past the reader's own guard
+        ("exporter.poll.node.NodePoll.chain_answered", "blockchain"),  # past the reader's guard
         ("exporter.poll.watch.WatchAnswer.__call__", "contract"),
     ],
 )

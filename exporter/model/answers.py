@@ -14,11 +14,13 @@ a lone surrogate escape), so a body msgspec refuses is always left to ``json``.
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
+from msgspec.structs import astuple
 
 #: How deep a body may nest for the fast path: far below the recursion limit (1000), and a
 #: body of at most twice as many bytes cannot nest deeper, so it is not even counted.
@@ -96,3 +98,45 @@ def decode_chain_status(body: bytes) -> ChainStatusFields | None:
         return _CHAIN_STATUS.decode(body)
     except msgspec.DecodeError:  # ValidationError too: a shape for the slow path
         return None
+
+
+class BlockHashes(NamedTuple):
+    """What the block fast path decoded: the value of each configured hash field, in the
+    configured order, UNSET where absent."""
+
+    values: tuple[Scalar | UnsetType, ...]
+
+
+class BlockHashDecoder:
+    """The typed fast path of a block answer (``GET /blockchains/{id}/blocks?height=``):
+    only the configured hash fields, each a JSON scalar or absent, everything else skipped
+    (a block's transactions are never built as Python objects). A body that is not an
+    object, or whose hash field holds an array or object, is handed back (None) like any
+    body :func:`fits_fast_path` refuses: the slow path reads (or refuses) it."""
+
+    __slots__ = ("_decoder",)
+
+    def __init__(self, fields: tuple[str, ...]) -> None:
+        names = [f"field{position}" for position in range(len(fields))]
+        struct = msgspec.defstruct(
+            "BlockHashFields",
+            [(name, Scalar | UnsetType, UNSET) for name in names],
+            rename=dict(zip(names, fields, strict=True)),
+            gc=False,
+        )
+        self._decoder = msgspec.json.Decoder(struct)
+
+    def __call__(self, body: bytes) -> BlockHashes | None:
+        if not fits_fast_path(body):
+            return None
+        try:
+            return BlockHashes(astuple(self._decoder.decode(body)))
+        except msgspec.DecodeError:  # ValidationError too: a shape for the slow path
+            return None
+
+
+@functools.lru_cache(maxsize=8)
+def block_hash_decoder(fields: tuple[str, ...]) -> BlockHashDecoder:
+    """The decoder of ``fields`` (one config's block_hash_fields), made once, not per poll:
+    a config (and a reload or two) has one list of them."""
+    return BlockHashDecoder(fields)

@@ -13,9 +13,10 @@ import sys
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from msgspec import UNSET, Raw
+from msgspec.structs import astuple
 
 from exporter.bounds import (
     DEFAULT_BOUNDS,
@@ -25,7 +26,7 @@ from exporter.bounds import (
     Dropped,
     count_dropped,
 )
-from exporter.model.answers import ChainStatusFields, decode_json
+from exporter.model.answers import BlockHashes, ChainStatusFields, decode_json
 from exporter.model.consensus import (
     NO_SESSIONS,
     SessionsRead,
@@ -172,6 +173,12 @@ class Shared:
         kept = self._kept.setdefault(value, value)
         return kept  # type: ignore[return-value]  # equal values have the same type here
 
+    def set_of(self, values: frozenset[str]) -> frozenset[str]:
+        """The copy kept of the set ``values``, its members the copies kept (peer ids repeat
+        in the sets of different nodes): ``self(frozenset(map(self, values)))``, at C speed."""
+        keep = self._kept.setdefault
+        return self(frozenset(map(keep, values, values)))  # type: ignore[arg-type]
+
     def made(self, key: Hashable, make: Callable[[], Kept]) -> Kept:
         """The value ``make`` gave for ``key`` earlier this cycle, else ``make()`` (kept).
         Two threads may both make it; equal keys make equal values, so either is right."""
@@ -246,7 +253,8 @@ _CHAIN_GAUGES: tuple[tuple[ChainGauge, tuple[str, ...], Reader], ...] = (
     (ChainGauge.TX_KARMA_THRESHOLD, ("consensus", "txKarmaThreshold"), read_number),
     (ChainGauge.TX_MINT_THRESHOLD, ("consensus", "txMintThreshold"), read_number),
 )
-_VALUES = struct.Struct(f"={len(ChainGauge)}d")
+_GAUGE_COUNT = len(ChainGauge)  # (an Enum's len is a Python call)
+_VALUES = struct.Struct(f"={_GAUGE_COUNT}d")
 _ONE = struct.Struct("=d")
 _HEIGHT_AT, _SYNCING_AT = 8 * int(ChainGauge.HEIGHT), 8 * int(ChainGauge.SYNCING)
 _isnan = math.isnan  # NaN: a gauge the node did not report
@@ -264,7 +272,7 @@ assert len(_TOP_GAUGES) + len(_CONSENSUS_GAUGES) == len(_CHAIN_GAUGES)
 def _gauge_values(body: dict[str, Any]) -> list[float]:
     """The plain gauges of a chain status, NaN where absent or unreadable (as _lookup reads
     each path, unrolled: this runs for every chain of every node each cycle)."""
-    values = [_NAN] * len(ChainGauge)
+    values = [_NAN] * _GAUGE_COUNT
     for gauge, key, reader in _TOP_GAUGES:
         raw = body.get(key, _ABSENT)
         if raw is not _ABSENT or reader is _vote_sessions:
@@ -306,7 +314,7 @@ def read_health(
     sets equal to another node's this cycle are kept once (peer ids repeat across nodes)."""
     if not isinstance(body, dict):
         raise InvalidResponseError(f"/health answered a JSON {type(body).__name__}, not an object")
-    if all(body.get(field) is None for field in HEALTH_FIELDS):
+    if list(map(body.get, HEALTH_FIELDS)).count(None) == len(HEALTH_FIELDS):  # all null
         raise InvalidResponseError(
             "the node's URL answered /health with JSON that is not a ledger node's health "
             f"(none of {', '.join(HEALTH_FIELDS)}): check the node's url in the config"
@@ -325,7 +333,7 @@ def read_health(
             None if text is None else shared(text)
             for text in (node_version, node_id, peer_id, node_key)
         )
-        peers = shared(frozenset(map(shared, peers))) if peers else peers
+        peers = shared.set_of(peers) if peers else peers
     return HealthReading(
         node_version=node_version,
         node_id=node_id,
@@ -423,16 +431,27 @@ def _text_set(value: Any) -> frozenset[str] | None:
     """A JSON list of non-empty strings as a set (order and repeats ignored); None when the
     value is not a list or holds anything else (a string UTF-8 cannot hold or one over
     MAX_TEXT_CHARS included), so a garbled list never counts as a view."""
-    if not isinstance(value, list) or not all(
-        isinstance(v, str) and 0 < len(v) <= MAX_TEXT_CHARS and is_text(v) for v in value
-    ):
+    if not isinstance(value, list):
         return None
-    return frozenset(value)
+    try:  # checked in C, not once per member: a node lists its peers every cycle
+        joined = "".join(value)  # TypeError unless every member is a string
+    except TypeError:
+        return None
+    if value and not 0 < min(map(len, value)) <= max(map(len, value)) <= MAX_TEXT_CHARS:
+        return None
+    return frozenset(value) if is_text(joined) else None  # a lone surrogate in any member
 
 
 def read_block_hash(body: Any, fields: tuple[str, ...]) -> str:
     """The hash of a ``/blockchains/{id}/blocks`` answer: the first of ``fields`` that holds a
-    non-empty string; InvalidResponseError when it is not an object or none does."""
+    non-empty string; InvalidResponseError when it is not an object or none does. ``body``
+    may also be the fields' values the fast path decoded (:class:`BlockHashDecoder`)."""
+    if type(body) is BlockHashes:
+        for raw in body.values:
+            value = None if raw is UNSET else read_text(raw)
+            if value:
+                return value
+        raise InvalidResponseError(f"the block has none of the hash fields {', '.join(fields)}")
     if not isinstance(body, dict):
         raise InvalidResponseError(f"the block is a JSON {type(body).__name__}, not an object")
     for field in fields:
@@ -488,39 +507,91 @@ _NO_FEATURES: _Features = ((), 0, 0)
 
 
 def _read_fields(fields: ChainStatusFields, shared: Shared | None, bounds: Bounds) -> ChainReading:
-    """read_chain of a decoded chain status: the same reading, each part (council, sessions,
-    settings, features) read once a cycle for all the nodes that send the same text."""
-    values = [_NAN] * len(ChainGauge)
-    for gauge, name, reader in _FIELD_GAUGES:
-        raw = getattr(fields, name)
-        if raw is not UNSET:
-            value = reader(raw)
-            if value is not None:
-                values[gauge] = value
+    """read_chain of a decoded chain status: the same reading, its configuration (council,
+    settings, features, keyType) and its vote sessions each read once a cycle for all the
+    nodes that send the same text, so only the node's own scalar gauges are read each time."""
+    values = _field_values(fields)
     parts = _Parts(shared, bounds)
-    length, council, leaders, extra_leaders, council_drops = parts.council(fields.council_members)
+    config = parts.configuration(fields)
     sessions, session_count, session_drops = parts.sessions(fields.vote_sessions)
-    settings, consensus_type, settings_drops = parts.settings(fields.consensus)
-    features, extra_features, feature_drops = parts.features(fields.features)
-    counts = ((ChainGauge.COUNCIL_MEMBERS, length), (ChainGauge.VOTE_SESSIONS, session_count))
-    for position, value in (*counts, *settings):
-        if value is not None:
-            values[position] = value
+    for position, value in config.gauges:
+        values[position] = value
+    if session_count is not None:
+        values[ChainGauge.VOTE_SESSIONS] = session_count
     _note_sessions(values, sessions)
-    labels = LabelTexts(bounds.label_value_length)
-    key_type = None if fields.key_type is UNSET else labels(fields.key_type)
-    label_drops = council_drops + session_drops + settings_drops + feature_drops + labels.dropped
+    dropped = config.dropped
+    if session_drops or sessions.dropped:
+        labels = config.label_drops + session_drops
+        dropped = count_dropped(
+            config.extra_features, 0, labels, sessions.dropped, config.extra_leaders
+        )
     return ChainReading(
         values=_VALUES.pack(*values),
-        consensus_type=consensus_type,
-        key_type=key_type,
-        features=features,
-        council=council,
-        dropped=count_dropped(extra_features, 0, label_drops, sessions.dropped, extra_leaders),
+        consensus_type=config.consensus_type,
+        key_type=config.key_type,
+        features=config.features,
+        council=config.council,
+        dropped=dropped,
         sessions=sessions.followed,
-        leaders=leaders,
-        consensus_view=parts.view(fields),
+        leaders=config.leaders,
+        consensus_view=config.view,
     )
+
+
+def _field_values(fields: ChainStatusFields) -> list[float]:
+    """The scalar gauges of a decoded chain status, NaN where absent or unreadable, as
+    _FIELD_GAUGES' readers read them; a count that is a plain int and a flag that is a
+    boolean (what nodes send) are read inline, since this runs for every chain of every
+    node each cycle."""
+    values = [_NAN] * _GAUGE_COUNT
+    raw = astuple(fields)
+    for gauge, at in _COUNT_FIELDS:
+        value = raw[at]
+        if type(value) is int and 0 <= value <= _MAX_FLOAT_INT:
+            values[gauge] = float(value)
+        elif value is not UNSET and (read := read_count(value)) is not None:
+            values[gauge] = read
+    for gauge, at in _FLAG_FIELDS:
+        value = raw[at]
+        if type(value) is bool:  # read_bool: nothing else is a flag
+            values[gauge] = 1.0 if value else 0.0
+    for gauge, at, reader in _OTHER_FIELDS:
+        value = raw[at]
+        if value is not UNSET and (read := reader(value)) is not None:
+            values[gauge] = read
+    return values
+
+
+class _Configuration(NamedTuple):
+    """What a decoded chain status's council, consensus settings, features and keyType read
+    as: the same on every node of a chain (unlike its vote sessions, whose stage and leader
+    move), so read once a cycle for all the nodes that send the same texts."""
+
+    gauges: tuple[tuple[int, float], ...]  # the council's length, the settings' gauges
+    consensus_type: str | None
+    key_type: str | None
+    features: tuple[tuple[str, float], ...]
+    council: frozenset[str] | None
+    leaders: tuple[str, ...]
+    view: bytes | None
+    extra_features: int  # flags over the bound
+    extra_leaders: int  # leaders over the bound
+    label_drops: int  # label values over the bound
+    dropped: Dropped  # the three above, as an answer without vote sessions drops them
+
+
+#: Where each of _FIELD_GAUGES is in a ChainStatusFields as a tuple (msgspec's astuple), by
+#: how it is read: the counts and flags inline, the others by their reader.
+_FIELD_AT = {name: at for at, name in enumerate(ChainStatusFields.__struct_fields__)}
+_COUNT_FIELDS = tuple((int(g), _FIELD_AT[n]) for g, n, read in _FIELD_GAUGES if read is read_count)
+_FLAG_FIELDS = tuple((int(g), _FIELD_AT[n]) for g, n, read in _FIELD_GAUGES if read is read_bool)
+_OTHER_FIELDS = tuple(
+    (int(g), _FIELD_AT[n], read)
+    for g, n, read in _FIELD_GAUGES
+    if read is not read_count and read is not read_bool
+)
+#: The largest int a float holds without overflowing (read_count reads a larger one as None).
+_MAX_FLOAT_INT = int(sys.float_info.max)
 
 
 class _Parts:
@@ -532,6 +603,43 @@ class _Parts:
 
     def __init__(self, shared: Shared | None, bounds: Bounds) -> None:
         self._shared, self._bounds = shared, bounds
+
+    def configuration(self, fields: ChainStatusFields) -> _Configuration:
+        """The council, settings, features and keyType, with ``shared`` one lookup for them
+        all (their texts joined: no JSON text holds a NUL, and a present part is never
+        empty), read each time if together they are over MAX_PART_BYTES."""
+        if self._shared is None:
+            return self._read_configuration(fields)
+        texts = (fields.council_members, fields.consensus, fields.features)
+        key = b"\0".join(
+            (*(b"" if text is UNSET else text for text in texts), repr(fields.key_type).encode())
+        )
+        kind = ("configuration", self._bounds)
+        return self._shared.part(kind, key, lambda: self._read_configuration(fields))
+
+    def _read_configuration(self, fields: ChainStatusFields) -> _Configuration:
+        length, council, leaders, extra_leaders, council_drops = self.council(
+            fields.council_members
+        )
+        settings, consensus_type, settings_drops = self.settings(fields.consensus)
+        features, extra_features, feature_drops = self.features(fields.features)
+        counted = ((int(ChainGauge.COUNCIL_MEMBERS), length),) if length is not None else ()
+        labels = LabelTexts(self._bounds.label_value_length)
+        key_type = None if fields.key_type is UNSET else labels(fields.key_type)
+        label_drops = council_drops + settings_drops + feature_drops + labels.dropped
+        return _Configuration(
+            gauges=(*counted, *settings),
+            consensus_type=consensus_type,
+            key_type=key_type,
+            features=features,
+            council=council,
+            leaders=leaders,
+            view=self.view(fields),
+            extra_features=extra_features,
+            extra_leaders=extra_leaders,
+            label_drops=label_drops,
+            dropped=count_dropped(extra_features, 0, label_drops, 0, extra_leaders),
+        )
 
     def _read(self, kind: str, text: bytes, read: Callable[[Any], Kept]) -> Kept:
         if self._shared is None:

@@ -32,6 +32,10 @@ from exporter.poll.engine import (
 )
 from exporter.poll.results import FetchError, Reason, RequestTrace, TracedRequest, describe
 
+#: A reading that took longer than this (wall time) is charged its CPU time, read from the
+#: thread's CPU clock; a shorter one its wall time, at most this much over its CPU time.
+EXACT_CHARGE_SECONDS = 0.001
+
 
 class ReadBudget:
     """CPU time one poll of a node may spend decoding and reading its answers. Answers are
@@ -51,6 +55,11 @@ class ReadBudget:
     def spent(self) -> bool:
         """Nothing is left: answers are no longer read."""
         return self._spent >= self.seconds
+
+    @property
+    def charged(self) -> float:
+        """The seconds charged so far."""
+        return self._spent
 
     def charge(self, seconds: float) -> None:
         """Count ``seconds`` of CPU spent reading an answer."""
@@ -122,10 +131,11 @@ class NodeClient:
         (libcurl's ``PATH_AS_IS``), or URL normalisation would turn a chain id of ``..``
         into the node's base path.
         """
-        url = self._base + "/".join(_encode_segment(segment) for segment in segments)
+        path = "/".join(map(_encode_segment, segments))  # map: no generator frame per segment
         if not query:
-            return url
-        return url + "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query)
+            return self._base + path
+        pairs = "&".join(f"{_encode_query(k)}={_encode_query(v)}" for k, v in query)
+        return f"{self._base}{path}?{pairs}"
 
     def get(
         self,
@@ -141,7 +151,8 @@ class NodeClient:
         ends, on the engine's thread (or at once if it cannot be sent). The CPU time of
         decoding the answer and of ``done`` is charged to ``budget``. With ``fast``, the
         document is what it decodes (its typed fast path), unless it hands the body back."""
-        if deadline - self._monotonic() <= 0:
+        now = self._monotonic()  # also the time sent, for the trace
+        if deadline - now <= 0:
             self._traced("/".join(segments), done)(None, NotSentError())
             return
         try:
@@ -151,7 +162,7 @@ class NodeClient:
             self._traced(repr("/".join(segments)), done)(None, error)
             return
         request = Request(url, deadline, self._profile, self._suspect)
-        answer = _Answer(self, url, done, budget, self._monotonic(), fast=fast)
+        answer = _Answer(self, url, done, budget, now, fast=fast)
         self._engine.submit(request, answer)
 
     def _traced(self, path: str, done: Outcome) -> Outcome:
@@ -213,11 +224,17 @@ class _Answer:
             detail = f"{path} not read: the node's answers already took {budget.seconds:g} s of CPU"
             done(None, FetchError(Reason.TOO_LARGE, detail))
         else:
-            started = time.thread_time()
+            started, wall = time.thread_time(), time.perf_counter()
             try:
                 self._answer(outcome, done)
             finally:
-                budget.charge(time.thread_time() - started)
+                # The wall time a reading took bounds its CPU time from above and costs a
+                # tenth to read: charged as is while short; a long one (the thread waited for
+                # the GIL, or the CPU) is charged its CPU time, so no node pays for others.
+                elapsed = time.perf_counter() - wall
+                if elapsed >= EXACT_CHARGE_SECONDS:
+                    elapsed = time.thread_time() - started
+                budget.charge(elapsed)
 
     def _recording(self, outcome: Response | TransferError, trace: RequestTrace) -> Outcome:
         """``done``, first recording the request, its status and outcome in ``trace``."""
@@ -234,13 +251,19 @@ class _Answer:
         return record
 
     def _answer(self, outcome: Response | TransferError, done: Outcome) -> None:
-        client = self._client
-        path = client.path_of(self._url)
+        client, fast = self._client, self._fast
         try:
-            document = interpret(outcome, path, client.max_bytes, self._fast)
+            if (
+                fast is None
+                or type(outcome) is not Response
+                or outcome.status >= 300
+                or (document := fast(outcome.body)) is None
+            ):  # what interpret does, the error path named only when needed
+                document = interpret(outcome, client.path_of(self._url), client.max_bytes)
         except FetchError as error:
             done(None, error)
         except Exception as error:  # e.g. MemoryError: the poll must hear of it all the same
+            path = client.path_of(self._url)
             detail = f"the answer from {path} could not be decoded ({type(error).__name__})"
             done(None, FetchError(Reason.INVALID_RESPONSE, detail))
         else:
@@ -248,6 +271,12 @@ class _Answer:
 
 
 _UNENCODABLE = "an id to request is not valid Unicode (a lone surrogate), so it cannot be sent"
+
+
+def _encode_query(text: str) -> str:
+    """A query parameter's name or value, percent-encoded (plain ones, "height" and the
+    digits of one, are left as they are: ``quote`` costs a microsecond)."""
+    return text if text.isascii() and text.isalnum() else quote(text, safe="")
 
 
 def _encode_segment(segment: str) -> str:

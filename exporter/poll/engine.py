@@ -144,21 +144,30 @@ class _Sink:
 
 
 class _Handle:
-    """A curl handle, its sink, the profile it is configured with (None: not yet), and the
-    request it carries with its callback while in flight (no object per transfer)."""
+    """A curl handle, its sink, the profile it is configured with (None: not yet) and the
+    LOW_SPEED_TIME last set (None: not since configured), and the request it carries with
+    its callback while in flight (no object per transfer)."""
 
-    __slots__ = ("curl", "done", "profile", "request", "sink")
+    __slots__ = ("curl", "done", "low_speed_time", "profile", "request", "sink")
 
     def __init__(self) -> None:
         self.curl = pycurl.Curl()
         self.sink = _Sink()
         self.profile: Profile | None = None
+        self.low_speed_time: int | None = None
         self.request: Request | None = None
         self.done: Done | None = None
 
 
 class Engine:
-    """The event loop thread and its CurlMulti; ``close()`` ends both."""
+    """The event loop thread and its CurlMulti; ``close()`` ends both.
+
+    ``_lock`` orders what other threads do (submit, resize, close, the counts they read)
+    with the engine thread. State only the engine thread changes (the transfers, the
+    suspects out, a queue item taken) it changes without the lock, as does a submit made on
+    the engine thread itself (a node's chain requests, sent from its /health callback):
+    under the GIL a deque's append and popleft and a dict's len are atomic, and nothing
+    else can replace the queues or drain them meanwhile (only the engine thread does)."""
 
     def __init__(self, max_in_flight: int, user_agent: str, max_connections: int = 0) -> None:
         self._max_in_flight = max(1, max_in_flight)
@@ -227,6 +236,10 @@ class Engine:
     def submit(self, request: Request, done: Done) -> None:
         """Queue ``request`` from any thread; ``done`` hears how it ended by its deadline at the
         latest, on the engine's thread (at once, on the caller's, once the engine is closed)."""
+        if threading.get_ident() == self._thread.ident and not self._closing:
+            # the engine's own loop starts it next; its shutdown drains it, on this thread
+            (self._suspects if request.suspect else self._queue).append((request, done))
+            return
         with self._lock:
             closing = self._closing
             if not closing:
@@ -234,8 +247,7 @@ class Engine:
         if closing:
             _report(done, TransferError(SHUT_DOWN, "the exporter is shutting down"))
             return
-        if threading.get_ident() != self._thread.ident:  # the engine's own loop starts it next
-            self._wake()
+        self._wake()
 
     def connections_opened(self) -> int:
         """New connections (TCP, and TLS where https) made so far: keep-alive keeps it low."""
@@ -351,15 +363,15 @@ class Engine:
         self._timer_at = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
 
     def _next_queued(self) -> tuple[Request, Done] | None:
-        """The next request allowed a slot: suspects only while they hold under a quarter."""
-        with self._lock:
-            if len(self._transfers) >= self._max_in_flight:
-                return None
-            if self._queue:
-                return self._queue.popleft()
-            if self._suspects and self._suspects_out < self._max_suspects:
-                return self._suspects.popleft()
+        """The next request allowed a slot: suspects only while they hold under a quarter.
+        (No lock: other threads only append to the queues; see the class docstring.)"""
+        if len(self._transfers) >= self._max_in_flight:
             return None
+        if self._queue:
+            return self._queue.popleft()
+        if self._suspects and self._suspects_out < self._max_suspects:
+            return self._suspects.popleft()
+        return None
 
     def _start_queued(self) -> None:
         now = time.monotonic()
@@ -384,9 +396,8 @@ class Engine:
             _report(done, TransferError(UNSENDABLE, detail))
             return
         handle.request, handle.done = request, done
-        with self._lock:
-            self._transfers[handle.curl] = handle
-            self._suspects_out += request.suspect
+        self._transfers[handle.curl] = handle  # engine thread only: no lock (class docstring)
+        self._suspects_out += request.suspect
         self._multi.add_handle(handle.curl)
 
     def _close_idle_handles(self) -> None:
@@ -412,12 +423,15 @@ class Engine:
             if handle.profile is not None:
                 curl.reset()
             self._configure_profile(handle, profile)
-            handle.profile = profile
+            handle.profile, handle.low_speed_time = profile, None
         handle.sink.start(profile.max_bytes)
         setopt(pycurl.URL, request.url)
         setopt(pycurl.TIMEOUT_MS, remaining_ms)
         setopt(pycurl.CONNECTTIMEOUT_MS, remaining_ms)
-        setopt(pycurl.LOW_SPEED_TIME, max(1, remaining_ms // 1000))
+        low_speed_time = max(1, remaining_ms // 1000)
+        if handle.low_speed_time != low_speed_time:  # whole seconds: mostly as last time
+            setopt(pycurl.LOW_SPEED_TIME, low_speed_time)
+            handle.low_speed_time = low_speed_time
 
     def _configure_profile(self, handle: _Handle, profile: Profile) -> None:
         """Every option but the URL and timeouts, on a new or reset handle. pycurl encodes a
@@ -460,9 +474,8 @@ class Engine:
                 return
 
     def _finish(self, curl: pycurl.Curl, failure: tuple[int, str] | None) -> None:
-        with self._lock:
-            handle = self._transfers.pop(curl)
-            self._suspects_out -= handle.request.suspect  # type: ignore[union-attr]
+        handle = self._transfers.pop(curl)  # engine thread only: no lock (class docstring)
+        self._suspects_out -= handle.request.suspect  # type: ignore[union-attr]
         done, handle.request, handle.done = handle.done, None, None
         assert done is not None  # set with the request
         sink = handle.sink

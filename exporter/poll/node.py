@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.config.nodes import NodeConfig
 from exporter.config.watch import WatchConfig
-from exporter.model.answers import decode_chain_status
+from exporter.model.answers import block_hash_decoder, decode_chain_status
 from exporter.model.readings import (
     HealthReading,
     Shared,
@@ -165,10 +165,14 @@ class NodePoll:
     def request_ended(self, error: FetchError | None) -> None:
         """A request to this node has ended (for the in-flight and timed-out counts)."""
         with self._lock:
-            self._in_flight -= 1
-            if error is not None and error.reason is Reason.TIMEOUT:
-                # one that only waited in the queue is not the node's fault
-                self._ran_out_of_time |= not isinstance(error, NotSentError)
+            self._count_ended(error)
+
+    def _count_ended(self, error: FetchError | None) -> None:
+        """request_ended, the lock held."""
+        self._in_flight -= 1
+        if error is not None and error.reason is Reason.TIMEOUT:
+            # one that only waited in the queue is not the node's fault
+            self._ran_out_of_time |= not isinstance(error, NotSentError)
 
     def start(self, deadline: float, started: float) -> None:
         self._started, self._deadline = started, deadline
@@ -199,19 +203,46 @@ class NodePoll:
             }
             blocks = sum(result.block_height is not None for result in self._chains.values())
             self._chain_parts_left = len(self._chains) + blocks
+            parts = self._chain_parts_left
+            self._in_flight += parts  # sent next, counted in one go
         if not chains:
             self._finish()
-        # the fast path reads the parts alike on every node once a cycle: with ``shared`` only
-        fast = None if self._shared is None else decode_chain_status
-        for chain in chains:
-            self._ask(["blockchains", chain], _ChainAnswer(self, chain, block=False), fast=fast)
-            if chain in heights:
-                query = (("height", str(heights[chain])),)
-                block = _ChainAnswer(self, chain, block=True)
-                self._ask(["blockchains", chain, "blocks"], block, query)
+        self._send_chains(chains, heights, parts)
         for request in watch:  # right after the chains', under the same deadline
             read = self._watch.reader(request, self._watch_ended)
             self._ask(list(request.segments), read, request.query)
+
+    def _send_chains(
+        self, chains: tuple[str, ...], heights: Mapping[str, int], unsent: int
+    ) -> None:
+        """Send each chain's status request and, where planned, its checkpoint block's: the
+        ``unsent`` requests counted in flight already. Should sending raise, those not sent
+        are uncounted."""
+        # the fast path reads the parts alike on every node once a cycle: with ``shared`` only
+        fast = None if self._shared is None else decode_chain_status
+        fast_block = block_hash_decoder(self._blocks.hash_fields) if heights else None
+        get, deadline, budget = self._client.get, self._deadline, self._budget
+        try:
+            for chain in chains:
+                answer = _ChainAnswer(self, chain, block=False)
+                get(["blockchains", chain], deadline, answer, (), budget, fast=fast)
+                unsent -= 1
+                if chain in heights:
+                    query = (("height", str(heights[chain])),)
+                    block = _ChainAnswer(self, chain, block=True)
+                    get(
+                        ["blockchains", chain, "blocks"],
+                        deadline,
+                        block,
+                        query,
+                        budget,
+                        fast=fast_block,
+                    )
+                    unsent -= 1
+        finally:
+            if unsent:
+                with self._lock:
+                    self._in_flight -= unsent
 
     def health_failed(self, error: FetchError) -> None:
         """/health could not be read (or what it called for could not be sent): the node is
@@ -221,29 +252,49 @@ class NodePoll:
         self._watch.abandon(error)
         self._finish()
 
-    def chain_answered(
-        self, chain: str, block: bool, document: Any, error: FetchError | None
-    ) -> None:
-        """Keep ``chain``'s status (or, with ``block``, its checkpoint block hash) or its
-        error, and end the chain part once every chain request has ended."""
+    def chain_answered(self, answer: _ChainAnswer, document: Any, error: FetchError | None) -> None:
+        """The request of ``answer`` ended: count it, and keep its chain's status (or, for a
+        block, its checkpoint block hash) or its error, ending the chain part once every
+        chain request has; all under one lock round, as this runs for most requests."""
         value: Any = None
-        what = "the block" if block else "the chain status"
+        ended_as = error
         if error is not None:
             # Not raised: raising it here would put this frame in its traceback while the
             # callers' frames hold it, a reference cycle (with the poll and the refused body)
             # that only the cyclic GC frees, and tune_collector runs that seldom.
-            error = as_fetch_error(error, what)
+            error = as_fetch_error(error, answer.what)
         else:
             try:
-                if block:
+                if answer.block:
                     value = read_block_hash(document, self._blocks.hash_fields)
                 else:
                     value = read_chain(document, self._shared, self._bounds)
             except Exception as failure:
-                error = as_fetch_error(failure, what)
+                error = as_fetch_error(failure, answer.what)
+        self._chain_ended(answer, value, error, ended_as)
+
+    def chain_failed(
+        self, answer: _ChainAnswer, error: FetchError, ended_as: FetchError | None
+    ) -> None:
+        """End ``answer``'s part with ``error`` (chain_answered raised), counting the request
+        ended with ``ended_as`` unless chain_answered did; must not raise."""
+        self._chain_ended(answer, None, error, ended_as)
+
+    def _chain_ended(
+        self,
+        answer: _ChainAnswer,
+        value: Any,
+        error: FetchError | None,
+        ended_as: FetchError | None,
+    ) -> None:
+        """Count ``answer``'s request ended (once; ``ended_as``: the error it ended with) and
+        end its part with ``value`` or ``error`` unless it already ended."""
         with self._lock:
-            result = self._chains[chain]
-            if block:
+            if not answer.counted:
+                answer.counted = True
+                self._count_ended(ended_as)
+            result = self._chains[answer.chain]
+            if answer.block:
                 ended = result.block_hash is not None or result.block_error is not None
                 result.block_hash, result.block_error = value, error
             else:
@@ -333,22 +384,26 @@ class _HealthAnswer:
 
 
 class _ChainAnswer:
-    """The answer to a chain status or checkpoint block request, for its poll."""
+    """The callback of a chain status or checkpoint block request: counts the request ended
+    and ends its part in one lock round (:meth:`NodePoll.chain_answered`), or, should that
+    raise, ends the part with the error, so no exception leaves a part unfinished."""
 
-    __slots__ = ("_block", "_chain", "_poll")
+    __slots__ = ("_poll", "block", "chain", "counted")
 
     def __init__(self, poll: NodePoll, chain: str, block: bool) -> None:
-        self._poll, self._chain, self._block = poll, chain, block
+        self._poll, self.chain, self.block = poll, chain, block
+        self.counted = False  # the poll has counted the request ended
 
     @property
     def what(self) -> str:
-        return "the block" if self._block else "the chain status"
+        """What the request asks for, as an error names it."""
+        return "the block" if self.block else "the chain status"
 
     def __call__(self, document: Any, error: FetchError | None) -> None:
-        self._poll.chain_answered(self._chain, self._block, document, error)
-
-    def fail(self, error: FetchError) -> None:
-        self._poll.chain_answered(self._chain, self._block, None, error)
+        try:
+            self._poll.chain_answered(self, document, error)
+        except Exception as failure:
+            self._poll.chain_failed(self, as_fetch_error(failure, self.what), error)
 
 
 def failed_node(node: NodeConfig, error: FetchError, duration: float) -> NodeResult:
