@@ -384,11 +384,14 @@ class Engine:
             self._start(request, done, remaining_ms)
 
     def _start(self, request: Request, done: Done, remaining_ms: int) -> None:
-        """Hand ``request`` to libcurl; one it will not take fails alone (UNSENDABLE)."""
+        """Hand ``request`` to libcurl; one it will not take (a URL beyond ASCII, a NUL, or
+        any failure of libcurl's to configure or add the handle) fails alone (UNSENDABLE),
+        heard of like any other, and the engine goes on."""
         handle = self._spare.pop() if self._spare else _Handle()
         try:
             self._configure(handle, request, remaining_ms)
-        except (ValueError, TypeError, pycurl.error) as error:  # UnicodeEncodeError, a NUL
+            self._multi.add_handle(handle.curl)  # calls nothing back: no transfer starts here
+        except Exception as error:  # UnicodeEncodeError, a NUL, pycurl.error, MemoryError
             handle.curl.reset()
             handle.profile = None  # half configured: the next request configures it in full
             self._spare.append(handle)
@@ -398,7 +401,6 @@ class Engine:
         handle.request, handle.done = request, done
         self._transfers[handle.curl] = handle  # engine thread only: no lock (class docstring)
         self._suspects_out += request.suspect
-        self._multi.add_handle(handle.curl)
 
     def _close_idle_handles(self) -> None:
         """Close spare handles beyond SPARE_HANDLES once nothing waits for one."""
@@ -489,16 +491,24 @@ class Engine:
             os_errno = curl.getinfo(pycurl.OS_ERRNO) if failure else 0
         finally:  # whatever happens, the handle is released and the caller hears back
             body, over_cap = sink.take(), sink.over_cap
-            self._release(handle)
-            if failure is None:
-                _report(done, Response(status, body))
-            else:
-                code, message = failure
-                _report(done, TransferError(code, message, os_errno, over_cap))
+            try:
+                self._release(handle)
+            finally:
+                if failure is None:
+                    _report(done, Response(status, body))
+                else:
+                    code, message = failure
+                    _report(done, TransferError(code, message, os_errno, over_cap))
 
     def _release(self, handle: _Handle) -> None:
-        """Take the handle off the multi; keep a few for reuse, close the rest."""
-        self._multi.remove_handle(handle.curl)
+        """Take the handle off the multi; keep a few for reuse, close the rest. A handle
+        libcurl will not take off is closed (closing takes it off), never reused."""
+        try:
+            self._multi.remove_handle(handle.curl)
+        except pycurl.error:
+            log.exception("libcurl could not take a finished request's handle off; closed")
+            handle.curl.close()
+            return
         if len(self._spare) < self._max_in_flight:
             self._spare.append(handle)
         else:
@@ -525,6 +535,8 @@ class Engine:
             self._finish(curl, (pycurl.E_OPERATION_TIMEDOUT, "deadline passed"))
 
     def _shut_down(self) -> None:
+        """Fail every request still queued or out (each callback called, whatever another
+        one's end raised), then close the handles, the multi handle, epoll and the eventfd."""
         with self._lock:
             self._closing = True
             queued = [*self._queue, *self._suspects]
@@ -532,13 +544,18 @@ class Engine:
             self._suspects.clear()
         for _, done in queued:
             _report(done, TransferError(SHUT_DOWN, "the exporter is shutting down"))
-        for curl in list(self._transfers):
-            self._finish(curl, (SHUT_DOWN, "the exporter is shutting down"))
-        for handle in self._spare:
-            handle.curl.close()
-        self._spare.clear()
-        self._multi.close()
-        self._epoll.close()
-        with self._lock:
-            self._wakeup_open = False
-        os.close(self._wakeup)
+        try:
+            for curl in list(self._transfers):
+                try:
+                    self._finish(curl, (SHUT_DOWN, "the exporter is shutting down"))
+                except Exception:  # its callback has run (_finish's finally): go on
+                    log.exception("ending a request at shutdown failed")
+            for handle in self._spare:
+                handle.curl.close()
+            self._spare.clear()
+            self._multi.close()
+        finally:
+            self._epoll.close()
+            with self._lock:
+                self._wakeup_open = False
+            os.close(self._wakeup)
