@@ -14,6 +14,8 @@ import pytest
 # Before the modules are imported: their asserts explain themselves as a test's do.
 pytest.register_assert_rewrite("tests.support")
 
+from exporter import __version__  # noqa: E402
+from exporter.poll.engine import Engine  # noqa: E402
 from tests.support import generation  # noqa: E402
 from tests.support.certs import Pki, make_pki  # noqa: E402
 from tests.support.clock import Clock  # noqa: E402
@@ -40,6 +42,23 @@ def fake_nodes() -> Iterator[FakeNodes]:
     nodes = FakeNodes()
     yield nodes
     nodes.stop_all()
+
+
+@pytest.fixture
+def health_node(fake_nodes: FakeNodes) -> FakeNode:
+    """A keep-alive fake node answering ``/health`` (a node version): for tests of requests."""
+    started = fake_nodes.start(keep_alive=True)
+    started.set("/health", {"nodeVersion": "1.4.2"})
+    return started
+
+
+@pytest.fixture
+def engine() -> Iterator[Engine]:
+    """The HTTP engine with 8 slots, closed after the test (a test needing other slots or
+    connections makes its own)."""
+    running = Engine(8, f"ledger-exporter/{__version__}")
+    yield running
+    running.close()
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ import ssl
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pycurl
@@ -32,13 +32,6 @@ from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.waiting import wait_until
 
 CAP = 1000
-
-
-@pytest.fixture
-def engine() -> Iterator[Engine]:
-    running = Engine(8, f"ledger-exporter/{__version__}")
-    yield running
-    running.close()
 
 
 def soon(seconds: float = 5.0) -> float:

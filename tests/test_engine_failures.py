@@ -10,7 +10,7 @@ left every later one unanswered. Each failure is injected into a running engine 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pycurl
@@ -18,24 +18,10 @@ import pytest
 
 from exporter import __version__
 from exporter.poll.engine import UNSENDABLE, Engine, Profile, Request, Response, TransferError
-from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.fakenode import FakeNode
 from tests.support.waiting import wait_until
 
 PROFILE = Profile(1 << 20, ("Accept: application/json",))
-
-
-@pytest.fixture
-def engine() -> Iterator[Engine]:
-    running = Engine(8, f"ledger-exporter/{__version__}")
-    yield running
-    running.close()
-
-
-@pytest.fixture
-def node(fake_nodes: FakeNodes) -> FakeNode:
-    started = fake_nodes.start(keep_alive=True)
-    started.set("/health", {"nodeVersion": "1.4.2"})
-    return started
 
 
 class _FailingMulti:
@@ -74,25 +60,25 @@ def _answered(ended: list[Response | TransferError]) -> Response | TransferError
 
 @pytest.mark.parametrize("method", ["add_handle", "remove_handle"])
 def test_a_handle_libcurl_will_not_add_or_take_off_costs_one_request_at_most(
-    engine: Engine, node: FakeNode, method: str, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, health_node: FakeNode, method: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Adding fails: that request alone fails (UNSENDABLE). Taking off fails: its answer is
     still delivered and the handle closed. Either way the engine goes on."""
     monkeypatch.setattr(engine, "_multi", _FailingMulti(engine._multi, method))
-    first = _answered(_ask(engine, node.url + "health"))
+    first = _answered(_ask(engine, health_node.url + "health"))
     if method == "add_handle":
         assert isinstance(first, TransferError) and first.code == UNSENDABLE
     else:
         assert isinstance(first, Response) and first.status == 200
     for _ in range(3):
-        later = _answered(_ask(engine, node.url + "health"))
+        later = _answered(_ask(engine, health_node.url + "health"))
         assert isinstance(later, Response) and later.status == 200
     assert engine.in_flight() == 0
 
 
 @pytest.mark.parametrize("error", [RuntimeError("bug"), MemoryError()])
 def test_any_failure_configuring_a_handle_fails_that_request_alone(
-    engine: Engine, node: FakeNode, error: Exception, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, health_node: FakeNode, error: Exception, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     configure = engine._configure
 
@@ -102,17 +88,17 @@ def test_any_failure_configuring_a_handle_fails_that_request_alone(
         configure(handle, request, remaining_ms)
 
     monkeypatch.setattr(engine, "_configure", failing_once)
-    refused = _answered(_ask(engine, node.url + "fails"))
+    refused = _answered(_ask(engine, health_node.url + "fails"))
     assert isinstance(refused, TransferError) and refused.code == UNSENDABLE
     assert type(error).__name__ in str(refused)
-    answered = _answered(_ask(engine, node.url + "health"))
+    answered = _answered(_ask(engine, health_node.url + "health"))
     assert isinstance(answered, Response) and answered.status == 200
 
 
 def test_at_shutdown_every_request_out_hears_back_though_ending_one_raised(
-    node: FakeNode, monkeypatch: pytest.MonkeyPatch
+    health_node: FakeNode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    node.set("/held", {"late": True}, held=True)  # in flight until the engine closes
+    health_node.set("/held", {"late": True}, held=True)  # in flight until the engine closes
     engine = Engine(8, f"ledger-exporter/{__version__}")
     try:
         finish: Callable[..., None] = engine._finish
@@ -126,11 +112,11 @@ def test_at_shutdown_every_request_out_hears_back_though_ending_one_raised(
                 raise RuntimeError("injected failure ending a request")
 
         monkeypatch.setattr(engine, "_finish", raising_once)
-        outcomes = [_ask(engine, node.url + "held") for _ in range(5)]
-        wait_until(lambda: engine.in_flight() == 5 and len(node.paths) >= 5, timeout=30)
+        outcomes = [_ask(engine, health_node.url + "held") for _ in range(5)]
+        wait_until(lambda: engine.in_flight() == 5 and len(health_node.paths) >= 5, timeout=30)
     finally:
         engine.close(timeout=30)
-        node.release()
+        health_node.release()
     assert all(len(ended) == 1 for ended in outcomes)
     assert all(isinstance(ended[0], TransferError) for ended in outcomes)
     assert calls == 5

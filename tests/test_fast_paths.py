@@ -20,7 +20,7 @@ from exporter.expose.render import CHUNK_LINES, sample_chunks
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
 from exporter.poll.results import FetchError, Reason
-from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.fakenode import FakeNode
 
 
 @pytest.fixture
@@ -32,10 +32,9 @@ def one_handle() -> Iterator[Engine]:
 
 
 @pytest.fixture
-def node(fake_nodes: FakeNodes) -> FakeNode:
-    started = fake_nodes.start(keep_alive=True)
-    started.set("/health", {"nodeVersion": "1.4.2"})
-    return started
+def node(health_node: FakeNode) -> FakeNode:
+    """The keep-alive node answering /health (conftest's), by its short name here."""
+    return health_node
 
 
 def _client(

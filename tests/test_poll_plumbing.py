@@ -14,12 +14,10 @@ import select
 import struct
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from exporter import __version__
 from exporter.config.nodes import NodeConfig
 from exporter.model.readings import ChainGauge, ChainReading
 from exporter.poll.client import NodeClient
@@ -31,13 +29,6 @@ from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.waiting import wait_until
-
-
-@pytest.fixture
-def engine() -> Iterator[Engine]:
-    running = Engine(8, f"ledger-exporter/{__version__}")
-    yield running
-    running.close()
 
 
 def test_requests_queued_from_another_thread_all_end_with_few_wakeups(
