@@ -62,7 +62,12 @@ def node(fake_nodes: FakeNodes) -> FakeNode:
     return fake
 
 
-def poll_once(engine: Engine, fake: FakeNode, client: NodeClient | None = None) -> NodePoll:
+TWO_BLOCKS = BlockPlan({"c1": 1, "c3": 3}, ("hash", "blockHash"))
+
+
+def poll_once(
+    engine: Engine, fake: FakeNode, client: NodeClient | None = None, blocks: BlockPlan = TWO_BLOCKS
+) -> NodePoll:
     """One poll of ``fake`` (the fast paths on), ended."""
     config = NodeConfig("n", fake.url)
     ended = threading.Event()
@@ -70,7 +75,7 @@ def poll_once(engine: Engine, fake: FakeNode, client: NodeClient | None = None) 
         config,
         client or NodeClient(engine, config, 1 << 20),
         max_chains=10,
-        blocks=BlockPlan({"c1": 1, "c3": 3}, ("hash", "blockHash")),
+        blocks=blocks,
         shared=Shared(),
         ended=ended.set,
     )
@@ -87,6 +92,25 @@ def test_every_chain_request_is_counted_ended_once(engine: Engine, node: FakeNod
         ("c1", True, "h1"),
         ("c2", True, None),
         ("c3", True, "h3"),
+    ]
+    assert poll.in_flight == 0 and not poll.blamed_for_timeout
+
+
+@pytest.mark.parametrize("field", ['block"hash', "block\\hash", "tx\thash"])
+def test_hash_fields_msgspec_cannot_name_are_read_by_the_slow_path(
+    engine: Engine, fake_nodes: FakeNodes, field: str
+) -> None:
+    """The config takes any text as a hash field, msgspec refuses some as a field's name:
+    their blocks are read as before the fast path, and the node stays up (the fast path
+    raised while sending the chain requests, so every node was down and blamed)."""
+    fake = fake_nodes.start()
+    fake.play(health_doc(["c1"]), {"c1": chain_doc(1)})
+    fake.set("/blockchains/c1/blocks?height=1", {field: "h1"})
+    poll = poll_once(engine, fake, blocks=BlockPlan({"c1": 1}, (field,)))
+    result = poll.result(time.monotonic())
+    assert result.error is None
+    assert [(c.blockchain, c.block_hash, c.block_error) for c in result.chains] == [
+        ("c1", "h1", None)
     ]
     assert poll.in_flight == 0 and not poll.blamed_for_timeout
 

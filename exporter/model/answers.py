@@ -136,7 +136,12 @@ class BlockHashDecoder:
 
 
 @functools.lru_cache(maxsize=8)
-def block_hash_decoder(fields: tuple[str, ...]) -> BlockHashDecoder:
+def block_hash_decoder(fields: tuple[str, ...]) -> BlockHashDecoder | None:
     """The decoder of ``fields`` (one config's block_hash_fields), made once, not per poll:
-    a config (and a reload or two) has one list of them."""
-    return BlockHashDecoder(fields)
+    a config (and a reload or two) has one list of them. None when msgspec cannot name a
+    field so (a quote, a backslash or a control character in it: the config allows any
+    text): those blocks are read by the slow path, as before the fast one existed."""
+    try:
+        return BlockHashDecoder(fields)
+    except (ValueError, TypeError):
+        return None

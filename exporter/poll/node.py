@@ -220,9 +220,9 @@ class NodePoll:
         are uncounted."""
         # the fast path reads the parts alike on every node once a cycle: with ``shared`` only
         fast = None if self._shared is None else decode_chain_status
-        fast_block = block_hash_decoder(self._blocks.hash_fields) if heights else None
         get, deadline, budget = self._client.get, self._deadline, self._budget
         try:
+            fast_block = block_hash_decoder(self._blocks.hash_fields) if heights else None
             for chain in chains:
                 answer = _ChainAnswer(self, chain, block=False)
                 get(["blockchains", chain], deadline, answer, (), budget, fast=fast)
