@@ -16,7 +16,7 @@ import pytest
 from exporter import __version__
 from exporter.config.nodes import NodeConfig
 from exporter.model.readings import Shared
-from exporter.poll.client import EXACT_CHARGE_SECONDS, NodeClient, ReadBudget
+from exporter.poll.client import NodeClient, ReadBudget
 from exporter.poll.engine import (
     SHUT_DOWN,
     Done,
@@ -258,7 +258,7 @@ def test_a_request_submitted_by_a_callback_while_the_engine_closes_fails_as_shut
     assert engine.in_flight() == 0
 
 
-# --- the read budget charged with one CPU clock reading per answer -------------------------
+# --- the read budget charged with the CPU time of each reading ---------------------------
 
 
 def _charged(engine: Engine, node: FakeNode, fast: Any) -> float:
@@ -288,24 +288,24 @@ def test_a_costly_reading_is_charged_at_least_its_cpu_time(engine: Engine, node:
     assert _charged(engine, node, costly) >= 0.02
 
 
+@pytest.mark.parametrize("wait", [0.005, 0.2])
 def test_a_reading_that_waits_is_charged_its_cpu_time_not_the_wait(
-    engine: Engine, node: FakeNode
+    engine: Engine, node: FakeNode, wait: float
 ) -> None:
-    """Past EXACT_CHARGE_SECONDS of wall time the CPU clock decides: a reading held up (here
-    waiting, as for the GIL) is not charged the time others used."""
+    """A reading held up (here waiting, as for the GIL or a busy core), briefly or long, is
+    not charged the time others used: a node's budget is its own CPU."""
     waited = threading.Event()
 
     def waiting(body: bytes) -> Any:
-        waited.wait(0.2)  # never set: 0.2 s of wall time, next to no CPU
+        waited.wait(wait)  # never set: wall time, next to no CPU
         return {"read": True}
 
-    assert EXACT_CHARGE_SECONDS < 0.2
-    assert _charged(engine, node, waiting) < 0.1
+    assert _charged(engine, node, waiting) < wait / 2
 
 
-def test_a_cheap_reading_is_charged_something_and_little(engine: Engine, node: FakeNode) -> None:
+def test_a_cheap_reading_is_charged_little(engine: Engine, node: FakeNode) -> None:
     charged = _charged(engine, node, lambda body: {"read": True})
-    assert 0 < charged < 0.1  # bounded by its wall time (one answer, on an idle engine)
+    assert 0 <= charged < 0.1  # its CPU time (one answer, on an idle engine)
 
 
 class _Options:

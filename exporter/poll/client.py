@@ -32,10 +32,6 @@ from exporter.poll.engine import (
 )
 from exporter.poll.results import FetchError, Reason, RequestTrace, TracedRequest, describe
 
-#: A reading that took longer than this (wall time) is charged its CPU time, read from the
-#: thread's CPU clock; a shorter one its wall time, at most this much over its CPU time.
-EXACT_CHARGE_SECONDS = 0.001
-
 
 class ReadBudget:
     """CPU time one poll of a node may spend decoding and reading its answers. Answers are
@@ -224,17 +220,11 @@ class _Answer:
             detail = f"{path} not read: the node's answers already took {budget.seconds:g} s of CPU"
             done(None, FetchError(Reason.TOO_LARGE, detail))
         else:
-            started, wall = time.thread_time(), time.perf_counter()
+            started = time.thread_time()
             try:
                 self._answer(outcome, done)
-            finally:
-                # The wall time a reading took bounds its CPU time from above and costs a
-                # tenth to read: charged as is while short; a long one (the thread waited for
-                # the GIL, or the CPU) is charged its CPU time, so no node pays for others.
-                elapsed = time.perf_counter() - wall
-                if elapsed >= EXACT_CHARGE_SECONDS:
-                    elapsed = time.thread_time() - started
-                budget.charge(elapsed)
+            finally:  # CPU time, never wall time: a wait for the GIL is others' work
+                budget.charge(time.thread_time() - started)
 
     def _recording(self, outcome: Response | TransferError, trace: RequestTrace) -> Outcome:
         """``done``, first recording the request, its status and outcome in ``trace``."""
