@@ -1,6 +1,6 @@
 """Issue #22: where the exporter's CPU goes in a cycle, stage by stage, next to the bare engine.
 
-Run on demand, never in the test suite (about 2 minutes with the defaults):
+Run on demand, never in the test suite (about half a minute with the defaults):
 
     .venv/bin/python benchmarks/bench_stages.py                 # 1000 nodes, 4 measured cycles
     .venv/bin/python benchmarks/bench_stages.py --nodes 3000
@@ -62,6 +62,8 @@ class StageClock:
         self.spent: dict[str, float] = {}
 
     def wrap(self, stage: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        """``call``, its thread's CPU time added to ``stage`` on each call."""
+
         def timed(*args: Any, **kwargs: Any) -> Any:
             started = time.thread_time()
             try:
@@ -72,6 +74,7 @@ class StageClock:
         return timed
 
     def take(self) -> dict[str, float]:
+        """The CPU seconds by stage since the last take, and start again."""
         spent, self.spent = self.spent, {}
         return spent
 
@@ -129,6 +132,7 @@ def measure_exporter(url: str, nodes: int, args: argparse.Namespace) -> list[dic
 
 
 def table(nodes: int, bare: list[dict[str, float]], exporter: list[dict[str, float]]) -> str:
+    """Each stage's best cycle: CPU a cycle, per request, and as a share of the bare engine's."""
     requests = nodes * REQUESTS_PER_NODE
     floor = min(cycle["bare engine"] for cycle in bare)
     best = {
@@ -153,6 +157,7 @@ def table(nodes: int, bare: list[dict[str, float]], exporter: list[dict[str, flo
 
 
 def main(argv: Sequence[str]) -> int:
+    """Serve the fleet, measure the bare engine, then the exporter, and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=1000, help="fleet size (1000)")
     parser.add_argument("--latency", type=float, default=0.05, help="answer delay, s (0.05)")

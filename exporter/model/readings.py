@@ -618,6 +618,8 @@ class _Parts:
         return self._shared.part(kind, key, lambda: self._read_configuration(fields))
 
     def _read_configuration(self, fields: ChainStatusFields) -> _Configuration:
+        """The council, leaders, consensus settings, features and keyType of a decoded chain
+        status, read once a cycle for every node that sends the same (the parts' shared key)."""
         length, council, leaders, extra_leaders, council_drops = self.council(
             fields.council_members
         )

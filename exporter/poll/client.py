@@ -241,6 +241,8 @@ class _Answer:
         return record
 
     def _answer(self, outcome: Response | TransferError, done: Outcome) -> None:
+        """Hand ``done`` the document (the fast path's, else ``interpret``'s) or the error;
+        whatever reading raises becomes an ``invalid_response`` error, never the engine's."""
         client, fast = self._client, self._fast
         try:
             if (
@@ -296,7 +298,8 @@ _TRANSFER_ERRORS: dict[int, tuple[Reason, str]] = {
     SHUT_DOWN: (Reason.TIMEOUT, "the exporter shut down before the answer came"),
     UNSENDABLE: (
         Reason.CONNECTION,
-        "libcurl cannot take this request: a URL beyond ASCII, or a NUL in a header",
+        "libcurl cannot take this request: a URL beyond ASCII, a NUL in a header, or libcurl "
+        "failing to set it up (the log says which)",
     ),
     pycurl.E_COULDNT_RESOLVE_HOST: (Reason.CONNECTION, "name or service not known"),
     pycurl.E_PEER_FAILED_VERIFICATION: (Reason.CONNECTION, "certificate verify failed"),

@@ -159,6 +159,24 @@ class _Handle:
         self.done: Done | None = None
 
 
+def _refuse(done: Done, error: Exception) -> None:
+    """Fail a request libcurl would not take (UNSENDABLE), naming the error's type."""
+    detail = f"libcurl cannot take this request ({type(error).__name__})"
+    _report(done, TransferError(UNSENDABLE, detail))
+
+
+def _discard(handle: _Handle, done: Done, error: Exception) -> None:
+    """A request failed to start for a reason not its own: it fails alone, and its handle
+    (whatever is wrong with it) is closed, not reused by the next request."""
+    log.error(
+        "libcurl could not take a request; its handle is closed",
+        exc_info=error,
+        extra={"fields": {"error": type(error).__name__}},
+    )
+    handle.curl.close()
+    _refuse(done, error)
+
+
 class Engine:
     """The event loop thread and its CurlMulti; ``close()`` ends both.
 
@@ -390,13 +408,19 @@ class Engine:
         handle = self._spare.pop() if self._spare else _Handle()
         try:
             self._configure(handle, request, remaining_ms)
-            self._multi.add_handle(handle.curl)  # calls nothing back: no transfer starts here
-        except Exception as error:  # UnicodeEncodeError, a NUL, pycurl.error, MemoryError
+        except (ValueError, TypeError, pycurl.error) as error:  # UnicodeEncodeError, a NUL
             handle.curl.reset()
             handle.profile = None  # half configured: the next request configures it in full
             self._spare.append(handle)
-            detail = f"libcurl cannot take this request ({type(error).__name__})"
-            _report(done, TransferError(UNSENDABLE, detail))
+            _refuse(done, error)
+            return
+        except Exception as error:  # MemoryError, or a bug: the handle's state is unknown
+            _discard(handle, done, error)
+            return
+        try:
+            self._multi.add_handle(handle.curl)  # calls nothing back: no transfer starts here
+        except Exception as error:  # libcurl's own failure, or a bug: not this request's
+            _discard(handle, done, error)
             return
         handle.request, handle.done = request, done
         self._transfers[handle.curl] = handle  # engine thread only: no lock (class docstring)
@@ -476,6 +500,8 @@ class Engine:
                 return
 
     def _finish(self, curl: pycurl.Curl, failure: tuple[int, str] | None) -> None:
+        """End the transfer of ``curl``: release its handle and tell its caller, once, how it
+        ended (``failure``: libcurl's code and message, None for a complete answer)."""
         handle = self._transfers.pop(curl)  # engine thread only: no lock (class docstring)
         self._suspects_out -= handle.request.suspect  # type: ignore[union-attr]
         done, handle.request, handle.done = handle.done, None, None
