@@ -15,7 +15,6 @@ from exporter.config.nodes import NodeConfig
 from exporter.expose import metrics
 from exporter.expose.render import (
     CHAIN_GAUGE_FAMILIES,
-    CHUNK_LINES,
     Renderer,
     chunk_counts,
     go_float,
@@ -30,7 +29,7 @@ from exporter.poll.results import ChainResult, NodeResult, WatchResult
 from exporter.poll.watch import watch_status
 from exporter.web.exposition import Exposition
 from exporter.web.landing import landing_page
-from tests.support.golden import CASES, GOLDEN, poll_golden_case
+from tests.support.golden import CASES, GOLDEN, many_chunks_snapshot, poll_golden_case
 from tests.support.oracle import render_collectors, snapshot_collectors
 
 
@@ -102,13 +101,7 @@ def test_label_cache_follows_changed_nodes(case: str, relabel: bool) -> None:
 
 
 def test_families_longer_than_a_chunk_are_written_whole() -> None:
-    snapshot = poll_golden_case(GOLDEN / "documented")
-    many = tuple(
-        replace(node, name=f"{node.name}-{index}")
-        for index in range(CHUNK_LINES + 1)
-        for node in snapshot.nodes
-    )
-    big = replace(snapshot, nodes=many, network=replace(snapshot.network, polled_peers=()))
+    big = many_chunks_snapshot()
     assert max(chunk_counts(Renderer(), big).values()) > 1
     assert text_format(Renderer(), big) == _client_python(big, om=False)
     assert openmetrics_format(Renderer(), big) == _client_python(big, om=True)

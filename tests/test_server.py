@@ -14,7 +14,6 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from exporter.config.nodes import NodeConfig
 from exporter.config.web import TlsServerConfig, WebConfig, load_web_config
 from exporter.expose import metrics
 from exporter.expose.metrics import MetricSpec
-from exporter.expose.render import CHUNK_LINES, FamilySink, Renderer
+from exporter.expose.render import FamilySink, Renderer
 from exporter.model.snapshot import Snapshot
 from exporter.runtime import runtime_families
 from exporter.web import landing
@@ -42,7 +41,7 @@ from exporter.web.server import ExporterServer, ListenAddressError, parse_listen
 from tests.support.certs import Pki
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
-from tests.support.golden import CASES, GOLDEN, poll_golden_case
+from tests.support.golden import CASES, GOLDEN, many_chunks_snapshot, poll_golden_case
 from tests.support.http import fetch
 from tests.support.programs import require_program
 from tests.support.prometheus import PrometheusServers
@@ -510,17 +509,6 @@ def test_gzip_bodies_are_the_plain_ones(
     assert exposition.body(True, False).endswith(b"# EOF\n")
 
 
-def _many_nodes() -> Snapshot:
-    """The documented case's nodes, CHUNK_LINES + 1 times over: families of many chunks."""
-    snapshot = poll_golden_case(GOLDEN / "documented")
-    nodes = tuple(
-        replace(node, name=f"{node.name}-{index}")
-        for index in range(CHUNK_LINES + 1)
-        for node in snapshot.nodes
-    )
-    return replace(snapshot, nodes=nodes, network=replace(snapshot.network, polled_peers=()))
-
-
 def _segments(body: bytes) -> set[bytes]:
     """The pieces of a gzip body between the empty stored blocks full flushes end in (the
     same four bytes met by chance inside a segment only cut it further)."""
@@ -536,7 +524,7 @@ def test_gzip_bodies_of_the_golden_cases_are_the_plain_ones(case: str) -> None:
 
 
 def test_long_chunks_are_deflated_once_for_both_formats() -> None:
-    exposition = Exposition(_many_nodes(), runtime=runtime_families).prepare(ALL_VARIANTS)
+    exposition = Exposition(many_chunks_snapshot(), runtime=runtime_families).prepare(ALL_VARIANTS)
     bodies = [_assert_gzip_is_plain(exposition, openmetrics) for openmetrics in (True, False)]
     shared = _segments(bodies[0]) & _segments(bodies[1])
     assert sum(map(len, shared)) > len(bodies[0]) / 2
@@ -560,7 +548,7 @@ FLIPPED_BYTE: dict[str, Callable[[bytes, bytes], int]] = {
 
 @pytest.mark.parametrize("where", FLIPPED_BYTE)
 def test_a_corrupted_gzip_body_is_refused(where: str) -> None:
-    exposition = Exposition(_many_nodes()).prepare(((True, True), (False, True)))
+    exposition = Exposition(many_chunks_snapshot()).prepare(((True, True), (False, True)))
     body = exposition.body(False, True)
     at = FLIPPED_BYTE[where](body, _largest_shared_segment(exposition))
     broken = body[:at] + bytes([body[at] ^ 0x10]) + body[at + 1 :]
@@ -571,7 +559,7 @@ def test_a_corrupted_gzip_body_is_refused(where: str) -> None:
 
 
 def test_a_segment_deflating_to_other_text_is_caught_by_the_crc() -> None:
-    exposition = Exposition(_many_nodes()).prepare(((True, True), (False, True)))
+    exposition = Exposition(many_chunks_snapshot()).prepare(((True, True), (False, True)))
     body, plain = exposition.body(False, True), exposition.body(False, False)
     segment = _largest_shared_segment(exposition)
     text = zlib.decompressobj(-15).decompress(segment + b"\x00\x00\xff\xff")
@@ -590,7 +578,7 @@ def test_a_segment_deflating_to_other_text_is_caught_by_the_crc() -> None:
 
 
 def test_the_gzip_program_reads_the_shared_body() -> None:
-    exposition = Exposition(_many_nodes(), runtime=runtime_families)
+    exposition = Exposition(many_chunks_snapshot(), runtime=runtime_families)
     exposition.prepare(((True, True), (False, True)))
     for openmetrics in (True, False):
         unzipped = subprocess.run(
@@ -619,7 +607,7 @@ def test_prometheus_stores_every_sample_of_a_shared_gzip_body(
 ) -> None:
     # the text variant first: its compressor deflates the segments both bodies share, so the
     # OpenMetrics body Prometheus asks for splices in segments another stream made
-    exposition = Exposition(_many_nodes()).prepare(((False, True), (True, True)))
+    exposition = Exposition(many_chunks_snapshot()).prepare(((False, True), (True, True)))
     assert _largest_shared_segment(exposition)
     lines = gzip.decompress(exposition.body(True, True)).splitlines()
     samples = sum(1 for line in lines if not line.startswith(b"#"))

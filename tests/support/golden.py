@@ -25,7 +25,7 @@ import pytest
 
 from exporter.config.exporter import Config, load_config
 from exporter.expose import metrics
-from exporter.expose.render import Renderer, text_format
+from exporter.expose.render import CHUNK_LINES, Renderer, text_format
 from exporter.model.snapshot import Snapshot
 from exporter.model.watch import WatchStatus
 from exporter.poll.cycle import Poller
@@ -107,6 +107,18 @@ def poll_golden_case(case: Path, server: FakeNode | None = None) -> Snapshot:
     finally:
         if own:
             server.stop()
+
+
+def many_chunks_snapshot() -> Snapshot:
+    """The documented case's nodes, CHUNK_LINES + 1 times over (renamed): every per-node
+    family then spans several chunks of sample lines."""
+    snapshot = poll_golden_case(GOLDEN / "documented")
+    nodes = tuple(
+        replace(node, name=f"{node.name}-{index}")
+        for index in range(CHUNK_LINES + 1)
+        for node in snapshot.nodes
+    )
+    return replace(snapshot, nodes=nodes, network=replace(snapshot.network, polled_peers=()))
 
 
 def watch_exposition(status: WatchStatus) -> str:
