@@ -241,21 +241,16 @@ class _Answer:
         return record
 
     def _answer(self, outcome: Response | TransferError, done: Outcome) -> None:
-        """Hand ``done`` the document (the fast path's, else ``interpret``'s) or the error;
-        whatever reading raises becomes an ``invalid_response`` error, never the engine's."""
-        client, fast = self._client, self._fast
+        """Hand ``done`` the document :func:`interpret` reads (through the fast path, if any)
+        or the error; whatever reading raises becomes ``invalid_response``, never the
+        engine's."""
+        client = self._client
+        path = client.path_of(self._url)
         try:
-            if (
-                fast is None
-                or type(outcome) is not Response
-                or outcome.status >= 300
-                or (document := fast(outcome.body)) is None
-            ):  # what interpret does, the error path named only when needed
-                document = interpret(outcome, client.path_of(self._url), client.max_bytes)
+            document = interpret(outcome, path, client.max_bytes, self._fast)
         except FetchError as error:
             done(None, error)
         except Exception as error:  # e.g. MemoryError: the poll must hear of it all the same
-            path = client.path_of(self._url)
             detail = f"the answer from {path} could not be decoded ({type(error).__name__})"
             done(None, FetchError(Reason.INVALID_RESPONSE, detail))
         else:
