@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import math
 import selectors
 import socket
 import ssl
@@ -207,9 +208,9 @@ class ThreadedHTTPServer:
         self._stopped = threading.Event()
         self._stopped.set()
         self._next_sweep = 0.0
-        self._quiet_until: float | None = None  # the soonest idle deadline at the last sweep
-        self._quiet_any = False  # the last sweep found no connection open
-        self._swept_since_event = False  # no event since the last sweep moved a deadline
+        #: Until when the selector may wait while nothing happens: the soonest idle deadline
+        #: the last sweep saw (inf: no connection open); None since an event, until a sweep.
+        self._quiet_until: float | None = None
         self._workers = Workers(self.limits.max_handlers, self.limits.idle_timeout, "http")
         if bind_and_activate:
             try:
@@ -584,7 +585,8 @@ class ThreadedHTTPServer:
         no event, none moved since the last sweep, so the wait may last until the soonest one
         (None, for ever, with no connection open: an idle exporter does not wake ten times a
         second). After an event, ``poll_interval`` until a sweep has seen what it moved."""
-        self._swept_since_event &= quiet
+        if not quiet:
+            self._quiet_until = None
         if now >= self._next_sweep:
             self._next_sweep = now + SWEEP_SECONDS
             with self._lock:
@@ -593,16 +595,13 @@ class ThreadedHTTPServer:
             late = [c for c in idle if c.deadline < now]
             for conn in late:
                 self._close(conn, _lateness(conn))
-            soonest = min((c.deadline for c in idle if c.deadline >= now), default=None)
+            # none late: every idle deadline is still ahead
+            soonest = min((c.deadline for c in idle), default=math.inf)
             self._quiet_until = None if busy or late else soonest
-            self._quiet_any = not busy and not idle
-            self._swept_since_event = True
-        if not quiet or not self._swept_since_event:
+        if not quiet or self._quiet_until is None:
             return poll_interval
-        if self._quiet_any:
+        if self._quiet_until == math.inf:
             return None
-        if self._quiet_until is None:
-            return poll_interval
         return max(poll_interval, self._quiet_until - now)
 
     def _close(self, conn: Connection, problem: str | None = None, error: object = None) -> None:
