@@ -321,13 +321,18 @@ def measure_exporter(nodes: int, fleet_url: str, args: argparse.Namespace,
         process.wait(10)
 
 
+def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
+    """The fleet stand-in's and the cycle's options, shared with ``bench_stages.py``."""
+    parser.add_argument("--latency", type=float, default=0.05, help="answer delay, s (0.05)")
+    parser.add_argument("--timeout", type=float, default=5.0, help="cycle deadline, s (5)")
+    parser.add_argument("--in-flight", type=int, default=512, help="bare poller's handles")
+
+
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", default="1000,3000", help="fleet sizes (1000,3000)")
-    parser.add_argument("--latency", type=float, default=0.05, help="answer delay, s (0.05)")
+    add_fleet_arguments(parser)
     parser.add_argument("--interval", type=float, default=10.0, help="cycle interval, s (10)")
-    parser.add_argument("--timeout", type=float, default=5.0, help="cycle deadline, s (5)")
-    parser.add_argument("--in-flight", type=int, default=512, help="bare poller's handles")
     parser.add_argument("--warmup", type=int, default=2, help="intervals before measuring (2)")
     parser.add_argument("--cycles", type=int, default=5, help="measured intervals (5)")
     parser.add_argument(

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_fleet import CHAINS, _wait_for
-from bench_ratio import BarePoller
+from bench_ratio import BarePoller, add_fleet_arguments
 from benchlib import PYTHON, REPO, MachineMeter, exporter_version, markdown_table
 
 sys.path.insert(0, str(REPO))
@@ -160,9 +160,7 @@ def main(argv: Sequence[str]) -> int:
     """Serve the fleet, measure the bare engine, then the exporter, and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=1000, help="fleet size (1000)")
-    parser.add_argument("--latency", type=float, default=0.05, help="answer delay, s (0.05)")
-    parser.add_argument("--timeout", type=float, default=5.0, help="cycle deadline, s (5)")
-    parser.add_argument("--in-flight", type=int, default=512, help="bare poller's handles")
+    add_fleet_arguments(parser)
     parser.add_argument("--warmup", type=int, default=2, help="cycles before measuring (2)")
     parser.add_argument("--cycles", type=int, default=4, help="measured cycles (4)")
     parser.add_argument("--pause", type=float, default=0.5, help="idle between cycles, s")
