@@ -5,13 +5,14 @@ Run on demand, never in the test suite (about 3 minutes per fleet size with the 
     .venv/bin/python benchmarks/bench_ratio.py                  # 1000 then 3000 nodes
     .venv/bin/python benchmarks/bench_ratio.py --nodes 1000 --cycles 4
 
-One fleet stand-in per fleet size (``bench_fleet.py``'s asyncio server in its own process: one
-port, node ``i`` under ``/n<i>/``, every answer ``--latency`` late on a kept-alive
-connection) answering as richly as a real node: /health with 8 network peers, and on every
-chain a full council of 7 keys of 66 characters, 8 chain peers, a vote session with its
-leader, the consensus settings and three feature flags; the checkpoint block of each chain.
+Two fleet stand-ins per fleet size, one for each measured process (``bench_fleet.py``'s
+asyncio server in its own process: one port, node ``i`` under ``/n<i>/``, every answer
+``--latency`` late on a kept-alive connection; the requests each served tell the two processes'
+apart), answering as richly as a real node: /health with 8 network peers, and on every chain a
+full council of 7 keys of 66 characters, 8 chain peers, a vote session with its leader, the
+consensus settings and three feature flags; the checkpoint block of each chain.
 
-Measured one after the other against that same fleet, each in its own process:
+Measured side by side over the same intervals, each in its own process:
 
 - **bare**: a pycurl multi poller (one thread, ``socket_action`` on epoll, ``--in-flight``
   handles reused) doing exactly the exporter's requests (/health, then each chain's status
@@ -21,8 +22,11 @@ Measured one after the other against that same fleet, each in its own process:
   10s``, ``scrape_timeout: 5s`` (network and consensus checks on), scraped once per interval
   in each format (OpenMetrics and text, gzip), as Prometheus would.
 
-The fleet shares the cores, so wall time says little: CPU is each process's own (user +
-system from /proc/PID/stat) over the measured intervals, divided by the requests the fleet
+The exporter's cycles start at each interval's 0, the bare poller's half an interval later, so
+the two never poll at once yet share every slow or fast spell of the host: measured one after
+the other, a spell falling on one process only moved the ratio by a third on a shared machine.
+The fleets share the cores, so wall time says little: CPU is each process's own (user +
+system from /proc/PID/stat) over the measured intervals, divided by the requests its fleet
 served meanwhile. Printed per fleet size and process: CPU per node request, the ratio
 exporter / bare, chains read within the deadline (worst measured cycle), the cycle's wall
 time (the exporter's ``ledger_exporter_cycle_duration_seconds``), and peak RSS (VmHWM).
@@ -225,11 +229,13 @@ class BarePoller:
 
 
 def run_bare(args: argparse.Namespace) -> None:
-    """Cycle every ``--interval`` s until SIGTERM; after each, append the chains it read
-    and the cycle's wall time."""
+    """From ``--start-at`` (a CLOCK_MONOTONIC time, shared by every process here) cycle every
+    ``--interval`` s until SIGTERM; after each, append the chains it read and the cycle's
+    wall time."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     poller = BarePoller(args.bare, int(args.nodes), args.in_flight)
-    start = time.monotonic()
+    start = float(args.start_at)
+    time.sleep(max(0.0, start - time.monotonic()))
     while True:
         poller.chains_read = 0
         started = time.monotonic()
@@ -243,82 +249,136 @@ def run_bare(args: argparse.Namespace) -> None:
 # --- the driver --------------------------------------------------------------------------------
 
 
-def _measure(pid: int, fleet_url: str, args: argparse.Namespace,
-             cycle_chains: Any) -> dict[str, float]:  # fmt: skip
-    """CPU of ``pid`` over ``args.cycles`` intervals, per request the fleet served meanwhile.
-    ``cycle_chains`` is called once per interval from the start, warm-up included (for the
-    exporter it is Prometheus's scrapes, so the measured cycles are the steady state)."""
-    for _ in range(args.warmup):
-        started = time.monotonic()
-        cycle_chains()
-        time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
-    cpu0, served0 = _proc_cpu(pid), _served(fleet_url)
-    chains, walls = [], []
-    for _ in range(args.cycles):
-        started = time.monotonic()
-        read, wall = cycle_chains()
-        chains += [read] if read >= 0 else []
-        walls += [wall] if wall >= 0 else []
-        time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
-    cpu, served = _proc_cpu(pid) - cpu0, _served(fleet_url) - served0
-    return {"cpu_ms": cpu / max(1, served) * 1000, "requests": served,
-            "chains": min(chains, default=-1), "rss": _proc_mib(pid, "VmHWM"),
-            "cycle": statistics.median(walls) if walls else -1,
-            "cycle_max": max(walls, default=-1)}  # fmt: skip
+class Fleet:
+    """One fleet stand-in in its own process: the requests it served tell one measured
+    process's requests apart from the other's."""
+
+    def __init__(self, port_file: Path, args: argparse.Namespace) -> None:
+        self.process = subprocess.Popen(
+            [PYTHON, __file__, "--serve", str(port_file), "--latency", str(args.latency)]
+        )
+        _wait_for(lambda: port_file.exists() and port_file.read_text(), 10)
+        self.url = f"http://127.0.0.1:{port_file.read_text()}"
+
+    def served(self) -> int:
+        return _served(self.url)
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(10)
 
 
-def measure_bare(nodes: int, fleet_url: str, args: argparse.Namespace,
-                 workdir: Path) -> dict[str, float]:  # fmt: skip
-    status = workdir / f"bare-{nodes}.txt"
-    status.write_text("")
-    command = [PYTHON, __file__, "--bare", fleet_url, "--nodes", str(nodes),
-               "--in-flight", str(args.in_flight), "--interval", str(args.interval),
-               "--timeout", str(args.timeout), "--status", str(status)]  # fmt: skip
-    process = subprocess.Popen(command)
-    seen = [0]
+class Bare:
+    """The bare poller's process, cycling from ``start_at``; its status file says what each
+    cycle read and how long it took."""
 
-    def cycle_chains() -> tuple[int, float]:  # the worst cycle ended since the last look
-        lines = status.read_text().splitlines()
-        new, seen[0] = [line.split() for line in lines[seen[0] :]], len(lines)
-        if not new:
-            return -1, -1.0
-        return min(int(read) for read, _ in new), max(float(wall) for _, wall in new)
+    def __init__(self, nodes: int, fleet: Fleet, args: argparse.Namespace, workdir: Path,
+                 start_at: float) -> None:  # fmt: skip
+        self.status = workdir / f"bare-{nodes}.txt"
+        self.status.write_text("")
+        command = [PYTHON, __file__, "--bare", fleet.url, "--nodes", str(nodes),
+                   "--in-flight", str(args.in_flight), "--interval", str(args.interval),
+                   "--timeout", str(args.timeout), "--status", str(self.status),
+                   "--start-at", repr(start_at)]  # fmt: skip
+        self.process = subprocess.Popen(command)
+        self.seen = 0
 
-    try:
-        _wait_for(lambda: process.poll() is None, 10)
-        cycle_chains()
-        return _measure(process.pid, fleet_url, args, cycle_chains)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(10)
+    def cycles(self) -> list[tuple[int, float]]:
+        """(chains read, wall seconds) of each cycle ended since the last call."""
+        lines = self.status.read_text().splitlines()
+        new, self.seen = lines[self.seen :], len(lines)
+        return [(int(read), float(wall)) for read, wall in (line.split() for line in new)]
 
 
-def measure_exporter(nodes: int, fleet_url: str, args: argparse.Namespace,
-                     workdir: Path) -> dict[str, float]:  # fmt: skip
-    config = workdir / f"config-{nodes}.yml"
-    lines = ["scrape_interval: 10s", f"scrape_timeout: {args.timeout:g}s", "nodes:"]
-    lines += [f"  - {{name: n{i}, url: '{fleet_url}/n{i}/'}}" for i in range(nodes)]
-    config.write_text("\n".join(lines) + "\n")
-    port = _free_port()
-    process = subprocess.Popen(
-        [PYTHON, "-m", "exporter", "--config.file", str(config),
-         "--web.listen-address", f"127.0.0.1:{port}", "--log.level", "error"],
-        cwd=args.exporter_tree or REPO,
-    )  # fmt: skip
-    metrics = f"http://127.0.0.1:{port}/metrics"
+class Exporter:
+    """The real ``ledger-exporter`` process, scraped as Prometheus would."""
 
-    def scrape() -> tuple[int, float]:  # Prometheus: one scrape per interval in each format
-        _get(metrics, OPENMETRICS)
-        text = _get(metrics, TEXT)[0].decode()
+    def __init__(self, nodes: int, fleet: Fleet, args: argparse.Namespace,
+                 workdir: Path) -> None:  # fmt: skip
+        config = workdir / f"config-{nodes}.yml"
+        lines = ["scrape_interval: 10s", f"scrape_timeout: {args.timeout:g}s", "nodes:"]
+        lines += [f"  - {{name: n{i}, url: '{fleet.url}/n{i}/'}}" for i in range(nodes)]
+        config.write_text("\n".join(lines) + "\n")
+        port = _free_port()
+        self.process = subprocess.Popen(
+            [PYTHON, "-m", "exporter", "--config.file", str(config),
+             "--web.listen-address", f"127.0.0.1:{port}", "--log.level", "error"],
+            cwd=args.exporter_tree or REPO,
+        )  # fmt: skip
+        self.url = f"http://127.0.0.1:{port}"
+
+    def first_cycle_started(self) -> float:
+        """Wait for the first cycle's snapshot; when (CLOCK_MONOTONIC) that cycle began."""
+        _wait_for(lambda: _get(f"{self.url}/-/ready", TEXT), 120)
+        ready = time.monotonic()
+        text = _get(f"{self.url}/metrics", TEXT)[0].decode()
+        return ready - _sample(text, "ledger_exporter_cycle_duration_seconds")[0]
+
+    def scrape(self) -> tuple[int, float]:
+        """One scrape in each format, as Prometheus: chains up, and the last cycle's time."""
+        _get(f"{self.url}/metrics", OPENMETRICS)
+        text = _get(f"{self.url}/metrics", TEXT)[0].decode()
         cycle = _sample(text, "ledger_exporter_cycle_duration_seconds")
         return int(sum(_sample(text, "ledger_blockchain_up"))), cycle[0] if cycle else -1.0
 
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGTERM)
+    process.wait(10)
+
+
+def measure_side_by_side(nodes: int, args: argparse.Namespace,
+                         workdir: Path) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Both processes over the same intervals, each against its own fleet stand-in: the
+    exporter's cycles start at the interval's 0, the bare poller's half an interval later,
+    Prometheus's scrapes at 0.3 of it; CPU and served requests are read at 0.45, when
+    neither process is busy."""
+    fleets = [Fleet(workdir / f"fleet-{nodes}-{name}.port", args) for name in ("bare", "exp")]
+    exporter: Exporter | None = None
+    bare: Bare | None = None
     try:
-        _wait_for(lambda: _get(f"http://127.0.0.1:{port}/-/ready", TEXT), 60)
-        return _measure(process.pid, fleet_url, args, scrape)
+        exporter = Exporter(nodes, fleets[1], args, workdir)
+        origin = exporter.first_cycle_started()
+        bare = Bare(nodes, fleets[0], args, workdir, origin + args.interval * 1.5)
+        return _measure_intervals(origin, exporter, bare, fleets, args)
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(10)
+        for process in (bare, exporter, *fleets):
+            if process is not None:
+                _stop(process.process)
+
+
+def _measure_intervals(origin: float, exporter: Exporter, bare: Bare, fleets: list[Fleet],
+                       args: argparse.Namespace) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Warm-up intervals, then the measured ones; each process's CPU per request served."""
+
+    def at(interval: int, phase: float) -> None:
+        time.sleep(max(0.0, origin + (interval + phase) * args.interval - time.monotonic()))
+
+    pids = (bare.process.pid, exporter.process.pid)
+    first = 2 + args.warmup  # the bare poller's first cycle is in interval 1
+    for interval in range(1, first):
+        at(interval, 0.3)
+        exporter.scrape()
+    at(first - 1, 0.45)
+    cpu0, served0 = [_proc_cpu(pid) for pid in pids], [fleet.served() for fleet in fleets]
+    bare.cycles()
+    scraped = []
+    for interval in range(first, first + args.cycles):
+        at(interval, 0.3)
+        scraped.append(exporter.scrape())
+    at(first + args.cycles - 1, 0.45)
+    cpu = [_proc_cpu(pid) - before for pid, before in zip(pids, cpu0, strict=True)]
+    served = [fleet.served() - before for fleet, before in zip(fleets, served0, strict=True)]
+    figures = {}
+    for index, (name, cycles) in enumerate((("bare", bare.cycles()), ("exporter", scraped))):
+        figures[name] = {
+            "cpu_ms": cpu[index] / max(1, served[index]) * 1000, "requests": served[index],
+            "chains": min((c[0] for c in cycles), default=-1),
+            "cycle": statistics.median(c[1] for c in cycles) if cycles else -1,
+            "cycle_max": max((c[1] for c in cycles), default=-1),
+            "rss": _proc_mib(pids[index], "VmHWM"),
+        }  # fmt: skip
+    return figures
 
 
 def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
@@ -343,6 +403,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--bare", help=argparse.SUPPRESS)
     parser.add_argument("--status", help=argparse.SUPPRESS)
+    parser.add_argument("--start-at", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         serve_fleet(args.serve, args.latency, rich_documents)
@@ -367,26 +428,14 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _fleet_size(nodes: int, args: argparse.Namespace, workdir: Path) -> list[list[str]]:
-    port_file = workdir / f"fleet-{nodes}.port"
-    fleet = subprocess.Popen(
-        [PYTHON, __file__, "--serve", str(port_file), "--latency", str(args.latency)]
-    )
-    try:
-        _wait_for(lambda: port_file.exists() and port_file.read_text(), 10)
-        fleet_url = f"http://127.0.0.1:{port_file.read_text()}"
-        print(f"{nodes} nodes: bare poller ...", file=sys.stderr)
-        bare = measure_bare(nodes, fleet_url, args, workdir)
-        print(f"{nodes} nodes: exporter ...", file=sys.stderr)
-        full = measure_exporter(nodes, fleet_url, args, workdir)
-    finally:
-        fleet.send_signal(signal.SIGTERM)
-        fleet.wait(10)
-    chains = nodes * len(CHAINS)
+    print(f"{nodes} nodes: bare poller and exporter side by side ...", file=sys.stderr)
+    figures = measure_side_by_side(nodes, args, workdir)
+    bare, chains = figures["bare"], nodes * len(CHAINS)
     return [
         [str(nodes), name, f"{r['requests']:.0f}", f"{r['cpu_ms']:.3f} ms",
          f"{r['cpu_ms'] / bare['cpu_ms']:.2f}x", f"{r['chains']:.0f}/{chains}",
          f"{r['cycle']:.2f} / {r['cycle_max']:.2f} s", f"{r['rss']:.1f} MiB"]
-        for name, r in (("bare engine", bare), ("exporter", full))
+        for name, r in (("bare engine", bare), ("exporter", figures["exporter"]))
     ]  # fmt: skip
 
 

@@ -7,7 +7,9 @@ Run on demand, never in the test suite (about half a minute with the defaults):
 
 ``bench_ratio.py`` measures the exporter process all in; this one says which stage the
 difference to the bare engine comes from. Against the same fleet stand-in as
-``bench_ratio.py`` (its rich answers, 50 ms late), in this one process, one after the other:
+``bench_ratio.py`` (its rich answers, 50 ms late), in this one process, a cycle of each in
+turn (so a slow spell of the host falls on both alike; measured one after the other, the bare
+engine's cycles once read 1.5 times their alternated figure):
 
 - **bare engine**: ``bench_ratio.BarePoller`` (the same GETs, only decoding the JSON);
 - **exporter**: the real :class:`~exporter.poll.cycle.Poller` with default settings
@@ -79,56 +81,71 @@ class StageClock:
         return spent
 
 
-def measure_bare(url: str, nodes: int, args: argparse.Namespace) -> list[dict[str, float]]:
-    """The bare poller's process CPU per cycle."""
-    poller = BarePoller(url, nodes, args.in_flight)
-    cycles = []
-    for _ in range(args.warmup + args.cycles):
-        poller.requests = 0
+class BareStage:
+    """The bare poller: its process CPU for one cycle."""
+
+    def __init__(self, url: str, nodes: int, args: argparse.Namespace) -> None:
+        self.poller, self.timeout = BarePoller(url, nodes, args.in_flight), args.timeout
+
+    def cycle(self) -> dict[str, float]:
+        self.poller.requests = 0
         started = time.process_time()
-        poller.cycle(time.monotonic() + args.timeout)
-        cycles.append({"bare engine": time.process_time() - started, "requests": poller.requests})
-        time.sleep(args.pause)
-    return cycles[args.warmup :]
+        self.poller.cycle(time.monotonic() + self.timeout)
+        return {"bare engine": time.process_time() - started, "requests": self.poller.requests}
 
 
-def measure_exporter(url: str, nodes: int, args: argparse.Namespace) -> list[dict[str, float]]:
-    """The exporter's poll (with its history and network view inside) and render per cycle."""
-    config = Config(
-        nodes=tuple(NodeConfig(f"n{i}", f"{url}/n{i}/") for i in range(nodes)),
-        scrape_interval=10,
-        scrape_timeout=args.timeout,
-    )
-    allocator = Allocator.of_this_process()
-    poller, renderer, clock = Poller(config, lambda _: None), Renderer(), StageClock()
-    trim = clock.wrap("malloc_trim", allocator.trim)
-    history = poller._history  # timed on this instance only
-    history.record = clock.wrap("history", history.record)
-    poller._network = clock.wrap("network view", poller._network)
-    cycles = []
+class ExporterStages:
+    """The exporter's poll (with its history and network view inside) and render: each
+    stage's CPU for one cycle."""
+
+    def __init__(self, url: str, nodes: int, args: argparse.Namespace) -> None:
+        config = Config(
+            nodes=tuple(NodeConfig(f"n{i}", f"{url}/n{i}/") for i in range(nodes)),
+            scrape_interval=10,
+            scrape_timeout=args.timeout,
+        )
+        self.poller, self.renderer = Poller(config, lambda _: None), Renderer()
+        self.clock = StageClock()
+        self.trim = self.clock.wrap("malloc_trim", Allocator.of_this_process().trim)
+        history = self.poller._history  # timed on this instance only
+        history.record = self.clock.wrap("history", history.record)
+        self.poller._network = self.clock.wrap("network view", self.poller._network)
+
+    def cycle(self) -> dict[str, float]:
+        started = time.process_time()
+        snapshot = self.poller.run_cycle()
+        polled = time.process_time()
+        self.trim()  # as the exporter publishes: before rendering, and after the swap
+        exposition = Exposition(snapshot, renderer=self.renderer, runtime=runtime_families)
+        exposition.prepare(SCRAPED)
+        self.trim()
+        rendered = time.process_time()
+        stages = self.clock.take()
+        chains = sum(c.reading is not None for node in snapshot.nodes for c in node.chains)
+        return {
+            "poll": polled - started - stages["history"] - stages["network view"],
+            **stages,
+            "render": rendered - polled - stages["malloc_trim"],
+            "chains": chains,
+        }
+
+    def stop(self) -> None:
+        self.poller.stop()
+
+
+def measure(url: str, nodes: int, args: argparse.Namespace) -> tuple[list[dict[str, float]], ...]:
+    """The bare poller's cycles and the exporter's, alternating (so a slow spell of the host
+    falls on both alike), warm-up cycles left out."""
+    bare, exporter = BareStage(url, nodes, args), ExporterStages(url, nodes, args)
+    cycles: tuple[list[dict[str, float]], list[dict[str, float]]] = ([], [])
     try:
         for _ in range(args.warmup + args.cycles):
-            started = time.process_time()
-            snapshot = poller.run_cycle()
-            polled = time.process_time()
-            trim()  # as the exporter publishes: before rendering, and after the swap
-            Exposition(snapshot, renderer=renderer, runtime=runtime_families).prepare(SCRAPED)
-            trim()
-            rendered = time.process_time()
-            stages = clock.take()
-            chains = sum(c.reading is not None for node in snapshot.nodes for c in node.chains)
-            cycles.append(
-                {
-                    "poll": polled - started - stages["history"] - stages["network view"],
-                    **stages,
-                    "render": rendered - polled - stages["malloc_trim"],
-                    "chains": chains,
-                }
-            )
-            time.sleep(args.pause)
+            for stage, measured in zip((bare, exporter), cycles, strict=True):
+                measured.append(stage.cycle())
+                time.sleep(args.pause)
     finally:
-        poller.stop()
-    return cycles[args.warmup :]
+        exporter.stop()
+    return cycles[0][args.warmup :], cycles[1][args.warmup :]
 
 
 def table(nodes: int, bare: list[dict[str, float]], exporter: list[dict[str, float]]) -> str:
@@ -184,8 +201,7 @@ def main(argv: Sequence[str]) -> int:
         try:
             _wait_for(lambda: port_file.exists() and port_file.read_text(), 10)
             url = f"http://127.0.0.1:{port_file.read_text()}"
-            bare = measure_bare(url, args.nodes, args)
-            exporter = measure_exporter(url, args.nodes, args)
+            bare, exporter = measure(url, args.nodes, args)
         finally:
             fleet.send_signal(signal.SIGTERM)
             fleet.wait(10)
