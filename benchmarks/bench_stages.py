@@ -9,7 +9,8 @@ Run on demand, never in the test suite (about half a minute with the defaults):
 difference to the bare engine comes from. Against the same fleet stand-in as
 ``bench_ratio.py`` (its rich answers, 50 ms late), in this one process, a cycle of each in
 turn (so a slow spell of the host falls on both alike; measured one after the other, the bare
-engine's cycles once read 1.5 times their alternated figure):
+engine's cycles once read 1.5 times their alternated figure), on the CPU ``bench_ratio.py``
+gives its measured processes, the fleet on the others:
 
 - **bare engine**: ``bench_ratio.BarePoller`` (the same GETs, only decoding the JSON);
 - **exporter**: the real :class:`~exporter.poll.cycle.Poller` with default settings
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_fleet import CHAINS, _wait_for
-from bench_ratio import BarePoller, add_fleet_arguments
+from bench_ratio import FLEET_CPUS, MEASURED_CPUS, BarePoller, add_fleet_arguments
 from benchlib import PYTHON, REPO, MachineMeter, exporter_version, markdown_table
 
 sys.path.insert(0, str(REPO))
@@ -186,6 +188,7 @@ def main(argv: Sequence[str]) -> int:
     Allocator.of_this_process().tune()  # as ledger-exporter starts: before any thread
     tune_collector()
     meter = MachineMeter()
+    os.sched_setaffinity(0, FLEET_CPUS)  # the fleet started below inherits it
     with tempfile.TemporaryDirectory() as folder:
         port_file = Path(folder) / "fleet.port"
         fleet = subprocess.Popen(
@@ -201,6 +204,7 @@ def main(argv: Sequence[str]) -> int:
         try:
             _wait_for(lambda: port_file.exists() and port_file.read_text(), 10)
             url = f"http://127.0.0.1:{port_file.read_text()}"
+            os.sched_setaffinity(0, MEASURED_CPUS)  # and the poller's threads, started next
             bare, exporter = measure(url, args.nodes, args)
         finally:
             fleet.send_signal(signal.SIGTERM)
