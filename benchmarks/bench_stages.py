@@ -176,7 +176,8 @@ def table(nodes: int, bare: list[dict[str, float]], exporter: list[dict[str, flo
 
 
 def main(argv: Sequence[str]) -> int:
-    """Serve the fleet, measure the bare engine, then the exporter, and print the table."""
+    """Serve the fleet, measure the bare engine's and the exporter's cycles in turn, and print
+    the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=1000, help="fleet size (1000)")
     add_fleet_arguments(parser)
