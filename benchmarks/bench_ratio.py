@@ -67,7 +67,14 @@ from bench_fleet import (
     _wait_for,
     serve_fleet,
 )
-from benchlib import PYTHON, REPO, MachineMeter, exporter_version, markdown_table
+from benchlib import (
+    PYTHON,
+    REPO,
+    MachineMeter,
+    exporter_version,
+    markdown_table,
+    stop_process,
+)
 
 CHECKPOINT = 18337
 COUNCIL = [f"02{i:02x}" + "a7" * 31 for i in range(7)]  # 7 compressed secp256k1 keys, 66 chars
@@ -266,22 +273,14 @@ def run_bare(args: argparse.Namespace) -> None:
 #: starts at BARE_PHASE, and CPU and served requests are read at READ_PHASE, when neither
 #: process polls. At 3000 nodes the exporter is done by about 0.3, the bare poller by 0.75.
 SCRAPE_PHASE, BARE_PHASE, READ_PHASE = 0.35, 0.5, 0.9
+#: The exporter's own figure of its last cycle's wall time.
+CYCLE_METRIC = "ledger_exporter_cycle_duration_seconds"
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL if it has not ended within 10 s."""
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-def _start_fleet(port_file: Path, args: argparse.Namespace,
-                 started: list[subprocess.Popen[bytes]]) -> str:  # fmt: skip
-    """A fleet stand-in in its own process (on FLEET_CPUS, as this driver): its served
-    requests tell one measured process's requests apart from the other's. Its URL."""
+def start_fleet(port_file: Path, args: argparse.Namespace,
+                started: list[subprocess.Popen[bytes]]) -> str:  # fmt: skip
+    """A fleet stand-in in its own process, appended to ``started`` (on the caller's CPUs:
+    FLEET_CPUS here); its URL. Its served requests are one measured process's."""
     started.append(
         subprocess.Popen(
             [PYTHON, __file__, "--serve", str(port_file), "--latency", str(args.latency)]
@@ -356,16 +355,13 @@ class Exporter:
         return int(sum(_sample(text, "ledger_blockchain_up"))), cycle[0] if cycle else -1.0
 
 
-CYCLE_METRIC = "ledger_exporter_cycle_duration_seconds"
-
-
 def measure_side_by_side(nodes: int, args: argparse.Namespace,
                          workdir: Path) -> dict[str, dict[str, float]]:  # fmt: skip
     """Both processes over the same intervals, each against its own fleet stand-in, at the
     phases above; every process started is stopped, whatever fails."""
     started: list[subprocess.Popen[bytes]] = []
     try:
-        fleets = [_start_fleet(workdir / f"fleet-{nodes}-{name}.port", args, started)
+        fleets = [start_fleet(workdir / f"fleet-{nodes}-{name}.port", args, started)
                   for name in ("bare", "exporter")]  # fmt: skip
         exporter = Exporter(nodes, fleets[1], args, workdir)
         started.append(exporter.process)
@@ -375,7 +371,7 @@ def measure_side_by_side(nodes: int, args: argparse.Namespace,
         return _measure_intervals(origin, exporter, bare, fleets, args)
     finally:
         for process in reversed(started):
-            _stop(process)
+            stop_process(process)
 
 
 def _measure_intervals(origin: float, exporter: Exporter, bare: Bare, fleets: list[str],

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -40,9 +39,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_fleet import CHAINS, _wait_for
-from bench_ratio import FLEET_CPUS, MEASURED_CPUS, BarePoller, add_fleet_arguments
-from benchlib import PYTHON, REPO, MachineMeter, exporter_version, markdown_table
+from bench_fleet import CHAINS
+from bench_ratio import (
+    FLEET_CPUS,
+    MEASURED_CPUS,
+    BarePoller,
+    add_fleet_arguments,
+    start_fleet,
+)
+from benchlib import REPO, MachineMeter, exporter_version, markdown_table, stop_process
 
 sys.path.insert(0, str(REPO))
 
@@ -190,26 +195,15 @@ def main(argv: Sequence[str]) -> int:
     tune_collector()
     meter = MachineMeter()
     os.sched_setaffinity(0, FLEET_CPUS)  # the fleet started below inherits it
+    started: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as folder:
-        port_file = Path(folder) / "fleet.port"
-        fleet = subprocess.Popen(
-            [
-                PYTHON,
-                str(REPO / "benchmarks" / "bench_ratio.py"),
-                "--serve",
-                str(port_file),
-                "--latency",
-                str(args.latency),
-            ]
-        )
         try:
-            _wait_for(lambda: port_file.exists() and port_file.read_text(), 10)
-            url = f"http://127.0.0.1:{port_file.read_text()}"
+            url = start_fleet(Path(folder) / "fleet.port", args, started)
             os.sched_setaffinity(0, MEASURED_CPUS)  # and the poller's threads, started next
             bare, exporter = measure(url, args.nodes, args)
         finally:
-            fleet.send_signal(signal.SIGTERM)
-            fleet.wait(10)
+            for process in started:
+                stop_process(process)
     asked = min(cycle["requests"] for cycle in bare)
     read = min(cycle["chains"] for cycle in exporter)
     print(
