@@ -11,12 +11,10 @@ import contextlib
 import http.client
 import os
 import re
-import selectors
 import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import bcrypt
 import pytest
@@ -30,7 +28,7 @@ from tests.support.certs import Pki
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode
 from tests.support.http import fetch
-from tests.support.waiting import wait_until
+from tests.support.waiting import RecordedWaits, wait_until
 
 STALLED = 300
 HALF_A_REQUEST = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */"
@@ -217,21 +215,6 @@ def test_a_body_where_none_is_taken_is_refused_unread_and_ends_the_connection(
         wait_until(lambda: closed_by_peer(sock), timeout=10, message="closed after the answer")
 
 
-class _RecordedSelects:
-    """A server's selector, recording the timeout of every wait."""
-
-    def __init__(self, real: selectors.BaseSelector) -> None:
-        self.real = real
-        self.timeouts: list[float | None] = []
-
-    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        self.timeouts.append(timeout)
-        return self.real.select(timeout)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
-
-
 def test_an_idle_server_sleeps_until_its_soonest_deadline_or_a_client(
     serving: tuple[Exporter, ExporterServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -239,7 +222,7 @@ def test_an_idle_server_sleeps_until_its_soonest_deadline_or_a_client(
     keep-alive connection it waits until that connection's deadline (2 s here), with none
     open until a client comes; the idle connection is still closed in time."""
     _, server = serving
-    recorded = _RecordedSelects(server._selector)
+    recorded = RecordedWaits(server._selector)
     monkeypatch.setattr(server, "_selector", recorded)
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
         sock.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -36,6 +36,8 @@ from tests.support.waiting import wait_until
 
 @pytest.fixture
 def engine() -> Iterator[Engine]:
+    """Two slots, not conftest's eight: of a poll's five chain requests, sent from its
+    /health callback on the engine thread, two go out at a time and the rest queue."""
     running = Engine(2, f"ledger-exporter/{__version__}")
     yield running
     running.close()

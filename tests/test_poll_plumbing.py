@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import math
 import os
-import select
 import struct
 import threading
 import time
-from typing import Any
 
 import pytest
 
@@ -28,7 +26,7 @@ from exporter.poll.node import BlockPlan, NodePoll, _ended
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
-from tests.support.waiting import wait_until
+from tests.support.waiting import RecordedWaits, wait_until
 
 
 def test_requests_queued_from_another_thread_all_end_with_few_wakeups(
@@ -75,21 +73,6 @@ def test_a_wakeup_after_the_engine_read_the_last_one_is_written_again(engine: En
         assert ended.wait(10)  # past its deadline: failed unsent, by the woken engine
 
 
-class _RecordedPolls:
-    """The engine's epoll, recording the timeout of every wait."""
-
-    def __init__(self, real: select.epoll) -> None:
-        self.real = real
-        self.timeouts: list[float] = []
-
-    def poll(self, timeout: float) -> list[tuple[int, int]]:
-        self.timeouts.append(timeout)
-        return self.real.poll(timeout)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
-
-
 def test_an_idle_engine_waits_for_a_submit_instead_of_waking_ten_times_a_second(
     engine: Engine, fake_nodes: FakeNodes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -97,7 +80,7 @@ def test_an_idle_engine_waits_for_a_submit_instead_of_waking_ten_times_a_second(
     timeout; a submit still wakes it (the eventfd), so the request is answered."""
     node = fake_nodes.start(keep_alive=True)
     node.set("/health", {"nodeVersion": "1.4.2"})
-    polls = _RecordedPolls(engine._epoll)
+    polls = RecordedWaits(engine._epoll)
     monkeypatch.setattr(engine, "_epoll", polls)
     profile = Profile(1 << 20, ("Accept: application/json",))
 
@@ -110,7 +93,7 @@ def test_an_idle_engine_waits_for_a_submit_instead_of_waking_ten_times_a_second(
 
     for _ in range(3):  # each submit wakes the engine waiting without a timeout
         ask_once()
-    assert -1 in polls.timeouts and any(t >= 0 for t in polls.timeouts)
+    assert -1 in polls.timeouts and any(t is not None and t >= 0 for t in polls.timeouts)
 
 
 def test_a_requests_repr_never_shows_its_credentials() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -44,3 +44,23 @@ def wait_until(
             what = message() if callable(message) else message
             raise AssertionError(f"{what or 'condition'}: not within {timeout:g}s (last: {last!r})")
         time.sleep(interval)
+
+
+class RecordedWaits:
+    """A selector or an epoll object standing in for the real one, recording the timeout of
+    every wait (``select`` or ``poll``): what a loop that should sleep while idle asked for."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.timeouts: list[float | None] = []
+
+    def select(self, timeout: float | None = None) -> Any:
+        self.timeouts.append(timeout)
+        return self.real.select(timeout)
+
+    def poll(self, timeout: float | None = None) -> Any:
+        self.timeouts.append(timeout)
+        return self.real.poll(timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
