@@ -43,6 +43,7 @@ import io
 import json
 import os
 import select
+import shutil
 import signal
 import statistics
 import subprocess
@@ -75,6 +76,8 @@ from benchlib import (
     markdown_table,
     stop_process,
 )
+from perfsplit import HEADER as PERF_HEADER
+from perfsplit import PerfRecording, split_rows
 
 CHECKPOINT = 18337
 COUNCIL = [f"02{i:02x}" + "a7" * 31 for i in range(7)]  # 7 compressed secp256k1 keys, 66 chars
@@ -356,10 +359,11 @@ class Exporter:
 
 
 def measure_side_by_side(nodes: int, args: argparse.Namespace,
-                         workdir: Path) -> dict[str, dict[str, float]]:  # fmt: skip
+                         workdir: Path) -> dict[str, Any]:  # fmt: skip
     """Both processes over the same intervals, each against its own fleet stand-in, at the
     phases above; every process started is stopped, whatever fails."""
     started: list[subprocess.Popen[bytes]] = []
+    perf = None
     try:
         fleets = [start_fleet(workdir / f"fleet-{nodes}-{name}.port", args, started)
                   for name in ("bare", "exporter")]  # fmt: skip
@@ -368,16 +372,23 @@ def measure_side_by_side(nodes: int, args: argparse.Namespace,
         origin = exporter.first_cycle_started()
         bare = Bare(nodes, fleets[0], args, workdir, origin + args.interval * BARE_PHASE)
         started.append(bare.process)
-        return _measure_intervals(origin, exporter, bare, fleets, args)
+        if args.perf:
+            owners = {"bare": bare.process.pid, "exporter": exporter.process.pid}
+            perf = PerfRecording(workdir / f"perf-{nodes}.data", owners)
+        return _measure_intervals(origin, exporter, bare, fleets, args, perf=perf)
     finally:
+        if perf is not None:
+            perf.close()
         for process in reversed(started):
             stop_process(process)
 
 
 def _measure_intervals(origin: float, exporter: Exporter, bare: Bare, fleets: list[str],
-                       args: argparse.Namespace) -> dict[str, dict[str, float]]:  # fmt: skip
-    """Warm-up intervals, then the measured ones; each process's CPU per request served.
-    The window from READ_PHASE to READ_PHASE holds ``args.cycles`` cycles of each."""
+                       args: argparse.Namespace, *,
+                       perf: PerfRecording | None) -> dict[str, Any]:  # fmt: skip
+    """Warm-up intervals, then the measured ones; each process's CPU per request served
+    (and, with ``perf``, its samples by kind over the same window). The window from
+    READ_PHASE to READ_PHASE holds ``args.cycles`` cycles of each."""
 
     def at(interval: int, phase: float) -> None:
         time.sleep(max(0.0, origin + (interval + phase) * args.interval - time.monotonic()))
@@ -389,6 +400,8 @@ def _measure_intervals(origin: float, exporter: Exporter, bare: Bare, fleets: li
         exporter.scrape()
     at(first - 1, READ_PHASE)
     cpu0, served0 = [_proc_cpu(pid) for pid in pids], [_served(url) for url in fleets]
+    if perf is not None:
+        perf.start()
     bare.cycles()
     scraped = []
     for interval in range(first, first + args.cycles):
@@ -397,7 +410,7 @@ def _measure_intervals(origin: float, exporter: Exporter, bare: Bare, fleets: li
     at(first + args.cycles - 1, READ_PHASE)
     cpu = [_proc_cpu(pid) - before for pid, before in zip(pids, cpu0, strict=True)]
     served = [_served(url) - before for url, before in zip(fleets, served0, strict=True)]
-    figures = {}
+    figures: dict[str, Any] = {"perf": None if perf is None else perf.stop()}
     for index, (name, cycles) in enumerate((("bare", bare.cycles()), ("exporter", scraped))):
         walls = [wall for _, wall in cycles if wall >= 0]  # -1: a scrape without the figure
         figures[name] = {
@@ -428,6 +441,12 @@ def main(argv: Sequence[str]) -> int:
         help="measure the exporter package of this directory instead (e.g. an older commit's "
         "`git archive`), against the same fleet and bare poller",
     )
+    parser.add_argument(
+        "--perf",
+        action="store_true",
+        help="also sample both processes with Linux perf over the measured intervals and "
+        "print each one's interpreted (libpython) and native CPU, and the floor",
+    )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--bare", help=argparse.SUPPRESS)
     parser.add_argument("--status", help=argparse.SUPPRESS)
@@ -439,11 +458,16 @@ def main(argv: Sequence[str]) -> int:
     if args.bare:
         run_bare(args)
         return 0
+    if args.perf and shutil.which("perf") is None:
+        parser.error("--perf needs Linux perf: apt-get install linux-perf")
     os.sched_setaffinity(0, FLEET_CPUS)  # this driver and the fleets it starts
-    meter, rows = MachineMeter(), []
+    meter, rows, perf_rows = MachineMeter(), [], []
     with tempfile.TemporaryDirectory() as folder:
         for nodes in (int(n) for n in args.nodes.split(",")):
-            rows += _fleet_size(nodes, args, Path(folder))
+            figures = _fleet_size(nodes, args, Path(folder))
+            rows += _rows(nodes, figures)
+            if figures["perf"] is not None:
+                perf_rows += split_rows(nodes, figures["perf"])
     measured = f"exporter from {args.exporter_tree}" if args.exporter_tree else exporter_version()
     print(
         f"\n{measured}; latency {args.latency * 1000:.0f} ms, interval "
@@ -453,12 +477,19 @@ def main(argv: Sequence[str]) -> int:
     header = ["nodes", "process", "requests", "CPU/request", "ratio", "chains read (worst)",
               "cycle (median / max)", "peak RSS"]  # fmt: skip
     print(markdown_table(header, rows))
+    if perf_rows:
+        print("\nperf samples over the same intervals (perf itself on the other CPUs):\n")
+        print(markdown_table(PERF_HEADER, perf_rows))
     return 0
 
 
-def _fleet_size(nodes: int, args: argparse.Namespace, workdir: Path) -> list[list[str]]:
+def _fleet_size(nodes: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     print(f"{nodes} nodes: bare poller and exporter side by side ...", file=sys.stderr)
-    figures = measure_side_by_side(nodes, args, workdir)
+    return measure_side_by_side(nodes, args, workdir)
+
+
+def _rows(nodes: int, figures: dict[str, Any]) -> list[list[str]]:
+    """The main table's rows of one fleet size."""
     bare, chains = figures["bare"], nodes * len(CHAINS)
     return [
         [str(nodes), name, f"{r['requests']:.0f}", f"{r['cpu_ms']:.3f} ms",
