@@ -374,7 +374,7 @@ def measure_side_by_side(nodes: int, args: argparse.Namespace,
         started.append(bare.process)
         if args.perf:
             owners = {"bare": bare.process.pid, "exporter": exporter.process.pid}
-            perf = PerfRecording(workdir / f"perf-{nodes}.data", owners)
+            perf = PerfRecording(workdir / f"perf-{nodes}.data", owners, MEASURED_CPUS)
         return _measure_intervals(origin, exporter, bare, fleets, args, perf=perf)
     finally:
         if perf is not None:
