@@ -1,13 +1,12 @@
 """Where a process's CPU goes, split between the interpreter and native code, with Linux perf.
 
 ``bench_ratio.py --perf`` samples the CPU both measured processes are pinned to over the
-measured intervals. A
-sample in ``libpython`` is interpreted Python (bytecode, object allocation, the GC); any other
-(libcurl, the kernel, libc, zlib, msgspec, the JSON and pycurl extensions) is native work. The
-bare poller's native work is what the requests themselves cost, so "the exporter's native work
-plus the bare poller's Python" over "the bare poller's total" is the least the ratio could
-read if the exporter ran no more Python than the bare poller: the floor of any change to the
-exporter's Python.
+measured intervals. A sample in ``libpython`` is interpreted Python (bytecode, object
+allocation, the GC); any other (libcurl, the kernel, libc, zlib, msgspec, the JSON and pycurl
+extensions) is native work. The bare poller's native work is what the requests themselves
+cost, so "the exporter's native work plus the bare poller's Python" over "the bare poller's
+total" is the least the ratio could read if the exporter ran no more Python than the bare
+poller: the floor of any change to the exporter's Python.
 """
 
 from __future__ import annotations
