@@ -1,6 +1,7 @@
 """Issue #22: the exporter all in against the bare engine limit, side by side in one run.
 
-Run on demand, never in the test suite (about 1.5 minutes per fleet size with the defaults):
+Run on demand, never in the test suite (about 1.5 minutes per fleet size with the defaults;
+``--perf`` adds where each process's CPU goes, interpreted or native: see perfsplit.py):
 
     .venv/bin/python benchmarks/bench_ratio.py                  # 1000 then 3000 nodes
     .venv/bin/python benchmarks/bench_ratio.py --nodes 1000 --cycles 4
