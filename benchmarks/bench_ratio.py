@@ -44,17 +44,16 @@ import io
 import json
 import os
 import select
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench_fleet import (
     CHAINS,
@@ -78,7 +77,7 @@ from benchlib import (
     stop_process,
 )
 from perfsplit import HEADER as PERF_HEADER
-from perfsplit import PerfRecording, split_rows
+from perfsplit import PerfError, PerfRecording, require_perf, split_rows
 
 CHECKPOINT = 18337
 COUNCIL = [f"02{i:02x}" + "a7" * 31 for i in range(7)]  # 7 compressed secp256k1 keys, 66 chars
@@ -359,8 +358,17 @@ class Exporter:
         return int(sum(_sample(text, "ledger_blockchain_up"))), cycle[0] if cycle else -1.0
 
 
+class Measured(NamedTuple):
+    """One fleet size's figures per process ("bare", "exporter": CPU per request in ms,
+    requests served, CPU seconds, chains read, cycle times, peak RSS), and with ``--perf``
+    each process's samples by kind."""
+
+    figures: dict[str, dict[str, float]]
+    samples: dict[str, Counter[str]] | None
+
+
 def measure_side_by_side(nodes: int, args: argparse.Namespace,
-                         workdir: Path) -> dict[str, Any]:  # fmt: skip
+                         workdir: Path) -> Measured:  # fmt: skip
     """Both processes over the same intervals, each against its own fleet stand-in, at the
     phases above; every process started is stopped, whatever fails."""
     started: list[subprocess.Popen[bytes]] = []
@@ -386,7 +394,7 @@ def measure_side_by_side(nodes: int, args: argparse.Namespace,
 
 def _measure_intervals(origin: float, exporter: Exporter, bare: Bare, fleets: list[str],
                        args: argparse.Namespace, *,
-                       perf: PerfRecording | None) -> dict[str, Any]:  # fmt: skip
+                       perf: PerfRecording | None) -> Measured:  # fmt: skip
     """Warm-up intervals, then the measured ones; each process's CPU per request served
     (and, with ``perf``, its samples by kind over the same window). The window from
     READ_PHASE to READ_PHASE holds ``args.cycles`` cycles of each."""
@@ -411,16 +419,18 @@ def _measure_intervals(origin: float, exporter: Exporter, bare: Bare, fleets: li
     at(first + args.cycles - 1, READ_PHASE)
     cpu = [_proc_cpu(pid) - before for pid, before in zip(pids, cpu0, strict=True)]
     served = [_served(url) - before for url, before in zip(fleets, served0, strict=True)]
-    figures: dict[str, Any] = {"perf": None if perf is None else perf.stop()}
+    samples = None if perf is None else perf.stop()
+    figures = {}
     for index, (name, cycles) in enumerate((("bare", bare.cycles()), ("exporter", scraped))):
         walls = [wall for _, wall in cycles if wall >= 0]  # -1: a scrape without the figure
         figures[name] = {
             "cpu_ms": cpu[index] / max(1, served[index]) * 1000, "requests": served[index],
+            "cpu_s": cpu[index],
             "chains": min((c[0] for c in cycles), default=-1),
             "cycle": statistics.median(walls) if walls else -1,
             "cycle_max": max(walls, default=-1), "rss": _proc_mib(pids[index], "VmHWM"),
         }  # fmt: skip
-    return figures
+    return Measured(figures, samples)
 
 
 def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
@@ -430,7 +440,8 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--in-flight", type=int, default=512, help="bare poller's handles")
 
 
-def main(argv: Sequence[str]) -> int:
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The command line; ``--perf`` fails here, before any fleet starts, without perf."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", default="1000,3000", help="fleet sizes (1000,3000)")
     add_fleet_arguments(parser)
@@ -453,22 +464,30 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--status", help=argparse.SUPPRESS)
     parser.add_argument("--start-at", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.perf:
+        try:
+            require_perf()
+        except PerfError as error:
+            parser.error(str(error))
+    return args
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parse_args(argv)
     if args.serve:
         serve_fleet(args.serve, args.latency, rich_documents)
         return 0
     if args.bare:
         run_bare(args)
         return 0
-    if args.perf and shutil.which("perf") is None:
-        parser.error("--perf needs Linux perf: apt-get install linux-perf")
     os.sched_setaffinity(0, FLEET_CPUS)  # this driver and the fleets it starts
     meter, rows, perf_rows = MachineMeter(), [], []
     with tempfile.TemporaryDirectory() as folder:
         for nodes in (int(n) for n in args.nodes.split(",")):
-            figures = _fleet_size(nodes, args, Path(folder))
-            rows += _rows(nodes, figures)
-            if figures["perf"] is not None:
-                perf_rows += split_rows(nodes, figures["perf"])
+            measured = _fleet_size(nodes, args, Path(folder))
+            rows += _rows(nodes, measured.figures)
+            if measured.samples is not None:
+                perf_rows += split_rows(nodes, measured.samples, measured.figures)
     measured = f"exporter from {args.exporter_tree}" if args.exporter_tree else exporter_version()
     print(
         f"\n{measured}; latency {args.latency * 1000:.0f} ms, interval "
@@ -484,12 +503,13 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _fleet_size(nodes: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+def _fleet_size(nodes: int, args: argparse.Namespace, workdir: Path) -> Measured:
+    """One fleet size measured, saying so on stderr (a run takes minutes)."""
     print(f"{nodes} nodes: bare poller and exporter side by side ...", file=sys.stderr)
     return measure_side_by_side(nodes, args, workdir)
 
 
-def _rows(nodes: int, figures: dict[str, Any]) -> list[list[str]]:
+def _rows(nodes: int, figures: dict[str, dict[str, float]]) -> list[list[str]]:
     """The main table's rows of one fleet size."""
     bare, chains = figures["bare"], nodes * len(CHAINS)
     return [
