@@ -187,7 +187,7 @@ def use_design(design: str) -> None:
             report(*backlog.get())
 
     threading.Thread(target=read_answers, name="answers", daemon=True).start()
-    engine._report = hand_over  # type: ignore[assignment]
+    engine._report = hand_over
 
 
 def measured_cycle(poller: Any) -> dict[str, Any]:

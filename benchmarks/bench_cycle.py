@@ -236,7 +236,8 @@ def scrapes_during_cycles(
     poller = Poller(config, lambda snapshot: None)
     polling = threading.Thread(target=poll_until, args=(poller, stop), daemon=True)
     polling.start()
-    busy, ends = [], time.monotonic() + BUSY_SECONDS
+    busy: list[float] = []
+    ends = time.monotonic() + BUSY_SECONDS
     while len(busy) < count and time.monotonic() < ends:
         busy.append(get(connection, PROMETHEUS_HEADERS))
         time.sleep(0.02)

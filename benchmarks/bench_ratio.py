@@ -456,8 +456,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--perf",
         action="store_true",
-        help="also sample both processes with Linux perf over the measured intervals and "
-        "print each one's interpreted (libpython) and native CPU, and the floor",
+        help="also sample the measured CPU with Linux perf over the measured intervals and "
+        "print each process's interpreted and native CPU per request, and the floor",
     )
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--bare", help=argparse.SUPPRESS)
@@ -484,10 +484,10 @@ def main(argv: Sequence[str]) -> int:
     meter, rows, perf_rows = MachineMeter(), [], []
     with tempfile.TemporaryDirectory() as folder:
         for nodes in (int(n) for n in args.nodes.split(",")):
-            measured = _fleet_size(nodes, args, Path(folder))
-            rows += _rows(nodes, measured.figures)
-            if measured.samples is not None:
-                perf_rows += split_rows(nodes, measured.samples, measured.figures)
+            fleet = _fleet_size(nodes, args, Path(folder))
+            rows += _rows(nodes, fleet.figures)
+            if fleet.samples is not None:
+                perf_rows += split_rows(nodes, fleet.samples, fleet.figures)
     measured = f"exporter from {args.exporter_tree}" if args.exporter_tree else exporter_version()
     print(
         f"\n{measured}; latency {args.latency * 1000:.0f} ms, interval "

@@ -115,8 +115,10 @@ class ExporterStages:
         self.clock = StageClock()
         self.trim = self.clock.wrap("malloc_trim", Allocator.of_this_process().trim)
         history = self.poller._history  # timed on this instance only
-        history.record = self.clock.wrap("history", history.record)
-        self.poller._network = self.clock.wrap("network view", self.poller._network)
+        history.record = self.clock.wrap("history", history.record)  # type: ignore[method-assign]
+        self.poller._network = self.clock.wrap(  # type: ignore[method-assign]
+            "network view", self.poller._network
+        )
 
     def cycle(self) -> dict[str, float]:
         started = time.process_time()
@@ -144,10 +146,11 @@ def measure(url: str, nodes: int, args: argparse.Namespace) -> tuple[list[dict[s
     """The bare poller's cycles and the exporter's, alternating (so a slow spell of the host
     falls on both alike), warm-up cycles left out."""
     bare, exporter = BareStage(url, nodes, args), ExporterStages(url, nodes, args)
+    stages: tuple[BareStage | ExporterStages, ...] = (bare, exporter)
     cycles: tuple[list[dict[str, float]], list[dict[str, float]]] = ([], [])
     try:
         for _ in range(args.warmup + args.cycles):
-            for stage, measured in zip((bare, exporter), cycles, strict=True):
+            for stage, measured in zip(stages, cycles, strict=True):
                 measured.append(stage.cycle())
                 time.sleep(args.pause)
     finally:
