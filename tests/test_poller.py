@@ -17,7 +17,13 @@ from exporter.model.snapshot import NodeStatus, Snapshot
 from exporter.poll.client import NodeClient
 from exporter.poll.cycle import Poller
 from exporter.poll.engine import Done, Engine, Request, Response
-from exporter.poll.node import BlockPlan, Countdown, NodePoll
+from exporter.poll.node import (
+    MIN_NODE_REQUESTS,
+    BlockPlan,
+    Countdown,
+    NodePoll,
+    requests_per_node,
+)
 from tests.support.documents import CONTRACT, WATCH, chain_doc, health_doc, serve_watched
 from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.ports import closed_port_url
@@ -280,6 +286,36 @@ def test_nodes_that_hang_cannot_starve_the_healthy_ones(
     assert not any(_node(second, node.name).up for node in slow)
 
 
+def test_a_node_whose_chains_all_hang_holds_only_its_share_from_its_first_cycle(
+    fake_nodes: FakeNodes,
+) -> None:
+    """A node has at most a sixteenth of the slots (at least four) in flight: one listing
+    forty chains that all hang, in its first bad cycle (the suspect rule above only acts on
+    the next), leaves the healthy nodes' chains read (found by an attack run)."""
+    hostile = fake_nodes.start()
+    chains = [f"c{i}" for i in range(40)]
+    hostile.set("/health", health_doc(chains))
+    for chain in chains:
+        hostile.set(f"/blockchains/{chain}", chain_doc(1), held=True)
+    healthy = [fake_nodes.start() for _ in range(3)]
+    for node in healthy:  # answered after the hostile node's: their chains queue behind its
+        node.set("/health", health_doc(["c1", "c2"]), delay=0.2)
+        node.set("/blockchains/c1", chain_doc(100))
+        node.set("/blockchains/c2", chain_doc(50))
+    nodes = [NodeConfig("hostile", hostile.url)]
+    nodes += [NodeConfig(f"good-{i}", node.url) for i, node in enumerate(healthy)]
+    poller = Poller(_config(*nodes, timeout=3.0, concurrency=16), lambda _: None)
+    try:
+        snapshot = poller.run_cycle()
+    finally:
+        poller.stop()
+    good = [_node(snapshot, f"good-{i}") for i in range(3)]
+    assert [[chain.up for chain in node.chains] for node in good] == [[True, True]] * 3
+    assert not any(chain.up for chain in _node(snapshot, "hostile").chains)
+    asked = [path for path in hostile.paths if path.startswith("/blockchains/")]
+    assert len(asked) == requests_per_node(16) == MIN_NODE_REQUESTS
+
+
 def test_errors_kept_in_results_hold_no_traceback(fake_nodes: FakeNodes) -> None:
     big = fake_nodes.start()
     big.set("/health", b"x" * 4096)
@@ -491,7 +527,7 @@ def _raise_for_chains(original: Any) -> Any:
         ("exporter.poll.node.read_chain", "blockchain"),
         ("exporter.poll.node.read_block_hash", "block"),
         ("exporter.poll.watch.read_answer", "contract"),
-        ("exporter.poll.client.NodeClient.get", "health"),  # sending chains from /health's callback
+        ("exporter.poll.client.NodeClient.get", "blockchain"),  # a chain's request not sent
         ("exporter.poll.node.NodePoll.chain_answered", "blockchain"),  # past the reader's guard
         ("exporter.poll.watch.WatchAnswer.__call__", "contract"),
     ],

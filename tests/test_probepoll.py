@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from exporter.config.nodes import NodeConfig
-from exporter.poll.probe import EngineProber
+from exporter.poll.probe import REQUESTS_PER_PROBE, EngineProber
 from exporter.poll.results import Reason
 from tests.support.documents import chain_doc, health_doc
-from tests.support.fakenode import FakeNode
+from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.ports import closed_port_url
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture
@@ -75,3 +77,36 @@ def test_after_close_a_probe_ends_with_errors_not_an_exception(
     engine.close()
     result = engine.probe_node(NodeConfig("n", node.url), time.monotonic() + 5)
     assert all(chain.reading is None for chain in result.chains)
+
+
+def test_a_probe_whose_chains_hang_leaves_slots_to_the_probes_beside_it(
+    fake_nodes: FakeNodes,
+) -> None:
+    """Each probe holds at most REQUESTS_PER_PROBE requests: a target listing forty chains
+    that all hang cannot fill the probes' engine (2 probes x 4 slots) and starve a healthy
+    target probed at the same time (found by an attack run)."""
+    hostile, healthy = fake_nodes.start(), fake_nodes.start()
+    chains = [f"c{i}" for i in range(40)]
+    hostile.set("/health", health_doc(chains))
+    for chain in chains:
+        hostile.set(f"/blockchains/{chain}", chain_doc(1), held=True)
+    healthy.play(health_doc(["c1"]), {"c1": chain_doc(7)})
+    prober = EngineProber(max_in_flight=2, max_bytes=1 << 20, max_chains=100)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            hung = pool.submit(
+                prober.probe_node, NodeConfig("hostile", hostile.url), time.monotonic() + 60
+            )
+            wait_until(lambda: len(hostile.paths) > REQUESTS_PER_PROBE)
+            result = prober.probe_node(NodeConfig("healthy", healthy.url), time.monotonic() + 10)
+            asked = [path for path in hostile.paths if path.startswith("/blockchains/")]
+            for chain in chains:  # the node recovers: the rest go out, four at a time
+                hostile.set(f"/blockchains/{chain}", chain_doc(1))
+            hostile.release()
+            hung_result = hung.result(timeout=60)
+    finally:
+        prober.close()
+    assert result.error is None
+    assert [(c.blockchain, c.reading is not None) for c in result.chains] == [("c1", True)]
+    assert len(asked) == REQUESTS_PER_PROBE
+    assert [c.blockchain for c in hung_result.chains if c.reading is not None] == chains

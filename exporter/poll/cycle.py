@@ -25,7 +25,14 @@ from exporter.model.snapshot import NodeStatus, Snapshot
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
 from exporter.poll.history import History
-from exporter.poll.node import DEADLINE_GRACE_SECONDS, BlockPlan, Countdown, NodePoll, failed_node
+from exporter.poll.node import (
+    DEADLINE_GRACE_SECONDS,
+    BlockPlan,
+    Countdown,
+    NodePoll,
+    failed_node,
+    requests_per_node,
+)
 from exporter.poll.results import FetchError, NodeResult, Reason
 from exporter.poll.state import StateFile
 from exporter.poll.watch import watch_status
@@ -154,6 +161,7 @@ class Poller:
                 shared=self._shared,
                 ended=countdown.count_down,
                 bounds=config.bounds,
+                max_in_flight=requests_per_node(config.max_concurrency),
             )
             self._running[node.name] = poll
             poll.start(deadline, started)

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.config.nodes import NodeConfig
@@ -42,6 +42,17 @@ DEADLINE_GRACE_SECONDS = 0.25
 READ_BUDGET_SHARE = 0.05
 MIN_READ_BUDGET_SECONDS = 0.25
 NO_WATCH = WatchConfig()
+#: A node may have at most this share of the engine's request slots in flight at once (and
+#: at least MIN_NODE_REQUESTS): a node listing a hundred chains that all hang holds a
+#: sixteenth, not all of them, from its first bad cycle on (the suspect rule only throttles
+#: a node that timed out the cycle before, and one that hangs every other cycle escapes it).
+NODE_SHARE_OF_SLOTS = 16
+MIN_NODE_REQUESTS = 4
+
+
+def requests_per_node(engine_slots: int) -> int:
+    """How many requests one node may have in flight, for an engine of ``engine_slots``."""
+    return max(MIN_NODE_REQUESTS, engine_slots // NODE_SHARE_OF_SLOTS)
 
 
 @dataclass(frozen=True)
@@ -112,6 +123,7 @@ class NodePoll:
         shared: Shared | None = None,
         ended: Callable[[], None] = _nothing,
         bounds: Bounds = DEFAULT_BOUNDS,
+        max_in_flight: int = MIN_NODE_REQUESTS,
     ) -> None:
         self.node = node
         self._shared = shared
@@ -131,6 +143,11 @@ class NodePoll:
         self._started = 0.0
         self._finished: float | None = None
         self._in_flight = 0
+        self._max_in_flight = max(1, max_in_flight)
+        # requests held back by max_in_flight, the next one last: a list, not a deque (760
+        # bytes each, three quarters of a MiB at 1000 nodes)
+        self._waiting: list[_Waiting] = []
+        self._sending = False  # _send_waiting is running (a callback it caused calls it again)
         self._ran_out_of_time = False
         self._deadline = 0.0
         self._budget = ReadBudget(MIN_READ_BUDGET_SECONDS)
@@ -153,19 +170,44 @@ class NodePoll:
         with self._lock:
             return self._ran_out_of_time or self._in_flight > 0
 
-    def _ask(
-        self, segments: list[str], done: Part, query: Query = (), fast: FastDecode | None = None
-    ) -> None:
-        """``client.get``, keeping count of requests in flight and of those that timed out."""
+    def _ask(self, segments: list[str], done: Part, query: Query = ()) -> None:
+        """Send a request as the node's share of slots allows, counting it in flight and
+        whether it timed out."""
         with self._lock:
-            self._in_flight += 1
-        counted = _Counted(self, done)
-        self._client.get(segments, self._deadline, counted, query, self._budget, fast=fast)
+            self._waiting.insert(0, _Waiting(segments, _Counted(self, done), query, None))
+        self._send_waiting()
+
+    def _send_waiting(self) -> None:
+        """``client.get`` the held-back requests while fewer than ``max_in_flight`` are out.
+        A request that cannot be sent (past the deadline) ends at once, and its callback
+        calls this again: the call already sending goes on, so a hundred chains are sent in
+        a loop, not a recursion. The engine's thread makes every call."""
+        with self._lock:
+            if self._sending:
+                return
+            self._sending = True
+        get, deadline, budget = self._client.get, self._deadline, self._budget
+        while True:
+            with self._lock:
+                if not self._waiting or self._in_flight >= self._max_in_flight:
+                    self._sending = False
+                    return
+                waiting = self._waiting.pop()
+                self._in_flight += 1
+            try:
+                get(waiting.segments, deadline, waiting.done, waiting.query, budget,
+                    fast=waiting.fast)  # fmt: skip
+            except Exception as failure:  # the client ends requests, never raises: a bug
+                waiting.done(None, as_fetch_error(failure, waiting.done.what))
 
     def request_ended(self, error: FetchError | None) -> None:
-        """A request to this node has ended (for the in-flight and timed-out counts)."""
+        """A request to this node has ended (for the in-flight and timed-out counts); one
+        held back may go out."""
         with self._lock:
             self._count_ended(error)
+            held = bool(self._waiting)
+        if held:
+            self._send_waiting()
 
     def _count_ended(self, error: FetchError | None) -> None:
         """request_ended, the lock held."""
@@ -203,52 +245,41 @@ class NodePoll:
             }
             blocks = sum(result.block_height is not None for result in self._chains.values())
             self._chain_parts_left = len(self._chains) + blocks
-            parts = self._chain_parts_left
-            self._in_flight += parts  # sent next, counted in one go
         if not chains:
             self._finish()
-        self._send_chains(chains, heights, parts)
+        held = self._chain_requests(chains, heights)
         for request in watch:  # right after the chains', under the same deadline
             read = self._watch.reader(request, self._watch_ended)
-            self._ask(list(request.segments), read, request.query)
+            held.append(_Waiting(list(request.segments), _Counted(self, read), request.query))
+        held.reverse()  # the first to go out last
+        with self._lock:
+            self._waiting[:0] = held
+        self._send_waiting()
 
-    def _send_chains(
-        self, chains: tuple[str, ...], heights: Mapping[str, int], unsent: int
-    ) -> None:
-        """Send each chain's status request and, where planned, its checkpoint block's: the
-        ``unsent`` requests counted in flight already. Should sending raise, those not sent
-        are uncounted."""
+    def _chain_requests(
+        self, chains: tuple[str, ...], heights: Mapping[str, int]
+    ) -> list[_Waiting]:
+        """Each chain's status request and, where planned, its checkpoint block's, to go out
+        as the node's share of the engine's slots allows."""
         # the fast path reads the parts alike on every node once a cycle: with ``shared`` only
         fast = None if self._shared is None else decode_chain_status
-        get, deadline, budget = self._client.get, self._deadline, self._budget
-        try:
-            fast_block = block_hash_decoder(self._blocks.hash_fields) if heights else None
-            for chain in chains:
-                answer = _ChainAnswer(self, chain, block=False)
-                get(["blockchains", chain], deadline, answer, (), budget, fast=fast)
-                unsent -= 1
-                if chain in heights:
-                    query = (("height", str(heights[chain])),)
-                    block = _ChainAnswer(self, chain, block=True)
-                    get(
-                        ["blockchains", chain, "blocks"],
-                        deadline,
-                        block,
-                        query,
-                        budget,
-                        fast=fast_block,
-                    )
-                    unsent -= 1
-        finally:
-            if unsent:
-                with self._lock:
-                    self._in_flight -= unsent
+        fast_block = block_hash_decoder(self._blocks.hash_fields) if heights else None
+        held = []
+        for chain in chains:
+            status = _ChainAnswer(self, chain, block=False)
+            held.append(_Waiting(["blockchains", chain], status, (), fast))
+            if chain in heights:
+                query = (("height", str(heights[chain])),)
+                block = _ChainAnswer(self, chain, block=True)
+                held.append(_Waiting(["blockchains", chain, "blocks"], block, query, fast_block))
+        return held
 
     def health_failed(self, error: FetchError) -> None:
-        """/health could not be read (or what it called for could not be sent): the node is
+        """/health could not be read (or what it calls for could not be planned): the node is
         down, and the poll ends now, whatever was already sent (its answers are ignored)."""
         with self._lock:
             self._health_error = error
+            self._waiting.clear()  # nothing more is asked of a node that is down
         self._watch.abandon(error)
         self._finish()
 
@@ -302,6 +333,9 @@ class NodePoll:
                 result.reading, result.error = value, error
             self._chain_parts_left -= not ended  # counted, not every chain looked at again
             finished = self._chain_parts_left == 0
+            held = bool(self._waiting)
+        if held:
+            self._send_waiting()
         if finished:
             self._finish()
 
@@ -349,6 +383,15 @@ def _ended(chain: ChainResult, late: FetchError) -> ChainResult:
     )
 
 
+class _Waiting(NamedTuple):
+    """A request held back until the node has a free share of the engine's slots."""
+
+    segments: list[str]
+    done: _Counted | _ChainAnswer
+    query: Query = ()
+    fast: FastDecode | None = None
+
+
 class _Counted:
     """A request's callback that first tells its poll the request ended, then ends its part:
     with ``fail`` if reading the answer raised, so no exception leaves a part unfinished.
@@ -358,6 +401,11 @@ class _Counted:
 
     def __init__(self, poll: NodePoll, done: Part) -> None:
         self._poll, self._done = poll, done
+
+    @property
+    def what(self) -> str:
+        """What the request asks for, as an error names it."""
+        return self._done.what
 
     def __call__(self, document: Any, error: FetchError | None) -> None:
         self._poll.request_ended(error)

@@ -23,7 +23,9 @@ from exporter.poll.results import NodeResult, RequestTrace
 
 #: Idle connections kept for targets (a probe-only exporter polls nodes it is not told of).
 TARGET_CONNECTIONS = 64
-#: Requests per probe the engine may run at once: /health first, then the chains together.
+#: Requests per probe the engine may run at once, each probe's own share: /health first, then
+#: its chains, this many at a time, so one probe of a hundred hanging chains cannot hold the
+#: slots of the probes beside it.
 REQUESTS_PER_PROBE = 4
 
 
@@ -68,7 +70,13 @@ class EngineProber:
         countdown = Countdown(1)
         # nothing cross-node: no checkpoint blocks, no shared values
         poll = NodePoll(
-            node, client, max_chains, BlockPlan(), ended=countdown.count_down, bounds=bounds
+            node,
+            client,
+            max_chains,
+            BlockPlan(),
+            ended=countdown.count_down,
+            bounds=bounds,
+            max_in_flight=REQUESTS_PER_PROBE,
         )
         poll.start(deadline, self._monotonic())
         countdown.wait(max(0.0, deadline + DEADLINE_GRACE_SECONDS - self._monotonic()))
