@@ -35,7 +35,9 @@ from exporter.web.exposition import (
     Exposition,
     RuntimeFamilies,
     Variant,
+    accepts_gzip,
     no_runtime_families,
+    wants_openmetrics,
 )
 from exporter.web.server import ExporterServer, ListenAddressError, parse_listen_address
 from tests.support.certs import Pki
@@ -110,6 +112,62 @@ def test_gzip_when_asked(running: Running) -> None:
     assert gzip.decompress(zipped.body) == plain
     refused = fetch(base + "metrics", headers={"Accept-Encoding": "gzip;q=0"})
     assert "Content-Encoding" not in refused.headers
+
+
+#: What Prometheus 2.42 sends when it scrapes.
+PROMETHEUS_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;"
+    "version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+)
+
+
+@pytest.mark.parametrize(
+    ("accept", "openmetrics"),
+    [
+        (None, False),
+        ("", False),
+        (PROMETHEUS_ACCEPT, True),
+        ("application/openmetrics-text", True),
+        ("Application/OpenMetrics-Text; version=1.0.0", True),
+        ("application/openmetrics-text;q=0, text/plain", False),  # refused
+        ("application/openmetrics-text;Q=0", False),
+        ("text/plain;q=1, application/openmetrics-text;q=0.5", False),  # text preferred
+        ("text/plain;q=0.5, application/openmetrics-text;q=0.5", True),  # a tie: OpenMetrics
+        ("application/openmetrics-text;q=x", False),  # not a weight: left out
+        ("application/openmetrics-text;q=1.5", False),
+        ("application/openmetrics-text;q=0.\u00b2", False),
+        ("*/*", False),
+    ],
+)
+def test_the_format_follows_the_accept_headers_weights(
+    accept: str | None, openmetrics: bool
+) -> None:
+    assert wants_openmetrics(accept) is openmetrics
+
+
+@pytest.mark.parametrize(
+    ("accept_encoding", "gzipped"),
+    [
+        (None, False),
+        ("gzip", True),
+        ("gzip, deflate, br", True),
+        ("GZIP;q=0.1", True),
+        ("x-gzip", True),
+        ("gzip;q=0", False),
+        ("gzip;Q=0", False),  # the parameter's name in any case
+        ("gzip;q=0.000", False),
+        ("*;q=0, gzip", True),  # gzip named: its own weight counts, not the wildcard's
+        ("gzip;q=0, *", False),
+        ("*", True),
+        ("deflate, *;q=0", False),
+        ("identity", False),
+        ("gzip;q=2", False),  # not a weight: gzip left out
+    ],
+)
+def test_gzip_follows_the_accept_encoding_weights(
+    accept_encoding: str | None, gzipped: bool
+) -> None:
+    assert accepts_gzip(accept_encoding) is gzipped
 
 
 def test_the_same_snapshot_is_served_until_the_next_cycle(running: Running) -> None:

@@ -623,6 +623,28 @@ def test_oversized_requests(served: Served, raw: bytes, statuses: set[int]) -> N
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"GET http://127.0.0.1/-/healthy HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET HTTP://node.invalid:9/-/healthy?x=1 HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET https://[::1]:9/-/healthy HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"\r\n\r\nGET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"\nGET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n",
+    ],
+)
+def test_absolute_targets_and_empty_lines_before_a_request_are_accepted(
+    served: Served, raw: bytes
+) -> None:
+    """RFC 9112: a server must accept a target in absolute form (3.2.2) and should ignore
+    empty lines before a request line (2.2). Found by an attack run: the first got 404, the
+    second a closed connection. The request pipelined after each is answered too."""
+    sent = [Sent(raw, "GET", frozenset({200})), HEALTHY]
+    answers = check_exchange(served, sent, [raw + HEALTHY.raw])
+    assert [answer.status for answer in answers] == [200, 200]
+
+
+@pytest.mark.integration
 @pytest.mark.parametrize("case", sorted(FOUND))
 def test_defects_found_stay_fixed(served: Served, case: str) -> None:
     """Each request the properties found answered without a status line or with a body a

@@ -24,20 +24,51 @@ from exporter.web.landing import StatusPage
 
 
 def wants_openmetrics(accept: str | None) -> bool:
-    """True when the Accept header lists OpenMetrics (Prometheus asks for it first)."""
-    return any(
-        part.split(";")[0].strip() == "application/openmetrics-text"
-        for part in (accept or "").split(",")
-    )
+    """True when the Accept header prefers OpenMetrics (Prometheus lists it first, at the
+    highest weight) to the text format: listed with a weight above 0 and not below
+    ``text/plain``'s."""
+    weights = accepted_weights(accept)
+    openmetrics = weights.get("application/openmetrics-text", 0.0)
+    return openmetrics > 0 and openmetrics >= weights.get("text/plain", 0.0)
 
 
 def accepts_gzip(accept_encoding: str | None) -> bool:
-    """True when the client accepts gzip (and did not refuse it with q=0)."""
-    for part in (accept_encoding or "").split(","):
-        coding, _, params = part.strip().partition(";")
-        if coding.strip().lower() in ("gzip", "*"):
-            return params.replace(" ", "") not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    """True when the client accepts gzip: listed (or ``*``, when gzip is not) with a weight
+    above 0 (RFC 9110, 12.5.3)."""
+    weights = accepted_weights(accept_encoding)
+    for coding in ("gzip", "x-gzip", "*"):
+        if coding in weights:
+            return weights[coding] > 0
     return False
+
+
+def accepted_weights(header: str | None) -> dict[str, float]:
+    """Each value an Accept or Accept-Encoding header lists (lower case, parameters off) and
+    its weight: ``q`` (any case), 1 when absent. A value listed twice keeps its highest
+    weight; one whose weight is not a number from 0 to 1 is left out."""
+    weights: dict[str, float] = {}
+    for element in (header or "").split(","):
+        value, *params = element.split(";")
+        value = value.strip().lower()
+        weight: float | None = 1.0
+        for param in params:
+            name, _, text = param.partition("=")
+            if name.strip().lower() == "q":
+                weight = _weight(text)
+        if value and weight is not None:
+            weights[value] = max(weight, weights.get(value, 0.0))
+    return weights
+
+
+def _weight(text: str) -> float | None:
+    """A qvalue ("0", "0.5", "1.000"): None when it is not one."""
+    text = text.strip()
+    head, _, digits = text.partition(".")
+    plain_digits = digits.isascii() and (digits.isdigit() or not digits)
+    if head not in ("0", "1") or len(digits) > 3 or not plain_digits:
+        return None
+    weight = float(text)
+    return weight if weight <= 1 else None
 
 
 #: The runtime families at this moment, in the text format and in OpenMetrics (without its

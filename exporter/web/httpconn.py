@@ -55,6 +55,17 @@ class RequestHead:
     content_length: int
 
 
+def origin_form(target: str) -> str:
+    """A request target in absolute form (``http://host:port/metrics?x``, which RFC 9112
+    3.2.2 has every server accept) as the path and query it names; any other as it is."""
+    scheme, sep, rest = target.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        return target
+    ends = [at for at in (rest.find("/"), rest.find("?")) if at >= 0]
+    path = rest[min(ends) :] if ends else ""
+    return path if path.startswith("/") else "/" + path
+
+
 def parse_head(buffer: bytes | bytearray, size: int) -> RequestHead:
     """The head in ``buffer[:size]``, strictly: a header line must be ``token: value`` (no
     folding, no space before the colon, no bare CR or NUL), Content-Length at most once and
@@ -64,7 +75,7 @@ def parse_head(buffer: bytes | bytearray, size: int) -> RequestHead:
     lines = bytes(buffer[:size]).split(b"\n")
     words = lines[0].split()
     method = words[0].decode("latin-1") if words else ""
-    path = words[1].partition(b"?")[0].decode("latin-1") if len(words) > 1 else ""
+    path = origin_form(words[1].decode("latin-1")).partition("?")[0] if len(words) > 1 else ""
     lengths: list[bytes] = []
     chunked = False
     for raw in lines[1:]:
@@ -133,7 +144,13 @@ class Connection:
 
     def head_end(self) -> int:
         """Where the first complete request head in the buffer ends, or 0. Searches only what
-        arrived since the last call: a head dripped a byte at a time costs linear time."""
+        arrived since the last call: a head dripped a byte at a time costs linear time. Empty
+        lines before the request line are dropped first (RFC 9112 2.2: a client may send
+        one after a request body)."""
+        if self.buffer.startswith((b"\r", b"\n")):
+            kept = len(self.buffer.lstrip(b"\r\n"))
+            del self.buffer[: len(self.buffer) - kept]
+            self.scanned = 0
         found = _HEAD_END.search(self.buffer, max(0, self.scanned - 3))
         self.scanned = 0 if found else len(self.buffer)
         return found.end() if found else 0

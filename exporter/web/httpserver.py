@@ -41,6 +41,7 @@ from exporter.web.httpconn import (
     RequestError,
     RequestHead,
     Workers,
+    origin_form,
     parse_head,
 )
 
@@ -123,6 +124,7 @@ class HTTPRequestHandler(BaseHTTPRequestHandler):
         before 1.0 a 505, both in HTTP/1.1, and the connection closes."""
         if not super().parse_request():
             return False
+        self.path = origin_form(self.path)  # http://host/metrics: /metrics (RFC 9112 3.2.2)
         if len(self.requestline.split()) == 2:
             self.send_error(HTTPStatus.BAD_REQUEST, "A request line needs an HTTP version")
             return False
