@@ -14,6 +14,7 @@ import re
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import bcrypt
@@ -148,6 +149,27 @@ def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(
         sock.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")
         assert read_answer(sock).startswith(b"HTTP/1.1 200")
         wait_until(lambda: closed_by_peer(sock), timeout=15, message="idle connection closed")
+
+
+def test_empty_lines_dripped_between_requests_do_not_keep_a_connection_open(
+    serving: tuple[Exporter, ExporterServer],
+) -> None:
+    """Empty lines before a request line are skipped (RFC 9112 2.2), under the deadline
+    already running: a client sending only CRLFs, each sooner than the timeouts, is closed
+    at the idle timeout all the same (found by the review of skipping them)."""
+    _, server = serving  # idle_timeout 2 s
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_answer(sock).startswith(b"HTTP/1.1 200")
+        sent = 0
+        while not closed_by_peer(sock) and sent < 200:  # 200 x 0.1 s: ten idle timeouts
+            try:
+                sock.sendall(b"\r\n")
+            except OSError:
+                break
+            sent += 1
+            time.sleep(0.1)
+        assert sent < 200, "the connection outlived ten idle timeouts"
 
 
 def test_pipelined_requests_and_a_request_body_keep_their_order(

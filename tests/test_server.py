@@ -114,10 +114,14 @@ def test_gzip_when_asked(running: Running) -> None:
     assert "Content-Encoding" not in refused.headers
 
 
-#: What Prometheus 2.42 sends when it scrapes.
+#: What Prometheus sends when it scrapes: 2.49 and later, and 2.42 (Debian's).
 PROMETHEUS_ACCEPT = (
     "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;"
     "version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+)
+PROMETHEUS_2_42_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+    "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
 )
 
 
@@ -127,6 +131,9 @@ PROMETHEUS_ACCEPT = (
         (None, False),
         ("", False),
         (PROMETHEUS_ACCEPT, True),
+        (PROMETHEUS_2_42_ACCEPT, True),
+        ("application/openmetrics-text;q=0.1, */*", False),  # */* stands for text/plain
+        ("application/openmetrics-text;q=0.1, text/*;q=0.05", True),
         ("application/openmetrics-text", True),
         ("Application/OpenMetrics-Text; version=1.0.0", True),
         ("application/openmetrics-text;q=0, text/plain", False),  # refused

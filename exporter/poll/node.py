@@ -181,24 +181,31 @@ class NodePoll:
         """``client.get`` the held-back requests while fewer than ``max_in_flight`` are out.
         A request that cannot be sent (past the deadline) ends at once, and its callback
         calls this again: the call already sending goes on, so a hundred chains are sent in
-        a loop, not a recursion. The engine's thread makes every call."""
+        a loop, not a recursion. Called on the engine's thread, and by ``start`` on the
+        cycle's (or a probe's): a slot freed on another thread meanwhile is seen at the
+        next check, made under the lock that also clears ``_sending``."""
         with self._lock:
             if self._sending:
                 return
             self._sending = True
         get, deadline, budget = self._client.get, self._deadline, self._budget
-        while True:
+        try:
+            while True:
+                with self._lock:
+                    if not self._waiting or self._in_flight >= self._max_in_flight:
+                        self._sending = False
+                        return
+                    waiting = self._waiting.pop()
+                    self._in_flight += 1
+                try:
+                    get(waiting.segments, deadline, waiting.done, waiting.query, budget,
+                        fast=waiting.fast)  # fmt: skip
+                except Exception as failure:  # the client ends requests, never raises: a bug
+                    waiting.done(None, as_fetch_error(failure, waiting.done.what))
+        except BaseException:  # never a poll that no call sends for again
             with self._lock:
-                if not self._waiting or self._in_flight >= self._max_in_flight:
-                    self._sending = False
-                    return
-                waiting = self._waiting.pop()
-                self._in_flight += 1
-            try:
-                get(waiting.segments, deadline, waiting.done, waiting.query, budget,
-                    fast=waiting.fast)  # fmt: skip
-            except Exception as failure:  # the client ends requests, never raises: a bug
-                waiting.done(None, as_fetch_error(failure, waiting.done.what))
+                self._sending = False
+            raise
 
     def request_ended(self, error: FetchError | None) -> None:
         """A request to this node has ended (for the in-flight and timed-out counts); one
@@ -397,10 +404,11 @@ class _Counted:
     with ``fail`` if reading the answer raised, so no exception leaves a part unfinished.
     Slotted objects, not closures, since thousands of requests wait in the engine's queue."""
 
-    __slots__ = ("_done", "_poll")
+    __slots__ = ("_counted", "_done", "_poll")
 
     def __init__(self, poll: NodePoll, done: Part) -> None:
         self._poll, self._done = poll, done
+        self._counted = False  # the poll has counted the request ended (once, whatever calls)
 
     @property
     def what(self) -> str:
@@ -408,6 +416,9 @@ class _Counted:
         return self._done.what
 
     def __call__(self, document: Any, error: FetchError | None) -> None:
+        if self._counted:  # a client.get that called back and then raised all the same
+            return
+        self._counted = True
         self._poll.request_ended(error)
         try:
             self._done(document, error)

@@ -26,10 +26,11 @@ from exporter.web.landing import StatusPage
 def wants_openmetrics(accept: str | None) -> bool:
     """True when the Accept header prefers OpenMetrics (Prometheus lists it first, at the
     highest weight) to the text format: listed with a weight above 0 and not below
-    ``text/plain``'s."""
+    ``text/plain``'s (``text/*``'s or ``*/*``'s when it is not listed, RFC 9110 12.5.1)."""
     weights = accepted_weights(accept)
     openmetrics = weights.get("application/openmetrics-text", 0.0)
-    return openmetrics > 0 and openmetrics >= weights.get("text/plain", 0.0)
+    text = weights.get("text/plain", weights.get("text/*", weights.get("*/*", 0.0)))
+    return openmetrics > 0 and openmetrics >= text
 
 
 def accepts_gzip(accept_encoding: str | None) -> bool:

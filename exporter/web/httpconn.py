@@ -61,7 +61,7 @@ def origin_form(target: str) -> str:
     scheme, sep, rest = target.partition("://")
     if not sep or scheme.lower() not in ("http", "https"):
         return target
-    ends = [at for at in (rest.find("/"), rest.find("?")) if at >= 0]
+    ends = [at for at in (rest.find("/"), rest.find("?"), rest.find("#")) if at >= 0]
     path = rest[min(ends) :] if ends else ""
     return path if path.startswith("/") else "/" + path
 
@@ -144,16 +144,17 @@ class Connection:
 
     def head_end(self) -> int:
         """Where the first complete request head in the buffer ends, or 0. Searches only what
-        arrived since the last call: a head dripped a byte at a time costs linear time. Empty
-        lines before the request line are dropped first (RFC 9112 2.2: a client may send
-        one after a request body)."""
-        if self.buffer.startswith((b"\r", b"\n")):
-            kept = len(self.buffer.lstrip(b"\r\n"))
-            del self.buffer[: len(self.buffer) - kept]
-            self.scanned = 0
+        arrived since the last call: a head dripped a byte at a time costs linear time."""
         found = _HEAD_END.search(self.buffer, max(0, self.scanned - 3))
         self.scanned = 0 if found else len(self.buffer)
         return found.end() if found else 0
+
+    def skip_empty_lines(self) -> None:
+        """Drop empty lines before the next request line (RFC 9112 2.2: a client may send
+        one after a request body); the server calls it before a request has begun."""
+        if self.buffer.startswith((b"\r", b"\n")):
+            del self.buffer[: len(self.buffer) - len(self.buffer.lstrip(b"\r\n"))]
+            self.scanned = 0
 
     def request_size(self) -> int:
         """Bytes of the request being read (head and body), or 0 before its head is whole."""

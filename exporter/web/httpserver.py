@@ -427,6 +427,10 @@ class ThreadedHTTPServer:
             self._close(conn, "connection closed mid-request" if conn.buffer else None)
             return
         if not conn.buffer:  # a new request: its whole-request deadline starts now
+            data = data.lstrip(b"\r\n")  # empty lines before it are skipped (RFC 9112 2.2),
+            if not data:  # under the deadline running: dripping them keeps nothing open
+                self._watch(conn, selectors.EVENT_READ)
+                return
             conn.request_deadline = conn.deadline = (
                 time.monotonic() + self.limits.read_header_timeout
             )
@@ -544,6 +548,8 @@ class ThreadedHTTPServer:
             self._linger(conn)
             return
         now = time.monotonic()
+        if conn.head is None:
+            conn.skip_empty_lines()
         if conn.head is not None:  # admitted: its body is still to come, same deadline
             conn.deadline = conn.request_deadline
         elif conn.buffer:  # the next request has begun
