@@ -43,6 +43,15 @@ def _node(snapshot: Snapshot, name: str) -> NodeStatus:
     return next(node for node in snapshot.nodes if node.name == name)
 
 
+def _one_cycle(nodes: list[NodeConfig], concurrency: int) -> Snapshot:
+    """The snapshot of one cycle of ``nodes`` (3 s deadline), the poller stopped after."""
+    poller = Poller(_config(*nodes, timeout=3.0, concurrency=concurrency), lambda _: None)
+    try:
+        return poller.run_cycle()
+    finally:
+        poller.stop()
+
+
 def _errors(node: NodeStatus) -> dict[tuple[str, str], int]:
     return {(endpoint, reason): count for endpoint, reason, count in node.error_counts if count}
 
@@ -304,11 +313,7 @@ def test_a_node_whose_chains_all_hang_holds_only_its_share_from_its_first_cycle(
         node.set("/blockchains/c2", chain_doc(50))
     nodes = [NodeConfig("hostile", hostile.url)]
     nodes += [NodeConfig(f"good-{i}", node.url) for i, node in enumerate(healthy)]
-    poller = Poller(_config(*nodes, timeout=3.0, concurrency=16), lambda _: None)
-    try:
-        snapshot = poller.run_cycle()
-    finally:
-        poller.stop()
+    snapshot = _one_cycle(nodes, concurrency=16)
     good = [_node(snapshot, f"good-{i}") for i in range(3)]
     assert [[chain.up for chain in node.chains] for node in good] == [[True, True]] * 3
     assert not any(chain.up for chain in _node(snapshot, "hostile").chains)
@@ -615,11 +620,7 @@ def test_a_node_whose_answers_are_costly_to_read_spends_its_budget_not_the_other
     nodes = [NodeConfig("costly", costly.url)]
     nodes += [NodeConfig(f"h{i}", fake.url) for i, fake in enumerate(healthy)]
     # 12 answers of 0.3 s each would hold the engine's thread past the 3 s deadline
-    poller = Poller(_config(*nodes, timeout=3.0, concurrency=64), lambda _: None)
-    try:
-        snapshot = poller.run_cycle()
-    finally:
-        poller.stop()
+    snapshot = _one_cycle(nodes, concurrency=64)
     for i in range(3):
         node = _node(snapshot, f"h{i}")
         assert node.up and all(chain.up for chain in node.chains), [c.error for c in node.chains]
