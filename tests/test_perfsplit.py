@@ -4,16 +4,14 @@ samples per process, and the per-request shares and floor it prints."""
 
 from __future__ import annotations
 
-import importlib.util
 import stat
-import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests.support.testdata import REPO
+from tests.support.benchmarks import load_benchmark
 
 PYTHON = "/opt/python/bin/python3.11"
 #: ``perf script -F pid,ip,dso`` of a side-by-side run, cut down: the exporter (100), the
@@ -44,12 +42,7 @@ while :; do sleep 0.05; done
 
 @pytest.fixture(name="perfsplit")
 def _perfsplit(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("perfsplit", REPO / "benchmarks/perfsplit.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "perfsplit", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("perfsplit", monkeypatch)
 
 
 @pytest.fixture(name="fake_perf")

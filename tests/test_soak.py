@@ -7,14 +7,13 @@ ways, a 1 s interval, the exporter sampled every 5 s from /proc and its own heap
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
-from types import ModuleType
 
 import pytest
 
+from tests.support.benchmarks import load_benchmark
 from tests.support.testdata import REPO
 
 pytestmark = pytest.mark.integration
@@ -40,16 +39,6 @@ def test_a_short_soak_stays_flat() -> None:
     assert max(s["threads"] for s in samples) < 100
 
 
-def _soak_module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # soak.py imports benchlib
-    spec = importlib.util.spec_from_file_location("soak", REPO / "benchmarks" / "soak.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "soak", module)  # dataclasses look it up by name
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize(
     "case",
     [
@@ -64,7 +53,7 @@ def test_the_verdict_flags_growth_after_the_warm_up(
     case: tuple[tuple[float, ...], int, int, int, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rss, threads, fds, heap, flagged = case  # growth per sample of each
-    soak = _soak_module(monkeypatch)
+    soak = load_benchmark("soak", monkeypatch)
     samples = [
         soak.Sample(i, r, 20 + threads * i, 30 + fds * i, 100_000 + heap * i, 1, 90, 1.0)
         for i, r in enumerate(rss)
