@@ -426,15 +426,16 @@ class ThreadedHTTPServer:
         if not data:
             self._close(conn, "connection closed mid-request" if conn.buffer else None)
             return
-        if not conn.buffer:  # a new request: its whole-request deadline starts now
-            data = data.lstrip(b"\r\n")  # empty lines before it are skipped (RFC 9112 2.2),
-            if not data:  # under the deadline running: dripping them keeps nothing open
-                self._watch(conn, selectors.EVENT_READ)
+        new_request = not conn.buffer
+        conn.buffer += data
+        if new_request:  # its whole-request deadline starts now, at its first byte
+            conn.skip_empty_lines()
+            if not conn.buffer:  # only empty lines: the deadline running goes on, so
+                self._watch(conn, selectors.EVENT_READ)  # dripping them keeps nothing open
                 return
             conn.request_deadline = conn.deadline = (
                 time.monotonic() + self.limits.read_header_timeout
             )
-        conn.buffer += data
         self._advance(conn)
 
     def _advance(self, conn: Connection) -> None:
@@ -548,14 +549,14 @@ class ThreadedHTTPServer:
             self._linger(conn)
             return
         now = time.monotonic()
-        if conn.head is None:
-            conn.skip_empty_lines()
         if conn.head is not None:  # admitted: its body is still to come, same deadline
             conn.deadline = conn.request_deadline
-        elif conn.buffer:  # the next request has begun
-            conn.request_deadline = conn.deadline = now + self.limits.read_header_timeout
         else:
-            conn.deadline = now + self.limits.idle_timeout
+            conn.skip_empty_lines()
+            if conn.buffer:  # the next request has begun
+                conn.request_deadline = conn.deadline = now + self.limits.read_header_timeout
+            else:
+                conn.deadline = now + self.limits.idle_timeout
         if isinstance(conn.sock, ssl.SSLSocket) and conn.sock.pending():
             self._receive(conn)  # decrypted already: the selector would not see it
         else:
