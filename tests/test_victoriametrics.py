@@ -8,8 +8,12 @@ a watched contract and wallet), so the shortened alert rules behave as they do t
 - **Both formats.** VictoriaMetrics asks for the text format; a scrape job's ``headers`` make
   it ask for OpenMetrics. Each case gives its job its own User-Agent, and the exporter's
   request log (``--log.level=debug``: user_agent, content_type) shows which format that job
-  was served. What VictoriaMetrics stores for the job is compared with what the exporter
-  serves in that format (series by name and labels), with ``-promscrape.config.strictParse``.
+  was served. What VictoriaMetrics stores for the job (``-promscrape.config.strictParse``) is
+  what the exporter serves in that format: the same series (name and labels), and the same
+  values where they hold still. That exporter polls once (``still``): vote sessions come and
+  go every second on the network, so a page that changes could never be compared.
+- **The shipped scrape configs** (deploy/prometheus/) pass VictoriaMetrics's strict parsing,
+  once Prometheus's own settings (rule files, Alertmanagers: vmalert's flags) are taken out.
 - **Every rule.** One vmalert evaluates ``deploy/prometheus/rules.yml`` and ``alerts.yml``
   unchanged: every rule evaluated, none with an error (its API and its error counters), every
   recording rule (but the probe mode's) records something.
@@ -51,6 +55,7 @@ from tests.support.victoriametrics import (
     VictoriaMetrics,
     VictoriaMetricsServer,
     VmAlert,
+    check_scrape_config,
     scrape_job,
 )
 from tests.support.waiting import wait_until
@@ -204,6 +209,37 @@ def test_victoriametrics_stores_every_series_served(
     }
     complaints = [line for line in server.log().splitlines() if "\terror\t" in line]
     assert not complaints and "cannot parse" not in server.log(), server.log()
+
+
+# Prometheus's own settings, which VictoriaMetrics takes as flags (vmalert's -rule,
+# -evaluationInterval, -notifier.url): its strict parsing refuses them in a scrape config.
+PROMETHEUS_ONLY = {"rule_files", "alerting"}
+
+
+SCRAPE_CONFIGS = [  # deploy/prometheus's Prometheus configs, not its rule files
+    path
+    for path in sorted(PROM_DIR.glob("*.yml"))
+    if "scrape_configs" in yaml.safe_load(path.read_text(encoding="utf-8"))
+]
+
+
+@pytest.mark.parametrize("path", SCRAPE_CONFIGS, ids=lambda p: p.name)
+def test_shipped_scrape_configs_pass_victoriametrics_strict_parsing(
+    path: Path, tmp_path: Path
+) -> None:
+    """A user can copy the scrape configs of deploy/prometheus/ into vmagent's or
+    VictoriaMetrics's ``-promscrape.config`` as they are."""
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    scraping = {key: value for key, value in document.items() if key not in PROMETHEUS_ONLY}
+    scraping["global"] = {
+        key: value
+        for key, value in document.get("global", {}).items()
+        if key != "evaluation_interval"
+    }
+    config = tmp_path / path.name
+    config.write_text(yaml.safe_dump(scraping))
+    result = check_scrape_config(config, cwd=PROM_DIR)  # file_sd paths are relative to it
+    assert result.returncode == 0, f"{path.name}:\n{result.stdout}{result.stderr}"
 
 
 # --- the rules -----------------------------------------------------------------------------

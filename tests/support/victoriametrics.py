@@ -84,6 +84,19 @@ def scrape_job(
     return config
 
 
+def check_scrape_config(path: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``victoria-metrics -promscrape.config.dryRun`` with strict parsing, in ``cwd``: exit
+    status 0 when VictoriaMetrics accepts every field of ``path``."""
+    command = [
+        require_program("victoria-metrics"),
+        f"-promscrape.config={path}",
+        "-promscrape.config.strictParse",
+        "-promscrape.config.dryRun",
+        "-loggerLevel=ERROR",
+    ]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False, timeout=60)
+
+
 class VictoriaMetricsError(AssertionError):
     """A VictoriaMetrics process did not start or stopped on its own."""
 
