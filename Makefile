@@ -35,7 +35,8 @@ mixin: $(STAMP)
 
 # Debian's prometheus package ships the server and promtool used by the integration tests;
 # docker-compose (v1, `config` needs no engine) and amtool check the deployment files;
-# chromium renders the landing page in tests/test_landing.py.
+# chromium renders the landing page in tests/test_landing.py; victoria-metrics (with vmalert)
+# scrapes the exporter and evaluates the rules in tests/test_victoriametrics.py.
 tools:
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null \
 	  && command -v docker-compose >/dev/null && command -v amtool >/dev/null || { \
@@ -46,6 +47,10 @@ tools:
 	  echo "installing Debian's chromium (the landing page is tested in a headless browser)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    chromium >/dev/null; }
+	@command -v victoria-metrics >/dev/null && command -v vmalert >/dev/null || { \
+	  echo "installing Debian's victoria-metrics (VictoriaMetrics and vmalert)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    victoria-metrics >/dev/null; }
 
 # lint-imports: the layers and contracts of pyproject.toml's [tool.importlinter].
 lint: $(STAMP)

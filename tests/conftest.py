@@ -22,6 +22,7 @@ from tests.support.clock import Clock  # noqa: E402
 from tests.support.fakenode import FakeNode, FakeNodes  # noqa: E402
 from tests.support.programs import require_program  # noqa: E402
 from tests.support.prometheus import PrometheusServers, Promtool  # noqa: E402
+from tests.support.victoriametrics import VictoriaMetrics  # noqa: E402
 
 #: Hypothesis draws the same examples on every ``make test`` run; a campaign draws anew.
 generation.load_profile()
@@ -80,6 +81,15 @@ def prometheus(tmp_path: Path) -> Iterator[PrometheusServers]:
     servers = PrometheusServers(tmp_path)
     yield servers
     servers.stop_all()
+
+
+@pytest.fixture
+def victoriametrics(tmp_path: Path) -> Iterator[VictoriaMetrics]:
+    """Real VictoriaMetrics processes for this test: ``victoriametrics.server([scrape_job(...)])``
+    and ``victoriametrics.vmalert(server, rule_files)``; all stopped after it."""
+    processes = VictoriaMetrics(tmp_path)
+    yield processes
+    processes.stop_all()
 
 
 @pytest.fixture

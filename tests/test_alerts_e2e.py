@@ -45,6 +45,9 @@ from tests.support.scaling import (
     shorten_rules,
     write_shortened,
 )
+from tests.support.simulator import WATCHED_CONTRACT as TOKEN
+from tests.support.simulator import WATCHED_WALLET as WALLET
+from tests.support.simulator import watch_list
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -52,7 +55,6 @@ pytestmark = pytest.mark.integration
 SCALE = 60
 JOB = "ledger-exporter"
 FLAPPING = frozenset({"LedgerNodePeersLow", "LedgerVoteRoundsEscalating"})
-TOKEN, WALLET = "karma-token", "treasury"  # the names of the stack's watched objects
 Alert = dict[str, Any]
 
 
@@ -161,17 +163,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 yield Stack(net, prom, address, chains, since)
         finally:
             exporter.stop()
-
-
-def watch_list(net: SimulatedNetwork) -> dict[str, Any]:
-    """The stack's ``watch`` section: the first chain's token contract and first wallet, as
-    ``ledger-exporter demo`` watches them; every node lists that chain."""
-    chain = net.chain_ids[0]
-    token = net.ledger.contract_addresses(0)[0]
-    state_keys = ["totalSupply", "holders", "paused"]
-    contract = {"blockchain": chain, "address": token, "name": TOKEN, "state_keys": state_keys}
-    wallet = {"blockchain": chain, "address": net.ledger.wallet_addresses()[0], "name": WALLET}
-    return {"contracts": [contract], "wallets": [wallet]}
 
 
 class AlertLog:

@@ -85,6 +85,9 @@ class HTTPRequestHandler(BaseHTTPRequestHandler):
     #: a request refused before its version is read is answered in HTTP/1.1 instead.
     default_request_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # answers go out in pieces: none should wait for an ACK
+    #: The Content-Type of the answer, for the request's log line: a subclass sets it before
+    #: ``send_response`` (which logs), so the line says which format a scraper was served.
+    content_type = ""
 
     def __init__(self, connection: Connection, server: ThreadedHTTPServer, request: bytes) -> None:
         # Deliberately not BaseHTTPRequestHandler.__init__: the server drives one request.
@@ -145,9 +148,14 @@ class HTTPRequestHandler(BaseHTTPRequestHandler):
         return True
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        """One debug line per request, structured."""
+        """One debug line per request, structured: who asked (client, User-Agent), for what,
+        and what was answered (Content-Type, status)."""
         path = str(getattr(self, "path", "")).split("?")[0]  # unset for a garbage request line
+        headers = getattr(self, "headers", None)  # unset for a garbage request line too
         fields = {"client": self._conn.peer, "method": self.command or "", "path": path}
+        fields["user_agent"] = headers.get("User-Agent", "") if headers is not None else ""
+        if self.content_type:
+            fields["content_type"] = self.content_type
         log.debug("request", extra={"fields": {**fields, "status": str(code)}})
 
     def log_error(self, format: str, *args: Any) -> None:

@@ -285,6 +285,7 @@ class _Handler(HTTPRequestHandler):
         extra: dict[str, str] | None = None,
         send_body: bool = True,
     ) -> None:
+        self.content_type = content_type  # for the request's log line, written by send_response
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))

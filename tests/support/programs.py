@@ -1,5 +1,6 @@
-"""Programs the tests run (promtool, prometheus, amtool, docker-compose, chromium): a missing
-one fails the test, naming ``make tools``, which installs Debian's packages of them."""
+"""Programs the tests run (promtool, prometheus, amtool, docker-compose, chromium,
+victoria-metrics, vmalert): a missing one fails the test, naming ``make tools``, which installs
+Debian's packages of them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The simulated network in tests: the ``simulate`` command as a process, and what a network
-tracks."""
+"""The simulated network in tests: the ``simulate`` command as a process, what a network
+tracks, and a watch list of its objects for an exporter's config."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from ledger_simulator import SimulatedNetwork
+
+#: The names ``watch_list`` gives the objects it watches.
+WATCHED_CONTRACT, WATCHED_WALLET = "karma-token", "treasury"
 
 URL_LINE = re.compile(r"^(admin|node-\d+): (http://\S+)$")
 
@@ -47,3 +51,21 @@ def tracked_pairs(network: SimulatedNetwork) -> set[tuple[str, str]]:
     """Every (node, chain) the network's nodes track."""
     listing = network.listing()["nodes"]
     return {(node, chain) for node, info in listing.items() for chain in info["blockchains"]}
+
+
+def watch_list(net: SimulatedNetwork) -> dict[str, Any]:
+    """An exporter config's ``watch`` section: the first chain's token contract and first
+    wallet, as ``ledger-exporter demo`` watches them; every node lists that chain."""
+    chain = net.chain_ids[0]
+    contract = {
+        "blockchain": chain,
+        "address": net.ledger.contract_addresses(0)[0],
+        "name": WATCHED_CONTRACT,
+        "state_keys": ["totalSupply", "holders", "paused"],
+    }
+    wallet = {
+        "blockchain": chain,
+        "address": net.ledger.wallet_addresses()[0],
+        "name": WATCHED_WALLET,
+    }
+    return {"contracts": [contract], "wallets": [wallet]}
