@@ -28,8 +28,8 @@ demo: $(DEMO_STAMP)
 # Render the monitoring mixin (mixin/, the one place to edit alerts, rules and dashboards)
 # into every file shipped from it: deploy/prometheus/{alerts,rules}.yml, the package's copy
 # in exporter/rules/ (for `ledger-exporter demo --prometheus`), the Kubernetes PrometheusRule
-# and dashboards ConfigMap, grafana/dashboards/*.json. tests/test_mixin.py fails when one of
-# them differs from the rendering.
+# and dashboards ConfigMap, grafana/dashboards/*.json, the Helm chart's files/. tests/test_mixin.py
+# fails when one of them differs from the rendering.
 mixin: $(STAMP)
 	$(BIN)/python tools/render_mixin.py
 

@@ -662,3 +662,53 @@ def test_notes_say_how_to_reach_the_status_page() -> None:
     assert f"kubectl -n {NAMESPACE} port-forward service/{RELEASE}-ledger-exporter 9877" in notes
     assert "http://127.0.0.1:9877/" in notes
     assert "emptyDir" in notes
+
+
+# --- the chart's README --------------------------------------------------------------------
+
+README = (CHART / "README.md").read_text(encoding="utf-8")
+
+
+def schema_keys(node: dict[str, Any], values: dict[str, Any], path: str = "") -> Iterator[str]:
+    """Dotted keys of values.schema.json: a section it closes, whose default in values.yaml
+    has keys, is walked into (webConfig.config, empty by default, is one key)."""
+    for key, sub in node.get("properties", {}).items():
+        default = values.get(key)
+        if sub.get("additionalProperties") is False and isinstance(default, dict) and default:
+            yield from schema_keys(sub, default, f"{path}{key}.")
+        else:
+            yield f"{path}{key}"
+
+
+def test_readme_values_table_lists_every_key_with_its_default() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
+    values = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))
+    rows = dict(re.findall(r"^\| `([^`]+)` \| `([^`]*)` \|", README, re.MULTILINE))
+    assert set(rows) == set(schema_keys(schema, values)) - {"global"}
+    for key, default in rows.items():
+        value = values
+        for part in key.split("."):
+            value = value[part]
+        if default != "see values.yaml":
+            assert json.loads(default) == value, f"{key}: the table says {default}"
+
+
+def test_readme_three_node_install_renders(tmp_path: Path, pki: Pki) -> None:
+    """The README's values file for three nodes: helm renders it, every object validates,
+    the exporter accepts the config, and the credential comes from the named Secret."""
+    example = re.search(r"```yaml\n(image:.*?)```", README, re.DOTALL)
+    assert example, "the README's three-node values file"
+    path = tmp_path / "ledger-values.yaml"
+    path.write_text(example.group(1), encoding="utf-8")
+    assert f"-f {path.name}" in README
+    objects = helm_template("-f", str(path))
+    for manifest in objects:
+        check_manifest(manifest)
+    text = exporter_config(objects)
+    for name in referenced(yaml.safe_load(text), "_file"):
+        (tmp_path / name.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name.lstrip("/")).write_text("secret\n", encoding="utf-8")
+    config = parse_config(text.replace("/etc/ledger-exporter/", f"{tmp_path}/etc/ledger-exporter/"))
+    assert len(config.nodes) == 3
+    (secrets,) = [v for m, v in mounts(objects) if m["mountPath"] == "/etc/ledger-exporter/secrets"]
+    assert secrets["secret"]["secretName"] in README.split("```sh", 1)[1]
