@@ -10,9 +10,11 @@ whole, probe targets the exporter's allow-list accepts, and values that a typo f
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,12 @@ from tests.support.deploy import (
     only,
     run_tool,
 )
+from tests.support.documents import health_doc
+from tests.support.fakenode import FakeNode
+from tests.support.http import fetch
+from tests.support.processes import ExporterProcess
 from tests.support.testdata import REPO
+from tests.support.waiting import wait_until
 from tools import render_mixin
 
 CHART = REPO / "deploy" / "helm" / "ledger-exporter"
@@ -712,3 +719,82 @@ def test_readme_three_node_install_renders(tmp_path: Path, pki: Pki) -> None:
     assert len(config.nodes) == 3
     (secrets,) = [v for m, v in mounts(objects) if m["mountPath"] == "/etc/ledger-exporter/secrets"]
     assert secrets["secret"]["secretName"] in README.split("```sh", 1)[1]
+
+
+# --- the pod's exporter, run for real ------------------------------------------------------
+
+SCRAPE_USER, SCRAPE_PASSWORD = "prometheus", "scrape-password"  # the hash in web-config-values
+
+
+@pytest.mark.integration
+def test_the_rendered_pod_serves_what_its_servicemonitor_scrapes(
+    tmp_path: Path, pki: Pki, fake_node: FakeNode
+) -> None:
+    """The web-config case's pod, as a process: its args, its config and web config from
+    the rendered ConfigMap and Secret, its node password from the mounted Secret's file, and
+    the TLS Secret's files, laid out under tmp_path. A scrape made as the ServiceMonitor says
+    (https, basic auth) gets the node's series; one without the password gets 401; and the
+    node got the password from the Secret's file."""
+    values = values_file("web-config-values.yaml")
+    values["config"]["nodes"] = [
+        {
+            "name": "validator-1",
+            "url": fake_node.url,
+            "basic_auth": {
+                "username": "monitoring",
+                "password_file": "/etc/ledger-exporter/secrets/validator-1.password",
+            },
+        }
+    ]
+    values_path = tmp_path / "values.yaml"
+    values_path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    objects = helm_template("-f", str(values_path))
+    fake_node.set("/health", health_doc([]))
+
+    root = tmp_path / "pod"
+
+    def in_pod(text: str) -> str:
+        return text.replace("/etc/ledger-exporter/", f"{root}/etc/ledger-exporter/").replace(
+            "/var/lib/ledger-exporter/", f"{root}/var/lib/ledger-exporter/"
+        )
+
+    for mount, volume in mounts(objects):
+        (root / mount["mountPath"].lstrip("/")).mkdir(parents=True, exist_ok=True)
+        assert "hostPath" not in volume
+    (root / "etc/ledger-exporter/secrets/validator-1.password").write_text("node-secret\n")
+    shutil.copy(pki.server.cert, root / "etc/ledger-exporter/tls/tls.crt")
+    shutil.copy(pki.server.key, root / "etc/ledger-exporter/tls/tls.key")
+    (secret,) = by_kind(objects, "Secret")
+    web_config = flag(objects, "--web.config.file")
+    assert web_config is not None
+    Path(in_pod(web_config)).write_text(in_pod(secret["stringData"]["web-config.yml"]))
+    config_file = Path(in_pod(flag(objects, "--config.file") or ""))
+    config_file.write_text(in_pod(exporter_config(objects)), encoding="utf-8")
+    flags = [
+        in_pod(arg)
+        for arg in container(objects)["args"]
+        if not arg.startswith(("--config.file=", "--web.listen-address="))
+    ]
+    exporter = ExporterProcess(config_file, *flags)
+    try:
+        (monitor,) = by_kind(objects, "ServiceMonitor")
+        (endpoint,) = monitor["spec"]["endpoints"]
+        url = f"{endpoint['scheme']}://localhost:{exporter.port}{endpoint['path']}"
+        context = ssl.create_default_context(cafile=pki.ca)
+        login = base64.b64encode(f"{SCRAPE_USER}:{SCRAPE_PASSWORD}".encode()).decode()
+        authorized = {"Authorization": f"Basic {login}"}
+
+        def scraped() -> bool:
+            answer = fetch(url, context=context, headers=authorized)
+            return answer.status == 200 and 'ledger_node_up{node="validator-1"} 1' in (
+                answer.body.decode()
+            )
+
+        wait_until(scraped, timeout=60, ignoring=(OSError,), message=exporter.log)
+        assert fetch(url, context=context).status == 401
+        sent = {r.headers.get("Authorization") for r in fake_node.requests}
+        assert f"Basic {base64.b64encode(b'monitoring:node-secret').decode()}" in sent
+    finally:
+        code, log = exporter.stop()
+    assert code == 0, log
+    assert "node-secret" not in log and SCRAPE_PASSWORD not in log
