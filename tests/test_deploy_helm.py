@@ -41,6 +41,7 @@ from tests.support.documents import health_doc
 from tests.support.fakenode import FakeNode
 from tests.support.http import fetch
 from tests.support.processes import ExporterProcess
+from tests.support.prometheus import Promtool
 from tests.support.testdata import REPO
 from tests.support.waiting import wait_until
 from tools import render_mixin
@@ -553,6 +554,17 @@ def test_prometheusrule_groups_toggle_and_labels(rendered: dict[str, list[Manife
                 assert "severity" in entry["labels"], "the mixin's own labels are kept"
             else:
                 assert not set(entry.get("labels", {})) & set(values["alertLabels"])
+
+
+def test_promtool_accepts_the_rendered_groups(
+    rendered: dict[str, list[Manifest]], tmp_path: Path, promtool: Promtool
+) -> None:
+    """What the Operator hands Prometheus, extra alert labels included, is a rule file."""
+    for case in ("defaults", "persistence-network-policy-values.yaml"):
+        rule = only(rendered[case], "PrometheusRule")
+        path = tmp_path / f"{case}.rules.yml"
+        path.write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}), encoding="utf-8")
+        promtool.check("check", "rules", str(path))
 
 
 def test_an_unknown_rule_group_fails() -> None:
