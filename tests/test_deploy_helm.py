@@ -37,10 +37,10 @@ from tests.support.deploy import (
     only,
     run_tool,
 )
-from tests.support.documents import health_doc
-from tests.support.fakenode import FakeNode
+from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.http import fetch
-from tests.support.processes import ExporterProcess
+from tests.support.processes import ExporterProcess, ready_exporter
 from tests.support.prometheus import Promtool
 from tests.support.testdata import REPO
 from tests.support.waiting import wait_until
@@ -810,3 +810,52 @@ def test_the_rendered_pod_serves_what_its_servicemonitor_scrapes(
         code, log = exporter.stop()
     assert code == 0, log
     assert "node-secret" not in log and SCRAPE_PASSWORD not in log
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("kind", ["Probe", "ServiceMonitor"])
+def test_rendered_probe_mode_answers_the_operators_scrape(
+    tmp_path: Path, fake_nodes: FakeNodes, kind: str
+) -> None:
+    """Probe mode rendered for two nodes, the exporter run on its config: each target's
+    scrape, with the parameters its Probe or ServiceMonitor gives, gets that node's series
+    under the target's name; a URL the targets do not name is refused unsent."""
+    nodes = [fake_nodes.start() for _ in range(3)]
+    for height, node in enumerate(nodes, start=10):  # each its own height: the right node
+        node.play(health_doc(["c1"]), {"c1": chain_doc(height)})
+    targets = [{"name": f"validator-{i}", "url": node.url} for i, node in enumerate(nodes[:2])]
+    values = {"config": {"nodes": []}, "probe": {"enabled": True, "kind": kind, "targets": targets}}
+    values_path = tmp_path / "values.yaml"
+    values_path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    objects = helm_template("-f", str(values_path))
+    config_file = tmp_path / "config.yml"
+    config_file.write_text(exporter_config(objects), encoding="utf-8")
+    with ready_exporter(config_file) as exporter:
+        for target in targets:
+            name = f"{RELEASE}-ledger-exporter-{target['name']}"
+            (obj,) = [o for o in by_kind(objects, kind) if o["metadata"]["name"] == name]
+            if kind == "Probe":
+                spec = obj["spec"]
+                (rule,) = spec["targets"]["staticConfig"]["relabelingConfigs"]
+                [url] = spec["targets"]["staticConfig"]["static"]
+                params = {
+                    "target": url,
+                    "module": spec["module"],
+                    rule["targetLabel"][8:]: rule["replacement"],
+                }
+                path = spec["prober"]["path"]
+            else:
+                (endpoint,) = obj["spec"]["endpoints"]
+                params = {key: value for key, [value] in endpoint["params"].items()}
+                path = endpoint["path"]
+            answer = fetch(f"{exporter.base}{path}?{urlencode(params)}", timeout=30)
+            assert answer.status == 200, answer.body
+            height = 10 + targets.index(target)
+            series = (
+                f'ledger_blockchain_height{{blockchain="c1",node="{target["name"]}"}} {height}.0'
+            )
+            assert series in answer.body.decode(), answer.body.decode()
+        outsider = nodes[2]
+        refused = fetch(f"{exporter.base}/probe?{urlencode({'target': outsider.url})}")
+        assert refused.status == 403
+        assert outsider.requests == []
