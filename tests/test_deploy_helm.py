@@ -412,6 +412,19 @@ def test_scrapes_follow_the_web_config(rendered: dict[str, list[Manifest]], case
             assert settings["httpGet"]["scheme"] == ("HTTPS" if tls else "HTTP")
 
 
+def test_kubelet_probes_can_be_replaced() -> None:
+    """For a web config the defaults cannot pass (client certificates required)."""
+    objects = helm_template(
+        "--set",
+        "livenessProbe.tcpSocket.port=metrics",
+        "--set",
+        "readinessProbe.tcpSocket.port=metrics",
+    )
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container(objects)[probe] == {"tcpSocket": {"port": "metrics"}}
+    check_manifest(only(objects, "Deployment"))
+
+
 def test_basic_auth_without_scrape_credentials_fails() -> None:
     answer = run_tool(
         "helm",
