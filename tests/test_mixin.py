@@ -84,6 +84,17 @@ def test_dashboards_configmap_holds_every_dashboard() -> None:
         assert json.loads(configmap["data"][name]) == json.loads(text)
 
 
+def test_helm_chart_holds_the_same_groups_and_dashboards() -> None:
+    """The chart's copies (deploy/helm/ledger-exporter/files/): its PrometheusRule template
+    reads the groups, its dashboards template each dashboard."""
+    chart = yaml.safe_load(SHIPPED[render_mixin.CHART_FILES / "prometheus-rules.yaml"])
+    manifest = yaml.safe_load(SHIPPED[Path("deploy/kubernetes/prometheusrule.yaml")])
+    assert chart == manifest["spec"]
+    for name in render_mixin.evaluate()["dashboards"]:
+        board = json.loads(SHIPPED[render_mixin.CHART_DASHBOARD_DIR / name])
+        assert board == json.loads(SHIPPED[render_mixin.DASHBOARD_DIR / name])
+
+
 def test_rule_files_name_their_source() -> None:
     for path, text in SHIPPED.items():
         if path.suffix in (".yml", ".yaml"):
@@ -100,6 +111,8 @@ def test_write_then_check_then_drift(tmp_path: Path, capsys: pytest.CaptureFixtu
     alerts.write_text(alerts.read_text(encoding="utf-8") + "# hand edit\n", encoding="utf-8")
     extra = tmp_path / "grafana/dashboards/old.json"
     extra.write_text("{}", encoding="utf-8")
+    chart_extra = tmp_path / render_mixin.CHART_DASHBOARD_DIR / "old.json"
+    chart_extra.write_text("{}", encoding="utf-8")
     capsys.readouterr()
     assert render_mixin.main(["--root", str(tmp_path), "--check"]) == 1
     stderr = capsys.readouterr().err
@@ -107,6 +120,7 @@ def test_write_then_check_then_drift(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "grafana/dashboards/old.json" in stderr
     assert render_mixin.main(["--root", str(tmp_path)]) == 0
     assert not extra.exists(), "a dashboard the mixin no longer renders is removed"
+    assert not chart_extra.exists(), "from the chart too"
     assert render_mixin.main(["--root", str(tmp_path), "--check"]) == 0
 
 
