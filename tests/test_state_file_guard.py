@@ -350,7 +350,11 @@ def cycles(process: ExporterProcess, count: int) -> None:
 
     for _ in range(count):
         before = last_success()
-        wait_until(lambda before=before: last_success() > before, timeout=60, message="a cycle")
+
+        def moved(before: float = before) -> bool:
+            return last_success() > before
+
+        wait_until(moved, timeout=60, message="a cycle")
 
 
 @pytest.mark.integration
