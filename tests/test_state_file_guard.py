@@ -317,6 +317,8 @@ def test_config_check_says_what_a_start_would_do_with_the_state_file(tmp_path: P
     base = ("--config.check", f"--config.file={config}")
     done = check(*base, f"--state.file={state}")
     assert done.returncode == 0 and f"{state}: OK, no state file yet" in done.stdout
+    done = check(*base, f"--state.file={tmp_path / 'nowhere' / 'state.json'}")
+    assert done.returncode == 1 and f"the directory {tmp_path / 'nowhere'} does not" in done.stderr
     state.write_bytes(encode(KEPT))
     done = check(*base, f"--state.file={state}")
     assert f"{state}: OK, the memory of 1 node(s), 1 blockchain(s)" in done.stdout

@@ -451,6 +451,9 @@ def check(path: str, config: Config) -> tuple[bool, str]:
     would keep its memory there, and one line saying what it found."""
     target = ownfile.resolve(path)
     found = inspect(target, config, time.time())
+    directory = os.path.dirname(target)
+    if found.kind == "missing" and not os.path.isdir(directory):
+        return False, f"{path}: the directory {directory} does not exist; a start cannot write it"
     if found.kind in WRITTEN:
         if found.kind == "restored":
             state = found.state
