@@ -196,9 +196,7 @@ class _Chain(msgspec.Struct):
 def decode(data: bytes) -> State:
     """The state in ``data``, every entry read; raises StateFileError (corrupt, foreign or
     newer) when it is not a version 1 state file whose every entry is readable."""
-    nodes = _nodes(data)
-    where = "nodes"
-    named = _part(nodes, dict[str, msgspec.Raw], where)
+    named = _part(_nodes(data), dict[str, msgspec.Raw], "nodes")
     return State({name: _node_state(raw, name, None, None, 0.0)[0] for name, raw in named.items()})
 
 
