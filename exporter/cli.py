@@ -214,6 +214,16 @@ def _load(args: argparse.Namespace) -> tuple[Config, WebConfig | None] | None:
     return config, web
 
 
+def _check_state_file(path: str, config: Config) -> bool:
+    """Print what a start would do with the state file; False when it would not keep the
+    memory there (another program's file, a newer version's, one it cannot read)."""
+    from exporter.poll.state import check  # noqa: PLC0415 (only --config.check reads it)
+
+    usable, line = check(path, config)
+    print(line, file=sys.stdout if usable else sys.stderr)
+    return usable
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ledger-exporter`` console script."""
     args_list = list(sys.argv[1:] if argv is None else argv)
@@ -245,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary)
         if web is not None:
             print(f"{args.web_config_file}: OK, {web.summary()}")
-        return 0
+        return 0 if args.state_file is None or _check_state_file(args.state_file, config) else 1
     setup_logging(args.log_level, args.log_format)
     # Only here: a sub-command (the simulator's) never loads the exporter proper (pycurl, ...).
     from exporter.app import serve  # noqa: PLC0415

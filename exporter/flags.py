@@ -12,11 +12,13 @@ import argparse
 import difflib
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from exporter.logs import FORMATS, LEVELS
+from exporter.ownfile import NOT_A_FILE, refusal
 from exporter.values import DurationError, parse_go_duration
 from exporter.web.httpserver import ListenAddressError, parse_listen_address
 
@@ -196,14 +198,22 @@ def from_environment(action: argparse.Action, text: str) -> Any:
 
 
 def state_file(text: str) -> str:
-    """A file path for ``--state.file``: not empty, not a directory (the file goes in one).
-    Whether it exists or can be read is found out at start, and never stops the exporter."""
+    """A file path for ``--state.file``: not empty, and nothing that is never a file (a
+    directory, a FIFO, a device such as ``/dev/null``, a socket: found by ``stat``, never
+    opened). Whether it exists, is the exporter's or can be read is found out at start
+    (and by ``--config.check``), and never stops the exporter."""
     if not text.strip():
         raise argparse.ArgumentTypeError("expected the path of a file, got nothing")
-    if text.endswith("/") or os.path.isdir(text):
+    kind = refusal(text)
+    if text.endswith("/") or kind == NOT_A_FILE[stat.S_IFDIR]:
         raise argparse.ArgumentTypeError(
             f"{text!r} is a directory; name a file in it, such as "
             f"{os.path.join(text, 'ledger-exporter-state.json')}"
+        )
+    if kind is not None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is {kind}, not a file the exporter can keep its memory in; name a"
+            " regular file (to keep no memory across restarts, leave --state.file out)"
         )
     return text
 

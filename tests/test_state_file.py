@@ -1,9 +1,10 @@
 """The state file (``--state.file``, issue 19): the memory between cycles kept across restarts.
 
-Tables for what is read (every kind of unusable file is one log line and a fresh start), the
-atomic write, the bounds and the absence of secrets; then the poller over real sockets, a
-restart being a new Poller on the same file. The real process, signals and reloads are
-``test_state_restart.py``'s.
+Tables for what is read (every kind of unusable file is one log line and a fresh start: the
+exporter's own moved aside, any other left alone and never written), the atomic write, the
+bounds and the absence of secrets; then the poller over real sockets, a restart being a new
+Poller on the same file. The real process, signals and reloads are ``test_state_restart.py``'s;
+what is never written, the lock and the bounds on reading: ``test_state_file_guard.py``.
 """
 
 from __future__ import annotations
@@ -87,52 +88,71 @@ def test_keys_a_later_release_adds_are_ignored() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("content", "problem"),
-    [
-        (b"\x00\x01garbage", "corrupt"),
-        (b'{"format": "ledger-exporter-state", "version": 1, "nodes": {', "corrupt"),
-        (b"\xff\xfe{}", "corrupt"),
-        (json.dumps(document(nodes=[])).encode(), "corrupt"),
-        (json.dumps(document(nodes={"a": {"blockchains": {"c1": 5}}})).encode(), "corrupt"),
-        (json.dumps(document(nodes={"a": {}})).encode(), "corrupt"),
-        (
-            json.dumps(document(nodes={"a": {"blockchains": {"c1": {"height": -1}}}})).encode(),
-            "corrupt",
-        ),
-        (
-            b'{"format": "ledger-exporter-state", "version": 1, "nodes": {"a": {"blockchains":'
-            b' {"c1": {"height": NaN, "height_changed_at": 1}}}}}',
-            "corrupt",
-        ),
-        (
-            json.dumps(
-                document(
-                    nodes={"a": {"blockchains": {"c1": {"height": True, "height_changed_at": 1}}}}
-                )
-            ).encode(),
-            "corrupt",
-        ),
-        (b"[]", "foreign"),
-        (b'{"nodes": {}}', "foreign"),  # no magic
-        (json.dumps(document(format="prometheus-state")).encode(), "foreign"),
-        (json.dumps(document(version=2)).encode(), "foreign"),  # a later release's file
-        (json.dumps(document(version=True)).encode(), "foreign"),
-        (json.dumps(document(version="1")).encode(), "foreign"),
-    ],
-)
-def test_an_unusable_file_is_one_line_and_a_fresh_start(
+#: The exporter's own files it cannot use: moved aside (kept), and a new one written.
+OWN_BUT_UNUSABLE = [
+    b'{"format": "ledger-exporter-state", "version": 1, "nodes": {',
+    json.dumps(document(nodes=[])).encode(),
+    json.dumps(document(nodes={"a": {"blockchains": {"c1": 5}}})).encode(),
+    json.dumps(document(nodes={"a": {}})).encode(),
+    json.dumps(document(nodes={"a": {"blockchains": {"c1": {"height": -1}}}})).encode(),
+    b'{"format": "ledger-exporter-state", "version": 1, "nodes": {"a": {"blockchains":'
+    b' {"c1": {"height": NaN, "height_changed_at": 1}}}}}',
+    json.dumps(
+        document(nodes={"a": {"blockchains": {"c1": {"height": True, "height_changed_at": 1}}}})
+    ).encode(),
+]
+#: Files that are not the exporter's (or are a newer one's): left alone, never written.
+NOT_ITS_OWN = [
+    (b"\x00\x01garbage", "foreign"),
+    (b"\xff\xfe{}", "foreign"),
+    (b"[]", "foreign"),
+    (b'{"nodes": {}}', "foreign"),  # no marker
+    (json.dumps(document(format="prometheus-state")).encode(), "foreign"),
+    (json.dumps(document(version=2)).encode(), "newer"),  # a later release's file
+    (json.dumps(document(version=True)).encode(), "foreign"),
+    (json.dumps(document(version="1")).encode(), "foreign"),
+]
+
+
+@pytest.mark.parametrize("content", OWN_BUT_UNUSABLE)
+def test_an_unusable_file_of_its_own_is_moved_aside_and_a_fresh_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, content: bytes
+) -> None:
+    path = tmp_path / "state.json"
+    path.write_bytes(content)
+    with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+        state_file = StateFile(str(path))
+        assert state_file.load(CONFIG, NOW) == State()
+        (line,) = state_logs(caplog)
+        assert state_file.save(KEPT)
+    assert line.levelno == logging.WARNING
+    assert line.getMessage() == "state file not used, moved aside; starting with no memory"
+    fields = getattr(line, "fields")  # noqa: B009
+    assert (fields["problem"], fields["file"]) == ("corrupt", str(path))
+    aside = Path(fields["moved_to"])
+    assert aside.parent == tmp_path and aside.name.startswith("state.json.corrupt-")
+    assert aside.read_bytes() == content  # kept as it was
+    assert decode(path.read_bytes()) == KEPT  # and a new one written
+
+
+@pytest.mark.parametrize(("content", "problem"), NOT_ITS_OWN)
+def test_a_file_not_its_own_is_left_alone_and_never_written(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, content: bytes, problem: str
 ) -> None:
     path = tmp_path / "state.json"
     path.write_bytes(content)
     with caplog.at_level(logging.INFO, logger="ledger_exporter"):
-        assert StateFile(str(path)).load(CONFIG, NOW) == State()
+        state_file = StateFile(str(path))
+        assert state_file.load(CONFIG, NOW) == State()
+        assert not state_file.save(KEPT)
+        assert not state_file.save(State())
     (line,) = state_logs(caplog)
     assert line.levelno == logging.WARNING
-    assert line.getMessage() == "state file not used; starting with no memory"
+    assert line.getMessage() == "state file left alone and not written; starting with no memory"
     assert getattr(line, "fields")["problem"] == problem  # noqa: B009
     assert getattr(line, "fields")["file"] == str(path)  # noqa: B009
+    assert path.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]  # nothing made beside
 
 
 def test_a_missing_file_is_the_normal_first_start(
@@ -144,14 +164,20 @@ def test_a_missing_file_is_the_normal_first_start(
     assert line.levelno == logging.INFO and "no state file yet" in line.getMessage()
 
 
-def test_an_unreadable_file_is_one_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_directory_is_one_line_and_never_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.INFO, logger="ledger_exporter"):
-        assert StateFile(str(tmp_path)).load(CONFIG, NOW) == State()  # a directory
+        state_file = StateFile(str(tmp_path))
+        assert state_file.load(CONFIG, NOW) == State()
+        assert not state_file.save(KEPT)
     (line,) = state_logs(caplog)
-    assert getattr(line, "fields")["problem"] == "unreadable"  # noqa: B009
+    assert getattr(line, "fields")["problem"] == "not_a_file"  # noqa: B009
+    assert "is a directory" in getattr(line, "fields")["error"]  # noqa: B009
+    assert tmp_path.is_dir()
 
 
-def test_a_file_larger_than_the_config_can_need_is_refused_unread(
+def test_a_file_larger_than_the_config_can_need_is_moved_aside_unread(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     limit = size_limit(CONFIG)
@@ -165,9 +191,12 @@ def test_a_file_larger_than_the_config_can_need_is_refused_unread(
     body["padding"] = " " * size_limit(pinned)  # valid JSON, but no such config writes it
     path.write_text(json.dumps(body))
     with caplog.at_level(logging.INFO, logger="ledger_exporter"):
-        assert StateFile(str(path)).load(pinned, NOW) == State()
         assert StateFile(str(path)).load(CONFIG, NOW) != State()  # within the larger limit
-    assert getattr(state_logs(caplog)[0], "fields")["problem"] == "too_large"  # noqa: B009
+        assert StateFile(str(path)).load(pinned, NOW) == State()
+    line = state_logs(caplog)[-1]
+    assert getattr(line, "fields")["problem"] == "too_large"  # noqa: B009
+    assert Path(getattr(line, "fields")["moved_to"]).name.startswith("state.json.too-large-")  # noqa: B009
+    assert not path.exists()
 
 
 def test_only_what_the_config_polls_is_restored(tmp_path: Path) -> None:
@@ -200,7 +229,8 @@ def test_the_write_is_atomic_synced_and_private(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "state.json"
-    path.write_text("old")
+    old = encode(State())
+    path.write_bytes(old)
     synced: list[int] = []
     real_fsync = os.fsync
 
@@ -215,7 +245,7 @@ def test_the_write_is_atomic_synced_and_private(
     def replace(source: str, target: str) -> None:
         assert Path(source).parent == tmp_path  # the temporary file is in the same directory
         assert Path(source).read_bytes() == encode(KEPT)  # whole before the rename
-        assert path.read_text() == "old"  # and the old file whole until then
+        assert path.read_bytes() == old  # and the old file whole until then
         renames.append((source, target))
         real_replace(source, target)
 
@@ -224,7 +254,9 @@ def test_the_write_is_atomic_synced_and_private(
     assert len(renames) == 1 and renames[0][1] == str(path)
     assert len(synced) >= 1  # the data (and, where it can be, the directory)
     assert decode(path.read_bytes()) == KEPT
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]  # no leftovers
+    # no leftovers; the lock file beside it stays (created empty, never written)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".state.json.lock", "state.json"]
+    assert (tmp_path / ".state.json.lock").read_bytes() == b""
     assert path.stat().st_mode & 0o777 == 0o600
 
 
@@ -251,7 +283,7 @@ def test_a_write_that_fails_is_logged_once_and_never_raised(
         (logging.WARNING, "cannot write the state file; the memory will not survive a restart"),
         (logging.INFO, "state file written again"),
     ]
-    assert list(directory.iterdir()) == [directory / "state.json"]
+    assert sorted(directory.iterdir()) == [directory / ".state.json.lock", directory / "state.json"]
 
 
 def test_no_url_header_or_credential_is_written(tmp_path: Path) -> None:

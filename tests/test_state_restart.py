@@ -1,6 +1,7 @@
 """``--state.file`` in the real process (issue 19): SIGTERM, then a start on the same file keeps
 a stalled chain's ``height_last_change`` clock; a height that changed gets a new one; a reload
-keeps the clock as before; a corrupt file is one log line and a fresh start.
+keeps the clock as before; a corrupt file of its own is one log line, moved aside, and a fresh
+start.
 
 A simulated network (in this process, on the real clock) with node-2 stalled, polled every
 second by ``python -m exporter``."""
@@ -155,11 +156,15 @@ def test_a_restart_keeps_a_stalled_chains_clock(tmp_path: Path) -> None:
             second.until(lambda seen: seen["node-2"] > before["node-2"], "node-2 moves again")
             stop(second)
 
-        state.write_bytes(b"\x00not json at all")
+        damaged = state.read_bytes()[:-40]  # its own, cut short
+        state.write_bytes(damaged)
         with exporter(config, tmp_path / "third.log", (f"--state.file={state}",)) as third:
             assert third.changed()["node-2"] > before["node-2"]
             stop(third)
         (ignored,) = state_lines(third.log)
-        assert "state file not used; starting with no memory" in ignored
+        assert "state file not used, moved aside; starting with no memory" in ignored
         assert "problem=corrupt" in ignored
-        assert json.loads(state.read_text())["version"] == 1  # rewritten whole
+        (aside,) = state.parent.glob("ledger-exporter.json.corrupt-*")
+        assert aside.read_bytes() == damaged  # kept, named in the log
+        assert f"moved_to={aside}" in ignored
+        assert json.loads(state.read_text())["version"] == 1  # a new one written whole

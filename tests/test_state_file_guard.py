@@ -1,0 +1,438 @@
+"""The state file never destroys what is not its own (issue 32): another program's file, a
+newer version's, a FIFO, a device or a socket at the path is never written (nor a FIFO
+opened, so a start never hangs); a symlink's target is written and the link stays; a second
+exporter on the same file finds it locked; stale temporary files are removed; and what is
+read is bounded by what the configured nodes can use, not by what the file holds.
+
+Real files throughout; the swapped flag, the FIFO and the lock also with real exporter
+processes. ``/dev/null`` itself is never touched: the device case makes its own node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from exporter.config.exporter import Config
+from exporter.config.nodes import NodeConfig
+from exporter.poll.state import ChainState, NodeState, State, StateFile, decode, encode
+from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNode
+from tests.support.http import fetch
+from tests.support.processes import ExporterProcess, exporter_command, ready_exporter
+from tests.support.testdata import REPO
+from tests.support.waiting import wait_until
+
+NOW = 1_700_000_000.0
+CONFIG = Config(nodes=(NodeConfig("a", "http://x/"),))
+KEPT = State({"a": NodeState({"c1": ChainState(100.0, NOW - 900)})})
+
+
+def state_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if "state file" in r.getMessage()]
+
+
+def fields(record: logging.LogRecord) -> dict[str, object]:
+    found: dict[str, object] = getattr(record, "fields")  # noqa: B009
+    return found
+
+
+# --- what is not a regular file --------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def fifo_released(path: Path) -> Iterator[None]:
+    """After the block: a reader still blocked opening the FIFO (the tree before issue 32)
+    gets a writer and an end of file, so no thread of the test hangs for ever."""
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def load_in_thread(state_file: StateFile) -> State | None:
+    """``load`` on a thread; None when it has not returned within a generous deadline."""
+    loaded: list[State] = []
+    thread = threading.Thread(target=lambda: loaded.append(state_file.load(CONFIG, NOW)))
+    thread.daemon = True
+    thread.start()
+    thread.join(timeout=30)
+    return loaded[0] if loaded else None
+
+
+def test_a_fifo_is_never_opened_nor_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    fifo = tmp_path / "state.json"
+    os.mkfifo(fifo)
+    with fifo_released(fifo), caplog.at_level(logging.INFO, logger="ledger_exporter"):
+        state_file = StateFile(str(fifo))
+        assert load_in_thread(state_file) == State(), "load blocked on the FIFO"
+        assert not state_file.save(KEPT)
+    (line,) = state_lines(caplog)
+    assert line.getMessage() == "state file left alone and not written; starting with no memory"
+    assert fields(line)["problem"] == "not_a_file"
+    assert f"{fifo} is a named pipe (FIFO)" in str(fields(line)["error"])
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def test_a_character_device_is_never_replaced(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What ``--state.file /dev/null`` did to ``/dev/null`` as root, on a null device of the
+    test's own (the real one is never touched)."""
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("making a device node needs root (CAP_MKNOD)")
+    with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+        state_file = StateFile(str(device))
+        assert state_file.load(CONFIG, NOW) == State()
+        assert not state_file.save(KEPT)
+    (line,) = state_lines(caplog)
+    assert "is a character device" in str(fields(line)["error"])
+    assert stat.S_ISCHR(device.lstat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]  # no lock, no temporary
+
+
+def test_a_socket_is_never_replaced(caplog: pytest.LogCaptureFixture) -> None:
+    with tempfile.TemporaryDirectory(prefix="sock") as short:  # a socket path is short
+        path = Path(short) / "s"
+        with socket.socket(socket.AF_UNIX) as listening:
+            listening.bind(str(path))
+            with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+                state_file = StateFile(str(path))
+                assert state_file.load(CONFIG, NOW) == State()
+                assert not state_file.save(KEPT)
+            assert stat.S_ISSOCK(path.lstat().st_mode)
+    assert "is a socket" in str(fields(state_lines(caplog)[0])["error"])
+
+
+def test_a_symlinks_target_is_written_and_the_link_stays(tmp_path: Path) -> None:
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    target = volume / "state.json"
+    target.write_bytes(encode(State()))
+    link = tmp_path / "state.json"
+    link.symlink_to(target)
+    state_file = StateFile(str(link))
+    assert state_file.load(CONFIG, NOW) == State()
+    assert state_file.save(KEPT)
+    assert link.is_symlink() and link.readlink() == target
+    assert decode(target.read_bytes()) == KEPT
+    assert state_file.save(State())  # every write goes there
+    assert decode(target.read_bytes()) == State()
+    assert sorted(p.name for p in volume.iterdir()) == [".state.json.lock", "state.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json", "volume"]
+
+
+def test_a_dangling_symlinks_target_is_created(tmp_path: Path) -> None:
+    target = tmp_path / "volume" / "state.json"
+    target.parent.mkdir()
+    link = tmp_path / "state.json"
+    link.symlink_to(target)
+    assert StateFile(str(link)).save(KEPT)
+    assert link.is_symlink() and decode(target.read_bytes()) == KEPT
+
+
+def test_a_file_replaced_while_running_by_one_not_its_own_is_not_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "state.json"
+    state_file = StateFile(str(path))
+    assert state_file.save(KEPT)
+    path.write_text("nodes: []\n")  # a swapped file put there meanwhile
+    with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+        assert not state_file.save(State())
+        assert not state_file.save(State({"b": NodeState(node_id="02ab")}))
+        assert path.read_text() == "nodes: []\n"
+        path.unlink()  # gone: the path is free to write again
+        assert state_file.save(State())
+    lines = [(r.getMessage(), fields(r).get("problem")) for r in state_lines(caplog)]
+    assert lines == [
+        ("state file left alone and not written", "foreign"),
+        ("state file written again", None),
+    ]
+
+
+# --- the lock and what a crash leaves ----------------------------------------------------------
+
+HOLDER = """
+import sys
+from exporter.poll.state import ChainState, NodeState, State, StateFile
+state_file = StateFile(sys.argv[1])
+assert state_file.save(State({"holder": NodeState(node_id="holder")}))
+print("holding", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_second_writer_finds_the_file_locked_and_takes_it_over_once_free(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "state.json"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=REPO,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"holding\n"
+        held = path.read_bytes()
+        with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+            state_file = StateFile(str(path))
+            assert state_file.load(CONFIG, NOW) == State()  # read: nothing for node "a"
+            assert not state_file.save(KEPT)
+            assert not state_file.save(State())
+            assert path.read_bytes() == held
+            holder.communicate(b"", timeout=30)  # the first one stops
+            assert state_file.save(KEPT)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    assert decode(path.read_bytes()) == KEPT
+    lines = [(r.levelno, r.getMessage()) for r in state_lines(caplog)]
+    assert lines == [
+        (
+            logging.WARNING,
+            "state file in use by another ledger-exporter; read, but not written while that"
+            " one runs",
+        ),
+        (logging.INFO, "memory restored from the state file"),
+        (logging.INFO, "state file lock taken over; writing it from now on"),
+    ]
+
+
+def test_stale_temporary_files_are_removed_at_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "state.json"
+    stale = [tmp_path / ".state.json.k2x_9abc.tmp", tmp_path / ".state.json.00000000.tmp"]
+    others = [
+        tmp_path / ".state.json.notes.tmp",  # not a name a write makes
+        tmp_path / ".other.json.k2x_9abc.tmp",  # another file's
+        tmp_path / "state.json.k2x_9abc.tmp",
+    ]
+    for leftover in stale + others:
+        leftover.write_text("{")
+    with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+        assert StateFile(str(path)).load(CONFIG, NOW) == State()
+    assert not any(p.exists() for p in stale)
+    assert all(p.exists() for p in others)
+    (line,) = [r for r in state_lines(caplog) if "temporary" in r.getMessage()]
+    assert fields(line)["removed"] == 2
+
+
+# --- what reading costs ------------------------------------------------------------------------
+
+
+def many_chains(path: Path, nodes: int, chains: int, prefix: str) -> None:
+    """A state file of ``nodes`` nodes with ``chains`` chains each, written as the exporter
+    writes (the marker first, keys sorted)."""
+    with path.open("wb") as out:
+        out.write(b'{"format":"ledger-exporter-state","nodes":{')
+        for node in range(nodes):
+            entries = b",".join(
+                b'"c%d":{"height":%d,"height_changed_at":1699999000.5}' % (c, c)
+                for c in range(chains)
+            )
+            separator = b"," if node else b""
+            out.write(
+                b'%s"%s%d":{"blockchains":{%s}}' % (separator, prefix.encode(), node, entries)
+            )
+        out.write(b'},"version":1}')
+
+
+@pytest.mark.parametrize("prefix", ["n", "gone"])
+def test_reading_is_bounded_by_what_the_configured_nodes_can_use(
+    tmp_path: Path, prefix: str
+) -> None:
+    """200 000 chain entries (~10 MB) under 50 configured nodes, or under nodes the config
+    does not poll: what is built stays within a few MiB (the tree before issue 32 built
+    every entry, ~100 MiB), and what is kept is what the config can use."""
+    path = tmp_path / "state.json"
+    many_chains(path, 50, 4000, prefix)
+    config = Config(nodes=tuple(NodeConfig(f"n{i}", f"http://x/{i}/") for i in range(50)))
+    tracemalloc.start()
+    try:
+        restored = StateFile(str(path)).load(config, NOW)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20, f"{peak / 2**20:.1f} MiB allocated to read it"
+    if prefix == "n":
+        assert len(restored.nodes) == 50
+        assert all(len(node.chains) == 100 for node in restored.nodes.values())
+        assert restored.nodes["n7"].chains["c99"] == ChainState(99.0, 1699999000.5)
+    else:
+        assert restored == State()
+
+
+# --- flags and --config.check ------------------------------------------------------------------
+
+
+def check(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        exporter_command(*args), capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+
+
+def test_the_flag_refuses_what_is_never_a_file(tmp_path: Path) -> None:
+    config = tmp_path / "config.yml"
+    config.write_text("nodes:\n  - {name: a, url: 'http://127.0.0.1:1/'}\n")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "link"
+    link.symlink_to(fifo)
+    with fifo_released(fifo):
+        for path in (fifo, link):
+            done = check("--config.check", f"--config.file={config}", f"--state.file={path}")
+            assert done.returncode == 2, done.stderr
+            assert f"--state.file: '{path}' is a named pipe (FIFO)" in done.stderr
+            assert "leave --state.file out" in done.stderr
+
+
+def test_config_check_says_what_a_start_would_do_with_the_state_file(tmp_path: Path) -> None:
+    config = tmp_path / "config.yml"
+    config.write_text("nodes:\n  - {name: a, url: 'http://127.0.0.1:1/'}\n")
+    state = tmp_path / "state.json"
+    base = ("--config.check", f"--config.file={config}")
+    done = check(*base, f"--state.file={state}")
+    assert done.returncode == 0 and f"{state}: OK, no state file yet" in done.stdout
+    done = check(*base, f"--state.file={tmp_path / 'nowhere' / 'state.json'}")
+    assert done.returncode == 1 and f"the directory {tmp_path / 'nowhere'} does not" in done.stderr
+    state.write_bytes(encode(KEPT))
+    done = check(*base, f"--state.file={state}")
+    assert f"{state}: OK, the memory of 1 node(s), 1 blockchain(s)" in done.stdout
+    done = check(*base, f"--state.file={config}")  # a swapped flag
+    assert done.returncode == 1
+    assert f"{config}: not a ledger-exporter-state file" in done.stderr
+    assert "a start leaves it alone and keeps no memory" in done.stderr
+    state.write_text(json.dumps({"format": "ledger-exporter-state", "version": 2, "nodes": {}}))
+    done = check(*base, f"--state.file={state}")
+    assert done.returncode == 1 and "written by a newer ledger-exporter" in done.stderr
+    state.write_text('{"format": "ledger-exporter-state", "nodes": {')
+    done = check(*base, f"--state.file={state}")
+    assert done.returncode == 0 and "a start moves it aside" in done.stdout
+    assert state.read_text() == '{"format": "ledger-exporter-state", "nodes": {'  # unchanged
+
+
+# --- real exporter processes -------------------------------------------------------------------
+
+
+def serving(node: FakeNode) -> None:
+    node.play(health_doc(["c1"]), {"c1": chain_doc(7)})
+
+
+def cycles(process: ExporterProcess, count: int) -> None:
+    """Wait for ``count`` more polling cycles (each moves the node's last success time)."""
+
+    def last_success() -> float:
+        lines = fetch(process.base + "/metrics").text.splitlines()
+        found = [line for line in lines if line.startswith("ledger_node_last_success_timestamp")]
+        return max((float(line.rsplit(" ", 1)[1]) for line in found), default=0.0)
+
+    for _ in range(count):
+        before = last_success()
+
+        def moved(before: float = before) -> bool:
+            return last_success() > before
+
+        wait_until(moved, timeout=60, message="a cycle")
+
+
+@pytest.mark.integration
+def test_a_swapped_flag_never_overwrites_the_config_file(
+    tmp_path: Path, fake_node: FakeNode
+) -> None:
+    serving(fake_node)
+    config = tmp_path / "config.yml"
+    config.write_text(
+        f"scrape_interval: 1s\nscrape_timeout: 1s\nnodes:\n  - name: a\n    url: {fake_node.url}\n"
+    )
+    original = config.read_bytes()
+    with ready_exporter(config, f"--state.file={config}") as exporter:
+        cycles(exporter, 3)
+        assert config.read_bytes() == original
+        exporter.signal(signal.SIGHUP)  # and the config still reloads
+        wait_until(lambda: "config reloaded" in exporter.log(), timeout=60, message="reload")
+        cycles(exporter, 1)
+    log = exporter.log()
+    assert config.read_bytes() == original
+    (line,) = [line for line in log.splitlines() if "state file" in line]
+    assert "state file left alone and not written; starting with no memory" in line
+    assert "problem=foreign" in line
+    assert sorted(p.name for p in tmp_path.iterdir() if ".tmp" in p.name) == []
+
+
+@pytest.mark.integration
+def test_a_fifo_as_the_state_file_stops_the_start_at_once(tmp_path: Path) -> None:
+    config = tmp_path / "config.yml"
+    config.write_text("nodes:\n  - {name: a, url: 'http://127.0.0.1:1/'}\n")
+    fifo = tmp_path / "state.json"
+    os.mkfifo(fifo)
+    environment = {**os.environ, "LEDGER_EXPORTER_STATE_FILE": str(fifo)}
+    with fifo_released(fifo):
+        try:
+            done = subprocess.run(
+                exporter_command(f"--config.file={config}", "--web.listen-address=127.0.0.1:0"),
+                capture_output=True,
+                text=True,
+                cwd=REPO,
+                env=environment,
+                timeout=60,
+            )
+        except subprocess.TimeoutExpired as error:
+            pytest.fail(f"the exporter hung on the FIFO: {error.stderr!r}")
+    assert done.returncode == 2, done.stderr
+    assert f"LEDGER_EXPORTER_STATE_FILE='{fifo}': '{fifo}' is a named pipe (FIFO)" in done.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+@pytest.mark.integration
+def test_two_exporters_on_one_state_file_one_writes(tmp_path: Path, fake_node: FakeNode) -> None:
+    """The second reads it, writes nothing while the first runs (its memory, of node "beta",
+    never appears), says so once, and takes over once the first stops."""
+    serving(fake_node)
+    state = tmp_path / "state.json"
+    configs = {}
+    for name in ("alpha", "beta"):
+        configs[name] = tmp_path / f"{name}.yml"
+        configs[name].write_text(
+            f"scrape_interval: 1s\nscrape_timeout: 1s\n"
+            f"nodes:\n  - name: {name}\n    url: {fake_node.url}\n"
+        )
+    with ready_exporter(configs["alpha"], f"--state.file={state}") as first:
+        wait_until(lambda: b'"alpha"' in state.read_bytes(), timeout=60, ignoring=(OSError,))
+        second = ExporterProcess(configs["beta"], f"--state.file={state}")
+        try:
+            second.wait_ready()
+            cycles(second, 3)
+            assert b'"beta"' not in state.read_bytes()
+            assert "state file in use by another ledger-exporter" in second.log()
+            code, log = first.stop()
+            assert code == 0, log
+            wait_until(lambda: b'"beta"' in state.read_bytes(), timeout=60, message="taken over")
+            assert "state file lock taken over" in second.log()
+        finally:
+            code, log = second.stop()
+        assert code == 0, log
+    assert decode(state.read_bytes()).nodes.keys() == {"beta"}
