@@ -1,4 +1,4 @@
-"""Every link of the README and of docs/*.md points into the repository, at a file it has
+"""Every link of the README, the CHANGELOG and docs/*.md points into the repository, at a file it has
 and, for a page, at a heading that page has: the docs cite nothing a clone lacks."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.testdata import REPO
 
-PAGES = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
+PAGES = (REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md")))
 #: The one place outside the repository links may point: the project's public home.
 PUBLIC = ("https://github.com/ledger-exporter/ledger-exporter",)
 #: Other projects' public documentation the pages cite by name.
@@ -19,6 +19,8 @@ PROJECTS = (
     "https://monitoring.mixins.dev/",
     "https://github.com/monitoring-mixins/mixtool",
     "https://github.com/grafana/dashboard-linter",
+    "https://keepachangelog.com/",
+    "https://semver.org/",
 )
 
 
