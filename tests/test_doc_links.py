@@ -1,5 +1,6 @@
-"""Every link of the README, the CHANGELOG and docs/*.md points into the repository, at a file it has
-and, for a page, at a heading that page has: the docs cite nothing a clone lacks."""
+"""Every link of the README, the CHANGELOG and docs/*.md points into the repository, at a
+file it has and, for a page, at a heading that page has: the docs cite nothing a clone
+lacks."""
 
 from __future__ import annotations
 
