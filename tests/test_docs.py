@@ -1,16 +1,18 @@
-"""The docs document every metric, flag and config key the code has, and the development
-page names every module."""
+"""The docs document every metric, flag and config key the code has, the flag table states
+each flag's variable and real default, and the development page names every module."""
 
 from __future__ import annotations
 
+import argparse
 import re
 
 import pytest
 
-from exporter.cli import build_parser
+from exporter.cli import DEFAULTS, build_parser
 from exporter.config.exporter import _TOP_KEYS
 from exporter.config.nodes import NODE_KEYS
 from exporter.expose import metrics
+from exporter.flags import env_name
 from tests.support.testdata import REPO
 
 METRICS = (REPO / "docs" / "metrics.md").read_text(encoding="utf-8")
@@ -69,3 +71,33 @@ def test_the_package_map_names_every_module(module: str) -> None:
         assert f"`{name}`" in rows[f"`{folder}/`"], module
     else:
         assert any(f"`{name}`" in cell for cell in rows if not cell.endswith("/`")), module
+
+
+def _flag_rows() -> dict[str, list[str]]:
+    """docs/configuration.md's flag table: flag -> its cells (variable, default, meaning)."""
+    rows = {}
+    for line in CONFIGURATION.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        if len(cells) == 4 and re.fullmatch(r"`--[\w.-]+`", cells[0]):
+            rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+@pytest.mark.parametrize(
+    "action",
+    [a for a in build_parser()._actions if a.dest in DEFAULTS],
+    ids=lambda a: a.option_strings[0],
+)
+def test_a_flag_row_states_its_variable_and_its_real_default(action: argparse.Action) -> None:
+    """The variable is the flag's, and a default in backticks reads, through the flag's own
+    check, as the value the exporter uses when the flag is left out."""
+    flag = action.option_strings[0]
+    variable, default, _ = _flag_rows()[flag]
+    assert variable == f"`{env_name(flag.removeprefix('--'))}`", flag
+    if default.startswith("`"):
+        check = action.type if callable(action.type) else str
+        value = check(default.strip("`"))
+        expected = DEFAULTS[action.dest]
+        assert ([value] if isinstance(expected, list) else value) == expected, flag
+    else:
+        assert DEFAULTS[action.dest] is None, f"{flag}: the default {default} is not stated"
