@@ -60,7 +60,7 @@ COPY config/example.yml /etc/ledger-exporter/config.yml
 USER 65532:65532
 EXPOSE 9877
 # The state file's directory: a volume, so it stays writable with --read-only and a new
-# container started on the same volume keeps the height clocks (README, Container image).
+# container started on the same volume keeps the height clocks (docs/deployment.md, Container image).
 VOLUME ["/var/lib/ledger-exporter"]
 
 # No curl/wget in the image: the venv's Python probes the liveness endpoint itself

@@ -78,7 +78,7 @@ unit: $(STAMP) tools
 
 test: lint typecheck unit
 
-# A long campaign of the generated-input suites (README, "How it is tested"): FUZZ_EXAMPLES
+# A long campaign of the generated-input suites (docs/development.md, "How it is tested"): FUZZ_EXAMPLES
 # examples per property and per schemathesis operation, with random seeds (hypothesis's
 # "campaign" profile; what it finds is replayed from .hypothesis/). make fuzz FUZZ_EXAMPLES=N.
 FUZZ_EXAMPLES ?= 5000

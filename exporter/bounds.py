@@ -1,6 +1,6 @@
 """Every bound on what one node's answer may cost the exporter or add to its exposition.
 
-Two sorts, both stated in the README ("What the exporter does with odd answers"):
+Two sorts, both stated in docs/network-and-consensus.md ("What the exporter does with odd answers"):
 
 - fixed caps on the length of the strings the exporter parses or keeps, checked before any
   parsing, so a hostile value costs microseconds whatever the config says;

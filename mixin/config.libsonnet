@@ -78,9 +78,9 @@
     ledgerSelector: std.join(', ', std.filter(function(s) s != '', [self.ledgerJobSelector, self.extraSelector])),
 
     // Each alert's runbook_url: this pattern with `%s` replaced by the alert's name in lower
-    // case. The default points at the alert's row in the project's README; point it at your
-    // own copy or wiki if you publish one.
-    runbookURLPattern: 'https://github.com/ledger-exporter/ledger-exporter/blob/main/README.md#%s',
+    // case. The default points at the alert's runbook section in the project's
+    // docs/alerts.md; point it at your own copy or wiki if you publish one.
+    runbookURLPattern: 'https://github.com/ledger-exporter/ledger-exporter/blob/main/docs/alerts.md#%s',
 
     // Alert thresholds (see the table above).
     scrapeErrorsThreshold: 3,

@@ -106,7 +106,7 @@ def test_shortened_alerts_differ_only_in_their_timings() -> None:
         assert {**shortened[name], "for": "", "expr": ""} == {**rule, "for": "", "expr": ""}
         assert not re.search(r"\d[mhdw]\b", shortened[name]["expr"]), name
     changed = {name for name in original if shortened[name]["expr"] != original[name]["expr"]}
-    # README (alerts): only these use range windows or ages.
+    # docs/alerts.md (shorter timings): only these use range windows or ages.
     assert changed == {
         "LedgerNodeScrapeErrors",
         "LedgerBlockHeightStalled",

@@ -1,5 +1,5 @@
-"""Every default the shipped configs' comments and the README's config table state is the
-real one.
+"""Every default the shipped configs' comments and docs/configuration.md's config table
+state is the real one.
 
 A stated default that is a value (``Default: 15s.``, a table cell such as `` `512` ``) is
 checked by the parser itself: a config setting the key to that value must read exactly as
@@ -24,7 +24,7 @@ from exporter.config.exporter import Config, parse_config
 from tests.support.testdata import REPO
 
 SHIPPED_CONFIGS = sorted((REPO / "config").glob("*.yml"))
-README = REPO / "README.md"
+CONFIGURATION = REPO / "docs" / "configuration.md"
 
 #: The smallest config with every section a stated default may sit in.
 BASE: dict[str, Any] = {
@@ -98,15 +98,15 @@ def stated_in_config(path: Path) -> Iterator[Stated]:
         comment = []
 
 
-def stated_in_readme() -> Iterator[Stated]:
+def stated_in_docs() -> Iterator[Stated]:
     """The config table's rows whose default cell starts with a value in backticks."""
-    lines = README.read_text(encoding="utf-8").splitlines()
-    start = lines.index("## Configuration")
-    end = next(n for n in range(start + 1, len(lines)) if lines[n].startswith("## "))
+    lines = CONFIGURATION.read_text(encoding="utf-8").splitlines()
+    start = lines.index("## Configuration file")
+    end = next((n for n in range(start + 1, len(lines)) if lines[n].startswith("## ")), len(lines))
     for number in range(start, end):
         row = re.match(r"^\| `([a-z_.\[\]]+)` \| `([^`]+)`", lines[number])
         if row:
-            yield Stated(f"README.md:{number + 1}", row[1], row[2], True)
+            yield Stated(f"configuration.md:{number + 1}", row[1], row[2], True)
 
 
 def _set(document: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
@@ -132,14 +132,14 @@ def is_default(key: str, text: str) -> bool:
 
 
 ALL_STATED = [s for path in SHIPPED_CONFIGS for s in stated_in_config(path)]
-ALL_STATED += list(stated_in_readme())
+ALL_STATED += list(stated_in_docs())
 
 
-def test_the_configs_and_the_readme_state_defaults() -> None:
+def test_the_configs_and_the_docs_state_defaults() -> None:
     """The scanners find what they are meant to (a broken regex must not pass silently)."""
     wheres = {s.where.split(":")[0] for s in ALL_STATED}
     assert {"example.yml", "probe.yml"} <= wheres
-    assert "README.md" in wheres
+    assert "configuration.md" in wheres
     keys = {s.key for s in ALL_STATED if s.literal}
     assert {"max_concurrency", "network_checks.checkpoint_depth", "probe.max_in_flight"} <= keys
 

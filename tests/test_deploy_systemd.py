@@ -137,6 +137,6 @@ def test_unit_sets(key: str, value: str) -> None:
 
 
 def test_install_path_is_the_documented_one() -> None:
-    docs = (REPO / "README.md").read_text(encoding="utf-8")
+    docs = (REPO / "docs" / "deployment.md").read_text(encoding="utf-8")
     assert INSTALLED_BINARY.removesuffix("/bin/ledger-exporter") in docs
     assert "deploy/systemd/ledger-exporter.service" in docs

@@ -1,27 +1,32 @@
-"""The README documents every metric, flag and config key the code has."""
+"""The docs document every metric, flag and config key the code has, the flag table states
+each flag's variable and real default, and the development page names every module."""
 
 from __future__ import annotations
 
+import argparse
 import re
 
 import pytest
 
-from exporter.cli import build_parser
+from exporter.cli import DEFAULTS, build_parser
 from exporter.config.exporter import _TOP_KEYS
 from exporter.config.nodes import NODE_KEYS
 from exporter.expose import metrics
+from exporter.flags import env_name
 from tests.support.testdata import REPO
 
-README = (REPO / "README.md").read_text()
+METRICS = (REPO / "docs" / "metrics.md").read_text(encoding="utf-8")
+CONFIGURATION = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+DEVELOPMENT = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("name", [spec.name for spec in metrics.ALL])
 def test_every_metric_is_documented(name: str) -> None:
-    assert f"| `{name}` |" in README
+    assert f"| `{name}` |" in METRICS
 
 
-def test_no_undocumented_metric_names_in_the_readme() -> None:
-    documented = set(re.findall(r"^\| `(ledger_[a-z_]+)` \|", README, re.M))
+def test_no_undocumented_metric_names_in_the_metrics_page() -> None:
+    documented = set(re.findall(r"^\| `(ledger_[a-z_]+)` \|", METRICS, re.M))
     assert documented == {spec.name for spec in metrics.ALL}
 
 
@@ -35,17 +40,17 @@ def test_no_undocumented_metric_names_in_the_readme() -> None:
     ],
 )
 def test_every_flag_is_documented(flag: str) -> None:
-    assert f"`{flag}`" in README
+    assert f"`{flag}`" in CONFIGURATION
 
 
 @pytest.mark.parametrize("key", list(_TOP_KEYS) + [f"nodes[].{key}" for key in NODE_KEYS])
 def test_every_config_key_is_documented(key: str) -> None:
-    assert f"| `{key}` |" in README
+    assert f"| `{key}` |" in CONFIGURATION
 
 
 def _package_map() -> dict[str, str]:
-    """The rows of the README's "Where things live" table: first cell -> the whole row."""
-    section = README.split("### Where things live\n", 1)[1].split("\n#", 1)[0]
+    """The rows of docs/development.md's "Where things live" table: first cell -> the row."""
+    section = DEVELOPMENT.split("## Where things live\n", 1)[1].split("\n#", 1)[0]
     return {row.split("|")[1].strip(): row for row in section.splitlines() if row.startswith("| `")}
 
 
@@ -66,3 +71,33 @@ def test_the_package_map_names_every_module(module: str) -> None:
         assert f"`{name}`" in rows[f"`{folder}/`"], module
     else:
         assert any(f"`{name}`" in cell for cell in rows if not cell.endswith("/`")), module
+
+
+def _flag_rows() -> dict[str, list[str]]:
+    """docs/configuration.md's flag table: flag -> its cells (variable, default, meaning)."""
+    rows = {}
+    for line in CONFIGURATION.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        if len(cells) == 4 and re.fullmatch(r"`--[\w.-]+`", cells[0]):
+            rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+@pytest.mark.parametrize(
+    "action",
+    [a for a in build_parser()._actions if a.dest in DEFAULTS],
+    ids=lambda a: a.option_strings[0],
+)
+def test_a_flag_row_states_its_variable_and_its_real_default(action: argparse.Action) -> None:
+    """The variable is the flag's, and a default in backticks reads, through the flag's own
+    check, as the value the exporter uses when the flag is left out."""
+    flag = action.option_strings[0]
+    variable, default, _ = _flag_rows()[flag]
+    assert variable == f"`{env_name(flag.removeprefix('--'))}`", flag
+    if default.startswith("`"):
+        check = action.type if callable(action.type) else str
+        value = check(default.strip("`"))
+        expected = DEFAULTS[action.dest]
+        assert ([value] if isinstance(expected, list) else value) == expected, flag
+    else:
+        assert DEFAULTS[action.dest] is None, f"{flag}: the default {default} is not stated"

@@ -91,7 +91,7 @@ def alerts_of(config: str) -> Iterator[tuple[str, Rule]]:
 
 ALERTS = dict(item for config in MIXINS for item in alerts_of(config))
 PATTERNS = {
-    "default": "https://github.com/ledger-exporter/ledger-exporter/blob/main/README.md#%s",
+    "default": "https://github.com/ledger-exporter/ledger-exporter/blob/main/docs/alerts.md#%s",
     "overridden": MIXIN_OVERRIDES["runbookURLPattern"],
 }
 

@@ -1,7 +1,7 @@
 """``/probe?...&debug=true`` as blackbox_exporter has it: the probe's log (each request, its
 URL path, status or error, and time; then why the probe failed, or that it succeeded) as
 plain text, then the series it would have returned. And the shipped ``config/probe.yml``
-admits ``ledger-exporter simulate``'s nodes, so the README's probe example runs."""
+admits ``ledger-exporter simulate``'s nodes, so the probe example of docs/probe-mode.md runs."""
 
 from __future__ import annotations
 

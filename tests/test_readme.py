@@ -1,17 +1,19 @@
-"""The README's commands, run as a new user would run them, against what the README shows.
+"""The commands of the README and docs/*.md, run as a new user would run them, against what
+the pages show.
 
-The commands are parsed from README.md at test time, so they follow it when paths or names
-change: every fenced ``console`` block (a command after ``$ ``, ``\\`` continuing it, and the
-lines below it up to the next prompt what it prints) and every ``sh`` block (each line a
-command). Each command is then run by one of the runners below, or skipped by ``SKIPPED``,
-a reviewed list giving the reason; a command that is neither fails the test, and so does a
-``SKIPPED`` entry that no longer matches a command.
+The commands are parsed from README.md and every page of docs/ at test time (``DOCS``, in
+that order), so they follow the pages when paths or names change: every fenced ``console``
+block (a command after ``$ ``, ``\\`` continuing it, and the lines below it up to the next
+prompt what it prints) and every ``sh`` block (each line a command). Each command is then
+run by one of the runners below, or skipped by ``SKIPPED``, a reviewed list giving the
+reason; a command that is neither fails the test, and so does a ``SKIPPED`` entry that no
+longer matches a command.
 
-Runners (``runner_of``): one-shot commands run in README order in a scratch copy of the
+Runners (``runner_of``): one-shot commands run in the pages' order in a scratch copy of the
 checkout (symlinks; what they write stays there); ``ledger-exporter simulate`` and
-``make demo`` are started, compared once they have printed what the README shows, and
+``make demo`` are started, compared once they have printed what the page shows, and
 stopped with Ctrl-C (SIGINT), which must exit 0; the admin commands (``$ADMIN``) run in one
-shell against the simulator the README starts. ``python`` blocks run too.
+shell against the simulator the docs start. ``python`` blocks run too.
 
 What is changed, and only this (``localise``): the fixed ports 7740 (the simulator) and 9877
 (the exporter) become free ones, in the commands and in what they show, and a listen address
@@ -20,9 +22,9 @@ tests run in, which holds the same package; ``make demo`` runs the command its r
 (checked) rather than building ``.venv-demo`` from PyPI; a ``cat FILE`` of a file the
 checkout does not have shows a file the reader wrote, so it is written from what is shown.
 
-Matching (``matches``): line by line; ``NNNNN`` in the README stands for a port number and
+Matching (``matches``): line by line; ``NNNNN`` in a page stands for a port number and
 ``...`` for any text; a printed line that is JSON is compared re-serialised with spaces after
-``,`` and ``:`` (as the README prints it). A command with nothing shown below it must exit 0
+``,`` and ``:`` (as the pages print it). A command with nothing shown below it must exit 0
 and must not answer a JSON error.
 """
 
@@ -52,6 +54,8 @@ from tests.support.testdata import REPO
 pytestmark = pytest.mark.integration
 
 README = REPO / "README.md"
+#: The pages whose commands are run: the README first, then docs/ in name order.
+DOCS = (README, *sorted((REPO / "docs").glob("*.md")))
 BIN = Path(sys.executable).parent  # the venv running the tests: holds ledger-exporter
 START_TIMEOUT = 60.0  # seconds a long-running command may take to print what is shown
 RUN_TIMEOUT = 120.0
@@ -83,6 +87,10 @@ SKIPPED: dict[str, str] = {
         "the systemd install above; its --config.check is run here on the shipped configs"
     ),
     r"journalctl .*": "reads the host's journal of the installed service",
+    r"\.venv/bin/python benchmarks/.*": (
+        "a benchmark: minutes of both cores, measuring the machine (docs/performance.md); "
+        "tests/test_perfsplit.py and the soak test run the benchmarks' code"
+    ),
 }
 
 #: One-shot commands the test runs (full match, as for SKIPPED).
@@ -102,9 +110,10 @@ PROBE = r"curl -s 'http://127\.0\.0\.1:9877/probe\?[^']*'( \| .*)?"
 
 @dataclass(frozen=True)
 class Command:
-    """One README command: where, as written (for the shell), and the lines shown below."""
+    """One command of the docs: where (``page:line``), as written (for the shell), and the
+    lines shown below."""
 
-    line: int
+    line: str
     text: str
     shown: tuple[str, ...] = ()
 
@@ -117,13 +126,13 @@ class Command:
 
 @dataclass
 class Blocks:
-    """What the README holds: its commands and its ``python`` blocks (line, code)."""
+    """What the docs hold: its commands and its ``python`` blocks (line, code)."""
 
     commands: list[Command] = field(default_factory=list)
-    python: list[tuple[int, str]] = field(default_factory=list)
+    python: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _split(body: list[str], first_line: int, prompt: bool) -> Iterator[Command]:
+def _split(body: list[str], first_line: str, prompt: bool) -> Iterator[Command]:
     """Commands of a block body; with ``prompt`` (console) the lines after one are shown."""
     index = 0
     while index < len(body):
@@ -143,13 +152,14 @@ def _split(body: list[str], first_line: int, prompt: bool) -> Iterator[Command]:
             index += 1
         while shown and not shown[-1].strip():
             shown.pop()
-        yield Command(first_line + start, text, tuple(shown))
+        page, _, number = first_line.rpartition(":")
+        yield Command(f"{page}:{int(number) + start}", text, tuple(shown))
 
 
-def parse_readme(text: str) -> Blocks:
-    """Every console/sh command and python block of the README, in order."""
+def parse_readme(text: str, page: str = "README.md", blocks: Blocks | None = None) -> Blocks:
+    """Every console/sh command and python block of a page, in order, added to ``blocks``."""
     lines = text.splitlines()
-    blocks = Blocks()
+    blocks = Blocks() if blocks is None else blocks
     index = 0
     while index < len(lines):
         fence = re.fullmatch(r"```(\w+)", lines[index].strip())
@@ -157,7 +167,7 @@ def parse_readme(text: str) -> Blocks:
             index += 1
             continue
         end = lines.index("```", index + 1)
-        body, first_line = lines[index + 1 : end], index + 2
+        body, first_line = lines[index + 1 : end], f"{page}:{index + 2}"
         if fence[1] == "console":
             blocks.commands += _split(body, first_line, prompt=True)
         elif fence[1] in ("sh", "bash", "shell"):
@@ -168,7 +178,15 @@ def parse_readme(text: str) -> Blocks:
     return blocks
 
 
-BLOCKS = parse_readme(README.read_text(encoding="utf-8"))
+def parse_docs() -> Blocks:
+    """The blocks of every page of ``DOCS``, in order."""
+    blocks = Blocks()
+    for path in DOCS:
+        parse_readme(path.read_text(encoding="utf-8"), str(path.relative_to(REPO)), blocks)
+    return blocks
+
+
+BLOCKS = parse_docs()
 
 
 def runner_of(command: Command) -> str | None:
@@ -188,7 +206,7 @@ def runner_of(command: Command) -> str | None:
         )
         if any(re.fullmatch(pattern, flat) for pattern in patterns)
     ]
-    assert len(kinds) <= 1, f"README.md:{command.line}: {flat!r} is both {kinds}"
+    assert len(kinds) <= 1, f"{command.line}: {flat!r} is both {kinds}"
     return kinds[0] if kinds else None
 
 
@@ -198,13 +216,13 @@ def of_kind(kind: str) -> list[Command]:
 
 @dataclass(frozen=True)
 class Ports:
-    """Free ports standing in for the README's fixed ones."""
+    """Free ports standing in for the fixed ones of the docs."""
 
     simulator: int = field(default_factory=free_port)
     exporter: int = field(default_factory=free_port)
 
     def localise(self, text: str) -> str:
-        """The README's ports replaced, and its venvs the one running the tests."""
+        """The docs' ports replaced, and its venvs the one running the tests."""
         text = text.replace("127.0.0.1:7740", f"127.0.0.1:{self.simulator}")
         text = text.replace("127.0.0.1:9877", f"127.0.0.1:{self.exporter}")
         return re.sub(r"(?<![\w/])\.?venv/bin/", f"{BIN}/", text)
@@ -249,14 +267,14 @@ def json_error(printed: Sequence[str]) -> str | None:
 
 def check(command: Command, ports: Ports, printed: list[str], status: int) -> str | None:
     """What is wrong with a command's run, or None."""
-    where = f"README.md:{command.line}: {command.flat}"
+    where = f"{command.line}: {command.flat}"
     if status != 0:
         return f"{where}\n  exit status {status}:\n  " + "\n  ".join(printed)
     if command.shown:
         shown = [ports.localise(line) for line in command.shown]
         if not matches(shown, printed):
             return (
-                f"{where}\n  README shows:\n  "
+                f"{where}\n  the page shows:\n  "
                 + "\n  ".join(shown)
                 + ("\n  printed:\n  " + "\n  ".join(printed))
             )
@@ -274,7 +292,7 @@ def scratch(tmp_path: Path) -> Path:
 
 
 class Running:
-    """A long-running README command: its stdout read line by line, its stderr in a file."""
+    """A long-running command of the docs: its stdout read line by line, its stderr in a file."""
 
     def __init__(self, argv: str, cwd: Path, stderr: IO[bytes]) -> None:
         self.process = subprocess.Popen(
@@ -309,7 +327,7 @@ class Running:
         return printed
 
     def interrupt(self) -> int:
-        """Ctrl-C, as the README says to stop it; the exit status."""
+        """Ctrl-C, as the docs say to stop it; the exit status."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
         try:
@@ -328,7 +346,8 @@ class Running:
 def started(command: Command, argv: str, ports: Ports, cwd: Path) -> Iterator[str | None]:
     """Start a long-running command and give what is wrong with its first output (None:
     nothing) while it runs; then stop it with Ctrl-C, which must exit 0."""
-    with open(cwd / f"stderr-{command.line}.txt", "w+b") as stderr:
+    name = re.sub(r"[^\w.-]", "_", command.line)
+    with open(cwd / f"stderr-{name}.txt", "w+b") as stderr:
         running = Running(argv, cwd, stderr)
         try:
             printed = running.first_lines(max(1, len(command.shown)))
@@ -343,7 +362,7 @@ def started(command: Command, argv: str, ports: Ports, cwd: Path) -> Iterator[st
             status = running.interrupt()
         stderr.seek(0)
         errors = stderr.read().decode(errors="replace")
-        assert status == 0, f"README.md:{command.line}: Ctrl-C exit status {status}\n{errors}"
+        assert status == 0, f"{command.line}: Ctrl-C exit status {status}\n{errors}"
 
 
 def run_session(commands: Sequence[Command], ports: Ports, cwd: Path) -> list[str]:
@@ -373,16 +392,14 @@ def run_session(commands: Sequence[Command], ports: Ports, cwd: Path) -> list[st
 
 
 def test_every_command_is_run_or_skipped_with_a_reason() -> None:
-    assert len(BLOCKS.commands) > 20, "the README's blocks were not found"
-    unclassified = [
-        f"README.md:{c.line}: {c.flat}" for c in BLOCKS.commands if runner_of(c) is None
-    ]
+    assert len(BLOCKS.commands) > 20, "the docs' blocks were not found"
+    unclassified = [f"{c.line}: {c.flat}" for c in BLOCKS.commands if runner_of(c) is None]
     assert not unclassified, (
-        "README commands neither run nor skipped: give them a runner, or a SKIPPED entry "
+        "commands of the docs neither run nor skipped: give them a runner, or a SKIPPED entry "
         "with the reason they cannot run here:\n" + "\n".join(unclassified)
     )
     stale = [p for p in SKIPPED if not any(re.fullmatch(p, c.flat) for c in BLOCKS.commands)]
-    assert not stale, f"SKIPPED entries matching no README command: {stale}"
+    assert not stale, f"SKIPPED entries matching no command of the docs: {stale}"
 
 
 def test_one_shot_commands_print_what_the_readme_shows(scratch: Path) -> None:
@@ -397,7 +414,7 @@ def test_one_shot_commands_print_what_the_readme_shows(scratch: Path) -> None:
 
 
 def test_the_simulator_and_its_admin_commands(scratch: Path) -> None:
-    """The simulator the README starts (the example with its output), then every admin
+    """The simulator the docs start (the example with its output), then every admin
     command sent to it, in one shell."""
     (simulator,) = [c for c in of_kind("simulator") if c.shown]
     admin = of_kind("admin")
@@ -413,7 +430,7 @@ def test_the_simulator_and_its_admin_commands(scratch: Path) -> None:
 @pytest.mark.parametrize(
     "command",
     [c for c in of_kind("simulator") if not c.shown],
-    ids=lambda c: f"README.md:{c.line}",
+    ids=lambda c: c.line,
 )
 def test_other_simulator_commands_start_and_stop(command: Command, scratch: Path) -> None:
     ports = Ports()
@@ -431,7 +448,7 @@ def test_make_demo_prints_what_the_readme_shows(scratch: Path) -> None:
     )
     demos = of_kind("demo")
     shown = [c for c in demos if c.shown]
-    assert shown, "the README no longer shows what `make demo` prints"
+    assert shown, "the docs no longer shows what `make demo` prints"
     ports = Ports()
     argv = f"ledger-exporter demo --web.listen-address 127.0.0.1:{ports.exporter}"
     for command in shown:
@@ -439,8 +456,8 @@ def test_make_demo_prints_what_the_readme_shows(scratch: Path) -> None:
             assert problem is None, problem
 
 
-@pytest.mark.parametrize("block", BLOCKS.python, ids=lambda b: f"README.md:{b[0]}")
-def test_python_blocks_run(block: tuple[int, str], scratch: Path) -> None:
+@pytest.mark.parametrize("block", BLOCKS.python, ids=lambda b: b[0])
+def test_python_blocks_run(block: tuple[str, str], scratch: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-c", block[1]],
         cwd=scratch,
@@ -449,7 +466,7 @@ def test_python_blocks_run(block: tuple[int, str], scratch: Path) -> None:
         timeout=RUN_TIMEOUT,
         check=False,
     )
-    assert result.returncode == 0, f"README.md:{block[0]}\n{result.stdout}{result.stderr}"
+    assert result.returncode == 0, f"{block[0]}\n{result.stdout}{result.stderr}"
 
 
 def _wait_ready(port: int, process: subprocess.Popen[str]) -> None:
@@ -464,15 +481,15 @@ def _wait_ready(port: int, process: subprocess.Popen[str]) -> None:
 
 
 def test_the_probe_example_against_the_simulator(scratch: Path) -> None:
-    """Probe mode as the README shows it: the simulator, the exporter on the shipped
+    """Probe mode as the docs show it: the simulator, the exporter on the shipped
     config/probe.yml (whose allow-list admits the simulator's nodes), then each probe
-    command, compared with what the README shows."""
+    command, compared with what the page shows."""
     (exporter_command,) = of_kind("probe-exporter")
     probes = of_kind("probe")
     assert len(probes) >= 2 and any("debug=true" in c.text for c in probes)
     ports = Ports()
     simulate = f"ledger-exporter simulate --listen-address 127.0.0.1:{ports.simulator}"
-    exporter = ports.localise(exporter_command.flat)  # the listen address is the README's
+    exporter = ports.localise(exporter_command.flat)  # the listen address is the page's
     assert f"127.0.0.1:{ports.exporter}" in exporter
     with (
         open(scratch / "simulator-stderr.txt", "w+b") as simulator_err,

@@ -19,10 +19,10 @@ from tests.support.prometheus import Promtool
 from tests.support.testdata import REPO
 
 UNIT_TEST_FILES = sorted((PROM_DIR / "tests").glob("*.yml"))
-MONITORING_DOC = REPO / "README.md"
+RUNBOOKS = REPO / "docs" / "alerts.md"
 MIXIN_DIR = REPO / "mixin"
-#: The mixin's default runbookURLPattern: the README's alert rows, where users can reach them.
-README_URL = "https://github.com/ledger-exporter/ledger-exporter/blob/main/README.md"
+#: The mixin's default runbookURLPattern: the runbooks of docs/alerts.md, where users reach them.
+RUNBOOKS_URL = "https://github.com/ledger-exporter/ledger-exporter/blob/main/docs/alerts.md"
 
 #: Series Prometheus itself creates: per-target scrape health and alert state.
 PROMETHEUS_NAMES = frozenset({"up", "scrape_duration_seconds", "ALERTS", "ALERTS_FOR_STATE"})
@@ -292,7 +292,8 @@ REQUIRED_LABELS = {
 @pytest.mark.parametrize("alert", sorted(ALERTS))
 def test_alert_metadata(alert: str) -> None:
     """The summary is one static headline (mixtool's rules: test_mixin_lint.py); the
-    description names what fired; the runbook is the alert's row in the public README."""
+    description names what fired; the runbook is the alert's section of the published
+    docs/alerts.md."""
     rule = ALERTS[alert]
     assert alert.startswith("Ledger")
     assert rule["labels"]["severity"] in SEVERITIES
@@ -301,13 +302,58 @@ def test_alert_metadata(alert: str) -> None:
     for needle in REQUIRED_LABELS[alert_level(rule)]:
         assert needle in annotations["description"], f"{alert} description lacks {needle}"
     assert "{{" not in annotations["summary"], f"{alert}: a summary is the same for all"
-    assert annotations["runbook_url"] == f"{README_URL}#{alert.lower()}"
+    assert annotations["runbook_url"] == f"{RUNBOOKS_URL}#{alert.lower()}"
+
+
+def runbook_sections() -> dict[str, set[str]]:
+    """docs/alerts.md's runbook sections (its ``### `` headings) -> the five parts each has."""
+    sections: dict[str, set[str]] = {}
+    current: set[str] | None = None
+    for line in RUNBOOKS.read_text(encoding="utf-8").splitlines():
+        if line.startswith("### "):
+            current = sections.setdefault(line.removeprefix("### ").strip(), set())
+        elif line.startswith("#"):
+            current = None
+        elif current is not None and (part := re.match(r"- \*\*(.+?)\*\*:", line)):
+            current.add(part[1])
+    return sections
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors of a page's headings, as GitHub and MkDocs make them."""
+    return {
+        re.sub(r"[^\w\- ]", "", heading.replace("`", "")).strip().lower().replace(" ", "-")
+        for heading in re.findall(r"^#{1,6} (.+)$", text, re.M)
+    }
+
+
+RUNBOOK_PARTS = {
+    "What it means",
+    "Likely causes",
+    "How to confirm",
+    "What to do",
+    "When it clears",
+}
+
+
+def test_every_alert_has_a_runbook_and_every_runbook_an_alert() -> None:
+    sections = runbook_sections()
+    assert set(sections) - set(ALERTS) == set(), "runbook sections with no alert"
+    assert set(ALERTS) - set(sections) == set(), "alerts with no runbook section"
 
 
 @pytest.mark.parametrize("alert", sorted(ALERTS))
-def test_alert_runbook_anchor_exists_in_docs(alert: str) -> None:
-    text = MONITORING_DOC.read_text(encoding="utf-8")
-    assert f'<a id="{alert.lower()}"></a>' in text, f"README.md lacks a row for {alert}"
+def test_alert_runbook_has_every_part(alert: str) -> None:
+    assert runbook_sections()[alert] == RUNBOOK_PARTS, alert
+
+
+@pytest.mark.parametrize("alert", sorted(ALERTS))
+def test_alert_runbook_url_anchor_exists_in_docs(alert: str) -> None:
+    """The anchor the rendered runbook_url names is a heading of docs/alerts.md."""
+    url = ALERTS[alert]["annotations"]["runbook_url"]
+    page, _, anchor = url.partition("#")
+    assert page == RUNBOOKS_URL, url
+    assert anchor in heading_anchors(RUNBOOKS.read_text(encoding="utf-8")), url
 
 
 def test_every_alert_is_explained_by_a_comment() -> None:

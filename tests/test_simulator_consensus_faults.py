@@ -192,7 +192,7 @@ def test_one_node_stuck_alone_while_the_others_mint(net: SimulatedNetwork, clock
 
 
 def first_leader(council: list[str], height: int) -> str:
-    """Who leads round 1 of ``height`` (the README's rule: the next member each height)."""
+    """Who leads round 1 of ``height`` (docs/simulator.md's rule: the next member each height)."""
     return council[height % len(council)]
 
 

@@ -109,7 +109,7 @@ def wallets(net: SimulatedNetwork) -> list[str]:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        # The README's own placeholders: refused alike, chain and target.
+        # docs/simulator.md's own placeholders: refused alike, chain and target.
         ({"fault": "contract_paused", "chain": "<chain id>"}, "unknown blockchain '<chain id>'"),
         ({"fault": "contract_paused", "target": "<address>"}, "no contract has the address"),
         ({"fault": "wallet_disabled", "target": "<address>"}, "no wallet has the address"),

@@ -135,7 +135,8 @@ _UNSUPPORTED_TLS = {
 }
 _UNSUPPORTED_TOP = {
     "rate_limit": "not supported: the server bounds connections, request threads and "
-    "password checks itself (README, Connections); rate-limit in a proxy if you need more",
+    "password checks itself (docs/security.md, Connections); "
+    "rate-limit in a proxy if you need more",
 }
 #: client_auth_type values that ask the client for a certificate.
 _ASKING = (

@@ -2,7 +2,7 @@
 order families are written in.
 
 One table is the source of truth for the writer (:mod:`exporter.expose.render`, for
-/metrics and /probe alike), the README and the tests that check dashboards and alert rules
+/metrics and /probe alike), docs/metrics.md and the tests that check dashboards and alert rules
 only use metrics that exist (a rename breaks them loudly).
 """
 

@@ -1,5 +1,5 @@
 // Every alert group, in the order of alerts.yml. Each alert gets its runbook_url from
-// _config.runbookURLPattern (the alert's name in lower case: README.md's row anchors), and
+// _config.runbookURLPattern (the alert's name in lower case: the section anchors of docs/alerts.md), and
 // its description is folded into one line (the files write them as wrapped text blocks).
 local fold(text) = std.join(' ', std.filter(function(line) line != '', std.split(text, '\n')));
 

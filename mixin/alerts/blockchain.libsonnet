@@ -32,7 +32,7 @@ local utils = import '../lib/utils.libsonnet';
           // Where the node reports neither setting, heightStalledSeconds (600s) is the
           // threshold. An idle chain (no pending transaction, no open session) never fires,
           // however long it is quiet: nothing is due, and an info alert on every quiet
-          // chain would only teach people to ignore the page (README's runbook). By the
+          // chain would only teach people to ignore the page (docs/alerts.md's runbook). By the
           // exporter's own last-change timestamp: clears as soon as a new block arrives.
           // `for: 1m` only absorbs evaluation jitter. With --state.file a restart keeps the
           // timestamp; without it the timestamp restarts, delaying (not losing) the alert.

@@ -1,6 +1,6 @@
 // Consensus: enough council members, votes that conclude, leaders that lead, settings the
-// nodes agree on (README, "Consensus health"). The cross-cycle series come from the daemon's
-// memory; probe mode has none of them (README, "What a probe answers").
+// nodes agree on (docs/network-and-consensus.md, "Consensus health"). The cross-cycle series come from the daemon's
+// memory; probe mode has none of them (docs/probe-mode.md, "What a probe answers").
 local q = import '../lib/consensus.libsonnet';
 local utils = import '../lib/utils.libsonnet';
 
@@ -137,7 +137,7 @@ local utils = import '../lib/utils.libsonnet';
           // requires (the highest consensusRequired seen in the last hour, else
           // consensus.minMembers): one more member lost and no vote can pass. Only where
           // every member of the majority's council is a polled node: an unpolled member is
-          // unknown, not down, so elsewhere this stays silent (the README says so). A
+          // unknown, not down, so elsewhere this stays silent (docs/network-and-consensus.md says so). A
           // member counts as up when its node is up and read the chain this cycle. 5m rides
           // out a member's restart; below the required number the chain cannot mint, and
           // LedgerBlockHeightStalled pages too.

@@ -1,5 +1,5 @@
 // Cross-node checks: the exporter compares what the nodes it polls report in the same cycle
-// (README, "The network as a whole"). They see only the polled nodes.
+// (docs/network-and-consensus.md). They see only the polled nodes.
 
 local q = import '../lib/consensus.libsonnet';
 

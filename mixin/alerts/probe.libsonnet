@@ -1,4 +1,4 @@
-// Probe mode (README.md "Probe mode"): the exporter answers /probe per node and keeps no
+// Probe mode (docs/probe-mode.md): the exporter answers /probe per node and keeps no
 // state, so a node that cannot be read has only ledger_probe_success 0 (no ledger_node_up 0),
 // and a stall is seen in Prometheus's history instead of the exporter's.
 local utils = import '../lib/utils.libsonnet';

@@ -1,4 +1,4 @@
-// Contracts and wallets named in the exporter's `watch` list (README, "Watch lists").
+// Contracts and wallets named in the exporter's `watch` list (docs/network-and-consensus.md, "Watch lists").
 local utils = import '../lib/utils.libsonnet';
 
 {

@@ -105,7 +105,7 @@ local q = import '../lib/consensus.libsonnet';
           },
         ],
       },
-      // Probe mode (README.md "Probe mode"): each /probe answer covers one node, so what the
+      // Probe mode (docs/probe-mode.md): each /probe answer covers one node, so what the
       // daemon computes across the nodes it polls is computed here across every scraped
       // node. Across Prometheus shards, evaluate these where all shards' series meet (Thanos
       // Ruler, or a Prometheus federating the shards). The daemon's

@@ -1390,7 +1390,7 @@ class History:
             before, leader = self.sessions.get(sid, (None, None))
             if before is None or now is None or now <= before:
                 continue
-            rise = int(now - before)  # counters stop at 2**64 - 1 (the README says so)
+            rise = int(now - before)  # counters stop at 2**64 - 1 (docs/metrics.md says so)
             self.rounds = min(self.rounds + rise, MAX_COUNT)
             if leader is not None:
                 self.failures[leader] = min(self.failures.get(leader, 0) + rise, MAX_COUNT)

@@ -192,7 +192,8 @@ class BlockchainCollector(Collector):
 
 
 class ConsensusCollector(Collector):
-    """Each chain followed across cycles by the daemon's history (README, "Consensus health").
+    """Each chain followed across cycles by the daemon's history
+    (docs/network-and-consensus.md, "Consensus health").
 
     # TYPE ledger_blockchain_vote_session_age_seconds gauge
     # TYPE ledger_blockchain_vote_round_changes_total counter
@@ -224,7 +225,7 @@ class ConsensusCollector(Collector):
 
 
 class NetworkCollector(Collector):
-    """Cross-node checks over the up polled nodes (README, "The network as a whole").
+    """Cross-node checks over the up polled nodes (docs/network-and-consensus.md).
 
     # TYPE ledger_network_blockchain_checkpoint_height gauge  (label blockchain)
     # TYPE ledger_network_blockchain_checkpoint_hashes gauge  (label blockchain)
