@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 import pytest
@@ -63,8 +63,9 @@ def is_listed_quirk(error: jsonschema.ValidationError) -> bool:
         and len(path) == 3
         and error.validator == "additionalProperties"
     ):
-        variable = error.instance
-        extra = set(variable) - set(error.schema.get("properties", {}))
+        variable = cast(dict[str, Any], error.instance)
+        schema = cast(dict[str, Any], error.schema)
+        extra = set(variable) - set(schema.get("properties", {}))
         return (
             extra == {"definition"}
             and variable.get("type") == "query"
