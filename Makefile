@@ -33,6 +33,12 @@ demo: $(DEMO_STAMP)
 mixin: $(STAMP)
 	$(BIN)/python tools/render_mixin.py
 
+# docs/metrics.md, the metric reference, from the catalogue (exporter/expose/metrics.py) and
+# the rendered mixin (run `make mixin` first when the mixin changed); tests/test_metrics_reference.py
+# fails when the committed page differs.
+docs: $(STAMP)
+	$(BIN)/python tools/render_docs.py
+
 # Grafana's schema for tests/test_dashboards_schema.py: @grafana/schema from npm (the version
 # pinned in tools/grafana-schema/package-lock.json) turned into JSON Schema, in .cache/ (git-ignored).
 GRAFANA_SCHEMA := .cache/grafana-schema/generated.json

@@ -466,7 +466,7 @@ GOLDEN_DEPARTURES = {
         "documented/nodes/validator-1/blockchains/chain%2Fwith%20space.json",
         "/lastMessageTime",
     ): "a +02:00 offset, not UTC as the reference says: it tests the exporter's liberal "
-    "reading of offsets (metrics.md rule 4); the document states what nodes send",
+    "reading of offsets (docs/metrics.md, rule 4); the document states what nodes send",
 }
 
 
