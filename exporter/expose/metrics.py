@@ -635,7 +635,7 @@ LABELS = {
     "node_version": "`nodeVersion` of `/health`",
     "node_id": "`nodeId` of `/health`",
     "peer_id": "`network.peerId` of `/health`",
-    "consensus_type": "`consensus.type` of the chain status",
+    "consensus_type": "`consensus.consensusType` of the chain status",
     "key_type": "`keyType` of the chain status or of the wallet",
     "feature": "a key of the chain status's `features`",
     "leader": "a vote session's `currentLeader` (a council member's key)",
