@@ -39,6 +39,11 @@ mixin: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/python tools/render_docs.py
 
+# The documentation site (mkdocs.yml over docs/) into site/ (git-ignored); make test builds
+# it with --strict too (tests/test_docs_site.py).
+docs-site: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
 # Grafana's schema for tests/test_dashboards_schema.py: @grafana/schema from npm (the version
 # pinned in tools/grafana-schema/package-lock.json) turned into JSON Schema, in .cache/ (git-ignored).
 GRAFANA_SCHEMA := .cache/grafana-schema/generated.json
