@@ -81,6 +81,8 @@ def _version(package: Path) -> str:
 
 def generate() -> None:
     """Install the pinned packages and write one schema per source, then the stamp."""
+    if shutil.which("npm") is None:
+        sys.exit("npm not found: `make tools` installs Debian's nodejs and npm")
     CACHE.mkdir(parents=True, exist_ok=True)
     STAMP.unlink(missing_ok=True)
     for name in ("package.json", "package-lock.json"):

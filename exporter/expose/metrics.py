@@ -651,7 +651,7 @@ LABELS = {
     "public_key": "the wallet's `publicKey`",
 }
 
-_FROM_ANSWERS = "Rules 1 to 6."
+_FROM_ANSWERS = "Rules 1 to 7."
 #: The families in the order ``docs/metrics.md`` documents them, each once.
 GROUPS = (
     Group(
