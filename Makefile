@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo mixin test lint typecheck unit fuzz tools clean
+.PHONY: demo mixin grafana-schema docs docs-site test lint typecheck unit fuzz tools clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,26 @@ demo: $(DEMO_STAMP)
 mixin: $(STAMP)
 	$(BIN)/python tools/render_mixin.py
 
+# docs/metrics.md, the metric reference, from the catalogue (exporter/expose/metrics.py) and
+# the rendered mixin (run `make mixin` first when the mixin changed); tests/test_metrics_reference.py
+# fails when the committed page differs.
+docs: $(STAMP)
+	$(BIN)/python tools/render_docs.py
+
+# The documentation site (mkdocs.yml over docs/) into site/ (git-ignored); make test builds
+# it with --strict too (tests/test_docs_site.py).
+docs-site: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
+# Grafana's schema for tests/test_dashboards_schema.py: @grafana/schema from npm (the version
+# pinned in tools/grafana-schema/package-lock.json) turned into JSON Schema, in .cache/ (git-ignored).
+GRAFANA_SCHEMA := .cache/grafana-schema/generated.json
+
+$(GRAFANA_SCHEMA): tools/grafana_schema.py tools/grafana-schema/package.json tools/grafana-schema/package-lock.json
+	$(PYTHON) tools/grafana_schema.py
+
+grafana-schema: $(GRAFANA_SCHEMA)
+
 # Debian's prometheus package ships the server and promtool used by the integration tests;
 # docker-compose (v1, `config` needs no engine) and amtool check the deployment files;
 # chromium renders the landing page in tests/test_landing.py; victoria-metrics (with vmalert)
@@ -43,6 +63,10 @@ tools:
 	  echo "installing Debian's prometheus, prometheus-alertmanager (amtool), docker-compose"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    prometheus prometheus-alertmanager docker-compose >/dev/null; }
+	@command -v npm >/dev/null || { \
+	  echo "installing Debian's nodejs and npm (Grafana's schema comes from npm: make grafana-schema)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    nodejs npm >/dev/null; }
 	@command -v chromium >/dev/null || { \
 	  echo "installing Debian's chromium (the landing page is tested in a headless browser)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -73,7 +97,7 @@ typecheck: $(STAMP)
 # a module's fixtures are set up once); the suite mostly waits on servers, so 3 fit 2 cores.
 TEST_WORKERS ?= 3
 
-unit: $(STAMP) tools
+unit: $(STAMP) tools $(GRAFANA_SCHEMA)
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 test: lint typecheck unit
@@ -89,4 +113,4 @@ fuzz: $(STAMP) tools
 	LEDGER_TEST_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest $(FUZZ_SUITES)
 
 clean:
-	rm -rf $(VENV) $(DEMO_VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO_VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .cache site

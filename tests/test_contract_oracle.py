@@ -70,3 +70,22 @@ def test_a_wrong_or_missing_sample_is_caught(exported: dict[Key, float], family:
         assert check(CASE.setup, cycles, wrong), f"{key} one more passes"
         missing = {k: v for k, v in exported.items() if k != key}
         assert check(CASE.setup, cycles, missing), f"{key} taken away passes"
+
+
+def test_a_sample_the_reference_does_not_document_is_caught(exported: dict[Key, float]) -> None:
+    """The oracle holds the exposition to docs/metrics.md's families and labels: an exporter's
+    own family (not governed by the answers) the page does not list, or one more label."""
+    cycles = run_in_process(CASE).cycles
+    unknown = {**exported, ("ledger_exporter_scrapes_total", ()): 1.0}
+    assert "ledger_exporter_scrapes_total is not in docs/metrics.md" in check(
+        CASE.setup, cycles, unknown
+    )
+    (name, labels), value = next(
+        (key, value)
+        for key, value in exported.items()
+        if key[0] == "ledger_node_scrape_errors_total"
+    )
+    extra = {**exported, (name, (*labels, ("zone", "a"))): value}
+    assert f"{name} has labels ['zone'] docs/metrics.md does not list" in check(
+        CASE.setup, cycles, extra
+    )

@@ -1,13 +1,14 @@
-"""The shipped dashboards against Grafana's own JSON schemas (../shared/reference/
-grafana-jsonschema, generated from Grafana's CUE definitions): the dashboard, every panel,
-each panel's options and custom field config against its plugin's schema, and every query
-against the Prometheus query schema.
+"""The shipped dashboards against Grafana's own schema: the types Grafana publishes in its npm
+package ``@grafana/schema`` (pinned in tools/grafana-schema/), turned into JSON Schema by
+``make grafana-schema`` (tools/grafana_schema.py). The dashboard, every panel, each panel's
+options and custom field config against its plugin's schema, every query against the part
+every data source shares (``DataQuery``: the Prometheus query's own keys are not published
+in that package).
 
 A dashboard that carries every field Grafana fills in when it loads one validates clean, so
-Grafana shows no diff on save. Allowed are only the generated schema's own quirks that its
-README lists (Grafana's exports hit them too): an empty string for a table footer's
-``fields``, a cell option ``{"type": "auto"}``, an override value that is a plain string, a
-``null`` base threshold.
+Grafana shows no diff on save. Allowed are only the generated types' own gaps that Grafana's
+own saved dashboards hit: an empty string for a table footer's ``fields`` and a query
+variable's ``definition`` (the query as typed, which Grafana writes on save).
 """
 
 from __future__ import annotations
@@ -17,22 +18,14 @@ import json
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 import pytest
 
 from tests.support.testdata import REPO
+from tools import grafana_schema
 
-#: ../shared/ beside the clone (CI); a worktree further down finds it among its ancestors.
-SCHEMAS = next(
-    (
-        found
-        for parent in REPO.parents
-        if (found := parent / "shared" / "reference" / "grafana-jsonschema").is_dir()
-    ),
-    REPO.parent / "shared" / "reference" / "grafana-jsonschema",
-)
 DASHBOARDS = sorted((REPO / "grafana" / "dashboards").glob("*.json"))
 #: Panel type -> the plugin's schema file.
 PLUGINS = {
@@ -50,26 +43,34 @@ Board = dict[str, Any]
 @cache
 def validator(schema_file: str, definition: str) -> jsonschema.Draft7Validator:
     """A validator for one definition of one schema file (refs resolve within the file)."""
-    path = SCHEMAS / f"{schema_file}.jsonschema.json"
-    assert path.exists(), f"{path} missing: the shared reference schemas are needed"
-    definitions = json.loads(path.read_text(encoding="utf-8"))["definitions"]
+    definitions = copy.deepcopy(grafana_schema.load(schema_file)["definitions"])
     assert definition in definitions, f"{schema_file} has no {definition}"
+    if (schema_file, definition) == ("common", "DataQuery"):
+        # the keys every data source shares, typed; a data source adds its own
+        definitions[definition]["additionalProperties"] = True
     return jsonschema.Draft7Validator(
         {"$ref": f"#/definitions/{definition}", "definitions": definitions}
     )
 
 
 def is_listed_quirk(error: jsonschema.ValidationError) -> bool:
-    """The schema's own mismatches its README lists, and nothing wider."""
+    """The generated types' gaps that Grafana's own saved dashboards hit, and nothing wider."""
     path = list(error.absolute_path)
     if path[-2:] == ["footer", "fields"]:
         return bool(error.instance == "")
-    if path[-1:] == ["cellOptions"]:
-        return bool(error.instance == {"type": "auto"})
-    if len(path) >= 4 and path[-4] == "properties" and path[-1] == "value":
-        return isinstance(error.instance, str)  # overrides[i].properties[j].value
-    if path[-3:-1] == ["steps", 0] and path[-1] == "value":
-        return error.instance is None
+    if (
+        path[:2] == ["templating", "list"]
+        and len(path) == 3
+        and error.validator == "additionalProperties"
+    ):
+        variable = cast(dict[str, Any], error.instance)
+        schema = cast(dict[str, Any], error.schema)
+        extra = set(variable) - set(schema.get("properties", {}))
+        return (
+            extra == {"definition"}
+            and variable.get("type") == "query"
+            and isinstance(variable["definition"], str)
+        )
     return False
 
 
@@ -107,7 +108,7 @@ def problems(board: Board) -> list[str]:
         for target in panel.get("targets", []):
             found += [
                 f"{where} target {target.get('refId')}: {e}"
-                for e in errors("prometheus", "Dataquery", target)
+                for e in errors("common", "DataQuery", target)
             ]
     return found
 
@@ -120,6 +121,14 @@ def load(path: Path) -> Board:
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda path: path.name)
 def test_dashboard_validates_against_grafanas_schema(path: Path) -> None:
     assert problems(load(path)) == []
+
+
+def test_schemas_are_the_pinned_grafana_release() -> None:
+    pins = json.loads((grafana_schema.PINS / "package.json").read_text(encoding="utf-8"))
+    assert grafana_schema.grafana_version() == pins["devDependencies"]["@grafana/schema"]
+    assert "Grafana " + grafana_schema.grafana_version() in (REPO / "docs" / "monitoring.md").read_text(
+        encoding="utf-8"
+    )
 
 
 def test_every_panel_type_has_a_schema() -> None:
@@ -160,7 +169,10 @@ BREAKAGES = {
         "panels.5.fieldConfig.defaults.custom.lineWidht", 1
     ),
     "state timeline legend without calcs": _set("panels.11.options.legend.calcs", "-"),
-    "query with an unknown key": _set("panels.5.targets.0.exprs", "up"),
+    "query whose refId is not a string": _set("panels.5.targets.0.refId", 1),
+    "query variable with a definition that is not a string": _set(
+        "templating.list.1.definition", {"query": "up"}
+    ),
     "threshold step that is a string": _set(
         "panels.1.fieldConfig.defaults.thresholds.steps.0.value", "0"
     ),

@@ -10,7 +10,7 @@ libcurl (the lowest seam that still covers decoding, reading, history and render
 - the exposition parses with client_python's text parser and its OpenMetrics parser, to the
   same samples, and passes ``promtool check metrics`` (many expositions per run);
 - every sample is one the contract's oracle (``tests/support/contract_oracle.py``, written from
-  metrics.md alone) finds in the answers, with its value and its labels exactly as the node
+  docs/metrics.md alone) finds in the answers, with its value and its labels exactly as the node
   sent them, and every sample the oracle requires is there.
 
 ``LEDGER_TEST_EXAMPLES`` sets the examples per property (default in :data:`EXAMPLES`).

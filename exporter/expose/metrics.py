@@ -1,9 +1,10 @@
-"""The metric catalogue: every family the exporter emits, its type and HELP text, and the
-order families are written in.
+"""The metric catalogue: every family the exporter emits, its type, HELP text, unit and the
+rule for missing or odd values, and the order families are written in.
 
 One table is the source of truth for the writer (:mod:`exporter.expose.render`, for
-/metrics and /probe alike), docs/metrics.md and the tests that check dashboards and alert rules
-only use metrics that exist (a rename breaks them loudly).
+/metrics and /probe alike), the metric reference ``docs/metrics.md`` (``make docs``,
+``tools/render_docs.py``) and the tests that check dashboards and alert rules only use
+metrics that exist (a rename breaks them loudly).
 """
 
 from __future__ import annotations
@@ -19,20 +20,45 @@ class Kind(Enum):
     COUNTER = "counter"
 
 
+#: The unit of a gauge that says yes (1) or no (0).
+FLAG = "0 or 1"
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     """One metric family: its sample name as exposed (counters end in ``_total``), type,
-    labels and HELP text."""
+    labels and HELP text; its unit when the name's suffix does not say it (see
+    :func:`unit_of`), and what is special about missing or odd values beyond its group's
+    rule (:data:`GROUPS`)."""
 
     name: str
     kind: Kind
     help: str
     labels: tuple[str, ...] = ()
+    unit: str = ""
+    missing: str = ""
 
 
-def _g(name: str, help_text: str, *labels: str) -> MetricSpec:
-    return MetricSpec(name, Kind.GAUGE, help_text, labels)
+def _g(name: str, help_text: str, *labels: str, unit: str = "", missing: str = "") -> MetricSpec:
+    return MetricSpec(name, Kind.GAUGE, help_text, labels, unit, missing)
 
+
+def unit_of(spec: MetricSpec) -> str:
+    """The family's unit: its own, else what the Prometheus naming conventions say."""
+    if spec.unit:
+        return spec.unit
+    for suffix, unit in _SUFFIX_UNITS:
+        if spec.name.endswith(suffix):
+            return unit
+    raise ValueError(f"{spec.name}: give it a unit= (its name's suffix does not say one)")
+
+
+_SUFFIX_UNITS = (
+    ("_timestamp_seconds", "Unix time, seconds"),
+    ("_seconds", "seconds"),
+    ("_info", "none: always 1, the labels carry the values"),
+    ("_total", "count since the exporter started"),
+)
 
 _NODE = ("node",)
 _CHAIN = ("node", "blockchain")
@@ -50,6 +76,7 @@ CYCLE_DURATION = _g(
 CONFIG_RELOAD_OK = _g(
     "ledger_exporter_config_last_reload_successful",
     "1 when the last configuration load succeeded, 0 when it failed and the old one is kept.",
+    unit=FLAG,
 )
 CONFIG_RELOAD_SUCCESS_TIME = _g(
     "ledger_exporter_config_last_reload_success_timestamp_seconds",
@@ -66,7 +93,9 @@ DROPPED_VALUES = MetricSpec(
     ("node", "kind"),
 )
 
-NODE_UP = _g("ledger_node_up", "1 when /health was read and parsed in the last cycle.", *_NODE)
+NODE_UP = _g(
+    "ledger_node_up", "1 when /health was read and parsed in the last cycle.", *_NODE, unit=FLAG
+)
 NODE_SCRAPE_DURATION = _g(
     "ledger_node_scrape_duration_seconds", "Wall time of the node's last poll.", *_NODE
 )
@@ -87,21 +116,30 @@ NODE_INFO = MetricSpec(
     "Identity of the node as reported by /health; always 1.",
     ("node", "node_version", "node_id", "peer_id"),
 )
-NODE_PEERS = _g("ledger_node_peers", "Peers connected to the node (network.peerCount).", *_NODE)
+NODE_PEERS = _g(
+    "ledger_node_peers", "Peers connected to the node (network.peerCount).", *_NODE, unit="peers"
+)
 NODE_BLOCKCHAINS = _g(
-    "ledger_node_blockchains", "Number of blockchains the node's /health lists.", *_NODE
+    "ledger_node_blockchains",
+    "Number of blockchains the node's /health lists.",
+    *_NODE,
+    unit="blockchains",
 )
 
 CHAIN_UP = _g(
     "ledger_blockchain_up",
     "1 when the chain's status was read and parsed in the last cycle.",
     *_CHAIN,
+    unit=FLAG,
 )
-CHAIN_HEIGHT = _g("ledger_blockchain_height", "Current block height (blockHeight).", *_CHAIN)
+CHAIN_HEIGHT = _g(
+    "ledger_blockchain_height", "Current block height (blockHeight).", *_CHAIN, unit="blocks"
+)
 CHAIN_BLOCKS_BEHIND = _g(
     "ledger_blockchain_blocks_behind",
     "Highest height of this chain among the polled nodes minus this node's height.",
     *_CHAIN,
+    unit="blocks",
 )
 CHAIN_HEIGHT_CHANGED = _g(
     "ledger_blockchain_height_last_change_timestamp_seconds",
@@ -114,38 +152,67 @@ CHAIN_LAST_MESSAGE = _g(
     *_CHAIN,
 )
 CHAIN_PENDING_MESSAGES = _g(
-    "ledger_blockchain_pending_messages", "Queued messages (pendingMessagesCount).", *_CHAIN
+    "ledger_blockchain_pending_messages",
+    "Queued messages (pendingMessagesCount).",
+    *_CHAIN,
+    unit="messages",
 )
 CHAIN_DELAYED_MESSAGES = _g(
-    "ledger_blockchain_delayed_messages", "Queued delayed messages (delayedMessagesCount).", *_CHAIN
+    "ledger_blockchain_delayed_messages",
+    "Queued delayed messages (delayedMessagesCount).",
+    *_CHAIN,
+    unit="messages",
 )
 CHAIN_PENDING_TXS = _g(
-    "ledger_blockchain_pending_transactions", "Queued transactions (pendingTransactions).", *_CHAIN
+    "ledger_blockchain_pending_transactions",
+    "Queued transactions (pendingTransactions).",
+    *_CHAIN,
+    unit="transactions",
 )
-CHAIN_SYNCING = _g("ledger_blockchain_syncing", "1 while the node syncs the chain.", *_CHAIN)
+CHAIN_SYNCING = _g(
+    "ledger_blockchain_syncing", "1 while the node syncs the chain.", *_CHAIN, unit=FLAG
+)
 CHAIN_IN_COUNCIL = _g(
-    "ledger_blockchain_in_council", "1 when the node is a council member.", *_CHAIN
+    "ledger_blockchain_in_council", "1 when the node is a council member.", *_CHAIN, unit=FLAG
 )
-CHAIN_VOTING = _g("ledger_blockchain_voting", "Voting-state flag isVoting (0/1).", *_CHAIN)
+CHAIN_VOTING = _g(
+    "ledger_blockchain_voting", "Voting-state flag isVoting (0/1).", *_CHAIN, unit=FLAG
+)
 CHAIN_TIME_TO_VOTE = _g(
-    "ledger_blockchain_time_to_vote", "Voting-state flag isTimeToVote (0/1).", *_CHAIN
+    "ledger_blockchain_time_to_vote", "Voting-state flag isTimeToVote (0/1).", *_CHAIN, unit=FLAG
 )
 CHAIN_COUNCIL_MEMBERS = _g(
-    "ledger_blockchain_council_members", "Number of council members (councilMembers).", *_CHAIN
+    "ledger_blockchain_council_members",
+    "Number of council members (councilMembers).",
+    *_CHAIN,
+    unit="members",
 )
 CHAIN_PEERS = _g(
-    "ledger_blockchain_peers", "Number of peers on this chain (blockchainPeers).", *_CHAIN
+    "ledger_blockchain_peers",
+    "Number of peers on this chain (blockchainPeers).",
+    *_CHAIN,
+    unit="peers",
 )
 CHAIN_VOTE_SESSIONS = _g(
-    "ledger_blockchain_vote_sessions", "Number of active vote sessions (voteSessions).", *_CHAIN
+    "ledger_blockchain_vote_sessions",
+    "Number of active vote sessions (voteSessions).",
+    *_CHAIN,
+    unit="sessions",
+    missing="0 when voteSessions is empty or absent.",
 )
 CHAIN_VOTE_ROUND = _g(
-    "ledger_blockchain_vote_round", "Highest round among the active vote sessions.", *_CHAIN
+    "ledger_blockchain_vote_round",
+    "Highest round among the active vote sessions.",
+    *_CHAIN,
+    unit="round number",
+    missing="No sample while no vote session is open.",
 )
 CHAIN_VOTE_CONSENSUS_REQUIRED = _g(
     "ledger_blockchain_vote_consensus_required",
     "Highest consensusRequired (votes required) among the active vote sessions.",
     *_CHAIN,
+    unit="votes",
+    missing="No sample while no vote session is open.",
 )
 CHAIN_CONSENSUS = MetricSpec(
     "ledger_blockchain_consensus_info",
@@ -157,6 +224,7 @@ CHAIN_MIN_MEMBERS = _g(
     "ledger_blockchain_consensus_min_members",
     "Minimum council members for consensus (consensus.minMembers).",
     *_CHAIN,
+    unit="members",
 )
 CHAIN_CONSENSUS_TIMEOUT = _g(
     "ledger_blockchain_consensus_timeout_seconds",
@@ -172,11 +240,13 @@ CHAIN_TX_KARMA_THRESHOLD = _g(
     "ledger_blockchain_tx_karma_threshold",
     "Transaction karma threshold (consensus.txKarmaThreshold).",
     *_CHAIN,
+    unit="the node's own figure",
 )
 CHAIN_TX_MINT_THRESHOLD = _g(
     "ledger_blockchain_tx_mint_threshold",
     "Transaction mint threshold (consensus.txMintThreshold).",
     *_CHAIN,
+    unit="the node's own figure",
 )
 CHAIN_FEATURE = _g(
     "ledger_blockchain_feature_enabled",
@@ -184,15 +254,21 @@ CHAIN_FEATURE = _g(
     "node",
     "blockchain",
     "feature",
+    unit=FLAG,
+    missing="One series per flag present in features, unknown flags included.",
 )
 
-# Consensus health followed across cycles (metrics.md, "Consensus health"): the daemon's own
+# Consensus health followed across cycles (docs/metrics.md, "Consensus health"): the daemon's own
 # memory of each node's chains, which a probe has not.
 CHAIN_VOTE_SESSION_AGE = _g(
     "ledger_blockchain_vote_session_age_seconds",
     "Age of the oldest vote session the node reports now: now minus when the exporter first "
     "saw its sessionId on this node and chain.",
     *_CHAIN,
+    missing=(
+        "No sample while no vote session is open; a session open before the exporter started "
+        "counts from its first sighting."
+    ),
 )
 CHAIN_VOTE_ROUND_CHANGES = MetricSpec(
     "ledger_blockchain_vote_round_changes_total",
@@ -200,6 +276,9 @@ CHAIN_VOTE_ROUND_CHANGES = MetricSpec(
     "Rounds the node's vote sessions moved through: each session's rise in round between two "
     "consecutive successful reads.",
     _CHAIN,
+    missing=(
+        "0 from the chain's first read; a round that falls, or a session seen once, adds nothing."
+    ),
 )
 CHAIN_LEADER_FAILED_ROUNDS = MetricSpec(
     "ledger_blockchain_leader_failed_rounds_total",
@@ -207,6 +286,10 @@ CHAIN_LEADER_FAILED_ROUNDS = MetricSpec(
     "Rounds that ended without agreement, counted against the leader the session had in the "
     "earlier read; 0 for every current council member.",
     ("node", "blockchain", "leader"),
+    missing=(
+        "A series at 0 for every key of the node's current councilMembers, and one for any "
+        "other leader from its first failure."
+    ),
 )
 CHAIN_COUNCIL_CHANGES = MetricSpec(
     "ledger_blockchain_council_changes_total",
@@ -214,6 +297,7 @@ CHAIN_COUNCIL_CHANGES = MetricSpec(
     "Times the node's councilMembers set (order ignored) differed from its previous "
     "successful read.",
     _CHAIN,
+    missing="0 from the chain's first read.",
 )
 
 _NETWORK_CHAIN = ("blockchain",)
@@ -223,73 +307,98 @@ NETWORK_CHECKPOINT_HEIGHT = _g(
     "strict majority of the up, not-syncing nodes have reached, minus "
     "network_checks.checkpoint_depth.",
     *_NETWORK_CHAIN,
+    unit="blocks",
+    missing="No sample when no node's block at the checkpoint was read.",
 )
 NETWORK_CHECKPOINT_HASHES = _g(
     "ledger_network_blockchain_checkpoint_hashes",
     "Distinct block hashes at the checkpoint among the nodes whose block was read "
     "(1: agreement, more: a fork).",
     *_NETWORK_CHAIN,
+    unit="distinct hashes",
 )
 CHAIN_CHECKPOINT_AGREES = _g(
     "ledger_blockchain_checkpoint_agrees",
     "1 when the node's block at the checkpoint has the hash a strict majority of the nodes "
     "read report, else 0.",
     *_CHAIN,
+    unit=FLAG,
+    missing=(
+        "0 for every node when no hash has a strict majority; no sample for a node below the "
+        "checkpoint or whose block could not be read."
+    ),
 )
 NETWORK_COUNCIL_VIEWS = _g(
     "ledger_network_blockchain_council_views",
     "Distinct councilMembers sets (order ignored) among the up nodes that read the chain.",
     *_NETWORK_CHAIN,
+    unit="distinct sets",
 )
 CHAIN_COUNCIL_AGREES = _g(
     "ledger_blockchain_council_agrees",
     "1 when the node's council set is the one a strict majority of the nodes report, else 0.",
     *_CHAIN,
+    unit=FLAG,
 )
 NETWORK_CONSENSUS_VIEWS = _g(
     "ledger_network_blockchain_consensus_views",
     "Distinct consensus configurations (the consensus object, keyType and features, compared "
     "by value) among the up nodes that read the chain.",
     *_NETWORK_CHAIN,
+    unit="distinct configurations",
 )
 CHAIN_CONSENSUS_AGREES = _g(
     "ledger_blockchain_consensus_agrees",
     "1 when the node's consensus configuration is the one a strict majority of the nodes "
     "report, else 0.",
     *_CHAIN,
+    unit=FLAG,
 )
 NETWORK_COUNCIL_MEMBERS_POLLED = _g(
     "ledger_network_blockchain_council_members_polled",
     "Members of the majority's council set that are the nodeId of a polled node (down ones "
     "included).",
     *_NETWORK_CHAIN,
+    unit="members",
+    missing=(
+        "No sample when no council set has a strict majority; a member whose node is down still"
+        " counts (its nodeId is remembered from its last successful read)."
+    ),
 )
 NETWORK_COUNCIL_MEMBERS_UP = _g(
     "ledger_network_blockchain_council_members_up",
     "Of the council members polled, those whose node is up and read the chain this cycle.",
     *_NETWORK_CHAIN,
+    unit="members",
+    missing="No sample when no council set has a strict majority.",
 )
 NETWORK_PEER_PARTITIONS = _g(
     "ledger_network_peer_partitions",
     "Connected components of the up polled nodes linked by networkPeers (1: all connected).",
+    unit="groups of nodes",
 )
 NODE_POLLED_PEERS = _g(
     "ledger_node_polled_peers",
     "Other up polled nodes this node is linked to by networkPeers (either side listing).",
     *_NODE,
+    unit="nodes",
 )
 
 # Only /probe answers these (blackbox_exporter's probe_success and probe_duration_seconds).
-PROBE_SUCCESS = _g("ledger_probe_success", "1 when the probed target's /health was read.")
+PROBE_SUCCESS = _g(
+    "ledger_probe_success", "1 when the probed target's /health was read.", unit=FLAG
+)
 PROBE_DURATION = _g("ledger_probe_duration_seconds", "Wall time of the probe.")
 
-# Watch lists (metrics.md, "Watch lists"): contracts and wallets named in the config.
+# Watch lists (docs/metrics.md, "Watch lists"): contracts and wallets named in the config.
 _CONTRACT = ("node", "blockchain", "contract")
 _WALLET = ("node", "blockchain", "wallet")
 CONTRACT_UP = _g(
     "ledger_contract_up",
     "1 when the watched contract's metadata was read in the last cycle, else 0.",
     *_CONTRACT,
+    unit=FLAG,
+    missing="0 when the metadata could not be read (a 404 is 0, with reason http_status).",
 )
 CONTRACT_STATUS = _g(
     "ledger_contract_status",
@@ -297,8 +406,15 @@ CONTRACT_STATUS = _g(
     "ACTIVE, PAUSED, UPGRADED.",
     *_CONTRACT,
     "status",
+    unit=FLAG,
+    missing=(
+        "An unknown status reported gets its own series at 1; no series when the status cannot "
+        "be read."
+    ),
 )
-CONTRACT_VERSION = _g("ledger_contract_version", "Contract version (version).", *_CONTRACT)
+CONTRACT_VERSION = _g(
+    "ledger_contract_version", "Contract version (version).", *_CONTRACT, unit="version number"
+)
 CONTRACT_INFO = _g(
     "ledger_contract_info",
     "Address, VM type and code hash of the contract as the node reports them; always 1.",
@@ -311,9 +427,13 @@ CONTRACT_STATE_UP = _g(
     "ledger_contract_state_up",
     "1 when the watched contract's state was read in the last cycle, else 0.",
     *_CONTRACT,
+    unit=FLAG,
 )
 CONTRACT_STATE_VERSION = _g(
-    "ledger_contract_state_version", "Version of the contract's state (version).", *_CONTRACT
+    "ledger_contract_state_version",
+    "Version of the contract's state (version).",
+    *_CONTRACT,
+    unit="version number",
 )
 CONTRACT_STATE_VALUE = _g(
     "ledger_contract_state_value",
@@ -321,13 +441,23 @@ CONTRACT_STATE_VALUE = _g(
     "booleans as 0/1).",
     *_CONTRACT,
     "key",
+    unit="as the contract state holds it",
+    missing=("Anything but a number, a numeric string or a boolean at the path gives no sample."),
 )
 WALLET_UP = _g(
-    "ledger_wallet_up", "1 when the watched wallet was read in the last cycle, else 0.", *_WALLET
+    "ledger_wallet_up",
+    "1 when the watched wallet was read in the last cycle, else 0.",
+    *_WALLET,
+    unit=FLAG,
 )
-WALLET_ENABLED = _g("ledger_wallet_enabled", "1 when the wallet is enabled (enabled).", *_WALLET)
+WALLET_ENABLED = _g(
+    "ledger_wallet_enabled", "1 when the wallet is enabled (enabled).", *_WALLET, unit=FLAG
+)
 WALLET_SATELLITES = _g(
-    "ledger_wallet_satellite_wallets", "Number of satellite wallets (satelliteWallets).", *_WALLET
+    "ledger_wallet_satellite_wallets",
+    "Number of satellite wallets (satelliteWallets).",
+    *_WALLET,
+    unit="wallets",
 )
 WALLET_PERMISSION = _g(
     "ledger_wallet_permission",
@@ -335,6 +465,7 @@ WALLET_PERMISSION = _g(
     *_WALLET,
     "group",
     "permission",
+    unit=FLAG,
 )
 WALLET_INFO = _g(
     "ledger_wallet_info",
@@ -447,21 +578,154 @@ PROBE_FAMILIES = NODE_FAMILIES + CHAIN_FAMILIES + PROBE_ONLY
 #: Every family the exporter emits, each once.
 ALL: tuple[MetricSpec, ...] = DAEMON_FAMILIES + PROBE_ONLY
 
-#: Families added by client_python's standard process, platform and GC collectors.
-RUNTIME_SAMPLE_NAMES = frozenset(
-    {
-        "process_cpu_seconds_total",
-        "process_open_fds",
-        "process_max_fds",
-        "process_virtual_memory_bytes",
-        "process_resident_memory_bytes",
-        "process_start_time_seconds",
-        "python_info",
-        "python_gc_objects_collected_total",
-        "python_gc_objects_uncollectable_total",
-        "python_gc_collections_total",
-    }
+
+@dataclass(frozen=True)
+class Group:
+    """Families documented together: where their values come from and the rule for missing
+    or odd values they share (a family's own ``missing`` adds to it)."""
+
+    title: str
+    about: str
+    missing: str
+    families: tuple[MetricSpec, ...]
+
+
+#: How values are read, for every family read from a node's answers (``docs/metrics.md``
+#: numbers them; the groups below refer to them by number).
+RULES = (
+    "A value the node did not send, sent as `null`, or sent in a type that cannot be read gives "
+    "**no sample** for that series in that cycle: never a 0 that was not reported, never the "
+    'previous cycle\'s value. Numbers sent as JSON strings of a number (`"42"`) are read as '
+    "numbers; booleans only from JSON `true`/`false`; counts and heights below zero are not "
+    "exported.",
+    "When a node or a chain cannot be read, its data series disappear in the same cycle; "
+    "`ledger_node_up` / `ledger_blockchain_up` say 0 and an error is counted in "
+    "`ledger_node_scrape_errors_total`. A watched contract or wallet that cannot be read "
+    "likewise: its `_up` says 0 and its other series are gone.",
+    "Durations are read in Go's duration syntax (`1h2m3.5s`, `90s`, `500ms`; units ns, us, µs, "
+    "ms, s, m, h; fractions allowed) and exported in seconds.",
+    "Timestamps are read as ISO 8601 with `Z` or an offset, with or without fractions, and "
+    "exported as Unix seconds.",
+    "An answer larger than `max_response_bytes` is refused unread past the cap: an error with "
+    "reason `too_large`.",
+    "What a node sends beyond a configured bound (the `max_*` keys) is not exported and is "
+    "counted in `ledger_exporter_dropped_values_total{kind}`: chains, feature flags, auth "
+    "groups, vote sessions and leaders beyond their caps, and label values longer than "
+    "`max_label_value_length` (the series that would carry one is not written).",
+    "Counters start from 0 with the exporter (Prometheus's `rate()` and `increase()` handle "
+    "that) and vanish with their node or chain, as rule 2 says.",
 )
+
+#: What every label means (the same name means the same thing in every family).
+LABELS = {
+    "node": "the node's `name` in the configuration (never its URL, which may hold "
+    "credentials); on /probe the `node` parameter, else the target's host:port. A node's "
+    "configured static `labels` are added to every series of that node.",
+    "blockchain": "the blockchain id exactly as the node reports it",
+    "endpoint": "which request failed: `health`, `blockchain`, `block`, `contract`, "
+    "`contract_state`, `wallet`",
+    "reason": "why it failed: `timeout`, `connection`, `http_status`, `invalid_json`, "
+    "`invalid_response`, `too_large`",
+    "kind": "which bound dropped values: `blockchain`, `feature`, `auth_group`, `label_value`, "
+    "`vote_session`, `leader`",
+    "version": "the exporter's version",
+    "revision": "the git revision it was built from (empty when unknown)",
+    "branch": "the git branch it was built from (empty when unknown)",
+    "python_version": "the Python version it runs on",
+    "node_version": "`nodeVersion` of `/health`",
+    "node_id": "`nodeId` of `/health`",
+    "peer_id": "`network.peerId` of `/health`",
+    "consensus_type": "`consensus.consensusType` of the chain status",
+    "key_type": "`keyType` of the chain status or of the wallet",
+    "feature": "a key of the chain status's `features`",
+    "leader": "a vote session's `currentLeader` (a council member's key)",
+    "contract": "the watch entry's `name` (default: its address)",
+    "wallet": "the watch entry's `name` (default: its address)",
+    "status": "a contract status: `ACTIVE`, `PAUSED`, `UPGRADED`, or another one the node reports",
+    "address": "the contract's or wallet's `address` as the node reports it",
+    "vm_type": "the contract's `vmType`",
+    "code_hash": "the contract's `codeHash`",
+    "key": "a configured `state_keys` entry (a dotted path into the contract's `state`)",
+    "group": "a key of the wallet's `authGroups`",
+    "permission": "a flag of an auth group: `create`, `read`, `update`, `delete`",
+    "public_key": "the wallet's `publicKey`",
+}
+
+_FROM_ANSWERS = "Rules 1 to 7."
+#: The families in the order ``docs/metrics.md`` documents them, each once.
+GROUPS = (
+    Group(
+        "Exporter",
+        "The exporter's own state, on /metrics.",
+        "Always present, `ledger_exporter_cycle_duration_seconds` once a cycle has ended; "
+        "`ledger_exporter_dropped_values_total` has a series for every configured node and "
+        "every kind, at 0 until a value is dropped.",
+        EXPORTER_FAMILIES,
+    ),
+    Group(
+        "Nodes",
+        "Each polled node's poll and its `GET /health` (labels `node` and the node's static "
+        "labels), on /metrics and /probe.",
+        _FROM_ANSWERS + " `ledger_node_up` and `ledger_node_scrape_duration_seconds` are "
+        "there for every configured node whatever it answers; `ledger_node_scrape_errors_total` "
+        "has a series at 0 for the endpoints `health` and `blockchain` and every reason from "
+        "the start, and one for another endpoint from its first error.",
+        NODE_FAMILIES,
+    ),
+    Group(
+        "Blockchains",
+        "Each chain a node lists, from `GET /blockchains/{id}` (labels `node`, `blockchain`), "
+        "on /metrics and /probe.",
+        _FROM_ANSWERS,
+        CHAIN_FAMILIES,
+    ),
+    Group(
+        "Consensus health",
+        "Each node's chains followed from cycle to cycle on the exporter's clock (vote sessions "
+        "by `sessionId`, council sets order ignored): the daemon's memory, on /metrics only.",
+        _FROM_ANSWERS,
+        CONSENSUS_FAMILIES,
+    ),
+    Group(
+        "The network as a whole",
+        "Computed across the nodes this exporter polls (not the whole network), from what the "
+        "up nodes report in the same cycle; a strict majority decides. On /metrics only.",
+        _FROM_ANSWERS + " A node that is down or does not read the chain is left out of the "
+        "comparison.",
+        NETWORK_FAMILIES,
+    ),
+    Group(
+        "Watch lists",
+        "Contracts (`GET /blockchains/{id}/contracts/{address}` and `.../state`) and wallets "
+        "(`GET /wallets/{address}?blockchainId={id}`) named in the configuration's `watch`, "
+        "read from every node that lists their chain (or the entry's `nodes`). On /metrics only.",
+        _FROM_ANSWERS,
+        WATCH_FAMILIES,
+    ),
+    Group(
+        "Probe",
+        "Only /probe answers these (as blackbox_exporter's `probe_success` and "
+        "`probe_duration_seconds`), after the probed node's node and chain families.",
+        "Always present in a /probe answer.",
+        PROBE_ONLY,
+    ),
+)
+
+#: Families added by client_python's standard process, platform and GC collectors (their
+#: sample names), with their units (their HELP and type are client_python's).
+RUNTIME_UNITS = {
+    "process_cpu_seconds_total": "seconds of CPU time",
+    "process_open_fds": "file descriptors",
+    "process_max_fds": "file descriptors",
+    "process_virtual_memory_bytes": "bytes",
+    "process_resident_memory_bytes": "bytes",
+    "process_start_time_seconds": "Unix time, seconds",
+    "python_info": "none: always 1, the labels carry the values",
+    "python_gc_objects_collected_total": "objects",
+    "python_gc_objects_uncollectable_total": "objects",
+    "python_gc_collections_total": "collections",
+}
+RUNTIME_SAMPLE_NAMES = frozenset(RUNTIME_UNITS)
 
 
 def sample_names() -> frozenset[str]:

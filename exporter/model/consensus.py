@@ -1,6 +1,6 @@
 """What a chain's status says about consensus beyond its plain gauges: the open vote sessions
 (followed across cycles by the history), the council keys that get a leader series, and the
-consensus configuration compared across nodes by value (metrics.md, "Consensus health").
+consensus configuration compared across nodes by value (docs/metrics.md, "Consensus health").
 
 Everything is kept compact and bounded: a session is its id, round and leader; the
 configuration is a 16-byte digest, whatever the node sends.

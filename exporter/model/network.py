@@ -1,6 +1,6 @@
 """The network as a whole: block, council and consensus configuration agreement, the council
 members polled and up, and peer partitions across the nodes one exporter polls in the same
-cycle (metrics.md, "The network as a whole" and "Consensus health").
+cycle (docs/metrics.md, "The network as a whole" and "Consensus health").
 
 Pure functions of what the up nodes reported, so the view is as trustworthy as the readings it
 comes from: a node whose block or council could not be read is left out, never guessed.

@@ -45,7 +45,7 @@ class LeaderCounts:
 
 @dataclass(frozen=True, slots=True)
 class ConsensusStatus:
-    """One chain of one node followed across cycles (metrics.md, "Consensus health"): the
+    """One chain of one node followed across cycles (docs/metrics.md, "Consensus health"): the
     oldest open vote session's age (None: none open), and the exporter's own counters of
     rounds, failed rounds per leader and council changes since it first read the chain;
     for the status page, the last ``consensusRequired`` and each leader's recent failures."""

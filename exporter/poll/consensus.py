@@ -1,4 +1,4 @@
-"""One node's chain followed from cycle to cycle (metrics.md, "Consensus health").
+"""One node's chain followed from cycle to cycle (docs/metrics.md, "Consensus health").
 
 The history keeps a :class:`ChainConsensus` per node and chain: the vote sessions open at the
 last read (id -> first sighting and the session as read), the exporter's counters of rounds,

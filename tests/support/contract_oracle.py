@@ -1,9 +1,12 @@
-"""The metric contract (``../shared/design/metrics.md``) as an oracle for generated answers.
+"""The metric contract (``docs/metrics.md``) as an oracle for generated answers.
 
 Given what each node answered in each cycle and what the exporter served after the last one,
 :func:`check` lists every way the exposition breaks the contract. It is written from
-metrics.md alone, apart from the exporter's readers (it imports nothing of ``exporter``
-but the documented bounds of ``exporter/bounds.py``), and reads the answers itself:
+docs/metrics.md alone, apart from the exporter's readers and its metric catalogue (it imports
+nothing of ``exporter`` but the documented bounds of ``exporter/bounds.py``): it reads the
+committed page's family tables (type and labels) and label values at run time
+(``tests/support/metrics_reference.py``; ``tests/test_metrics_reference.py`` holds the page to
+the catalogue), and reads the answers itself:
 
 - JSON is what RFC 8259 says. A body that is not UTF-8, starts with a BOM, is UTF-16 or
   UTF-32, holds ``NaN`` or ``Infinity`` or nests deeper than :data:`SAFE_DEPTH` may be read
@@ -19,7 +22,8 @@ but the documented bounds of ``exporter/bounds.py``), and reads the answers itse
   caps of ``exporter/bounds.py`` are not exported. Anything else gives no sample.
 - Rules 2 and 5: a node or chain that cannot be read says ``_up 0``, an error is counted
   with a fitting reason, and its data series are gone.
-- Every table of metrics.md: which field gives which series, with which labels; the network
+- Every family of docs/metrics.md: which field gives which series, with which labels (every
+  sample carries only its family's documented labels and the node's static ones); the network
   series from the nodes' own answers (every reading the answers allow is tried, and the
   exposition must be one of them); blocks behind and height changes from the exported
   heights and the exporter's clock.
@@ -47,6 +51,7 @@ from fractions import Fraction
 from typing import Any
 
 from exporter import bounds
+from tests.support import metrics_reference
 from tests.support.answers import Answer
 
 #: A request as the oracle names it: decoded path segments and query pairs.
@@ -56,12 +61,10 @@ Key = tuple[str, Labels]
 NOT_FOUND = Answer(b'{"error": "not found"}', 404)
 #: Nesting any parser must take; deeper may be refused as a parser's limit (RFC 8259, 9).
 SAFE_DEPTH = 64
-REASONS = frozenset(
-    {"timeout", "connection", "http_status", "invalid_json", "invalid_response", "too_large"}
-)
-ENDPOINTS = frozenset({"health", "blockchain", "block", "contract", "contract_state", "wallet"})
-CONTRACT_STATUSES = ("ACTIVE", "PAUSED", "UPGRADED")
-PERMISSIONS = ("create", "read", "update", "delete")
+REASONS = frozenset(metrics_reference.label_values("reason"))
+ENDPOINTS = frozenset(metrics_reference.label_values("endpoint"))
+CONTRACT_STATUSES = metrics_reference.label_values("status")
+PERMISSIONS = metrics_reference.label_values("permission")
 
 
 def labels_of(pairs: Iterable[tuple[str, str]]) -> Labels:
@@ -590,8 +593,19 @@ class _Oracle:
         return list(self.problems)
 
     def exporter_series(self) -> None:
-        """The exporter's own families: present, with sane values."""
+        """Every family documented, with its labels; the exporter's own: present, with sane
+        values."""
+        documented = metrics_reference.families()
+        static = {label for _, labels in self.setup.nodes for label, _ in labels}
         for (name, labels), value in self.samples.items():
+            if name not in documented:
+                self.problems.add(f"{name} is not in docs/metrics.md")
+            elif extra := {k for k, _ in labels} - documented[name].labels - static:
+                self.problems.add(
+                    f"{name} has labels {sorted(extra)} docs/metrics.md does not list"
+                )
+            elif name.endswith("_total") != (documented[name].kind == "counter"):
+                self.problems.add(f"{name} is documented as a {documented[name].kind}")
             if name == "ledger_exporter_build_info" and value != 1.0:
                 self.problems.add(f"{name} is {value}, not 1")
             if name.endswith("_duration_seconds") and not value >= 0:
@@ -1341,7 +1355,7 @@ Sessions = dict[str, tuple[float | None, str | None]]
 
 
 class History:
-    """One node's chain followed through the cycles as metrics.md says: the sessions open at
+    """One node's chain followed through the cycles as docs/metrics.md says: the sessions open at
     the last read (by key) with their first sightings, rounds risen between consecutive
     reads (against the leader of the earlier one), council changes. Once a cycle's reading
     is not sure, ``unsure`` is set and the counters may hold any count."""

@@ -23,16 +23,6 @@ ROOT = REPO
 DOCUMENT = ROOT / "api" / "ledger-node-api.yaml"
 #: The JSON Schema dialect of OpenAPI 3.1's schemas (its base dialect adds only annotations).
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
-#: The prose reference the document is written from: ../shared/ beside the clone (CI); a
-#: worktree further down finds it among its ancestors.
-REFERENCE = next(
-    (
-        found
-        for parent in ROOT.parents
-        if (found := parent / "shared" / "reference" / "ledger-node-api.md").is_file()
-    ),
-    ROOT.parent / "shared" / "reference" / "ledger-node-api.md",
-)
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 Schema = dict[str, Any]
 
@@ -91,7 +81,7 @@ def strict_schemas(schemas: dict[str, Schema], *, complete: bool = False) -> dic
     values have a schema of their own (``features``, ``authGroups``) are left as they are.
 
     ``complete``: an object must also have every property it lists, unless the document says
-    which are required (where the reference's table does: the contract event). For answers
+    which are required (where the document does: the contract event). For answers
     that mean to implement the whole interface, as the simulator's."""
 
     def tighten(node: Any) -> Any:
