@@ -148,12 +148,16 @@ class DevTools:
             self.process.wait()
 
 
-def laid_out(url: str) -> list[LaidOut]:
-    """Every list item and table cell of the page at ``url``, as written and as laid out."""
+def in_page(url: str, expression: str) -> Any:
+    """The value of a JavaScript expression in the page at ``url``, once loaded."""
     browser = DevTools()
     try:
-        session = browser.open(url)
-        found = json.loads(browser.evaluate(session, _LAYOUT))
+        return browser.evaluate(browser.open(url), expression)
     finally:
         browser.close()
+
+
+def laid_out(url: str) -> list[LaidOut]:
+    """Every list item and table cell of the page at ``url``, as written and as laid out."""
+    found = json.loads(in_page(url, _LAYOUT))
     return [LaidOut(text, on_screen) for text, on_screen in found]
