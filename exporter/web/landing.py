@@ -164,7 +164,7 @@ def _attention(snapshot: Snapshot, found: Attention) -> str:
     )
     nodes = _problem_list(found.node_problems, "Every node is up and in step.")
     watch = ""
-    if snapshot.watch.objects:
+    if snapshot.watch.objects or snapshot.watch.unmatched:
         watch = "<h3>Watched contracts and wallets</h3>" + _problem_list(
             found.watch, "Every watched contract is ACTIVE and every watched wallet enabled."
         )

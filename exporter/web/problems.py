@@ -528,6 +528,22 @@ def watch_problems(watch: WatchStatus) -> list[Problem]:
     return found
 
 
+def unmatched_problems(watch: WatchStatus) -> list[Problem]:
+    """Watch entries no polled node lists the chain of: never asked, so never alerted on."""
+    return [
+        Problem(
+            Scope.WATCH,
+            Severity.INFO,
+            None,
+            f"{entry.kind} never asked: no polled node lists its blockchain, so nothing is "
+            "exported for it (check watch in the config)",
+            chain=entry.blockchain,
+            subject=entry.name,
+        )
+        for entry in watch.unmatched
+    ]
+
+
 # --- the whole page -----------------------------------------------------------------------
 
 
@@ -555,5 +571,6 @@ def attention(snapshot: Snapshot, now: float) -> Attention:
     by_severity = sorted(network, key=lambda p: p.severity)
     off = _off_majority(snapshot.network)
     nodes = {node.name: node_problems(node, now, off) for node in snapshot.nodes}
-    watch = sorted(watch_problems(snapshot.watch), key=lambda p: p.severity)
+    found = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)
+    watch = sorted(found, key=lambda p: p.severity)
     return Attention(tuple(by_severity), nodes, tuple(watch))
