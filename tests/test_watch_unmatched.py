@@ -47,9 +47,11 @@ def test_an_entry_no_node_lists_is_logged_once_shown_and_cleared(
     exporter = ExporterProcess(config)
     try:
         exporter.wait_ready()
-        page = wait_until(
-            lambda: (text := fetch(exporter.base + "/").text).count(NEVER_ASKED) == 2 and text,
-            message="the unmatched entries never showed on the page",
+        page = str(
+            wait_until(
+                lambda: (text := fetch(exporter.base + "/").text).count(NEVER_ASKED) == 2 and text,
+                message="the unmatched entries never showed on the page",
+            )
         )
         assert "example-token" in page and "treasury" in page
         wait_until(  # several cycles: still one line, not one a cycle
@@ -63,9 +65,11 @@ def test_an_entry_no_node_lists_is_logged_once_shown_and_cleared(
 
         # the node starts listing one of the chains: the set changes, a new line says so
         fake_node.play(health_doc(["c1", "example-chain"]), {"c1": chain_doc(10)})
-        second = wait_until(
-            lambda: len(lines := _unmatched_lines(exporter.log())) == 2 and lines[1],
-            message="the change was not logged",
+        second = str(
+            wait_until(
+                lambda: len(lines := _unmatched_lines(exporter.log())) == 2 and lines[1],
+                message="the change was not logged",
+            )
         )
         assert "count=1" in second and "example-token" not in second
         assert "wallet treasury on blockchain other-chain" in second
