@@ -22,8 +22,9 @@ $(DEMO_STAMP): pyproject.toml $(wildcard exporter/*.py exporter/*/*.py exporter/
 	$(DEMO_VENV)/bin/pip install --quiet .
 	touch $(DEMO_STAMP)
 
+# Flags for the demo go in ARGS: make demo ARGS='--web.listen-address :9900 --prometheus'
 demo: $(DEMO_STAMP)
-	$(DEMO_VENV)/bin/ledger-exporter demo
+	$(DEMO_VENV)/bin/ledger-exporter demo $(ARGS)
 
 # Render the monitoring mixin (mixin/, the one place to edit alerts, rules and dashboards)
 # into every file shipped from it: deploy/prometheus/{alerts,rules}.yml, the package's copy

@@ -224,6 +224,20 @@ def _check_state_file(path: str, config: Config) -> bool:
     return usable
 
 
+def _watch_notes(config: Config) -> list[str]:
+    """Watch entries on a blockchain that none of the nodes they may ask is configured for
+    (``nodes[].blockchains``; a node without it may list any chain, so no note then)."""
+    from exporter.model.watch import unmatched_entries  # noqa: PLC0415 (only for the check)
+
+    configured = {node.name: node.blockchains for node in config.nodes if node.blockchains}
+    names = [node.name for node in config.nodes]
+    return [
+        f"watch {entry}: none of the nodes it may ask has that blockchain in "
+        "nodes[].blockchains; unless a node's /health lists it, it is never asked"
+        for entry in unmatched_entries(config.watch, names, configured, every_node_known=True)
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ledger-exporter`` console script."""
     args_list = list(sys.argv[1:] if argv is None else argv)
@@ -253,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if contracts or wallets:
             summary += f", watching {contracts} contract(s) and {wallets} wallet(s)"
         print(summary)
+        for note in _watch_notes(config):
+            print(f"{args.config_file}: note: {note}")
         if web is not None:
             print(f"{args.web_config_file}: OK, {web.summary()}")
         return 0 if args.state_file is None or _check_state_file(args.state_file, config) else 1

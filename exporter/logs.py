@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from exporter.text import UNSAFE, visible
+
 LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -33,22 +35,22 @@ _LOGFMT_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\
 
 
 def _needs_quotes(char: str) -> bool:
-    """go-logfmt's needsQuotedValueRune: a space or control character, '=', '"' or U+FFFD."""
-    return char <= " " or char in '="\ufffd'
+    """go-logfmt's needsQuotedValueRune (a space or control character, '=', '"' or U+FFFD),
+    and every other character :mod:`exporter.text` makes visible (NEL, U+2028, U+2029, the
+    bidirectional controls): a terminal or log viewer would act on them."""
+    return char <= " " or char in '="\ufffd' or UNSAFE.match(char) is not None
 
 
 def _logfmt_value(value: Any) -> str:
     """A value as go-kit's logfmt writes it: bare unless it needs quotes; inside quotes
-    backslash, quote, newline, carriage return and tab escaped, other controls as \\u00XX."""
+    backslash, quote, newline, carriage return and tab escaped, the other characters of
+    :data:`exporter.text.UNSAFE` (controls, separators, bidirectional controls) as \\uXXXX."""
     text = str(value)
     if text == "null":  # quoted so that it is not read back as a null value
         return '"null"'
     if not any(_needs_quotes(char) for char in text):
         return text
-    escaped = "".join(
-        _LOGFMT_ESCAPES.get(char) or (f"\\u{ord(char):04x}" if char < " " else char)
-        for char in text
-    )
+    escaped = "".join(_LOGFMT_ESCAPES.get(char) or visible(char) for char in text)
     return f'"{escaped}"'
 
 

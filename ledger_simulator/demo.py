@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.resources
+import shlex
 import shutil
 import socket
 import subprocess
@@ -136,8 +137,12 @@ def prometheus_config(exporter_address: str, rule_files: Sequence[str]) -> dict[
     }
 
 
-def check_free(address: str, flag: str) -> None:
-    """Raise DemoError naming ``flag`` when ``address`` cannot be bound (say, already taken)."""
+#: How many ports above a taken one the advice looks through for a free one to suggest.
+SUGGESTION_TRIES = 100
+
+
+def _bind_error(address: str) -> OSError | None:
+    """Why ``address`` cannot be bound now (say, already taken), or None."""
     host, port = parse_listen_address(address)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family) as probe:
@@ -145,19 +150,59 @@ def check_free(address: str, flag: str) -> None:
         try:
             probe.bind((host or "0.0.0.0", port))
         except OSError as error:
-            raise DemoError(
-                f"cannot listen on {address} ({error.strerror}): choose another with {flag}"
-            ) from None
+            return error
+    return None
 
 
-def check_prometheus(listen: str) -> str:
+def _with_flag(argv: Sequence[str], flag: str, value: str) -> list[str]:
+    """The demo's command-line arguments with ``flag`` set to ``value`` (added if absent)."""
+    changed, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == flag:
+            skip = True  # its value follows
+        elif not arg.startswith(f"{flag}="):
+            changed.append(arg)
+    return [*changed, flag, value]
+
+
+def taken_advice(address: str, flag: str, error: OSError, argv: Sequence[str]) -> str:
+    """The one line for an address that cannot be bound: which flag chooses another, and the
+    command to run, as ``ledger-exporter demo`` and as ``make demo ARGS=...`` (the same
+    arguments with a free port above the taken one, on the same host)."""
+    host, port = parse_listen_address(address)
+    shown_host = f"[{host}]" if ":" in host else host
+    free = next(
+        (
+            candidate
+            for number in range(port + 1, min(port + SUGGESTION_TRIES, 65535) + 1)
+            if _bind_error(candidate := f"{shown_host}:{number}") is None
+        ),
+        None,
+    )
+    advice = f"cannot listen on {address} ({error.strerror}): choose another with {flag}"
+    if free is None:
+        return advice
+    args = shlex.join(_with_flag(argv, flag, free))
+    return f"{advice}: ledger-exporter demo {args} (or make demo ARGS={shlex.quote(args)})"
+
+
+def check_free(address: str, flag: str, argv: Sequence[str] = ()) -> None:
+    """Raise DemoError with :func:`taken_advice` when ``address`` cannot be bound."""
+    error = _bind_error(address)
+    if error is not None:
+        raise DemoError(taken_advice(address, flag, error, argv))
+
+
+def check_prometheus(listen: str, argv: Sequence[str] = ()) -> str:
     """The prometheus binary, once its address is known to be free; else DemoError."""
     binary = shutil.which("prometheus")
     if binary is None:
         raise DemoError(
             "--prometheus: no 'prometheus' binary on the PATH (Debian: apt install prometheus)"
         )
-    check_free(listen, "--prometheus.listen-address")
+    check_free(listen, "--prometheus.listen-address", argv)
     return binary
 
 
@@ -219,6 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for the advice on a taken port
     setup_logging(args.log_level, args.log_format)
     with stop_on_signals(threading.Event()) as stop:
         return _demo(args, stop)
@@ -227,9 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _demo(args: argparse.Namespace, stop: threading.Event) -> int:
     """Start the network, then the exporter (and Prometheus); run until ``stop``."""
     try:
-        check_free(args.listen_address, "--web.listen-address")
+        check_free(args.listen_address, "--web.listen-address", args.argv)
         if args.prometheus:
-            check_prometheus(args.prometheus_address)
+            check_prometheus(args.prometheus_address, args.argv)
         network = SimulatedNetwork(
             nodes=args.nodes, chains=args.chains, block_interval=args.block_interval, seed=args.seed
         )
@@ -251,11 +297,9 @@ def _run(args: argparse.Namespace, network: SimulatedNetwork, stop: threading.Ev
     exporter = Exporter(demo_config(network, args.scrape_interval))
     try:
         server = exporter.start(args.listen_address)
-    except OSError as error:
-        raise DemoError(
-            f"cannot listen on {args.listen_address} ({error.strerror}): "
-            "choose another with --web.listen-address"
-        ) from None
+    except OSError as error:  # taken since it was checked
+        flag = "--web.listen-address"
+        raise DemoError(taken_advice(args.listen_address, flag, error, args.argv)) from None
     try:
         with tempfile.TemporaryDirectory(prefix="ledger-demo-") as workdir:
             _serve(args, network, f"127.0.0.1:{server.port}", Path(workdir), stop)

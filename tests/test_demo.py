@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import queue
+import re
 import shlex
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
@@ -45,18 +48,21 @@ def project_rule_groups() -> list[str]:
 
 
 class Demo:
-    """``python -m exporter demo ARGS``; its start-up lines parsed into ``label -> text``."""
+    """``python -m exporter demo ARGS`` (or ``command``, in a process group of its own); its
+    start-up lines parsed into ``label -> text``."""
 
-    def __init__(self, tmp_path: Path, *args: str) -> None:
+    def __init__(self, tmp_path: Path, *args: str, command: list[str] | None = None) -> None:
         self.stderr = (tmp_path / "demo.stderr").open("w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "exporter", "demo", *args],
+            command or [sys.executable, "-m", "exporter", "demo", *args],
+            start_new_session=command is not None,  # make and its demo: one group to stop
             stdout=subprocess.PIPE,
             stderr=self.stderr,
             text=True,
             cwd=REPO,
         )
         self.stderr_path = tmp_path / "demo.stderr"
+        self.own_group = command is not None
         assert self.process.stdout is not None
         self._lines: queue.Queue[str] = queue.Queue()
         self._pump = threading.Thread(
@@ -99,6 +105,9 @@ class Demo:
             self.stop()
 
     def stop(self) -> None:
+        if self.own_group:  # make's demo runs on after make is killed: stop the group
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
@@ -255,7 +264,65 @@ def test_a_taken_port_is_one_line_naming_the_flag(flag: str) -> None:
             cwd=REPO,
         )
     assert result.returncode == 1, result.stderr
-    assert result.stderr.splitlines() == [
-        f"ledger-exporter demo: cannot listen on {address} (Address already in use): "
-        f"choose another with {flag}"
-    ]
+    [line] = result.stderr.splitlines()
+    advice = re.fullmatch(
+        f"ledger-exporter demo: cannot listen on {re.escape(address)} "
+        f"\\(Address already in use\\): choose another with {flag}: "
+        "ledger-exporter demo (.+) \\(or make demo ARGS='(.+)'\\)",
+        line,
+    )
+    assert advice is not None, line
+    suggested = shlex.split(advice[1])
+    assert advice[1] == advice[2] and suggested.count(flag) == 1 and suggested[-2] == flag
+    assert "--prometheus" in suggested  # the other arguments kept
+    assert suggested[-1].startswith("127.0.0.1:") and suggested[-1] != address
+
+
+def _make_demo_shim(tmp_path: Path) -> Path:
+    """A stand-in for the demo's venv (``make demo DEMO_VENV=...``): its ``ledger-exporter``
+    runs this tree's, and its stamp is newer than every source, so make installs nothing."""
+    venv = tmp_path / "venv-demo"
+    (venv / "bin").mkdir(parents=True)
+    program = venv / "bin" / "ledger-exporter"
+    program.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m exporter "$@"\n')
+    program.chmod(0o755)
+    stamp = venv / ".installed"
+    stamp.touch()
+    later = time.time() + 86400
+    os.utime(stamp, (later, later))
+    return venv
+
+
+def test_make_demo_passes_args_and_its_advice_on_a_taken_port_can_be_followed(
+    tmp_path: Path,
+) -> None:
+    require_program("make")
+    venv = _make_demo_shim(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        refused = subprocess.run(
+            ["make", "--no-print-directory", "demo", f"DEMO_VENV={venv}",
+             f"ARGS=--nodes 2 --web.listen-address {address}"],
+            capture_output=True, text=True, timeout=120, cwd=REPO,
+        )  # fmt: skip
+        assert refused.returncode != 0, refused.stdout
+        found = re.search(r"\(or make demo ARGS='([^']+)'\)", refused.stderr)
+        assert found is not None, refused.stderr
+        args = shlex.split(found[1])
+        assert args[:2] == ["--nodes", "2"] and args[2] == "--web.listen-address", args
+        followed = args[3]
+        demo = Demo(tmp_path, command=["make", "--no-print-directory", "demo",
+                                       f"DEMO_VENV={venv}", f"ARGS={found[1]}"])  # fmt: skip
+        try:
+            landing = demo.printed["Exporter landing page"]
+            assert landing == f"http://{followed}/"
+            wait_until(
+                lambda: fetch(landing + "-/ready").status == 200,
+                ignoring=(OSError,),
+                message="the demo started by make never got ready",
+            )
+            assert node_up(demo.printed["Metrics"]) == {"node-1": 1.0, "node-2": 1.0}
+        finally:
+            demo.stop()

@@ -77,7 +77,7 @@ class Text(HTMLParser):
         self.scripts += tag == "script"
         self.titles += [value or "" for key, value in attrs if key == "title"]
         self.in_style = tag == "style"
-        if tag not in ("b", "code", "span", "small", "a"):  # blocks and cells part words
+        if tag not in ("b", "bdi", "code", "span", "small", "a"):  # blocks and cells part words
             self.parts.append(" ")
 
     def handle_endtag(self, tag: str) -> None:

@@ -28,7 +28,14 @@ from exporter.logs import LogfmtFormatter, _logfmt_value, setup_logging
         ("tab\there", '"tab\\there"'),  # once left unescaped
         ("nul\x00", '"nul\\u0000"'),
         ("\x1b[31mred", '"\\u001b[31mred"'),
-        ("\x7f", "\x7f"),  # DEL is not a control character to go-logfmt
+        # Beyond go-logfmt: what a terminal or log viewer acts on is escaped too (DEL, C1
+        # such as NEL and CSI, the line and paragraph separators, bidirectional controls)
+        ("\x7f", '"\\u007f"'),
+        ("next\x85line", '"next\\u0085line"'),
+        ("\x9b31m", '"\\u009b31m"'),
+        ("a\u2028b\u2029c", '"a\\u2028b\\u2029c"'),
+        ("v1\u202e2.1", '"v1\\u202e2.1"'),
+        ("\u2067x\u2069\u200f", '"\\u2067x\\u2069\\u200f"'),
         ("µs", "µs"),
         ("\ufffd", '"\ufffd"'),
         (42, "42"),

@@ -443,7 +443,7 @@ def test_make_demo_prints_what_the_readme_shows(scratch: Path) -> None:
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
     recipe = re.search(r"^demo:.*\n((?:\t.*\n)+)", makefile, re.M)
     assert recipe, "no demo target in the Makefile"
-    assert re.fullmatch(r"\t\$\(DEMO_VENV\)/bin/ledger-exporter demo\n", recipe[1]), (
+    assert re.fullmatch(r"\t\$\(DEMO_VENV\)/bin/ledger-exporter demo \$\(ARGS\)\n", recipe[1]), (
         "`make demo` no longer runs `ledger-exporter demo`: update this test"
     )
     demos = of_kind("demo")

@@ -101,7 +101,7 @@ class Page(HTMLParser):
             self._item = []
         if tag == "ul" and ("class", "problems") in attrs:
             self.lists.append([])
-        if tag not in ("b", "code", "span", "small", "a"):
+        if tag not in ("b", "bdi", "code", "span", "small", "a"):
             self.parts.append(" ")
 
     def handle_endtag(self, tag: str) -> None:

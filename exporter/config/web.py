@@ -8,11 +8,13 @@ waits behind anyone's bcrypt). An unknown user costs a bcrypt comparison at the 
 the file (no user enumeration by timing). One bcrypt comparison runs at a time and at most one
 more waits; beyond that a login is refused at once, so a flood of wrong passwords holds two
 request threads, not the server. As in exporter-toolkit, only the security headers it allows
-may be set, and ``RequestClientCert``/``RequireAnyClientCert`` accept client certificates
-unverified. ``cipher_suites``, ``curve_preferences``, ``prefer_server_cipher_suites`` and
-``client_allowed_sans`` have exporter-toolkit's meaning (:mod:`exporter.config.tls`); HTTP/2 is
-not served (``http_server_config.http2`` is accepted, the server speaks HTTP/1.1). The
-toolkit's keys this exporter cannot honour are refused by name, saying what to do instead.
+may be set (and ``Referrer-Policy``); every answer carries :data:`DEFAULT_HEADERS` unless the
+file sets them otherwise. ``RequestClientCert`` and ``RequireAnyClientCert`` accept client
+certificates unverified. ``cipher_suites``, ``curve_preferences``,
+``prefer_server_cipher_suites`` and ``client_allowed_sans`` have exporter-toolkit's meaning
+(:mod:`exporter.config.tls`); HTTP/2 is not served (``http_server_config.http2`` is
+accepted, the server speaks HTTP/1.1). The toolkit's keys this exporter cannot honour are
+refused by name, saying what to do instead.
 """
 
 from __future__ import annotations
@@ -59,6 +61,23 @@ _ALLOWED_HEADERS: dict[str, tuple[str, ...]] = {
     "X-Frame-Options": ("deny", "sameorigin"),
     "X-XSS-Protection": (),
     "Content-Security-Policy": (),
+    # beyond exporter-toolkit's list, so that each default below can be changed
+    "Referrer-Policy": (
+        "no-referrer", "no-referrer-when-downgrade", "origin", "origin-when-cross-origin",
+        "same-origin", "strict-origin", "strict-origin-when-cross-origin", "unsafe-url",
+    ),
+}  # fmt: skip
+#: Sent with every answer unless ``http_server_config.headers`` sets the header otherwise:
+#: the status page needs nothing but its own inline style (no script, image, font, frame or
+#: form), is never framed, never sniffed as another type, and leaks no URL by its links.
+DEFAULT_HEADERS: dict[str, str] = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; "
+        "form-action 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
 }
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 _TLS_VERSIONS = {
@@ -178,6 +197,11 @@ class WebConfig:
     _salt: bytes = field(default_factory=lambda: os.urandom(16), repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _bcrypt: _BcryptQueue = field(default_factory=_BcryptQueue, repr=False, compare=False)
+
+    def answer_headers(self) -> dict[str, str]:
+        """The headers of every answer: :data:`DEFAULT_HEADERS`, each replaced by the file's
+        ``http_server_config.headers`` where it names the header, and the file's others."""
+        return {**DEFAULT_HEADERS, **self.headers}
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The server-side TLS context, or None to serve plain HTTP. Raises OSError or

@@ -255,11 +255,47 @@ class WatchedObject:
 
 
 @dataclass(frozen=True)
+class UnmatchedEntry:
+    """A watch entry no node it may ask lists the chain of: never asked, so it exports
+    nothing (a copied example's chain, a typo). ``kind`` is ``contract`` or ``wallet``."""
+
+    kind: str
+    blockchain: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name} on blockchain {self.blockchain}"
+
+
+def unmatched_entries(
+    watch: WatchConfig,
+    nodes: Collection[str],
+    listed: Mapping[str, Collection[str]],
+    every_node_known: bool = False,
+) -> tuple[UnmatchedEntry, ...]:
+    """The entries of ``watch`` whose chain none of their nodes lists, by ``listed`` (a
+    node's chains: from its /health, or from its config's ``blockchains``). Each entry is
+    judged by the nodes it may ask (its ``nodes``, else all ``nodes``) whose listing is
+    known; with none known (or, with ``every_node_known``, one unknown) it is not judged."""
+    entries = [("contract", c) for c in watch.contracts] + [("wallet", w) for w in watch.wallets]
+    found = []
+    for kind, entry in entries:
+        asked = entry.nodes or nodes
+        known = [listed[node] for node in asked if node in listed]
+        if every_node_known and len(known) < len(asked):
+            continue
+        if known and not any(entry.blockchain in chains for chains in known):
+            found.append(UnmatchedEntry(kind, entry.blockchain, entry.name))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
 class WatchStatus:
     """Every watch request of a cycle and its outcome, in plan order: what the writer
-    renders."""
+    renders; and the entries no node was asked for (:func:`unmatched_entries`)."""
 
     objects: tuple[WatchedObject, ...] = ()
+    unmatched: tuple[UnmatchedEntry, ...] = ()
 
 
 def watched_object(

@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from exporter import __version__
@@ -22,6 +22,7 @@ from exporter.config.nodes import NodeConfig
 from exporter.model.network import NetworkView, network_view, observe
 from exporter.model.readings import Shared
 from exporter.model.snapshot import NodeStatus, Snapshot
+from exporter.model.watch import UnmatchedEntry, WatchStatus, unmatched_entries
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
 from exporter.poll.history import History
@@ -90,6 +91,8 @@ class Poller:
         self._timed_out: set[str] = set()
         self._checkpoints: dict[str, int] = {}  # per chain, from the last cycle's heights
         self._block_heights: dict[str, dict[str, int]] = {}  # per node: blocks it can have
+        self._listed: dict[str, frozenset[str]] = {}  # per node: the watched chains it lists
+        self._unmatched: tuple[UnmatchedEntry, ...] = ()  # watch entries none of them lists
         self._wake = threading.Event()
         self._stopped = threading.Event()
 
@@ -238,11 +241,40 @@ class Poller:
         self._running = {name: p for name, p in self._running.items() if not p.finished}
         nodes = self._history.record(results, self._clock(), resources.config.bounds)
         network = self._network(results, nodes)
-        watch = watch_status(results)
+        watch = self._watch_status(results, resources.config)
         probing = resources.config.probe is not None
         return Snapshot(
             nodes, ended - started, self._clock(), network=network, watch=watch, probe_mode=probing
         )
+
+    def _watch_status(self, results: list[NodeResult], config: Config) -> WatchStatus:
+        """The cycle's watched objects, and the watch entries whose chain no polled node
+        lists (each node's last /health listing counts while it is down), logged when they
+        change: at the first cycle that finds any, and on every change after."""
+        status = watch_status(results)
+        watch = config.watch
+        watched = frozenset(e.blockchain for e in watch.contracts) | frozenset(
+            e.blockchain for e in watch.wallets
+        )
+        names = [node.name for node in config.nodes]
+        listed = {name: self._listed[name] for name in names if name in self._listed}
+        for result in results if watched else ():
+            if result.health is not None:  # only the watched chains are kept
+                listed[result.node.name] = watched.intersection(result.health.blockchain_ids)
+        self._listed = listed
+        unmatched = unmatched_entries(config.watch, names, listed)
+        if unmatched != self._unmatched:
+            if unmatched:
+                shown = "; ".join(str(entry) for entry in unmatched)
+                log.warning(
+                    "watch entries on a blockchain no polled node lists: never asked, "
+                    "nothing exported for them (check watch in the config)",
+                    extra={"fields": {"count": len(unmatched), "entries": shown}},
+                )
+            else:
+                log.info("every watch entry's blockchain is listed by a polled node now")
+            self._unmatched = unmatched
+        return replace(status, unmatched=unmatched)
 
     def keep_state(self) -> bool:
         """Write the memory to the state file if it changed since the last write (True when

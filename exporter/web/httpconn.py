@@ -11,7 +11,7 @@ import re
 import socket
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -33,13 +33,15 @@ class RequestError(Exception):
         self.status = status
         self.reason = reason
 
-    def answer(self, head_only: bool = False) -> bytes:
-        """The refusal as sent; to a HEAD request without its body (RFC 9110, 9.3.2: a
-        client reads none, so a body would be taken for the next answer)."""
+    def answer(self, head_only: bool = False, headers: Mapping[str, str] | None = None) -> bytes:
+        """The refusal as sent, with ``headers`` (the server's on every answer); to a HEAD
+        request without its body (RFC 9110, 9.3.2: a client reads none, so a body would be
+        taken for the next answer)."""
         body = f"{self.status.phrase}: {self.reason}.\n".encode()
+        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
         return (
             f"HTTP/1.1 {self.status.value} {self.status.phrase}\r\n"
-            "Content-Type: text/plain; charset=utf-8\r\n"
+            f"Content-Type: text/plain; charset=utf-8\r\n{extra}"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         ).encode() + (b"" if head_only else body)
 

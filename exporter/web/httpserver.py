@@ -143,6 +143,12 @@ class HTTPRequestHandler(BaseHTTPRequestHandler):
             self.request_version = self.default_request_version
         super().send_error(code, message, explain)
 
+    def send_response(self, code: int, message: str | None = None) -> None:
+        """The status line, then the headers the server sends with every answer."""
+        super().send_response(code, message)
+        for name, value in self.server.answer_headers.items():
+            self.send_header(name, value)
+
     def handle_expect_100(self) -> bool:
         """The server sends ``100 Continue`` itself, once the request is admitted."""
         return True
@@ -205,6 +211,8 @@ class ThreadedHTTPServer:
         self.handler_class = handler_class
         self.limits = limits or ServerLimits()
         self.tls = tls
+        #: Sent with every answer, the server's own refusals included (security headers).
+        self.answer_headers: dict[str, str] = {}
         self.socket = socket.socket(self.address_family, socket.SOCK_STREAM)
         self.server_address: tuple[Any, ...] = (host or "0.0.0.0", port)
         self._conns: dict[int, Connection] = {}  # least recently active first
@@ -486,7 +494,7 @@ class ThreadedHTTPServer:
         head_only = conn.buffer.split(None, 1)[:1] == [b"HEAD"]
         conn.buffer.clear()
         conn.discard_request()
-        conn.outgoing.append(memoryview(error.answer(head_only)))
+        conn.outgoing.append(memoryview(error.answer(head_only, self.answer_headers)))
         conn.close_after_answer = True
         self._start_answer(conn)
 

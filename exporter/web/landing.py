@@ -6,7 +6,9 @@ views), then each node's and chain's problems and the watched contracts and wall
 list most severe first with the severity and name of the shipped alert it mirrors
 (:mod:`exporter.web.problems`), then every node and every chain. Ages, not clock times; chain
 ids and long names shortened with the full value on hover; long texts wrap, so the page never
-scrolls sideways. Everything a node sends and every config problem is escaped.
+scrolls sideways. Everything a node sends and every config problem is escaped, its control
+and bidirectional characters shown as ``\\uXXXX`` (:mod:`exporter.text`), and isolated in a
+``<bdi>``: no text a node sends can reorder the page around it (an alert's or a node's name).
 
 The page is rendered once per snapshot (:class:`StatusPage`), so a flood of requests costs a
 copy of its bytes each: its ages are as of the end of the cycle it shows, and the one line
@@ -15,12 +17,14 @@ rendered per request says how long ago that was.
 
 from __future__ import annotations
 
+import re
 import time
 from html import escape
 
 from exporter import __version__
 from exporter.model.readings import ChainGauge, ChainReading
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.text import ISOLATE_END, ISOLATE_START, visible
 from exporter.web.problems import (
     BEHIND_BLOCKS,
     PEERS_LOST,
@@ -66,10 +70,28 @@ def _ago(timestamp: float | None, now: float) -> str:
     return "never" if timestamp is None else f"{age(now - timestamp)} ago"
 
 
+def _shown(text: str) -> str:
+    """A value (a node's or the config's) as HTML: visible, escaped and isolated."""
+    return f"<bdi>{escape(visible(text))}</bdi>"
+
+
+#: A value a problem's text marks as isolated (:func:`exporter.text.isolated`).
+_ISOLATED = re.compile(f"{ISOLATE_START}([^{ISOLATE_START}{ISOLATE_END}]*){ISOLATE_END}")
+
+
+def _plain(text: str) -> str:
+    """A problem's text as HTML: escaped and visible, and each value it marks isolated."""
+    parts = _ISOLATED.split(text)  # text, value, text, value, ..., text
+    return "".join(
+        _shown(part) if index % 2 else escape(visible(part)) for index, part in enumerate(parts)
+    )
+
+
 def _short(text: str) -> str:
     """A chain id or watched name: shortened past SHORT_ID characters, whole on hover."""
+    text = visible(text)
     short = text if len(text) <= SHORT_ID else text[:8] + "\u2026"
-    return f'<code title="{escape(text)}">{escape(short)}</code>'
+    return f'<bdi><code title="{escape(text)}">{escape(short)}</code></bdi>'
 
 
 def _gauge(reading: ChainReading | None, gauge: ChainGauge) -> float | None:
@@ -91,7 +113,7 @@ def _where(problem: Problem) -> str:
     """Node, chain and watched object of a problem, as the line's lead."""
     parts = []
     if problem.node is not None:
-        parts.append(f"<b>{escape(problem.node)}</b>")
+        parts.append(f"<b>{_shown(problem.node)}</b>")
     if problem.subject is not None:
         parts.append(_short(problem.subject))
     if problem.chain is not None:
@@ -101,11 +123,11 @@ def _where(problem: Problem) -> str:
 
 def _line(problem: Problem) -> str:
     severity = problem.severity.label
-    alert = f' <small class="alert">{escape(problem.alert)}</small>' if problem.alert else ""
+    alert = f' <small class="alert">{_shown(problem.alert)}</small>' if problem.alert else ""
     where = _where(problem)
     return (
         f'<li><span class="sev {severity}">{severity}</span> '
-        f"{where}{': ' if where else ''}{escape(problem.text)}{alert}</li>"
+        f"{where}{': ' if where else ''}<bdi>{_plain(problem.text)}</bdi>{alert}</li>"
     )
 
 
@@ -142,7 +164,7 @@ def _attention(snapshot: Snapshot, found: Attention) -> str:
     )
     nodes = _problem_list(found.node_problems, "Every node is up and in step.")
     watch = ""
-    if snapshot.watch.objects:
+    if snapshot.watch.objects or snapshot.watch.unmatched:
         watch = "<h3>Watched contracts and wallets</h3>" + _problem_list(
             found.watch, "Every watched contract is ACTIVE and every watched wallet enabled."
         )
@@ -170,7 +192,7 @@ def _banner(snapshot: Snapshot) -> str:
     if snapshot.config_reload_ok:
         return ""
     problems = snapshot.config_reload_problems
-    shown = "".join(f"<li>{escape(p)}</li>" for p in problems[:RELOAD_PROBLEMS_SHOWN])
+    shown = "".join(f"<li>{_shown(p)}</li>" for p in problems[:RELOAD_PROBLEMS_SHOWN])
     more = len(problems) - RELOAD_PROBLEMS_SHOWN
     if more > 0:
         shown += f"<li>and {more} more (<code>ledger-exporter --config.check</code>)</li>"
@@ -190,13 +212,13 @@ def _node_row(node: NodeStatus, problems: list[Problem], now: float) -> str:
     state = '<span class="ok">up</span>' if node.up else '<span class="bad">down</span>'
     peers = health.peer_count if health else None
     peer_class = " bad" if peers == PEERS_LOST else ""
-    error = escape(node.error) if node.error else ""
+    error = _shown(node.error) if node.error else ""
     if node.error and node.last_success is not None:
         error += f" <small>(since last success, {_ago(node.last_success, now)})</small>"
     return (
-        f"<tr{' class=problem' if problems else ''}><td class=k>{escape(node.name)}</td>"
+        f"<tr{' class=problem' if problems else ''}><td class=k>{_shown(node.name)}</td>"
         f'<td class=k>{state}</td><td class="n{peer_class}">{_number(peers)}</td>'
-        f"<td class=t>{escape(health.node_version or '') if health else ''}</td>"
+        f"<td class=t>{_shown(health.node_version or '') if health else ''}</td>"
         f"<td class=t>{error}</td><td class=k>{_ago(node.last_success, now)}</td></tr>"
     )
 
@@ -213,10 +235,10 @@ def _chain_row(node: NodeStatus, chain: ChainStatus, now: float, problems: list[
     texts = (changed, _flag(_gauge(reading, ChainGauge.SYNCING)), council)
     counts = (_gauge(reading, ChainGauge.VOTE_ROUND), _gauge(reading, ChainGauge.PEERS))
     worst = min((p.severity for p in problems), default=Severity.INFO)
-    shown = "; ".join(p.text for p in problems)
-    problem = f'<span class="{_TEXT_CLASS[worst]}">{escape(shown)}</span>' if problems else ""
+    shown = "; ".join(f"<bdi>{_plain(p.text)}</bdi>" for p in problems)
+    problem = f'<span class="{_TEXT_CLASS[worst]}">{shown}</span>' if problems else ""
     return (
-        f"<tr{' class=problem' if problems else ''}><td class=k>{escape(node.name)}</td>"
+        f"<tr{' class=problem' if problems else ''}><td class=k>{_shown(node.name)}</td>"
         f"<td class=k>{_short(chain.blockchain)}</td>"
         + "".join(f'<td class="n">{_number(value)}</td>' for value in numbers)
         + "".join(f"<td class=k>{text}</td>" for text in texts)

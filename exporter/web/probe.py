@@ -30,6 +30,7 @@ from exporter.expose import render
 from exporter.logs import logfmt
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.poll.results import NodeResult, RequestTrace, TracedRequest, describe
+from exporter.text import visible
 
 log = logging.getLogger("ledger_exporter")
 
@@ -269,10 +270,15 @@ def _module_name(query: str) -> str:
 
 
 def debug_text(lines: list[str], series: bytes) -> bytes:
-    """blackbox_exporter's debug answer: the probe's log, then the series."""
+    """blackbox_exporter's debug answer: the probe's log, then the series. Read on a
+    terminal, so no byte a node sent reaches it raw: the log is logfmt (which escapes them)
+    and in the series, whose label values the exposition format leaves as sent but for
+    backslash, quote and newline, the control and bidirectional characters are shown as
+    ``\\uXXXX`` (:func:`exporter.text.visible`)."""
     log_text = "".join(f"{line}\n" for line in lines)
     head = f"Logs for the probe:\n{log_text}\nMetrics that would have been returned:\n"
-    return head.encode() + series
+    shown = "\n".join(visible(line) for line in series.decode(errors="replace").split("\n"))
+    return (head + shown).encode()
 
 
 def debug_log(

@@ -21,6 +21,7 @@ from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import ChainGauge, ChainReading
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.model.watch import ContractReading, WalletReading, WatchedObject, WatchStatus
+from exporter.text import isolated
 
 #: The shipped alerts' thresholds (mixin/config.libsonnet; tests/test_landing.py,
 #: tests/test_status_page.py and tests/test_status_page_consensus.py tie them to the
@@ -89,7 +90,8 @@ class Problem:
     """One line of the page. ``alert`` is the shipped alert it mirrors (its severity), or
     None for an info line about an alert that has not fired yet; ``subject`` what the line
     is about beyond a node and a chain: a watched contract's or wallet's name, a leader's
-    key. Every text is plain (escaped when rendered)."""
+    key. Every text is plain (escaped when rendered), each value a node sent in it marked
+    by :func:`exporter.text.isolated` (made visible; the page isolates it)."""
 
     scope: Scope
     severity: Severity
@@ -391,7 +393,7 @@ def chain_problems(
     """What one chain of an up node shows, by the alerts' thresholds."""
     where = {"node": node, "chain": chain.blockchain}
     if chain.reading is None:
-        text = f"chain down: {chain.error or 'no reading'}"
+        text = f"chain down: {isolated(chain.error) if chain.error else 'no reading'}"
         return [_alerting("LedgerBlockchainDown", Scope.NODE, text, **where)]
     found = list(off)
     syncing = chain.reading.syncing is True
@@ -415,7 +417,7 @@ def node_problems(
         since = (
             "never up" if node.last_success is None else f"down for {age(now - node.last_success)}"
         )
-        text = f"{since}: {node.error or 'no answer'}"
+        text = f"{since}: {isolated(node.error) if node.error else 'no answer'}"
         return [_alerting("LedgerNodeDown", Scope.NODE, text, node=node.name)]
     found: list[Problem] = []
     if node.health is not None and node.health.peer_count == PEERS_LOST:
@@ -446,11 +448,12 @@ def _contract_values(readers: list[WatchedObject]) -> dict[str, Values]:
         if not isinstance(contract, ContractReading):
             continue
         if contract.status is not None:
-            found["status"].setdefault(contract.status, []).append(obj.node)
+            found["status"].setdefault(isolated(contract.status), []).append(obj.node)
         if contract.version is not None:
             found["version"].setdefault(f"{contract.version:g}", []).append(obj.node)
         if (contract.address, contract.vm_type, contract.code_hash) != (None, None, None):
-            found["code hash"].setdefault(contract.code_hash or "none", []).append(obj.node)
+            code_hash = isolated(contract.code_hash) if contract.code_hash else "none"
+            found["code hash"].setdefault(code_hash, []).append(obj.node)
     return found
 
 
@@ -466,7 +469,9 @@ def _wallet_values(readers: list[WatchedObject]) -> dict[str, Values]:
             found["enabled"].setdefault(shown, []).append(obj.node)
         for group, permission, granted in wallet.permissions:
             shown = "yes" if granted else "no"
-            grants[f"{group} {permission}"].setdefault(shown, []).append(obj.node)
+            grants[f"{isolated(group)} {isolated(permission)}"].setdefault(shown, []).append(
+                obj.node
+            )
     return found | dict(grants)
 
 
@@ -501,7 +506,7 @@ def watch_problems(watch: WatchStatus) -> list[Problem]:
         for obj in readers:
             reading = obj.reading
             if isinstance(reading, ContractReading) and reading.status not in (None, "ACTIVE"):
-                text = f"contract is {reading.status}, not ACTIVE"
+                text = f"contract is {isolated(reading.status)}, not ACTIVE"
                 found.append(_watched(obj, "LedgerWatchedContractNotActive", text))
             if isinstance(reading, WalletReading) and reading.enabled == 0:
                 found.append(_watched(obj, "LedgerWatchedWalletDisabled", "wallet is disabled"))
@@ -521,6 +526,22 @@ def watch_problems(watch: WatchStatus) -> list[Problem]:
                 )
             )
     return found
+
+
+def unmatched_problems(watch: WatchStatus) -> list[Problem]:
+    """Watch entries no polled node lists the chain of: never asked, so never alerted on."""
+    return [
+        Problem(
+            Scope.WATCH,
+            Severity.INFO,
+            None,
+            f"{entry.kind} never asked: no polled node lists its blockchain, so nothing is "
+            "exported for it (check watch in the config)",
+            chain=entry.blockchain,
+            subject=entry.name,
+        )
+        for entry in watch.unmatched
+    ]
 
 
 # --- the whole page -----------------------------------------------------------------------
@@ -550,5 +571,6 @@ def attention(snapshot: Snapshot, now: float) -> Attention:
     by_severity = sorted(network, key=lambda p: p.severity)
     off = _off_majority(snapshot.network)
     nodes = {node.name: node_problems(node, now, off) for node in snapshot.nodes}
-    watch = sorted(watch_problems(snapshot.watch), key=lambda p: p.severity)
+    found = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)
+    watch = sorted(found, key=lambda p: p.severity)
     return Attention(tuple(by_severity), nodes, tuple(watch))

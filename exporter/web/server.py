@@ -107,11 +107,13 @@ class ExporterServer(ThreadedHTTPServer):
         self.telemetry_path = telemetry_path
         self.listen_address = address
         super().__init__(parse_listen_address(address), _Handler, limits, self.web.ssl_context())
+        self.answer_headers = self.web.answer_headers()
 
     def use_web_config(self, web: WebConfig) -> None:
         """Serve with a re-read web config from now on (TLS: from the next connection)."""
         self.tls = web.ssl_context()
         self.web = web
+        self.answer_headers = web.answer_headers()
 
     def refuse_peer(self, sock: ssl.SSLSocket) -> str | None:
         """After a TLS handshake: why the client may not go on (its certificate's SANs are
@@ -289,7 +291,7 @@ class _Handler(HTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
-        for name, value in {**self.server.web.headers, **(extra or {})}.items():
+        for name, value in (extra or {}).items():  # the security headers: send_response's
             self.send_header(name, value)
         self.end_headers()
         if send_body:

@@ -1,0 +1,37 @@
+"""Text from a node made safe to show: characters that would reorder or drive a display
+made visible, so the status page, the probe's debug answer and the logs show what was sent.
+
+Made visible, as ``\\u202e``-style escapes (four hex digits, the code point): the C0 and C1
+controls and DEL (a terminal's escape sequences, CR, NEL U+0085), the line and paragraph
+separators U+2028 and U+2029, every bidirectional control (the embeddings and overrides
+U+202A-U+202E, the isolates U+2066-U+2069, the marks U+200E, U+200F and U+061C) and lone
+surrogates (which no UTF-8 page can carry). Everything else is kept as it is, right-to-left
+letters included: where text is laid out, each value is also isolated (``<bdi>``), so such
+letters order only themselves.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: The characters :func:`visible` escapes (the module's docstring says why each).
+UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+#: First strong isolate and pop directional isolate: around a value inside a longer text
+#: (:func:`isolated`), the status page's renderer turns each such pair into ``<bdi>``.
+ISOLATE_START, ISOLATE_END = "\u2068", "\u2069"
+
+
+def _escape(found: re.Match[str]) -> str:
+    return f"\\u{ord(found[0]):04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every character of :data:`UNSAFE` written as ``\\uXXXX``."""
+    return UNSAFE.sub(_escape, text)
+
+
+def isolated(text: str) -> str:
+    """``text`` made visible and marked as one isolated value inside a longer plain text."""
+    return f"{ISOLATE_START}{visible(text)}{ISOLATE_END}"

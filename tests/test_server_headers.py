@@ -1,0 +1,139 @@
+"""Security headers on every answer of the HTTP server, the status page still rendering under
+its Content Security Policy, and ``http_server_config.headers`` overriding each default."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import bcrypt
+import pytest
+
+from exporter.config.web import DEFAULT_HEADERS, WebConfig, load_web_config
+from exporter.web.server import ExporterServer
+from tests.support.browser import in_page
+from tests.support.fakenode import FakeNode
+from tests.support.http import fetch
+from tests.support.processes import ready_exporter
+from tests.support.webapp import StubApp
+
+EXPECTED = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def test_the_defaults_are_the_documented_ones() -> None:
+    assert DEFAULT_HEADERS == EXPECTED
+
+
+@contextmanager
+def serving(web: WebConfig) -> Iterator[str]:
+    """The exporter's server, nothing polled behind it, on a free loopback port: its URL."""
+    server = ExporterServer("127.0.0.1:0", StubApp(), web)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def _raw(base: str, request: bytes) -> dict[str, str]:
+    """The headers of the answer to ``request`` sent as bytes (the server closes after it)."""
+    port = int(base.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head = answer.split(b"\r\n\r\n", 1)[0].decode().split("\r\n")[1:]
+    return dict(line.split(": ", 1) for line in head)
+
+
+def _security(headers: dict[str, str]) -> dict[str, str]:
+    return {name: headers[name] for name in EXPECTED if name in headers}
+
+
+def test_every_answer_carries_the_security_headers() -> None:
+    with serving(WebConfig()) as base:
+        answers = {
+            "page": fetch(base + "/"),
+            "metrics": fetch(base + "/metrics"),
+            "healthy": fetch(base + "/-/healthy"),
+            "ready": fetch(base + "/-/ready"),
+            "probe": fetch(base + "/probe?target=x"),
+            "not found": fetch(base + "/nothing-here"),
+            "method": fetch(base + "/metrics", method="PUT"),
+            "reload": fetch(base + "/-/reload", method="POST"),
+            "head": fetch(base + "/", method="HEAD"),
+        }
+        for what, answer in answers.items():
+            assert _security(dict(answer.headers)) == EXPECTED, what
+        # refused by http.server's parsing, and by the server before any handler
+        assert _security(_raw(base, b"GET / HTTP/0.9\r\n\r\n")) == EXPECTED
+        body = b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+        assert _security(_raw(base, body)) == EXPECTED
+
+
+def test_an_unauthorized_answer_carries_them_too() -> None:
+    hashed = bcrypt.hashpw(b"pw", bcrypt.gensalt(4)).decode()
+    with serving(WebConfig(basic_auth_users={"u": hashed})) as base:
+        answer = fetch(base + "/")
+        assert answer.status == 401
+        assert _security(dict(answer.headers)) == EXPECTED
+
+
+def test_the_web_config_overrides_each_default(tmp_path: Path) -> None:
+    web_file = tmp_path / "web.yml"
+    web_file.write_text(
+        "http_server_config:\n  headers:\n"
+        "    Content-Security-Policy: \"default-src 'self'\"\n"
+        "    X-Frame-Options: sameorigin\n"
+        "    Referrer-Policy: same-origin\n"
+        "    Strict-Transport-Security: max-age=60\n"
+    )
+    with serving(load_web_config(str(web_file))) as base:
+        for answer in (fetch(base + "/"), fetch(base + "/nothing-here")):
+            headers = dict(answer.headers)
+            assert _security(headers) == {
+                "Content-Security-Policy": "default-src 'self'",
+                "X-Frame-Options": "sameorigin",
+                "Referrer-Policy": "same-origin",
+                "X-Content-Type-Options": "nosniff",  # the default: not in the file
+            }
+            assert headers["Strict-Transport-Security"] == "max-age=60"
+
+
+def test_a_referrer_policy_must_be_one_the_browsers_know(tmp_path: Path) -> None:
+    web_file = tmp_path / "web.yml"
+    web_file.write_text("http_server_config:\n  headers:\n    Referrer-Policy: everywhere\n")
+    with pytest.raises(Exception, match="must be one of no-referrer, "):
+        load_web_config(str(web_file))
+
+
+@pytest.mark.integration
+def test_a_real_exporter_sends_them_and_its_page_renders_under_the_policy(
+    tmp_path: Path, fake_node: FakeNode
+) -> None:
+    config = tmp_path / "config.yml"
+    config.write_text(f"scrape_interval: 1s\nnodes: [{{name: a, url: '{fake_node.url}'}}]\n")
+    web_file = tmp_path / "web.yml"
+    web_file.write_text("http_server_config:\n  headers:\n    X-Frame-Options: sameorigin\n")
+    with ready_exporter(config, f"--web.config.file={web_file}") as exporter:
+        page = fetch(exporter.base + "/")
+        assert _security(dict(page.headers)) == {**EXPECTED, "X-Frame-Options": "sameorigin"}
+        # the page's own inline style applies under its policy: the body's margin is 1.5em
+        style = "getComputedStyle(document.querySelector('.sev')).backgroundColor"
+        margin = "getComputedStyle(document.body).marginLeft"
+        assert in_page(exporter.base + "/", f"[{style}, {margin}].join(' ')") == (
+            "rgb(187, 0, 0) 24px"
+        )
