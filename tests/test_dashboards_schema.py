@@ -126,9 +126,9 @@ def test_dashboard_validates_against_grafanas_schema(path: Path) -> None:
 def test_schemas_are_the_pinned_grafana_release() -> None:
     pins = json.loads((grafana_schema.PINS / "package.json").read_text(encoding="utf-8"))
     assert grafana_schema.grafana_version() == pins["devDependencies"]["@grafana/schema"]
-    assert "Grafana " + grafana_schema.grafana_version() in (REPO / "docs" / "monitoring.md").read_text(
-        encoding="utf-8"
-    )
+    assert "Grafana " + grafana_schema.grafana_version() in (
+        REPO / "docs" / "monitoring.md"
+    ).read_text(encoding="utf-8")
 
 
 def test_every_panel_type_has_a_schema() -> None:
