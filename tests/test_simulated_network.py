@@ -42,7 +42,15 @@ SEED = 0  # at START + INTERVAL / 4 some chains have an open vote session and so
 ENDPOINTS = ("health", "blockchain")  # the contract's endpoint and reason labels
 BLOCK = "block"  # the checkpoint block's endpoint label, counted from a node's first request
 DEPTH = 5  # network_checks.checkpoint_depth, the default
-REASONS = ("timeout", "connection", "http_status", "invalid_json", "invalid_response", "too_large")
+REASONS = (
+    "timeout",
+    "connection",
+    "http_status",
+    "invalid_json",
+    "invalid_response",
+    "too_large",
+    "tls",
+)
 
 Key = tuple[str, frozenset[tuple[str, str]]]
 Samples = dict[Key, Any]  # values are floats, or pytest.approx in expectations

@@ -57,7 +57,7 @@ NOT_FOUND = Answer(b'{"error": "not found"}', 404)
 #: Nesting any parser must take; deeper may be refused as a parser's limit (RFC 8259, 9).
 SAFE_DEPTH = 64
 REASONS = frozenset(
-    {"timeout", "connection", "http_status", "invalid_json", "invalid_response", "too_large"}
+    {"timeout", "connection", "http_status", "invalid_json", "invalid_response", "too_large", "tls"}
 )
 ENDPOINTS = frozenset({"health", "blockchain", "block", "contract", "contract_state", "wallet"})
 CONTRACT_STATUSES = ("ACTIVE", "PAUSED", "UPGRADED")
