@@ -81,6 +81,13 @@ NODE_LAST_SUCCESS = _g(
     "Unix time when /health was last read successfully.",
     *_NODE,
 )
+NODE_RETRY_AFTER = MetricSpec(
+    "ledger_node_retry_after_total",
+    Kind.COUNTER,
+    "429 and 503 answers with Retry-After the exporter honoured: the node is not asked again "
+    "before that time (at most 5 minutes), and reads as down meanwhile.",
+    _NODE,
+)
 NODE_INFO = MetricSpec(
     "ledger_node_info",
     Kind.GAUGE,
@@ -361,6 +368,7 @@ NODE_FAMILIES = (
     NODE_SCRAPE_DURATION,
     NODE_SCRAPE_ERRORS,
     NODE_LAST_SUCCESS,
+    NODE_RETRY_AFTER,
     NODE_INFO,
     NODE_PEERS,
     NODE_BLOCKCHAINS,

@@ -224,6 +224,7 @@ class _Render:
             m.NODE_SCRAPE_DURATION: lambda: self._per_node(lambda node: node.duration),
             m.NODE_SCRAPE_ERRORS: self._errors,
             m.NODE_LAST_SUCCESS: lambda: self._per_node(lambda node: node.last_success),
+            m.NODE_RETRY_AFTER: lambda: self._per_node(lambda node: node.retry_afters),
             m.NODE_INFO: self._info,
             m.NODE_PEERS: lambda: self._per_health(lambda health: health.peer_count),
             m.NODE_BLOCKCHAINS: lambda: self._per_health(lambda h: h.blockchain_count),

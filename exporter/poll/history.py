@@ -181,7 +181,7 @@ class History:
     ) -> NodeStatus:
         name = result.node.name
         memory = self._nodes[name]
-        memory.errors.add("health", result.error)
+        memory.errors.add("health", result.error if result.asked else None)
         if result.error is None:
             memory.last_success = now
         if result.watch:

@@ -87,6 +87,15 @@ class NodeResult:
     duration: float
     unpolled_chains: int = 0  # listed by /health beyond max_blockchains_per_node
     watch: list[WatchResult] = field(default_factory=list)  # in plan order
+    asked: bool = True  # False: not asked this cycle (its Retry-After holds), nothing counted
+
+    def asked_for_time(self) -> FetchError | None:
+        """The 429 or 503 answer of this poll that asked for the longest wait
+        (``Retry-After``); None when none did."""
+        errors = [self.error, *(w.error for w in self.watch)]
+        errors += [e for c in self.chains for e in (c.error, c.block_error)]
+        waits = [e for e in errors if e is not None and e.retry_after > 0]
+        return max(waits, key=lambda error: error.retry_after, default=None)
 
 
 def describe(error: FetchError | None) -> str | None:
