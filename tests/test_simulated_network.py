@@ -332,7 +332,8 @@ class Rig:
 
     def bookkeeping_samples(self, node: str) -> Samples:
         """Every error counter of the node (0 until counted), its dropped-values counters (the
-        simulator stays within every bound) and its last success, if any."""
+        simulator stays within every bound), its Retry-After counter (the simulator sends
+        none) and its last success, if any."""
         expected: Samples = {
             key("ledger_node_scrape_errors_total", node=node, endpoint=e, reason=r): (
                 self.errors[node, e, r]
@@ -342,6 +343,7 @@ class Rig:
         }
         for kind in DropKind:
             expected[key("ledger_exporter_dropped_values_total", node=node, kind=kind.value)] = 0
+        expected[key("ledger_node_retry_after_total", node=node)] = 0
         if node in self.last_success:
             last = self.last_success[node]
             expected[key("ledger_node_last_success_timestamp_seconds", node=node)] = last
@@ -500,6 +502,7 @@ def test_a_node_down_is_up_0_without_chain_series_and_comes_back(
         "ledger_node_up",
         "ledger_node_scrape_errors_total",
         "ledger_node_last_success_timestamp_seconds",
+        "ledger_node_retry_after_total",
     }
     errors = {"node": "node-2", "endpoint": "health", "reason": "connection"}
     assert value(samples, "ledger_node_scrape_errors_total", **errors) == 1

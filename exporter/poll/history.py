@@ -210,6 +210,7 @@ class History:
             last_success=memory.last_success,
             error_counts=memory.errors.frozen(),
             dropped=memory.dropped,
+            retry_afters=0,  # the poller counts them (it holds the nodes back)
         )
 
 
