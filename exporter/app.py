@@ -13,6 +13,7 @@ second. The same handlers serve on every ``--web.listen-address``, one server ea
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import signal
 import threading
@@ -26,7 +27,7 @@ from types import FrameType
 from exporter.build import BuildInfo, this_build
 from exporter.config.exporter import Config, load_config
 from exporter.config.schema import ConfigError
-from exporter.config.web import WebConfig, load_web_config
+from exporter.config.web import WebConfig, load_web_config, reload_warnings
 from exporter.expose.render import Renderer
 from exporter.memory import Allocator, tune_collector
 from exporter.model.snapshot import Snapshot
@@ -195,11 +196,20 @@ class Exporter:
             raise
         self._poller.apply(config)
         if web is not None:
+            self._warn_of(web)
             for server in self.servers:
                 server.use_web_config(web)
         self._prober = self._probing(config)
         self._set_reload_ok(True)
         log.info("config reloaded", extra={"fields": {"nodes": len(config.nodes)}})
+
+    def _warn_of(self, web: WebConfig) -> None:
+        """Log what a reload to ``web`` changes for the worse: TLS off, a certificate that
+        has expired or soon will (:func:`reload_warnings`)."""
+        before = self.servers[0].web if self.servers else None
+        now = datetime.datetime.fromtimestamp(self._clock(), datetime.UTC)
+        for message, fields in reload_warnings(before, web, self._web_config_path or "", now):
+            log.warning(message, extra={"fields": fields})
 
     def probe(self, query: str, timeout_header: str | None, openmetrics: bool) -> ProbeAnswer:
         """Answer ``GET /probe?query`` (404 when the config has no ``probe`` section)."""

@@ -75,7 +75,8 @@ def test_error_counters_accumulate_and_start_at_zero() -> None:
     counts = {(e, r): n for e, r, n in nodes[0].error_counts}
     assert counts[("health", "connection")] == 2
     assert counts[("blockchain", "too_large")] == 0
-    assert len(counts) == 12
+    assert counts[("health", "tls")] == 0
+    assert len(counts) == 2 * len(Reason)  # health and blockchain, every reason (7)
 
 
 def test_last_success_survives_failures_and_removal_forgets_everything() -> None:

@@ -307,6 +307,7 @@ def test_healthy_probe_exposes_the_node_and_its_chains() -> None:
         "ledger_blockchain_height_last_change_timestamp_seconds",
         "ledger_node_last_success_timestamp_seconds",
         "ledger_node_scrape_errors_total",
+        "ledger_node_retry_after_total",
         "ledger_exporter_build_info",
     }
 

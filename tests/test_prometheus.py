@@ -24,7 +24,7 @@ from tests.support.simulator import tracked_pairs
 pytestmark = pytest.mark.integration
 
 JOB = "ledger-exporter"
-REASONS = 6  # timeout, connection, http_status, invalid_json, invalid_response, too_large
+REASONS = 7  # timeout, connection, http_status, invalid_json, invalid_response, too_large, tls
 ENDPOINTS = 3  # health, blockchain and block (a checkpoint is known after the first cycle)
 
 

@@ -42,7 +42,15 @@ SEED = 0  # at START + INTERVAL / 4 some chains have an open vote session and so
 ENDPOINTS = ("health", "blockchain")  # the contract's endpoint and reason labels
 BLOCK = "block"  # the checkpoint block's endpoint label, counted from a node's first request
 DEPTH = 5  # network_checks.checkpoint_depth, the default
-REASONS = ("timeout", "connection", "http_status", "invalid_json", "invalid_response", "too_large")
+REASONS = (
+    "timeout",
+    "connection",
+    "http_status",
+    "invalid_json",
+    "invalid_response",
+    "too_large",
+    "tls",
+)
 
 Key = tuple[str, frozenset[tuple[str, str]]]
 Samples = dict[Key, Any]  # values are floats, or pytest.approx in expectations
@@ -324,7 +332,8 @@ class Rig:
 
     def bookkeeping_samples(self, node: str) -> Samples:
         """Every error counter of the node (0 until counted), its dropped-values counters (the
-        simulator stays within every bound) and its last success, if any."""
+        simulator stays within every bound), its Retry-After counter (the simulator sends
+        none) and its last success, if any."""
         expected: Samples = {
             key("ledger_node_scrape_errors_total", node=node, endpoint=e, reason=r): (
                 self.errors[node, e, r]
@@ -334,6 +343,7 @@ class Rig:
         }
         for kind in DropKind:
             expected[key("ledger_exporter_dropped_values_total", node=node, kind=kind.value)] = 0
+        expected[key("ledger_node_retry_after_total", node=node)] = 0
         if node in self.last_success:
             last = self.last_success[node]
             expected[key("ledger_node_last_success_timestamp_seconds", node=node)] = last
@@ -492,6 +502,7 @@ def test_a_node_down_is_up_0_without_chain_series_and_comes_back(
         "ledger_node_up",
         "ledger_node_scrape_errors_total",
         "ledger_node_last_success_timestamp_seconds",
+        "ledger_node_retry_after_total",
     }
     errors = {"node": "node-2", "endpoint": "health", "reason": "connection"}
     assert value(samples, "ledger_node_scrape_errors_total", **errors) == 1

@@ -14,6 +14,7 @@ URIs, compared exactly) ends the connection.
 from __future__ import annotations
 
 import ctypes
+import datetime
 import ipaddress
 import ssl
 from collections.abc import Sequence
@@ -183,6 +184,32 @@ def certificate_sans(der: bytes) -> set[str]:
     except IndexError:
         raise ValueError("truncated") from None
     return set()
+
+
+_UTC_TIME, _GENERALIZED_TIME = 0x17, 0x18
+
+
+def certificate_not_after(der: bytes) -> datetime.datetime:
+    """The notAfter of a DER certificate (UTC); ValueError when it is not well formed."""
+    try:
+        certificate = _children(der, 0, len(der), _SEQUENCE)[0]
+        fields = _children(der, *certificate[1:])[0]
+        parts = _children(der, *fields[1:])
+        if parts[0][0] == 0xA0:  # [0] version, absent for v1
+            parts = parts[1:]
+        validity = parts[3]  # after the serial number, signature algorithm and issuer
+        if validity[0] != _SEQUENCE:
+            raise ValueError("no validity")
+        tag, start, end = _children(der, *validity[1:])[1]
+    except IndexError:
+        raise ValueError("truncated") from None
+    text = der[start:end].decode("ascii", errors="replace")
+    if tag == _UTC_TIME:  # YYMMDDHHMMSSZ: 50-99 are 19xx (RFC 5280, 4.1.2.5.1)
+        text = ("19" if int(text[:2]) >= 50 else "20") + text
+    elif tag != _GENERALIZED_TIME:
+        raise ValueError("a time of an unknown type")
+    when = datetime.datetime.strptime(text, "%Y%m%d%H%M%SZ")
+    return when.replace(tzinfo=datetime.UTC)
 
 
 def _general_names(der: bytes, start: int, end: int) -> set[str]:

@@ -19,6 +19,7 @@ refused by name, saying what to do instead.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import hashlib
 import os
@@ -39,6 +40,7 @@ from exporter.config.tls import (
     ServerContext,
     TlsSettingError,
     accept_unverified_client_certificates,
+    certificate_not_after,
     peer_refusal,
     set_cipher_suites,
     set_curves,
@@ -485,3 +487,46 @@ class _WebReader(Reader):
                 self.problem(path, f"must be a bcrypt hash ($2b$...) {NOT_SHOWN}")
             users[str(user)] = hashed if isinstance(hashed, str) else ""
         return users
+
+
+#: A reload to a server certificate that expires within this many days logs a warning:
+#: two weeks leaves time to renew it before clients refuse it.
+EXPIRY_WARNING_DAYS = 14
+_PEM_CERTIFICATE = re.compile(
+    r"-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+-----END CERTIFICATE-----"
+)
+
+
+def reload_warnings(
+    before: WebConfig | None, after: WebConfig, path: str, now: datetime.datetime
+) -> list[tuple[str, dict[str, str]]]:
+    """What a reload from ``before`` to ``after`` (read from ``path``) should warn of, as log
+    messages and their fields: TLS turned off (the listeners now serve plain HTTP), or a
+    server certificate that has expired or expires within EXPIRY_WARNING_DAYS. The reload
+    goes ahead all the same: the operator asked for it."""
+    warnings: list[tuple[str, dict[str, str]]] = []
+    if before is not None and before.tls is not None and after.tls is None:
+        message = "web config reload turns TLS off: the listeners now serve plain HTTP"
+        warnings.append((message, {"file": path}))
+    if after.tls is None:
+        return warnings
+    cert_file = after.tls.cert_file
+    try:
+        with open(cert_file, encoding="ascii", errors="replace") as pem:
+            found = _PEM_CERTIFICATE.search(pem.read(1 << 20))
+        if found is None:
+            raise ValueError("no PEM certificate")
+        not_after = certificate_not_after(ssl.PEM_cert_to_DER_cert(found.group()))
+    except (OSError, ValueError) as error:  # the context was made from it: seldom
+        message = "the web config's server certificate's expiry date cannot be read"
+        warnings.append((message, {"file": cert_file, "error": str(error)}))
+        return warnings
+    fields = {"file": cert_file, "not_after": not_after.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if not_after <= now:
+        message = "the web config's server certificate has expired: clients will refuse it"
+        warnings.append((message, fields))
+    elif not_after - now < datetime.timedelta(days=EXPIRY_WARNING_DAYS):
+        days = (not_after - now).total_seconds() / 86400
+        message = f"the web config's server certificate expires in under {EXPIRY_WARNING_DAYS} days"
+        warnings.append((message, {**fields, "days_left": f"{days:.1f}"}))
+    return warnings

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from exporter.poll.results import Reason
+
 
 class Kind(Enum):
     """Prometheus metric type of a family (``_info`` metrics are gauges valued 1)."""
@@ -109,6 +111,13 @@ NODE_LAST_SUCCESS = _g(
     "ledger_node_last_success_timestamp_seconds",
     "Unix time when /health was last read successfully.",
     *_NODE,
+)
+NODE_RETRY_AFTER = MetricSpec(
+    "ledger_node_retry_after_total",
+    Kind.COUNTER,
+    "429 and 503 answers with Retry-After the exporter honoured: the node is not asked again "
+    "before that time (at most 5 minutes), and reads as down meanwhile.",
+    _NODE,
 )
 NODE_INFO = MetricSpec(
     "ledger_node_info",
@@ -492,6 +501,7 @@ NODE_FAMILIES = (
     NODE_SCRAPE_DURATION,
     NODE_SCRAPE_ERRORS,
     NODE_LAST_SUCCESS,
+    NODE_RETRY_AFTER,
     NODE_INFO,
     NODE_PEERS,
     NODE_BLOCKCHAINS,
@@ -624,8 +634,7 @@ LABELS = {
     "blockchain": "the blockchain id exactly as the node reports it",
     "endpoint": "which request failed: `health`, `blockchain`, `block`, `contract`, "
     "`contract_state`, `wallet`",
-    "reason": "why it failed: `timeout`, `connection`, `http_status`, `invalid_json`, "
-    "`invalid_response`, `too_large`",
+    "reason": "why it failed: " + ", ".join(f"`{reason.value}`" for reason in Reason),
     "kind": "which bound dropped values: `blockchain`, `feature`, `auth_group`, `label_value`, "
     "`vote_session`, `leader`",
     "version": "the exporter's version",

@@ -90,6 +90,8 @@ class NodeStatus:
     last_success: float | None
     error_counts: ErrorCounts = ErrorCounts()
     dropped: tuple[int, ...] = ()  # values dropped since start, per bounds.DropKind, in order
+    # answers whose Retry-After held the node's polls back since start; None in a probe
+    retry_afters: int | None = None
 
     @property
     def up(self) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import errno
+import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -281,7 +282,10 @@ def interpret(
     if isinstance(response, TransferError):
         raise classify(response, path, max_bytes)
     if response.status >= 300:
-        raise FetchError(Reason.HTTP_STATUS, f"HTTP status {response.status} from {path}")
+        detail = f"HTTP status {response.status} from {path}"
+        if response.retry_after:
+            detail += f" (Retry-After: {response.retry_after} s)"
+        raise FetchError(Reason.HTTP_STATUS, detail, response.retry_after)
     if fast is not None and (document := fast(response.body)) is not None:
         return document
     return decode(response.body, path)
@@ -297,10 +301,18 @@ _TRANSFER_ERRORS: dict[int, tuple[Reason, str]] = {
         "failing to set it up (the log says which)",
     ),
     pycurl.E_COULDNT_RESOLVE_HOST: (Reason.CONNECTION, "name or service not known"),
-    pycurl.E_PEER_FAILED_VERIFICATION: (Reason.CONNECTION, "certificate verify failed"),
-    pycurl.E_SSL_CONNECT_ERROR: (Reason.CONNECTION, "TLS handshake failed"),
-    pycurl.E_SSL_CERTPROBLEM: (Reason.CONNECTION, "the client certificate or key is unusable"),
-    pycurl.E_SSL_CACERT_BADFILE: (Reason.CONNECTION, "the CA file could not be read"),
+    pycurl.E_PEER_FAILED_VERIFICATION: (Reason.TLS, "certificate verify failed"),
+    pycurl.E_SSL_CONNECT_ERROR: (Reason.TLS, "TLS handshake failed"),
+    pycurl.E_SSL_CERTPROBLEM: (
+        Reason.TLS,
+        "the client certificate or key is unusable: check tls_config.cert_file and "
+        "tls_config.key_file",
+    ),
+    pycurl.E_SSL_CIPHER: (Reason.TLS, "no usable cipher: the TLS cipher setting is refused"),
+    pycurl.E_SSL_CACERT_BADFILE: (
+        Reason.TLS,
+        "the CA file could not be read: check tls_config.ca_file",
+    ),
     pycurl.E_BAD_CONTENT_ENCODING: (
         Reason.INVALID_RESPONSE,
         "the body's content encoding is broken",
@@ -310,7 +322,73 @@ _TRANSFER_ERRORS: dict[int, tuple[Reason, str]] = {
     pycurl.E_SEND_ERROR: (Reason.CONNECTION, "the connection broke while sending the request"),
     pycurl.E_GOT_NOTHING: (Reason.CONNECTION, "the node closed the connection without answering"),
     8: (Reason.CONNECTION, "the answer is not HTTP"),  # CURLE_WEIRD_SERVER_REPLY
+    # CURLE_UNSUPPORTED_PROTOCOL: only HTTP and HTTPS URLs are sent, so it means the bytes
+    # that came back have no HTTP/1.x status line ("Received HTTP/0.9 when not allowed")
+    pycurl.E_UNSUPPORTED_PROTOCOL: (
+        Reason.CONNECTION,
+        "the answer has no HTTP/1.x status line: a node that speaks only HTTP/2 without "
+        "TLS (h2c) answers like this, as does another protocol on that port",
+    ),
 }
+
+#: OpenSSL's X509_V_ERR_* verify results, what they mean and what to do.
+_VERIFY_RESULTS: dict[int, str] = {
+    2: "its issuer is unknown (the CA is not in tls_config.ca_file)",
+    9: "the node's certificate is not yet valid{dates}: check the clocks, or reissue it",
+    10: "the node's certificate has expired{dates}: renew it on the node",
+    18: "the node's certificate is self-signed: trust it with tls_config.ca_file, or have a CA "
+    "sign it",
+    19: "unknown issuer: the node's chain ends in a CA that is not in tls_config.ca_file",
+    20: "unknown issuer: the CA that signed the node's certificate is not in tls_config.ca_file",
+    21: "unknown issuer: the node's chain is incomplete or its CA is not in tls_config.ca_file",
+    62: "host name mismatch: the node's certificate is not for the host in its URL",
+}
+_HOST_MISMATCH = ("subject name", "does not match target host")
+#: OpenSSL's reason in libcurl's error buffer ("...:SSL routines::wrong version number"):
+#: OpenSSL's own fixed strings, never the node's text.
+_OPENSSL_REASON = re.compile(r"SSL routines::([a-z0-9 /_.-]{1,80})")
+#: Words of OpenSSL's reason and what the failed handshake means, first match wins.
+_HANDSHAKE_FAILURES: tuple[tuple[str, str], ...] = (
+    (
+        "certificate required",
+        "client certificate required: the node demands one (set tls_config.cert_file and "
+        "tls_config.key_file)",
+    ),
+    (
+        "wrong version number",
+        "protocol mismatch: the node does not answer TLS on this port (plain HTTP on an "
+        "https URL?)",
+    ),
+    ("packet length too long", "protocol mismatch: the node does not answer TLS on this port"),
+    (
+        "protocol version",
+        "protocol mismatch: the node and the exporter share no TLS version",
+    ),
+    ("unsupported protocol", "protocol mismatch: the node and the exporter share no TLS version"),
+    ("no protocols available", "protocol mismatch: no TLS version is enabled on both sides"),
+    (
+        "no application protocol",
+        "protocol mismatch: the node offers no HTTP version the exporter speaks (ALPN)",
+    ),
+    ("no shared cipher", "cipher mismatch: the node and the exporter share no cipher"),
+    ("insufficient security", "cipher mismatch: the node refuses every cipher offered"),
+    (
+        "handshake failure",
+        "the node refused the handshake (handshake_failure alert): it may demand a client "
+        "certificate (tls_config.cert_file) or share no cipher or version with the exporter",
+    ),
+    ("unknown ca", "the node does not trust the exporter's client certificate (unknown CA)"),
+    ("bad certificate", "the node rejected the exporter's client certificate"),
+    ("certificate unknown", "the node rejected the exporter's client certificate"),
+    ("certificate expired", "the node rejected the exporter's client certificate: expired"),
+)
+
+
+_RESET_AFTER_HANDSHAKE = (
+    "the node reset the connection right after the TLS handshake, before any answer: it "
+    "may demand a client certificate (tls_config.cert_file and tls_config.key_file) or "
+    "refuse the one sent"
+)
 
 
 def classify(failure: TransferError, path: str, max_bytes: int) -> FetchError:
@@ -323,8 +401,53 @@ def classify(failure: TransferError, path: str, max_bytes: int) -> FetchError:
     if code == pycurl.E_COULDNT_CONNECT:
         refused = failure.os_errno == errno.ECONNREFUSED
         return FetchError(Reason.CONNECTION, "connection refused" if refused else "cannot connect")
+    tls = _tls_failure(failure)
+    if tls is not None:
+        return FetchError(Reason.TLS, tls)
     reason, detail = _TRANSFER_ERRORS.get(code, (Reason.CONNECTION, f"transfer failed ({code})"))
     return FetchError(reason, detail)
+
+
+def _tls_failure(failure: TransferError) -> str | None:
+    """What failed in a TLS handshake or certificate check, from libcurl's code, OpenSSL's
+    verify result and the reason in libcurl's error buffer; None if not a TLS failure."""
+    code, message = failure.code, failure.message
+    if code == pycurl.E_PEER_FAILED_VERIFICATION:
+        verify = failure.verify_result
+        if verify == 62 or any(words in message for words in _HOST_MISMATCH):
+            return _VERIFY_RESULTS[62]
+        known = _VERIFY_RESULTS.get(verify)
+        if known is None:
+            return f"certificate verify failed (OpenSSL verify result {verify})"
+        return known.format(dates=_dates(verify, failure.validity))
+    if code not in (pycurl.E_SSL_CONNECT_ERROR, pycurl.E_RECV_ERROR, pycurl.E_SEND_ERROR):
+        return None
+    found = _OPENSSL_REASON.search(message)
+    if found is None and failure.fresh_tls and code != pycurl.E_SSL_CONNECT_ERROR:
+        # A TLS 1.3 server checks the client's certificate after the client has finished its
+        # handshake; when it closes with the request unread, the kernel sends a reset that
+        # overtakes its alert, and libcurl sees only the reset, at once.
+        return _RESET_AFTER_HANDSHAKE
+    if found is None:
+        return "TLS handshake failed" if code == pycurl.E_SSL_CONNECT_ERROR else None
+    words = found.group(1).strip()
+    for key, meaning in _HANDSHAKE_FAILURES:
+        if key in words:
+            return meaning
+    return f"TLS handshake failed ({words})"
+
+
+def _dates(verify: int, validity: tuple[str, str] | None) -> str:
+    """ " (notAfter 2021-01-01T00:00:00Z)" for an expired certificate, the notBefore for one
+    not yet valid; empty when libcurl did not see the certificate's dates."""
+    if validity is None:
+        return ""
+    name, printed = ("notBefore", validity[0]) if verify == 9 else ("notAfter", validity[1])
+    try:  # libcurl prints OpenSSL's form, "Jan  1 00:00:00 2021 GMT"
+        when = time.strptime(printed.replace("GMT", "").strip(), "%b %d %H:%M:%S %Y")
+    except ValueError:
+        return ""
+    return f" ({name} {time.strftime('%Y-%m-%dT%H:%M:%SZ', when)})"
 
 
 def decode(body: bytes, path: str) -> Any:

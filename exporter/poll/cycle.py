@@ -40,6 +40,21 @@ from exporter.poll.watch import watch_status
 
 log = logging.getLogger("ledger_exporter")
 
+#: The longest a node's ``Retry-After`` holds its polls back: a node in maintenance that asks
+#: for an hour is asked again after five minutes (the usual ``for`` of an alert), so the
+#: exporter notices its return in time, and a wrong or hostile header cannot silence a node
+#: for good.
+MAX_RETRY_AFTER_SECONDS = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class _BackOff:
+    """A node that asked for no request before ``until`` (monotonic): it is not polled
+    until then and reads as down with ``error`` (its answer, and when it is asked again)."""
+
+    until: float
+    error: FetchError
+
 
 @dataclass(frozen=True)
 class _Resources:
@@ -93,6 +108,8 @@ class Poller:
         self._block_heights: dict[str, dict[str, int]] = {}  # per node: blocks it can have
         self._listed: dict[str, frozenset[str]] = {}  # per node: the watched chains it lists
         self._unmatched: tuple[UnmatchedEntry, ...] = ()  # watch entries none of them lists
+        self._backing_off: dict[str, _BackOff] = {}  # nodes whose Retry-After holds
+        self._retry_afters: dict[str, int] = {}  # per node: Retry-After answers honoured
         self._wake = threading.Event()
         self._stopped = threading.Event()
 
@@ -144,10 +161,11 @@ class Poller:
         config = resources.config
         self._running = {name: p for name, p in self._running.items() if not p.finished}
         stuck = [node for node in config.nodes if node.name in self._running]
+        resting = self._backing_off  # not asked: their Retry-After holds (run_cycle)
         # Nodes that timed out last cycle go last and get at most a quarter of the engine's
         # slots: however many hang, they cannot hold the slots the healthy nodes need.
         suspects = self._timed_out
-        ready = [node for node in config.nodes if node.name not in self._running]
+        ready = [n for n in config.nodes if n.name not in self._running and n.name not in resting]
         ready.sort(key=lambda node: node.name in suspects)
         countdown = Countdown(len(ready))
         polls: list[NodePoll] = []
@@ -226,12 +244,22 @@ class Poller:
         started = time.monotonic()
         deadline = started + resources.config.scrape_timeout
         self._shared.clear()
+        # nodes whose Retry-After still holds are not asked this cycle (monotonic clock)
+        resting = {n: held for n, held in self._backing_off.items() if held.until > started}
+        self._backing_off = resting
         polls, stuck, countdown = self._start_polls(resources, deadline, started)
         countdown.wait(max(0.0, deadline + DEADLINE_GRACE_SECONDS - time.monotonic()))
         ended = time.monotonic()
         hung = FetchError(Reason.TIMEOUT, "the previous poll of this node has not ended yet")
         results = [poll.result(ended) for poll in polls]
         results += [failed_node(node, hung, ended - started) for node in stuck]
+        self._back_off(polls, results, resources.config, ended)
+        unasked = {node.name for node in stuck}
+        results += [
+            replace(failed_node(node, resting[node.name].error, 0.0), asked=False)
+            for node in resources.config.nodes
+            if node.name in resting and node.name not in unasked
+        ]
         self._shared.clear()  # the readings keep what they share; the keys need not wait
         order = {node.name: index for index, node in enumerate(resources.config.nodes)}
         results.sort(key=lambda result: order[result.node.name])
@@ -240,6 +268,11 @@ class Poller:
         # only polls still out are kept (to guard and count them); ended ones free their results
         self._running = {name: p for name, p in self._running.items() if not p.finished}
         nodes = self._history.record(results, self._clock(), resources.config.bounds)
+        if self._retry_afters:  # few nodes, if any
+            counts = self._retry_afters
+            nodes = tuple(
+                replace(n, retry_afters=counts[n.name]) if n.name in counts else n for n in nodes
+            )
         network = self._network(results, nodes)
         watch = self._watch_status(results, resources.config)
         probing = resources.config.probe is not None
@@ -275,6 +308,30 @@ class Poller:
                 log.info("every watch entry's blockchain is listed by a polled node now")
             self._unmatched = unmatched
         return replace(status, unmatched=unmatched)
+
+    def _back_off(
+        self, polls: list[NodePoll], results: list[NodeResult], config: Config, ended: float
+    ) -> None:
+        """Forget the back-offs of nodes no longer configured, and start one for each node
+        whose answer this cycle asked for time (``Retry-After`` on a 429 or 503), of at most
+        MAX_RETRY_AFTER_SECONDS from the cycle's end."""
+        names = {node.name for node in config.nodes}
+        self._backing_off = {n: held for n, held in self._backing_off.items() if n in names}
+        self._retry_afters = {n: c for n, c in self._retry_afters.items() if n in names}
+        polled = {poll.node.name for poll in polls}
+        for result in results:
+            name = result.node.name
+            asked = result.asked_for_time() if name in polled else None
+            if asked is None:
+                continue
+            wait = min(asked.retry_after, MAX_RETRY_AFTER_SECONDS)
+            again = time.strftime("%H:%M:%SZ", time.gmtime(self._clock() + wait))
+            detail = f"{asked.detail}; not asked again for {wait:g} s (until {again})"
+            self._backing_off[name] = _BackOff(ended + wait, FetchError(asked.reason, detail))
+            self._retry_afters[name] = self._retry_afters.get(name, 0) + 1
+            fields = {"node": name, "seconds": f"{wait:g}", "until": again}
+            log.info("node asked for time (Retry-After): not asked again until then",
+                     extra={"fields": fields})  # fmt: skip
 
     def keep_state(self) -> bool:
         """Write the memory to the state file if it changed since the last write (True when

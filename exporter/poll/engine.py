@@ -84,22 +84,62 @@ class Request(NamedTuple):
 
 
 class Response(NamedTuple):
-    """A complete answer: status and the decoded (content-encoding removed) body."""
+    """A complete answer: status and the decoded (content-encoding removed) body, and for a
+    429 or 503 the seconds its ``Retry-After`` asks to wait (libcurl reads both the seconds
+    and the HTTP-date form; 0 when absent)."""
 
     status: int
     body: bytes
+    retry_after: int = 0
+
+
+#: Statuses whose ``Retry-After`` the engine reads (RFC 9110 15.5.20, 15.6.4).
+RETRY_AFTER_STATUSES = frozenset({429, 503})
+#: libcurl's codes of a failed TLS handshake or certificate check: the engine keeps OpenSSL's
+#: verify result for them (and the certificate's dates when they are what failed). 56 is
+#: there because a TLS 1.3 server's alert (a client certificate required) arrives at the
+#: first read, after the handshake.
+TLS_FAILURES = frozenset(
+    {
+        pycurl.E_PEER_FAILED_VERIFICATION,  # 60
+        pycurl.E_SSL_CONNECT_ERROR,  # 35
+        pycurl.E_SSL_CERTPROBLEM,  # 58
+        pycurl.E_SSL_CIPHER,  # 59
+        pycurl.E_SSL_CACERT_BADFILE,  # 77
+        pycurl.E_RECV_ERROR,  # 56
+    }
+)
+#: OpenSSL's X509_V_ERR_* codes of a certificate outside its validity period (not yet
+#: valid, expired), whose dates the engine reads from the certificate libcurl saw.
+DATE_FAILURES = frozenset({9, 10})
 
 
 class TransferError(Exception):
     """libcurl could not complete the transfer; ``code`` is the CURLE_* number (or NOT_SENT,
-    SHUT_DOWN), ``os_errno`` the socket error behind it, ``over_cap`` set when the engine
-    aborted a body that grew past the size cap."""
+    SHUT_DOWN), ``message`` libcurl's error buffer, ``os_errno`` the socket error behind it,
+    ``over_cap`` set when the engine aborted a body that grew past the size cap. For a TLS
+    failure, ``verify_result`` is OpenSSL's X509_V_ERR_* code (0: none) and ``validity`` the
+    node certificate's notBefore and notAfter as libcurl prints them, when a date failed."""
 
-    def __init__(self, code: int, message: str, os_errno: int = 0, over_cap: bool = False):
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        os_errno: int = 0,
+        over_cap: bool = False,
+        *,
+        verify_result: int = 0,
+        validity: tuple[str, str] | None = None,
+        fresh_tls: bool = False,
+    ):
         super().__init__(message)
         self.code = code
+        self.message = message
         self.os_errno = os_errno
         self.over_cap = over_cap
+        self.verify_result = verify_result
+        self.validity = validity
+        self.fresh_tls = fresh_tls
 
 
 #: Called once with how a request ended.
@@ -157,6 +197,18 @@ class _Handle:
         self.low_speed_time: int | None = None
         self.request: Request | None = None
         self.done: Done | None = None
+
+
+def _validity(certinfo: Any) -> tuple[str, str] | None:
+    """The first (the node's own) certificate's start and expire dates from libcurl's
+    CERTINFO, as it prints them ("Jan  1 00:00:00 2021 GMT"); None when it has none."""
+    if not certinfo:
+        return None
+    fields = dict(certinfo[0])
+    start, expire = fields.get("Start date"), fields.get("Expire date")
+    if not isinstance(start, str) or not isinstance(expire, str):
+        return None
+    return start, expire
 
 
 def _refuse(done: Done, error: Exception) -> None:
@@ -476,6 +528,9 @@ class Engine:
         setopt(pycurl.HTTPHEADER, [line.encode() for line in profile.headers])
         setopt(pycurl.WRITEFUNCTION, handle.sink.write)
         setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
+        # the certificates' text, kept at each TLS handshake (kept-alive connections make
+        # few), so an expired or not yet valid certificate's failure can name its dates
+        setopt(pycurl.OPT_CERTINFO, 1)
         if profile.basic_auth is not None:
             setopt(pycurl.HTTPAUTH, pycurl.HTTPAUTH_BASIC)
             setopt(pycurl.USERNAME, profile.basic_auth[0].encode())
@@ -503,28 +558,48 @@ class Engine:
         """End the transfer of ``curl``: release its handle and tell its caller, once, how it
         ended (``failure``: libcurl's code and message, None for a complete answer)."""
         handle = self._transfers.pop(curl)  # engine thread only: no lock (class docstring)
-        self._suspects_out -= handle.request.suspect  # type: ignore[union-attr]
-        done, handle.request, handle.done = handle.done, None, None
-        assert done is not None  # set with the request
+        request, done = handle.request, handle.done
+        assert request is not None  # set with the callback, with the request
+        assert done is not None
+        self._suspects_out -= request.suspect
+        handle.request, handle.done = None, None
         sink = handle.sink
-        status = os_errno = 0
+        status = os_errno = verify_result = retry_after = connects = 0
+        validity = None
         try:
             status = curl.getinfo(pycurl.RESPONSE_CODE)
             connects = curl.getinfo(pycurl.NUM_CONNECTS)
             if connects:
                 with self._lock:
                     self._connects += connects
-            os_errno = curl.getinfo(pycurl.OS_ERRNO) if failure else 0
+            if failure:
+                os_errno = curl.getinfo(pycurl.OS_ERRNO)
+                if failure[0] in TLS_FAILURES:
+                    verify_result = curl.getinfo(pycurl.SSL_VERIFYRESULT)
+                    if verify_result in DATE_FAILURES:
+                        validity = _validity(curl.getinfo(pycurl.INFO_CERTINFO))
+            elif status in RETRY_AFTER_STATUSES:
+                retry_after = max(0, curl.getinfo(pycurl.RETRY_AFTER))
         finally:  # whatever happens, the handle is released and the caller hears back
             body, over_cap = sink.take(), sink.over_cap
             try:
                 self._release(handle)
             finally:
                 if failure is None:
-                    _report(done, Response(status, body))
+                    _report(done, Response(status, body, retry_after))
                 else:
                     code, message = failure
-                    _report(done, TransferError(code, message, os_errno, over_cap))
+                    fresh_tls = connects > 0 and request.url.startswith("https:")
+                    error = TransferError(
+                        code,
+                        message,
+                        os_errno,
+                        over_cap,
+                        verify_result=verify_result,
+                        validity=validity,
+                        fresh_tls=fresh_tls,
+                    )
+                    _report(done, error)
 
     def _release(self, handle: _Handle) -> None:
         """Take the handle off the multi; keep a few for reuse, close the rest. A handle

@@ -181,7 +181,7 @@ class History:
     ) -> NodeStatus:
         name = result.node.name
         memory = self._nodes[name]
-        memory.errors.add("health", result.error)
+        memory.errors.add("health", result.error if result.asked else None)
         if result.error is None:
             memory.last_success = now
         if result.watch:
@@ -210,6 +210,7 @@ class History:
             last_success=memory.last_success,
             error_counts=memory.errors.frozen(),
             dropped=memory.dropped,
+            retry_afters=0,  # the poller counts them (it holds the nodes back)
         )
 
 

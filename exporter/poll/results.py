@@ -31,15 +31,18 @@ class Reason(Enum):
     INVALID_JSON = "invalid_json"
     INVALID_RESPONSE = "invalid_response"
     TOO_LARGE = "too_large"
+    TLS = "tls"  # a certificate or the TLS handshake failed (the detail says which)
 
 
 class FetchError(Exception):
-    """A request to a node failed; ``reason`` classifies it, the message explains it."""
+    """A request to a node failed; ``reason`` classifies it, the message explains it.
+    ``retry_after``: the seconds a 429 or 503 answer's ``Retry-After`` asked to wait (0: none)."""
 
-    def __init__(self, reason: Reason, detail: str) -> None:
+    def __init__(self, reason: Reason, detail: str, retry_after: float = 0.0) -> None:
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
+        self.retry_after = retry_after
 
 
 @dataclass(slots=True)
@@ -84,6 +87,15 @@ class NodeResult:
     duration: float
     unpolled_chains: int = 0  # listed by /health beyond max_blockchains_per_node
     watch: list[WatchResult] = field(default_factory=list)  # in plan order
+    asked: bool = True  # False: not asked this cycle (its Retry-After holds), nothing counted
+
+    def asked_for_time(self) -> FetchError | None:
+        """The 429 or 503 answer of this poll that asked for the longest wait
+        (``Retry-After``); None when none did."""
+        errors = [self.error, *(w.error for w in self.watch)]
+        errors += [e for c in self.chains for e in (c.error, c.block_error)]
+        waits = [e for e in errors if e is not None and e.retry_after > 0]
+        return max(waits, key=lambda error: error.retry_after, default=None)
 
 
 def describe(error: FetchError | None) -> str | None:
@@ -97,7 +109,7 @@ def as_fetch_error(error: Exception, what: str) -> FetchError:
     error is logged with its traceback and named by type only (its message may quote the
     node's answer)."""
     if isinstance(error, FetchError):
-        return FetchError(error.reason, error.detail)
+        return FetchError(error.reason, error.detail, error.retry_after)
     if isinstance(error, InvalidResponseError):
         return FetchError(Reason.INVALID_RESPONSE, str(error))
     log.error("unexpected failure while reading %s", what, exc_info=error)

@@ -626,6 +626,7 @@ class _Oracle:
         return name.startswith("ledger_exporter_") or name in (
             "ledger_node_scrape_duration_seconds",
             "ledger_node_scrape_errors_total",
+            "ledger_node_retry_after_total",  # the exporter's holding back, not a field
         )
 
     # --- one node ------------------------------------------------------------------------

@@ -96,6 +96,7 @@ class NodeCollector(Collector):
     # TYPE ledger_node_scrape_duration_seconds gauge
     # TYPE ledger_node_scrape_errors_total counter  (labels endpoint, reason)
     # TYPE ledger_node_last_success_timestamp_seconds gauge
+    # TYPE ledger_node_retry_after_total counter
     # TYPE ledger_node_info gauge  (labels node_version, node_id, peer_id)
     # TYPE ledger_node_peers gauge
     # TYPE ledger_node_blockchains gauge
@@ -106,6 +107,7 @@ class NodeCollector(Collector):
         m.NODE_SCRAPE_DURATION,
         m.NODE_SCRAPE_ERRORS,
         m.NODE_LAST_SUCCESS,
+        m.NODE_RETRY_AFTER,
         m.NODE_INFO,
         m.NODE_PEERS,
         m.NODE_BLOCKCHAINS,
@@ -130,6 +132,7 @@ class NodeCollector(Collector):
                 m.NODE_SCRAPE_ERRORS, {**labels, "endpoint": endpoint, "reason": reason}, count
             )
         families.add(m.NODE_LAST_SUCCESS, labels, node.last_success)
+        families.add(m.NODE_RETRY_AFTER, labels, node.retry_afters)
         health = node.health
         if health is None:
             return
