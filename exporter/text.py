@@ -4,8 +4,13 @@ made visible, so the status page, the probe's debug answer and the logs show wha
 Made visible, as ``\\u202e``-style escapes (four hex digits, the code point): the C0 and C1
 controls and DEL (a terminal's escape sequences, CR, NEL U+0085), the line and paragraph
 separators U+2028 and U+2029, every bidirectional control (the embeddings and overrides
-U+202A-U+202E, the isolates U+2066-U+2069, the marks U+200E, U+200F and U+061C) and lone
-surrogates (which no UTF-8 page can carry). Everything else is kept as it is, right-to-left
+U+202A-U+202E, the isolates U+2066-U+2069, the marks U+200E, U+200F and U+061C), the
+invisible format characters a hostile node could use to make its text look like another
+node's (the soft hyphen U+00AD, U+180E, the zero-width space and joiners U+200B-U+200D, the
+word joiner and invisible operators U+2060-U+2064, the deprecated format controls
+U+206A-U+206F, the byte order mark U+FEFF, the interlinear annotation controls
+U+FFF9-U+FFFB and the tag characters U+E0000-U+E007F) and lone surrogates (which no UTF-8
+page can carry). Everything else is kept as it is, right-to-left
 letters included: where text is laid out, each value is also isolated (``<bdi>``), so such
 letters order only themselves.
 """
@@ -16,7 +21,8 @@ import re
 
 #: The characters :func:`visible` escapes (the module's docstring says why each).
 UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+    "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028\u2029\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f]"
 )
 #: First strong isolate and pop directional isolate: around a value inside a longer text
 #: (:func:`isolated`), the status page's renderer turns each such pair into ``<bdi>``.
@@ -24,7 +30,8 @@ ISOLATE_START, ISOLATE_END = "\u2068", "\u2069"
 
 
 def _escape(found: re.Match[str]) -> str:
-    return f"\\u{ord(found[0]):04x}"
+    code = ord(found[0])
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def visible(text: str) -> str:

@@ -23,10 +23,10 @@ def test_installed_tools_are_the_pinned_ones() -> None:
 def test_a_changed_or_missing_binary_is_installed_again(tmp_path: Path) -> None:
     """`make tools` runs the script each time: it reinstalls unless both files are intact."""
     assert not kube_tools.current(tmp_path)
-    shutil.copy(TOOLS_BIN / "kubectl", tmp_path / "kubectl")
+    shutil.copy(kube_tool("kubectl"), tmp_path / "kubectl")
     (tmp_path / "helm").write_bytes(b"#!/bin/sh\necho v4.1.4\n")
     assert not kube_tools.current(tmp_path)
-    shutil.copy(TOOLS_BIN / "helm", tmp_path / "helm")
+    shutil.copy(kube_tool("helm"), tmp_path / "helm")
     assert kube_tools.current(tmp_path)
     assert kube_tools.main([str(tmp_path)]) == 0  # current: nothing downloaded
 

@@ -101,6 +101,10 @@ def test_visible_and_isolated() -> None:
         "a\\u202eb\\u001b\\u0085\\u2028\\u2029\\u200f\\u061c\\u2067\\ud800é"
     )
     assert visible("עברית 1.2") == "עברית 1.2"  # right-to-left letters kept: isolated
+    # invisible format characters, with which a node's id could pass for another's
+    assert visible("n\u200bo\u00add\ufeffe\u2060-\U000e0031") == (
+        "n\\u200bo\\u00add\\ufeffe\\u2060-\\U000e0031"
+    )
     assert isolated(f"x{RLO}") == "\u2068x\\u202e\u2069"
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.support.programs import require_program
+from tests.support.waiting import wait_until
 
 #: For every ``li`` and ``td``: its visible characters (not spaces, not the invisible
 #: bidirectional controls) in document order and in the order they appear on screen, line
@@ -123,12 +124,13 @@ class DevTools:
         """A page showing ``url``, loaded: its session id."""
         target = self.call("Target.createTarget", url=url)["targetId"]
         session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        deadline = time.monotonic() + 60
         loaded = "document.readyState == 'complete' && location.href"  # not about:blank's
-        while self.evaluate(session, loaded) != url:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{url} did not load")
-            time.sleep(0.1)
+        wait_until(
+            lambda: self.evaluate(session, loaded) == url,
+            timeout=60,
+            interval=0.1,
+            message=f"{url} did not load",
+        )
         return str(session)
 
     def evaluate(self, session: str, expression: str) -> Any:
