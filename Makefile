@@ -46,6 +46,10 @@ tools:
 	  echo "installing Debian's chromium (the landing page is tested in a headless browser)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    chromium >/dev/null; }
+	@command -v faketime >/dev/null || { \
+	  echo "installing Debian's faketime (tests/test_wall_clock_step.py steps the exporter's wall clock)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    faketime >/dev/null; }
 
 # lint-imports: the layers and contracts of pyproject.toml's [tool.importlinter].
 lint: $(STAMP)
