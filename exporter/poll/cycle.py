@@ -251,7 +251,7 @@ class Poller:
         self._timed_out |= {node.name for node in stuck}
         # only polls still out are kept (to guard and count them); ended ones free their results
         self._running = {name: p for name, p in self._running.items() if not p.finished}
-        now_mono = self._monotonic()
+        now_mono, now_wall = self._monotonic(), self._wall()  # read together: one moment
         nodes = self._history.record(results, now_mono, resources.config.bounds)
         network = self._network(results, nodes)
         watch = watch_status(results)
@@ -263,14 +263,13 @@ class Poller:
             network=network,
             watch=watch,
             probe_mode=probing,
-            wall_offset=self._rebase(now_mono),
+            wall_offset=self._rebase(now_wall - now_mono),
         )
 
-    def _rebase(self, now_mono: float) -> float:
-        """The wall clock minus the monotonic clock, as the exported timestamps and the state
-        file use it: unchanged (so are they) until the wall clock steps, then the new one,
-        logged once. Ages never use it."""
-        offset = self._wall() - now_mono
+    def _rebase(self, offset: float) -> float:
+        """The wall clock minus the monotonic clock as the exported timestamps and the state
+        file use it, given ``offset`` as read now: the one kept (so are they) until the wall
+        clock steps, then ``offset``, logged once. Ages never use it."""
         step = offset - self._wall_offset
         if abs(step) > WALL_STEP_SECONDS:
             fields = {"step_seconds": round(step, 3)}
