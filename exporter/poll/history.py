@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 
 from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, SETTINGS, Bounds, DropKind, Dropped
 from exporter.model.readings import HealthReading
-from exporter.model.snapshot import ChainStatus, ConsensusStatus, ErrorCounts, NodeStatus
+from exporter.model.snapshot import (
+    ChainStatus,
+    ConsensusStatus,
+    ErrorCounts,
+    NodeStatus,
+    on_wall_clock,
+)
 from exporter.model.watch import ContractReading, WalletReading
 from exporter.poll.consensus import ChainConsensus
 from exporter.poll.results import (
@@ -156,7 +162,9 @@ class History:
                 continue
             chains = {
                 chain: ChainState(
-                    height, _wall(since, wall_offset), _first_sightings(memory, chain, wall_offset)
+                    height,
+                    on_wall_clock(since, wall_offset),
+                    _first_sightings(memory, chain, wall_offset),
                 )
                 for chain, (height, since) in memory.heights.items()
             }
@@ -230,13 +238,7 @@ def _first_sightings(memory: _NodeMemory, chain: str, wall_offset: float) -> dic
     followed = memory.consensus.get(chain)
     if followed is None:
         return {}
-    return {sid: _wall(at, wall_offset) for sid, at in followed.first_sightings().items()}
-
-
-def _wall(mono: float, wall_offset: float) -> float:
-    """``mono`` on the wall clock, to the microsecond: a time restored and saved again comes
-    back the same, so an unchanged memory leaves the state file unwritten."""
-    return round(mono + wall_offset, 6)
+    return {sid: on_wall_clock(at, wall_offset) for sid, at in followed.first_sightings().items()}
 
 
 def _forget_unpolled(memory: _NodeMemory, polled: set[str]) -> None:
