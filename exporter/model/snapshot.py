@@ -123,7 +123,14 @@ class Snapshot:
 
 
 def on_wall_clock(mono: float, wall_offset: float) -> float:
-    """``mono`` as a Unix time, to the microsecond: a time that went through the state file
-    (wall clock, then the next process's monotonic clock) comes back exactly as exported
-    before, and an unchanged memory leaves the file unwritten."""
-    return round(mono + wall_offset, 6)
+    """``mono`` as a Unix time: exported so, and so kept in the state file."""
+    return mono + wall_offset
+
+
+def wall_offset(wall: float, mono: float) -> float:
+    """The wall clock minus the monotonic clock, in steps of 2**-20 s (about a microsecond):
+    a time through the state file (plus one offset, minus the next process's) then comes
+    back as the very float exported before, so an unchanged memory leaves the file unwritten.
+    (Such a step is a multiple of the float spacing of every Unix time since 2004 and of
+    every monotonic time under 68 years, so both subtractions and the sum are exact.)"""
+    return round((wall - mono) * 2**20) / 2**20

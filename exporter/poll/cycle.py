@@ -21,7 +21,7 @@ from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.model.network import NetworkView, network_view, observe
 from exporter.model.readings import Shared
-from exporter.model.snapshot import NodeStatus, Snapshot
+from exporter.model.snapshot import NodeStatus, Snapshot, wall_offset
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
 from exporter.poll.history import History
@@ -90,7 +90,7 @@ class Poller:
         self._publish = publish
         self._monotonic = monotonic
         self._wall = wall
-        self._wall_offset = wall() - monotonic()  # re-based when the wall clock steps
+        self._wall_offset = wall_offset(wall(), monotonic())  # re-based when the clock steps
         self._state = state  # the memory kept across restarts, if a file was given
         restored = state.load(config, wall()) if state else None  # on the wall clock
         self._history = History(restored, self._wall_offset)
@@ -263,7 +263,7 @@ class Poller:
             network=network,
             watch=watch,
             probe_mode=probing,
-            wall_offset=self._rebase(now_wall - now_mono),
+            wall_offset=self._rebase(wall_offset(now_wall, now_mono)),
         )
 
     def _rebase(self, offset: float) -> float:
