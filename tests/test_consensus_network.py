@@ -67,7 +67,7 @@ def serve(node: FakeNode, key: str, council: list[str], **chain: Any) -> None:
 def cycle(config: Config, clock: Clock, path: Path) -> Samples:
     """One cycle of a fresh poller on the state file ``path`` (a start after a restart),
     the state written after it, as the writer exposes it."""
-    poller = Poller(config, lambda snapshot: None, clock, state=StateFile(str(path)))
+    poller = Poller(config, lambda snapshot: None, clock, state=StateFile(str(path)), wall=clock)
     try:
         snapshot = poller.run_cycle()
         poller.keep_state()

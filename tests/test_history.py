@@ -34,9 +34,9 @@ def _chain(history_nodes: tuple[NodeStatus, ...], node: str, chain: str) -> Chai
 
 def test_height_change_time_is_when_the_height_was_first_seen() -> None:
     history = History()
-    first = history.record([_up("a", {"c": 10})], now=100.0)
-    same = history.record([_up("a", {"c": 10})], now=115.0)
-    moved = history.record([_up("a", {"c": 11})], now=130.0)
+    first = history.record([_up("a", {"c": 10})], now_mono=100.0)
+    same = history.record([_up("a", {"c": 10})], now_mono=115.0)
+    moved = history.record([_up("a", {"c": 11})], now_mono=130.0)
     assert _chain(first, "a", "c").height_changed_at == 100.0
     assert _chain(same, "a", "c").height_changed_at == 100.0
     assert _chain(moved, "a", "c").height_changed_at == 130.0
@@ -44,23 +44,23 @@ def test_height_change_time_is_when_the_height_was_first_seen() -> None:
 
 def test_a_node_blip_does_not_reset_the_stall_clock() -> None:
     history = History()
-    history.record([_up("a", {"c": 10})], now=100.0)
-    history.record([_down("a")], now=115.0)
-    back = history.record([_up("a", {"c": 10})], now=130.0)
+    history.record([_up("a", {"c": 10})], now_mono=100.0)
+    history.record([_down("a")], now_mono=115.0)
+    back = history.record([_up("a", {"c": 10})], now_mono=130.0)
     assert _chain(back, "a", "c").height_changed_at == 100.0
 
 
 def test_a_chain_no_longer_listed_is_forgotten() -> None:
     history = History()
-    history.record([_up("a", {"c": 10})], now=100.0)
-    history.record([_up("a", {})], now=115.0)
-    again = history.record([_up("a", {"c": 10})], now=130.0)
+    history.record([_up("a", {"c": 10})], now_mono=100.0)
+    history.record([_up("a", {})], now_mono=115.0)
+    again = history.record([_up("a", {"c": 10})], now_mono=130.0)
     assert _chain(again, "a", "c").height_changed_at == 130.0
 
 
 def test_blocks_behind_is_measured_against_the_highest_node() -> None:
     nodes = History().record(
-        [_up("a", {"c": 100, "d": 5}), _up("b", {"c": 97}), _up("e", {"c": None})], now=1.0
+        [_up("a", {"c": 100, "d": 5}), _up("b", {"c": 97}), _up("e", {"c": None})], now_mono=1.0
     )
     assert _chain(nodes, "a", "c").blocks_behind == 0
     assert _chain(nodes, "b", "c").blocks_behind == 3
@@ -70,8 +70,8 @@ def test_blocks_behind_is_measured_against_the_highest_node() -> None:
 
 def test_error_counters_accumulate_and_start_at_zero() -> None:
     history = History()
-    history.record([_down("a", Reason.CONNECTION)], now=1.0)
-    nodes = history.record([_down("a", Reason.CONNECTION)], now=2.0)
+    history.record([_down("a", Reason.CONNECTION)], now_mono=1.0)
+    nodes = history.record([_down("a", Reason.CONNECTION)], now_mono=2.0)
     counts = {(e, r): n for e, r, n in nodes[0].error_counts}
     assert counts[("health", "connection")] == 2
     assert counts[("blockchain", "too_large")] == 0
@@ -81,11 +81,11 @@ def test_error_counters_accumulate_and_start_at_zero() -> None:
 
 def test_last_success_survives_failures_and_removal_forgets_everything() -> None:
     history = History()
-    history.record([_up("a", {"c": 1})], now=10.0)
-    failed = history.record([_down("a")], now=20.0)
+    history.record([_up("a", {"c": 1})], now_mono=10.0)
+    failed = history.record([_down("a")], now_mono=20.0)
     assert failed[0].last_success == 10.0
-    history.record([_up("b", {})], now=30.0)
-    readded = history.record([_down("a")], now=40.0)
+    history.record([_up("b", {})], now_mono=30.0)
+    readded = history.record([_down("a")], now_mono=40.0)
     assert readded[0].last_success is None
     assert {(e, r): n for e, r, n in readded[0].error_counts}[("health", "timeout")] == 1
 
@@ -93,10 +93,10 @@ def test_last_success_survives_failures_and_removal_forgets_everything() -> None
 def test_state_changes_are_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     history = History()
     with caplog.at_level(logging.INFO, logger="ledger_exporter"):
-        history.record([_up("a", {"c": 1})], now=1.0)  # first sighting, up: not news
+        history.record([_up("a", {"c": 1})], now_mono=1.0)  # first sighting, up: not news
         for now in (2.0, 3.0, 4.0):
-            history.record([_down("a")], now=now)
-        history.record([_up("a", {"c": 1})], now=5.0)
+            history.record([_down("a")], now_mono=now)
+        history.record([_up("a", {"c": 1})], now_mono=5.0)
     messages = [record.getMessage() for record in caplog.records]
     assert messages == ["node a is down", "node a is up again"]
     assert caplog.records[0].__dict__["fields"] == {
@@ -118,10 +118,10 @@ def test_chain_ids_utf8_cannot_hold_count_as_invalid_responses_and_log_once(
     history = History()
     bad = ["c", "\ud800", "x\udfff"]  # what json.loads makes of "\ud800" or raw ED A0 80
     with caplog.at_level(logging.INFO, logger="ledger_exporter"):
-        history.record([_listing("a", ["c"])], now=1.0)
+        history.record([_listing("a", ["c"])], now_mono=1.0)
         for now in (2.0, 3.0):
-            nodes = history.record([_listing("a", bad)], now=now)
-        back = history.record([_listing("a", ["c"])], now=4.0)
+            nodes = history.record([_listing("a", bad)], now_mono=now)
+        back = history.record([_listing("a", ["c"])], now_mono=4.0)
     counts = {(e, r): n for e, r, n in nodes[0].error_counts}
     assert counts[("health", "invalid_response")] == 2  # one a /health answer
     assert nodes[0].up and [c.blockchain for c in nodes[0].chains] == ["c"]
@@ -150,15 +150,15 @@ def _dropped(status: NodeStatus) -> dict[str, int]:
 
 def test_dropped_values_are_counted_by_kind_from_zero() -> None:
     history = History()
-    first = history.record([_bounded("a", features=2)], now=1.0)
+    first = history.record([_bounded("a", features=2)], now_mono=1.0)
     none = {"blockchain": 0, "feature": 0, "auth_group": 0, "label_value": 0}
     none |= {"vote_session": 0, "leader": 0}
     assert _dropped(first[0]) == none
-    history.record([_bounded("a", features=5, version="v" * 33, unpolled=3)], now=2.0)
-    history.record([_down("a")], now=3.0)  # nothing read, nothing dropped
-    nodes = history.record([_bounded("a", features=3)], now=4.0)
+    history.record([_bounded("a", features=5, version="v" * 33, unpolled=3)], now_mono=2.0)
+    history.record([_down("a")], now_mono=3.0)  # nothing read, nothing dropped
+    nodes = history.record([_bounded("a", features=3)], now_mono=4.0)
     assert _dropped(nodes[0]) == none | {"blockchain": 3, "feature": 4, "label_value": 1}
-    assert History().record([_down("b")], now=1.0)[0].dropped == (0,) * 6
+    assert History().record([_down("b")], now_mono=1.0)[0].dropped == (0,) * 6
 
 
 def test_exceeding_a_bound_is_logged_once_per_state_change(
@@ -166,12 +166,12 @@ def test_exceeding_a_bound_is_logged_once_per_state_change(
 ) -> None:
     history = History()
     with caplog.at_level(logging.INFO, logger="ledger_exporter"):
-        history.record([_bounded("a", features=1)], now=1.0)
+        history.record([_bounded("a", features=1)], now_mono=1.0)
         for now in (2.0, 3.0):
-            history.record([_bounded("a", features=9)], now=now)
-        history.record([_down("a")], now=4.0)  # down: the bound's state does not change
-        history.record([_bounded("a", features=9, version="v" * 40)], now=5.0)
-        history.record([_bounded("a", features=2)], now=6.0)
+            history.record([_bounded("a", features=9)], now_mono=now)
+        history.record([_down("a")], now_mono=4.0)  # down: the bound's state does not change
+        history.record([_bounded("a", features=9, version="v" * 40)], now_mono=5.0)
+        history.record([_bounded("a", features=2)], now_mono=6.0)
     bound_records = [r for r in caplog.records if r.__dict__["fields"].get("kind") == "feature"]
     assert [(r.levelname, r.getMessage()) for r in bound_records] == [
         ("WARNING", "node sends more than a bound allows; the excess is not exported"),

@@ -74,7 +74,13 @@ def run_over_sockets(fleet: Fleet, nodes: list[FakeNode], engine: Engine) -> Non
     exposition checked against the oracle and both parsers."""
     config = config_of(fleet.setup, [node.url for node in nodes])
     clock = [CLOCKS[0]]
-    poller = Poller(config, lambda snapshot: None, clock=lambda: clock[0], engine=engine)
+    poller = Poller(
+        config,
+        lambda snapshot: None,
+        monotonic=lambda: clock[0],
+        engine=engine,
+        wall=lambda: clock[0],  # one hand-moved clock for both: the timestamps as it says
+    )
     renderer = Renderer()
     cycles: list[Cycle] = []
     names = [name for name, _ in fleet.setup.nodes]

@@ -134,7 +134,7 @@ def _hostile_snapshot() -> Snapshot:
         WatchResult(wallet, read_answer(wallet, {**hostile, **groups})),
     ]
     result = NodeResult(NodeConfig("n", "http://x/"), health, None, chains, 0.1, 0, watch)
-    nodes = History().record([result], now=1_700_000_000.0)
+    nodes = History().record([result], now_mono=1_700_000_000.0)
     return Snapshot(nodes, 0.1, 1_700_000_000.0, watch=watch_status([result]))
 
 

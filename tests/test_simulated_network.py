@@ -126,7 +126,7 @@ class Rig:
         self.network.start()
         nodes = tuple(NodeConfig(name, url) for name, url in self.network.node_urls.items())
         config = Config(nodes=nodes, scrape_interval=2 * TIMEOUT, scrape_timeout=TIMEOUT)
-        self.poller = Poller(config, lambda snapshot: None, self.clock)
+        self.poller = Poller(config, lambda snapshot: None, self.clock, wall=self.clock)
         self.errors: Counter[tuple[str, str, str]] = Counter()
         self.last_success: dict[str, float] = {}
         self.first_seen: dict[tuple[str, str], tuple[float, float]] = {}  # height, when

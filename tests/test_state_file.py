@@ -316,14 +316,23 @@ def polled(node: FakeNode, heights: dict[str, int]) -> None:
 
 def run(config: Config, clock: Clock, path: Path) -> tuple[dict[tuple[str, str], float], Poller]:
     """One cycle of a fresh poller on ``path`` (a start after a restart): each chain's
-    height-change time."""
-    poller = Poller(config, lambda snapshot: None, clock, state=StateFile(str(path)))
+    height-change time as exported. ``clock`` is the wall clock; each process has a
+    monotonic clock of its own (seconds since a boot 10 000 s before its start), which the
+    state file's wall-clock times are re-based on."""
+    boot = clock() - 10_000.0
+    poller = Poller(
+        config,
+        lambda snapshot: None,
+        lambda: clock() - boot,
+        state=StateFile(str(path)),
+        wall=clock,
+    )
     try:
         snapshot = poller.run_cycle()
     finally:
         poller.stop()
     changed = {
-        (node.name, chain.blockchain): chain.height_changed_at
+        (node.name, chain.blockchain): chain.height_changed_at + snapshot.wall_offset
         for node in snapshot.nodes
         for chain in node.chains
         if chain.height_changed_at is not None
@@ -359,7 +368,7 @@ def test_without_a_state_file_a_restart_forgets(fake_nodes: FakeNodes) -> None:
     config = Config(nodes=(NodeConfig("n", node.url),), scrape_interval=2.0, scrape_timeout=1.0)
     clock = Clock(NOW)
     for expected in (NOW, NOW + 700):
-        poller = Poller(config, lambda snapshot: None, clock)
+        poller = Poller(config, lambda snapshot: None, clock, wall=clock)
         try:
             (status,) = poller.run_cycle().nodes
         finally:

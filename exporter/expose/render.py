@@ -223,14 +223,18 @@ class _Render:
             m.NODE_UP: lambda: self._per_node(lambda node: _flag(node.up)),
             m.NODE_SCRAPE_DURATION: lambda: self._per_node(lambda node: node.duration),
             m.NODE_SCRAPE_ERRORS: self._errors,
-            m.NODE_LAST_SUCCESS: lambda: self._per_node(lambda node: node.last_success),
+            m.NODE_LAST_SUCCESS: lambda: self._per_node(
+                lambda node: snapshot.unix_time(node.last_success)
+            ),
             m.NODE_RETRY_AFTER: lambda: self._per_node(lambda node: node.retry_afters),
             m.NODE_INFO: self._info,
             m.NODE_PEERS: lambda: self._per_health(lambda health: health.peer_count),
             m.NODE_BLOCKCHAINS: lambda: self._per_health(lambda h: h.blockchain_count),
             m.CHAIN_UP: lambda: self._per_chain(lambda chain: _flag(chain.up)),
             m.CHAIN_BLOCKS_BEHIND: lambda: self._per_read_chain(lambda c: c.blocks_behind),
-            m.CHAIN_HEIGHT_CHANGED: lambda: self._per_read_chain(lambda c: c.height_changed_at),
+            m.CHAIN_HEIGHT_CHANGED: lambda: self._per_read_chain(
+                lambda c: snapshot.unix_time(c.height_changed_at)
+            ),
             m.CHAIN_CONSENSUS: self._consensus,
             m.CHAIN_FEATURE: self._features,
             m.CHAIN_VOTE_SESSION_AGE: lambda: self._followed(lambda c: c.session_age),

@@ -67,7 +67,7 @@ class ChainStatus:
     blockchain: str
     reading: ChainReading | None
     error: str | None = None
-    height_changed_at: float | None = None
+    height_changed_at: float | None = None  # monotonic, like every time of the snapshot
     blocks_behind: float | None = None
     syncing_since: float | None = None  # first cycle of the node's unbroken run of syncing
     consensus: ConsensusStatus | None = None  # followed across cycles (the daemon's only)
@@ -87,7 +87,7 @@ class NodeStatus:
     error: str | None
     chains: tuple[ChainStatus, ...]
     duration: float
-    last_success: float | None
+    last_success: float | None  # monotonic, like every time of the snapshot
     error_counts: ErrorCounts = ErrorCounts()
     dropped: tuple[int, ...] = ()  # values dropped since start, per bounds.DropKind, in order
     # answers whose Retry-After held the node's polls back since start; None in a probe
@@ -100,14 +100,39 @@ class NodeStatus:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """All nodes after one cycle. ``completed_at`` is None until the first cycle has ended."""
+    """All nodes after one cycle. ``completed_at`` is None until the first cycle has ended.
+
+    Its times (``completed_at``, a node's ``last_success``, a chain's ``height_changed_at``
+    and ``syncing_since``, the consensus times) are on the monotonic clock, so every age is a
+    difference of two of them, whatever the wall clock does; ``wall_offset`` (wall clock
+    minus monotonic clock) turns one into the Unix time exported (:meth:`unix_time`).
+    ``config_reload_success_at`` alone is a Unix time (the reload's, exported as it is)."""
 
     nodes: tuple[NodeStatus, ...] = ()
     cycle_duration: float | None = None
-    completed_at: float | None = None
+    completed_at: float | None = None  # time.monotonic() at the end of the cycle
     config_reload_ok: bool = True
     config_reload_success_at: float | None = None  # Unix time of the last good config load
     network: NetworkView = field(default_factory=NetworkView)
     watch: WatchStatus = field(default_factory=WatchStatus)  # watched objects, node by node
     config_reload_problems: tuple[str, ...] = ()  # why the last reload failed (secret-free)
     probe_mode: bool = False  # the config has a probe section: /probe is served
+    wall_offset: float = 0.0  # time.time() - time.monotonic(), re-based when the clock steps
+
+    def unix_time(self, mono: float | None) -> float | None:
+        """A monotonic time of this snapshot as the Unix time exported (None stays None)."""
+        return None if mono is None else on_wall_clock(mono, self.wall_offset)
+
+
+def on_wall_clock(mono: float, wall_offset: float) -> float:
+    """``mono`` as a Unix time: exported so, and so kept in the state file."""
+    return mono + wall_offset
+
+
+def wall_offset(wall: float, mono: float) -> float:
+    """The wall clock minus the monotonic clock, in steps of 2**-20 s (about a microsecond):
+    a time through the state file (plus one offset, minus the next process's) then comes
+    back as the very float exported before, so an unchanged memory leaves the file unwritten.
+    (Such a step is a multiple of the float spacing of every Unix time since 2004 and of
+    every monotonic time under 68 years, so both subtractions and the sum are exact.)"""
+    return round((wall - mono) * 2**20) / 2**20

@@ -6,6 +6,9 @@ failed rounds per leader and council changes, and the last council set. Only the
 open now are remembered, at most ``max_vote_sessions_per_chain`` of them (the reader's
 bound); leader counters at most ``max_leaders_per_chain``. A restart keeps the first
 sightings through the state file, and only for sessions the node still reports.
+
+Every time here (first sightings, failures, the last ``consensusRequired``) is on the
+monotonic clock (``time.monotonic()``), so a wall-clock step neither ages nor hides a session.
 """
 
 from __future__ import annotations
@@ -60,16 +63,16 @@ class ChainConsensus:
         self.leader_counts = LeaderCounts()  # the last cycle's, kept while it holds
 
     def follow(
-        self, reading: ChainReading, now: float, leader_limit: int
+        self, reading: ChainReading, now_mono: float, leader_limit: int
     ) -> tuple[ConsensusStatus, int]:
-        """Fold one successful read in at ``now``; the chain's status, and how many leader
+        """Fold one successful read in at ``now_mono``; the chain's status, and how many leader
         keys had no room under ``leader_limit``."""
         if self.recent:  # the usual case: no leader failed lately
-            self._forget_old_failures(now)
-        dropped = self._count_rises(reading, now, leader_limit) if self.paired else 0
+            self._forget_old_failures(now_mono)
+        dropped = self._count_rises(reading, now_mono, leader_limit) if self.paired else 0
         before = self.sessions
         self.sessions = {
-            s.session_id: (now if (seen := before.get(s.session_id)) is None else seen[0], s)
+            s.session_id: (now_mono if (seen := before.get(s.session_id)) is None else seen[0], s)
             for s in reading.sessions
         }
         self.paired = True
@@ -79,12 +82,12 @@ class ChainConsensus:
             self.council = reading.council
         required = reading.gauge(_REQUIRED)
         if required is not None:
-            self.required = (required, now)
+            self.required = (required, now_mono)
         dropped += self._trim(reading.leaders, leader_limit)
         oldest = min([at for at, _ in self.sessions.values()], default=None)
         return (
             ConsensusStatus(
-                session_age=None if oldest is None else max(0.0, now - oldest),
+                session_age=None if oldest is None else max(0.0, now_mono - oldest),
                 round_changes=self.round_changes,
                 council_changes=self.council_changes,
                 leader_failures=self._leader_counts(reading.leaders),
@@ -103,9 +106,9 @@ class ChainConsensus:
         """Each open session's first sighting, for the state file."""
         return {sid: at for sid, (at, _) in self.sessions.items()}
 
-    def _forget_old_failures(self, now: float) -> None:
+    def _forget_old_failures(self, now_mono: float) -> None:
         """Keep only the failures of the last RECENT_FAILURE_SECONDS."""
-        since = now - RECENT_FAILURE_SECONDS
+        since = now_mono - RECENT_FAILURE_SECONDS
         for leader, times in list(self.recent.items()):
             kept = tuple(at for at in times if at > since)
             if kept:
@@ -113,7 +116,7 @@ class ChainConsensus:
             else:
                 del self.recent[leader]
 
-    def _count_rises(self, reading: ChainReading, now: float, leader_limit: int) -> int:
+    def _count_rises(self, reading: ChainReading, now_mono: float, leader_limit: int) -> int:
         """Add each session's rise in round since the last read (a fall, a session seen once
         or a round not read adds nothing) to the rounds and to the leader it had then."""
         dropped = 0
@@ -131,7 +134,9 @@ class ChainConsensus:
             if self._blame(before.leader, rise, reading.leaders, leader_limit):
                 dropped += 1
                 continue
-            times = self.recent.get(before.leader, ()) + (now,) * min(rise, RECENT_FAILURES_KEPT)
+            times = self.recent.get(before.leader, ()) + (now_mono,) * min(
+                rise, RECENT_FAILURES_KEPT
+            )
             self.recent[before.leader] = times[-RECENT_FAILURES_KEPT:]
         return dropped
 

@@ -21,7 +21,7 @@ from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.model.network import NetworkView, network_view, observe
 from exporter.model.readings import Shared
-from exporter.model.snapshot import NodeStatus, Snapshot
+from exporter.model.snapshot import NodeStatus, Snapshot, wall_offset
 from exporter.model.watch import UnmatchedEntry, WatchStatus, unmatched_entries
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
@@ -56,6 +56,12 @@ class _BackOff:
     error: FetchError
 
 
+#: How far the wall clock may move against the monotonic clock before the exported
+#: timestamps are re-based on it: a step (NTP, an operator) moves it that far; reading the
+#: two clocks a moment apart on a loaded machine does not.
+WALL_STEP_SECONDS = 1.0
+
+
 @dataclass(frozen=True)
 class _Resources:
     """The per-node clients built for one configuration (the engine outlives them)."""
@@ -81,20 +87,30 @@ def _hosts(config: Config) -> frozenset[Host]:
 
 
 class Poller:
-    """Runs polling cycles over the configured nodes and hands each snapshot to ``publish``."""
+    """Runs polling cycles over the configured nodes and hands each snapshot to ``publish``.
+
+    Every age is measured on ``monotonic`` (``time.monotonic()``: what the history and the
+    snapshot keep); ``wall`` (``time.time()``) serves only for the timestamps exported and
+    the state file, through the snapshot's ``wall_offset``, so a wall-clock step neither
+    raises nor hides an age."""
 
     def __init__(
         self,
         config: Config,
         publish: Callable[[Snapshot], None],
-        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
         engine: Engine | None = None,
         state: StateFile | None = None,
+        *,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self._publish = publish
-        self._clock = clock
+        self._monotonic = monotonic
+        self._wall = wall
+        self._wall_offset = wall_offset(wall(), monotonic())  # re-based when the clock steps
         self._state = state  # the memory kept across restarts, if a file was given
-        self._history = History(state.load(config, clock()) if state else None)
+        restored = state.load(config, wall()) if state else None  # on the wall clock
+        self._history = History(restored, self._wall_offset)
         self._shared = Shared()  # one copy of the readings' values repeated across nodes
         self._owns_engine = engine is None
         self._engine = engine or new_engine(config)
@@ -267,7 +283,8 @@ class Poller:
         self._timed_out |= {node.name for node in stuck}
         # only polls still out are kept (to guard and count them); ended ones free their results
         self._running = {name: p for name, p in self._running.items() if not p.finished}
-        nodes = self._history.record(results, self._clock(), resources.config.bounds)
+        now_mono, now_wall = self._monotonic(), self._wall()  # read together: one moment
+        nodes = self._history.record(results, now_mono, resources.config.bounds)
         if self._retry_afters:  # few nodes, if any
             counts = self._retry_afters
             nodes = tuple(
@@ -277,7 +294,13 @@ class Poller:
         watch = self._watch_status(results, resources.config)
         probing = resources.config.probe is not None
         return Snapshot(
-            nodes, ended - started, self._clock(), network=network, watch=watch, probe_mode=probing
+            nodes,
+            ended - started,
+            now_mono,
+            network=network,
+            watch=watch,
+            probe_mode=probing,
+            wall_offset=self._rebase(wall_offset(now_wall, now_mono)),
         )
 
     def _watch_status(self, results: list[NodeResult], config: Config) -> WatchStatus:
@@ -325,7 +348,7 @@ class Poller:
             if asked is None:
                 continue
             wait = min(asked.retry_after, MAX_RETRY_AFTER_SECONDS)
-            again = time.strftime("%H:%M:%SZ", time.gmtime(self._clock() + wait))
+            again = time.strftime("%H:%M:%SZ", time.gmtime(self._wall() + wait))
             detail = f"{asked.detail}; not asked again for {wait:g} s (until {again})"
             self._backing_off[name] = _BackOff(ended + wait, FetchError(asked.reason, detail))
             self._retry_afters[name] = self._retry_afters.get(name, 0) + 1
@@ -333,10 +356,23 @@ class Poller:
             log.info("node asked for time (Retry-After): not asked again until then",
                      extra={"fields": fields})  # fmt: skip
 
+    def _rebase(self, offset: float) -> float:
+        """The wall clock minus the monotonic clock as the exported timestamps and the state
+        file use it, given ``offset`` as read now: the one kept (so are they) until the wall
+        clock steps, then ``offset``, logged once. Ages never use it."""
+        step = offset - self._wall_offset
+        if abs(step) > WALL_STEP_SECONDS:
+            fields = {"step_seconds": round(step, 3)}
+            message = "the wall clock stepped; exported timestamps follow it, ages do not"
+            log.info(message, extra={"fields": fields})
+            self._wall_offset = offset
+        return self._wall_offset
+
     def keep_state(self) -> bool:
         """Write the memory to the state file if it changed since the last write (True when
         written); nothing without a state file. Called after each cycle and on shutdown."""
-        return self._state is not None and self._state.save(self._history.state())
+        state = self._state
+        return state is not None and state.save(self._history.state(self._wall_offset))
 
     def run(self) -> None:
         """Cycle every ``scrape_interval`` until stop(); a late cycle skips missed ticks.

@@ -8,6 +8,11 @@ so memory stays bounded by the configuration (and vote sessions once they close:
 the node ids are what a restart must not forget: :meth:`History.state` hands them to the
 state file (:mod:`exporter.poll.state`), and a history built from a restored state goes on
 with them.
+
+Every time the history keeps or hands out is on the monotonic clock (``time.monotonic()``),
+so a wall-clock step (NTP) neither ages nor hides anything; the state file keeps wall-clock
+times (a restart has no common monotonic clock), converted here, at the one boundary, with
+the ``wall_offset`` of the moment (wall clock minus monotonic clock).
 """
 
 from __future__ import annotations
@@ -19,7 +24,13 @@ from dataclasses import dataclass, field
 
 from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, SETTINGS, Bounds, DropKind, Dropped
 from exporter.model.readings import HealthReading
-from exporter.model.snapshot import ChainStatus, ConsensusStatus, ErrorCounts, NodeStatus
+from exporter.model.snapshot import (
+    ChainStatus,
+    ConsensusStatus,
+    ErrorCounts,
+    NodeStatus,
+    on_wall_clock,
+)
 from exporter.model.watch import ContractReading, WalletReading
 from exporter.poll.consensus import ChainConsensus
 from exporter.poll.results import (
@@ -122,30 +133,39 @@ class History:
     from before a restart (height clocks, open sessions' first sightings, node ids), used
     while the node still reports the same height and sessions."""
 
-    def __init__(self, restored: State | None = None) -> None:
+    def __init__(self, restored: State | None = None, wall_offset: float = 0.0) -> None:
+        """``restored`` keeps wall-clock times; each becomes the monotonic time it stands for
+        (``wall - wall_offset``, i.e. ``mono_now - (wall_now - wall)``)."""
         self._layout = _Layout(_ERROR_KEYS)  # every node starts with these counters
         self._nodes: dict[str, _NodeMemory] = {}
         for name, node in (restored or State()).nodes.items():
             memory = self._nodes[name] = _NodeMemory(_ErrorCounter(self._layout))
             memory.heights = {
-                chain: (kept.height, kept.height_changed_at) for chain, kept in node.chains.items()
+                chain: (kept.height, kept.height_changed_at - wall_offset)
+                for chain, kept in node.chains.items()
             }
             memory.consensus = {
-                chain: ChainConsensus(kept.sessions)
+                chain: ChainConsensus({s: at - wall_offset for s, at in kept.sessions.items()})
                 for chain, kept in node.chains.items()
                 if kept.sessions
             }
             memory.node_key = node.node_id
 
-    def state(self) -> State:
+    def state(self, wall_offset: float = 0.0) -> State:
         """What a restart must not forget, for the state file: the height clocks with the
-        first sightings of the chain's open sessions, and the node's id."""
+        first sightings of the chain's open sessions, and the node's id; times on the wall
+        clock (``mono + wall_offset``), which the next process re-bases on its own monotonic
+        clock."""
         nodes = {}
         for name, memory in self._nodes.items():
             if not memory.heights and memory.node_key is None:
                 continue
             chains = {
-                chain: ChainState(height, since, _first_sightings(memory, chain))
+                chain: ChainState(
+                    height,
+                    on_wall_clock(since, wall_offset),
+                    _first_sightings(memory, chain, wall_offset),
+                )
                 for chain, (height, since) in memory.heights.items()
             }
             nodes[name] = NodeState(chains, memory.node_key)
@@ -168,22 +188,22 @@ class History:
         return memory or _NodeMemory(_ErrorCounter(self._layout))
 
     def record(
-        self, results: Sequence[NodeResult], now: float, bounds: Bounds = DEFAULT_BOUNDS
+        self, results: Sequence[NodeResult], now_mono: float, bounds: Bounds = DEFAULT_BOUNDS
     ) -> tuple[NodeStatus, ...]:
         """Fold one cycle into the history and return the nodes' statuses for the snapshot;
         ``bounds`` caps the leader series of each chain."""
         self._nodes = {r.node.name: self._memory(r.node.name) for r in results}
         highest = _highest_heights(results)
-        return tuple(self._node_status(result, now, highest, bounds) for result in results)
+        return tuple(self._node_status(result, now_mono, highest, bounds) for result in results)
 
     def _node_status(
-        self, result: NodeResult, now: float, highest: dict[str, float], bounds: Bounds
+        self, result: NodeResult, now_mono: float, highest: dict[str, float], bounds: Bounds
     ) -> NodeStatus:
         name = result.node.name
         memory = self._nodes[name]
         memory.errors.add("health", result.error if result.asked else None)
         if result.error is None:
-            memory.last_success = now
+            memory.last_success = now_mono
         if result.watch:
             _count_watch(memory, result.watch)
         memory.up = _log_change(memory.up, result.error, f"node {name}", name)
@@ -196,7 +216,7 @@ class History:
             for followed in memory.consensus.values():
                 followed.missed()
         chains, leader_drops = _chain_statuses(
-            memory, name, result, now, highest=highest, bounds=bounds
+            memory, name, result, now_mono, highest=highest, bounds=bounds
         )
         if result.health is not None:
             _note_dropped(memory, name, _cycle_drops(result, leader_drops))
@@ -214,9 +234,12 @@ class History:
         )
 
 
-def _first_sightings(memory: _NodeMemory, chain: str) -> dict[str, float]:
+def _first_sightings(memory: _NodeMemory, chain: str, wall_offset: float) -> dict[str, float]:
+    """The chain's open sessions' first sightings on the wall clock (for the state file)."""
     followed = memory.consensus.get(chain)
-    return followed.first_sightings() if followed is not None else {}
+    if followed is None:
+        return {}
+    return {sid: on_wall_clock(at, wall_offset) for sid, at in followed.first_sightings().items()}
 
 
 def _forget_unpolled(memory: _NodeMemory, polled: set[str]) -> None:
@@ -235,7 +258,7 @@ def _chain_statuses(
     memory: _NodeMemory,
     node: str,
     result: NodeResult,
-    now: float,
+    now_mono: float,
     *,
     highest: dict[str, float],
     bounds: Bounds,
@@ -244,14 +267,14 @@ def _chain_statuses(
     statuses = []
     leader_drops = 0
     for chain in result.chains:
-        consensus, dropped = _follow(memory, chain, now, bounds)
+        consensus, dropped = _follow(memory, chain, now_mono, bounds)
         leader_drops += dropped
-        statuses.append(_chain_status(memory, node, chain, now, highest, consensus=consensus))
+        statuses.append(_chain_status(memory, node, chain, now_mono, highest, consensus=consensus))
     return tuple(statuses), leader_drops
 
 
 def _follow(
-    memory: _NodeMemory, chain: ChainResult, now: float, bounds: Bounds
+    memory: _NodeMemory, chain: ChainResult, now_mono: float, bounds: Bounds
 ) -> tuple[ConsensusStatus | None, int]:
     """The chain's consensus followed across cycles: None when it was not read."""
     followed = memory.consensus.get(chain.blockchain)
@@ -261,14 +284,14 @@ def _follow(
         return None, 0
     if followed is None:
         followed = memory.consensus[chain.blockchain] = ChainConsensus()
-    return followed.follow(chain.reading, now, bounds.leaders_per_chain)
+    return followed.follow(chain.reading, now_mono, bounds.leaders_per_chain)
 
 
 def _chain_status(
     memory: _NodeMemory,
     node: str,
     chain: ChainResult,
-    now: float,
+    now_mono: float,
     highest: dict[str, float],
     *,
     consensus: ConsensusStatus | None,
@@ -284,7 +307,7 @@ def _chain_status(
             memory.chains_up[chain.blockchain] = _log_change(
                 before, chain.error, f"chain {chain.blockchain} of node {node}", node
             )
-    syncing_since = _note_syncing(memory, chain, now)
+    syncing_since = _note_syncing(memory, chain, now_mono)
     height = chain.reading.height if chain.reading is not None else None
     if height is None:
         error = describe(chain.error)
@@ -297,7 +320,7 @@ def _chain_status(
         )
     seen = memory.heights.get(chain.blockchain)
     if seen is None or seen[0] != height:
-        seen = memory.heights[chain.blockchain] = (height, now)
+        seen = memory.heights[chain.blockchain] = (height, now_mono)
     return ChainStatus(
         chain.blockchain,
         chain.reading,
@@ -309,11 +332,11 @@ def _chain_status(
     )
 
 
-def _note_syncing(memory: _NodeMemory, chain: ChainResult, now: float) -> float | None:
+def _note_syncing(memory: _NodeMemory, chain: ChainResult, now_mono: float) -> float | None:
     """Since when the chain has said it is syncing in every cycle (None: not syncing now), as
     the syncing alert's `for` counts: a cycle without the flag starts it again."""
     if chain.reading is not None and chain.reading.syncing:
-        return memory.syncing.setdefault(chain.blockchain, now)
+        return memory.syncing.setdefault(chain.blockchain, now_mono)
     memory.syncing.pop(chain.blockchain, None)
     return None
 

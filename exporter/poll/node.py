@@ -359,7 +359,8 @@ class NodePoll:
         self._ended()
 
     def result(self, now: float) -> NodeResult:
-        """What is known now; parts still outstanding count as timed out."""
+        """What is known at ``now`` (``time.monotonic()``, as the poll's start: the duration
+        is their difference); parts still outstanding count as timed out."""
         with self._lock:
             late = FetchError(Reason.TIMEOUT, "no answer before the cycle's deadline")
             health_error = self._health_error

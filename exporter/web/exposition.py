@@ -245,7 +245,8 @@ class Exposition:
         return self._page is not None
 
     def landing(self, now: float) -> bytes:
-        """The status page (``/``) at ``now``: rendered once for the snapshot, then copied."""
+        """The status page (``/``) at ``now`` (``time.monotonic()``, the snapshot's clock):
+        rendered once for the snapshot, then copied."""
         return self._status_page().at(now)
 
     def _status_page(self) -> StatusPage:

@@ -226,7 +226,7 @@ def _node_row(node: NodeStatus, problems: list[Problem], now: float) -> str:
 def _chain_row(node: NodeStatus, chain: ChainStatus, now: float, problems: list[Problem]) -> str:
     reading = chain.reading
     height = reading.height if reading else None
-    changed = _ago(chain.height_changed_at, now) if chain.height_changed_at else "&mdash;"
+    changed = "&mdash;" if chain.height_changed_at is None else _ago(chain.height_changed_at, now)
     council = _flag(_gauge(reading, ChainGauge.IN_COUNCIL), "member")
     members = _gauge(reading, ChainGauge.COUNCIL_MEMBERS)
     if members is not None:
@@ -296,7 +296,7 @@ class StatusPage:
 
     def __init__(self, snapshot: Snapshot, telemetry_path: str = "/metrics") -> None:
         self.snapshot = snapshot
-        as_of = snapshot.completed_at if snapshot.completed_at is not None else time.time()
+        as_of = snapshot.completed_at if snapshot.completed_at is not None else time.monotonic()
         found = attention(snapshot, as_of)
         per_node = found.nodes or {}
 
@@ -321,10 +321,12 @@ class StatusPage:
         self._body = f"{listed}{_tables(nodes, found, as_of)}</body></html>".encode()
 
     def at(self, now: float) -> bytes:
-        """The page as served at ``now``: the cached bytes around one fresh line."""
+        """The page as served at ``now`` (``time.monotonic()``, the snapshot's clock): the
+        cached bytes around one fresh line."""
         return b"".join((self._head, _summary(self.snapshot, now).encode(), self._body))
 
 
 def landing_page(snapshot: Snapshot, now: float | None = None) -> str:
-    """HTML for ``/``; every value from a node is escaped, URLs are never shown."""
-    return StatusPage(snapshot).at(time.time() if now is None else now).decode()
+    """HTML for ``/`` at ``now`` (``time.monotonic()``, the snapshot's clock); every value
+    from a node is escaped, URLs are never shown."""
+    return StatusPage(snapshot).at(time.monotonic() if now is None else now).decode()

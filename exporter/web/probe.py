@@ -312,7 +312,8 @@ def debug_log(
 
 
 class _LogClock:
-    """Log lines stamped with the wall-clock time of a ``time.monotonic()`` moment."""
+    """Log lines stamped with the wall-clock time of a ``time.monotonic()`` moment: a
+    timestamp shown, as a log's (the durations in the lines are monotonic differences)."""
 
     def __init__(self, trace: RequestTrace) -> None:
         self._offset = time.time() - trace.monotonic()

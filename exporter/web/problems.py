@@ -7,7 +7,9 @@ drift, a vote session that does not close, a leader whose rounds keep failing), 
 chain, and the watched contracts and wallets. A
 problem is listed from the first cycle its alert's condition holds, before the alert's `for`
 has passed; syncing, whose alert waits half an hour, is listed as info until then. Pure
-functions of one snapshot: the page is rendered once per cycle.
+functions of one snapshot: the page is rendered once per cycle. Every age is a difference
+of the snapshot's times and ``now_mono``, all on the monotonic clock (``time.monotonic()``),
+so a wall-clock step neither raises nor hides a problem.
 """
 
 from __future__ import annotations
@@ -205,7 +207,7 @@ def _readers(snapshot: Snapshot) -> dict[str, Readers]:
     return found
 
 
-def consensus_problems(snapshot: Snapshot, now: float) -> list[Problem]:
+def consensus_problems(snapshot: Snapshot, now_mono: float) -> list[Problem]:
     """Per chain, the lines of the consensus alerts that compare or gather the polled nodes:
     a thin quorum, vote sessions that do not close (naming the nodes that see them), and
     leaders whose rounds keep failing (once per leader, whichever nodes see it)."""
@@ -213,16 +215,16 @@ def consensus_problems(snapshot: Snapshot, now: float) -> list[Problem]:
     members = {key: name for name, key in snapshot.network.node_keys}  # down ones too
     members |= {n.health.node_key: n.name for n in snapshot.nodes if n.health and n.health.node_key}
     found = [
-        _thin_quorum(chain, readers.get(chain.blockchain, []), now)
+        _thin_quorum(chain, readers.get(chain.blockchain, []), now_mono)
         for chain in snapshot.network.chains
     ]
     for blockchain, seen in readers.items():
         found.append(_stuck_sessions(blockchain, seen))
-        found += _failing_leaders(blockchain, seen, now, members)
+        found += _failing_leaders(blockchain, seen, now_mono, members)
     return [problem for problem in found if problem is not None]
 
 
-def _thin_quorum(chain: ChainAgreement, readers: Readers, now: float) -> Problem | None:
+def _thin_quorum(chain: ChainAgreement, readers: Readers, now_mono: float) -> Problem | None:
     """LedgerCouncilQuorumThin: the members up no more than the votes required, where every
     member of the majority's council is polled (an unpolled member is unknown)."""
     up, polled = chain.council_members_up, chain.council_members_polled
@@ -232,7 +234,7 @@ def _thin_quorum(chain: ChainAgreement, readers: Readers, now: float) -> Problem
         for n, c in readers
         if n.name in majority and c.reading and c.reading.council
     ]
-    required = _required_votes(readers, now)
+    required = _required_votes(readers, now_mono)
     if up is None or polled is None or not sizes or polled < max(sizes) or required is None:
         return None
     if up > required:
@@ -246,14 +248,14 @@ def _thin_quorum(chain: ChainAgreement, readers: Readers, now: float) -> Problem
     return _alerting("LedgerCouncilQuorumThin", Scope.NETWORK, text, chain=chain.blockchain)
 
 
-def _required_votes(readers: Readers, now: float) -> float | None:
+def _required_votes(readers: Readers, now_mono: float) -> float | None:
     """The highest consensusRequired reported in the last hour, else consensus.minMembers."""
     recent = [
         value
         for _, chain in readers
         if chain.consensus is not None and chain.consensus.last_required is not None
         for value, at in (chain.consensus.last_required,)
-        if now - at <= REQUIRED_WINDOW_SECONDS
+        if now_mono - at <= REQUIRED_WINDOW_SECONDS
     ]
     minimum = [
         m
@@ -293,11 +295,11 @@ def _stuck_sessions(blockchain: str, readers: Readers) -> Problem | None:
 
 
 def _failing_leaders(
-    blockchain: str, readers: Readers, now: float, members: dict[str, str]
+    blockchain: str, readers: Readers, now_mono: float, members: dict[str, str]
 ) -> list[Problem]:
     """LedgerLeaderFailingRounds, one line per leader (however many nodes see it fail)."""
     counts: dict[str, dict[str, int]] = defaultdict(dict)  # leader -> node -> failures
-    since = now - LEADER_WINDOW_SECONDS
+    since = now_mono - LEADER_WINDOW_SECONDS
     for node, chain in readers:
         for leader, times in chain.consensus.recent_failures if chain.consensus else ():
             counts[leader][node.name] = sum(1 for at in times if at > since)
@@ -339,11 +341,11 @@ def _off_majority(view: NetworkView) -> dict[tuple[str, str], list[Problem]]:
 # --- each node and chain -------------------------------------------------------------------
 
 
-def _syncing(node: str, chain: ChainStatus, now: float) -> Problem:
+def _syncing(node: str, chain: ChainStatus, now_mono: float) -> Problem:
     """Syncing is normal for a while: info until the alert's 30 minutes, then its warning."""
-    since = chain.syncing_since if chain.syncing_since is not None else now
-    text = f"syncing for {age(now - since)}"
-    if now - since >= SYNCING_SECONDS:
+    since = chain.syncing_since if chain.syncing_since is not None else now_mono
+    text = f"syncing for {age(now_mono - since)}"
+    if now_mono - since >= SYNCING_SECONDS:
         alert = "LedgerBlockchainSyncingTooLong"
         return _alerting(alert, Scope.NODE, text, node=node, chain=chain.blockchain)
     text += f" (alerts after {age(SYNCING_SECONDS).removesuffix(' 0s')})"
@@ -376,11 +378,11 @@ def is_idle(reading: ChainReading) -> bool:
     return pending == 0 and reading.gauge(ChainGauge.VOTE_SESSIONS) == 0
 
 
-def _stalled(chain: ChainStatus, now: float) -> str | None:
+def _stalled(chain: ChainStatus, now_mono: float) -> str | None:
     """The stall line, as LedgerBlockHeightStalled and LedgerNodeBehind's guard see it."""
     if chain.reading is None or chain.height_changed_at is None or is_idle(chain.reading):
         return None
-    still, threshold = now - chain.height_changed_at, stall_threshold(chain.reading)
+    still, threshold = now_mono - chain.height_changed_at, stall_threshold(chain.reading)
     if still <= threshold:
         return None
     due = f"a block was due within {age(threshold)}"
@@ -388,7 +390,7 @@ def _stalled(chain: ChainStatus, now: float) -> str | None:
 
 
 def chain_problems(
-    node: str, chain: ChainStatus, now: float, off: Iterable[Problem] = ()
+    node: str, chain: ChainStatus, now_mono: float, off: Iterable[Problem] = ()
 ) -> list[Problem]:
     """What one chain of an up node shows, by the alerts' thresholds."""
     where = {"node": node, "chain": chain.blockchain}
@@ -397,25 +399,27 @@ def chain_problems(
         return [_alerting("LedgerBlockchainDown", Scope.NODE, text, **where)]
     found = list(off)
     syncing = chain.reading.syncing is True
-    stalled = _stalled(chain, now)
+    stalled = _stalled(chain, now_mono)
     if stalled is not None:
         found.append(_alerting("LedgerBlockHeightStalled", Scope.NODE, stalled, **where))
     elif chain.blocks_behind is not None and chain.blocks_behind > BEHIND_BLOCKS and not syncing:
         text = f"{chain.blocks_behind:.0f} blocks behind"
         found.append(_alerting("LedgerNodeBehind", Scope.NODE, text, **where))
     if syncing:
-        found.append(_syncing(node, chain, now))
+        found.append(_syncing(node, chain, now_mono))
     below = _council_below_minimum(node, chain)
     return found + ([below] if below else [])
 
 
 def node_problems(
-    node: NodeStatus, now: float, off: dict[tuple[str, str], list[Problem]] | None = None
+    node: NodeStatus, now_mono: float, off: dict[tuple[str, str], list[Problem]] | None = None
 ) -> list[Problem]:
     """What one node and its chains show, most severe first."""
     if not node.up:
         since = (
-            "never up" if node.last_success is None else f"down for {age(now - node.last_success)}"
+            "never up"
+            if node.last_success is None
+            else f"down for {age(now_mono - node.last_success)}"
         )
         text = f"{since}: {isolated(node.error) if node.error else 'no answer'}"
         return [_alerting("LedgerNodeDown", Scope.NODE, text, node=node.name)]
@@ -424,7 +428,7 @@ def node_problems(
         found.append(_alerting("LedgerNodePeersLost", Scope.NODE, "no peers", node=node.name))
     for chain in node.chains:
         found += chain_problems(
-            node.name, chain, now, (off or {}).get((node.name, chain.blockchain), ())
+            node.name, chain, now_mono, (off or {}).get((node.name, chain.blockchain), ())
         )
     return sorted(found, key=lambda problem: problem.severity)
 
@@ -565,12 +569,12 @@ class Attention:
         return {severity: sum(p.severity is severity for p in every) for severity in Severity}
 
 
-def attention(snapshot: Snapshot, now: float) -> Attention:
-    """What the page flags for ``snapshot``, as of ``now`` (the end of its cycle)."""
-    network = network_problems(snapshot.network) + consensus_problems(snapshot, now)
+def attention(snapshot: Snapshot, now_mono: float) -> Attention:
+    """What the page flags for ``snapshot``, as of ``now_mono`` (the end of its cycle)."""
+    network = network_problems(snapshot.network) + consensus_problems(snapshot, now_mono)
     by_severity = sorted(network, key=lambda p: p.severity)
     off = _off_majority(snapshot.network)
-    nodes = {node.name: node_problems(node, now, off) for node in snapshot.nodes}
+    nodes = {node.name: node_problems(node, now_mono, off) for node in snapshot.nodes}
     found = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)
     watch = sorted(found, key=lambda p: p.severity)
     return Attention(tuple(by_severity), nodes, tuple(watch))

@@ -234,7 +234,7 @@ class _Handler(HTTPRequestHandler):
         self._reply(answer.status, answer.body, answer.content_type, send_body=send_body)
 
     def _landing(self, send_body: bool) -> None:
-        page = self.server.app.exposition().landing(time.time())  # rendered once per snapshot
+        page = self.server.app.exposition().landing(time.monotonic())  # rendered once a snapshot
         self._reply(HTTPStatus.OK, page, "text/html; charset=utf-8", send_body=send_body)
 
     def _ready(self, send_body: bool) -> None:

@@ -99,7 +99,7 @@ def poll_golden_case(case: Path, server: FakeNode | None = None) -> Snapshot:
     server = server or FakeNode().start()
     try:
         config = serve_case(server, load_config(str(case / "config.yml")), case)
-        poller = Poller(config, lambda _: None, clock=lambda: CLOCK)
+        poller = Poller(config, lambda _: None, monotonic=lambda: CLOCK, wall=lambda: CLOCK)
         try:
             return poller.run_cycle()
         finally:

@@ -48,6 +48,11 @@ def _new_family(spec: MetricSpec) -> Metric:
     return Metric(name, spec.help, spec.kind.value)
 
 
+def _unix(mono: float | None, wall_offset: float) -> float | None:
+    """A snapshot's (monotonic) time as exported: plus the snapshot's wall offset."""
+    return None if mono is None else mono + wall_offset
+
+
 def _flag(value: bool) -> float:
     return 1.0 if value else 0.0
 
@@ -119,11 +124,11 @@ class NodeCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         families = _Families(self.SPECS)
         for node in self._snapshot.nodes:
-            self._add_node(families, node)
+            self._add_node(families, node, self._snapshot.wall_offset)
         return iter(families)
 
     @staticmethod
-    def _add_node(families: _Families, node: NodeStatus) -> None:
+    def _add_node(families: _Families, node: NodeStatus, wall_offset: float) -> None:
         labels: Labels = {"node": node.name, **dict(node.labels)}
         families.add(m.NODE_UP, labels, _flag(node.up))
         families.add(m.NODE_SCRAPE_DURATION, labels, node.duration)
@@ -131,7 +136,7 @@ class NodeCollector(Collector):
             families.add(
                 m.NODE_SCRAPE_ERRORS, {**labels, "endpoint": endpoint, "reason": reason}, count
             )
-        families.add(m.NODE_LAST_SUCCESS, labels, node.last_success)
+        families.add(m.NODE_LAST_SUCCESS, labels, _unix(node.last_success, wall_offset))
         families.add(m.NODE_RETRY_AFTER, labels, node.retry_afters)
         health = node.health
         if health is None:
@@ -171,11 +176,14 @@ class BlockchainCollector(Collector):
         for node in self._snapshot.nodes:
             base: Labels = {"node": node.name, **dict(node.labels)}
             for chain in node.chains:
-                self._add_chain(families, {**base, "blockchain": chain.blockchain}, chain)
+                labels = {**base, "blockchain": chain.blockchain}
+                self._add_chain(families, labels, chain, self._snapshot.wall_offset)
         return iter(families)
 
     @staticmethod
-    def _add_chain(families: _Families, labels: Labels, chain: ChainStatus) -> None:
+    def _add_chain(
+        families: _Families, labels: Labels, chain: ChainStatus, wall_offset: float
+    ) -> None:
         families.add(m.CHAIN_UP, labels, _flag(chain.up))
         reading = chain.reading
         if reading is None:
@@ -183,7 +191,7 @@ class BlockchainCollector(Collector):
         for gauge, value in reading.gauges:
             families.add(CHAIN_GAUGE_FAMILIES[gauge], labels, value)
         families.add(m.CHAIN_BLOCKS_BEHIND, labels, chain.blocks_behind)
-        families.add(m.CHAIN_HEIGHT_CHANGED, labels, chain.height_changed_at)
+        families.add(m.CHAIN_HEIGHT_CHANGED, labels, _unix(chain.height_changed_at, wall_offset))
         if reading.consensus_type is not None or reading.key_type is not None:
             info = {
                 "consensus_type": reading.consensus_type or "",

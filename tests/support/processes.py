@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from tests.support.http import fetch
@@ -47,7 +47,13 @@ class ExporterProcess:
     log (stderr) goes to a file beside the config. The log level must show the "started"
     line (info, the default, or debug)."""
 
-    def __init__(self, config: Path, *flags: str, start_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        config: Path,
+        *flags: str,
+        start_timeout: float = 30.0,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         with tempfile.NamedTemporaryFile(
             dir=config.parent, prefix="exporter-", suffix=".log", delete=False
         ) as log:
@@ -59,6 +65,7 @@ class ExporterProcess:
                 stdout=subprocess.DEVNULL,
                 stderr=log,
                 cwd=REPO,
+                env=env,
             )
         try:
             port = wait_until(
@@ -109,10 +116,12 @@ class ExporterProcess:
 
 
 @contextlib.contextmanager
-def ready_exporter(config: Path, *flags: str) -> Iterator[ExporterProcess]:
-    """An exporter process on ``config``, ready to serve; stopped afterwards, and it must have
-    exited cleanly (status 0)."""
-    process = ExporterProcess(config, *flags)
+def ready_exporter(
+    config: Path, *flags: str, env: Mapping[str, str] | None = None
+) -> Iterator[ExporterProcess]:
+    """An exporter process on ``config`` (in ``env``, if given), ready to serve; stopped
+    afterwards, and it must have exited cleanly (status 0)."""
+    process = ExporterProcess(config, *flags, env=env)
     try:
         process.wait_ready()
         yield process

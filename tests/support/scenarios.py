@@ -498,7 +498,13 @@ def run_in_process(fleet: Fleet) -> Outcome:
     config = config_of(fleet.setup)
     engine = InProcessEngine({host(i): name for i, (name, _) in enumerate(fleet.setup.nodes)})
     clock = [CLOCKS[0]]
-    poller = Poller(config, lambda snapshot: None, clock=lambda: clock[0], engine=engine)
+    poller = Poller(
+        config,
+        lambda snapshot: None,
+        monotonic=lambda: clock[0],
+        engine=engine,
+        wall=lambda: clock[0],  # one hand-moved clock for both: the timestamps as it says
+    )
     renderer = Renderer()
     cycles: list[Cycle] = []
     with captured_logs() as logs:
