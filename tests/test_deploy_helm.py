@@ -365,6 +365,154 @@ def test_credentials_come_from_mounted_secrets_never_inlined(
     )
 
 
+SECRET = "s3cret-value"
+NODE = {"name": "validator-2", "url": "http://validator-2:7740/"}
+FILE_OR_ENV = ("existingSecret", "extraSecretMounts", "extraEnv", "secretKeyRef")
+
+
+@pytest.mark.parametrize(
+    ("values", "where", "key", "instead"),
+    [
+        (
+            {"config": {"nodes": [{**NODE, "basic_auth": {"username": "u", "password": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            "basic_auth.password",
+            ("password_file", "password_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "basic_auth": f"u:{SECRET}"}]}},
+            "config.nodes[0] (validator-2)",
+            "basic_auth must be a mapping",
+            ("password_file", "password_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "authorization": {"credentials": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            "authorization.credentials",
+            ("credentials_file", "credentials_env"),
+        ),
+        (
+            {"config": {"nodes": [NODE, {**NODE, "name": "v3", "headers": {"X-Api-Key": SECRET}}]}},
+            "config.nodes[1] (v3)",
+            "headers.X-Api-Key",
+            ("credentials_file", "credentials_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "url": f"https://monitor:{SECRET}@validator-2:7740/"}]}},
+            "config.nodes[0] (validator-2)",
+            "url has user-info",
+            ("basic_auth", "password_file", "password_env"),
+        ),
+        (
+            {
+                "probe": {
+                    "enabled": True,
+                    "targets": [{"name": "validator-2", "url": NODE["url"], "module": "auth"}],
+                    "modules": {"auth": {"basic_auth": {"username": "u", "password": SECRET}}},
+                }
+            },
+            "probe.modules.auth",
+            "basic_auth.password",
+            ("password_file", "password_env"),
+        ),
+        (
+            {
+                "probe": {
+                    "enabled": True,
+                    "targets": [{"name": "validator-2", "url": NODE["url"]}],
+                    "modules": {"default": {"authorization": {"credentials": SECRET}}},
+                }
+            },
+            "probe.modules.default",
+            "authorization.credentials",
+            ("credentials_file", "credentials_env"),
+        ),
+        (
+            {
+                "probe": {
+                    "enabled": True,
+                    "targets": [{"name": "validator-2", "url": NODE["url"]}],
+                    "modules": {"default": {"headers": {"Authorization": f"Bearer {SECRET}"}}},
+                }
+            },
+            "probe.modules.default",
+            "headers.Authorization",
+            ("credentials_file", "credentials_env"),
+        ),
+        (
+            {
+                "probe": {
+                    "enabled": True,
+                    "targets": [
+                        {"name": "validator-2", "url": f"http://u:{SECRET}@validator-2:7740/"}
+                    ],
+                }
+            },
+            "probe.targets validator-2",
+            "url has user-info",
+            ("probe.modules", "password_file", "password_env"),
+        ),
+    ],
+    ids=[
+        "password",
+        "basic-auth-string",
+        "credentials",
+        "header",
+        "url-user-info",
+        "module-password",
+        "module-credentials",
+        "module-header",
+        "probe-target-user-info",
+    ],
+)
+def test_an_inline_node_credential_fails_the_render(
+    tmp_path: Path, values: dict[str, Any], where: str, key: str, instead: tuple[str, ...]
+) -> None:
+    """Issue 34: node credentials never go into a ConfigMap. Each of the exporter's secret
+    positions (exporter/config/nodes.py) written in the values stops `helm template` with a
+    message naming the node, the key and what to use instead, without showing the secret."""
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    answer = run_tool("helm", "template", RELEASE, str(CHART), "-f", str(path))
+    assert answer.returncode != 0 and not answer.stdout
+    message = answer.stderr
+    assert f"{where}: {key}" in message, message
+    assert "ConfigMap" in message
+    for word in (*instead, *FILE_OR_ENV):
+        assert word in message, f"{word} not in {message}"
+    assert SECRET not in message
+
+
+def test_credentials_from_files_and_variables_still_render(tmp_path: Path) -> None:
+    """The ways the refusals point to render: *_file from existingSecret, *_env from extraEnv,
+    a username, and a URL with no user-info."""
+    secrets = "/etc/ledger-exporter/secrets"
+    values = {
+        "existingSecret": "ledger-node-credentials",
+        "extraEnv": [
+            {
+                "name": "NODE_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": "ledger-node-credentials", "key": "t"}},
+            }
+        ],
+        "config": {
+            "nodes": [
+                {**NODE, "basic_auth": {"username": "u", "password_file": f"{secrets}/v2"}},
+                {
+                    "name": "v3",
+                    "url": "http://v3:7740/",
+                    "authorization": {"type": "Bearer", "credentials_env": "NODE_TOKEN"},
+                },
+            ]
+        },
+    }
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    config = yaml.safe_load(exporter_config(helm_template("-f", str(path))))
+    assert config["nodes"][0]["basic_auth"]["password_file"] == f"{secrets}/v2"
+    assert config["nodes"][1]["authorization"]["credentials_env"] == "NODE_TOKEN"
+
+
 def test_web_config_secret_is_one_the_exporter_loads(
     rendered: dict[str, list[Manifest]], tmp_path: Path, pki: Pki
 ) -> None:

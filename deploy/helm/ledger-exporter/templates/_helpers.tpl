@@ -101,9 +101,71 @@ basicAuth:
 {{- end }}
 {{- end }}
 
+{{/*
+Refuses a node credential written into the values: the config is a ConfigMap, readable by
+anyone who may read ConfigMaps. The positions are the exporter's secret ones
+(exporter/config/nodes.py SECRET_KEYS, SECRET_BLOCKS): a URL's user-info, basic_auth's
+password, authorization's credentials and every header value. Called with
+(dict "where" "config.nodes[0] (validator-1)" "node" $node); no message shows a value.
+*/}}
+{{- define "ledger-exporter.refuseInlineSecrets" -}}
+{{- $where := .where }}
+{{- $node := .node }}
+{{- $stay := "node credentials never go into the values or the ConfigMap" }}
+{{- $file := "(a key of the Secret mounted by existingSecret or extraSecretMounts)" }}
+{{- $env := "(an extraEnv variable with valueFrom.secretKeyRef)" }}
+{{- if kindIs "map" $node }}
+{{- if and (kindIs "string" $node.url) (contains "@" $node.url) }}
+{{- fail (printf "%s: url has user-info (user:password@host), which would be written into the ConfigMap; %s: drop it from the url and set basic_auth with a username and password_file %s or password_env %s" $where $stay $file $env) }}
+{{- end }}
+{{- with $node.basic_auth }}
+{{- if not (kindIs "map" .) }}
+{{- fail (printf "%s: basic_auth must be a mapping, not a string that would write the password into the ConfigMap; %s: give a username and password_file %s or password_env %s" $where $stay $file $env) }}
+{{- end }}
+{{- if hasKey . "password" }}
+{{- fail (printf "%s: basic_auth.password would be written into the ConfigMap; %s: put the password in a Secret and use basic_auth.password_file %s or basic_auth.password_env %s" $where $stay $file $env) }}
+{{- end }}
+{{- end }}
+{{- with $node.authorization }}
+{{- if not (kindIs "map" .) }}
+{{- fail (printf "%s: authorization must be a mapping, not a string that would write the token into the ConfigMap; %s: give credentials_file %s or credentials_env %s" $where $stay $file $env) }}
+{{- end }}
+{{- if hasKey . "credentials" }}
+{{- fail (printf "%s: authorization.credentials would be written into the ConfigMap; %s: put the token in a Secret and use authorization.credentials_file %s or authorization.credentials_env %s" $where $stay $file $env) }}
+{{- end }}
+{{- end }}
+{{- with $node.headers }}
+{{- $key := "headers" }}
+{{- if kindIs "map" . }}
+{{- range $name, $_ := . }}
+{{- if regexMatch "^[-!#$%&'*+.^_`|~0-9A-Za-z]+$" $name }}
+{{- $key = printf "headers.%s" $name }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- fail (printf "%s: %s would be written into the ConfigMap, and the exporter keeps every header value secret (it may be an API key) with no *_file or *_env form for it; %s: send a token with authorization.credentials_file %s or authorization.credentials_env %s" $where $key $stay $file $env) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* The exporter's config: `config`, with probe mode's section from `probe`. */}}
 {{- define "ledger-exporter.config" -}}
 {{- $config := deepCopy .Values.config }}
+{{- range $index, $node := $config.nodes }}
+{{- $where := printf "config.nodes[%d]" $index }}
+{{- if and (kindIs "map" $node) (kindIs "string" $node.name) (regexMatch "^[-._:/0-9A-Za-z]+$" $node.name) }}
+{{- $where = printf "%s (%s)" $where $node.name }}
+{{- end }}
+{{- include "ledger-exporter.refuseInlineSecrets" (dict "where" $where "node" $node) }}
+{{- end }}
+{{- if and (kindIs "map" $config.probe) (kindIs "map" $config.probe.modules) }}
+{{- range $name, $module := $config.probe.modules }}
+{{- include "ledger-exporter.refuseInlineSecrets" (dict "where" (printf "config.probe.modules.%s" $name) "node" $module) }}
+{{- end }}
+{{- end }}
+{{- range $name, $module := .Values.probe.modules }}
+{{- include "ledger-exporter.refuseInlineSecrets" (dict "where" (printf "probe.modules.%s" $name) "node" $module) }}
+{{- end }}
 {{- if .Values.probe.enabled }}
 {{- if hasKey $config "probe" }}
 {{- fail "probe mode is set under probe: (allowedTargets, modules, maxInFlight), not config.probe" }}
