@@ -1,8 +1,10 @@
 """The state file never destroys what is not its own (issue 32): another program's file, a
 newer version's, a FIFO, a device or a socket at the path is never written (nor a FIFO
 opened, so a start never hangs); a symlink's target is written and the link stays; a second
-exporter on the same file finds it locked; stale temporary files are removed; and what is
-read is bounded by what the configured nodes can use, not by what the file holds.
+exporter on the same file finds it locked (and, waiting, reads each version once, within the
+size limit); stale temporary files are removed; what is read is bounded by what the
+configured nodes can use, not by what the file holds; and a file truncated while it is read
+is read again or left alone, never a crash (SIGBUS) nor taken for corrupt.
 
 Real files throughout; the swapped flag, the FIFO and the lock also with real exporter
 processes. ``/dev/null`` itself is never touched: the device case makes its own node.
