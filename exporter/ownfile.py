@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import mmap
 import os
 import re
 import stat
@@ -124,23 +123,53 @@ def opened(target: str) -> Iterator[tuple[int, Identity]]:
         os.close(handle)
 
 
-@contextlib.contextmanager
-def mapped(handle: int, size: int) -> Iterator[bytes | mmap.mmap]:
-    """The first ``size`` bytes of the open file, mapped read-only: pages of the file the
-    kernel can drop again under memory pressure, not a copy in the process's heap (read
-    into memory where the file system cannot map it). The exporter's own writes replace
-    the file whole, never truncate it, so the mapping stays backed while it is read."""
+class ChangedError(OSError):
+    """The file changed while it was read (truncated, grown or replaced: ``cp backup FILE``
+    truncates in place; on NFS another client's rename makes it stale): what was read is
+    not one version of it, so it is neither judged corrupt nor used."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(errno.EAGAIN, detail)
+
+
+#: The most one ``pread`` asks for: Linux returns at most 0x7ffff000 bytes a call.
+_CHUNK = 1 << 30
+
+
+def read_at(handle: int, size: int, offset: int) -> bytes:
+    """``size`` bytes of the open file from ``offset``; ChangedError when it ends before
+    (a short read means the file shrank since its size was taken, never that it is corrupt)."""
+    data = os.pread(handle, size, offset)
+    if len(data) < size:
+        raise ChangedError(f"it ended at byte {offset + len(data)}, not {offset + size}")
+    return data
+
+
+def read_whole(handle: int, found: Identity) -> bytearray:
+    """The ``found.size`` bytes of the open file ``found`` describes, read into one buffer
+    of exactly that size (a ``pread`` loop: never past it, nor short above 2 GiB). A copy,
+    not a mapping: a mapped file truncated by another writer kills the process with SIGBUS.
+    ChangedError when the file ends early, is stale (NFS), or its size or change time moved
+    while it was read."""
+    buffer = bytearray(found.size)
+    done = 0
     try:
-        view = mmap.mmap(handle, size, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        yield os.pread(handle, size, 0)
-        return
-    try:
-        view.madvise(mmap.MADV_SEQUENTIAL)
-        yield view
-    finally:
-        with contextlib.suppress(BufferError):  # a value still points into it: freed with it
-            view.close()
+        with memoryview(buffer) as view:
+            while done < found.size:
+                count = os.preadv(handle, [view[done : done + _CHUNK]], done)
+                if count == 0:
+                    raise ChangedError(f"it ended at byte {done}, not {found.size}")
+                done += count
+        after = os.fstat(handle)
+    except OSError as error:
+        if error.errno == errno.ESTALE:  # replaced on the server (NFS)
+            raise ChangedError("it was replaced (stale file handle)") from None
+        raise
+    if after.st_size != found.size:
+        raise ChangedError(f"its size went from {found.size} to {after.st_size} bytes")
+    if after.st_mtime_ns != found.modified_ns:
+        raise ChangedError("it was written to while it was read")
+    return buffer
 
 
 class Lock:

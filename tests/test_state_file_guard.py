@@ -1,8 +1,10 @@
 """The state file never destroys what is not its own (issue 32): another program's file, a
 newer version's, a FIFO, a device or a socket at the path is never written (nor a FIFO
 opened, so a start never hangs); a symlink's target is written and the link stays; a second
-exporter on the same file finds it locked; stale temporary files are removed; and what is
-read is bounded by what the configured nodes can use, not by what the file holds.
+exporter on the same file finds it locked (and, waiting, reads each version once, within the
+size limit); stale temporary files are removed; what is read is bounded by what the
+configured nodes can use, not by what the file holds; and a file truncated while it is read
+is read again or left alone, never a crash (SIGBUS) nor taken for corrupt.
 
 Real files throughout; the swapped flag, the FIFO and the lock also with real exporter
 processes. ``/dev/null`` itself is never touched: the device case makes its own node.
@@ -11,8 +13,10 @@ processes. ``/dev/null`` itself is never touched: the device case makes its own 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
+import mmap
 import os
 import signal
 import socket
@@ -24,12 +28,23 @@ import threading
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from exporter import ownfile
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
-from exporter.poll.state import ChainState, NodeState, State, StateFile, decode, encode
+from exporter.poll import state as state_module
+from exporter.poll.state import (
+    ChainState,
+    NodeState,
+    State,
+    StateFile,
+    decode,
+    encode,
+    size_limit,
+)
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode
 from tests.support.http import fetch
@@ -284,6 +299,215 @@ def test_reading_is_bounded_by_what_the_configured_nodes_can_use(
         assert restored.nodes["n7"].chains["c99"] == ChainState(99.0, 1699999000.5)
     else:
         assert restored == State()
+
+
+# --- a file that changes while it is read --------------------------------------------------
+
+#: Loads the state file ``argv[1]`` for 50 nodes while another writer truncates it
+#: (``cp backup FILE`` truncates in place): ``parsing``, to 4096 bytes as its parsing
+#: begins; or at the first open, right after its size is taken, to 4096 bytes, and then,
+#: ``finished``, the copy completes before the file is read again, or, ``ongoing``, it is
+#: truncated again at the next open. Prints what was restored and logged.
+TRUNCATING = """
+import contextlib, json, logging, os, sys
+import msgspec
+from exporter import ownfile
+from exporter import ownfile
+from exporter.config.exporter import Config
+from exporter.config.nodes import NodeConfig
+from exporter.poll.state import StateFile
+
+path, mode = sys.argv[1], sys.argv[2]
+whole = open(path, "rb").read()
+lines = []
+handler = logging.Handler()
+handler.emit = lambda r: lines.append([r.levelname, r.getMessage()])
+logging.getLogger("ledger_exporter").addHandler(handler)
+logging.getLogger("ledger_exporter").setLevel(logging.INFO)
+original, opens = ownfile.opened, []
+
+@contextlib.contextmanager
+def opened(target):
+    opens.append(target)
+    if len(opens) == 2 and mode == "finished":
+        with open(target, "r+b") as out:
+            out.write(whole)
+    with original(target) as (handle, found):
+        if len(opens) == 1 or mode == "ongoing":
+            os.truncate(target, 4096 if len(opens) == 1 else 2048)
+        yield handle, found
+
+decode = msgspec.json.decode
+
+def parsed(data, **options):
+    os.truncate(path, 4096)
+    return decode(data, **options)
+
+if mode == "parsing":
+    msgspec.json.decode = parsed
+else:
+    ownfile.opened = opened
+config = Config(nodes=tuple(NodeConfig(f"n{i}", f"http://x/{i}/") for i in range(50)))
+state = StateFile(path).load(config, 1_700_000_000.0)
+print(json.dumps({"nodes": len(state.nodes), "chains": state.chain_count, "lines": lines}))
+"""
+
+
+@pytest.mark.parametrize("mode", ["parsing", "finished", "ongoing"])
+def test_a_file_truncated_while_read_is_read_again_or_left_never_a_crash(
+    tmp_path: Path, mode: str
+) -> None:
+    """A mapped file truncated while parsed killed the reader with SIGBUS and no log line
+    (the tree before: rc -7); the file is now parsed from the exporter's own copy. One
+    truncated between its size being taken and its read was taken for corrupt and moved
+    aside (or for empty); now the short read is one warning and the file is read again (the
+    copy over it has finished: its memory restored) or, changing again, left as it is (not
+    moved aside) and the start goes on with no memory."""
+    path = tmp_path / "state.json"
+    many_chains(path, 50, 200, "n")  # ~0.6 MB: far past the 4096 bytes left
+    done = subprocess.run(
+        [sys.executable, "-c", TRUNCATING, str(path), mode],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, f"rc {done.returncode}: {done.stderr[-2000:]}"
+    report = json.loads(done.stdout)
+    changed = ["WARNING", "state file changed while it was read; read it again"]
+    if mode == "parsing":
+        assert (report["nodes"], report["chains"]) == (50, 50 * 100)
+        assert report["lines"] == [["INFO", "memory restored from the state file"]]
+    elif mode == "finished":
+        assert (report["nodes"], report["chains"]) == (50, 50 * 100)
+        assert report["lines"] == [changed, ["INFO", "memory restored from the state file"]]
+    else:
+        assert (report["nodes"], report["chains"]) == (0, 0)
+        assert report["lines"] == [
+            changed,
+            ["WARNING", "state file changed while it was read; starting with no memory"],
+        ]
+        assert path.stat().st_size == 2048  # as the other writer left it
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
+
+
+def test_a_file_read_in_short_pieces_is_read_whole_not_taken_for_corrupt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Linux returns at most 0x7ffff000 bytes a read: a file past 2 GiB comes in pieces
+    (here, scaled down, 64 KiB a read, on a file system that cannot map). The tree before
+    read it with one ``pread`` where it could not map it, took the short read for a corrupt
+    file and moved a valid one aside; it is read whole now."""
+    path = tmp_path / "state.json"
+    many_chains(path, 50, 200, "n")  # ~0.6 MB: ten pieces
+    piece = 64 * 1024
+    pread, preadv = os.pread, os.preadv
+
+    def cannot_map(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENODEV, "this file system cannot be mapped")
+
+    def short_pread(handle: int, size: int, offset: int) -> bytes:
+        return pread(handle, min(size, piece), offset)
+
+    def short_preadv(handle: int, buffers: list[Any], offset: int) -> int:
+        (buffer,) = buffers
+        return preadv(handle, [memoryview(buffer)[:piece]], offset)
+
+    monkeypatch.setattr(mmap, "mmap", cannot_map)
+    monkeypatch.setattr(os, "pread", short_pread)
+    monkeypatch.setattr(os, "preadv", short_preadv)
+    config = Config(nodes=tuple(NodeConfig(f"n{i}", f"http://x/{i}/") for i in range(50)))
+    with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+        restored = StateFile(str(path)).load(config, NOW)
+    assert restored.chain_count == 50 * 100
+    assert [r.getMessage() for r in state_lines(caplog)] == ["memory restored from the state file"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".state.json.lock", "state.json"]
+
+
+# --- a second exporter waiting for the lock ------------------------------------------------
+
+
+@contextlib.contextmanager
+def lock_held_elsewhere(path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Another process holding the state file's lock (HOLDER) until it is told to stop."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=REPO,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"holding\n"
+        yield holder
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        holder.wait()
+        for stream in (holder.stdin, holder.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def count_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many times a whole state file is scanned (one entry per scan, its size)."""
+    scans: list[int] = []
+    scan = state_module._nodes
+
+    def counted(data: Any) -> Any:
+        scans.append(len(data))
+        return scan(data)
+
+    monkeypatch.setattr(state_module, "_nodes", counted)
+    return scans
+
+
+def test_a_waiting_exporter_reads_each_version_of_the_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While another exporter holds the lock, each version it writes is read once, not
+    at every cycle (the tree before scanned the whole file at every write once it had
+    changed: 5 scans here, not 2), and nothing is written."""
+    path = tmp_path / "state.json"
+    with lock_held_elsewhere(path):
+        waiting = StateFile(str(path))
+        assert waiting.load(CONFIG, NOW) == State()
+        scans = count_scans(monkeypatch)
+        for version in range(2):  # the holder writes a new version; three cycles pass
+            written = encode(State({"holder": NodeState(node_id=f"holder-{version}")}))
+            ownfile.write_atomically(str(path), written)
+            for _ in range(3 - version):
+                assert not waiting.save(KEPT)
+            assert path.read_bytes() == written
+    assert scans == [len(written), len(written)]
+
+
+def test_a_waiting_exporter_reads_no_more_than_its_size_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file written while waiting that is larger than the config can need is not read
+    (the tree before read any size there: no limit without a config) and, once the lock is
+    free, is moved aside as too large, as at start, not read and written over."""
+    path = tmp_path / "state.json"
+    with lock_held_elsewhere(path) as holder:
+        waiting = StateFile(str(path))
+        assert waiting.load(CONFIG, NOW) == State()
+        scans = count_scans(monkeypatch)
+        large = tmp_path / "large.json"
+        many_chains(large, 1, size_limit(CONFIG) // 40, "a")  # ~50 bytes a chain
+        assert large.stat().st_size > size_limit(CONFIG)
+        os.replace(large, path)  # the holder's write
+        for _ in range(3):
+            assert not waiting.save(KEPT)
+        holder.communicate(b"", timeout=30)  # the holder stops
+        with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+            assert waiting.save(KEPT)
+    assert scans == []
+    assert decode(path.read_bytes()) == KEPT
+    (aside,) = tmp_path.glob("state.json.too-large-*")
+    assert aside.stat().st_size > size_limit(CONFIG)
+    moved = [r for r in state_lines(caplog) if "moved aside" in r.getMessage()]
+    assert [fields(r)["problem"] for r in moved] == ["too_large"]
 
 
 # --- flags and --config.check ------------------------------------------------------------------

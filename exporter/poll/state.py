@@ -41,17 +41,22 @@ written over (issue 32, the disk side in :mod:`exporter.ownfile`):
 - what is not a regular file (a FIFO, a device such as ``/dev/null``, a socket, a
   directory) is refused without being opened.
 
-Reading costs what the configured nodes can need, not what the file holds: the file is
-mapped (its pages are the kernel's to drop, not a copy), nodes the config does not poll and
-chains outside a node's ``blockchains`` are skipped unparsed, and a node's or a chain's entry
-larger than the config lets it grow is skipped unparsed too; no file larger than
-:func:`size_limit` is read at all. A second exporter on the same file finds it locked: it
-reads the file but writes nothing until the first one stops (see :class:`StateFile`). None
-of this stops the exporter: each outcome is one log line.
+Reading costs what the configured nodes can need, not what the file holds: no file larger
+than :func:`size_limit` is read at all; within it the file is read into one buffer of its
+size (``pread``, not a mapping: a mapped file truncated by another writer would kill the
+process with SIGBUS), nodes the config does not poll and chains outside a node's
+``blockchains`` are skipped unparsed, and a node's or a chain's entry larger than the config
+lets it grow is skipped unparsed too. A file that changes while it is read (it ends early,
+its size or change time moves: ``cp backup FILE`` truncates in place) is read once more; a
+second change leaves it alone until it is judged again at the next write, never taken for
+corrupt. A second exporter on the same file finds it locked: it reads the file but writes
+nothing until the first one stops (see :class:`StateFile`). None of this stops the exporter:
+each outcome is one log line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -60,7 +65,7 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 import msgspec
@@ -382,31 +387,53 @@ def _present(chain: ChainState, now: float, most: int) -> ChainState:
 
 
 #: What a start does with a file of each kind: written (after moving it aside, under this
-#: label), or left alone and not written.
+#: label), left alone and not written, or (CHANGED: it changed while read, twice) not
+#: written until it is judged again at the next write.
 WRITTEN = frozenset({"missing", "empty", "restored"})
 MOVED_ASIDE = {"corrupt": "corrupt", "too_large": "too-large"}
 LEFT_ALONE = frozenset({"foreign", "newer", "not_a_file", "unreadable"})
+CHANGED = "changed"
 
 
 @dataclass(frozen=True)
 class Inspection:
-    """What is at the state file's path: ``kind`` (one of WRITTEN, MOVED_ASIDE, LEFT_ALONE),
-    a sentence for the operator, the memory restored, the file's identity, and how many
-    entries were skipped as larger than the config lets them grow."""
+    """What is at the state file's path: ``kind`` (one of WRITTEN, MOVED_ASIDE, LEFT_ALONE,
+    CHANGED), a sentence for the operator, the memory restored, the file's identity, how
+    many entries were skipped as larger than the config lets them grow, and why it was read
+    twice (it changed while first read; empty when once was enough)."""
 
     kind: str
     detail: str
     state: State = State()
     identity: Identity | None = None
     skipped: int = 0
+    reread: str = ""
 
 
-def inspect(target: str, config: Config | None, now: float) -> Inspection:
+def inspect(target: str, config: Config | None, now: float, limit: int | None = None) -> Inspection:
     """Judge the file at ``target`` (symlinks resolved) without changing anything: with a
-    ``config``, read what it can use; without, only whose and which version it is."""
+    ``config``, read what it can use (no more than its :func:`size_limit`); without, only
+    whose and which version it is (no more than ``limit`` bytes, when given). A file that
+    changes while it is read is read once more (a copy over it has likely finished); a
+    second change makes it CHANGED."""
+    try:
+        return _inspect(target, config, now, limit)
+    except ownfile.ChangedError as error:
+        first = error.strerror or str(error)
+    try:
+        return replace(_inspect(target, config, now, limit), reread=first)
+    except ownfile.ChangedError as error:
+        detail = f"it changed while it was read, twice ({first}; then {error.strerror})"
+        return Inspection(CHANGED, detail, reread=first)
+
+
+def _inspect(target: str, config: Config | None, now: float, limit: int | None) -> Inspection:
+    """One reading of :func:`inspect`'s; ChangedError when the file changed meanwhile."""
     try:
         with ownfile.opened(target) as (handle, found):
-            return _inspect_open(handle, found, config, now)
+            return _inspect_open(handle, found, config, now, limit)
+    except ownfile.ChangedError:
+        raise
     except FileNotFoundError:
         return Inspection("missing", "no state file yet")
     except NotAFileError as error:
@@ -419,26 +446,30 @@ def inspect(target: str, config: Config | None, now: float) -> Inspection:
         return Inspection("unreadable", error.strerror or str(error))
 
 
-def _inspect_open(handle: int, found: Identity, config: Config | None, now: float) -> Inspection:
-    head = os.pread(handle, min(found.size, HEAD_BYTES), 0)
+def _inspect_open(
+    handle: int, found: Identity, config: Config | None, now: float, limit: int | None
+) -> Inspection:
+    head = ownfile.read_at(handle, min(found.size, HEAD_BYTES), 0)
     if found.size <= HEAD_BYTES and not head.strip():
         return Inspection("empty", "empty", identity=found)
     if not _MARKER.match(head):
         return Inspection("foreign", _FOREIGN, identity=found)
-    limit = size_limit(config) if config is not None else None
+    if config is not None:
+        limit = size_limit(config)
     if limit is not None and found.size > limit:
-        tail = _TAIL_VERSION.search(os.pread(handle, 64, max(0, found.size - 64)))
+        tail_at = max(0, found.size - 64)
+        tail = _TAIL_VERSION.search(ownfile.read_at(handle, found.size - tail_at, tail_at))
         if tail is not None and int(tail[1]) > VERSION:
             detail = f"written by a newer ledger-exporter (state format version {tail[1]!r})"
             return Inspection("newer", detail, identity=found)
         detail = f"larger than the {limit} bytes the config's nodes and chains can need"
         return Inspection("too_large", detail, identity=found)
+    data = ownfile.read_whole(handle, found)  # at most ``limit`` bytes: checked above
     try:
-        with ownfile.mapped(handle, found.size) as data:
-            if config is None:
-                _nodes(data)
-                return Inspection("restored", "a state file of this version", identity=found)
-            state, skipped = _read(data, config, now)
+        if config is None:
+            _nodes(data)
+            return Inspection("restored", "a state file of this version", identity=found)
+        state, skipped = _read(data, config, now)
     except StateFileError as error:
         return Inspection(error.kind, str(error), identity=found)
     return Inspection("restored", "", for_config(state, config, now), found, skipped)
@@ -459,6 +490,8 @@ def check(path: str, config: Config) -> tuple[bool, str]:
         else:
             what = f"{found.detail}; the first cycle writes it"
         return True, f"{path}: OK, {what}"
+    if found.kind == CHANGED:
+        return False, f"{path}: {found.detail}; is something writing it? Check again"
     if found.kind in MOVED_ASIDE:
         aside = f"{target}.{MOVED_ASIDE[found.kind]}-TIME"
         return True, f"{path}: {found.detail}; a start moves it aside to {aside} and writes anew"
@@ -472,7 +505,10 @@ class StateFile:
 
     The path's symlinks are resolved at the first use and the target written (the link
     stays). Before each write the file there is checked to be the one last read or written
-    (one ``lstat``); a file that changed is judged again. Writing needs the lock (a sibling
+    (one ``lstat``); a file that changed is judged again, read no further than the size
+    limit of the config it was loaded for, and only once while it stays the same file (same
+    device, inode, size and change time: a second exporter waiting for the lock reads each
+    version the holder writes once, not every cycle). Writing needs the lock (a sibling
     ``.NAME.lock``): a second exporter started on the same file reads it and runs without
     writing it, with one warning, and takes the lock over (one info line) once the first
     one stops: refusing to start would turn an overlapping restart (a new container beside
@@ -491,15 +527,21 @@ class StateFile:
         self._left_alone = False  # the file at _known is not the exporter's to write
         self._written: bytes | None = None  # digest of the bytes last written (or read)
         self._failing = False
+        self._limit: int | None = None  # the size limit of the config loaded for
+        self._inspected: Inspection | None = None  # the last judgement of a changed file
 
     def load(self, config: Config, now: float) -> State:
         """The remembered state for ``config``, or an empty one after one log line saying
         why (a missing file is the normal first start)."""
         with self._mutex:
+            self._limit = size_limit(config)
             found = inspect(self._target, config, now)
-            if found.kind not in LEFT_ALONE:  # nothing is made beside what is not its own
+            if found.kind not in LEFT_ALONE | {CHANGED}:  # nothing made beside what is not ours
                 self._take_lock()
             fields = self._fields()
+            if found.reread:
+                message = "state file changed while it was read; read it again"
+                log.warning(message, extra={"fields": fields | {"error": found.reread}})
             if found.kind == "restored":
                 state = found.state
                 fields |= {"nodes": len(state.nodes), "blockchains": state.chain_count}
@@ -586,14 +628,25 @@ class StateFile:
         if unchanged and self._left_alone:
             return False
         if not unchanged:
-            found = inspect(target, None, 0.0)
+            found = self._judge(target)
             if found.kind in LEFT_ALONE:
                 return self._settle(found, "")
         if not self._take_lock():
             return False
         if unchanged and self._judged:  # (a lock taken over is judged again)
             return True
-        return self._settle(inspect(target, None, 0.0), "")
+        return self._settle(self._judge(target), "")
+
+    def _judge(self, target: str) -> Inspection:
+        """:func:`inspect` of the file (bounded by the size limit loaded for), or the last
+        judgement while it is the same file: same device, inode, size and change time."""
+        last = self._inspected
+        if last is not None and last.identity is not None:
+            with contextlib.suppress(OSError):
+                if ownfile.stamp(target) == last.identity:
+                    return last
+        self._inspected = inspect(target, None, 0.0, self._limit)
+        return self._inspected
 
     def _settle(self, found: Inspection, starting: str) -> bool:
         """Act on a judgement of the file (one log line when it is not written as it is):
@@ -606,6 +659,10 @@ class StateFile:
         if found.kind in WRITTEN:
             return True
         fields = self._fields() | {"problem": found.kind, "error": found.detail}
+        if found.kind == CHANGED:  # something is writing it: judged again at the next write
+            log.warning(f"state file changed while it was read{starting}", extra={"fields": fields})
+            self._judged = False
+            return False
         label = MOVED_ASIDE.get(found.kind)
         if label is not None and self._lock.held:
             try:
