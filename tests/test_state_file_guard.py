@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from exporter import ownfile
+from exporter.app import Exporter
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.poll import state as state_module
@@ -660,3 +661,40 @@ def test_two_exporters_on_one_state_file_one_writes(tmp_path: Path, fake_node: F
             code, log = second.stop()
         assert code == 0, log
     assert decode(state.read_bytes()).nodes.keys() == {"beta"}
+
+
+def test_a_state_file_slow_to_read_holds_back_readiness_never_the_listener(
+    tmp_path: Path, fake_node: FakeNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file on a hung mount or a slow disk: it is read by the first cycle, on the poll
+    thread, after the listeners are up; /-/healthy answers meanwhile, /-/ready waits, and
+    nothing is written over the file before it was read (a stop then leaves it as it was)."""
+    path = tmp_path / "state.json"
+    path.write_bytes(encode(KEPT))
+    before = path.read_bytes()
+    reading, release = threading.Event(), threading.Event()
+    real_load = StateFile.load
+
+    def slow_load(self: StateFile, config: Config, now: float) -> State:
+        reading.set()
+        assert release.wait(120), "the test never released the read"
+        return real_load(self, config, now)
+
+    monkeypatch.setattr(StateFile, "load", slow_load)
+    serving(fake_node)
+    config = Config(nodes=(NodeConfig("a", fake_node.url),), scrape_interval=1.0)
+    exporter = Exporter(config, state_file=str(path))
+    server = exporter.start("127.0.0.1:0")
+    try:
+        assert reading.wait(60), "the first cycle never read the state file"
+        base = f"http://127.0.0.1:{server.port}"
+        assert fetch(f"{base}/-/healthy").status == 200
+        assert fetch(f"{base}/-/ready").status == 503
+        assert exporter._poller.keep_state() is False  # nothing written unread
+        assert path.read_bytes() == before
+        release.set()
+        wait_until(exporter.ready, message="the first cycle after the state file was read")
+        assert fetch(f"{base}/-/ready").status == 200
+    finally:
+        release.set()
+        exporter.stop()

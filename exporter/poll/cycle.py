@@ -109,8 +109,11 @@ class Poller:
         self._wall = wall
         self._wall_offset = wall_offset(wall(), monotonic())  # re-based when the clock steps
         self._state = state  # the memory kept across restarts, if a file was given
-        restored = state.load(config, wall()) if state else None  # on the wall clock
-        self._history = History(restored, self._wall_offset)
+        # read by the first cycle, on the poll thread: a file on a hung mount or a slow disk
+        # holds back readiness, never the start or the listeners (and nothing is written
+        # before it was read)
+        self._unread_state = state
+        self._history = History(None, self._wall_offset)
         self._shared = Shared()  # one copy of the readings' values repeated across nodes
         self._owns_engine = engine is None
         self._engine = engine or new_engine(config)
@@ -257,6 +260,11 @@ class Poller:
     def run_cycle(self) -> Snapshot:
         """Poll every node once, fold the results into the history, and return the snapshot."""
         resources = self._take_pending_config()
+        state = self._unread_state
+        if state is not None:
+            restored = state.load(resources.config, self._wall())  # on the wall clock
+            self._history = History(restored, self._wall_offset)
+            self._unread_state = None  # only now may the memory be written
         started = time.monotonic()
         deadline = started + resources.config.scrape_timeout
         self._shared.clear()
@@ -372,7 +380,9 @@ class Poller:
         """Write the memory to the state file if it changed since the last write (True when
         written); nothing without a state file. Called after each cycle and on shutdown."""
         state = self._state
-        return state is not None and state.save(self._history.state(self._wall_offset))
+        if state is None or self._unread_state is not None:  # never over what was not read
+            return False
+        return state.save(self._history.state(self._wall_offset))
 
     def run(self) -> None:
         """Cycle every ``scrape_interval`` until stop(); a late cycle skips missed ticks.
