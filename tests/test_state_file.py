@@ -106,6 +106,8 @@ NOT_ITS_OWN = [
     (b"\x00\x01garbage", "foreign"),
     (b"\xff\xfe{}", "foreign"),
     (b"[]", "foreign"),
+    (b"\n", "foreign"),  # only an empty file (0 bytes) is written over; a blank one is another's
+    (b"  \n\t\n", "foreign"),
     (b'{"nodes": {}}', "foreign"),  # no marker
     (json.dumps(document(format="prometheus-state")).encode(), "foreign"),
     (json.dumps(document(version=2)).encode(), "newer"),  # a later release's file

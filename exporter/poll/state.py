@@ -27,7 +27,7 @@ The file is the exporter's own only when it begins with the format marker
 (``{"format": "ledger-exporter-state"``, as every write puts it first); nothing else is ever
 written over (issue 32, the disk side in :mod:`exporter.ownfile`):
 
-- a missing or empty file is a first start, and written;
+- a missing or empty (0-byte) file is a first start, and written (a blank one is another's);
 - the exporter's own file of this version is read, and written;
 - its own file that is corrupt or larger than the config can need is moved aside to
   ``NAME.corrupt-TIME`` (``NAME.too-large-TIME``), kept and named in the log, and a new one
@@ -449,9 +449,9 @@ def _inspect(target: str, config: Config | None, now: float, limit: int | None) 
 def _inspect_open(
     handle: int, found: Identity, config: Config | None, now: float, limit: int | None
 ) -> Inspection:
-    head = ownfile.read_at(handle, min(found.size, HEAD_BYTES), 0)
-    if found.size <= HEAD_BYTES and not head.strip():
+    if found.size == 0:  # holds nothing (`touch` and `chown` for the exporter's user, say)
         return Inspection("empty", "empty", identity=found)
+    head = ownfile.read_at(handle, min(found.size, HEAD_BYTES), 0)
     if not _MARKER.match(head):
         return Inspection("foreign", _FOREIGN, identity=found)
     if config is not None:
