@@ -105,7 +105,7 @@ typecheck: $(STAMP)
 TEST_WORKERS ?= 3
 
 unit: $(STAMP) tools $(GRAFANA_SCHEMA)
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 test: lint typecheck unit
 
