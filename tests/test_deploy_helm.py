@@ -33,8 +33,10 @@ from tests.support.deploy import (
     Manifest,
     by_kind,
     check_manifest,
+    container,
     documents,
     only,
+    pod_spec,
     run_tool,
 )
 from tests.support.documents import chain_doc, health_doc
@@ -77,17 +79,6 @@ def case_args(case: str) -> list[str]:
 def rendered() -> dict[str, list[Manifest]]:
     """Every case's objects, rendered once for the module."""
     return {case: helm_template(*case_args(case)) for case in CASES}
-
-
-def pod_spec(objects: list[Manifest]) -> dict[str, Any]:
-    spec: dict[str, Any] = only(objects, "Deployment")["spec"]["template"]["spec"]
-    return spec
-
-
-def container(objects: list[Manifest]) -> dict[str, Any]:
-    (one,) = pod_spec(objects)["containers"]
-    result: dict[str, Any] = one
-    return result
 
 
 def flag(objects: list[Manifest], name: str) -> str | None:

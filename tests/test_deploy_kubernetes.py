@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
@@ -24,8 +23,10 @@ from tests.support.deploy import (
     KUBERNETES_VERSION,
     Manifest,
     check_manifest,
+    container,
     kustomize,
     only,
+    pod_spec,
     seconds,
 )
 from tests.support.testdata import REPO
@@ -49,17 +50,6 @@ def load(built: list[Manifest], kind: str, name: str = "ledger-exporter") -> Man
     """The built object of ``kind`` called ``name``."""
     (found,) = [o for o in built if o["kind"] == kind and o["metadata"]["name"] == name]
     return found
-
-
-def pod_spec(built: list[Manifest]) -> dict[str, Any]:
-    spec: dict[str, Any] = only(built, "Deployment")["spec"]["template"]["spec"]
-    return spec
-
-
-def container(built: list[Manifest]) -> dict[str, Any]:
-    (one,) = pod_spec(built)["containers"]
-    result: dict[str, Any] = one
-    return result
 
 
 @pytest.mark.parametrize("path", manifest_files(), ids=lambda path: path.name)

@@ -5,33 +5,24 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from exporter.expose.render import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE
-from exporter.web.server import ExporterServer
 from tests.support.http import fetch
 from tests.support.scenarios import captured_logs
 from tests.support.waiting import wait_until
-from tests.support.webapp import StubApp
+from tests.support.webapp import served
 
 OPENMETRICS_FIRST = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
 
 
 @pytest.fixture
 def base() -> Iterator[str]:
-    server = ExporterServer("127.0.0.1:0", StubApp())
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with served() as url:
+        yield url
 
 
 def request_fields(records: list[logging.LogRecord], user_agent: str) -> dict[str, Any]:

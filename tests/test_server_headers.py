@@ -4,21 +4,17 @@ its Content Security Policy, and ``http_server_config.headers`` overriding each 
 from __future__ import annotations
 
 import socket
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import bcrypt
 import pytest
 
 from exporter.config.web import DEFAULT_HEADERS, WebConfig, load_web_config
-from exporter.web.server import ExporterServer
 from tests.support.browser import in_page
 from tests.support.fakenode import FakeNode
 from tests.support.http import fetch
 from tests.support.processes import ready_exporter
-from tests.support.webapp import StubApp
+from tests.support.webapp import served
 
 EXPECTED = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; "
@@ -31,20 +27,6 @@ EXPECTED = {
 
 def test_the_defaults_are_the_documented_ones() -> None:
     assert DEFAULT_HEADERS == EXPECTED
-
-
-@contextmanager
-def serving(web: WebConfig) -> Iterator[str]:
-    """The exporter's server, nothing polled behind it, on a free loopback port: its URL."""
-    server = ExporterServer("127.0.0.1:0", StubApp(), web)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 def _raw(base: str, request: bytes) -> dict[str, str]:
@@ -64,7 +46,7 @@ def _security(headers: dict[str, str]) -> dict[str, str]:
 
 
 def test_every_answer_carries_the_security_headers() -> None:
-    with serving(WebConfig()) as base:
+    with served(WebConfig()) as base:
         answers = {
             "page": fetch(base + "/"),
             "metrics": fetch(base + "/metrics"),
@@ -86,7 +68,7 @@ def test_every_answer_carries_the_security_headers() -> None:
 
 def test_an_unauthorized_answer_carries_them_too() -> None:
     hashed = bcrypt.hashpw(b"pw", bcrypt.gensalt(4)).decode()
-    with serving(WebConfig(basic_auth_users={"u": hashed})) as base:
+    with served(WebConfig(basic_auth_users={"u": hashed})) as base:
         answer = fetch(base + "/")
         assert answer.status == 401
         assert _security(dict(answer.headers)) == EXPECTED
@@ -101,7 +83,7 @@ def test_the_web_config_overrides_each_default(tmp_path: Path) -> None:
         "    Referrer-Policy: same-origin\n"
         "    Strict-Transport-Security: max-age=60\n"
     )
-    with serving(load_web_config(str(web_file))) as base:
+    with served(load_web_config(str(web_file))) as base:
         for answer in (fetch(base + "/"), fetch(base + "/nothing-here")):
             headers = dict(answer.headers)
             assert _security(headers) == {

@@ -87,6 +87,19 @@ def only(objects: Iterable[Manifest], kind: str) -> Manifest:
     return found
 
 
+def pod_spec(objects: Iterable[Manifest]) -> dict[str, Any]:
+    """The pod template of the one Deployment among ``objects``."""
+    spec: dict[str, Any] = only(objects, "Deployment")["spec"]["template"]["spec"]
+    return spec
+
+
+def container(objects: Iterable[Manifest]) -> dict[str, Any]:
+    """The one container of that pod."""
+    (one,) = pod_spec(objects)["containers"]
+    result: dict[str, Any] = one
+    return result
+
+
 # --- the checks every built object passes ----------------------------------------------------
 
 #: Fields of the Operator's objects (monitoring.coreos.com/v1 and v1alpha1) the project's

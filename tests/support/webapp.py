@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http import HTTPStatus
 
+from exporter.config.web import WebConfig
 from exporter.model.snapshot import Snapshot
 from exporter.web.exposition import Exposition
 from exporter.web.probe import ProbeAnswer
+from exporter.web.server import ExporterServer
 
 
 class StubApp:
@@ -28,3 +33,17 @@ class StubApp:
 
     def probe(self, query: str, timeout_header: str | None, openmetrics: bool) -> ProbeAnswer:
         return self._probe
+
+
+@contextmanager
+def served(web: WebConfig | None = None) -> Iterator[str]:
+    """The exporter's server over a :class:`StubApp`, on a free loopback port: its URL."""
+    server = ExporterServer("127.0.0.1:0", StubApp(), web)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
