@@ -199,10 +199,9 @@ sys.stdin.read()
 """
 
 
-def test_a_second_writer_finds_the_file_locked_and_takes_it_over_once_free(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    path = tmp_path / "state.json"
+@contextlib.contextmanager
+def lock_held_elsewhere(path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Another process holding the state file's lock (HOLDER) until it is told to stop."""
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(path)],
         stdin=subprocess.PIPE,
@@ -211,6 +210,21 @@ def test_a_second_writer_finds_the_file_locked_and_takes_it_over_once_free(
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"holding\n"
+        yield holder
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        holder.wait()
+        for stream in (holder.stdin, holder.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def test_a_second_writer_finds_the_file_locked_and_takes_it_over_once_free(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "state.json"
+    with lock_held_elsewhere(path) as holder:
         held = path.read_bytes()
         with caplog.at_level(logging.INFO, logger="ledger_exporter"):
             state_file = StateFile(str(path))
@@ -218,12 +232,10 @@ def test_a_second_writer_finds_the_file_locked_and_takes_it_over_once_free(
             assert not state_file.save(KEPT)
             assert not state_file.save(State())
             assert path.read_bytes() == held
-            holder.communicate(b"", timeout=30)  # the first one stops
+            assert holder.stdin is not None
+            holder.stdin.close()  # the first one stops
+            holder.wait(timeout=30)
             assert state_file.save(KEPT)
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait()
     assert decode(path.read_bytes()) == KEPT
     lines = [(r.levelno, r.getMessage()) for r in state_lines(caplog)]
     assert lines == [
@@ -427,27 +439,6 @@ def test_a_file_read_in_short_pieces_is_read_whole_not_taken_for_corrupt(
 
 
 # --- a second exporter waiting for the lock ------------------------------------------------
-
-
-@contextlib.contextmanager
-def lock_held_elsewhere(path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """Another process holding the state file's lock (HOLDER) until it is told to stop."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        cwd=REPO,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == b"holding\n"
-        yield holder
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-        holder.wait()
-        for stream in (holder.stdin, holder.stdout):
-            if stream is not None:
-                stream.close()
 
 
 def count_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
