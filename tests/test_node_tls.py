@@ -264,3 +264,20 @@ def test_the_handshake_alert_in_libcurls_error_buffer_says_which(
         assert error.reason is Reason.CONNECTION
     else:
         assert (error.reason, error.detail[: len(detail)]) == (Reason.TLS, detail)
+
+
+def test_a_certificate_with_bytes_that_are_not_utf8_fails_alone(
+    engine: Engine, fake_nodes: FakeNodes, pki: Pki
+) -> None:
+    """An expired certificate carrying bytes that are not UTF-8 in a field libcurl prints (a
+    Netscape comment here) once ended the engine thread as its dates were read: every node
+    then read down until a restart. It fails alone, with its dates, and the engine goes on."""
+    comment = "nsComment=DER:16:03:ff:fe:fd"  # an IA5String of three bytes beyond ASCII
+    odd = pki.issue_dated("odd-comment", "20200101000000Z", "20210101000000Z", comment)
+    hostile = _start(fake_nodes, _server(odd))
+    error = _fetch_error(engine, _url(hostile, "https"), pki)
+    assert error.reason is Reason.TLS
+    assert error.detail.startswith("the node's certificate has expired"), error.detail
+    healthy = _start(fake_nodes, None)
+    client = NodeClient(engine, NodeConfig("ok", _url(healthy, "http")), 1 << 20)
+    assert client.get_json(["health"], client.now() + 10) == health_doc([])

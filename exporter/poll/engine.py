@@ -199,16 +199,36 @@ class _Handle:
         self.done: Done | None = None
 
 
-def _validity(certinfo: Any) -> tuple[str, str] | None:
+def _validity(curl: pycurl.Curl) -> tuple[str, str] | None:
     """The first (the node's own) certificate's start and expire dates from libcurl's
-    CERTINFO, as it prints them ("Jan  1 00:00:00 2021 GMT"); None when it has none."""
+    CERTINFO, as it prints them ("Jan  1 00:00:00 2021 GMT"); None when it has none. Read
+    raw: the node's certificate may carry any bytes in the fields libcurl prints (a comment
+    that is not UTF-8), and only the two dates are decoded."""
+    certinfo = curl.getinfo_raw(pycurl.INFO_CERTINFO)
     if not certinfo:
         return None
-    fields = dict(certinfo[0])
-    start, expire = fields.get("Start date"), fields.get("Expire date")
-    if not isinstance(start, str) or not isinstance(expire, str):
+    fields = {bytes(key): value for key, value in certinfo[0]}
+    start, expire = fields.get(b"Start date"), fields.get(b"Expire date")
+    if not isinstance(start, bytes) or not isinstance(expire, bytes):
         return None
-    return start, expire
+    return start.decode("ascii", "replace"), expire.decode("ascii", "replace")
+
+
+def _tls_diagnosis(curl: pycurl.Curl) -> tuple[int, tuple[str, str] | None]:
+    """OpenSSL's verify result and, for a date failure, the certificate's dates: details for
+    the operator, so whatever the node presented, reading them never fails the engine."""
+    try:
+        verify_result = int(curl.getinfo(pycurl.SSL_VERIFYRESULT))
+    except Exception:  # a detail lost, never the engine
+        log.debug("could not read OpenSSL's verify result", exc_info=True)
+        return 0, None
+    if verify_result not in DATE_FAILURES:
+        return verify_result, None
+    try:
+        return verify_result, _validity(curl)
+    except Exception:  # a detail lost, never the engine
+        log.debug("could not read the certificate's dates", exc_info=True)
+        return verify_result, None
 
 
 def _refuse(done: Done, error: Exception) -> None:
@@ -546,7 +566,13 @@ class Engine:
 
     def _collect_done(self) -> None:
         while True:
-            _, succeeded, failed = self._multi.info_read()
+            try:
+                _, succeeded, failed = self._multi.info_read()
+            except UnicodeDecodeError:  # pycurl decodes libcurl's error text as UTF-8
+                # A node's bytes in that text (a certificate's name, say) must not end the
+                # engine: the transfers of this batch end at their deadline instead.
+                log.warning("libcurl's error text for a request was not UTF-8; it times out")
+                continue
             for curl in succeeded:
                 self._finish(curl, None)
             for curl, code, message in failed:
@@ -575,9 +601,7 @@ class Engine:
             if failure:
                 os_errno = curl.getinfo(pycurl.OS_ERRNO)
                 if failure[0] in TLS_FAILURES:
-                    verify_result = curl.getinfo(pycurl.SSL_VERIFYRESULT)
-                    if verify_result in DATE_FAILURES:
-                        validity = _validity(curl.getinfo(pycurl.INFO_CERTINFO))
+                    verify_result, validity = _tls_diagnosis(curl)
             elif status in RETRY_AFTER_STATUSES:
                 retry_after = max(0, curl.getinfo(pycurl.RETRY_AFTER))
         finally:  # whatever happens, the handle is released and the caller hears back

@@ -49,11 +49,12 @@ class Pki:
         key = RSA_KEY if rsa else EC_KEY
         return _request(self.directory, name, f"/CN={name}", *extensions, signed_by=signer, key=key)
 
-    def issue_dated(self, name: str, not_before: str, not_after: str) -> KeyPair:
+    def issue_dated(self, name: str, not_before: str, not_after: str, *extensions: str) -> KeyPair:
         """A server certificate for 127.0.0.1 and localhost, signed by the CA, valid from
         ``not_before`` to ``not_after`` (``YYYYMMDDHHMMSSZ``; ``openssl ca``, the one command
-        that sets both dates): an expired or a not yet valid certificate."""
-        return _dated(self.directory, self.ca_pair, name, not_before, not_after)
+        that sets both dates): an expired or a not yet valid certificate; ``extensions`` are
+        added as ``openssl req -addext`` takes them."""
+        return _dated(self.directory, self.ca_pair, name, not_before, not_after, *extensions)
 
 
 def _openssl(*args: str) -> None:
@@ -90,7 +91,14 @@ def _request(
     return pair
 
 
-def _dated(directory: Path, ca: KeyPair, name: str, not_before: str, not_after: str) -> KeyPair:
+def _dated(
+    directory: Path,
+    ca: KeyPair,
+    name: str,
+    not_before: str,
+    not_after: str,
+    *extensions: str,
+) -> KeyPair:
     """``openssl ca`` with a throwaway database: a leaf certificate with set dates."""
     work = directory / f"{name}.ca"
     work.mkdir()
@@ -105,7 +113,9 @@ def _dated(directory: Path, ca: KeyPair, name: str, not_before: str, not_after: 
     pair = KeyPair(str(directory / f"{name}.pem"), str(directory / f"{name}.key"))
     request = str(work / "request.csr")
     _openssl("req", "-new", *EC_KEY[:4], "-nodes", "-subj", f"/CN={name}",
-             "-addext", FOR_LOOPBACK, "-keyout", pair.key, "-out", request)  # fmt: skip
+             "-addext", FOR_LOOPBACK, *(arg for extension in extensions
+                                        for arg in ("-addext", extension)),
+             "-keyout", pair.key, "-out", request)  # fmt: skip
     _openssl("ca", "-batch", "-config", str(work / "ca.cnf"), "-cert", ca.cert, "-keyfile",
              ca.key, "-in", request, "-out", pair.cert, "-startdate", not_before,
              "-enddate", not_after, "-notext")  # fmt: skip
