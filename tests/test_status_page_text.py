@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
+import unicodedata
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
@@ -106,6 +108,27 @@ def test_visible_and_isolated() -> None:
         "n\\u200bo\\u00add\\ufeffe\\u2060-\\U000e0031"
     )
     assert isolated(f"x{RLO}") == "\u2068x\\u202e\u2069"
+
+
+def test_every_format_control_and_default_ignorable_character_is_made_visible() -> None:
+    """Nothing invisible passes: every control, format character and line or paragraph
+    separator Unicode knows (the Python here has its database), and the default ignorable
+    characters that are none of those (Hangul fillers, variation selectors, ...)."""
+    hidden = [
+        chr(code)
+        for code in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(code)) in {"Cc", "Cf", "Zl", "Zp", "Cs"}
+    ]
+    hidden += ["\u034f", "\u115f", "\u1160", "\u3164", "\uffa0", "\ufe0f", "\U000e0100"]
+    assert [c for c in hidden if visible(c) == c] == []
+
+
+def test_combining_marks_piled_on_one_character_are_made_visible_past_two() -> None:
+    """Hundreds of marks on one letter paint over the page around it; two are shown."""
+    assert visible("e\u0301\u0331\u0301\u0331") == "e\u0301\u0331\\u0301\\u0331"
+    assert visible("v" + "\u0301" * 800).count("\\u0301") == 798
+    for text in ("नमस्ते", "ก้้", "résumé", "Ἀθῆναι"):  # scripts' own marks, two at most
+        assert visible(text) == text
 
 
 @pytest.mark.parametrize("formatter", [LogfmtFormatter(), JsonFormatter()])
