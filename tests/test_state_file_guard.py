@@ -689,3 +689,23 @@ def test_a_state_file_slow_to_read_holds_back_readiness_never_the_listener(
     finally:
         release.set()
         exporter.stop()
+
+
+def test_config_check_refuses_a_directory_it_cannot_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only mount (root writes anywhere else, so the test asks os.access, as check
+    does): the start could not write the file, so the check does not say OK."""
+    path = tmp_path / "state.json"
+    assert state_module.check(str(path), CONFIG)[0]
+    real_access = os.access
+
+    def read_only(target: Any, mode: int, **options: Any) -> bool:
+        if Path(target) == tmp_path and mode & os.W_OK:
+            return False
+        return real_access(target, mode, **options)
+
+    monkeypatch.setattr(os, "access", read_only)
+    usable, line = state_module.check(str(path), CONFIG)
+    assert not usable
+    assert line == f"{path}: the directory {tmp_path} is not writable; a start cannot write it"

@@ -483,6 +483,9 @@ def check(path: str, config: Config) -> tuple[bool, str]:
     directory = os.path.dirname(target)
     if found.kind == "missing" and not os.path.isdir(directory):
         return False, f"{path}: the directory {directory} does not exist; a start cannot write it"
+    if found.kind in WRITTEN and not os.access(directory, os.W_OK):
+        # the temporary file, the rename and the lock all need the directory (a read-only mount)
+        return False, f"{path}: the directory {directory} is not writable; a start cannot write it"
     if found.kind in WRITTEN:
         if found.kind == "restored":
             state = found.state
