@@ -31,7 +31,7 @@ NOT_A_FILE = {
     stat.S_IFCHR: "a character device",
     stat.S_IFBLK: "a block device",
     stat.S_IFSOCK: "a socket",
-    stat.S_IFLNK: "a symbolic link that does not resolve (a loop)",
+    stat.S_IFLNK: "a symbolic link (put there after the start, or one that does not resolve)",
 }
 #: The characters of ``tempfile.mkstemp``'s random part, 8 of them: what a stale temporary
 #: file of ours is named with, and nothing else is removed.
