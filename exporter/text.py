@@ -38,6 +38,10 @@ MARKS_PER_CHARACTER = 2
 #: First strong isolate and pop directional isolate: around a value inside a longer text
 #: (:func:`isolated`), the status page's renderer turns each such pair into ``<bdi>``.
 ISOLATE_START, ISOLATE_END = "\u2068", "\u2069"
+#: What an HTTP header value may hold: RFC 9110's field-value without obs-text (visible
+#: ASCII, space and tab), so that it encodes as the Latin-1 http.server writes and splits
+#: no answer. The web config refuses others; the server drops any that get past it.
+FIELD_VALUE = re.compile(r"[\t\x20-\x7e]*")
 
 
 def _escape(found: re.Match[str]) -> str:

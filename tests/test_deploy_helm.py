@@ -443,6 +443,72 @@ FILE_OR_ENV = ("existingSecret", "extraSecretMounts", "extraEnv", "secretKeyRef"
             "url has user-info",
             ("probe.modules", "password_file", "password_env"),
         ),
+        # other spellings (the chart's own serviceMonitor.basicAuth among them): the exporter
+        # refuses each as an unknown key, but only once the ConfigMap is out
+        (
+            {"config": {"nodes": [{**NODE, "basicAuth": {"username": "u", "password": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            "basicAuth.password",
+            ("basic_auth.password_file", "basic_auth.password_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "basic_auth": {"username": "u", "Password": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            "basic_auth.Password",
+            ("password_file", "password_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "basic_auth": {"username": "u", "password ": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            'basic_auth."password "',
+            ("password_file", "password_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "Authorization": {"credentials": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            "Authorization.credentials",
+            ("authorization.credentials_file", "authorization.credentials_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "Headers": {"X-Api-Key": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            "Headers.X-Api-Key",
+            ("credentials_file", "credentials_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "Basic-Auth": {"more": [{"PASS_WORD": SECRET}]}}]}},
+            "config.nodes[0] (validator-2)",
+            "Basic-Auth.more[0].PASS_WORD",
+            ("password_file", "password_env"),
+        ),
+        (
+            {
+                "config": {
+                    "nodes": [{**NODE, "authorization": {"type": "Bearer"}, "Password": SECRET}]
+                }
+            },
+            "config.nodes[0] (validator-2)",
+            "Password would be written",
+            ("password_file", "credentials_file", "password_env", "credentials_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "URL": f"https://monitor:{SECRET}@validator-2:7740/"}]}},
+            "config.nodes[0] (validator-2)",
+            "URL has user-info",
+            ("basic_auth", "password_file", "password_env"),
+        ),
+        (
+            {
+                "probe": {
+                    "enabled": True,
+                    "targets": [{"name": "validator-2", "url": NODE["url"]}],
+                    "modules": {"default": {"basicauth": {"password": SECRET}}},
+                }
+            },
+            "probe.modules.default",
+            "basicauth.password",
+            ("password_file", "password_env"),
+        ),
     ],
     ids=[
         "password",
@@ -454,6 +520,15 @@ FILE_OR_ENV = ("existingSecret", "extraSecretMounts", "extraEnv", "secretKeyRef"
         "module-credentials",
         "module-header",
         "probe-target-user-info",
+        "camel-case-block",
+        "capitalised-password",
+        "password-with-a-space",
+        "capitalised-authorization",
+        "capitalised-headers",
+        "nested-deeper-with-underscores",
+        "password-beside-the-blocks",
+        "capitalised-url",
+        "module-lower-case-block",
     ],
 )
 def test_an_inline_node_credential_fails_the_render(

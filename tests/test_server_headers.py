@@ -119,3 +119,51 @@ def test_a_real_exporter_sends_them_and_its_page_renders_under_the_policy(
         assert in_page(exporter.base + "/", f"[{style}, {margin}].join(' ')") == (
             "rgb(187, 0, 0) 24px"
         )
+
+
+def test_a_header_value_it_cannot_send_is_left_out_and_every_request_is_answered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # past the web config's check (built directly): http.server encodes headers as Latin-1
+    pasted = WebConfig(headers={"Content-Security-Policy": "default-src \u2013 none"})
+    with served(pasted) as base:
+        for path in ("/", "/metrics", "/-/healthy", "/nothing-here"):
+            headers = dict(fetch(base + path).headers)
+            assert "Content-Security-Policy" not in headers, path
+            assert _security(headers) == {
+                name: value for name, value in EXPECTED.items() if name != "Content-Security-Policy"
+            }, path
+        refused = _raw(base, b"GET / HTTP/0.9\r\n\r\n")  # the server's own refusal
+        assert "Content-Security-Policy" not in refused
+    left_out = [r for r in caplog.records if r.getMessage().startswith("header left out")]
+    assert [r.fields for r in left_out] == [{"header": "'Content-Security-Policy'"}]  # type: ignore[attr-defined]
+
+
+@pytest.mark.integration
+def test_a_reload_to_a_value_outside_ascii_is_refused_and_the_old_headers_stay(
+    tmp_path: Path, fake_node: FakeNode
+) -> None:
+    config = tmp_path / "config.yml"
+    config.write_text(f"scrape_interval: 1s\nnodes: [{{name: a, url: '{fake_node.url}'}}]\n")
+    web_file = tmp_path / "web.yml"
+    web_file.write_text("http_server_config:\n  headers:\n    X-Frame-Options: sameorigin\n")
+    with ready_exporter(config, f"--web.config.file={web_file}") as exporter:
+        web_file.write_text(  # an en dash, pasted from a document
+            "http_server_config:\n  headers:\n    X-Frame-Options: DENY\n"
+            '    Content-Security-Policy: "default-src \u2013 none"\n',
+            encoding="utf-8",
+        )
+        reload = fetch(exporter.base + "/-/reload", method="POST")
+        assert reload.status == 500, reload.text
+        assert "http_server_config.headers.Content-Security-Policy: must be visible ASCII" in (
+            reload.text
+        )
+        assert "U+2013 EN DASH" in reload.text
+        for path in ("/", "/metrics", "/-/healthy", "/-/ready"):
+            answer = fetch(exporter.base + path)
+            assert answer.status == 200, path
+            assert _security(dict(answer.headers)) == {**EXPECTED, "X-Frame-Options": "sameorigin"}
+        # fixed (the exporter's own spelling of DENY is accepted): the reload goes ahead
+        web_file.write_text("http_server_config:\n  headers:\n    X-Frame-Options: DENY\n")
+        assert fetch(exporter.base + "/-/reload", method="POST").status == 200
+        assert _security(dict(fetch(exporter.base + "/").headers)) == EXPECTED

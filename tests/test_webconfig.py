@@ -135,6 +135,21 @@ Case = Callable[[Pki], tuple[str, WebConfig]]
             ),
             id="http-headers",
         ),
+        pytest.param(
+            lambda pki: (
+                "http_server_config:\n  headers:\n    X-Frame-Options: DENY\n"
+                "    X-Content-Type-Options: NoSniff\n"
+                "    Content-Security-Policy: \"default-src 'none';\\tbase-uri 'none'\"\n",
+                WebConfig(
+                    headers={
+                        "X-Frame-Options": "DENY",
+                        "X-Content-Type-Options": "NoSniff",
+                        "Content-Security-Policy": "default-src 'none';\tbase-uri 'none'",
+                    }
+                ),
+            ),
+            id="http-headers-any-case-and-tabs",
+        ),
     ],
 )
 def test_valid_web_config(case: Case, pki: Pki, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ import os
 import re
 import ssl
 import threading
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from exporter.config.tls import (
     set_curves,
 )
 from exporter.config.yamlsource import Path
+from exporter.text import FIELD_VALUE
 
 _CLIENT_AUTH = {
     "NoClientCert": ssl.CERT_NONE,
@@ -81,7 +83,6 @@ DEFAULT_HEADERS: dict[str, str] = {
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
 }
-_CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 _TLS_VERSIONS = {
     "TLS12": ssl.TLSVersion.TLSv1_2,
     "TLS13": ssl.TLSVersion.TLSv1_3,
@@ -380,7 +381,8 @@ class _WebReader(Reader):
         return names
 
     def header(self, name: Any, value: Any) -> str:
-        """A header exporter-toolkit lets one set, with a value that cannot split the response."""
+        """A header exporter-toolkit lets one set, with a value that cannot split the answer
+        and that http.server can write (visible ASCII: it encodes headers as Latin-1)."""
         path = ("http_server_config", "headers", str(name))
         text = self.string(value, path)
         allowed = _ALLOWED_HEADERS.get(str(name))
@@ -388,9 +390,11 @@ class _WebReader(Reader):
             self.problem(
                 path, f"cannot be configured; allowed headers: {', '.join(_ALLOWED_HEADERS)}"
             )
-        elif text and _CONTROL_CHARACTERS.search(text):
-            self.problem(path, "must not contain control characters such as CR or LF")
-        elif text and allowed and text not in allowed:
+        elif text and not FIELD_VALUE.fullmatch(text):
+            wrong = next(c for c in text if not FIELD_VALUE.fullmatch(c))
+            named = f"U+{ord(wrong):04X} {unicodedata.name(wrong, '')}".rstrip()
+            self.problem(path, f"must be visible ASCII, spaces and tabs only, not {named}")
+        elif text and allowed and text.lower() not in allowed:  # as browsers compare them
             self.problem(path, f"must be one of {', '.join(allowed)}{self.instead(path, text)}")
         return text
 

@@ -21,18 +21,20 @@ import contextlib
 import io
 import logging
 import math
+import re
 import selectors
 import socket
 import ssl
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from exporter.text import FIELD_VALUE
 from exporter.web.httpconn import (
     DEFAULT_BODY_LIMIT,
     READ_CHUNK,
@@ -46,6 +48,7 @@ from exporter.web.httpconn import (
 )
 
 log = logging.getLogger("ledger_exporter")
+_FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110's token
 ACCEPT_BATCH = 32
 SEND_TURN_BYTES = 4 * 1024 * 1024  # sent to one connection before the selector serves others
 #: How often idle connections are looked at for their deadline, at most.
@@ -211,8 +214,7 @@ class ThreadedHTTPServer:
         self.handler_class = handler_class
         self.limits = limits or ServerLimits()
         self.tls = tls
-        #: Sent with every answer, the server's own refusals included (security headers).
-        self.answer_headers: dict[str, str] = {}
+        self._answer_headers: dict[str, str] = {}
         self.socket = socket.socket(self.address_family, socket.SOCK_STREAM)
         self.server_address: tuple[Any, ...] = (host or "0.0.0.0", port)
         self._conns: dict[int, Connection] = {}  # least recently active first
@@ -238,7 +240,29 @@ class ThreadedHTTPServer:
                 self.server_close()
                 raise
 
+    @property
+    def answer_headers(self) -> dict[str, str]:
+        """Sent with every answer, the server's own refusals included (security headers)."""
+        return self._answer_headers
+
+    @answer_headers.setter
+    def answer_headers(self, headers: Mapping[str, str]) -> None:
+        """Keeps the headers that can be written; one that cannot (a name or value the web
+        config should have refused) is left out with an error, rather than fail every answer."""
+        kept = {}
+        for name, value in headers.items():
+            if _FIELD_NAME.fullmatch(name) and FIELD_VALUE.fullmatch(value):
+                kept[name] = value
+            else:
+                fields = {"header": ascii(name)}  # not the value: it may be anything
+                log.error(
+                    "header left out of every answer: cannot be sent as it is",
+                    extra={"fields": fields},
+                )
+        self._answer_headers = kept
+
     # the socketserver-like surface ------------------------------------------------------
+
     def server_bind(self) -> None:
         if self.allow_reuse_address:
             self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -105,7 +105,10 @@ basicAuth:
 Refuses a node credential written into the values: the config is a ConfigMap, readable by
 anyone who may read ConfigMaps. The positions are the exporter's secret ones
 (exporter/config/nodes.py SECRET_KEYS, SECRET_BLOCKS): a URL's user-info, basic_auth's
-password, authorization's credentials and every header value. Called with
+password, authorization's credentials and every header value. Keys are compared as
+"ledger-exporter.keyNormal" gives them (basicAuth, Password, "password " too: the exporter
+refuses such a key, but only once the ConfigMap is published), and inside basic_auth and
+authorization at any depth. Called with
 (dict "where" "config.nodes[0] (validator-1)" "node" $node); no message shows a value.
 */}}
 {{- define "ledger-exporter.refuseInlineSecrets" -}}
@@ -115,37 +118,75 @@ password, authorization's credentials and every header value. Called with
 {{- $file := "(a key of the Secret mounted by existingSecret or extraSecretMounts)" }}
 {{- $env := "(an extraEnv variable with valueFrom.secretKeyRef)" }}
 {{- if kindIs "map" $node }}
-{{- if and (kindIs "string" $node.url) (contains "@" $node.url) }}
-{{- fail (printf "%s: url has user-info (user:password@host), which would be written into the ConfigMap; %s: drop it from the url and set basic_auth with a username and password_file %s or password_env %s" $where $stay $file $env) }}
+{{- range $key, $value := $node }}
+{{- $normal := include "ledger-exporter.keyNormal" $key }}
+{{- $shown := include "ledger-exporter.keyShown" $key }}
+{{- if and (eq $normal "url") (kindIs "string" $value) (contains "@" $value) }}
+{{- fail (printf "%s: %s has user-info (user:password@host), which would be written into the ConfigMap; %s: drop it from the url and set basic_auth with a username and password_file %s or password_env %s" $where $shown $stay $file $env) }}
+{{- else if and (eq $normal "basicauth") $value }}
+{{- if not (kindIs "map" $value) }}
+{{- fail (printf "%s: %s must be a mapping, not a string that would write the password into the ConfigMap; %s: give a username and password_file %s or password_env %s" $where $shown $stay $file $env) }}
 {{- end }}
-{{- with $node.basic_auth }}
-{{- if not (kindIs "map" .) }}
-{{- fail (printf "%s: basic_auth must be a mapping, not a string that would write the password into the ConfigMap; %s: give a username and password_file %s or password_env %s" $where $stay $file $env) }}
+{{- with include "ledger-exporter.secretKeyIn" (dict "at" $shown "block" $value) }}
+{{- fail (printf "%s: %s would be written into the ConfigMap; %s: put the password in a Secret and use basic_auth.password_file %s or basic_auth.password_env %s" $where . $stay $file $env) }}
 {{- end }}
-{{- if hasKey . "password" }}
-{{- fail (printf "%s: basic_auth.password would be written into the ConfigMap; %s: put the password in a Secret and use basic_auth.password_file %s or basic_auth.password_env %s" $where $stay $file $env) }}
+{{- else if and (eq $normal "authorization") $value }}
+{{- if not (kindIs "map" $value) }}
+{{- fail (printf "%s: %s must be a mapping, not a string that would write the token into the ConfigMap; %s: give credentials_file %s or credentials_env %s" $where $shown $stay $file $env) }}
 {{- end }}
+{{- with include "ledger-exporter.secretKeyIn" (dict "at" $shown "block" $value) }}
+{{- fail (printf "%s: %s would be written into the ConfigMap; %s: put the token in a Secret and use authorization.credentials_file %s or authorization.credentials_env %s" $where . $stay $file $env) }}
 {{- end }}
-{{- with $node.authorization }}
-{{- if not (kindIs "map" .) }}
-{{- fail (printf "%s: authorization must be a mapping, not a string that would write the token into the ConfigMap; %s: give credentials_file %s or credentials_env %s" $where $stay $file $env) }}
-{{- end }}
-{{- if hasKey . "credentials" }}
-{{- fail (printf "%s: authorization.credentials would be written into the ConfigMap; %s: put the token in a Secret and use authorization.credentials_file %s or authorization.credentials_env %s" $where $stay $file $env) }}
-{{- end }}
-{{- end }}
-{{- with $node.headers }}
-{{- $key := "headers" }}
-{{- if kindIs "map" . }}
-{{- range $name, $_ := . }}
-{{- if regexMatch "^[-!#$%&'*+.^_`|~0-9A-Za-z]+$" $name }}
-{{- $key = printf "headers.%s" $name }}
-{{- end }}
+{{- else if and (eq $normal "headers") $value }}
+{{- $at := $shown }}
+{{- if kindIs "map" $value }}
+{{- range $name, $_ := $value }}
+{{- $at = printf "%s.%s" $shown (include "ledger-exporter.keyShown" $name) }}
 {{- end }}
 {{- end }}
-{{- fail (printf "%s: %s would be written into the ConfigMap, and the exporter keeps every header value secret (it may be an API key) with no *_file or *_env form for it; %s: send a token with authorization.credentials_file %s or authorization.credentials_env %s" $where $key $stay $file $env) }}
+{{- fail (printf "%s: %s would be written into the ConfigMap, and the exporter keeps every header value secret (it may be an API key) with no *_file or *_env form for it; %s: send a token with authorization.credentials_file %s or authorization.credentials_env %s" $where $at $stay $file $env) }}
+{{- else if has $normal (list "password" "credentials") }}
+{{- fail (printf "%s: %s would be written into the ConfigMap; %s: put it in a Secret and use basic_auth.password_file or authorization.credentials_file %s, or basic_auth.password_env or authorization.credentials_env %s" $where $shown $stay $file $env) }}
 {{- end }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* A values key as the credential check compares it: lower case, without "_", "-" and
+white space, so that basicAuth, Basic-Auth and "password " are basic_auth and password. */}}
+{{- define "ledger-exporter.keyNormal" -}}
+{{- regexReplaceAll "[-_[:space:]]" (lower .) "" }}
+{{- end }}
+
+{{/* A values key in a message: as written, quoted when it holds more than a token's characters. */}}
+{{- define "ledger-exporter.keyShown" -}}
+{{- if regexMatch "^[-!#$%&'*+.^_`|~0-9A-Za-z]+$" . }}{{ . }}{{ else }}{{ quote . }}{{ end }}
+{{- end }}
+
+{{/* Inside a credentials block (dict "at" "basic_auth" "block" $block), at any depth: the path
+of the first key that is a credential's (password, credentials) or another credentials block
+(headers, basic_auth, authorization), or nothing. */}}
+{{- define "ledger-exporter.secretKeyIn" -}}
+{{- $found := "" }}
+{{- if kindIs "map" .block }}
+{{- range $key, $value := .block }}
+{{- if not $found }}
+{{- $at := printf "%s.%s" $.at (include "ledger-exporter.keyShown" $key) }}
+{{- if has (include "ledger-exporter.keyNormal" $key) (list "password" "credentials" "headers" "basicauth" "authorization") }}
+{{- $found = $at }}
+{{- else }}
+{{- $found = include "ledger-exporter.secretKeyIn" (dict "at" $at "block" $value) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- else if kindIs "slice" .block }}
+{{- range $index, $value := .block }}
+{{- if not $found }}
+{{- $found = include "ledger-exporter.secretKeyIn" (dict "at" (printf "%s[%d]" $.at $index) "block" $value) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $found }}
 {{- end }}
 
 {{/* The exporter's config: `config`, with probe mode's section from `probe`. */}}
