@@ -17,7 +17,6 @@ from hypothesis import settings as hypothesis_settings
 
 from exporter import __version__
 from exporter.expose.render import OPENMETRICS_END, Renderer, openmetrics_format, text_format
-from exporter.poll.cycle import Poller
 from exporter.poll.engine import Engine
 from tests.support import generation
 from tests.support.contract_oracle import Cycle, Request, check
@@ -29,6 +28,7 @@ from tests.support.scenarios import (
     captured_logs,
     config_of,
     fleets,
+    hand_clocked_poller,
     samples,
 )
 
@@ -73,14 +73,7 @@ def run_over_sockets(fleet: Fleet, nodes: list[FakeNode], engine: Engine) -> Non
     """Both cycles of ``fleet`` served by ``nodes`` and polled by ``engine``; the last
     exposition checked against the oracle and both parsers."""
     config = config_of(fleet.setup, [node.url for node in nodes])
-    clock = [CLOCKS[0]]
-    poller = Poller(
-        config,
-        lambda snapshot: None,
-        monotonic=lambda: clock[0],
-        engine=engine,
-        wall=lambda: clock[0],  # one hand-moved clock for both: the timestamps as it says
-    )
+    poller, clock = hand_clocked_poller(config, engine)
     renderer = Renderer()
     cycles: list[Cycle] = []
     names = [name for name, _ in fleet.setup.nodes]

@@ -102,14 +102,20 @@ def test_a_referrer_policy_must_be_one_the_browsers_know(tmp_path: Path) -> None
         load_web_config(str(web_file))
 
 
+def polling_with_sameorigin(tmp_path: Path, node: FakeNode) -> tuple[Path, Path]:
+    """A config polling ``node`` every second and a web config that replaces X-Frame-Options."""
+    config = tmp_path / "config.yml"
+    config.write_text(f"scrape_interval: 1s\nnodes: [{{name: a, url: '{node.url}'}}]\n")
+    web_file = tmp_path / "web.yml"
+    web_file.write_text("http_server_config:\n  headers:\n    X-Frame-Options: sameorigin\n")
+    return config, web_file
+
+
 @pytest.mark.integration
 def test_a_real_exporter_sends_them_and_its_page_renders_under_the_policy(
     tmp_path: Path, fake_node: FakeNode
 ) -> None:
-    config = tmp_path / "config.yml"
-    config.write_text(f"scrape_interval: 1s\nnodes: [{{name: a, url: '{fake_node.url}'}}]\n")
-    web_file = tmp_path / "web.yml"
-    web_file.write_text("http_server_config:\n  headers:\n    X-Frame-Options: sameorigin\n")
+    config, web_file = polling_with_sameorigin(tmp_path, fake_node)
     with ready_exporter(config, f"--web.config.file={web_file}") as exporter:
         page = fetch(exporter.base + "/")
         assert _security(dict(page.headers)) == {**EXPECTED, "X-Frame-Options": "sameorigin"}
@@ -143,10 +149,7 @@ def test_a_header_value_it_cannot_send_is_left_out_and_every_request_is_answered
 def test_a_reload_to_a_value_outside_ascii_is_refused_and_the_old_headers_stay(
     tmp_path: Path, fake_node: FakeNode
 ) -> None:
-    config = tmp_path / "config.yml"
-    config.write_text(f"scrape_interval: 1s\nnodes: [{{name: a, url: '{fake_node.url}'}}]\n")
-    web_file = tmp_path / "web.yml"
-    web_file.write_text("http_server_config:\n  headers:\n    X-Frame-Options: sameorigin\n")
+    config, web_file = polling_with_sameorigin(tmp_path, fake_node)
     with ready_exporter(config, f"--web.config.file={web_file}") as exporter:
         web_file.write_text(  # an en dash, pasted from a document
             "http_server_config:\n  headers:\n    X-Frame-Options: DENY\n"

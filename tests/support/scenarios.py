@@ -493,18 +493,25 @@ class Outcome:
     logged: list[str] = field(default_factory=list)
 
 
-def run_in_process(fleet: Fleet) -> Outcome:
-    """Both cycles of ``fleet`` through the poller, rendered each time by one writer."""
-    config = config_of(fleet.setup)
-    engine = InProcessEngine({host(i): name for i, (name, _) in enumerate(fleet.setup.nodes)})
+def hand_clocked_poller(config: Config, engine: Engine) -> tuple[Poller, list[float]]:
+    """A poller on one hand-moved clock, for both its clocks (so the timestamps are what the
+    clock says): set ``clock[0]`` before each cycle."""
     clock = [CLOCKS[0]]
     poller = Poller(
         config,
         lambda snapshot: None,
         monotonic=lambda: clock[0],
         engine=engine,
-        wall=lambda: clock[0],  # one hand-moved clock for both: the timestamps as it says
+        wall=lambda: clock[0],
     )
+    return poller, clock
+
+
+def run_in_process(fleet: Fleet) -> Outcome:
+    """Both cycles of ``fleet`` through the poller, rendered each time by one writer."""
+    config = config_of(fleet.setup)
+    engine = InProcessEngine({host(i): name for i, (name, _) in enumerate(fleet.setup.nodes)})
+    poller, clock = hand_clocked_poller(config, engine)
     renderer = Renderer()
     cycles: list[Cycle] = []
     with captured_logs() as logs:
