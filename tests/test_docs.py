@@ -17,7 +17,6 @@ from exporter.flags import env_name
 from tests.support import metrics_reference
 from tests.support.testdata import REPO
 
-METRICS = (REPO / "docs" / "metrics.md").read_text(encoding="utf-8")
 CONFIGURATION = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
 DEVELOPMENT = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
 
