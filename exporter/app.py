@@ -32,11 +32,11 @@ from exporter.expose.render import Renderer
 from exporter.memory import Allocator, tune_collector
 from exporter.model.snapshot import Snapshot
 from exporter.poll.cycle import Poller
-from exporter.poll.probe import EngineProber
+from exporter.poll.probe_node import EngineProber
 from exporter.poll.state import StateFile
 from exporter.runtime import runtime_families
 from exporter.web.exposition import Exposition, Variant
-from exporter.web.probe import ProbeAnswer, Prober, ProbeSlots
+from exporter.web.probe_endpoint import ProbeAnswer, Prober, ProbeSlots
 from exporter.web.server import (
     DEFAULT_TELEMETRY_PATH,
     ExporterServer,

@@ -227,7 +227,7 @@ def _check_state_file(path: str, config: Config) -> bool:
 def _watch_notes(config: Config) -> list[str]:
     """Watch entries on a blockchain that none of the nodes they may ask is configured for
     (``nodes[].blockchains``; a node without it may list any chain, so no note then)."""
-    from exporter.model.watch import unmatched_entries  # noqa: PLC0415 (only for the check)
+    from exporter.model.watch_readings import unmatched_entries  # noqa: PLC0415 (only for the check)
 
     configured = {node.name: node.blockchains for node in config.nodes if node.blockchains}
     names = [node.name for node in config.nodes]

@@ -26,7 +26,7 @@ import yaml
 from exporter.app import Exporter
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
-from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
+from exporter.config.watchlist import WatchConfig, WatchedContract, WatchedWallet
 from exporter.flags import (
     Parser,
     add_log_flags,

@@ -5,7 +5,8 @@ Grafana publishes the types of its dashboard model and of each core panel plugin
 version pinned in ``tools/grafana-schema/package-lock.json`` with ``npm ci`` into a git-ignored
 cache (``.cache/grafana-schema/``) and turns the types the tests need into JSON Schema (draft 7)
 with the pinned ``ts-json-schema-generator``. Nothing of Grafana's is kept in the repository.
-``make grafana-schema`` runs it; ``tests/test_dashboards_schema.py`` reads what it writes.
+``make grafana-schema`` runs it; ``tests/monitoring/test_dashboards_schema.py`` reads what it
+writes.
 It first checks ``node --version`` against the ``engines.node`` ranges the lock pins (the
 generator's dependencies need Node 20 or 22+; Debian 12's nodejs is 18), since ``npm ci`` only
 warns about them and the failure would come later and obscure.

@@ -23,9 +23,9 @@ from exporter.bounds import (
     Bounds,
 )
 from exporter.config.nodes import NodeConfig, is_secret, is_secret_key, read_node
-from exporter.config.probe import ProbeConfig, read_probe
+from exporter.config.probe_modules import ProbeConfig, read_probe
 from exporter.config.schema import ConfigError, Reader, checking, locate, read_document
-from exporter.config.watch import WatchConfig, read_watch
+from exporter.config.watchlist import WatchConfig, read_watch
 from exporter.config.yamlsource import Path
 
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from exporter.config.schema import NOT_SHOWN, Reader, is_text
-from exporter.config.watch import WATCH_LABELS
+from exporter.config.watchlist import WATCH_LABELS
 from exporter.config.yamlsource import Path
 
 RESERVED_LABELS = frozenset(

@@ -12,7 +12,7 @@ snapshot, their sample lines formatted once for both formats and handed out
 sample. The label strings of nodes and chains (shared by ~25 families each) are kept while
 a node's name, labels and chains stay the same; the rarer ones (error counters, info,
 consensus, features) are filled into templates shared by every node with the same label
-names. ``tests/test_render.py`` checks the bytes equal client_python's for the same snapshot
+names. ``tests/expose/test_render.py`` checks the bytes equal client_python's for the same snapshot
 (``tests/support/oracle.py``: client_python's collectors over the same snapshots).
 """
 
@@ -30,11 +30,11 @@ from exporter.build import BuildInfo, this_build
 from exporter.expose import metrics as m
 from exporter.expose.labels import Escapes, NodeLabels, Templates, escape, label_string
 from exporter.expose.metrics import MetricSpec
-from exporter.expose.watch import watch_samples
+from exporter.expose.watch_samples import watch_samples
 from exporter.model.network import Agreement, ChainAgreement
 from exporter.model.readings import ChainGauge, GaugeTable
 from exporter.model.snapshot import ChainStatus, ConsensusStatus, NodeStatus, Snapshot
-from exporter.model.watch import WatchStatus
+from exporter.model.watch_readings import WatchStatus
 
 #: The two formats written, as the Content-Type of an answer names them.
 TEXT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

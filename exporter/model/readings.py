@@ -27,7 +27,7 @@ from exporter.bounds import (
     count_dropped,
 )
 from exporter.model.answers import BlockHashes, ChainStatusFields, decode_json
-from exporter.model.consensus import (
+from exporter.model.consensus_reading import (
     NO_SESSIONS,
     SessionsRead,
     VoteSession,

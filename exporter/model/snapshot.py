@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from exporter.model.network import NetworkView
 from exporter.model.readings import ChainReading, HealthReading
-from exporter.model.watch import WatchStatus
+from exporter.model.watch_readings import WatchStatus
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from exporter.config.nodes import NodeConfig
 from exporter.model.network import NetworkView, network_view, observe
 from exporter.model.readings import Shared
 from exporter.model.snapshot import NodeStatus, Snapshot, wall_offset
-from exporter.model.watch import UnmatchedEntry, WatchStatus, unmatched_entries
+from exporter.model.watch_readings import UnmatchedEntry, WatchStatus, unmatched_entries
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
 from exporter.poll.history import History
@@ -36,7 +36,7 @@ from exporter.poll.node import (
 )
 from exporter.poll.results import FetchError, NodeResult, Reason
 from exporter.poll.state import StateFile
-from exporter.poll.watch import watch_status
+from exporter.poll.watch_poll import watch_status
 
 log = logging.getLogger("ledger_exporter")
 

@@ -4,7 +4,7 @@ vote sessions and the consensus counters, each node's ``nodeId``.
 It turns one cycle's raw poll results into a Snapshot, logs each node's and chain's state
 changes once (not every failed poll), and forgets nodes and chains that are no longer polled
 so memory stays bounded by the configuration (and vote sessions once they close:
-:mod:`exporter.poll.consensus`). The height clocks, the open sessions' first sightings and
+:mod:`exporter.poll.consensus_history`). The height clocks, the open sessions' first sightings and
 the node ids are what a restart must not forget: :meth:`History.state` hands them to the
 state file (:mod:`exporter.poll.state`), and a history built from a restored state goes on
 with them.
@@ -31,8 +31,8 @@ from exporter.model.snapshot import (
     NodeStatus,
     on_wall_clock,
 )
-from exporter.model.watch import ContractReading, WalletReading
-from exporter.poll.consensus import ChainConsensus
+from exporter.model.watch_readings import ContractReading, WalletReading
+from exporter.poll.consensus_history import ChainConsensus
 from exporter.poll.results import (
     ChainResult,
     FetchError,

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, Protocol
 
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.config.nodes import NodeConfig
-from exporter.config.watch import WatchConfig
+from exporter.config.watchlist import WatchConfig
 from exporter.model.answers import block_hash_decoder, decode_chain_status
 from exporter.model.readings import (
     HealthReading,
@@ -31,7 +31,7 @@ from exporter.model.readings import (
 )
 from exporter.poll.client import FastDecode, NodeClient, NotSentError, Query, ReadBudget
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason, as_fetch_error
-from exporter.poll.watch import WatchPoll
+from exporter.poll.watch_poll import WatchPoll
 
 log = logging.getLogger("ledger_exporter")
 

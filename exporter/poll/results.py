@@ -17,7 +17,7 @@ from enum import Enum
 
 from exporter.config.nodes import NodeConfig
 from exporter.model.readings import ChainReading, HealthReading, InvalidResponseError
-from exporter.model.watch import Reading, WatchRequest
+from exporter.model.watch_readings import Reading, WatchRequest
 
 log = logging.getLogger("ledger_exporter")
 

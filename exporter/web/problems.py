@@ -22,11 +22,11 @@ from enum import Enum, IntEnum
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import ChainGauge, ChainReading
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
-from exporter.model.watch import ContractReading, WalletReading, WatchedObject, WatchStatus
+from exporter.model.watch_readings import ContractReading, WalletReading, WatchedObject, WatchStatus
 from exporter.text import isolated
 
-#: The shipped alerts' thresholds (mixin/config.libsonnet; tests/test_landing.py,
-#: tests/test_status_page.py and tests/test_status_page_consensus.py tie them to the
+#: The shipped alerts' thresholds (mixin/config.libsonnet; tests/web/test_landing.py,
+#: tests/web/test_status_page.py and tests/web/test_status_page_consensus.py tie them to the
 #: rendered rules):
 STALL_GRACE_SECONDS = 180  # LedgerBlockHeightStalled: stallGraceSeconds
 STALLED_SECONDS = 600  # LedgerBlockHeightStalled: heightStalledSeconds (no settings reported)
@@ -52,7 +52,7 @@ class Severity(IntEnum):
         return self.name.lower()
 
 
-#: Each shipped alert the page mirrors, with its severity (tests/test_status_page.py ties each
+#: Each shipped alert the page mirrors, with its severity (tests/web/test_status_page.py ties each
 #: to the ``severity`` label of the rendered rules).
 ALERT_SEVERITY = {
     "LedgerBlockchainForked": Severity.CRITICAL,

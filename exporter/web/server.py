@@ -33,7 +33,7 @@ from exporter.web.httpserver import (
     ThreadedHTTPServer,
     parse_listen_address,
 )
-from exporter.web.probe import TIMEOUT_HEADER, ProbeAnswer
+from exporter.web.probe_endpoint import TIMEOUT_HEADER, ProbeAnswer
 
 log = logging.getLogger("ledger_exporter")
 

@@ -5,7 +5,8 @@ Given what each node answered in each cycle and what the exporter served after t
 docs/metrics.md alone, apart from the exporter's readers and its metric catalogue (it imports
 nothing of ``exporter`` but the documented bounds of ``exporter/bounds.py``): it reads the
 committed page's family tables (type and labels) and label values at run time
-(``tests/support/metrics_reference.py``; ``tests/test_metrics_reference.py`` holds the page to
+(``tests/support/metrics_reference.py``; ``tests/expose/test_metrics_reference.py`` holds the
+page to
 the catalogue), and reads the answers itself:
 
 - JSON is what RFC 8259 says. A body that is not UTF-8, starts with a BOM, is UTF-16 or

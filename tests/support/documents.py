@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
+from exporter.config.watchlist import WatchConfig, WatchedContract, WatchedWallet
 from tests.support.fakenode import FakeNode
 
 

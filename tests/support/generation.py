@@ -3,7 +3,7 @@
 ``LEDGER_TEST_EXAMPLES`` is the number of examples each generated test tries (each operation
 of the schemathesis run, each hypothesis property); unset, every suite uses its own default,
 sized for ``make test``. A long campaign raises it, e.g.
-``LEDGER_TEST_EXAMPLES=5000 .venv/bin/pytest tests/test_simulator_openapi.py``.
+``LEDGER_TEST_EXAMPLES=5000 .venv/bin/pytest tests/simulator/test_openapi.py``.
 
 Two hypothesis profiles (``tests/conftest.py`` loads one through :func:`load_profile`):
 

@@ -27,7 +27,7 @@ from exporter.config.exporter import Config, load_config
 from exporter.expose import metrics
 from exporter.expose.render import CHUNK_LINES, Renderer, text_format
 from exporter.model.snapshot import Snapshot
-from exporter.model.watch import WatchStatus
+from exporter.model.watch_readings import WatchStatus
 from exporter.poll.cycle import Poller
 from tests.support.fakenode import FakeNode
 from tests.support.ports import closed_port_url

@@ -3,7 +3,7 @@
 The package writes its series itself; these are client_python collectors over the same
 immutable Snapshot, one class per API area as in prometheus-pve-exporter, written apart from
 the writer (the watch series aside: both take their samples from
-``exporter.expose.watch.watch_samples``). The render tests compare the writer's bytes with
+``exporter.expose.watch_samples.watch_samples``). The render tests compare the writer's bytes with
 client_python's exposition of these, for every golden snapshot, in both formats; the golden
 files say which mapping is right. A value absent from the snapshot gives no sample.
 """
@@ -22,9 +22,9 @@ from exporter.build import this_build
 from exporter.expose import metrics as m
 from exporter.expose.metrics import MetricSpec
 from exporter.expose.render import CHAIN_GAUGE_FAMILIES
-from exporter.expose.watch import watch_samples
+from exporter.expose.watch_samples import watch_samples
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
-from exporter.model.watch import WatchStatus
+from exporter.model.watch_readings import WatchStatus
 
 Labels = dict[str, str]
 

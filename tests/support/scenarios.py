@@ -34,7 +34,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.config.exporter import Config, NetworkChecks
 from exporter.config.nodes import NodeConfig
-from exporter.config.watch import WatchConfig, WatchedContract, WatchedWallet
+from exporter.config.watchlist import WatchConfig, WatchedContract, WatchedWallet
 from exporter.expose.render import OPENMETRICS_END, Renderer, openmetrics_format, text_format
 from exporter.model.snapshot import Snapshot
 from exporter.poll.cycle import Poller

@@ -10,7 +10,7 @@ from http import HTTPStatus
 from exporter.config.web import WebConfig
 from exporter.model.snapshot import Snapshot
 from exporter.web.exposition import Exposition
-from exporter.web.probe import ProbeAnswer
+from exporter.web.probe_endpoint import ProbeAnswer
 from exporter.web.server import ExporterServer
 
 

@@ -1,0 +1,203 @@
+"""Offline checks of the compose demo stack (no Docker engine runs here).
+
+`docker-compose config` (Debian's v1.29, which needs no engine for it) validates the file
+against the compose schema and resolves it; the other tests check what the schema cannot:
+that every mounted or built path exists in the repository, that the services point at
+each other with the right names and ports, and that the Prometheus and Alertmanager
+configs pass their own tools.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.programs import require_program
+from tests.support.prometheus import Promtool
+from tests.support.testdata import REPO
+
+COMPOSE_DIR = REPO / "deploy" / "compose"
+COMPOSE_FILE = COMPOSE_DIR / "docker-compose.yml"
+PROMETHEUS_CONFIG = REPO / "deploy" / "prometheus" / "prometheus.yml"
+
+
+def compose_config(compose_file: Path) -> dict[str, Any]:
+    """The file as docker-compose resolves it: validated, anchors merged, paths absolute."""
+    result = subprocess.run(
+        [require_program("docker-compose"), "-f", str(compose_file), "config"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "GRAFANA_ADMIN_PASSWORD": "test"},
+    )
+    assert result.returncode == 0, result.stderr
+    config: dict[str, Any] = yaml.safe_load(result.stdout)
+    return config
+
+
+def referenced_paths(config: dict[str, Any]) -> list[Path]:
+    """Host paths a resolved compose config needs: bind-mount sources and build contexts."""
+    paths: list[Path] = []
+    for service in config["services"].values():
+        build = service.get("build")
+        if build:
+            context = Path(build["context"])
+            paths.extend([context, context / build.get("dockerfile", "Dockerfile")])
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0] if isinstance(volume, str) else volume.get("source")
+            if source and source.startswith("/"):
+                paths.append(Path(source))
+    return paths
+
+
+def missing_paths(compose_file: Path) -> list[Path]:
+    """Referenced host paths that do not exist (compose would create empty dirs instead)."""
+    return [path for path in referenced_paths(compose_config(compose_file)) if not path.exists()]
+
+
+def services() -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(COMPOSE_FILE.read_text(encoding="utf-8"))
+    result: dict[str, Any] = document["services"]
+    return result
+
+
+def test_compose_file_is_valid() -> None:
+    config = compose_config(COMPOSE_FILE)
+    assert set(config["services"]) == {
+        "simulator",
+        "fault-injector",
+        "exporter",
+        "prometheus",
+        "alertmanager",
+        "grafana",
+    }
+
+
+def test_compose_validation_rejects_an_invalid_file(tmp_path: Path) -> None:
+    bad = tmp_path / "docker-compose.yml"
+    bad.write_text("services:\n  x:\n    image: busybox\n    ports: 80\n", encoding="utf-8")
+    result = subprocess.run(
+        [require_program("docker-compose"), "-f", str(bad), "config"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "ports" in result.stderr
+
+
+def test_missing_paths_finds_absent_mounts_and_contexts(tmp_path: Path) -> None:
+    """The path check on a fixture: one present mount, one absent, a context without a
+    Dockerfile (docker-compose itself rejects a missing context, not these)."""
+    (tmp_path / "present.yml").write_text("a: 1\n", encoding="utf-8")
+    (tmp_path / "context").mkdir()
+    compose = tmp_path / "docker-compose.yml"
+    compose.write_text(
+        "services:\n"
+        "  a:\n    image: busybox\n"
+        "    volumes: ['./present.yml:/p.yml:ro', './absent/dir:/d:ro']\n"
+        "  b:\n    build: {context: ./context}\n",
+        encoding="utf-8",
+    )
+    assert sorted(missing_paths(compose)) == sorted(
+        [tmp_path / "absent" / "dir", tmp_path / "context" / "Dockerfile"]
+    )
+
+
+def test_every_mounted_and_built_path_exists_in_the_repository() -> None:
+    """Fails until deploy/prometheus/* and grafana/* are merged: they are mounted."""
+    assert missing_paths(COMPOSE_FILE) == []
+
+
+def test_grafana_mounts_provisioning_and_dashboards_with_anonymous_viewer() -> None:
+    grafana = services()["grafana"]
+    assert "../../grafana/provisioning:/etc/grafana/provisioning:ro" in grafana["volumes"]
+    assert "../../grafana/dashboards:/var/lib/grafana/dashboards:ro" in grafana["volumes"]
+    assert grafana["environment"]["GF_AUTH_ANONYMOUS_ENABLED"] == "true"
+    assert grafana["environment"]["GF_AUTH_ANONYMOUS_ORG_ROLE"] == "Viewer"
+
+
+def test_exporter_config_polls_the_simulator_nodes() -> None:
+    """exporter.yml's URLs match the simulator's command: paths layout, its port, N nodes."""
+    simulator = services()["simulator"]["command"]
+    node_count = int(simulator[simulator.index("--nodes") + 1])
+    port = int(simulator[simulator.index("--listen-address") + 1].rsplit(":", 1)[1])
+    config = yaml.safe_load((COMPOSE_DIR / "exporter.yml").read_text(encoding="utf-8"))
+    assert set(config) <= {"scrape_interval", "scrape_timeout", "nodes"}
+    urls = [node["url"] for node in config["nodes"]]
+    expected = [f"http://simulator:{port}/nodes/node-{i}/" for i in range(1, node_count + 1)]
+    assert urls == expected
+    mounts = services()["exporter"]["volumes"]
+    assert mounts[0] == "./exporter.yml:/etc/ledger-exporter/config.yml:ro"
+    assert mounts[1:] == ["exporter-state:/var/lib/ledger-exporter"]  # tests/deploy/test_state.py
+
+
+def test_prometheus_scrapes_the_exporter_and_alerts_to_alertmanager() -> None:
+    """Fails until deploy/prometheus/prometheus.yml is merged (the compose stack's config)."""
+    assert PROMETHEUS_CONFIG.exists(), f"{PROMETHEUS_CONFIG} missing (monitoring branch)"
+    prometheus = yaml.safe_load(PROMETHEUS_CONFIG.read_text(encoding="utf-8"))
+    targets = {
+        job["job_name"]: job["static_configs"][0]["targets"] for job in prometheus["scrape_configs"]
+    }
+    assert targets["ledger-exporter"] == ["exporter:9877"]
+    alertmanagers = prometheus["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"]
+    assert alertmanagers == ["alertmanager:9093"]
+    mounts = services()["prometheus"]["volumes"]
+    assert "../prometheus/prometheus.yml:/etc/prometheus/prometheus.yml:ro" in mounts
+    for rule_file in prometheus["rule_files"]:
+        assert f"../prometheus/{rule_file}:/etc/prometheus/{rule_file}:ro" in mounts
+
+
+def test_depends_on_names_services_with_healthchecks() -> None:
+    """A `service_healthy` condition only resolves if the dependency has a healthcheck."""
+    all_services = services()
+    image_has_healthcheck = {"simulator", "fault-injector", "exporter"}  # ledger image
+    for name, service in all_services.items():
+        for dependency, condition in service.get("depends_on", {}).items():
+            assert dependency in all_services, f"{name} depends on unknown {dependency}"
+            if condition["condition"] == "service_healthy":
+                target = all_services[dependency]
+                assert "healthcheck" in target or dependency in image_has_healthcheck
+
+
+@pytest.mark.parametrize("service", ["simulator", "fault-injector"])
+def test_inline_python_compiles(service: str) -> None:
+    definition = services()[service]
+    if service == "simulator":
+        code = definition["healthcheck"]["test"][3]
+    else:
+        code = definition["command"][0]
+    compile(code, f"<{service}>", "exec")
+
+
+def test_alertmanager_config_passes_amtool() -> None:
+    result = subprocess.run(
+        [require_program("amtool"), "check-config", str(COMPOSE_DIR / "alertmanager.yml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_compose_prometheus_layout_passes_promtool(tmp_path: Path, promtool: Promtool) -> None:
+    """The container's /etc/prometheus, rebuilt from the mounts, passes promtool.
+
+    Fails until deploy/prometheus/{prometheus,alerts,rules}.yml are merged.
+    """
+    layout = {
+        Path(target).name: COMPOSE_DIR / source
+        for source, target, _ in (m.split(":") for m in services()["prometheus"]["volumes"])
+        if target.startswith("/etc/prometheus/")
+    }
+    missing = sorted(str(path) for path in layout.values() if not path.exists())
+    assert not missing, f"files the compose Prometheus mounts are missing: {missing}"
+    for name, source in layout.items():
+        shutil.copy(source, tmp_path / name)
+    printed = promtool.check("check", "config", str(tmp_path / "prometheus.yml"))
+    assert "SUCCESS: 2 rule files found" in printed

@@ -1,0 +1,1088 @@
+"""The Helm chart (deploy/helm/ledger-exporter/) built by the real helm (no cluster here).
+
+`helm lint --strict` and `helm template` run with the defaults and with every
+ci/*-values.yaml; each rendered object is validated as the Kustomize manifests are
+(tests/support/deploy.py), then the tests assert on the objects: a hardened pod, the config
+checked by the exporter's own reader in a copy of the pod's file tree, credentials only
+from mounted Secrets, scrapes that follow the web config, the mixin's rules and dashboards
+whole, probe targets the exporter's allow-list accepts, and values that a typo fails.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import kubernetes_validate  # type: ignore[import-untyped]
+import pytest
+import yaml
+
+from exporter import __version__
+from exporter.config.exporter import parse_config
+from exporter.config.web import load_web_config
+from exporter.web.probe_endpoint import ProbeRefusedError, probe_target
+from tests.support.certs import Pki
+from tests.support.deploy import (
+    Manifest,
+    by_kind,
+    check_manifest,
+    container,
+    documents,
+    only,
+    pod_spec,
+    run_tool,
+)
+from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.http import fetch
+from tests.support.processes import ExporterProcess, ready_exporter
+from tests.support.prometheus import Promtool
+from tests.support.testdata import REPO
+from tests.support.waiting import wait_until
+from tools import render_mixin
+
+CHART = REPO / "deploy" / "helm" / "ledger-exporter"
+#: "defaults", then the name of each ci/*-values.yaml.
+CASES = ["defaults", *sorted(p.name for p in (CHART / "ci").glob("*-values.yaml"))]
+NAMESPACE = "monitoring"
+RELEASE = "ledger"
+CONFIG_DIR = "/etc/ledger-exporter/config"
+ALERTS = (REPO / "deploy" / "prometheus" / "alerts.yml").read_text(encoding="utf-8")
+
+
+def values_file(case: str) -> dict[str, Any]:
+    if case == "defaults":
+        return {}
+    loaded: dict[str, Any] = yaml.safe_load((CHART / "ci" / case).read_text(encoding="utf-8"))
+    return loaded
+
+
+def helm_template(*args: str) -> list[Manifest]:
+    """`helm template` of the chart as release ``ledger`` in ``monitoring``."""
+    answer = run_tool("helm", "template", RELEASE, str(CHART), "--namespace", NAMESPACE, *args)
+    assert answer.returncode == 0, f"helm template {args} failed:\n{answer.stderr}"
+    return documents(answer.stdout)
+
+
+def case_args(case: str) -> list[str]:
+    return [] if case == "defaults" else ["-f", str(CHART / "ci" / case)]
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, list[Manifest]]:
+    """Every case's objects, rendered once for the module."""
+    return {case: helm_template(*case_args(case)) for case in CASES}
+
+
+def flag(objects: list[Manifest], name: str) -> str | None:
+    values = [arg.split("=", 1)[1] for arg in container(objects)["args"] if arg.startswith(name)]
+    assert len(values) <= 1, f"{name} given twice"
+    return values[0] if values else None
+
+
+def exporter_config(objects: list[Manifest]) -> str:
+    """The config.yml the pod reads, from the ConfigMap its config volume names."""
+    (volume,) = [v for v in pod_spec(objects)["volumes"] if v["name"] == "config"]
+    name = volume["configMap"]["name"]
+    (configmap,) = [c for c in by_kind(objects, "ConfigMap") if c["metadata"]["name"] == name]
+    text: str = configmap["data"]["config.yml"]
+    return text
+
+
+def mounts(objects: list[Manifest]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each volume mount of the container with the volume it mounts."""
+    volumes = {v["name"]: v for v in pod_spec(objects)["volumes"]}
+    for mount in container(objects)["volumeMounts"]:
+        yield mount, volumes[mount["name"]]
+
+
+def referenced(config: Any, suffix: str) -> Iterator[str]:
+    """The values of the keys ending in ``suffix`` (_file, _env) anywhere in a config."""
+    if isinstance(config, dict):
+        for key, value in config.items():
+            if key.endswith(suffix) and isinstance(value, str):
+                yield value
+            else:
+                yield from referenced(value, suffix)
+    elif isinstance(config, list):
+        for item in config:
+            yield from referenced(item, suffix)
+
+
+# --- the real tools ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_helm_lint_strict(case: str) -> None:
+    answer = run_tool("helm", "lint", "--strict", str(CHART), *case_args(case))
+    assert answer.returncode == 0, answer.stdout + answer.stderr
+    assert "1 chart(s) linted, 0 chart(s) failed" in answer.stdout
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_rendered_object_validates(rendered: dict[str, list[Manifest]], case: str) -> None:
+    objects = rendered[case]
+    assert objects
+    for manifest in objects:
+        check_manifest(manifest)
+        assert manifest["metadata"].get("namespace") == NAMESPACE or (
+            manifest["kind"] == "ConfigMap"
+            and "grafana_dashboard" in manifest["metadata"]["labels"]
+        ), f"{manifest['kind']} {manifest['metadata']['name']} outside the release's namespace"
+    names = [(m["kind"], m["metadata"]["name"]) for m in objects]
+    assert len(names) == len(set(names)), "two objects of one kind share a name"
+
+
+def test_the_validators_can_fail(rendered: dict[str, list[Manifest]]) -> None:
+    """A misspelt field fails the Kubernetes schema; one in a ServiceMonitor fails too."""
+    deployment = only(rendered["defaults"], "Deployment")
+    deployment["spec"]["template"]["spec"]["containers"][0]["readOnlyRootFilesytem"] = True
+    with pytest.raises(kubernetes_validate.ValidationError):
+        check_manifest(deployment)
+    monitor = only(helm_template(), "ServiceMonitor")
+    monitor["spec"]["endpoints"][0]["scrapeTimout"] = "10s"
+    with pytest.raises(AssertionError, match="scrapeTimout"):
+        check_manifest(monitor)
+
+
+def test_the_defaults_and_each_kind_of_case_are_there() -> None:
+    """The cases the issue asks for: minimal, TLS with basic auth, probe mode, persistence
+    with a network policy."""
+    kinds = {case: values_file(case) for case in CASES[1:]}
+    assert any(v.get("config", {}).keys() == {"nodes"} and len(v) == 1 for v in kinds.values())
+    assert any(
+        "tls_server_config" in v.get("webConfig", {}).get("config", {}) for v in kinds.values()
+    )
+    assert any(
+        "basic_auth_users" in v.get("webConfig", {}).get("config", {}) for v in kinds.values()
+    )
+    assert {v.get("probe", {}).get("kind") for v in kinds.values()} >= {"Probe", "ServiceMonitor"}
+    assert any(
+        v.get("persistence", {}).get("enabled") and v.get("networkPolicy", {}).get("enabled")
+        for v in kinds.values()
+    )
+
+
+# --- values and versions -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--set", "serviceMonitor.intervall=1m"],
+        ["--set", "replica=2"],
+        ["--set", "probe.kind=Pod"],
+        ["--set", "persistence.size=a lot"],
+        [
+            "--set",
+            "probe.enabled=true",
+            "--set",
+            "probe.targets[0].name=n",
+            "--set-string",
+            "probe.targets[0].url=ftp://node/",
+        ],
+    ],
+    ids=["typo-nested", "typo-top", "bad-enum", "bad-size", "bad-target-url"],
+)
+def test_a_values_typo_fails(args: list[str]) -> None:
+    """values.schema.json refuses unknown keys and bad values, in install and lint alike."""
+    answer = run_tool("helm", "template", RELEASE, str(CHART), *args)
+    assert answer.returncode != 0
+    assert "values don't meet the specifications of the schema" in answer.stderr
+    wrong = args[-1].split("=")[0].split(".")[-1].split("[")[0]
+    assert wrong in answer.stderr or "value must be" in answer.stderr, answer.stderr
+    assert run_tool("helm", "lint", "--strict", str(CHART), *args).returncode != 0
+
+
+def test_every_key_of_values_yaml_is_in_the_schema() -> None:
+    """The schema forbids unknown keys: the defaults themselves must all be known."""
+    schema = json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
+    values = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))
+
+    def walk(node: dict[str, Any], value: Any, path: str) -> None:
+        if node.get("additionalProperties") is False and isinstance(value, dict):
+            for key, sub in value.items():
+                assert key in node["properties"], f"{path}{key} is not in values.schema.json"
+                walk(node["properties"][key], sub, f"{path}{key}.")
+
+    walk(schema, values, "")
+    assert set(values) == set(schema["properties"]) - {"global"}, "schema keys without default"
+
+
+def test_chart_version_follows_the_project() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))
+    assert chart["version"] == __version__
+    assert chart["appVersion"] == __version__
+
+
+def test_image_tag_defaults_to_app_version_and_a_digest_wins(
+    rendered: dict[str, list[Manifest]],
+) -> None:
+    assert container(rendered["defaults"])["image"] == f"ledger-exporter:{__version__}"
+    values = values_file("web-config-values.yaml")["image"]
+    assert container(rendered["web-config-values.yaml"])["image"] == (
+        f"{values['registry']}/ledger-exporter@{values['digest']}"
+    )
+
+
+# --- the pod -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_pod_runs_non_root_and_locked_down(rendered: dict[str, list[Manifest]], case: str) -> None:
+    objects = rendered[case]
+    pod = pod_spec(objects)
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 65532, "the image's fixed uid"
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["automountServiceAccountToken"] is False
+    security = container(objects)["securityContext"]
+    assert security["runAsNonRoot"] is True and security["runAsUser"] != 0
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert security["seccompProfile"] == {"type": "RuntimeDefault"}
+    account = only(objects, "ServiceAccount")
+    assert pod["serviceAccountName"] == account["metadata"]["name"]
+    assert account["automountServiceAccountToken"] is False
+    for kind in ("requests", "limits"):
+        assert set(container(objects)["resources"][kind]) == {"cpu", "memory"}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_service_and_selectors_reach_the_pods(
+    rendered: dict[str, list[Manifest]], case: str
+) -> None:
+    objects = rendered[case]
+    pods = only(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert only(objects, "Deployment")["spec"]["selector"]["matchLabels"].items() <= pods.items()
+    service = only(objects, "Service")
+    assert service["spec"]["selector"].items() <= pods.items()
+    (port,) = service["spec"]["ports"]
+    assert port["targetPort"] == "metrics"
+    assert f":{port['port']}" == flag(objects, "--web.listen-address")
+    for monitor in by_kind(objects, "ServiceMonitor"):
+        assert (
+            monitor["spec"]["selector"]["matchLabels"].items()
+            <= service["metadata"]["labels"].items()
+        )
+        assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+        assert {e["port"] for e in monitor["spec"]["endpoints"]} == {port["name"]}
+    for kind in ("PodDisruptionBudget", "NetworkPolicy"):
+        for policy in by_kind(objects, kind):
+            key = "selector" if kind == "PodDisruptionBudget" else "podSelector"
+            assert policy["spec"][key]["matchLabels"].items() <= pods.items()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_config_is_mounted_and_the_exporter_accepts_it(
+    rendered: dict[str, list[Manifest]],
+    case: str,
+    tmp_path: Path,
+    pki: Pki,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pod's file tree is laid out under tmp_path (the ConfigMap's config, a stand-in
+    for each file the config names) and its variables set, and the exporter's own reader
+    checks the config."""
+    objects = rendered[case]
+    config_file = flag(objects, "--config.file")
+    config_mounts = [m for m, v in mounts(objects) if "configMap" in v]
+    (mount,) = config_mounts
+    (item,) = next(v for m, v in mounts(objects) if m is mount)["configMap"]["items"]
+    assert mount["readOnly"] is True and mount["mountPath"] == CONFIG_DIR
+    assert f"{mount['mountPath']}/{item['path']}" == config_file
+    text = exporter_config(objects)
+    for path in referenced(yaml.safe_load(text), "_file"):
+        stand_in = tmp_path / path.lstrip("/")
+        stand_in.parent.mkdir(parents=True, exist_ok=True)
+        if path.endswith(".crt"):
+            shutil.copy(pki.ca, stand_in)
+        else:
+            stand_in.write_text("secret\n", encoding="utf-8")
+    env = {e["name"]: e for e in container(objects).get("env", [])}
+    for name in referenced(yaml.safe_load(text), "_env"):
+        assert "secretKeyRef" in env[name]["valueFrom"], f"{name}: not from a Secret"
+        monkeypatch.setenv(name, "secret")
+    config = parse_config(text.replace("/etc/ledger-exporter/", f"{tmp_path}/etc/ledger-exporter/"))
+    expected = values_file(case).get("config", {}).get("nodes")
+    if expected is None:
+        expected = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))["config"][
+            "nodes"
+        ]
+    assert [node.name for node in config.nodes] == [node["name"] for node in expected]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_credentials_come_from_mounted_secrets_never_inlined(
+    rendered: dict[str, list[Manifest]], case: str
+) -> None:
+    """Every file the config names is on a read-only Secret volume; no ConfigMap holds a
+    password, a token or a bcrypt hash; the web config is a mounted Secret too."""
+    objects = rendered[case]
+    secret_dirs = [
+        m["mountPath"] for m, v in mounts(objects) if "secret" in v and m.get("readOnly") is True
+    ]
+    config = yaml.safe_load(exporter_config(objects))
+    for path in referenced(config, "_file"):
+        assert any(path.startswith(f"{d}/") for d in secret_dirs), f"{path}: on no Secret mount"
+    for configmap in by_kind(objects, "ConfigMap"):
+        for text in configmap["data"].values():
+            assert not re.search(r"\b(password|credentials):", text), configmap["metadata"]["name"]
+            assert "$2b$" not in text and "$2y$" not in text
+    web_config = flag(objects, "--web.config.file")
+    if web_config is None:
+        assert not by_kind(objects, "Secret")
+        return
+    (secret,) = by_kind(objects, "Secret")
+    (volume,) = [v for m, v in mounts(objects) if web_config.startswith(f"{m['mountPath']}/")]
+    assert volume["secret"]["secretName"] == secret["metadata"]["name"]
+    assert web_config.rsplit("/", 1)[1] in secret["stringData"]
+    if values_file(case).get("existingSecret"):
+        (secrets,) = [
+            v for m, v in mounts(objects) if m["mountPath"] == "/etc/ledger-exporter/secrets"
+        ]
+        assert secrets["secret"]["secretName"] == values_file(case)["existingSecret"]
+    assert not container(objects).get("env") or all(
+        "value" not in e or not re.search("password|token", e["name"], re.I)
+        for e in container(objects)["env"]
+    )
+
+
+SECRET = "s3cret-value"
+NODE = {"name": "validator-2", "url": "http://validator-2:7740/"}
+FILE_OR_ENV = ("existingSecret", "extraSecretMounts", "extraEnv", "secretKeyRef")
+
+
+@pytest.mark.parametrize(
+    ("values", "where", "key", "instead"),
+    [
+        (
+            {"config": {"nodes": [{**NODE, "basic_auth": {"username": "u", "password": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            "basic_auth.password",
+            ("password_file", "password_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "basic_auth": f"u:{SECRET}"}]}},
+            "config.nodes[0] (validator-2)",
+            "basic_auth must be a mapping",
+            ("password_file", "password_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "authorization": {"credentials": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            "authorization.credentials",
+            ("credentials_file", "credentials_env"),
+        ),
+        (
+            {"config": {"nodes": [NODE, {**NODE, "name": "v3", "headers": {"X-Api-Key": SECRET}}]}},
+            "config.nodes[1] (v3)",
+            "headers.X-Api-Key",
+            ("credentials_file", "credentials_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "url": f"https://monitor:{SECRET}@validator-2:7740/"}]}},
+            "config.nodes[0] (validator-2)",
+            "url has user-info",
+            ("basic_auth", "password_file", "password_env"),
+        ),
+        (
+            {
+                "probe": {
+                    "enabled": True,
+                    "targets": [{"name": "validator-2", "url": NODE["url"], "module": "auth"}],
+                    "modules": {"auth": {"basic_auth": {"username": "u", "password": SECRET}}},
+                }
+            },
+            "probe.modules.auth",
+            "basic_auth.password",
+            ("password_file", "password_env"),
+        ),
+        (
+            {
+                "probe": {
+                    "enabled": True,
+                    "targets": [{"name": "validator-2", "url": NODE["url"]}],
+                    "modules": {"default": {"authorization": {"credentials": SECRET}}},
+                }
+            },
+            "probe.modules.default",
+            "authorization.credentials",
+            ("credentials_file", "credentials_env"),
+        ),
+        (
+            {
+                "probe": {
+                    "enabled": True,
+                    "targets": [{"name": "validator-2", "url": NODE["url"]}],
+                    "modules": {"default": {"headers": {"Authorization": f"Bearer {SECRET}"}}},
+                }
+            },
+            "probe.modules.default",
+            "headers.Authorization",
+            ("credentials_file", "credentials_env"),
+        ),
+        (
+            {
+                "probe": {
+                    "enabled": True,
+                    "targets": [
+                        {"name": "validator-2", "url": f"http://u:{SECRET}@validator-2:7740/"}
+                    ],
+                }
+            },
+            "probe.targets validator-2",
+            "url has user-info",
+            ("probe.modules", "password_file", "password_env"),
+        ),
+        # other spellings (the chart's own serviceMonitor.basicAuth among them): the exporter
+        # refuses each as an unknown key, but only once the ConfigMap is out
+        (
+            {"config": {"nodes": [{**NODE, "basicAuth": {"username": "u", "password": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            "basicAuth.password",
+            ("basic_auth.password_file", "basic_auth.password_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "basic_auth": {"username": "u", "Password": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            "basic_auth.Password",
+            ("password_file", "password_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "basic_auth": {"username": "u", "password ": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            'basic_auth."password "',
+            ("password_file", "password_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "Authorization": {"credentials": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            "Authorization.credentials",
+            ("authorization.credentials_file", "authorization.credentials_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "Headers": {"X-Api-Key": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            "Headers.X-Api-Key",
+            ("credentials_file", "credentials_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "Basic-Auth": {"more": [{"PASS_WORD": SECRET}]}}]}},
+            "config.nodes[0] (validator-2)",
+            "Basic-Auth.more[0].PASS_WORD",
+            ("password_file", "password_env"),
+        ),
+        (
+            {
+                "config": {
+                    "nodes": [{**NODE, "authorization": {"type": "Bearer"}, "Password": SECRET}]
+                }
+            },
+            "config.nodes[0] (validator-2)",
+            "Password would be written",
+            ("password_file", "credentials_file", "password_env", "credentials_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "URL": f"https://monitor:{SECRET}@validator-2:7740/"}]}},
+            "config.nodes[0] (validator-2)",
+            "URL has user-info",
+            ("basic_auth", "password_file", "password_env"),
+        ),
+        (
+            {
+                "probe": {
+                    "enabled": True,
+                    "targets": [{"name": "validator-2", "url": NODE["url"]}],
+                    "modules": {"default": {"basicauth": {"password": SECRET}}},
+                }
+            },
+            "probe.modules.default",
+            "basicauth.password",
+            ("password_file", "password_env"),
+        ),
+    ],
+    ids=[
+        "password",
+        "basic-auth-string",
+        "credentials",
+        "header",
+        "url-user-info",
+        "module-password",
+        "module-credentials",
+        "module-header",
+        "probe-target-user-info",
+        "camel-case-block",
+        "capitalised-password",
+        "password-with-a-space",
+        "capitalised-authorization",
+        "capitalised-headers",
+        "nested-deeper-with-underscores",
+        "password-beside-the-blocks",
+        "capitalised-url",
+        "module-lower-case-block",
+    ],
+)
+def test_an_inline_node_credential_fails_the_render(
+    tmp_path: Path, values: dict[str, Any], where: str, key: str, instead: tuple[str, ...]
+) -> None:
+    """Issue 34: node credentials never go into a ConfigMap. Each of the exporter's secret
+    positions (exporter/config/nodes.py) written in the values stops `helm template` with a
+    message naming the node, the key and what to use instead, without showing the secret."""
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    answer = run_tool("helm", "template", RELEASE, str(CHART), "-f", str(path))
+    assert answer.returncode != 0 and not answer.stdout
+    message = answer.stderr
+    assert f"{where}: {key}" in message, message
+    assert "ConfigMap" in message
+    for word in (*instead, *FILE_OR_ENV):
+        assert word in message, f"{word} not in {message}"
+    assert SECRET not in message
+
+
+def test_credentials_from_files_and_variables_still_render(tmp_path: Path) -> None:
+    """The ways the refusals point to render: *_file from existingSecret, *_env from extraEnv,
+    a username, and a URL with no user-info."""
+    secrets = "/etc/ledger-exporter/secrets"
+    values = {
+        "existingSecret": "ledger-node-credentials",
+        "extraEnv": [
+            {
+                "name": "NODE_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": "ledger-node-credentials", "key": "t"}},
+            }
+        ],
+        "config": {
+            "nodes": [
+                {**NODE, "basic_auth": {"username": "u", "password_file": f"{secrets}/v2"}},
+                {
+                    "name": "v3",
+                    "url": "http://v3:7740/",
+                    "authorization": {"type": "Bearer", "credentials_env": "NODE_TOKEN"},
+                },
+            ]
+        },
+    }
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    config = yaml.safe_load(exporter_config(helm_template("-f", str(path))))
+    assert config["nodes"][0]["basic_auth"]["password_file"] == f"{secrets}/v2"
+    assert config["nodes"][1]["authorization"]["credentials_env"] == "NODE_TOKEN"
+
+
+def test_web_config_secret_is_one_the_exporter_loads(
+    rendered: dict[str, list[Manifest]], tmp_path: Path, pki: Pki
+) -> None:
+    """The rendered web config, with the TLS Secret's files in place, loads."""
+    objects = rendered["web-config-values.yaml"]
+    (secret,) = by_kind(objects, "Secret")
+    tls = tmp_path / "etc/ledger-exporter/tls"
+    tls.mkdir(parents=True)
+    shutil.copy(pki.server.cert, tls / "tls.crt")
+    shutil.copy(pki.server.key, tls / "tls.key")
+    path = tmp_path / "web-config.yml"
+    text = secret["stringData"]["web-config.yml"]
+    path.write_text(text.replace("/etc/ledger-exporter/", f"{tmp_path}/etc/ledger-exporter/"))
+    web = load_web_config(str(path))
+    assert web.ssl_context() is not None and web.basic_auth_users
+    (tls_mount,) = [m for m, v in mounts(objects) if m["mountPath"] == "/etc/ledger-exporter/tls"]
+    assert tls_mount["readOnly"] is True
+
+
+# --- scraping -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_scrapes_follow_the_web_config(rendered: dict[str, list[Manifest]], case: str) -> None:
+    """https when the web config serves TLS, basic auth when it has users; the kubelet's
+    probes use HTTPS then, and a TCP check when every request wants a password."""
+    web = values_file(case).get("webConfig", {})
+    tls = bool(web.get("enabled") and "tls_server_config" in web.get("config", {}))
+    users = bool(web.get("enabled") and web.get("config", {}).get("basic_auth_users"))
+    objects = rendered[case]
+    endpoints = [e for m in by_kind(objects, "ServiceMonitor") for e in m["spec"]["endpoints"]]
+    endpoints += [
+        p["spec"] | {"scheme": p["spec"]["prober"]["scheme"]} for p in by_kind(objects, "Probe")
+    ]
+    assert endpoints
+    for endpoint in endpoints:
+        assert endpoint["scheme"] == ("https" if tls else "http")
+        assert ("basicAuth" in endpoint) == users
+        assert ("tlsConfig" in endpoint) == tls
+    for probe in ("livenessProbe", "readinessProbe"):
+        settings = container(objects)[probe]
+        if users:
+            assert settings["tcpSocket"] == {"port": "metrics"}
+        else:
+            assert settings["httpGet"]["scheme"] == ("HTTPS" if tls else "HTTP")
+
+
+def test_kubelet_probes_can_be_replaced() -> None:
+    """For a web config the defaults cannot pass (client certificates required)."""
+    objects = helm_template(
+        "--set",
+        "livenessProbe.tcpSocket.port=metrics",
+        "--set",
+        "readinessProbe.tcpSocket.port=metrics",
+    )
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container(objects)[probe] == {"tcpSocket": {"port": "metrics"}}
+    check_manifest(only(objects, "Deployment"))
+
+
+def test_basic_auth_without_scrape_credentials_fails() -> None:
+    answer = run_tool(
+        "helm",
+        "template",
+        RELEASE,
+        str(CHART),
+        "-f",
+        str(CHART / "ci" / "web-config-values.yaml"),
+        "--set",
+        "serviceMonitor.basicAuth=null",
+    )
+    assert answer.returncode != 0
+    assert "serviceMonitor.basicAuth" in answer.stderr
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_jobs_are_the_ones_the_alerts_expect(
+    rendered: dict[str, list[Manifest]], case: str
+) -> None:
+    """Whatever the release is called, /metrics is scraped as job ledger-exporter (the
+    exporter's alerts) and probes as ledger-probe (matched by the ledger alerts' job=~)."""
+    exporter_jobs = set(re.findall(r'\bjob="([^"]+)"', ALERTS))
+    ledger_patterns = set(re.findall(r'\bjob=~"([^"]+)"', ALERTS))
+    objects = rendered[case]
+    for monitor in by_kind(objects, "ServiceMonitor"):
+        (endpoint,) = monitor["spec"]["endpoints"]
+        job = next(r["replacement"] for r in endpoint["relabelings"] if r["targetLabel"] == "job")
+        if endpoint["path"] == "/metrics":
+            assert {job} == exporter_jobs
+        for pattern in ledger_patterns:
+            assert re.fullmatch(pattern, job), f"job=~{pattern!r} misses {job}"
+    for probe in by_kind(objects, "Probe"):
+        for pattern in ledger_patterns:
+            assert re.fullmatch(pattern, probe["spec"]["jobName"])
+
+
+@pytest.mark.parametrize("case", ["probe-values.yaml", "probe-servicemonitor-values.yaml"])
+def test_probe_mode_one_object_per_target_each_allowed(
+    rendered: dict[str, list[Manifest]], case: str
+) -> None:
+    """Each target gets its Probe (or ServiceMonitor), and the exporter's own /probe checks
+    accept its URL and node name against the rendered allow-list."""
+    values = values_file(case)["probe"]
+    objects = rendered[case]
+    config = parse_config(exporter_config(objects))
+    assert config.nodes == () and config.probe is not None
+    service = only(objects, "Service")
+    seen = []
+    for target in values["targets"]:
+        name = f"{RELEASE}-ledger-exporter-{target['name']}"
+        (obj,) = [
+            o for o in objects if o["metadata"]["name"] == name and o["kind"] == values["kind"]
+        ]
+        if values["kind"] == "Probe":
+            spec = obj["spec"]
+            assert spec["prober"]["url"] == (
+                f"{service['metadata']['name']}.{NAMESPACE}.svc:{service['spec']['ports'][0]['port']}"
+            )
+            static = spec["targets"]["staticConfig"]
+            assert static["static"] == [target["url"]]
+            (rule,) = static["relabelingConfigs"]
+            assert (rule["targetLabel"], rule["replacement"]) == ("__param_node", target["name"])
+            params = {"target": target["url"], "node": target["name"], "module": spec["module"]}
+            assert static.get("labels", {}) == target.get("labels", {})
+            assert spec["interval"] == target.get("interval", values.get("interval", "30s"))
+        else:
+            (endpoint,) = obj["spec"]["endpoints"]
+            assert endpoint["path"] == "/probe"
+            params = {key: value for key, [value] in endpoint["params"].items()}
+            labels = {r["targetLabel"]: r["replacement"] for r in endpoint["relabelings"]}
+            assert labels["instance"] == target["url"]
+            assert labels.items() >= target.get("labels", {}).items()
+        node = probe_target(urlencode(params), config.probe)
+        assert (node.url, node.name) == (target["url"], target["name"])
+        seen.append(name)
+    assert len(by_kind(objects, values["kind"])) - len(seen) == (
+        1
+        if values["kind"] == "ServiceMonitor"
+        and values_file(case).get("serviceMonitor", {}).get("selfMonitor", {}).get("enabled", True)
+        else 0
+    )
+    self_monitors = [
+        m
+        for m in by_kind(objects, "ServiceMonitor")
+        if m["spec"]["endpoints"][0]["path"] == "/metrics"
+    ]
+    expected = (
+        values_file(case).get("serviceMonitor", {}).get("selfMonitor", {}).get("enabled", True)
+    )
+    assert len(self_monitors) == (1 if expected else 0)
+
+
+def test_probe_mode_refuses_a_target_off_the_allow_list() -> None:
+    """With allowedTargets given, a URL they do not match is refused by the exporter."""
+    objects = helm_template("-f", str(CHART / "ci" / "probe-servicemonitor-values.yaml"))
+    config = parse_config(exporter_config(objects))
+    assert config.probe is not None
+    with pytest.raises(ProbeRefusedError):
+        probe_target(urlencode({"target": "http://evil.example:7740/"}), config.probe)
+
+
+def test_probe_mode_needs_targets_or_an_allow_list() -> None:
+    answer = run_tool("helm", "template", RELEASE, str(CHART), "--set", "probe.enabled=true")
+    assert answer.returncode != 0 and "probe.targets" in answer.stderr
+
+
+# --- the mixin's rules and dashboards ----------------------------------------------------
+
+
+def mixin_groups() -> list[dict[str, Any]]:
+    mixin = render_mixin.evaluate()
+    groups: list[dict[str, Any]] = mixin["rules"]["groups"] + mixin["alerts"]["groups"]
+    return groups
+
+
+def test_prometheusrule_holds_every_rule_and_alert_the_mixin_renders(
+    rendered: dict[str, list[Manifest]],
+) -> None:
+    rule = only(rendered["defaults"], "PrometheusRule")
+    groups = rule["spec"]["groups"]
+    expected = mixin_groups()
+    assert [g["name"] for g in groups] == [g["name"] for g in expected]
+    for group, source in zip(groups, expected, strict=True):
+        assert group["rules"] == source["rules"], group["name"]
+    alerts = {r["alert"] for g in groups for r in g["rules"] if "alert" in r}
+    assert alerts == {r["alert"] for g in expected for r in g["rules"] if "alert" in r}
+    assert len(alerts) > 20
+
+
+def test_prometheusrule_groups_toggle_and_labels(rendered: dict[str, list[Manifest]]) -> None:
+    values = values_file("persistence-network-policy-values.yaml")["prometheusRule"]
+    rule = only(rendered["persistence-network-policy-values.yaml"], "PrometheusRule")
+    assert rule["metadata"]["labels"].items() >= values["additionalLabels"].items()
+    names = [g["name"] for g in rule["spec"]["groups"]]
+    assert names == [g["name"] for g in mixin_groups() if g["name"] not in values["disabledGroups"]]
+    for group in rule["spec"]["groups"]:
+        for entry in group["rules"]:
+            if "alert" in entry:
+                assert entry["labels"].items() >= values["alertLabels"].items()
+                assert "severity" in entry["labels"], "the mixin's own labels are kept"
+            else:
+                assert not set(entry.get("labels", {})) & set(values["alertLabels"])
+
+
+def test_promtool_accepts_the_rendered_groups(
+    rendered: dict[str, list[Manifest]], tmp_path: Path, promtool: Promtool
+) -> None:
+    """What the Operator hands Prometheus, extra alert labels included, is a rule file."""
+    for case in ("defaults", "persistence-network-policy-values.yaml"):
+        rule = only(rendered[case], "PrometheusRule")
+        path = tmp_path / f"{case}.rules.yml"
+        path.write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}), encoding="utf-8")
+        promtool.check("check", "rules", str(path))
+
+
+def test_an_unknown_rule_group_fails() -> None:
+    answer = run_tool(
+        "helm",
+        "template",
+        RELEASE,
+        str(CHART),
+        "--set",
+        "prometheusRule.disabledGroups={ledger-wach}",
+    )
+    assert answer.returncode != 0
+    assert "no group ledger-wach" in answer.stderr and "ledger-watch" in answer.stderr
+
+
+def test_dashboards_are_the_mixins_for_grafanas_sidecar(
+    rendered: dict[str, list[Manifest]],
+) -> None:
+    shipped = {
+        p.name: json.loads(p.read_text()) for p in (REPO / "grafana" / "dashboards").glob("*.json")
+    }
+    configmaps = [
+        c
+        for c in by_kind(rendered["defaults"], "ConfigMap")
+        if "grafana_dashboard" in c["metadata"]["labels"]
+    ]
+    assert len(configmaps) == len(shipped)
+    seen = {}
+    for configmap in configmaps:
+        assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert configmap["metadata"]["annotations"] == {"grafana_folder": "Ledger"}
+        ((name, text),) = configmap["data"].items()
+        seen[name] = json.loads(text)
+    assert seen == shipped
+    elsewhere = values_file("persistence-network-policy-values.yaml")["dashboards"]["namespace"]
+    for configmap in by_kind(rendered["persistence-network-policy-values.yaml"], "ConfigMap"):
+        if "grafana_dashboard" in configmap["metadata"]["labels"]:
+            assert configmap["metadata"]["namespace"] == elsewhere
+
+
+# --- rollouts, state, policies -----------------------------------------------------------
+
+
+def checksum(objects: list[Manifest]) -> str:
+    annotations = only(objects, "Deployment")["spec"]["template"]["metadata"]["annotations"]
+    value: str = annotations["checksum/config"]
+    return value
+
+
+def test_a_config_change_rolls_the_pod(rendered: dict[str, list[Manifest]]) -> None:
+    """checksum/config changes with the config and only with it."""
+    before = checksum(rendered["defaults"])
+    assert re.fullmatch(r"[0-9a-f]{64}", before)
+    assert checksum(helm_template("--set", "config.scrape_interval=30s")) != before
+    assert checksum(helm_template("--set", "service.annotations.a=b")) == before
+    web = rendered["web-config-values.yaml"]
+    annotations = only(web, "Deployment")["spec"]["template"]["metadata"]["annotations"]
+    assert re.fullmatch(r"[0-9a-f]{64}", annotations["checksum/web-config"])
+    mine = helm_template("--set", "existingConfigMap=my-config")
+    assert "checksum/config" not in only(mine, "Deployment")["spec"]["template"]["metadata"].get(
+        "annotations", {}
+    )
+    assert not [c for c in by_kind(mine, "ConfigMap") if "config.yml" in c["data"]]
+    (volume,) = [v for v in pod_spec(mine)["volumes"] if v["name"] == "config"]
+    assert volume["configMap"]["name"] == "my-config"
+
+
+def test_state_file_on_an_emptydir_or_a_claim(rendered: dict[str, list[Manifest]]) -> None:
+    for case, objects in rendered.items():
+        state_dir = flag(objects, "--state.file").rsplit("/", 1)[0]  # type: ignore[union-attr]
+        (volume,) = [v for m, v in mounts(objects) if m["mountPath"] == state_dir]
+        claims = by_kind(objects, "PersistentVolumeClaim")
+        if values_file(case).get("persistence", {}).get("enabled"):
+            (claim,) = claims
+            assert volume["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+            assert only(objects, "Deployment")["spec"]["strategy"] == {"type": "Recreate"}
+            size = values_file(case)["persistence"]["size"]
+            assert claim["spec"]["resources"]["requests"]["storage"] == size
+        else:
+            assert not claims and "emptyDir" in volume
+    mine = helm_template(
+        "--set", "persistence.enabled=true", "--set", "persistence.existingClaim=c"
+    )
+    assert not by_kind(mine, "PersistentVolumeClaim")
+    (volume,) = [v for v in pod_spec(mine)["volumes"] if v["name"] == "state"]
+    assert volume["persistentVolumeClaim"] == {"claimName": "c"}
+
+
+def test_network_policy_and_disruption_budget(rendered: dict[str, list[Manifest]]) -> None:
+    values = values_file("persistence-network-policy-values.yaml")
+    objects = rendered["persistence-network-policy-values.yaml"]
+    policy = only(objects, "NetworkPolicy")
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    (ingress,) = policy["spec"]["ingress"]
+    assert ingress["ports"] == [{"port": "metrics", "protocol": "TCP"}]
+    assert ingress["from"] == values["networkPolicy"]["ingressFrom"]
+    assert policy["spec"]["egress"] == values["networkPolicy"]["egress"]
+    assert only(objects, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1
+    assert not by_kind(rendered["defaults"], "NetworkPolicy")
+    assert not by_kind(rendered["defaults"], "PodDisruptionBudget")
+    args = container(objects)["args"]
+    assert args[-len(values["extraArgs"]) :] == values["extraArgs"]
+    assert container(objects)["env"] == values["extraEnv"]
+    assert values["extraVolumeMounts"][0] in container(objects)["volumeMounts"]
+    assert values["extraVolumes"][0] in pod_spec(objects)["volumes"]
+
+
+def test_notes_say_how_to_reach_the_status_page() -> None:
+    answer = run_tool(
+        "helm", "install", "--dry-run=client", RELEASE, str(CHART), "--namespace", NAMESPACE
+    )
+    assert answer.returncode == 0, answer.stderr
+    notes = answer.stdout.split("NOTES:", 1)[1]
+    assert f"kubectl -n {NAMESPACE} port-forward service/{RELEASE}-ledger-exporter 9877" in notes
+    assert "http://127.0.0.1:9877/" in notes
+    assert "emptyDir" in notes
+
+
+# --- the chart's README --------------------------------------------------------------------
+
+README = (CHART / "README.md").read_text(encoding="utf-8")
+
+
+def schema_keys(node: dict[str, Any], values: dict[str, Any], path: str = "") -> Iterator[str]:
+    """Dotted keys of values.schema.json: a section it closes, whose default in values.yaml
+    has keys, is walked into (webConfig.config, empty by default, is one key)."""
+    for key, sub in node.get("properties", {}).items():
+        default = values.get(key)
+        if sub.get("additionalProperties") is False and isinstance(default, dict) and default:
+            yield from schema_keys(sub, default, f"{path}{key}.")
+        else:
+            yield f"{path}{key}"
+
+
+def test_readme_values_table_lists_every_key_with_its_default() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
+    values = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))
+    rows = dict(re.findall(r"^\| `([^`]+)` \| `([^`]*)` \|", README, re.MULTILINE))
+    assert set(rows) == set(schema_keys(schema, values)) - {"global"}
+    for key, default in rows.items():
+        value = values
+        for part in key.split("."):
+            value = value[part]
+        if default != "see values.yaml":
+            assert json.loads(default) == value, f"{key}: the table says {default}"
+
+
+def test_readme_three_node_install_renders(tmp_path: Path, pki: Pki) -> None:
+    """The README's values file for three nodes: helm renders it, every object validates,
+    the exporter accepts the config, and the credential comes from the named Secret."""
+    example = re.search(r"```yaml\n(image:.*?)```", README, re.DOTALL)
+    assert example, "the README's three-node values file"
+    path = tmp_path / "ledger-values.yaml"
+    path.write_text(example.group(1), encoding="utf-8")
+    assert f"-f {path.name}" in README
+    objects = helm_template("-f", str(path))
+    for manifest in objects:
+        check_manifest(manifest)
+    text = exporter_config(objects)
+    for name in referenced(yaml.safe_load(text), "_file"):
+        (tmp_path / name.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name.lstrip("/")).write_text("secret\n", encoding="utf-8")
+    config = parse_config(text.replace("/etc/ledger-exporter/", f"{tmp_path}/etc/ledger-exporter/"))
+    assert len(config.nodes) == 3
+    (secrets,) = [v for m, v in mounts(objects) if m["mountPath"] == "/etc/ledger-exporter/secrets"]
+    assert secrets["secret"]["secretName"] in README.split("```sh", 1)[1]
+
+
+# --- the pod's exporter, run for real ------------------------------------------------------
+
+SCRAPE_USER, SCRAPE_PASSWORD = "prometheus", "scrape-password"  # the hash in web-config-values
+
+
+@pytest.mark.integration
+def test_the_rendered_pod_serves_what_its_servicemonitor_scrapes(
+    tmp_path: Path, pki: Pki, fake_node: FakeNode
+) -> None:
+    """The web-config case's pod, as a process: its args, its config and web config from
+    the rendered ConfigMap and Secret, its node password from the mounted Secret's file, and
+    the TLS Secret's files, laid out under tmp_path. A scrape made as the ServiceMonitor says
+    (https, basic auth) gets the node's series; one without the password gets 401; and the
+    node got the password from the Secret's file."""
+    values = values_file("web-config-values.yaml")
+    values["config"]["nodes"] = [
+        {
+            "name": "validator-1",
+            "url": fake_node.url,
+            "basic_auth": {
+                "username": "monitoring",
+                "password_file": "/etc/ledger-exporter/secrets/validator-1.password",
+            },
+        }
+    ]
+    values_path = tmp_path / "values.yaml"
+    values_path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    objects = helm_template("-f", str(values_path))
+    fake_node.set("/health", health_doc([]))
+
+    root = tmp_path / "pod"
+
+    def in_pod(text: str) -> str:
+        return text.replace("/etc/ledger-exporter/", f"{root}/etc/ledger-exporter/").replace(
+            "/var/lib/ledger-exporter/", f"{root}/var/lib/ledger-exporter/"
+        )
+
+    for mount, volume in mounts(objects):
+        (root / mount["mountPath"].lstrip("/")).mkdir(parents=True, exist_ok=True)
+        assert "hostPath" not in volume
+    (root / "etc/ledger-exporter/secrets/validator-1.password").write_text("node-secret\n")
+    shutil.copy(pki.server.cert, root / "etc/ledger-exporter/tls/tls.crt")
+    shutil.copy(pki.server.key, root / "etc/ledger-exporter/tls/tls.key")
+    (secret,) = by_kind(objects, "Secret")
+    web_config = flag(objects, "--web.config.file")
+    assert web_config is not None
+    Path(in_pod(web_config)).write_text(in_pod(secret["stringData"]["web-config.yml"]))
+    config_file = Path(in_pod(flag(objects, "--config.file") or ""))
+    config_file.write_text(in_pod(exporter_config(objects)), encoding="utf-8")
+    flags = [
+        in_pod(arg)
+        for arg in container(objects)["args"]
+        if not arg.startswith(("--config.file=", "--web.listen-address="))
+    ]
+    exporter = ExporterProcess(config_file, *flags)
+    try:
+        (monitor,) = by_kind(objects, "ServiceMonitor")
+        (endpoint,) = monitor["spec"]["endpoints"]
+        url = f"{endpoint['scheme']}://localhost:{exporter.port}{endpoint['path']}"
+        context = ssl.create_default_context(cafile=pki.ca)
+        login = base64.b64encode(f"{SCRAPE_USER}:{SCRAPE_PASSWORD}".encode()).decode()
+        authorized = {"Authorization": f"Basic {login}"}
+
+        def scraped() -> bool:
+            answer = fetch(url, context=context, headers=authorized)
+            return answer.status == 200 and 'ledger_node_up{node="validator-1"} 1' in (
+                answer.body.decode()
+            )
+
+        wait_until(scraped, timeout=60, ignoring=(OSError,), message=exporter.log)
+        assert fetch(url, context=context).status == 401
+        sent = {r.headers.get("Authorization") for r in fake_node.requests}
+        assert f"Basic {base64.b64encode(b'monitoring:node-secret').decode()}" in sent
+    finally:
+        code, log = exporter.stop()
+    assert code == 0, log
+    assert "node-secret" not in log and SCRAPE_PASSWORD not in log
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("kind", ["Probe", "ServiceMonitor"])
+def test_rendered_probe_mode_answers_the_operators_scrape(
+    tmp_path: Path, fake_nodes: FakeNodes, kind: str
+) -> None:
+    """Probe mode rendered for two nodes, the exporter run on its config: each target's
+    scrape, with the parameters its Probe or ServiceMonitor gives, gets that node's series
+    under the target's name; a URL the targets do not name is refused unsent."""
+    nodes = [fake_nodes.start() for _ in range(3)]
+    for height, node in enumerate(nodes, start=10):  # each its own height: the right node
+        node.play(health_doc(["c1"]), {"c1": chain_doc(height)})
+    targets = [{"name": f"validator-{i}", "url": node.url} for i, node in enumerate(nodes[:2])]
+    values = {"config": {"nodes": []}, "probe": {"enabled": True, "kind": kind, "targets": targets}}
+    values_path = tmp_path / "values.yaml"
+    values_path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    objects = helm_template("-f", str(values_path))
+    config_file = tmp_path / "config.yml"
+    config_file.write_text(exporter_config(objects), encoding="utf-8")
+    with ready_exporter(config_file) as exporter:
+        for target in targets:
+            name = f"{RELEASE}-ledger-exporter-{target['name']}"
+            (obj,) = [o for o in by_kind(objects, kind) if o["metadata"]["name"] == name]
+            if kind == "Probe":
+                spec = obj["spec"]
+                (rule,) = spec["targets"]["staticConfig"]["relabelingConfigs"]
+                [url] = spec["targets"]["staticConfig"]["static"]
+                params = {
+                    "target": url,
+                    "module": spec["module"],
+                    rule["targetLabel"][8:]: rule["replacement"],
+                }
+                path = spec["prober"]["path"]
+            else:
+                (endpoint,) = obj["spec"]["endpoints"]
+                params = {key: value for key, [value] in endpoint["params"].items()}
+                path = endpoint["path"]
+            answer = fetch(f"{exporter.base}{path}?{urlencode(params)}", timeout=30)
+            assert answer.status == 200, answer.body
+            height = 10 + targets.index(target)
+            series = (
+                f'ledger_blockchain_height{{blockchain="c1",node="{target["name"]}"}} {height}.0'
+            )
+            assert series in answer.body.decode(), answer.body.decode()
+        outsider = nodes[2]
+        refused = fetch(f"{exporter.base}/probe?{urlencode({'target': outsider.url})}")
+        assert refused.status == 403
+        assert outsider.requests == []

@@ -1,0 +1,275 @@
+"""The status page's consensus health (issue 21): a thin quorum, consensus settings that drift,
+a vote session that does not close and a leader whose rounds keep failing are listed in the
+network section, first, each with its alert's severity and name; the reworked stall rule
+never flags an idle chain. The thresholds are the shipped alerts' (tied below).
+
+Snapshots are made as the daemon makes them: node answers read, folded into a history cycle
+by cycle on a hand-stepped clock, and compared by the network view.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from exporter.config.nodes import NodeConfig
+from exporter.model.network import network_view, observe
+from exporter.model.readings import read_chain, read_health
+from exporter.model.snapshot import Snapshot
+from exporter.poll import consensus_history as consensus
+from exporter.poll.history import History
+from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
+from exporter.web import problems
+from exporter.web.landing import landing_page
+from exporter.web.problems import Problem, attention
+from tests.support.documents import chain_doc, health_doc
+from tests.support.monitoring import PROM_DIR
+from tools import render_mixin
+
+START = 1_700_000_000.0
+KEYS = {"n1": "key-1", "n2": "key-2", "n3": "key-3", "n4": "key-4"}
+COUNCIL = list(KEYS.values())
+#: settings: txMaxTimeTrigger 1m + consensusTimeout 30s + 180s grace: 270s
+SETTINGS = {
+    "consensusType": "council_leader_proposal",
+    "txKarmaThreshold": 10,
+    "txMintThreshold": 5,
+    "txMaxTimeTrigger": "1m",
+    "minMembers": 2,
+    "consensusTimeout": "30s",
+}
+
+
+def chain(height: int = 10, **changes: Any) -> dict[str, Any]:
+    document = chain_doc(height, councilMembers=COUNCIL, consensus=SETTINGS, voteSessions={})
+    document.update(changes)
+    return document
+
+
+def session(round_: int, leader: str, required: int = 3) -> dict[str, Any]:
+    entry = {"sessionId": "s1", "round": round_, "currentLeader": leader}
+    return {"s1": entry | {"consensusRequired": required}}
+
+
+class Fleet:
+    """Nodes n1..n4 answering what the test says, polled cycle by cycle."""
+
+    def __init__(self) -> None:
+        self.history = History()
+        self.now = START
+
+    def cycle(self, answers: Mapping[str, dict[str, Any] | None], after: float = 15) -> Snapshot:
+        """One cycle ``after`` seconds on: each node's chain ``c1`` answer (None: down)."""
+        self.now += after
+        results = [self._result(name, answer) for name, answer in answers.items()]
+        nodes = self.history.record(results, self.now)
+        observed = [
+            observe(r.node.name, r.health, ((c.blockchain, c.reading, None) for c in r.chains))
+            for r in results
+            if r.health is not None
+        ]
+        view = network_view(observed, {}, 0, self.history.node_keys())
+        return Snapshot(nodes, 0.1, self.now, network=view)
+
+    @staticmethod
+    def _result(name: str, answer: dict[str, Any] | None) -> NodeResult:
+        node = NodeConfig(name, "http://x/")
+        if answer is None:
+            return NodeResult(node, None, FetchError(Reason.CONNECTION, "refused"), [], 0.1)
+        peers = [other for other in KEYS if other != name]  # every node linked to the others
+        network = {"peerCount": len(peers), "peerId": name, "networkPeers": peers}
+        health = read_health(health_doc(["c1"]) | {"nodeId": KEYS[name], "network": network})
+        return NodeResult(node, health, None, [ChainResult("c1", read_chain(answer))], 0.1)
+
+
+def network_lines(snapshot: Snapshot) -> list[tuple[str, str | None, str]]:
+    found = attention(snapshot, snapshot.completed_at or START).network
+    return [(p.severity.label, p.alert, p.text) for p in found]
+
+
+def lines_of(snapshot: Snapshot, alert: str) -> list[Problem]:
+    return [
+        p for p in attention(snapshot, snapshot.completed_at or START).network if p.alert == alert
+    ]
+
+
+# --- the stall rule ---------------------------------------------------------------------
+
+
+def node_lines(snapshot: Snapshot, *alerts: str) -> list[str]:
+    found = attention(snapshot, snapshot.completed_at or START).node_problems
+    return [f"{p.node} {p.alert}: {p.text}" for p in found if not alerts or p.alert in alerts]
+
+
+def test_an_idle_chain_is_never_stalled_and_a_busy_one_is_by_its_own_settings() -> None:
+    fleet = Fleet()
+    idle = chain(pendingTransactions=0)
+    busy = chain(pendingTransactions=4)
+    unknown = chain(pendingTransactions=4, consensus={"consensusType": "x"})  # no settings
+    fleet.cycle({"n1": idle, "n2": busy, "n3": unknown})
+    stalled = "LedgerBlockHeightStalled"
+    at_270 = fleet.cycle({"n1": idle, "n2": busy, "n3": unknown}, after=270)
+    assert node_lines(at_270, stalled) == []
+    at_271 = fleet.cycle({"n1": idle, "n2": busy, "n3": unknown}, after=1)
+    assert node_lines(at_271, stalled) == [
+        "n2 LedgerBlockHeightStalled: height unchanged for 4m 31s while work waits "
+        "(a block was due within 4m 30s)"
+    ]
+    hours = fleet.cycle({"n1": idle, "n2": busy, "n3": unknown}, after=3 * 3600)
+    assert [line.split(":")[0] for line in node_lines(hours, stalled)] == [
+        "n2 LedgerBlockHeightStalled",
+        "n3 LedgerBlockHeightStalled",  # no settings: after the 10-minute fallback
+    ]
+
+
+def test_an_idle_node_left_behind_is_behind_not_stalled() -> None:
+    fleet = Fleet()
+    fleet.cycle({"n1": chain(10, pendingTransactions=0), "n2": chain(10)})
+    later = fleet.cycle({"n1": chain(10, pendingTransactions=0), "n2": chain(40)}, after=900)
+    assert [line.split(":")[0] for line in node_lines(later)] == ["n1 LedgerNodeBehind"]
+
+
+# --- consensus health in the network section ----------------------------------------------
+
+
+def test_a_stuck_session_names_the_nodes_that_see_it() -> None:
+    fleet = Fleet()
+    open_ = chain(voteSessions=session(1, "key-1"))
+    fleet.cycle({"n1": open_, "n2": open_, "n3": chain()})
+    assert (
+        lines_of(
+            fleet.cycle({"n1": open_, "n2": open_, "n3": chain()}, after=150),
+            "LedgerVoteSessionStuck",
+        )
+        == []
+    )
+    stuck = fleet.cycle({"n1": open_, "n2": open_, "n3": chain()}, after=1)
+    assert network_lines(stuck)[0] == (
+        "warning",
+        "LedgerVoteSessionStuck",
+        "a vote session open for 2m 31s on n1, n2, more than 5 consensus timeouts (2m 30s): "
+        "it does not close",
+    )
+
+
+def test_a_failing_leader_is_listed_once_naming_its_node() -> None:
+    fleet = Fleet()
+    everyone = ("n1", "n2", "n3", "n4")
+    for round_ in (1, 2, 3):  # key-2 leads each round, and each fails
+        snapshot = fleet.cycle({n: chain(voteSessions=session(round_, "key-2")) for n in everyone})
+    assert lines_of(snapshot, "LedgerLeaderFailingRounds") == []  # 2 failures so far
+    snapshot = fleet.cycle({n: chain(voteSessions=session(4, "key-3")) for n in everyone})
+    (line,) = lines_of(snapshot, "LedgerLeaderFailingRounds")
+    assert (line.subject, line.chain) == ("key-2", "c1")
+    assert (
+        line.text
+        == "leader (node n2) failed 3 vote rounds in the last 15m, as n1, n2, n3, n4 saw them"
+    )
+    # 15 minutes on, those failures are out of the alert's window
+    later = fleet.cycle({n: chain() for n in everyone}, after=problems.LEADER_WINDOW_SECONDS)
+    assert lines_of(later, "LedgerLeaderFailingRounds") == []
+
+
+def test_a_failing_leader_whose_node_is_down_is_named_by_its_remembered_node_id() -> None:
+    fleet = Fleet()
+    others = ("n1", "n3", "n4")
+    fleet.cycle({n: chain() for n in (*others, "n2")})  # n2's nodeId, key-2, is remembered
+    for round_ in (1, 2, 3, 4):  # n2 is down, and its turns as leader fail
+        snapshot = fleet.cycle(
+            {"n2": None} | {n: chain(voteSessions=session(round_, "key-2")) for n in others}
+        )
+    (line,) = lines_of(snapshot, "LedgerLeaderFailingRounds")
+    assert (
+        line.text == "leader (node n2) failed 3 vote rounds in the last 15m, as n1, n3, n4 saw them"
+    )
+
+
+def test_consensus_drift_names_the_node_off_the_majority() -> None:
+    fleet = Fleet()
+    drifted = chain(consensus=SETTINGS | {"consensusTimeout": "45s"})
+    snapshot = fleet.cycle({"n1": chain(), "n2": chain(), "n3": drifted})
+    assert network_lines(snapshot) == [
+        (
+            "warning",
+            "LedgerConsensusConfigDiverges",
+            "2 different consensus configurations (settings, key type, feature flags); off "
+            "the majority: n3",
+        )
+    ]
+    assert node_lines(snapshot) == [
+        "n3 LedgerNodeOffMajorityConsensus: consensus settings, key type or feature flags "
+        "are not the majority's"
+    ]
+
+
+def test_a_thin_quorum_only_where_every_member_is_polled() -> None:
+    fleet = Fleet()
+    voting = chain(voteSessions=session(1, "key-1", required=3))
+    everyone = {n: voting for n in ("n1", "n2", "n3", "n4")}
+    assert lines_of(fleet.cycle(everyone), "LedgerCouncilQuorumThin") == []
+    one_down = fleet.cycle(everyone | {"n4": None})  # 3 up, 3 votes required
+    (line,) = lines_of(one_down, "LedgerCouncilQuorumThin")
+    assert (line.severity.label, line.chain) == ("critical", "c1")
+    assert line.text == (
+        "3 of the council's 4 members up among the polled nodes, and a session needs 3 "
+        "votes: one more member lost and none can pass"
+    )
+    # the session closed: the votes it needed are still remembered for an hour
+    closed = fleet.cycle(everyone | {"n4": None} | {n: chain() for n in ("n1", "n2", "n3")})
+    assert len(lines_of(closed, "LedgerCouncilQuorumThin")) == 1
+    # a council with a member this exporter does not poll: unknown, so never thin
+    outside = chain(councilMembers=[*COUNCIL, "key-unpolled"], voteSessions=session(1, "key-1", 4))
+    unknown = Fleet().cycle({"n1": outside, "n2": outside, "n3": outside})
+    assert lines_of(unknown, "LedgerCouncilQuorumThin") == []
+
+
+def test_consensus_lines_come_first_on_the_page() -> None:
+    fleet = Fleet()
+    voting = chain(voteSessions=session(1, "key-1", required=3))
+    fleet.cycle({n: voting for n in ("n1", "n2", "n3", "n4")})
+    snapshot = fleet.cycle({"n1": voting, "n2": voting, "n3": voting, "n4": None})
+    page = " ".join(landing_page(snapshot, snapshot.completed_at).split())
+    network = page.index("<h3>Network</h3>")
+    thin = page.index("LedgerCouncilQuorumThin")
+    nodes = page.index("<h3>Nodes and chains</h3>")
+    down = page.index("LedgerNodeDown")
+    assert network < thin < nodes < down
+
+
+# --- the thresholds are the shipped alerts' --------------------------------------------------
+
+
+def test_the_page_uses_the_consensus_alerts_thresholds() -> None:
+    config = render_mixin.evaluate()["config"]
+    assert config["voteSessionStuckTimeouts"] == problems.SESSION_STUCK_TIMEOUTS
+    assert config["voteSessionStuckSeconds"] == problems.SESSION_STUCK_SECONDS
+    assert config["leaderFailedRoundsThreshold"] == problems.LEADER_FAILED_ROUNDS
+    assert config["leaderFailedRoundsWindow"] == f"{problems.LEADER_WINDOW_SECONDS // 60}m"
+    # the history keeps enough of each leader's failures for the window and the threshold
+    assert consensus.RECENT_FAILURE_SECONDS >= problems.LEADER_WINDOW_SECONDS
+    assert consensus.RECENT_FAILURES_KEPT >= problems.LEADER_FAILED_ROUNDS
+    alerts = (PROM_DIR / "alerts.yml").read_text(encoding="utf-8")
+    window = f"[{problems.REQUIRED_WINDOW_SECONDS // 3600}h]"
+    assert re.search(
+        r"max_over_time\(ledger_blockchain_vote_consensus_required\{[^}]*\}" + re.escape(window),
+        alerts,
+    )
+
+
+@pytest.mark.parametrize(
+    ("alert", "severity"),
+    [
+        ("LedgerCouncilQuorumThin", "critical"),
+        ("LedgerConsensusConfigDiverges", "warning"),
+        ("LedgerNodeOffMajorityConsensus", "warning"),
+        ("LedgerVoteSessionStuck", "warning"),
+        ("LedgerLeaderFailingRounds", "warning"),
+    ],
+)
+def test_each_consensus_line_carries_its_alerts_severity(alert: str, severity: str) -> None:
+    rules = render_mixin.evaluate()["alerts"]["groups"]
+    shipped = {r["alert"]: r["labels"]["severity"] for g in rules for r in g["rules"]}
+    assert shipped[alert] == severity == problems.ALERT_SEVERITY[alert].label
