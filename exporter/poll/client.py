@@ -20,17 +20,9 @@ from urllib.parse import quote, urlsplit
 import pycurl
 
 from exporter.config.nodes import NodeConfig
+from exporter.errors import TransferError
 from exporter.model.answers import decode_json
-from exporter.poll.engine import (
-    NOT_SENT,
-    SHUT_DOWN,
-    UNSENDABLE,
-    Engine,
-    Profile,
-    Request,
-    Response,
-    TransferError,
-)
+from exporter.poll.engine import NOT_SENT, SHUT_DOWN, UNSENDABLE, Engine, Profile, Request, Response
 from exporter.poll.results import FetchError, Reason, RequestTrace, TracedRequest, describe
 
 

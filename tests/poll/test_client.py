@@ -23,8 +23,9 @@ import pytest
 
 from exporter import __version__
 from exporter.config.nodes import NodeConfig, TlsConfig
+from exporter.errors import TransferError
 from exporter.poll.client import NodeClient, ReadBudget, classify
-from exporter.poll.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine, TransferError
+from exporter.poll.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine
 from exporter.poll.node import Countdown
 from exporter.poll.results import FetchError, Reason
 from tests.support.certs import Pki

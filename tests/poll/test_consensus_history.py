@@ -18,11 +18,12 @@ import pytest
 from exporter.bounds import DEFAULT_BOUNDS, MAX_SESSION_ID_CHARS, Bounds, DropKind
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
+from exporter.errors import StateFileError
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, ConsensusStatus
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
-from exporter.poll.state import State, StateFileError, decode, encode, for_config
+from exporter.poll.state import State, decode, encode, for_config
 from tests.support.documents import chain_doc, health_doc
 
 START = 1_700_000_000.0

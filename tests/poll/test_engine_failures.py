@@ -17,7 +17,8 @@ import pycurl
 import pytest
 
 from exporter import __version__
-from exporter.poll.engine import UNSENDABLE, Engine, Profile, Request, Response, TransferError
+from exporter.errors import TransferError
+from exporter.poll.engine import UNSENDABLE, Engine, Profile, Request, Response
 from tests.support.fakenode import FakeNode
 from tests.support.waiting import wait_until
 

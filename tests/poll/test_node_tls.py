@@ -16,8 +16,9 @@ import pytest
 import yaml
 
 from exporter.config.nodes import NodeConfig, TlsConfig
+from exporter.errors import TransferError
 from exporter.poll.client import NodeClient, classify
-from exporter.poll.engine import Engine, TransferError
+from exporter.poll.engine import Engine
 from exporter.poll.results import FetchError, Reason
 from tests.support.certs import KeyPair, Pki
 from tests.support.documents import health_doc

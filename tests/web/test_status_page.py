@@ -21,7 +21,7 @@ import yaml
 from exporter.app import Exporter
 from exporter.config.exporter import load_config
 from exporter.config.nodes import NodeConfig
-from exporter.config.schema import ConfigError
+from exporter.errors import ConfigError
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
