@@ -481,10 +481,6 @@ class Engine:
         while len(self._spare) > SPARE_HANDLES:
             self._spare.pop().curl.close()
 
-    def spare_handles(self) -> int:
-        """Idle curl handles kept for reuse (read from any thread; for tests)."""
-        return len(self._spare)
-
     def _configure(self, handle: _Handle, request: Request, remaining_ms: int) -> None:
         """The options of one GET. A handle last used with the same profile keeps its options
         and gets only the URL and timeouts; any other is reset and configured in full."""

@@ -282,11 +282,6 @@ class ThreadedHTTPServer:
         it is read), or None; a subclass checks what it needs (client certificate SANs)."""
         return None
 
-    def open_connections(self) -> int:
-        """Client connections open now (waiting, idle or being answered)."""
-        with self._lock:
-            return len(self._conns)
-
     def serve_forever(self, poll_interval: float = 0.1) -> None:
         """Accept, read heads and expire connections until shutdown()."""
         with self._lock:  # against a shutdown() racing this start
