@@ -29,8 +29,9 @@ kind too, written in brackets below. The whole hierarchy, by the layer that rais
   + ProbeRefusedError              a /probe request that cannot be served (bad target)
   + ReloadPendingError             a reload already waits to run
 
-FetchError, NotSentError and InvalidResponseError live with the reason and reading types
-they carry; every other class is defined here, and the modules import it from here.
+FetchError and NotSentError live beside the Reason and the client they carry, and
+InvalidResponseError beside the readers that raise it; every other class is defined here,
+and the modules import it from here.
 """
 
 from __future__ import annotations
