@@ -17,10 +17,11 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
+from exporter.errors import DurationError, InvalidListenAddressError
 from exporter.logs import FORMATS, LEVELS
 from exporter.ownfile import NOT_A_FILE, refusal
-from exporter.values import DurationError, parse_go_duration
-from exporter.web.httpserver import ListenAddressError, parse_listen_address
+from exporter.values import parse_go_duration
+from exporter.web.httpserver import parse_listen_address
 
 ENV_PREFIX = "LEDGER_EXPORTER_"
 #: Durations a command line takes: at least a millisecond, at most a day.
@@ -149,7 +150,7 @@ def listen_address(text: str) -> str:
     """``host:port``, ``:port`` or ``[v6]:port``, checked by the server's own parser."""
     try:
         parse_listen_address(text)
-    except ListenAddressError as error:
+    except InvalidListenAddressError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return text
 

@@ -24,9 +24,10 @@ from exporter.bounds import (
 )
 from exporter.config.nodes import NodeConfig, is_secret, is_secret_key, read_node
 from exporter.config.probe_modules import ProbeConfig, read_probe
-from exporter.config.schema import ConfigError, Reader, checking, locate, read_document
+from exporter.config.schema import Reader, checking, locate, read_document
 from exporter.config.watchlist import WatchConfig, read_watch
 from exporter.config.yamlsource import Path
+from exporter.errors import ConfigError
 
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 #: Chains polled per node when its /health lists more (a listing gone wrong must not flood

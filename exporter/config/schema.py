@@ -18,7 +18,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from exporter.config.yamlsource import LocatedYaml, Path, YamlSyntaxError, load_located
+from exporter.config.yamlsource import LocatedYaml, Path, load_located
+from exporter.errors import ConfigError, YamlSyntaxError
 from exporter.values import parse_go_duration
 
 #: A duration's allowed range: ("100ms", 0.1, "1h", 3600.0).
@@ -26,15 +27,6 @@ Bounds = tuple[str, float, str, float]
 #: Longest text of a value a problem quotes (a long one is cut, marked with "...").
 QUOTED_LENGTH = 60
 NOT_SHOWN = "(value not shown)"
-
-
-class ConfigError(Exception):
-    """A config file cannot be used; ``problems`` lists every reason, one per line."""
-
-    def __init__(self, source: str, problems: list[str]) -> None:
-        self.source = source
-        self.problems = problems
-        super().__init__(f"{source}: " + "; ".join(problems))
 
 
 @contextmanager

@@ -24,7 +24,7 @@ from exporter.config.exporter import (
     parse_config,
 )
 from exporter.config.nodes import NODE_KEYS, NodeConfig, TlsConfig
-from exporter.config.schema import ConfigError
+from exporter.errors import ConfigError
 from tests.support.testdata import REPO, TESTDATA, expected_problems
 
 CONFIG_TESTDATA = TESTDATA / "config"
