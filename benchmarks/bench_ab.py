@@ -2,7 +2,7 @@
 
 Run on demand, never in the test suite (about 1.5 minutes per tree, fleet size and round):
 
-    .venv/bin/python benchmarks/bench_ab.py --a /work/wt/before --b . --rounds 2 --nodes 1000 3000
+    .venv/bin/python benchmarks/bench_ab.py --a ../before --b . --rounds 2 --nodes 1000 3000
     .venv/bin/python benchmarks/bench_ab.py --a ../old --b . --answers varied-small -- --cycles 4
 
 Each tree is measured with its own ``.venv/bin/ledger-exporter`` (its code, its venv: set
