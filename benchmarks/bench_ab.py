@@ -45,7 +45,7 @@ class Run(NamedTuple):
     rss_mib: float  # the exporter's peak RSS
     chains: str  # chains read (worst cycle), as printed
     cycle: str  # the exporter's cycle time (median / max), as printed
-    load: str  # the machine's load averages at the run's end
+    load: str  # the machine's load averages at the run's start and end
 
 
 def schedule(rounds: int, sizes: Sequence[int]) -> list[tuple[int, int, str]]:
@@ -155,17 +155,17 @@ def main(argv: Sequence[str]) -> int:
           file=sys.stderr)  # fmt: skip
     runs = []
     for number, nodes, tree in schedule(args.rounds, args.nodes):
-        print(f"round {number}, {nodes} nodes, {tree} (load {load_average()}) ...",
-              file=sys.stderr)  # fmt: skip
+        before = load_average()
+        print(f"round {number}, {nodes} nodes, {tree} (load {before}) ...", file=sys.stderr)
         command = ratio_command(commands[tree], nodes, passed)
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")
-        runs.append(run_of(number, tree, nodes, done.stdout, load_average()))
+        runs.append(run_of(number, tree, nodes, done.stdout, f"{before} / {load_average()}"))
     print(f"\nA: {commands['A']}\nB: {commands['B']}\nbench_ratio.py {' '.join(passed)} "
           "(--scrape-every 0: once per interval)\n")  # fmt: skip
     header = ["round", "nodes", "tree", "ratio", "CPU/request", "bare CPU/request",
-              "chains read", "cycle", "peak RSS", "load after (1, 5, 15 min)"]  # fmt: skip
+              "chains read", "cycle", "peak RSS", "load before / after (1, 5, 15 min)"]  # fmt: skip
     rows = [[str(r.round), str(r.nodes), r.tree, f"{r.ratio:.2f}x", f"{r.cpu_ms:.3f} ms",
              f"{r.bare_ms:.3f} ms", r.chains, r.cycle, f"{r.rss_mib:.1f} MiB", r.load]
             for r in runs]  # fmt: skip
