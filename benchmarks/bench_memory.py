@@ -38,7 +38,6 @@ import gc
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import threading
@@ -49,18 +48,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_fleet import _free_port, _proc_mib, _wait_for
-from bench_ratio import FLEET_CPUS, PINNED, Scraper, add_fleet_arguments, start_fleet
-from benchlib import (
-    MIB,
-    PYTHON,
-    REPO,
-    MachineMeter,
-    exporter_version,
-    markdown_table,
-    stop_process,
-)
-from fleet_answers import SHAPES
+# The exporter's process imports only the above: the driver's modules (fleet, scrapes,
+# tables) are imported by the functions that use them, so they add nothing to its memory.
+MIB = 1024 * 1024
+REPO = Path(__file__).resolve().parent.parent
 
 #: Objects never walked into: what every object refers to (its class), and code.
 _OPAQUE = (type, type(sys), type(lambda: None), type(print), type((lambda: None).__code__))
@@ -238,6 +229,9 @@ class PeakWatch:
         self.peak: dict[str, Any] = {"rss": 0}
         self.phases: Counter[str] = Counter()  # the highest RSS seen in each phase
         self._every = every
+
+    def start(self) -> None:
+        """Start sampling: after the exporter tuned malloc (its arenas are then capped)."""
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self) -> None:
@@ -268,6 +262,7 @@ def run_inside(report: Path, cycle: int, sites: bool, exporter_args: list[str]) 
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
         made(self, *args, **kwargs)
         apps.append(self)
+        watch.start()
 
     run_cycle = Poller.run_cycle
 
@@ -366,6 +361,12 @@ def write_report(report: Path, app: Any, fresh: Any, watch: PeakWatch) -> None:
 
 def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     """Fleet, exporter child and scrapes; the child's report once written."""
+    import subprocess  # noqa: PLC0415 (the driver's own: see the imports)
+
+    from bench_fleet import _free_port, _proc_mib, _wait_for  # noqa: PLC0415
+    from bench_ratio import PINNED, Scraper, start_fleet  # noqa: PLC0415
+    from benchlib import PYTHON, stop_process  # noqa: PLC0415
+
     started: list[subprocess.Popen[bytes]] = []
     scraper = None
     report = workdir / "report.json"
@@ -456,6 +457,19 @@ def allocator_rows(data: dict[str, Any]) -> list[list[str]]:
 
 
 def main(argv: Sequence[str]) -> int:
+    if "--inside" in argv:  # the exporter's process: nothing of the driver's imported
+        inside = argparse.ArgumentParser()
+        inside.add_argument("--inside")
+        inside.add_argument("--cycle", type=int)
+        inside.add_argument("--sites", action="store_true")
+        known, rest = inside.parse_known_args(argv)
+        return run_inside(
+            Path(known.inside), known.cycle, known.sites, [a for a in rest if a != "--"]
+        )
+    from bench_ratio import FLEET_CPUS, add_fleet_arguments  # noqa: PLC0415
+    from benchlib import MachineMeter, exporter_version, markdown_table  # noqa: PLC0415
+    from fleet_answers import SHAPES  # noqa: PLC0415
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=3000, help="fleet size (3000)")
     add_fleet_arguments(parser)
@@ -472,10 +486,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--sites", action="store_true",
                         help="run the exporter under tracemalloc and print the top allocation "
                         "sites (its tables add ~10 kB a node to the RSS)")  # fmt: skip
-    parser.add_argument("--inside", help=argparse.SUPPRESS)
-    args, rest = parser.parse_known_args(argv)
-    if args.inside:
-        return run_inside(Path(args.inside), args.cycle, args.sites, [a for a in rest if a != "--"])
+    args = parser.parse_args(argv)
     meter = MachineMeter()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     os.sched_setaffinity(0, FLEET_CPUS)
