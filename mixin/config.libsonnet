@@ -36,19 +36,9 @@
 //   probeStalledWindow           10m      LedgerProbeBlockHeightStalled
 //   contractChangedWindow        15m      LedgerWatchedContractChanged (info)
 //
-// Fixed by what they detect (no setting): LedgerNodeDown (up == 0, 2m), LedgerBlockchainDown
-// (5m), LedgerCouncilBelowMinMembers (below the chain's own consensus.minMembers, 5m),
-// LedgerBlockchainForked (more than one block at the checkpoint, 2m),
-// LedgerNodeOffMajorityBlock (a block other than a strict majority's, 2m),
-// LedgerCouncilViewsDiverge (more than one council set, 5m), LedgerNodeOffMajorityCouncil
-// (a council set other than a strict majority's, 5m),
-// LedgerNetworkPartitioned (more than one group, 2m), LedgerConsensusConfigDiverges (more
-// than one consensus configuration, 10m), LedgerNodeOffMajorityConsensus (a configuration
-// other than a strict majority's, 10m), LedgerCouncilQuorumThin (council members up among
-// the polled nodes down to the votes required, where every member is polled, 5m),
-// LedgerProbeFailed (2m),
-// LedgerWatchedContractNotActive and LedgerWatchedWalletDisabled (2m),
-// LedgerWatchedContractNodesDisagree and LedgerWatchedWalletNodesDisagree (5m).
+// An alert not in this table has no setting: what it detects fixes its condition (more than
+// one block at the checkpoint, a node down), and the comment above it (alerts/*.libsonnet)
+// says why its `for`. docs/alerts.md lists every alert with its severity and `for`.
 {
   _config+:: {
     assert self.exporterJobSelector != '' && self.ledgerJobSelector != '' :

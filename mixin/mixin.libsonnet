@@ -1,6 +1,8 @@
 // ledger-exporter's monitoring mixin: prometheusAlerts, prometheusRules and
-// grafanaDashboards (file name -> dashboard), configured by _config (config.libsonnet).
+// grafanaDashboards (file name -> dashboard), configured by _config (config.libsonnet), and
+// the thresholds the exporter's status page applies (status_page.libsonnet).
 (import 'config.libsonnet') +
 (import 'alerts/alerts.libsonnet') +
 (import 'rules/rules.libsonnet') +
-(import 'dashboards/dashboards.libsonnet')
+(import 'dashboards/dashboards.libsonnet') +
+(import 'status_page.libsonnet')

@@ -25,18 +25,10 @@ from exporter import __version__
 from exporter.model.readings import ChainGauge, ChainReading
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.text import ISOLATE_END, ISOLATE_START, visible
-from exporter.web.problems import (
-    BEHIND_BLOCKS,
-    PEERS_LOST,
-    STALLED_SECONDS,
-    Attention,
-    Problem,
-    Severity,
-    age,
-    attention,
-)
+from exporter.web.alert_thresholds import Severity
+from exporter.web.problems import Attention, Problem, age, attention, peers_lost
 
-__all__ = ["BEHIND_BLOCKS", "PEERS_LOST", "STALLED_SECONDS", "StatusPage"]
+__all__ = ["StatusPage"]
 
 REFRESH_SECONDS = 10
 SHORT_ID = 12  # chain ids (and watched names) longer than this show their first 8 characters
@@ -211,7 +203,7 @@ def _node_row(node: NodeStatus, problems: list[Problem], now: float) -> str:
     health = node.health
     state = '<span class="ok">up</span>' if node.up else '<span class="bad">down</span>'
     peers = health.peer_count if health else None
-    peer_class = " bad" if peers == PEERS_LOST else ""
+    peer_class = " bad" if peers_lost(peers) else ""
     error = _shown(node.error) if node.error else ""
     if node.error and node.last_success is not None:
         error += f" <small>(since last success, {_ago(node.last_success, now)})</small>"

@@ -1,12 +1,14 @@
 """What the status page flags: each problem mirrors a shipped alert, with that alert's
 threshold and severity, so the page never says more or less than the pages an operator gets.
+Both come from the mixin, rendered into the package (:mod:`exporter.web.alert_thresholds`);
+none is stated here.
 
 Three scopes, shown in this order: the network as a whole (forks, splits without a majority,
 partitions, council views, and consensus health: a thin quorum, consensus settings that
 drift, a vote session that does not close, a leader whose rounds keep failing), each node and
 chain, and the watched contracts and wallets. A
 problem is listed from the first cycle its alert's condition holds, before the alert's `for`
-has passed; syncing, whose alert waits half an hour, is listed as info until then. Pure
+has passed; syncing, whose alert waits long (its `for`), is listed as info until then. Pure
 functions of one snapshot: the page is rendered once per cycle. Every age is a difference
 of the snapshot's times and ``now_mono``, all on the monotonic clock (``time.monotonic()``),
 so a wall-clock step neither raises nor hides a problem.
@@ -17,66 +19,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from enum import Enum, IntEnum
+from enum import Enum
 
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import ChainGauge, ChainReading
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.model.watch_readings import ContractReading, WalletReading, WatchedObject, WatchStatus
 from exporter.text import isolated
+from exporter.web.alert_thresholds import SHIPPED, Severity, Thresholds
 
-#: The shipped alerts' thresholds (mixin/config.libsonnet; tests/web/test_landing.py,
-#: tests/web/test_status_page.py and tests/web/test_status_page_consensus.py tie them to the
-#: rendered rules):
-STALL_GRACE_SECONDS = 180  # LedgerBlockHeightStalled: stallGraceSeconds
-STALLED_SECONDS = 600  # LedgerBlockHeightStalled: heightStalledSeconds (no settings reported)
-BEHIND_BLOCKS = 10  # LedgerNodeBehind: blocksBehindThreshold
-PEERS_LOST = 0  # LedgerNodePeersLost: no peers at all
-SYNCING_SECONDS = 1800  # LedgerBlockchainSyncingTooLong: syncingTooLongFor (30m)
-SESSION_STUCK_TIMEOUTS = 5  # LedgerVoteSessionStuck: voteSessionStuckTimeouts
-SESSION_STUCK_SECONDS = 600  # LedgerVoteSessionStuck: voteSessionStuckSeconds (no timeout)
-LEADER_FAILED_ROUNDS = 3  # LedgerLeaderFailingRounds: leaderFailedRoundsThreshold
-LEADER_WINDOW_SECONDS = 900  # LedgerLeaderFailingRounds: leaderFailedRoundsWindow (15m)
-REQUIRED_WINDOW_SECONDS = 3600  # LedgerCouncilQuorumThin: consensusRequired of the last hour
-
-
-class Severity(IntEnum):
-    """An alert's ``severity`` label; the page lists the most severe first."""
-
-    CRITICAL = 0
-    WARNING = 1
-    INFO = 2
-
-    @property
-    def label(self) -> str:
-        return self.name.lower()
-
-
-#: Each shipped alert the page mirrors, with its severity (tests/web/test_status_page.py ties each
-#: to the ``severity`` label of the rendered rules).
-ALERT_SEVERITY = {
-    "LedgerBlockchainForked": Severity.CRITICAL,
-    "LedgerNodeOffMajorityBlock": Severity.CRITICAL,
-    "LedgerNetworkPartitioned": Severity.CRITICAL,
-    "LedgerCouncilViewsDiverge": Severity.WARNING,
-    "LedgerNodeOffMajorityCouncil": Severity.WARNING,
-    "LedgerCouncilQuorumThin": Severity.CRITICAL,
-    "LedgerConsensusConfigDiverges": Severity.WARNING,
-    "LedgerNodeOffMajorityConsensus": Severity.WARNING,
-    "LedgerVoteSessionStuck": Severity.WARNING,
-    "LedgerLeaderFailingRounds": Severity.WARNING,
-    "LedgerNodeDown": Severity.CRITICAL,
-    "LedgerNodePeersLost": Severity.CRITICAL,
-    "LedgerBlockHeightStalled": Severity.CRITICAL,
-    "LedgerCouncilBelowMinMembers": Severity.CRITICAL,
-    "LedgerBlockchainDown": Severity.WARNING,
-    "LedgerNodeBehind": Severity.WARNING,
-    "LedgerBlockchainSyncingTooLong": Severity.WARNING,
-    "LedgerWatchedContractNotActive": Severity.WARNING,
-    "LedgerWatchedWalletDisabled": Severity.WARNING,
-    "LedgerWatchedContractNodesDisagree": Severity.WARNING,
-    "LedgerWatchedWalletNodesDisagree": Severity.WARNING,
-}
+#: The shipped alerts' thresholds, unless a caller gives others (a test's rendering).
+SHIPPED_THRESHOLDS = SHIPPED.thresholds
 
 
 class Scope(Enum):
@@ -105,7 +58,7 @@ class Problem:
 
 
 def _alerting(alert: str, scope: Scope, text: str, **where: str | None) -> Problem:
-    return Problem(scope, ALERT_SEVERITY[alert], alert, text, **where)
+    return Problem(scope, SHIPPED.severity(alert), alert, text, **where)
 
 
 def age(seconds: float) -> str:
@@ -207,7 +160,9 @@ def _readers(snapshot: Snapshot) -> dict[str, Readers]:
     return found
 
 
-def consensus_problems(snapshot: Snapshot, now_mono: float) -> list[Problem]:
+def consensus_problems(
+    snapshot: Snapshot, now_mono: float, thresholds: Thresholds = SHIPPED_THRESHOLDS
+) -> list[Problem]:
     """Per chain, the lines of the consensus alerts that compare or gather the polled nodes:
     a thin quorum, vote sessions that do not close (naming the nodes that see them), and
     leaders whose rounds keep failing (once per leader, whichever nodes see it)."""
@@ -215,16 +170,18 @@ def consensus_problems(snapshot: Snapshot, now_mono: float) -> list[Problem]:
     members = {key: name for name, key in snapshot.network.node_keys}  # down ones too
     members |= {n.health.node_key: n.name for n in snapshot.nodes if n.health and n.health.node_key}
     found = [
-        _thin_quorum(chain, readers.get(chain.blockchain, []), now_mono)
+        _thin_quorum(chain, readers.get(chain.blockchain, []), now_mono, thresholds)
         for chain in snapshot.network.chains
     ]
     for blockchain, seen in readers.items():
-        found.append(_stuck_sessions(blockchain, seen))
-        found += _failing_leaders(blockchain, seen, now_mono, members)
+        found.append(_stuck_sessions(blockchain, seen, thresholds))
+        found += _failing_leaders(blockchain, seen, now_mono, members, thresholds)
     return [problem for problem in found if problem is not None]
 
 
-def _thin_quorum(chain: ChainAgreement, readers: Readers, now_mono: float) -> Problem | None:
+def _thin_quorum(
+    chain: ChainAgreement, readers: Readers, now_mono: float, thresholds: Thresholds
+) -> Problem | None:
     """LedgerCouncilQuorumThin: the members up no more than the votes required, where every
     member of the majority's council is polled (an unpolled member is unknown)."""
     up, polled = chain.council_members_up, chain.council_members_polled
@@ -234,7 +191,7 @@ def _thin_quorum(chain: ChainAgreement, readers: Readers, now_mono: float) -> Pr
         for n, c in readers
         if n.name in majority and c.reading and c.reading.council
     ]
-    required = _required_votes(readers, now_mono)
+    required = _required_votes(readers, now_mono, thresholds.required_votes_window_seconds)
     if up is None or polled is None or not sizes or polled < max(sizes) or required is None:
         return None
     if up > required:
@@ -248,14 +205,15 @@ def _thin_quorum(chain: ChainAgreement, readers: Readers, now_mono: float) -> Pr
     return _alerting("LedgerCouncilQuorumThin", Scope.NETWORK, text, chain=chain.blockchain)
 
 
-def _required_votes(readers: Readers, now_mono: float) -> float | None:
-    """The highest consensusRequired reported in the last hour, else consensus.minMembers."""
+def _required_votes(readers: Readers, now_mono: float, window: float) -> float | None:
+    """The highest consensusRequired reported in the last ``window`` seconds, else
+    consensus.minMembers."""
     recent = [
         value
         for _, chain in readers
         if chain.consensus is not None and chain.consensus.last_required is not None
         for value, at in (chain.consensus.last_required,)
-        if now_mono - at <= REQUIRED_WINDOW_SECONDS
+        if now_mono - at <= window
     ]
     minimum = [
         m
@@ -265,22 +223,26 @@ def _required_votes(readers: Readers, now_mono: float) -> float | None:
     return max(recent) if recent else max(minimum, default=None)
 
 
-def session_stuck_after(reading: ChainReading) -> float:
+def session_stuck_after(
+    reading: ChainReading, thresholds: Thresholds = SHIPPED_THRESHOLDS
+) -> float:
     """Seconds a vote session may stay open (LedgerVoteSessionStuck)."""
     timeout = reading.gauge(ChainGauge.CONSENSUS_TIMEOUT)
-    return SESSION_STUCK_SECONDS if timeout is None else SESSION_STUCK_TIMEOUTS * timeout
+    if timeout is None:
+        return thresholds.vote_session_stuck_seconds
+    return thresholds.vote_session_stuck_timeouts * timeout
 
 
-def _stuck_sessions(blockchain: str, readers: Readers) -> Problem | None:
+def _stuck_sessions(blockchain: str, readers: Readers, thresholds: Thresholds) -> Problem | None:
     """LedgerVoteSessionStuck, one line per chain naming the nodes whose oldest session is
     open longer than their chain's timeouts allow."""
     stuck = [
-        (node.name, chain.consensus.session_age, session_stuck_after(chain.reading))
+        (node.name, chain.consensus.session_age, session_stuck_after(chain.reading, thresholds))
         for node, chain in readers
         if chain.reading is not None
         and chain.consensus is not None
         and chain.consensus.session_age is not None
-        and chain.consensus.session_age > session_stuck_after(chain.reading)
+        and chain.consensus.session_age > session_stuck_after(chain.reading, thresholds)
     ]
     if not stuck:
         return None
@@ -289,28 +251,34 @@ def _stuck_sessions(blockchain: str, readers: Readers) -> Problem | None:
     nodes = ", ".join(name for name, _, _ in stuck)
     text = (
         f"a vote session open for {age(oldest)} on {nodes}, more than "
-        f"{SESSION_STUCK_TIMEOUTS} consensus timeouts ({age(limit)}): it does not close"
+        f"{thresholds.vote_session_stuck_timeouts:g} consensus timeouts ({age(limit)}): "
+        "it does not close"
     )
     return _alerting("LedgerVoteSessionStuck", Scope.NETWORK, text, chain=blockchain)
 
 
 def _failing_leaders(
-    blockchain: str, readers: Readers, now_mono: float, members: dict[str, str]
+    blockchain: str,
+    readers: Readers,
+    now_mono: float,
+    members: dict[str, str],
+    thresholds: Thresholds,
 ) -> list[Problem]:
     """LedgerLeaderFailingRounds, one line per leader (however many nodes see it fail)."""
     counts: dict[str, dict[str, int]] = defaultdict(dict)  # leader -> node -> failures
-    since = now_mono - LEADER_WINDOW_SECONDS
+    window_seconds = thresholds.leader_failed_rounds_window_seconds
+    since = now_mono - window_seconds
     for node, chain in readers:
         for leader, times in chain.consensus.recent_failures if chain.consensus else ():
             counts[leader][node.name] = sum(1 for at in times if at > since)
     found = []
     for leader, by_node in sorted(counts.items()):
         failed = max(by_node.values())
-        if failed < LEADER_FAILED_ROUNDS:
+        if failed < thresholds.leader_failed_rounds_threshold:
             continue
         who = f" (node {members[leader]})" if leader in members else ""
         seen = ", ".join(name for name, count in by_node.items() if count == failed)
-        window = age(LEADER_WINDOW_SECONDS).removesuffix(" 0s")
+        window = age(window_seconds).removesuffix(" 0s")
         text = f"leader{who} failed {failed} vote rounds in the last {window}, as {seen} saw them"
         where = {"chain": blockchain, "subject": leader}
         found.append(_alerting("LedgerLeaderFailingRounds", Scope.NETWORK, text, **where))
@@ -341,14 +309,14 @@ def _off_majority(view: NetworkView) -> dict[tuple[str, str], list[Problem]]:
 # --- each node and chain -------------------------------------------------------------------
 
 
-def _syncing(node: str, chain: ChainStatus, now_mono: float) -> Problem:
-    """Syncing is normal for a while: info until the alert's 30 minutes, then its warning."""
+def _syncing(node: str, chain: ChainStatus, now_mono: float, thresholds: Thresholds) -> Problem:
+    """Syncing is normal for a while: info until the alert's `for`, then its warning."""
     since = chain.syncing_since if chain.syncing_since is not None else now_mono
     text = f"syncing for {age(now_mono - since)}"
-    if now_mono - since >= SYNCING_SECONDS:
+    if now_mono - since >= thresholds.syncing_too_long_seconds:
         alert = "LedgerBlockchainSyncingTooLong"
         return _alerting(alert, Scope.NODE, text, node=node, chain=chain.blockchain)
-    text += f" (alerts after {age(SYNCING_SECONDS).removesuffix(' 0s')})"
+    text += f" (alerts after {age(thresholds.syncing_too_long_seconds).removesuffix(' 0s')})"
     return Problem(Scope.NODE, Severity.INFO, None, text, node, chain.blockchain)
 
 
@@ -362,14 +330,14 @@ def _council_below_minimum(node: str, chain: ChainStatus) -> Problem | None:
     return _alerting(alert, Scope.NODE, text, node=node, chain=chain.blockchain)
 
 
-def stall_threshold(reading: ChainReading) -> float:
+def stall_threshold(reading: ChainReading, thresholds: Thresholds = SHIPPED_THRESHOLDS) -> float:
     """Seconds a chain's height may stay while work waits (LedgerBlockHeightStalled): its
     txMaxTimeTrigger + consensusTimeout + the grace, or the fallback without them."""
     trigger = reading.gauge(ChainGauge.TX_MAX_TIME_TRIGGER)
     timeout = reading.gauge(ChainGauge.CONSENSUS_TIMEOUT)
     if trigger is None or timeout is None:
-        return STALLED_SECONDS
-    return trigger + timeout + STALL_GRACE_SECONDS
+        return thresholds.height_stalled_seconds
+    return trigger + timeout + thresholds.stall_grace_seconds
 
 
 def is_idle(reading: ChainReading) -> bool:
@@ -378,11 +346,12 @@ def is_idle(reading: ChainReading) -> bool:
     return pending == 0 and reading.gauge(ChainGauge.VOTE_SESSIONS) == 0
 
 
-def _stalled(chain: ChainStatus, now_mono: float) -> str | None:
+def _stalled(chain: ChainStatus, now_mono: float, thresholds: Thresholds) -> str | None:
     """The stall line, as LedgerBlockHeightStalled and LedgerNodeBehind's guard see it."""
     if chain.reading is None or chain.height_changed_at is None or is_idle(chain.reading):
         return None
-    still, threshold = now_mono - chain.height_changed_at, stall_threshold(chain.reading)
+    still = now_mono - chain.height_changed_at
+    threshold = stall_threshold(chain.reading, thresholds)
     if still <= threshold:
         return None
     due = f"a block was due within {age(threshold)}"
@@ -390,7 +359,11 @@ def _stalled(chain: ChainStatus, now_mono: float) -> str | None:
 
 
 def chain_problems(
-    node: str, chain: ChainStatus, now_mono: float, off: Iterable[Problem] = ()
+    node: str,
+    chain: ChainStatus,
+    now_mono: float,
+    off: Iterable[Problem] = (),
+    thresholds: Thresholds = SHIPPED_THRESHOLDS,
 ) -> list[Problem]:
     """What one chain of an up node shows, by the alerts' thresholds."""
     where = {"node": node, "chain": chain.blockchain}
@@ -399,20 +372,29 @@ def chain_problems(
         return [_alerting("LedgerBlockchainDown", Scope.NODE, text, **where)]
     found = list(off)
     syncing = chain.reading.syncing is True
-    stalled = _stalled(chain, now_mono)
+    stalled = _stalled(chain, now_mono, thresholds)
+    behind = chain.blocks_behind
     if stalled is not None:
         found.append(_alerting("LedgerBlockHeightStalled", Scope.NODE, stalled, **where))
-    elif chain.blocks_behind is not None and chain.blocks_behind > BEHIND_BLOCKS and not syncing:
-        text = f"{chain.blocks_behind:.0f} blocks behind"
+    elif behind is not None and behind > thresholds.blocks_behind_threshold and not syncing:
+        text = f"{behind:.0f} blocks behind"
         found.append(_alerting("LedgerNodeBehind", Scope.NODE, text, **where))
     if syncing:
-        found.append(_syncing(node, chain, now_mono))
+        found.append(_syncing(node, chain, now_mono, thresholds))
     below = _council_below_minimum(node, chain)
     return found + ([below] if below else [])
 
 
+def peers_lost(peer_count: float | None) -> bool:
+    """LedgerNodePeersLost's condition: no peer at all (what the alert means, not a setting)."""
+    return peer_count == 0
+
+
 def node_problems(
-    node: NodeStatus, now_mono: float, off: dict[tuple[str, str], list[Problem]] | None = None
+    node: NodeStatus,
+    now_mono: float,
+    off: dict[tuple[str, str], list[Problem]] | None = None,
+    thresholds: Thresholds = SHIPPED_THRESHOLDS,
 ) -> list[Problem]:
     """What one node and its chains show, most severe first."""
     if not node.up:
@@ -424,12 +406,11 @@ def node_problems(
         text = f"{since}: {isolated(node.error) if node.error else 'no answer'}"
         return [_alerting("LedgerNodeDown", Scope.NODE, text, node=node.name)]
     found: list[Problem] = []
-    if node.health is not None and node.health.peer_count == PEERS_LOST:
+    if node.health is not None and peers_lost(node.health.peer_count):
         found.append(_alerting("LedgerNodePeersLost", Scope.NODE, "no peers", node=node.name))
     for chain in node.chains:
-        found += chain_problems(
-            node.name, chain, now_mono, (off or {}).get((node.name, chain.blockchain), ())
-        )
+        off_majority = (off or {}).get((node.name, chain.blockchain), ())
+        found += chain_problems(node.name, chain, now_mono, off_majority, thresholds)
     return sorted(found, key=lambda problem: problem.severity)
 
 
@@ -521,7 +502,7 @@ def watch_problems(watch: WatchStatus) -> list[Problem]:
             found.append(
                 Problem(
                     Scope.WATCH,
-                    ALERT_SEVERITY[alert],
+                    SHIPPED.severity(alert),
                     alert,
                     differ,
                     None,
@@ -569,12 +550,16 @@ class Attention:
         return {severity: sum(p.severity is severity for p in every) for severity in Severity}
 
 
-def attention(snapshot: Snapshot, now_mono: float) -> Attention:
-    """What the page flags for ``snapshot``, as of ``now_mono`` (the end of its cycle)."""
-    network = network_problems(snapshot.network) + consensus_problems(snapshot, now_mono)
+def attention(
+    snapshot: Snapshot, now_mono: float, thresholds: Thresholds = SHIPPED_THRESHOLDS
+) -> Attention:
+    """What the page flags for ``snapshot``, as of ``now_mono`` (the end of its cycle), by the
+    shipped alerts' thresholds unless ``thresholds`` are given."""
+    network = network_problems(snapshot.network)
+    network += consensus_problems(snapshot, now_mono, thresholds)
     by_severity = sorted(network, key=lambda p: p.severity)
     off = _off_majority(snapshot.network)
-    nodes = {node.name: node_problems(node, now_mono, off) for node in snapshot.nodes}
+    nodes = {node.name: node_problems(node, now_mono, off, thresholds) for node in snapshot.nodes}
     found = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)
     watch = sorted(found, key=lambda p: p.severity)
     return Attention(tuple(by_severity), nodes, tuple(watch))

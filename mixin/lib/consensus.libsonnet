@@ -2,6 +2,8 @@
 // an alert, the guard of another alert and a dashboard panel cannot drift apart. Each takes
 // the selector to use (`s`: the alerts' ledgerSelector, or a dashboard's with its variables)
 // and the labels that tell one exporter's series from another's (`by`: exporterInstanceLabels).
+local requiredVotesWindow = '1h';
+
 {
   // A chain whose height has not moved for longer than a block can take while work waits:
   // the chain's own txMaxTimeTrigger (a block is minted at the latest then) plus its
@@ -42,17 +44,21 @@
       )
     ||| % { s: s, times: c.voteSessionStuckTimeouts, fallback: c.voteSessionStuckSeconds },
 
+  // How far back requiredVotes looks for consensusRequired (the status page reads it too,
+  // mixin/status_page.libsonnet).
+  requiredVotesWindow:: requiredVotesWindow,
+
   // Votes a session needs on each chain, per exporter: the highest consensusRequired any
-  // polled node reported in the last hour (sessions come and go; a chain between sessions
-  // still needs them), else the highest consensus.minMembers.
+  // polled node reported in the last requiredVotesWindow (sessions come and go; a chain
+  // between sessions still needs them), else the highest consensus.minMembers.
   requiredVotes(s, by)::
     |||
       (
-        max by (%(by)s, blockchain) (max_over_time(ledger_blockchain_vote_consensus_required{%(s)s}[1h]))
+        max by (%(by)s, blockchain) (max_over_time(ledger_blockchain_vote_consensus_required{%(s)s}[%(window)s]))
         or
         max by (%(by)s, blockchain) (ledger_blockchain_consensus_min_members{%(s)s})
       )
-    ||| % { s: s, by: by },
+    ||| % { s: s, by: by, window: requiredVotesWindow },
 
   // Chains where every member of the majority's council is a polled node: only there is a
   // member that is not up known to be down (an unpolled member is unknown, not down).

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import re
 import shutil
 import subprocess
@@ -212,6 +213,27 @@ def test_the_wheel_holds_the_package_not_the_repository(venv: Path, tmp_path: Pa
     )
     assert located.returncode == 0, located.stderr
     assert Path(located.stdout.strip()).is_relative_to(venv)
+
+
+def test_the_status_page_reads_its_thresholds_from_the_installed_package(
+    venv: Path, tmp_path: Path
+) -> None:
+    """exporter/rules/thresholds.json (rendered by `make mixin`) ships in the wheel, and the
+    installed package reads it, far from the source tree."""
+    code = (
+        "from dataclasses import asdict; from exporter.web.alert_thresholds import SHIPPED; "
+        "import json; print(json.dumps(asdict(SHIPPED.thresholds)), len(SHIPPED.severities))"
+    )
+    result = _run(venv / "bin" / "python", "-c", code, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    thresholds, severities = result.stdout.rsplit(" ", 1)
+    rendered = json.loads((REPO / "exporter" / "rules" / "thresholds.json").read_text())
+    assert (
+        json.loads(thresholds)["blocks_behind_threshold"]
+        == (rendered["thresholds"]["blocksBehindThreshold"])
+    )
+    assert len(json.loads(thresholds)) == len(rendered["thresholds"])
+    assert int(severities) == len(rendered["severities"])
 
 
 def test_version(venv: Path, tmp_path: Path) -> None:

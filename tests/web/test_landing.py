@@ -20,7 +20,7 @@ from exporter.config.exporter import load_config
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
-from exporter.web import landing, problems
+from exporter.web import problems
 from exporter.web.landing import StatusPage
 from ledger_simulator.network import SimulatedNetwork
 from tests.support.documents import chain_doc, health_doc
@@ -343,22 +343,24 @@ def test_flooding_the_status_page_leaves_the_polling_on_time(tmp_path: Path) -> 
 
 
 def test_the_status_page_flags_what_the_shipped_alerts_fire_on() -> None:
-    """The page's thresholds are the alerts': the mixin's defaults, and the rendered rules
-    Prometheus loads (deploy/prometheus/alerts.yml, which tests/monitoring/test_mixin.py keeps
-    equal to
-    the rendering), so a changed alert threshold fails here until the page follows."""
+    """The page's thresholds are the alerts': the mixin's defaults, read by the page from the
+    package's rendering (exporter/rules/thresholds.json), and the numbers in the rules
+    Prometheus loads (deploy/prometheus/alerts.yml; tests/monitoring/test_mixin.py keeps both
+    equal to the rendering)."""
     config = render_mixin.evaluate()["config"]
-    assert config["heightStalledSeconds"] == landing.STALLED_SECONDS
-    assert config["blocksBehindThreshold"] == landing.BEHIND_BLOCKS
+    shipped = problems.SHIPPED_THRESHOLDS
+    assert config["heightStalledSeconds"] == shipped.height_stalled_seconds
+    assert config["blocksBehindThreshold"] == shipped.blocks_behind_threshold
+    assert config["stallGraceSeconds"] == shipped.stall_grace_seconds
     rules = yaml.safe_load((REPO / "deploy" / "prometheus" / "alerts.yml").read_text())
     expr = {r["alert"]: r["expr"] for g in rules["groups"] for r in g["rules"] if "alert" in r}
     selector = r"\{[^}]*\}"
-    assert config["stallGraceSeconds"] == problems.STALL_GRACE_SECONDS
     stalled = " ".join(expr["LedgerBlockHeightStalled"].split())
-    due = rf"consensus_timeout_seconds{selector} \+ {problems.STALL_GRACE_SECONDS} or "
-    fallback = rf"change_timestamp_seconds{selector} \+ {landing.STALLED_SECONDS} \)"
+    due = rf"consensus_timeout_seconds{selector} \+ {shipped.stall_grace_seconds:g} or "
+    fallback = rf"change_timestamp_seconds{selector} \+ {shipped.height_stalled_seconds:g} \)"
     assert re.search(due, stalled) and re.search(fallback, stalled), stalled
     behind = rf"min_over_time\(ledger_blockchain_blocks_behind{selector}\[5m\]\) > "
-    assert re.search(behind + rf"{landing.BEHIND_BLOCKS}\b", expr["LedgerNodeBehind"])
-    lost = rf"ledger_node_peers{selector} == {landing.PEERS_LOST}\b"
-    assert re.search(lost, expr["LedgerNodePeersLost"])
+    assert re.search(behind + rf"{shipped.blocks_behind_threshold:g}\b", expr["LedgerNodeBehind"])
+    # LedgerNodePeersLost means no peer at all, and so does the page's red peer count
+    assert re.search(rf"ledger_node_peers{selector} == 0\b", expr["LedgerNodePeersLost"])
+    assert problems.peers_lost(0) and not problems.peers_lost(1)

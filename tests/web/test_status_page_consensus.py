@@ -22,7 +22,7 @@ from exporter.model.snapshot import Snapshot
 from exporter.poll import consensus_history as consensus
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
-from exporter.web import problems
+from exporter.web import alert_thresholds, problems
 from exporter.web.problems import Problem, attention
 from tests.support.documents import chain_doc, health_doc
 from tests.support.monitoring import PROM_DIR
@@ -169,7 +169,8 @@ def test_a_failing_leader_is_listed_once_naming_its_node() -> None:
         == "leader (node n2) failed 3 vote rounds in the last 15m, as n1, n2, n3, n4 saw them"
     )
     # 15 minutes on, those failures are out of the alert's window
-    later = fleet.cycle({n: chain() for n in everyone}, after=problems.LEADER_WINDOW_SECONDS)
+    window = problems.SHIPPED_THRESHOLDS.leader_failed_rounds_window_seconds
+    later = fleet.cycle({n: chain() for n in everyone}, after=window)
     assert lines_of(later, "LedgerLeaderFailingRounds") == []
 
 
@@ -243,18 +244,21 @@ def test_consensus_lines_come_first_on_the_page() -> None:
 
 
 def test_the_page_uses_the_consensus_alerts_thresholds() -> None:
+    """The mixin's settings, read by the page from the package (durations in seconds)."""
     config = render_mixin.evaluate()["config"]
-    assert config["voteSessionStuckTimeouts"] == problems.SESSION_STUCK_TIMEOUTS
-    assert config["voteSessionStuckSeconds"] == problems.SESSION_STUCK_SECONDS
-    assert config["leaderFailedRoundsThreshold"] == problems.LEADER_FAILED_ROUNDS
-    assert config["leaderFailedRoundsWindow"] == f"{problems.LEADER_WINDOW_SECONDS // 60}m"
+    shipped = problems.SHIPPED_THRESHOLDS
+    assert config["voteSessionStuckTimeouts"] == shipped.vote_session_stuck_timeouts
+    assert config["voteSessionStuckSeconds"] == shipped.vote_session_stuck_seconds
+    assert config["leaderFailedRoundsThreshold"] == shipped.leader_failed_rounds_threshold
+    window = shipped.leader_failed_rounds_window_seconds
+    assert config["leaderFailedRoundsWindow"] == f"{window // 60:.0f}m"
     # the history keeps enough of each leader's failures for the window and the threshold
-    assert consensus.RECENT_FAILURE_SECONDS >= problems.LEADER_WINDOW_SECONDS
-    assert consensus.RECENT_FAILURES_KEPT >= problems.LEADER_FAILED_ROUNDS
+    assert window <= consensus.RECENT_FAILURE_SECONDS
+    assert shipped.leader_failed_rounds_threshold <= consensus.RECENT_FAILURES_KEPT
     alerts = (PROM_DIR / "alerts.yml").read_text(encoding="utf-8")
-    window = f"[{problems.REQUIRED_WINDOW_SECONDS // 3600}h]"
+    required = f"[{shipped.required_votes_window_seconds // 3600:.0f}h]"
     assert re.search(
-        r"max_over_time\(ledger_blockchain_vote_consensus_required\{[^}]*\}" + re.escape(window),
+        r"max_over_time\(ledger_blockchain_vote_consensus_required\{[^}]*\}" + re.escape(required),
         alerts,
     )
 
@@ -272,4 +276,4 @@ def test_the_page_uses_the_consensus_alerts_thresholds() -> None:
 def test_each_consensus_line_carries_its_alerts_severity(alert: str, severity: str) -> None:
     rules = render_mixin.evaluate()["alerts"]["groups"]
     shipped = {r["alert"]: r["labels"]["severity"] for g in rules for r in g["rules"]}
-    assert shipped[alert] == severity == problems.ALERT_SEVERITY[alert].label
+    assert shipped[alert] == severity == alert_thresholds.SHIPPED.severity(alert).label

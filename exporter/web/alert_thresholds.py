@@ -1,0 +1,111 @@
+"""The shipped alerts' thresholds and severities, as the status page applies them.
+
+Read once from the package's ``rules/thresholds.json``, which ``make mixin``
+(tools/render_mixin.py) renders from the monitoring mixin: the thresholds from
+mixin/status_page.libsonnet (the mixin's ``_config`` and the alerts' fixed windows), each
+alert's severity from the rendered alert rules. So the page and the pages an operator
+receives cannot disagree, and no number or severity is stated here. Every value is a number;
+durations are seconds (the file's keys ending in ``Seconds``), converted once, in the mixin.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from enum import IntEnum
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+_FIX = "run `make mixin` (or reinstall the package): it renders this file from mixin/"
+
+
+class Severity(IntEnum):
+    """An alert's ``severity`` label; the page lists the most severe first."""
+
+    CRITICAL = 0
+    WARNING = 1
+    INFO = 2
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The thresholds the page applies, each named as in the mixin (snake_case here, the
+    mixin's camelCase in the file: ``stall_grace_seconds`` is ``stallGraceSeconds``)."""
+
+    stall_grace_seconds: float  # LedgerBlockHeightStalled, after txMaxTimeTrigger + timeout
+    height_stalled_seconds: float  # LedgerBlockHeightStalled, where neither is reported
+    blocks_behind_threshold: float  # LedgerNodeBehind
+    syncing_too_long_seconds: float  # LedgerBlockchainSyncingTooLong's `for`
+    vote_session_stuck_timeouts: float  # LedgerVoteSessionStuck, times consensusTimeout
+    vote_session_stuck_seconds: float  # LedgerVoteSessionStuck, where no timeout is reported
+    leader_failed_rounds_threshold: float  # LedgerLeaderFailingRounds: this many failures ...
+    leader_failed_rounds_window_seconds: float  # ... within this window
+    required_votes_window_seconds: float  # LedgerCouncilQuorumThin: consensusRequired's window
+
+
+@dataclass(frozen=True)
+class AlertRules:
+    """What the page mirrors of the shipped alerts: its thresholds, and each alert's severity."""
+
+    thresholds: Thresholds
+    severities: Mapping[str, Severity]
+
+    def severity(self, alert: str) -> Severity:
+        """``alert``'s severity; a name the rules lack is a bug of the page, said plainly."""
+        try:
+            return self.severities[alert]
+        except KeyError:
+            raise KeyError(f"{alert} is not a shipped alert (rules/thresholds.json)") from None
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def parse(document: Any, source: str) -> AlertRules:
+    """The rules of a thresholds.json ``document`` read from ``source`` (named in errors)."""
+    if not isinstance(document, dict):
+        raise ValueError(f"{source}: not a JSON object; {_FIX}")
+    given = document.get("thresholds")
+    severities = document.get("severities")
+    if not isinstance(given, dict) or not isinstance(severities, dict):
+        raise ValueError(f"{source}: 'thresholds' and 'severities' must be objects; {_FIX}")
+    expected = {_camel(field.name): field.name for field in fields(Thresholds)}
+    missing, unknown = sorted(expected.keys() - given.keys()), sorted(given.keys() - expected)
+    if missing or unknown:
+        raise ValueError(f"{source}: thresholds missing {missing}, unknown {unknown}; {_FIX}")
+    for key, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ValueError(f"{source}: threshold {key} is {value!r}, not a number >= 0; {_FIX}")
+    labels = {severity.label: severity for severity in Severity}
+    for alert, label in severities.items():
+        if not re.fullmatch(r"\w+", str(alert)) or label not in labels:
+            raise ValueError(f"{source}: alert {alert!r} has severity {label!r}; {_FIX}")
+    thresholds = Thresholds(**{expected[key]: value for key, value in given.items()})
+    return AlertRules(thresholds, {alert: labels[label] for alert, label in severities.items()})
+
+
+def load(path: Path | None = None) -> AlertRules:
+    """The rules in ``path``, by default the package's own thresholds.json."""
+    where = resources.files("exporter") / "rules" / "thresholds.json" if path is None else path
+    try:
+        text = where.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ValueError(f"{where}: cannot be read ({err}); {_FIX}") from err
+    try:
+        document = json.loads(text)
+    except ValueError as err:
+        raise ValueError(f"{where}: not JSON ({err}); {_FIX}") from err
+    return parse(document, str(where))
+
+
+#: The package's rules, read once when the page's modules are imported.
+SHIPPED = load()

@@ -1,0 +1,31 @@
+// What the exporter's status page needs of the alerts it mirrors (exporter/web/problems.py
+// lists a problem by the same threshold as its alert): the settings of _config it applies,
+// and the few fixed values of the alerts' PromQL. tools/render_mixin.py writes them, with each
+// alert's severity taken from the rendered rules, to exporter/rules/thresholds.json.
+//
+// Every value is a number. The rule for durations: a key ending in `Seconds` is in seconds;
+// a Prometheus duration of _config ('30m') is converted here, by utils.durationSeconds (the
+// conversion the alerts' summaries use), and its key renamed to end in `Seconds`.
+local q = import 'lib/consensus.libsonnet';
+local utils = import 'lib/utils.libsonnet';
+
+{
+  statusPageThresholds:: {
+    local c = $._config,
+    // LedgerBlockHeightStalled, and the stall guard of LedgerNodeBehind
+    stallGraceSeconds: c.stallGraceSeconds,
+    heightStalledSeconds: c.heightStalledSeconds,
+    // LedgerNodeBehind
+    blocksBehindThreshold: c.blocksBehindThreshold,
+    // LedgerBlockchainSyncingTooLong: its `for`
+    syncingTooLongSeconds: utils.durationSeconds(c.syncingTooLongFor),
+    // LedgerVoteSessionStuck
+    voteSessionStuckTimeouts: c.voteSessionStuckTimeouts,
+    voteSessionStuckSeconds: c.voteSessionStuckSeconds,
+    // LedgerLeaderFailingRounds
+    leaderFailedRoundsThreshold: c.leaderFailedRoundsThreshold,
+    leaderFailedRoundsWindowSeconds: utils.durationSeconds(c.leaderFailedRoundsWindow),
+    // LedgerCouncilQuorumThin: the votes required, from the last window of consensusRequired
+    requiredVotesWindowSeconds: utils.durationSeconds(q.requiredVotesWindow),
+  },
+}
