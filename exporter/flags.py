@@ -17,12 +17,15 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from exporter.logs import FORMATS, LEVELS
+from exporter.logs import DEFAULT_FORMAT, DEFAULT_LEVEL, FORMATS, LEVELS
 from exporter.ownfile import NOT_A_FILE, refusal
 from exporter.values import DurationError, parse_go_duration
 from exporter.web.httpserver import ListenAddressError, parse_listen_address
 
 ENV_PREFIX = "LEDGER_EXPORTER_"
+#: The exporter's port (the one registered for it among Prometheus exporters): the main
+#: command serves on all interfaces there by default, the demo on loopback.
+DEFAULT_PORT = 9877
 #: Durations a command line takes: at least a millisecond, at most a day.
 MIN_SECONDS, MAX_SECONDS = 0.001, 86400.0
 
@@ -67,8 +70,8 @@ def add_log_flags(
         dest="log_level",
         type=log_level,
         metavar="LEVEL",
-        help=f"least severe level logged: {', '.join(LEVELS)} (default info)",
-        default="info" if defaults else argparse.SUPPRESS,
+        help=f"least severe level logged: {', '.join(LEVELS)} (default {DEFAULT_LEVEL})",
+        default=DEFAULT_LEVEL if defaults else argparse.SUPPRESS,
     )
     if formats:
         parser.add_argument(
@@ -76,8 +79,9 @@ def add_log_flags(
             dest="log_format",
             type=log_format,
             metavar="FORMAT",
-            help="log line format on stderr: logfmt (key=value) or json (default logfmt)",
-            default="logfmt" if defaults else argparse.SUPPRESS,
+            help="log line format on stderr: logfmt (key=value) or json"
+            f" (default {DEFAULT_FORMAT})",
+            default=DEFAULT_FORMAT if defaults else argparse.SUPPRESS,
         )
 
 

@@ -28,6 +28,7 @@ from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.config.watchlist import WatchConfig, WatchedContract, WatchedWallet
 from exporter.flags import (
+    DEFAULT_PORT,
     Parser,
     add_log_flags,
     add_network_flags,
@@ -63,9 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--web.listen-address",
         dest="listen_address",
         type=listen_address,
-        default="127.0.0.1:9877",
+        default=f"127.0.0.1:{DEFAULT_PORT}",
         metavar="ADDRESS",
-        help="exporter address (default 127.0.0.1:9877)",
+        help=f"exporter address (default 127.0.0.1:{DEFAULT_PORT})",
     )
     add(
         "--scrape-interval",

@@ -17,7 +17,6 @@ import pytest
 from exporter.bounds import Bounds
 from exporter.config.exporter import (
     _TOP_KEYS,
-    DEFAULT_MAX_RESPONSE_BYTES,
     Config,
     NetworkChecks,
     load_config,
@@ -133,7 +132,7 @@ NODE_A = "nodes:\n  - name: a\n    url: http://127.0.0.1:7740/\n"
             )
             for size, number in [
                 ("512KiB", 512 * 1024),
-                ("8MiB", DEFAULT_MAX_RESPONSE_BYTES),
+                ("8MiB", 8 * 1024 * 1024),
                 ("1GiB", 1024**3),
                 ("100B", 100),
                 ("'2 MiB'", 2 * 1024**2),
