@@ -43,6 +43,10 @@ class Check:
         """``value`` as the config file writes it (``15s``, ``8MiB``, ``[hash, blockHash]``)."""
         return str(value)
 
+    def limits(self) -> str:
+        """The range the check accepts, as the docs state it (empty: nothing to add)."""
+        return ""
+
 
 #: What :meth:`Check.read` returns for a refused value (the default is used instead).
 INVALID: Any = object()
@@ -82,6 +86,9 @@ class Duration(Check):
     def show(self, value: Any) -> str:
         return go_duration(float(value))
 
+    def limits(self) -> str:
+        return f"from `{self.show(self.low)}` to `{self.show(self.high)}`"
+
 
 @dataclass(frozen=True)
 class Whole(Check):
@@ -107,6 +114,9 @@ class Whole(Check):
             shown = "of at least 1" if self.low == 1 else f">= {self.low}"
             reader.problem(path, f"must be a whole number {shown}{reader.instead(path, value)}")
         return INVALID
+
+    def limits(self) -> str:
+        return "" if self.high is None else f"from {self.low} to {self.high}"
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ class ProbeConfig:
             MAX_IN_FLIGHT_CEILING,
             "each probe holds one of the server's 16 request threads; add replicas for more",
         ),
-        f"probes polling at once, at most {MAX_IN_FLIGHT_CEILING}; one more gets 503 at once"
+        "probes polling at once; one more gets 503 at once"
         " (each probe holds one of the server's 16 request threads while it runs; with"
         " password checks and reloads waiting too, at most 2 each, the default leaves 4 for"
         " `/metrics` and health checks, the ceiling none:"
