@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from exporter.build import this_build
 from exporter.config.exporter import Config, load_config
-from exporter.config.keytable import go_duration
 from exporter.config.schema import ConfigError
 from exporter.config.web import WebConfig, load_web_config
 from exporter.flags import (
@@ -29,6 +28,7 @@ from exporter.flags import (
     env_name,
     listen_address,
     positive_duration,
+    shown_default,
     state_file,
     telemetry_path,
     whole_number,
@@ -143,24 +143,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for action in parser._actions:
         if action.dest in DEFAULTS and action.help:
-            action.help = action.help.removesuffix(f" (default {DEFAULTS[action.dest]})")
             if not action.help.endswith("(required)"):
-                action.help += f" (default {shown_default(action)})"
+                shown = shown_default(DEFAULTS[action.dest], action.type)
+                action.help += f" (default {shown})"
             action.help += f" [env {env_name(action.option_strings[0].lstrip('-'))}]"
     return parser
-
-
-def shown_default(action: argparse.Action) -> str:
-    """A flag's default (from :data:`DEFAULTS`) as the flag would be written: ``10s``,
-    ``:9877``; ``none`` when the flag has none."""
-    value = DEFAULTS[action.dest]
-    if value is None:
-        return "none"
-    if isinstance(value, list):
-        return ",".join(value)
-    if action.type is positive_duration and isinstance(value, float):
-        return go_duration(value)
-    return str(value)
 
 
 class VersionAction(argparse.Action):

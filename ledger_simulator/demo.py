@@ -66,14 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=listen_address,
         default=f"127.0.0.1:{DEFAULT_PORT}",
         metavar="ADDRESS",
-        help=f"exporter address (default 127.0.0.1:{DEFAULT_PORT})",
+        help="exporter address",
     )
     add(
         "--scrape-interval",
         type=positive_duration,
         default=5.0,
         metavar="DURATION",
-        help="how often the exporter polls the nodes, a Go duration (default 5s)",
+        help="how often the exporter polls the nodes, a Go duration",
     )
     add("--prometheus", action="store_true", help="also start Prometheus with the rules")
     add(
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=listen_address,
         default="127.0.0.1:9090",
         metavar="ADDRESS",
-        help="Prometheus address (default 127.0.0.1:9090)",
+        help="Prometheus address",
     )
     add_log_flags(parser)
     return parser

@@ -24,13 +24,13 @@ from typing import Any, NamedTuple
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.cli import DEFAULTS, build_parser, shown_default
+from exporter.cli import DEFAULTS, build_parser
 from exporter.config.exporter import Config, NetworkChecks
 from exporter.config.keytable import Declared, bound_keys, declared
 from exporter.config.nodes import NodeConfig
 from exporter.config.probe_modules import ProbeConfig
 from exporter.expose import metrics as m
-from exporter.flags import env_name
+from exporter.flags import env_name, shown_default
 from exporter.runtime import runtime_families
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -246,7 +246,8 @@ def flags_table() -> list[str]:
         variable, default = "", ""
         if action.dest in DEFAULTS:
             variable = f"`{env_name(flag.removeprefix('--'))}`"
-            default = "none" if DEFAULTS[action.dest] is None else f"`{shown_default(action)}`"
+            value = DEFAULTS[action.dest]
+            default = "none" if value is None else f"`{shown_default(value, action.type)}`"
             if meaning.endswith(" (required)"):
                 meaning, default = meaning.removesuffix(" (required)"), "(required)"
         elif isinstance(action.const, bool):  # a switch
@@ -304,18 +305,23 @@ def replace_generated(text: str, name: str, body: list[str], source: Path) -> st
 
 
 def render_configuration(root: Path = ROOT) -> dict[Path, str]:
-    """docs/configuration.md and config/example.yml with their generated blocks renewed."""
+    """docs/configuration.md and config/example.yml with their generated blocks renewed
+    (those of the two that exist under ``root``: a partial tree renders the rest)."""
     sections = dict(setting_sections())
-    doc = (root / CONFIGURATION).read_text(encoding="utf-8")
-    doc = replace_generated(doc, "flags", flags_table(), CONFIGURATION)
-    doc = replace_generated(doc, "settings", settings_table(), CONFIGURATION)
-    example = (root / EXAMPLE).read_text(encoding="utf-8")
-    blocks = [("settings", "", ""), ("network_checks", "network_checks.", "  ")]
-    blocks += [("node settings", "nodes[].", "    ")]
-    for name, prefix, indent in blocks:
-        body = example_block(sections[prefix], indent, commented=prefix == "nodes[].")
-        example = replace_generated(example, name, body, EXAMPLE)
-    return {CONFIGURATION: doc, EXAMPLE: example}
+    texts = {}
+    if (root / CONFIGURATION).exists():
+        doc = (root / CONFIGURATION).read_text(encoding="utf-8")
+        doc = replace_generated(doc, "flags", flags_table(), CONFIGURATION)
+        texts[CONFIGURATION] = replace_generated(doc, "settings", settings_table(), CONFIGURATION)
+    if (root / EXAMPLE).exists():
+        example = (root / EXAMPLE).read_text(encoding="utf-8")
+        blocks = [("settings", "", ""), ("network_checks", "network_checks.", "  ")]
+        blocks += [("node settings", "nodes[].", "    ")]
+        for name, prefix, indent in blocks:
+            body = example_block(sections[prefix], indent, commented=prefix == "nodes[].")
+            example = replace_generated(example, name, body, EXAMPLE)
+        texts[EXAMPLE] = example
+    return texts
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,13 +23,12 @@ from typing import Any
 from exporter.bounds import BoundKey, Bounds
 from exporter.config.schema import Reader
 from exporter.config.yamlsource import Path
-from exporter.values import parse_go_duration
+from exporter.values import format_go_duration, parse_go_duration
 
 #: The key of a field's metadata that holds its :class:`Key`.
 KEY = "config_key"
 _SIZE = re.compile(r"(\d{1,15})\s*(B|KiB|MiB|GiB)?", re.ASCII)
 _SIZE_UNITS = {None: 1, "B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
-_DURATION_UNITS = (("h", 3600.0), ("m", 60.0), ("s", 1.0), ("ms", 0.001))
 
 
 class Check:
@@ -50,16 +49,6 @@ class Check:
 
 #: What :meth:`Check.read` returns for a refused value (the default is used instead).
 INVALID: Any = object()
-
-
-def go_duration(seconds: float) -> str:
-    """``15.0`` as ``15s``, ``3600.0`` as ``1h``, ``0.1`` as ``100ms``: the largest unit that
-    writes it whole (the inverse of :func:`exporter.values.parse_go_duration`)."""
-    for unit, size in _DURATION_UNITS:
-        count = seconds / size
-        if count >= 1 and abs(count - round(count)) < 1e-9:
-            return f"{round(count)}{unit}"
-    return f"{seconds}s"
 
 
 @dataclass(frozen=True)
@@ -84,7 +73,7 @@ class Duration(Check):
         return INVALID
 
     def show(self, value: Any) -> str:
-        return go_duration(float(value))
+        return format_go_duration(float(value))
 
     def limits(self) -> str:
         return f"from `{self.show(self.low)}` to `{self.show(self.high)}`"
