@@ -4,14 +4,15 @@ changed by hand in one of them, or in the code without `make docs`, fails here."
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from exporter.cli import DEFAULTS
-from exporter.config.exporter import _TOP_KEYS, Config
-from exporter.config.keytable import bound_keys, declared
+from exporter.config.exporter import _TOP_KEYS, Config, NetworkChecks
+from exporter.config.keytable import Declared, bound_keys, declared
 from exporter.config.probe_modules import ProbeConfig
 from tests.support.testdata import REPO
 from tools import render_docs
@@ -91,3 +92,50 @@ def test_missing_markers_are_an_error_that_names_the_block(tmp_path: Path) -> No
     (tmp_path / render_docs.CONFIGURATION).write_text(edited, encoding="utf-8")
     with pytest.raises(SystemExit, match="'settings' are missing"):
         render_docs.render_configuration(tmp_path)
+
+
+#: A plain key's default stated in the prose of a page: "`key` (default 5", "**`key`**
+#: (default 8 MiB)", "`key` per chain (default 100,", "`key` (8 by default)".
+_PROSE_DEFAULT = re.compile(
+    r"`(?P<key>[a-z_.]+)`\**(?: [a-z]+){0,3} \("
+    r"(?:default `(?P<code>[^`]+)`|default (?P<value>[^,;:)`]+)|(?P<by>\S+) by default)"
+)
+
+
+def prose_defaults() -> list[tuple[str, str, str]]:
+    """(page, key, stated default) for every default of a declared key a page states."""
+    declared_keys = {key.rpartition(".")[2]: item for key, item in _every_declared()}
+    found = []
+    for page in sorted((REPO / "docs").glob("*.md")):
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for match in _PROSE_DEFAULT.finditer(text):
+            key = match["key"].rpartition(".")[2]
+            if key in declared_keys:
+                found.append(
+                    (page.name, match["key"], match["code"] or match["value"] or match["by"])
+                )
+    return found
+
+
+def _every_declared() -> list[tuple[str, Declared]]:
+    items = [(item.name, item) for item in declared(Config)]
+    items += [(f"network_checks.{item.name}", item) for item in declared(NetworkChecks)]
+    items += [(f"probe.{item.name}", item) for item in declared(ProbeConfig)]
+    return items + [(item.name, item) for _, item in bound_keys()]
+
+
+def test_the_scanner_finds_the_prose_defaults() -> None:
+    pages = {page for page, _, _ in prose_defaults()}
+    assert {"network-and-consensus.md", "performance.md", "security.md"} <= pages
+    assert len(prose_defaults()) >= 10
+
+
+@pytest.mark.parametrize(("page", "key", "stated"), prose_defaults())
+def test_a_default_the_prose_states_is_the_code_s(page: str, key: str, stated: str) -> None:
+    """Pages other than the reference may say a key's default in passing: it must be the
+    declared one (written as the config writes it; `8 MiB` reads as `8MiB`)."""
+    item = dict(_every_declared()).get(key)
+    assert item is not None, f"{page}: `{key}` is not a declared key's full name"
+    expected = item.key.check.show(item.default)
+    same = stated.replace(" ", "") == expected.replace(" ", "")
+    assert same, f"{page}: `{key}` is said to default to {stated}; it defaults to {expected}"
