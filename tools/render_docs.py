@@ -261,9 +261,9 @@ def _plain(doc: str) -> str:
     return _LINK.sub(r"\1 (docs/\2)", doc).replace("`", "")
 
 
-def example_block(items: list[Declared], indent: str, commented: bool) -> list[str]:
+def example_block(items: list[Declared], indent: str) -> list[str]:
     """config/example.yml's lines for ``items``: the doc text and default as a comment, then
-    the key set to its default (itself commented out when ``commented``)."""
+    the key set to its default."""
     lines = []
     width = 92 - len(indent)
     for item in items:
@@ -280,7 +280,7 @@ def example_block(items: list[Declared], indent: str, commented: bool) -> list[s
         else:
             wrapped.append(stated)
         lines += [f"{indent}# {line}" for line in wrapped]
-        lines.append(f"{indent}{'# ' if commented else ''}{item.name}: {check.show(item.default)}")
+        lines.append(f"{indent}{item.name}: {check.show(item.default)}")
     return lines
 
 
@@ -318,7 +318,7 @@ def render_configuration(root: Path = ROOT) -> dict[Path, str]:
         blocks = [("settings", "", ""), ("network_checks", "network_checks.", "  ")]
         blocks += [("node settings", "nodes[].", "    ")]
         for name, prefix, indent in blocks:
-            body = example_block(sections[prefix], indent, commented=prefix == "nodes[].")
+            body = example_block(sections[prefix], indent)
             example = replace_generated(example, name, body, EXAMPLE)
         texts[EXAMPLE] = example
     return texts
