@@ -84,14 +84,21 @@ def _response(body: bytes, status: str = "200 OK") -> bytes:
     return head.encode() + b"\r\n\r\n" + body
 
 
+#: A fleet whose nodes answer differently: the JSON body of a request's path, None for 404.
+Answers = Callable[[bytes], bytes | None]
+
+
 class _FleetProtocol(asyncio.Protocol):
-    """Minimal HTTP/1.1 keep-alive server: GETs only, answered ``latency`` seconds late."""
+    """Minimal HTTP/1.1 keep-alive server: GETs only, answered ``latency`` seconds late;
+    the same documents from every node, or with ``answers`` each path's own."""
 
     served = 0
 
-    def __init__(self, latency: float, health: bytes, chain: bytes, block: bytes) -> None:
+    def __init__(self, latency: float, health: bytes, chain: bytes, block: bytes,
+                 answers: Answers | None = None) -> None:  # fmt: skip
         self.latency, self.buffer = latency, b""
         self.health, self.chain, self.block = _response(health), _response(chain), _response(block)
+        self.answers = answers
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -114,7 +121,11 @@ class _FleetProtocol(asyncio.Protocol):
             self.transport.write(_response(str(_FleetProtocol.served).encode()))
             return
         _FleetProtocol.served += 1
-        if path.endswith(b"/health"):
+        if self.answers is not None:
+            body = self.answers(path)
+            found = body is not None
+            self.transport.write(_response(body or b"{}", "200 OK" if found else "404 Not Found"))
+        elif path.endswith(b"/health"):
             self.transport.write(self.health)
         elif b"/blocks?" in path:
             self.transport.write(self.block)
@@ -128,15 +139,20 @@ def serve_fleet(
     port_file: str,
     latency: float,
     documents: Callable[[], tuple[bytes, bytes, bytes]] = _documents,
+    answers: Answers | None = None,
 ) -> None:
     """Serve the fleet until SIGTERM; write the port to ``port_file`` once listening.
-    ``documents`` gives the /health, chain status and block answers every node sends."""
+    ``documents`` gives the /health, chain status and block answers every node sends;
+    ``answers``, when given, each path's answer instead."""
 
     async def main() -> None:
         health, chain, block = documents()
         loop = asyncio.get_running_loop()
         server = await loop.create_server(
-            lambda: _FleetProtocol(latency, health, chain, block), "127.0.0.1", 0, backlog=4096
+            lambda: _FleetProtocol(latency, health, chain, block, answers),
+            "127.0.0.1",
+            0,
+            backlog=4096,
         )
         Path(port_file).write_text(str(server.sockets[0].getsockname()[1]))
         stop = asyncio.Event()

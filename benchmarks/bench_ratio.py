@@ -5,6 +5,8 @@ Run on demand, never in the test suite (about 1.5 minutes per fleet size with th
 
     .venv/bin/python benchmarks/bench_ratio.py                  # 1000 then 3000 nodes
     .venv/bin/python benchmarks/bench_ratio.py --nodes 1000 --cycles 4
+    .venv/bin/python benchmarks/bench_ratio.py --answers varied-large --scrape-every 0.5
+    .venv/bin/python benchmarks/bench_ratio.py --exporter-bin /other/tree/.venv/bin/ledger-exporter
 
 Two fleet stand-ins per fleet size, one for each measured process (``bench_fleet.py``'s
 asyncio server in its own process: one port, node ``i`` under ``/n<i>/``, every answer
@@ -12,6 +14,10 @@ asyncio server in its own process: one port, node ``i`` under ``/n<i>/``, every 
 apart), answering as richly as a real node: /health with 8 network peers, and on every chain a
 full council of 7 keys of 66 characters, 8 chain peers, a vote session with its leader, the
 consensus settings and three feature flags; the checkpoint block of each chain.
+``--answers varied-small`` or ``varied-large`` serves answers that differ from node to node,
+as a large network's (``fleet_answers.py``: 7 or 21 council members, 8 or 40 peers, 1 or 3
+open vote sessions, 3 or 12 feature flags per chain; each node's own heights, queue counts,
+peers and vote rounds), so little is shared across nodes.
 
 Measured side by side over the same intervals, each in its own process:
 
@@ -21,7 +27,11 @@ Measured side by side over the same intervals, each in its own process:
   the requests themselves, the limit any exporter built on the engine can reach;
 - **exporter**: the real ``ledger-exporter`` process with default settings, ``scrape_interval:
   10s``, ``scrape_timeout: 5s`` (network and consensus checks on), scraped once per interval
-  in each format (OpenMetrics and text, gzip), as Prometheus would.
+  in each format (OpenMetrics and text, gzip), as Prometheus would; with ``--scrape-every``
+  also every that many seconds in both formats (gzip) all along, as several Prometheus
+  servers and dashboards would. ``--exporter-bin`` runs another tree's ``ledger-exporter``
+  (its own venv and code) against the same fleet and bare poller: ``bench_ab.py`` does so
+  for two trees in turn.
 
 The exporter's cycles start at each interval's 0, the bare poller's half an interval later, so
 the two never poll at once yet share every slow or fast spell of the host: measured one after
@@ -49,7 +59,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from collections import Counter, deque
 from collections.abc import Sequence
 from pathlib import Path
@@ -76,10 +88,10 @@ from benchlib import (
     markdown_table,
     stop_process,
 )
+from fleet_answers import CHECKPOINT, SHAPES, VariedAnswers
 from perfsplit import HEADER as PERF_HEADER
 from perfsplit import PerfError, PerfRecording, require_perf, split_rows
 
-CHECKPOINT = 18337
 COUNCIL = [f"02{i:02x}" + "a7" * 31 for i in range(7)]  # 7 compressed secp256k1 keys, 66 chars
 #: The CPUs each side runs on: the measured processes (bare poller, exporter) on the last,
 #: the fleet stand-ins and this driver on the others, as nodes run on other machines; a
@@ -284,11 +296,9 @@ def start_fleet(port_file: Path, args: argparse.Namespace,
                 started: list[subprocess.Popen[bytes]]) -> str:  # fmt: skip
     """A fleet stand-in in its own process, appended to ``started`` (on the caller's CPUs:
     FLEET_CPUS here); its URL. Its served requests are one measured process's."""
-    started.append(
-        subprocess.Popen(
-            [PYTHON, __file__, "--serve", str(port_file), "--latency", str(args.latency)]
-        )
-    )
+    command = [PYTHON, __file__, "--serve", str(port_file), "--latency", str(args.latency),
+               "--answers", args.answers]  # fmt: skip
+    started.append(subprocess.Popen(command))
     _wait_for(lambda: port_file.exists() and port_file.read_text(), 10)
     return f"http://127.0.0.1:{port_file.read_text()}"
 
@@ -329,11 +339,12 @@ class Exporter:
         config.write_text("\n".join(lines) + "\n")
         port = _free_port()
         self.process = subprocess.Popen(
-            [*PINNED, PYTHON, "-m", "exporter", "--config.file", str(config),
+            [*PINNED, *exporter_command(args), "--config.file", str(config),
              "--web.listen-address", f"127.0.0.1:{port}", "--log.level", "error"],
             cwd=args.exporter_tree or REPO,
         )  # fmt: skip
         self.url = f"http://127.0.0.1:{port}"
+        self.scraper = Scraper(self.url, args.scrape_every) if args.scrape_every else None
 
     def first_cycle_started(self) -> float:
         """Wait for the first cycle's snapshot; when (CLOCK_MONOTONIC) that cycle began."""
@@ -358,6 +369,44 @@ class Exporter:
         return int(sum(_sample(text, "ledger_blockchain_up"))), cycle[0] if cycle else -1.0
 
 
+def exporter_command(args: argparse.Namespace) -> list[str]:
+    """How the exporter process is started: ``--exporter-bin`` (another tree's console
+    script, in that tree's venv), else this interpreter's ``-m exporter``."""
+    return [args.exporter_bin] if args.exporter_bin else [PYTHON, "-m", "exporter"]
+
+
+class Scraper:
+    """Scrapes ``/metrics`` in both formats with gzip every ``every`` seconds on a thread of
+    its own (this driver's CPUs), the bodies read and dropped undecoded, until ``stop()``."""
+
+    def __init__(self, url: str, every: float) -> None:
+        self.url, self.every, self.scrapes, self.failures = f"{url}/metrics", every, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        due = time.monotonic()
+        while not self._stop.wait(max(0.0, due - time.monotonic())):
+            due += self.every
+            for accept in (OPENMETRICS, TEXT):
+                request = urllib.request.Request(
+                    self.url, headers={"Accept": accept, "Accept-Encoding": "gzip"}
+                )
+                try:
+                    with urllib.request.urlopen(request, timeout=10) as response:
+                        response.read()
+                    self.scrapes += 1
+                except OSError:
+                    self.failures += 1  # before the exporter listens, or as it stops
+            due = max(due, time.monotonic())  # a slow scrape skips ticks
+
+    def stop(self) -> None:
+        """Stop scraping (after the scrape under way)."""
+        self._stop.set()
+        self._thread.join(15)
+
+
 class Measured(NamedTuple):
     """One fleet size's figures per process ("bare", "exporter": CPU per request in ms,
     requests served, CPU seconds, chains read, cycle times, peak RSS), and with ``--perf``
@@ -372,7 +421,7 @@ def measure_side_by_side(nodes: int, args: argparse.Namespace,
     """Both processes over the same intervals, each against its own fleet stand-in, at the
     phases above; every process started is stopped, whatever fails."""
     started: list[subprocess.Popen[bytes]] = []
-    perf = None
+    perf, exporter = None, None
     try:
         fleets = [start_fleet(workdir / f"fleet-{nodes}-{name}.port", args, started)
                   for name in ("bare", "exporter")]  # fmt: skip
@@ -388,6 +437,8 @@ def measure_side_by_side(nodes: int, args: argparse.Namespace,
     finally:
         if perf is not None:
             perf.close()
+        if exporter is not None and exporter.scraper is not None:
+            exporter.scraper.stop()
         for process in reversed(started):
             stop_process(process)
 
@@ -454,6 +505,26 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "`git archive`), against the same fleet and bare poller",
     )
     parser.add_argument(
+        "--exporter-bin",
+        help="run this ledger-exporter command instead of this interpreter's `-m exporter` "
+        "(e.g. another tree's .venv/bin/ledger-exporter: its own code and venv)",
+    )
+    parser.add_argument(
+        "--answers",
+        choices=sorted(SHAPES),
+        default="rich",
+        help="the fleet's answers: the same rich ones on every node (rich, the default), or "
+        "varied node by node with a small or a large network's council, peers, vote sessions "
+        "and feature flags (see fleet_answers.py)",
+    )
+    parser.add_argument(
+        "--scrape-every",
+        type=float,
+        default=0.0,
+        help="also scrape /metrics in both formats with gzip every this many seconds "
+        "(0: only Prometheus's scrape once per interval, the default)",
+    )
+    parser.add_argument(
         "--perf",
         action="store_true",
         help="also sample the measured CPU with Linux perf over the measured intervals and "
@@ -475,24 +546,33 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     if args.serve:
-        serve_fleet(args.serve, args.latency, rich_documents)
+        shape = SHAPES[args.answers]
+        answers = None if shape is None else VariedAnswers(shape).answer
+        serve_fleet(args.serve, args.latency, rich_documents, answers)
         return 0
     if args.bare:
         run_bare(args)
         return 0
     os.sched_setaffinity(0, FLEET_CPUS)  # this driver and the fleets it starts
     meter, rows, perf_rows = MachineMeter(), [], []
+    load_before = load_average()
     with tempfile.TemporaryDirectory() as folder:
         for nodes in (int(n) for n in args.nodes.split(",")):
             fleet = _fleet_size(nodes, args, Path(folder))
             rows += _rows(nodes, fleet.figures)
             if fleet.samples is not None:
                 perf_rows += split_rows(nodes, fleet.samples, fleet.figures)
-    measured = f"exporter from {args.exporter_tree}" if args.exporter_tree else exporter_version()
+    measured = (
+        f"exporter {args.exporter_bin}" if args.exporter_bin
+        else f"exporter from {args.exporter_tree}" if args.exporter_tree
+        else exporter_version()
+    )  # fmt: skip
+    scraped = f", also scraped every {args.scrape_every:g} s" if args.scrape_every else ""
     print(
-        f"\n{measured}; latency {args.latency * 1000:.0f} ms, interval "
-        f"{args.interval:g} s, deadline {args.timeout:g} s, {args.cycles} measured intervals "
-        f"after {args.warmup}; {meter.report()}\n"
+        f"\n{measured}; answers {args.answers}{scraped}; latency {args.latency * 1000:.0f} ms, "
+        f"interval {args.interval:g} s, deadline {args.timeout:g} s, {args.cycles} measured "
+        f"intervals after {args.warmup}; {meter.report()}; load average (1, 5, 15 min) "
+        f"{load_before} at start, {load_average()} at end\n"
     )
     header = ["nodes", "process", "requests", "CPU/request", "ratio", "chains read (worst)",
               "cycle (median / max)", "peak RSS"]  # fmt: skip
@@ -501,6 +581,11 @@ def main(argv: Sequence[str]) -> int:
         print("\nperf samples over the same intervals (perf itself on the other CPUs):\n")
         print(markdown_table(PERF_HEADER, perf_rows))
     return 0
+
+
+def load_average() -> str:
+    """The machine's load averages over 1, 5 and 15 minutes, as ``uptime`` prints them."""
+    return ", ".join(f"{load:.2f}" for load in os.getloadavg())
 
 
 def _fleet_size(nodes: int, args: argparse.Namespace, workdir: Path) -> Measured:

@@ -26,8 +26,8 @@ from types import FrameType
 
 from exporter.build import BuildInfo, this_build
 from exporter.config.exporter import Config, load_config
-from exporter.config.schema import ConfigError
 from exporter.config.web import WebConfig, load_web_config, reload_warnings
+from exporter.errors import BindError, ConfigError, ReloadPendingError
 from exporter.expose.render import Renderer
 from exporter.memory import Allocator, tune_collector
 from exporter.model.snapshot import Snapshot
@@ -37,14 +37,7 @@ from exporter.poll.state import StateFile
 from exporter.runtime import runtime_families
 from exporter.web.exposition import Exposition, Variant
 from exporter.web.probe_endpoint import ProbeAnswer, Prober, ProbeSlots
-from exporter.web.server import (
-    DEFAULT_TELEMETRY_PATH,
-    ExporterServer,
-    ListenError,
-    ReloadPendingError,
-    ServerLimits,
-    bind_servers,
-)
+from exporter.web.server import DEFAULT_TELEMETRY_PATH, ExporterServer, ServerLimits, bind_servers
 
 log = logging.getLogger("ledger_exporter")
 RELOAD_SPACING_SECONDS = 1.0  # at most one reload (re-reading and checking the files) a second
@@ -243,7 +236,7 @@ class Exporter:
         web_config_path: str | None = None,
         limits: ServerLimits | None = None,
     ) -> ExporterServer:
-        """Bind a server on each address (all or none: ListenError, an OSError, names the one
+        """Bind a server on each address (all or none: BindError, an OSError, names the one
         that failed), then start their threads and the poll thread; returns the first server
         (``servers`` has them all). A reload re-reads ``web_config_path`` too; a bad one keeps
         the running web config."""
@@ -296,7 +289,7 @@ def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
     )
     try:
         exporter.start(listen_addresses, web, web_config_path, limits)
-    except ListenError as error:
+    except BindError as error:
         fields = {"address": error.address, "error": error.strerror}
         log.error("cannot listen: --web.listen-address %s", error, extra={"fields": fields})
         return 1

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from exporter.build import this_build
 from exporter.config.exporter import Config, load_config
-from exporter.config.schema import ConfigError
 from exporter.config.web import WebConfig, load_web_config
+from exporter.errors import ConfigError
 from exporter.flags import (
     DEFAULT_PORT,
     Parser,

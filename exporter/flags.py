@@ -17,10 +17,11 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
+from exporter.errors import DurationError, InvalidListenAddressError
 from exporter.logs import DEFAULT_FORMAT, DEFAULT_LEVEL, FORMATS, LEVELS
 from exporter.ownfile import NOT_A_FILE, refusal
-from exporter.values import DurationError, format_go_duration, parse_go_duration
-from exporter.web.httpserver import ListenAddressError, parse_listen_address
+from exporter.values import format_go_duration, parse_go_duration
+from exporter.web.httpserver import parse_listen_address
 
 ENV_PREFIX = "LEDGER_EXPORTER_"
 #: The exporter's port (the one registered for it among Prometheus exporters): the main
@@ -172,7 +173,7 @@ def listen_address(text: str) -> str:
     """``host:port``, ``:port`` or ``[v6]:port``, checked by the server's own parser."""
     try:
         parse_listen_address(text)
-    except ListenAddressError as error:
+    except InvalidListenAddressError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return text
 

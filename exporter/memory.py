@@ -59,11 +59,6 @@ class Allocator:
         """The allocator this process uses (glibc or none we can tune)."""
         return cls(_glibc())
 
-    @property
-    def tunable(self) -> bool:
-        """True when the process runs on glibc and the calls below take effect."""
-        return self._libc is not None
-
     def tune(self) -> bool:
         """Cap arenas and fix the mmap and trim thresholds. Call before threads start (an
         arena, once made, stays). True if glibc accepted every setting."""

@@ -24,6 +24,8 @@ import time
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from exporter.errors import FileChangedError, NotAFileError
+
 #: What each kind of file that is not a regular one is called in a message.
 NOT_A_FILE = {
     stat.S_IFDIR: "a directory",
@@ -36,14 +38,6 @@ NOT_A_FILE = {
 #: The characters of ``tempfile.mkstemp``'s random part, 8 of them: what a stale temporary
 #: file of ours is named with, and nothing else is removed.
 _TEMPORARY = r"[a-z0-9_]{8}"
-
-
-class NotAFileError(OSError):
-    """The path is not a regular file; ``kind`` says what it is (``NOT_A_FILE``)."""
-
-    def __init__(self, path: str, kind: str) -> None:
-        super().__init__(errno.EINVAL, f"{path} is {kind}")
-        self.kind = kind
 
 
 class Identity(NamedTuple):
@@ -123,25 +117,16 @@ def opened(target: str) -> Iterator[tuple[int, Identity]]:
         os.close(handle)
 
 
-class ChangedError(OSError):
-    """The file changed while it was read (truncated, grown or replaced: ``cp backup FILE``
-    truncates in place; on NFS another client's rename makes it stale): what was read is
-    not one version of it, so it is neither judged corrupt nor used."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(errno.EAGAIN, detail)
-
-
 #: The most one ``pread`` asks for: Linux returns at most 0x7ffff000 bytes a call.
 _CHUNK = 1 << 30
 
 
 def read_at(handle: int, size: int, offset: int) -> bytes:
-    """``size`` bytes of the open file from ``offset``; ChangedError when it ends before
+    """``size`` bytes of the open file from ``offset``; FileChangedError when it ends before
     (a short read means the file shrank since its size was taken, never that it is corrupt)."""
     data = os.pread(handle, size, offset)
     if len(data) < size:
-        raise ChangedError(f"it ended at byte {offset + len(data)}, not {offset + size}")
+        raise FileChangedError(f"it ended at byte {offset + len(data)}, not {offset + size}")
     return data
 
 
@@ -149,7 +134,7 @@ def read_whole(handle: int, found: Identity) -> bytearray:
     """The ``found.size`` bytes of the open file ``found`` describes, read into one buffer
     of exactly that size (a ``pread`` loop: never past it, nor short above 2 GiB). A copy,
     not a mapping: a mapped file truncated by another writer kills the process with SIGBUS.
-    ChangedError when the file ends early, is stale (NFS), or its size or change time moved
+    FileChangedError when the file ends early, is stale (NFS), or its size or change time moved
     while it was read."""
     buffer = bytearray(found.size)
     done = 0
@@ -158,17 +143,17 @@ def read_whole(handle: int, found: Identity) -> bytearray:
             while done < found.size:
                 count = os.preadv(handle, [view[done : done + _CHUNK]], done)
                 if count == 0:
-                    raise ChangedError(f"it ended at byte {done}, not {found.size}")
+                    raise FileChangedError(f"it ended at byte {done}, not {found.size}")
                 done += count
         after = os.fstat(handle)
     except OSError as error:
         if error.errno == errno.ESTALE:  # replaced on the server (NFS)
-            raise ChangedError("it was replaced (stale file handle)") from None
+            raise FileChangedError("it was replaced (stale file handle)") from None
         raise
     if after.st_size != found.size:
-        raise ChangedError(f"its size went from {found.size} to {after.st_size} bytes")
+        raise FileChangedError(f"its size went from {found.size} to {after.st_size} bytes")
     if after.st_mtime_ns != found.modified_ns:
-        raise ChangedError("it was written to while it was read")
+        raise FileChangedError("it was written to while it was read")
     return buffer
 
 

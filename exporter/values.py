@@ -21,6 +21,7 @@ from exporter.bounds import (
     MAX_TEXT_CHARS,
     MAX_TIMESTAMP_CHARS,
 )
+from exporter.errors import DurationError
 
 _UNIT_NANOSECONDS = {
     "ns": 1,
@@ -46,10 +47,6 @@ _TIMESTAMP = re.compile(
     r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))",
     re.ASCII,
 )
-
-
-class DurationError(ValueError):
-    """A duration is not in Go's syntax (``2s``, ``1m30s``, ``500ms``) or is out of range."""
 
 
 def parse_go_duration(text: str) -> float:

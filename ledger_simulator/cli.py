@@ -8,13 +8,9 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from exporter.flags import (
-    Parser,
-    add_log_flags,
-    add_network_flags,
-)
+from exporter.errors import InvalidListenAddressError
+from exporter.flags import Parser, add_log_flags, add_network_flags
 from exporter.logs import setup_logging
-from exporter.web.httpserver import ListenAddressError
 from exporter.web.httpserver import parse_listen_address as parse_address
 from ledger_simulator.errors import SimulatorError
 from ledger_simulator.faults import parse_fault_spec
@@ -31,7 +27,7 @@ def parse_listen_address(text: str) -> tuple[str, int]:
     exporter's parser."""
     try:
         host, port = parse_address(text)
-    except ListenAddressError:
+    except InvalidListenAddressError:
         raise argparse.ArgumentTypeError(
             f"invalid listen address {text!r}: use host:port, e.g. 127.0.0.1:7740 (port 0 = free)"
         ) from None

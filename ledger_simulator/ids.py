@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 
-from exporter.values import DurationError
+from exporter.errors import DurationError
 from exporter.values import parse_go_duration as parse_go_duration_signed
 
 __all__ = ["DurationError", "parse_go_duration"]  # DurationError: re-exported for callers

@@ -9,10 +9,13 @@ cycle.
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Mapping, Set
 
 import grimp
 import pytest
+
+from tests.support.testdata import REPO
 
 PACKAGES = ("exporter", "ledger_simulator")
 
@@ -84,3 +87,28 @@ def test_cycles_are_found(graph: dict[str, set[str]], expected: list[list[str]])
     """The check itself: a cycle of any length is found, once; imports of modules outside
     the graph ("x") are no edges."""
     assert sorted(cycles(graph)) == expected
+
+
+def test_every_test_module_is_in_the_independence_contract() -> None:
+    """``tests-independent`` (pyproject.toml) names the top-level test modules one by one
+    and the folders by wildcard: a new top-level module or folder must be added there, or
+    nothing would stop it importing another test module."""
+    contract = next(
+        c
+        for c in tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"][
+            "contracts"
+        ]
+        if c["id"] == "tests-independent"
+    )
+    named = set(contract["modules"])
+    tests = REPO / "tests"
+    missing = [
+        f"tests.{path.stem}"
+        for path in sorted(tests.glob("*.py"))
+        if path.stem != "__init__" and f"tests.{path.stem}" not in named
+    ] + [
+        f"tests.{path.parent.name}.*"
+        for path in sorted(tests.glob("*/__init__.py"))
+        if path.parent.name != "support" and f"tests.{path.parent.name}.*" not in named
+    ]
+    assert not missing, f"add to tests-independent in pyproject.toml: {missing}"

@@ -74,7 +74,6 @@ def test_trim_returns_whether_glibc_gave_pages_back(trimmed: int, expected: bool
 
 def test_without_glibc_every_call_is_a_no_op() -> None:
     allocator = Allocator(None)
-    assert allocator.tunable is False
     assert allocator.tune() is False
     assert allocator.trim() is False
 
@@ -84,7 +83,7 @@ def test_a_c_library_that_is_not_glibc_is_not_tuned(monkeypatch: pytest.MonkeyPa
         """Has malloc but none of glibc's extras."""
 
     monkeypatch.setattr(ctypes, "CDLL", lambda name: Musl())
-    assert Allocator.of_this_process().tunable is False
+    assert Allocator.of_this_process().tune() is False
 
 
 def test_a_c_library_that_cannot_be_loaded_is_not_tuned(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -92,13 +91,12 @@ def test_a_c_library_that_cannot_be_loaded_is_not_tuned(monkeypatch: pytest.Monk
         raise OSError("no C library")
 
     monkeypatch.setattr(ctypes, "CDLL", missing)
-    assert Allocator.of_this_process().tunable is False
+    assert Allocator.of_this_process().tune() is False
 
 
 @pytest.mark.skipif(not ON_GLIBC, reason="glibc only")
 def test_glibc_gives_freed_heap_pages_back() -> None:
     allocator = Allocator.of_this_process()
-    assert allocator.tunable
     # 64 KiB blocks come from the heap (over pymalloc's 512 bytes, under the mmap threshold);
     # freeing every other one leaves holes of whole pages that free() itself cannot return
     blocks = [bytes(64 * 1024) for _ in range(128)]

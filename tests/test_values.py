@@ -18,8 +18,8 @@ from exporter.bounds import (
     MAX_TEXT_CHARS,
     MAX_TIMESTAMP_CHARS,
 )
+from exporter.errors import DurationError
 from exporter.values import (
-    DurationError,
     parse_go_duration,
     parse_timestamp,
     read_bool,

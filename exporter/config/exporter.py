@@ -26,9 +26,10 @@ from exporter.config.keytable import (
 )
 from exporter.config.nodes import NodeConfig, is_secret, is_secret_key, read_node
 from exporter.config.probe_modules import ProbeConfig, read_probe
-from exporter.config.schema import ConfigError, Reader, checking, locate, read_document
+from exporter.config.schema import Reader, checking, locate, read_document
 from exporter.config.watchlist import WatchConfig, read_watch
 from exporter.config.yamlsource import Path
+from exporter.errors import ConfigError
 
 
 @dataclass(frozen=True)

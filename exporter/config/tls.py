@@ -19,6 +19,8 @@ import ipaddress
 import ssl
 from collections.abc import Sequence
 
+from exporter.errors import TlsSettingError
+
 #: Go's secure TLS 1.0-1.2 cipher suites (``tls.CipherSuites()``) and OpenSSL's names for them.
 GO_CIPHER_SUITES = {
     "TLS_RSA_WITH_AES_128_CBC_SHA": "AES128-SHA",
@@ -60,18 +62,6 @@ _SSL_CTRL_SET_GROUPS_LIST = 92  # SSL_CTX_set1_groups_list() is this SSL_CTX_ctr
 _VERIFY_MODES = {ssl.CERT_NONE: 0, ssl.CERT_OPTIONAL: 1, ssl.CERT_REQUIRED: 3}
 _VERIFY_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
 _ACCEPT_ANY = _VERIFY_CALLBACK(lambda preverified, store: 1)  # kept alive for the process
-
-
-class TlsSettingError(ssl.SSLError):
-    """A setting this Python's ssl module cannot apply; ``key`` names it in the web config."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(message)
-        self.key = key
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class ServerContext(ssl.SSLContext):

@@ -32,14 +32,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.config.schema import NOT_SHOWN, ConfigError, Reader, checking, locate, read_document
+from exporter.config.schema import NOT_SHOWN, Reader, checking, locate, read_document
 from exporter.config.tls import (
     GO_CIPHER_SUITES,
     GO_CURVES,
     INSECURE_CIPHER_SUITES,
     TLS13_CIPHER_SUITES,
     ServerContext,
-    TlsSettingError,
     accept_unverified_client_certificates,
     certificate_not_after,
     peer_refusal,
@@ -47,6 +46,7 @@ from exporter.config.tls import (
     set_curves,
 )
 from exporter.config.yamlsource import Path
+from exporter.errors import ConfigError, PasswordChecksBusyError, TlsSettingError
 from exporter.text import FIELD_VALUE
 
 _CLIENT_AUTH = {
@@ -92,10 +92,6 @@ _BCRYPT_HASH = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}", re.ASCII)
 _USER_NAME = re.compile(r"[^\s:$]+")
 _BCRYPT_COST = re.compile(r"\$2[aby]\$(\d\d)\$", re.ASCII)
 BCRYPT_WAITING = 1  # logins waiting for bcrypt while one runs; more are refused at once
-
-
-class PasswordChecksBusyError(Exception):
-    """bcrypt is busy with other logins (one running, one waiting): refuse this one now."""
 
 
 class _BcryptQueue:

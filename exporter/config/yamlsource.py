@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from exporter.errors import YamlSyntaxError
+
 Path = tuple[str | int, ...]
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 #: Quoted text in PyYAML's messages: a token kind such as '<block end>', one YAML indicator or
@@ -26,10 +28,6 @@ _HINTS = (
     ("found undefined tag handle", "an unknown tag handle", "!", "a tag"),
     ("expected chomping or indentation", "a bad block scalar header", "| or >", "a block scalar"),
 )
-
-
-class YamlSyntaxError(Exception):
-    """The file is not valid YAML; the message names the line."""
 
 
 @dataclass

@@ -13,24 +13,15 @@ import errno
 import re
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pycurl
 
 from exporter.config.nodes import NodeConfig
+from exporter.errors import TransferError
 from exporter.model.answers import decode_json
-from exporter.poll.engine import (
-    NOT_SENT,
-    SHUT_DOWN,
-    UNSENDABLE,
-    Engine,
-    Profile,
-    Request,
-    Response,
-    TransferError,
-)
+from exporter.poll.engine import NOT_SENT, SHUT_DOWN, UNSENDABLE, Engine, Profile, Request, Response
 from exporter.poll.results import FetchError, Reason, RequestTrace, TracedRequest, describe
 
 
@@ -52,11 +43,6 @@ class ReadBudget:
     def spent(self) -> bool:
         """Nothing is left: answers are no longer read."""
         return self._spent >= self.seconds
-
-    @property
-    def charged(self) -> float:
-        """The seconds charged so far."""
-        return self._spent
 
     def charge(self, seconds: float) -> None:
         """Count ``seconds`` of CPU spent reading an answer."""
@@ -174,20 +160,6 @@ class NodeClient:
             done(document, error)
 
         return record
-
-    def get_json(self, segments: Sequence[str], deadline: float, query: Query = ()) -> Any:
-        """GET the document at ``segments`` and decode it, waiting for the answer; raises
-        FetchError on any failure."""
-        result: Future[Any] = Future()
-
-        def done(document: Any, error: FetchError | None) -> None:
-            if error is None:
-                result.set_result(document)
-            else:
-                result.set_exception(error)
-
-        self.get(segments, deadline, done, query)
-        return result.result()
 
 
 class _Answer:

@@ -28,6 +28,7 @@ import certifi
 import pycurl
 
 from exporter.config.nodes import TlsConfig
+from exporter.errors import TransferError
 
 log = logging.getLogger("ledger_exporter")
 
@@ -112,34 +113,6 @@ TLS_FAILURES = frozenset(
 #: OpenSSL's X509_V_ERR_* codes of a certificate outside its validity period (not yet
 #: valid, expired), whose dates the engine reads from the certificate libcurl saw.
 DATE_FAILURES = frozenset({9, 10})
-
-
-class TransferError(Exception):
-    """libcurl could not complete the transfer; ``code`` is the CURLE_* number (or NOT_SENT,
-    SHUT_DOWN), ``message`` libcurl's error buffer, ``os_errno`` the socket error behind it,
-    ``over_cap`` set when the engine aborted a body that grew past the size cap. For a TLS
-    failure, ``verify_result`` is OpenSSL's X509_V_ERR_* code (0: none) and ``validity`` the
-    node certificate's notBefore and notAfter as libcurl prints them, when a date failed."""
-
-    def __init__(
-        self,
-        code: int,
-        message: str,
-        os_errno: int = 0,
-        over_cap: bool = False,
-        *,
-        verify_result: int = 0,
-        validity: tuple[str, str] | None = None,
-        fresh_tls: bool = False,
-    ):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.os_errno = os_errno
-        self.over_cap = over_cap
-        self.verify_result = verify_result
-        self.validity = validity
-        self.fresh_tls = fresh_tls
 
 
 #: Called once with how a request ended.
@@ -507,10 +480,6 @@ class Engine:
                 return
         while len(self._spare) > SPARE_HANDLES:
             self._spare.pop().curl.close()
-
-    def spare_handles(self) -> int:
-        """Idle curl handles kept for reuse (read from any thread; for tests)."""
-        return len(self._spare)
 
     def _configure(self, handle: _Handle, request: Request, remaining_ms: int) -> None:
         """The options of one GET. A handle last used with the same profile keeps its options

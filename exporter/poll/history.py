@@ -180,14 +180,6 @@ class History:
         """Each polled node's ``nodeId`` from its last successful read that had one."""
         return {name: m.node_key for name, m in self._nodes.items() if m.node_key is not None}
 
-    def remembered_sessions(self) -> int:
-        """Vote sessions remembered across every node and chain (the open ones)."""
-        return sum(
-            len(followed.sessions)
-            for memory in self._nodes.values()
-            for followed in memory.consensus.values()
-        )
-
     def _memory(self, name: str) -> _NodeMemory:
         memory = self._nodes.get(name)
         return memory or _NodeMemory(_ErrorCounter(self._layout))

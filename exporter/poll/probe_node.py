@@ -82,14 +82,6 @@ class EngineProber:
         countdown.wait(max(0.0, deadline + DEADLINE_GRACE_SECONDS - self._monotonic()))
         return poll.result(self._monotonic())
 
-    def requests_in_flight(self) -> int:
-        """Probe requests queued or out on the network."""
-        return self._engine.in_flight()
-
-    def connections_opened(self) -> int:
-        """Connections the probes opened so far (keep-alive keeps it near one per target)."""
-        return self._engine.connections_opened()
-
     def close(self) -> None:
         """Fail what is still out and end the engine's thread."""
         self._engine.close()

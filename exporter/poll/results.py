@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from exporter.config.nodes import NodeConfig
+from exporter.errors import LedgerExporterError
 from exporter.model.readings import ChainReading, HealthReading, InvalidResponseError
 from exporter.model.watch_readings import Reading, WatchRequest
 
@@ -34,7 +35,7 @@ class Reason(Enum):
     TLS = "tls"  # a certificate or the TLS handshake failed (the detail says which)
 
 
-class FetchError(Exception):
+class FetchError(LedgerExporterError):
     """A request to a node failed; ``reason`` classifies it, the message explains it.
     ``retry_after``: the seconds a 429 or 503 answer's ``Retry-After`` asked to wait (0: none)."""
 

@@ -74,7 +74,8 @@ from exporter import ownfile
 from exporter.bounds import MAX_SESSION_ID_CHARS, MAX_TEXT_CHARS
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
-from exporter.ownfile import Identity, NotAFileError
+from exporter.errors import FileChangedError, NotAFileError, StateFileError
+from exporter.ownfile import Identity
 
 log = logging.getLogger("ledger_exporter")
 
@@ -121,15 +122,6 @@ class State:
     @property
     def chain_count(self) -> int:
         return sum(len(node.chains) for node in self.nodes.values())
-
-
-class StateFileError(Exception):
-    """The state file cannot be used; ``kind`` says how (unreadable, corrupt, foreign, too
-    large), the message what an operator would look for."""
-
-    def __init__(self, kind: str, detail: str) -> None:
-        super().__init__(detail)
-        self.kind = kind
 
 
 def encode(state: State) -> bytes:
@@ -418,21 +410,21 @@ def inspect(target: str, config: Config | None, now: float, limit: int | None = 
     second change makes it CHANGED."""
     try:
         return _inspect(target, config, now, limit)
-    except ownfile.ChangedError as error:
+    except FileChangedError as error:
         first = error.strerror or str(error)
     try:
         return replace(_inspect(target, config, now, limit), reread=first)
-    except ownfile.ChangedError as error:
+    except FileChangedError as error:
         detail = f"it changed while it was read, twice ({first}; then {error.strerror})"
         return Inspection(CHANGED, detail, reread=first)
 
 
 def _inspect(target: str, config: Config | None, now: float, limit: int | None) -> Inspection:
-    """One reading of :func:`inspect`'s; ChangedError when the file changed meanwhile."""
+    """One reading of :func:`inspect`'s; FileChangedError when the file changed meanwhile."""
     try:
         with ownfile.opened(target) as (handle, found):
             return _inspect_open(handle, found, config, now, limit)
-    except ownfile.ChangedError:
+    except FileChangedError:
         raise
     except FileNotFoundError:
         return Inspection("missing", "no state file yet")

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
+from exporter.errors import RequestRefusedError
+
 log = logging.getLogger("ledger_exporter")
 
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
@@ -25,25 +27,20 @@ _LENGTH_DIGITS = 15  # more digits than this is over any cap; int() is never giv
 DEFAULT_BODY_LIMIT = 65536
 
 
-class RequestError(Exception):
-    """A request the server refuses itself, before any handler, and then closes."""
-
-    def __init__(self, status: HTTPStatus, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-    def answer(self, head_only: bool = False, headers: Mapping[str, str] | None = None) -> bytes:
-        """The refusal as sent, with ``headers`` (the server's on every answer); to a HEAD
-        request without its body (RFC 9110, 9.3.2: a client reads none, so a body would be
-        taken for the next answer)."""
-        body = f"{self.status.phrase}: {self.reason}.\n".encode()
-        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
-        return (
-            f"HTTP/1.1 {self.status.value} {self.status.phrase}\r\n"
-            f"Content-Type: text/plain; charset=utf-8\r\n{extra}"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-        ).encode() + (b"" if head_only else body)
+def refusal(
+    error: RequestRefusedError, head_only: bool = False, headers: Mapping[str, str] | None = None
+) -> bytes:
+    """The answer to a refused request, as sent, with ``headers`` (the server's on every
+    answer); to a HEAD request without its body (RFC 9110, 9.3.2: a client reads none, so a
+    body would be taken for the next answer)."""
+    status = error.status
+    body = f"{status.phrase}: {error.reason}.\n".encode()
+    extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+    return (
+        f"HTTP/1.1 {status.value} {status.phrase}\r\n"
+        f"Content-Type: text/plain; charset=utf-8\r\n{extra}"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode() + (b"" if head_only else body)
 
 
 @dataclass(frozen=True)
@@ -72,7 +69,7 @@ def parse_head(buffer: bytes | bytearray, size: int) -> RequestHead:
     """The head in ``buffer[:size]``, strictly: a header line must be ``token: value`` (no
     folding, no space before the colon, no bare CR or NUL), Content-Length at most once and
     ASCII digits only, and no Transfer-Encoding (request bodies are small and counted).
-    Anything else raises RequestError, so the server and the handler can never disagree
+    Anything else raises RequestRefusedError, so the server and the handler can never disagree
     about where a request ends."""
     lines = bytes(buffer[:size]).split(b"\n")
     words = lines[0].split()
@@ -86,15 +83,19 @@ def parse_head(buffer: bytes | bytearray, size: int) -> RequestHead:
             continue
         name, colon, value = line.partition(b":")
         if not colon or not _FIELD_NAME.fullmatch(name) or b"\r" in line or b"\0" in line:
-            raise RequestError(HTTPStatus.BAD_REQUEST, "malformed header line")
+            raise RequestRefusedError(HTTPStatus.BAD_REQUEST, "malformed header line")
         if name.lower() == b"content-length":
             lengths.append(value.strip(b" \t"))
         elif name.lower() == b"transfer-encoding":
             chunked = True
     if chunked and lengths:
-        raise RequestError(HTTPStatus.BAD_REQUEST, "both Transfer-Encoding and Content-Length")
+        raise RequestRefusedError(
+            HTTPStatus.BAD_REQUEST, "both Transfer-Encoding and Content-Length"
+        )
     if chunked:
-        raise RequestError(HTTPStatus.LENGTH_REQUIRED, "a request body needs a Content-Length")
+        raise RequestRefusedError(
+            HTTPStatus.LENGTH_REQUIRED, "a request body needs a Content-Length"
+        )
     return RequestHead(method, path, size, _content_length(lengths))
 
 
@@ -102,10 +103,10 @@ def _content_length(values: list[bytes]) -> int:
     if not values:
         return 0
     if len(values) > 1:
-        raise RequestError(HTTPStatus.BAD_REQUEST, "more than one Content-Length")
+        raise RequestRefusedError(HTTPStatus.BAD_REQUEST, "more than one Content-Length")
     value = values[0]
     if not value.isdigit():  # bytes.isdigit(): ASCII digits only, no sign, no underscore
-        raise RequestError(HTTPStatus.BAD_REQUEST, "Content-Length must be a decimal number")
+        raise RequestRefusedError(HTTPStatus.BAD_REQUEST, "Content-Length must be a decimal number")
     return int(value) if len(value) <= _LENGTH_DIGITS else 10**_LENGTH_DIGITS
 
 

@@ -34,17 +34,18 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from exporter.errors import InvalidListenAddressError, RequestRefusedError
 from exporter.text import FIELD_VALUE
 from exporter.web.httpconn import (
     DEFAULT_BODY_LIMIT,
     READ_CHUNK,
     AnswerWriter,
     Connection,
-    RequestError,
     RequestHead,
     Workers,
     origin_form,
     parse_head,
+    refusal,
 )
 
 log = logging.getLogger("ledger_exporter")
@@ -57,15 +58,10 @@ LINGER_SECONDS = 2.0  # reading what a client still sends after its last answer,
 
 __all__ = [
     "HTTPRequestHandler",
-    "ListenAddressError",
     "ServerLimits",
     "ThreadedHTTPServer",
     "parse_listen_address",
 ]
-
-
-class ListenAddressError(ValueError):
-    """The listen address is not of the form host:port."""
 
 
 def parse_listen_address(address: str) -> tuple[str, int]:
@@ -73,9 +69,11 @@ def parse_listen_address(address: str) -> tuple[str, int]:
     an empty host means every interface."""
     host, sep, port = address.rpartition(":")
     if not sep or not (port.isascii() and port.isdigit()):
-        raise ListenAddressError(f"listen address {address!r} must be host:port, e.g. :9877")
+        raise InvalidListenAddressError(f"listen address {address!r} must be host:port, e.g. :9877")
     if len(port) > 5 or int(port) > 65535:
-        raise ListenAddressError(f"listen address {address!r}: port out of range (0 to 65535)")
+        raise InvalidListenAddressError(
+            f"listen address {address!r}: port out of range (0 to 65535)"
+        )
     return host.strip("[]"), int(port)
 
 
@@ -284,11 +282,6 @@ class ThreadedHTTPServer:
         it is read), or None; a subclass checks what it needs (client certificate SANs)."""
         return None
 
-    def open_connections(self) -> int:
-        """Client connections open now (waiting, idle or being answered)."""
-        with self._lock:
-            return len(self._conns)
-
     def serve_forever(self, poll_interval: float = 0.1) -> None:
         """Accept, read heads and expire connections until shutdown()."""
         with self._lock:  # against a shutdown() racing this start
@@ -486,14 +479,14 @@ class ThreadedHTTPServer:
             end = conn.head_end()
             if not end and len(conn.buffer) > self.limits.max_head_bytes:
                 status = HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
-                self._refuse(conn, RequestError(status, "request head too large"))
+                self._refuse(conn, RequestRefusedError(status, "request head too large"))
                 return
             if not end:
                 self._watch(conn, selectors.EVENT_READ)
                 return
             try:
                 conn.head = self._frame(end, conn.buffer)
-            except RequestError as error:
+            except RequestRefusedError as error:
                 self._refuse(conn, error)
                 return
         if len(conn.buffer) >= conn.request_size():
@@ -509,16 +502,16 @@ class ThreadedHTTPServer:
         limit = self.handler_class.body_limit(head.method, head.path)
         if head.content_length > limit:
             reason = f"at most {limit} body bytes here" if limit else "no request body here"
-            raise RequestError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, reason)
+            raise RequestRefusedError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, reason)
         return head
 
-    def _refuse(self, conn: Connection, error: RequestError) -> None:
+    def _refuse(self, conn: Connection, error: RequestRefusedError) -> None:
         """Answer a request the server will not hand to a handler, then close."""
         conn.log_once("request refused", f"{error.status.value} {error.reason}")
         head_only = conn.buffer.split(None, 1)[:1] == [b"HEAD"]
         conn.buffer.clear()
         conn.discard_request()
-        conn.outgoing.append(memoryview(error.answer(head_only, self.answer_headers)))
+        conn.outgoing.append(memoryview(refusal(error, head_only, self.answer_headers)))
         conn.close_after_answer = True
         self._start_answer(conn)
 

@@ -36,7 +36,7 @@ from exporter.web.problems import (
     attention,
 )
 
-__all__ = ["BEHIND_BLOCKS", "PEERS_LOST", "STALLED_SECONDS", "StatusPage", "landing_page"]
+__all__ = ["BEHIND_BLOCKS", "PEERS_LOST", "STALLED_SECONDS", "StatusPage"]
 
 REFRESH_SECONDS = 10
 SHORT_ID = 12  # chain ids (and watched names) longer than this show their first 8 characters
@@ -324,9 +324,3 @@ class StatusPage:
         """The page as served at ``now`` (``time.monotonic()``, the snapshot's clock): the
         cached bytes around one fresh line."""
         return b"".join((self._head, _summary(self.snapshot, now).encode(), self._body))
-
-
-def landing_page(snapshot: Snapshot, now: float | None = None) -> str:
-    """HTML for ``/`` at ``now`` (``time.monotonic()``, the snapshot's clock); every value
-    from a node is escaped, URLs are never shown."""
-    return StatusPage(snapshot).at(time.monotonic() if now is None else now).decode()

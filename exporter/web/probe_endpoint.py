@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from exporter.config.nodes import NodeConfig
 from exporter.config.probe_modules import DEFAULT_MODULE, ProbeConfig
+from exporter.errors import ProbeRefusedError
 from exporter.expose import metrics as m
 from exporter.expose import render
 from exporter.logs import logfmt
@@ -51,14 +52,6 @@ class ProbeNode(Protocol):
     def __call__(
         self, node: NodeConfig, deadline: float, trace: RequestTrace | None = None
     ) -> NodeResult: ...
-
-
-class ProbeRefusedError(Exception):
-    """The probe request cannot be served; ``status`` is the HTTP answer, the message why."""
-
-    def __init__(self, status: HTTPStatus, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,7 @@ the work that can wait (bcrypt, a reload, a probe) is bounded in how many reques
 
 from __future__ import annotations
 
-import errno
 import logging
-import socket
 import ssl
 import time
 from base64 import b64decode
@@ -19,16 +17,17 @@ from http import HTTPStatus
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from exporter.config.web import PasswordChecksBusyError, WebConfig
-from exporter.expose.render import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE
-from exporter.web.exposition import (
-    Exposition,
-    accepts_gzip,
-    wants_openmetrics,
+from exporter.config.web import WebConfig
+from exporter.errors import (
+    BindError,
+    InvalidListenAddressError,
+    PasswordChecksBusyError,
+    ReloadPendingError,
 )
+from exporter.expose.render import OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE
+from exporter.web.exposition import Exposition, accepts_gzip, wants_openmetrics
 from exporter.web.httpserver import (
     HTTPRequestHandler,
-    ListenAddressError,
     ServerLimits,
     ThreadedHTTPServer,
     parse_listen_address,
@@ -40,9 +39,6 @@ log = logging.getLogger("ledger_exporter")
 __all__ = [
     "App",
     "ExporterServer",
-    "ListenAddressError",
-    "ListenError",
-    "ReloadPendingError",
     "ServerLimits",
     "bind_servers",
     "parse_listen_address",
@@ -53,32 +49,6 @@ RELOAD_BODY_BYTES = 4096  # a reload takes no body; a small one (a form, a scrip
 DEFAULT_TELEMETRY_PATH = "/metrics"
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-#: Why a listen address cannot be bound, for the errors an operator can act on.
-_BIND_PROBLEMS = {
-    errno.EADDRINUSE: "address already in use",
-    errno.EACCES: "permission denied (ports below 1024 need privileges)",
-    errno.EADDRNOTAVAIL: "no such address on this machine",
-}
-
-
-class ReloadPendingError(Exception):
-    """A reload is already waiting to run: it will read the files after this request came."""
-
-
-class ListenError(OSError):
-    """A listen address that cannot be bound: ``str()`` is ``'ADDRESS': why``, ``strerror``
-    the why, ``address`` the address as given."""
-
-    def __init__(self, address: str, error: OSError) -> None:
-        if isinstance(error, socket.gaierror):
-            reason = f"cannot resolve the host ({error.strerror or error})"
-        else:
-            reason = _BIND_PROBLEMS.get(error.errno or 0) or str(error.strerror or error).lower()
-        super().__init__(error.errno or 0, reason)
-        self.address = address
-
-    def __str__(self) -> str:
-        return f"{self.address!r}: {self.strerror}"
 
 
 class App(Protocol):
@@ -131,7 +101,7 @@ def bind_servers(
 ) -> list[ExporterServer]:
     """One server per address, the same handlers, web config and limits on each (as
     exporter-toolkit serves several ``--web.listen-address``); all bound, or none and a
-    ListenError naming the address that failed. The TLS context is made first, so a web
+    BindError naming the address that failed. The TLS context is made first, so a web
     config that cannot be used (a certificate gone since it was checked) raises its own
     error, never one that blames an address."""
     (web or WebConfig()).ssl_context()
@@ -140,10 +110,10 @@ def bind_servers(
         for address in addresses:
             try:
                 servers.append(ExporterServer(address, app, web, limits, telemetry_path))
-            except ListenAddressError:
+            except InvalidListenAddressError:
                 raise
             except OSError as error:
-                raise ListenError(address, error) from None
+                raise BindError(address, error) from None
     except BaseException:
         for server in servers:
             server.server_close()

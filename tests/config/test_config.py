@@ -25,7 +25,7 @@ from exporter.config.exporter import (
 from exporter.config.keytable import bound_keys, key_names
 from exporter.config.nodes import NODE_KEYS, NodeConfig, TlsConfig
 from exporter.config.probe_modules import _PROBE_KEYS, ProbeConfig
-from exporter.config.schema import ConfigError
+from exporter.errors import ConfigError
 from tests.support.testdata import REPO, TESTDATA, expected_problems
 
 CONFIG_TESTDATA = TESTDATA / "config"

@@ -25,9 +25,9 @@ import yaml
 
 from exporter.app import Exporter
 from exporter.config.exporter import _Reader, load_config, parse_config
-from exporter.config.schema import ConfigError
 from exporter.config.web import _WebReader, load_web_config
 from exporter.config.yamlsource import load_located
+from exporter.errors import ConfigError
 from tests.support.http import fetch
 from tests.support.ports import closed_port_url
 from tests.support.testdata import REPO

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from exporter.config.schema import ConfigError
 from exporter.config.tls import certificate_sans
 from exporter.config.web import TlsServerConfig, WebConfig, load_web_config
+from exporter.errors import ConfigError
 from exporter.web.server import ExporterServer
 from tests.support.certs import Pki
 from tests.support.ports import free_port

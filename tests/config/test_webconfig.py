@@ -17,8 +17,8 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from exporter.config.schema import ConfigError
-from exporter.config.web import PasswordChecksBusyError, TlsServerConfig, WebConfig, load_web_config
+from exporter.config.web import TlsServerConfig, WebConfig, load_web_config
+from exporter.errors import ConfigError, PasswordChecksBusyError
 from tests.support.certs import Pki
 from tests.support.testdata import TESTDATA, expected_problems
 from tests.support.waiting import wait_until

@@ -27,7 +27,8 @@ import yaml
 from exporter import __version__
 from exporter.config.exporter import parse_config
 from exporter.config.web import load_web_config
-from exporter.web.probe_endpoint import ProbeRefusedError, probe_target
+from exporter.errors import ProbeRefusedError
+from exporter.web.probe_endpoint import probe_target
 from tests.support.certs import Pki
 from tests.support.deploy import (
     Manifest,

@@ -89,7 +89,7 @@ SKIPPED: dict[str, str] = {
     r"journalctl .*": "reads the host's journal of the installed service",
     r"\.venv/bin/python benchmarks/.*": (
         "a benchmark: minutes of both cores, measuring the machine (docs/performance.md); "
-        "tests/test_perfsplit.py and the soak test run the benchmarks' code"
+        "tests/benchmarks/test_perfsplit.py and the soak test run the benchmarks' code"
     ),
 }
 

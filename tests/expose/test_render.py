@@ -28,9 +28,9 @@ from exporter.poll.history import History
 from exporter.poll.results import ChainResult, NodeResult, WatchResult
 from exporter.poll.watch_poll import watch_status
 from exporter.web.exposition import Exposition
-from exporter.web.landing import landing_page
 from tests.support.golden import CASES, GOLDEN, many_chunks_snapshot, poll_golden_case
 from tests.support.oracle import render_collectors, snapshot_collectors
+from tests.support.webapp import landing_page
 
 
 def _client_python(snapshot: Snapshot, om: bool) -> bytes:

@@ -23,12 +23,15 @@ import pytest
 
 from exporter import __version__
 from exporter.config.nodes import NodeConfig, TlsConfig
+from exporter.errors import TransferError
 from exporter.poll.client import NodeClient, ReadBudget, classify
-from exporter.poll.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine, TransferError
+from exporter.poll.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine
 from exporter.poll.node import Countdown
 from exporter.poll.results import FetchError, Reason
 from tests.support.certs import Pki
 from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.inside import spare_handles
+from tests.support.node_get import get_document
 from tests.support.waiting import wait_until
 
 CAP = 1000
@@ -40,7 +43,7 @@ def soon(seconds: float = 5.0) -> float:
 
 def fetch_error(node_client: NodeClient, segments: list[str], deadline: float) -> FetchError:
     with pytest.raises(FetchError) as caught:
-        node_client.get_json(segments, deadline)
+        get_document(node_client, segments, deadline)
     return caught.value
 
 
@@ -95,13 +98,13 @@ def client(engine: Engine, url: str, max_bytes: int = CAP, **node: Any) -> NodeC
 def test_success_decodes_the_document(engine: Engine, local_node: FakeNode) -> None:
     health = {"nodeVersion": "1.4.2", "network": {"peerCount": 4}, "blockchains": ["8f2a9c"]}
     local_node.set("/health", health)
-    assert client(engine, local_node.url).get_json(["health"], soon()) == health
+    assert get_document(client(engine, local_node.url), ["health"], soon()) == health
     assert local_node.paths == ["/health"]
 
 
 def test_request_headers_identify_the_exporter(engine: Engine, local_node: FakeNode) -> None:
     local_node.set("/health", {})
-    client(engine, local_node.url).get_json(["health"], soon())
+    get_document(client(engine, local_node.url), ["health"], soon())
     headers = local_node.requests[0].headers
     assert headers["User-Agent"] == f"ledger-exporter/{__version__}"
     assert headers["Accept"] == "application/json"
@@ -146,13 +149,15 @@ def test_request_goes_under_the_path_prefix(
     prefix: str, engine: Engine, local_node: FakeNode
 ) -> None:
     local_node.set("/nodes/node-1/blockchains/8f2a9c", {"blockHeight": 7})
-    document = client(engine, local_node.url + prefix).get_json(["blockchains", "8f2a9c"], soon())
+    document = get_document(
+        client(engine, local_node.url + prefix), ["blockchains", "8f2a9c"], soon()
+    )
     assert document == {"blockHeight": 7}
 
 
 def test_chain_id_is_sent_as_one_escaped_segment(engine: Engine, local_node: FakeNode) -> None:
     local_node.set("/blockchains/a%2Fb%20c%3Fd%23e%25", {"blockHeight": 1})
-    document = client(engine, local_node.url).get_json(["blockchains", "a/b c?d#e%"], soon())
+    document = get_document(client(engine, local_node.url), ["blockchains", "a/b c?d#e%"], soon())
     assert document == {"blockHeight": 1}
     assert local_node.paths == ["/blockchains/a%2Fb%20c%3Fd%23e%25"]
 
@@ -175,7 +180,7 @@ def test_the_node_receives_dot_segments_as_sent(
     """libcurl would resolve ``%2E%2E`` like ``..`` and ask for the base path instead."""
     path = f"/{prefix}blockchains/{sent}"
     local_node.set(path, {"blockHeight": 7})
-    document = client(engine, local_node.url + prefix).get_json(["blockchains", chain], soon())
+    document = get_document(client(engine, local_node.url + prefix), ["blockchains", chain], soon())
     assert local_node.paths == [path]
     assert document == {"blockHeight": 7}
 
@@ -198,7 +203,7 @@ def test_url_for_appends_the_query_escaped(
 def test_query_is_sent_after_the_path(engine: Engine, local_node: FakeNode) -> None:
     local_node.set("/wallets/w%2F1?blockchainId=a%26b", {"enabled": True})
     query = (("blockchainId", "a&b"),)
-    document = client(engine, local_node.url).get_json(["wallets", "w/1"], soon(), query)
+    document = get_document(client(engine, local_node.url), ["wallets", "w/1"], soon(), query)
     assert document == {"enabled": True}
     assert local_node.paths == ["/wallets/w%2F1?blockchainId=a%26b"]
 
@@ -258,7 +263,7 @@ def test_invalid_json(body: bytes, detail: str, engine: Engine, local_node: Fake
 )
 def test_any_json_is_returned_as_is(document: object, engine: Engine, local_node: FakeNode) -> None:
     local_node.set("/health", document)
-    assert client(engine, local_node.url).get_json(["health"], soon()) == document
+    assert get_document(client(engine, local_node.url), ["health"], soon()) == document
 
 
 # --- the size cap ---
@@ -276,7 +281,7 @@ def test_body_of_exactly_the_cap_is_read(engine: Engine, local_node: FakeNode) -
     assert len(body) == CAP
     for length in (True, False):
         local_node.set("/health", body, length=length)
-        document = client(engine, local_node.url).get_json(["health"], soon())
+        document = get_document(client(engine, local_node.url), ["health"], soon())
         assert document == {"pad": "x" * (CAP - 11)}
 
 
@@ -303,7 +308,7 @@ def test_compressed_body_is_capped_unpacked(
 
 
 def test_gzip_body_is_decoded(engine: Engine, local_node: FakeNode) -> None:
-    document = client(engine, local_node.url, max_bytes=100_000).get_json(["gzip"], soon())
+    document = get_document(client(engine, local_node.url, max_bytes=100_000), ["gzip"], soon())
     assert document == {"nodeVersion": "1.4.2", "pad": "x" * 5000}
     assert "gzip" in local_node.requests[0].headers["Accept-Encoding"]
 
@@ -314,7 +319,7 @@ def test_broken_gzip_is_an_invalid_response(engine: Engine, local_node: FakeNode
 
 
 def test_chunked_body_is_read(engine: Engine, local_node: FakeNode) -> None:
-    document = client(engine, local_node.url).get_json(["chunked"], soon())
+    document = get_document(client(engine, local_node.url), ["chunked"], soon())
     assert document == {"blockHeight": 18342, "syncing": False}
 
 
@@ -408,7 +413,7 @@ def test_a_failing_callback_is_logged_and_the_engine_goes_on(
     client(engine, local_node.url).get(["health"], soon(), broken)
     assert called.wait(5)
     # answered on the engine's thread after the failed callback was logged
-    document = client(engine, local_node.url).get_json(["health"], soon())
+    document = get_document(client(engine, local_node.url), ["health"], soon())
     assert document == {"nodeVersion": "1.4.2"}
     assert [r.getMessage() for r in caplog.records] == ["a request's callback failed"]
     assert engine.in_flight() == 0
@@ -555,7 +560,10 @@ def test_transfer_errors_are_classified(code: int, reason: Reason, detail: str) 
 def test_connections_are_reused_across_requests(engine: Engine, local_node: FakeNode) -> None:
     node_client = client(engine, local_node.url)
     for _ in range(3):
-        assert node_client.get_json(["chunked"], soon()) == {"blockHeight": 18342, "syncing": False}
+        assert get_document(node_client, ["chunked"], soon()) == {
+            "blockHeight": 18342,
+            "syncing": False,
+        }
     assert len(ports(local_node)) == 3
     assert len(set(ports(local_node))) == 1  # one kept-alive connection
 
@@ -566,7 +574,7 @@ def test_idle_connections_are_closed_once_no_request_is_in_flight(
     local_node.set("/held", {"held": True}, held=True)
     local_node.set("/health", {})
     node_client = client(engine, local_node.url)
-    node_client.get_json(["health"], soon())
+    get_document(node_client, ["health"], soon())
     outcome: list[Any] = []
     ended = threading.Event()
 
@@ -579,7 +587,7 @@ def test_idle_connections_are_closed_once_no_request_is_in_flight(
     engine.close_idle_connections()  # with a request in flight: waits for it
     local_node.release()
     assert ended.wait(30)
-    node_client.get_json(["health"], soon())
+    get_document(node_client, ["health"], soon())
     assert outcome == [{"held": True}]  # the request in flight was not cut
     used = ports(local_node)
     assert used[1] == used[0]  # kept alive until then
@@ -606,8 +614,8 @@ def test_idle_handles_are_closed_and_connections_kept(local_node: FakeNode) -> N
             local_node.release()
             assert ended.wait(30)
             wait_until(
-                lambda: busy.spare_handles() == SPARE_HANDLES,
-                message=lambda: f"{busy.spare_handles()} spare handles",
+                lambda: spare_handles(busy) == SPARE_HANDLES,
+                message=lambda: f"{spare_handles(busy)} spare handles",
             )
     finally:
         busy.close()
@@ -626,7 +634,7 @@ def test_proxy_environment_is_ignored(
         monkeypatch.setenv(variable, f"http://127.0.0.1:{probe.getsockname()[1]}/")
     fresh = Engine(2, "test")  # libcurl reads the environment per request: a fresh one anyway
     try:
-        document = client(fresh, local_node.url).get_json(["chunked"], soon())
+        document = get_document(client(fresh, local_node.url), ["chunked"], soon())
     finally:
         fresh.close()
     assert document == {"blockHeight": 18342, "syncing": False}
@@ -638,7 +646,7 @@ def test_proxy_environment_is_ignored(
 def test_configured_headers_are_sent(engine: Engine, local_node: FakeNode) -> None:
     local_node.set("/health", {})
     headers = (("X-Scope", "monitoring"), ("Authorization", "Bearer token-123"))
-    client(engine, local_node.url, headers=headers).get_json(["health"], soon())
+    get_document(client(engine, local_node.url, headers=headers), ["health"], soon())
     sent = local_node.requests[0].headers
     assert sent["X-Scope"] == "monitoring"
     assert sent["Authorization"] == "Bearer token-123"
@@ -646,8 +654,10 @@ def test_configured_headers_are_sent(engine: Engine, local_node: FakeNode) -> No
 
 def test_basic_auth_is_sent(engine: Engine, local_node: FakeNode) -> None:
     local_node.set("/health", {})
-    client(engine, local_node.url, basic_auth=("alice", "s@cret:with colon")).get_json(
-        ["health"], soon()
+    get_document(
+        client(engine, local_node.url, basic_auth=("alice", "s@cret:with colon")),
+        ["health"],
+        soon(),
     )
     expected = base64.b64encode(b"alice:s@cret:with colon").decode()
     assert local_node.requests[0].headers["Authorization"] == f"Basic {expected}"
@@ -675,7 +685,7 @@ def test_tls_with_ca_file_and_client_certificate(
     tls = TlsConfig(pki.ca, pki.client.cert, pki.client.key)
     node_client = client(engine, tls_node.url, tls=tls)
     for _ in range(3):
-        assert node_client.get_json(["health"], soon()) == {"nodeVersion": "1.4.2"}
+        assert get_document(node_client, ["health"], soon()) == {"nodeVersion": "1.4.2"}
     assert len(set(ports(tls_node))) == 1  # one TLS handshake, then kept alive
 
 
@@ -690,7 +700,7 @@ def test_tls_without_the_ca_fails_verification(
 
 def test_tls_insecure_skip_verify(engine: Engine, tls_node: FakeNode, pki: Pki) -> None:
     tls = TlsConfig(None, pki.client.cert, pki.client.key, True)
-    assert client(engine, tls_node.url, tls=tls).get_json(["health"], soon()) == {
+    assert get_document(client(engine, tls_node.url, tls=tls), ["health"], soon()) == {
         "nodeVersion": "1.4.2"
     }
 

@@ -21,10 +21,10 @@ from exporter.poll.cycle import Poller
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, NodeResult
 from exporter.poll.state import StateFile, decode, encode
-from exporter.web.landing import landing_page
 from tests.support.clock import Clock
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode
+from tests.support.webapp import landing_page
 
 NOW = 1_700_000_000.0
 STEP = 7200.0

@@ -18,11 +18,12 @@ import pytest
 from exporter.bounds import DEFAULT_BOUNDS, MAX_SESSION_ID_CHARS, Bounds, DropKind
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
+from exporter.errors import StateFileError
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, ConsensusStatus
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
-from exporter.poll.state import State, StateFileError, decode, encode, for_config
+from exporter.poll.state import State, decode, encode, for_config
 from tests.support.documents import chain_doc, health_doc
 
 START = 1_700_000_000.0
@@ -168,15 +169,22 @@ def test_leader_series_are_in_key_order_and_a_former_member_keeps_its_count() ->
 # --- bounds -----------------------------------------------------------------------------
 
 
+def remembered_sessions(history: History) -> int:
+    """The vote sessions the history remembers across nodes and chains, as a restart would
+    find them (its state)."""
+    nodes = history.state().nodes.values()
+    return sum(len(chain.sessions) for node in nodes for chain in node.chains.values())
+
+
 def test_only_the_sessions_open_now_are_remembered() -> None:
     """Bounded memory: whatever sessions came and went, the history keeps the open ones."""
     history = History()
     for index in range(200):
         open_now = {f"s{index}": (1, "k1"), f"s{index + 1}": (2, "k2")}
         consensus_of(history, Cycle(15.0 * index, open_now, None, 0))
-    assert history.remembered_sessions() == 2
+    assert remembered_sessions(history) == 2
     consensus_of(history, Cycle(3000, {}, None, 0))
-    assert history.remembered_sessions() == 0
+    assert remembered_sessions(history) == 0
 
 
 def drops(history: History, cycle: Cycle, bounds: Bounds) -> dict[str, int]:
@@ -190,7 +198,7 @@ def test_sessions_beyond_the_bound_are_not_followed_and_counted() -> None:
     many = {f"s{i}": (1, "k1") for i in (5, 3, 9, 1)}
     counted = drops(history, Cycle(0, many, None, 0), bounds)
     assert counted["vote_session"] == 2
-    assert history.remembered_sessions() == 2
+    assert remembered_sessions(history) == 2
     again = {f"s{i}": (2, "k2") for i in (5, 3, 9, 1)}
     chain = consensus_of(history, Cycle(15, again, None, 0), bounds)
     assert chain is not None and chain.consensus is not None
@@ -229,7 +237,7 @@ def test_a_chain_no_longer_listed_forgets_its_counters() -> None:
     consensus_of(history, Cycle(15, {"s1": (2, "k1")}, None, 0))
     node = NodeConfig("a", "http://x/")
     history.record([NodeResult(node, read_health(health_doc([])), None, [], 0.1)], START + 30)
-    assert history.remembered_sessions() == 0
+    assert remembered_sessions(history) == 0
     chain = consensus_of(history, Cycle(45, {"s1": (3, "k1")}, None, 0))
     assert chain is not None and chain.consensus is not None
     assert (chain.consensus.round_changes, chain.consensus.session_age) == (0, 0.0)

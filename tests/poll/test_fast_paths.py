@@ -21,6 +21,7 @@ from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
 from exporter.poll.results import FetchError, Reason
 from tests.support.fakenode import FakeNode
+from tests.support.node_get import get_document
 
 
 @pytest.fixture
@@ -52,9 +53,9 @@ def test_a_reused_handle_drops_the_auth_and_headers_of_another_profile(
 ) -> None:
     with_auth = _client(one_handle, node, basic_auth=("alice", "secret"), headers=(("X-A", "1"),))
     plain = _client(one_handle, node)
-    with_auth.get_json(["health"], _deadline())
-    plain.get_json(["health"], _deadline())
-    with_auth.get_json(["health"], _deadline())
+    get_document(with_auth, ["health"], _deadline())
+    get_document(plain, ["health"], _deadline())
+    get_document(with_auth, ["health"], _deadline())
     first, second, third = (request.headers for request in node.requests)
     basic = "Basic " + base64.b64encode(b"alice:secret").decode()
     assert (first.get("Authorization"), first.get("X-A")) == (basic, "1")
@@ -67,7 +68,7 @@ def test_a_reused_handle_of_the_same_profile_sends_the_same_headers(
 ) -> None:
     client = _client(one_handle, node, headers=(("X-Scope", "ops"),))
     for _ in range(3):
-        client.get_json(["health"], _deadline())
+        get_document(client, ["health"], _deadline())
     assert [request.headers.get("X-Scope") for request in node.requests] == ["ops"] * 3
     assert len({request.port for request in node.requests}) == 1  # kept alive throughout
 
@@ -79,13 +80,13 @@ def test_the_cap_holds_on_a_reused_handle_and_a_small_answer_after_it_is_whole(
     node.set("/small", {"ok": True})
     small_cap = _client(one_handle, node, max_bytes=1000)
     with pytest.raises(FetchError) as caught:
-        small_cap.get_json(["big"], _deadline())
+        get_document(small_cap, ["big"], _deadline())
     assert caught.value.reason is Reason.TOO_LARGE
-    assert small_cap.get_json(["small"], _deadline()) == {"ok": True}
+    assert get_document(small_cap, ["small"], _deadline()) == {"ok": True}
     big_cap = _client(one_handle, node, max_bytes=1 << 20)  # another profile: reconfigured
-    assert big_cap.get_json(["big"], _deadline()) == {"blob": "x" * 5000}
+    assert get_document(big_cap, ["big"], _deadline()) == {"blob": "x" * 5000}
     with pytest.raises(FetchError):
-        small_cap.get_json(["big"], _deadline())
+        get_document(small_cap, ["big"], _deadline())
 
 
 @pytest.mark.parametrize(

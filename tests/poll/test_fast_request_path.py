@@ -15,18 +15,10 @@ import pytest
 
 from exporter import __version__
 from exporter.config.nodes import NodeConfig
+from exporter.errors import TransferError
 from exporter.model.readings import Shared
 from exporter.poll.client import NodeClient, ReadBudget
-from exporter.poll.engine import (
-    SHUT_DOWN,
-    Done,
-    Engine,
-    Profile,
-    Request,
-    Response,
-    TransferError,
-    _Handle,
-)
+from exporter.poll.engine import SHUT_DOWN, Done, Engine, Profile, Request, Response, _Handle
 from exporter.poll.node import BlockPlan, NodePoll
 from exporter.poll.results import Reason
 from tests.support.documents import chain_doc, health_doc
@@ -265,9 +257,23 @@ def test_a_request_submitted_by_a_callback_while_the_engine_closes_fails_as_shut
 # --- the read budget charged with the CPU time of each reading ---------------------------
 
 
+class _Charges(ReadBudget):
+    """A read budget that also sums what the client charges it."""
+
+    __slots__ = ("total",)
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
+        self.total = 0.0
+
+    def charge(self, seconds: float) -> None:
+        self.total += seconds
+        super().charge(seconds)
+
+
 def _charged(engine: Engine, node: FakeNode, fast: Any) -> float:
     """What reading one answer through ``fast`` charged to a fresh budget."""
-    budget = ReadBudget(100.0)
+    budget = _Charges(100.0)
     client = NodeClient(engine, NodeConfig("n", node.url), 1 << 20)
     answered = threading.Event()
     client.get(
@@ -279,7 +285,7 @@ def _charged(engine: Engine, node: FakeNode, fast: Any) -> float:
         fast=fast,
     )
     assert answered.wait(30)
-    return budget.charged
+    return budget.total
 
 
 def test_a_costly_reading_is_charged_at_least_its_cpu_time(engine: Engine, node: FakeNode) -> None:

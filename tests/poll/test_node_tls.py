@@ -16,13 +16,15 @@ import pytest
 import yaml
 
 from exporter.config.nodes import NodeConfig, TlsConfig
+from exporter.errors import TransferError
 from exporter.poll.client import NodeClient, classify
-from exporter.poll.engine import Engine, TransferError
+from exporter.poll.engine import Engine
 from exporter.poll.results import FetchError, Reason
 from tests.support.certs import KeyPair, Pki
 from tests.support.documents import health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.http import fetch
+from tests.support.node_get import get_document
 from tests.support.processes import ready_exporter
 from tests.support.waiting import wait_until
 
@@ -116,7 +118,7 @@ def _url(node: FakeNode, scheme: str) -> str:
 def _fetch_error(engine: Engine, url: str, pki: Pki) -> FetchError:
     client = NodeClient(engine, NodeConfig("n", url, tls=TlsConfig(pki.ca)), 1 << 20)
     try:
-        client.get_json(["health"], client.now() + 10)
+        get_document(client, ["health"], client.now() + 10)
     except FetchError as error:
         return error
     raise AssertionError("the request succeeded")
@@ -280,4 +282,4 @@ def test_a_certificate_with_bytes_that_are_not_utf8_fails_alone(
     assert error.detail.startswith("the node's certificate has expired"), error.detail
     healthy = _start(fake_nodes, None)
     client = NodeClient(engine, NodeConfig("ok", _url(healthy, "http")), 1 << 20)
-    assert client.get_json(["health"], client.now() + 10) == health_doc([])
+    assert get_document(client, ["health"], client.now() + 10) == health_doc([])

@@ -10,9 +10,9 @@ from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.poll.cycle import Poller
 from exporter.web.exposition import Exposition
-from exporter.web.landing import landing_page
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNodes
+from tests.support.webapp import landing_page
 
 MESSAGE = "answered /health with JSON that is not a ledger node's health"
 

@@ -17,10 +17,11 @@ import time
 import pytest
 
 from exporter.config.nodes import NodeConfig
+from exporter.errors import TransferError
 from exporter.model.readings import ChainGauge, ChainReading
 from exporter.poll.client import NodeClient
 from exporter.poll.consensus_history import ChainConsensus
-from exporter.poll.engine import Engine, Profile, Request, Response, TransferError
+from exporter.poll.engine import Engine, Profile, Request, Response
 from exporter.poll.history import History
 from exporter.poll.node import BlockPlan, NodePoll, _ended
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason

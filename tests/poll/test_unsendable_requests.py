@@ -24,6 +24,7 @@ from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
 from exporter.poll.results import FetchError, Reason
 from tests.support.fakenode import FakeNode
+from tests.support.node_get import get_document
 
 
 @pytest.fixture
@@ -35,7 +36,7 @@ def engine() -> Iterator[Engine]:
 
 def _get(engine: Engine, node: NodeConfig) -> object:
     client = NodeClient(engine, node, 1 << 20)
-    return client.get_json(["health"], time.monotonic() + 10)
+    return get_document(client, ["health"], time.monotonic() + 10)
 
 
 @pytest.mark.parametrize(

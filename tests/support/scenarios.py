@@ -35,10 +35,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter.config.exporter import Config, NetworkChecks
 from exporter.config.nodes import NodeConfig
 from exporter.config.watchlist import WatchConfig, WatchedContract, WatchedWallet
+from exporter.errors import TransferError
 from exporter.expose.render import OPENMETRICS_END, Renderer, openmetrics_format, text_format
 from exporter.model.snapshot import Snapshot
 from exporter.poll.cycle import Poller
-from exporter.poll.engine import Done, Engine, Request, Response, TransferError
+from exporter.poll.engine import Done, Engine, Request, Response
 from tests.support.answers import (
     HOW,
     MAX_RESPONSE_BYTES,

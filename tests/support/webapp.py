@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http import HTTPStatus
@@ -10,6 +11,7 @@ from http import HTTPStatus
 from exporter.config.web import WebConfig
 from exporter.model.snapshot import Snapshot
 from exporter.web.exposition import Exposition
+from exporter.web.landing import StatusPage
 from exporter.web.probe_endpoint import ProbeAnswer
 from exporter.web.server import ExporterServer
 
@@ -47,3 +49,9 @@ def served(web: WebConfig | None = None) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def landing_page(snapshot: Snapshot, now: float | None = None) -> str:
+    """The status page of ``snapshot`` as ``/`` serves it at ``now`` (``time.monotonic()``,
+    the snapshot's clock)."""
+    return StatusPage(snapshot).at(time.monotonic() if now is None else now).decode()

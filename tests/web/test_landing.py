@@ -21,7 +21,7 @@ from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.web import landing, problems
-from exporter.web.landing import StatusPage, landing_page
+from exporter.web.landing import StatusPage
 from ledger_simulator.network import SimulatedNetwork
 from tests.support.documents import chain_doc, health_doc
 from tests.support.http import fetch, get_json
@@ -29,6 +29,7 @@ from tests.support.programs import require_program
 from tests.support.simulator import simulate
 from tests.support.testdata import REPO
 from tests.support.waiting import wait_until
+from tests.support.webapp import landing_page
 from tools import render_mixin
 
 NOW = 1_700_000_000.0

@@ -20,10 +20,11 @@ from exporter.cli import build_parser
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.config.web import TlsServerConfig, WebConfig
+from exporter.errors import BindError, InvalidListenAddressError
 from exporter.flags import RESERVED_PATHS, from_environment, telemetry_path
-from exporter.web.httpserver import ListenAddressError, parse_listen_address
+from exporter.web.httpserver import parse_listen_address
 from exporter.web.probe_endpoint import ProbeAnswer
-from exporter.web.server import ExporterServer, ListenError, bind_servers
+from exporter.web.server import ExporterServer, bind_servers
 from tests.support.certs import Pki
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
@@ -96,7 +97,7 @@ def test_listen_address_parser(
     if problem is None:
         assert parse_listen_address(address) == parsed
     else:
-        with pytest.raises(ListenAddressError, match=problem):
+        with pytest.raises(InvalidListenAddressError, match=problem):
             parse_listen_address(address)
 
 
@@ -216,7 +217,7 @@ def test_one_address_taken_binds_none(tmp_path: Path) -> None:
         taken.listen()
         busy = f"127.0.0.1:{taken.getsockname()[1]}"
         free = free_port()
-        with pytest.raises(ListenError) as caught:
+        with pytest.raises(BindError) as caught:
             bind_servers([f"127.0.0.1:{free}", busy], PROBING)
     assert str(caught.value) == f"{busy!r}: address already in use"
     assert caught.value.address == busy
@@ -227,7 +228,7 @@ def test_one_address_taken_binds_none(tmp_path: Path) -> None:
 def test_an_address_not_on_this_machine_says_so() -> None:
     """192.0.2.1 (TEST-NET-1) is nobody's address here: binding it fails at once, nothing
     is sent anywhere."""
-    with pytest.raises(ListenError, match="no such address on this machine") as caught:
+    with pytest.raises(BindError, match="no such address on this machine") as caught:
         bind_servers(["192.0.2.1:0"], PROBING)
     assert str(caught.value) == "'192.0.2.1:0': no such address on this machine"
 
@@ -334,4 +335,4 @@ def test_a_web_config_gone_bad_is_not_blamed_on_an_address(tmp_path: Path, pki: 
     Path(cert).unlink()
     with pytest.raises(FileNotFoundError) as caught:
         bind_servers(["127.0.0.1:0"], PROBING, web)
-    assert not isinstance(caught.value, ListenError)
+    assert not isinstance(caught.value, BindError)

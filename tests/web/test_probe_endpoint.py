@@ -15,12 +15,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.config.nodes import NodeConfig, TlsConfig
 from exporter.config.probe_modules import ProbeConfig, ProbeModule
+from exporter.errors import ProbeRefusedError
 from exporter.model.readings import read_chain, read_health
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason, RequestTrace
 from exporter.web.probe_endpoint import (
     TIMEOUT_MARGIN_SECONDS,
     Prober,
-    ProbeRefusedError,
     ProbeSlots,
     probe_target,
     probe_timeout,

@@ -24,6 +24,7 @@ from exporter.app import Exporter
 from exporter.config.exporter import Config, load_config
 from exporter.config.nodes import NodeConfig
 from exporter.config.web import TlsServerConfig, WebConfig, load_web_config
+from exporter.errors import InvalidListenAddressError
 from exporter.expose import metrics
 from exporter.expose.metrics import MetricSpec
 from exporter.expose.render import FamilySink, Renderer
@@ -39,7 +40,7 @@ from exporter.web.exposition import (
     no_runtime_families,
     wants_openmetrics,
 )
-from exporter.web.server import ExporterServer, ListenAddressError, parse_listen_address
+from exporter.web.server import ExporterServer, parse_listen_address
 from tests.support.certs import Pki
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
@@ -308,7 +309,7 @@ def test_parse_listen_address(address: str, expected: tuple[str, int]) -> None:
 
 @pytest.mark.parametrize("address", ["9877", "host:", "host:99999", "host:http"])
 def test_parse_listen_address_rejects(address: str) -> None:
-    with pytest.raises(ListenAddressError):
+    with pytest.raises(InvalidListenAddressError):
         parse_listen_address(address)
 
 

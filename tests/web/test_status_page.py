@@ -21,7 +21,7 @@ import yaml
 from exporter.app import Exporter
 from exporter.config.exporter import load_config
 from exporter.config.nodes import NodeConfig
-from exporter.config.schema import ConfigError
+from exporter.errors import ConfigError
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
@@ -35,13 +35,13 @@ from exporter.model.watch_readings import (
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, NodeResult
 from exporter.web import problems
-from exporter.web.landing import landing_page
 from exporter.web.problems import ALERT_SEVERITY
 from ledger_simulator import SimulatedNetwork
 from tests.support.documents import chain_doc, health_doc
 from tests.support.http import fetch as fetch_answer
 from tests.support.testdata import REPO
 from tests.support.waiting import wait_until
+from tests.support.webapp import landing_page
 
 NOW = 1_700_000_000.0
 LONG = "ab" * 32  # a 64-character chain id

@@ -23,10 +23,10 @@ from exporter.poll import consensus_history as consensus
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from exporter.web import problems
-from exporter.web.landing import landing_page
 from exporter.web.problems import Problem, attention
 from tests.support.documents import chain_doc, health_doc
 from tests.support.monitoring import PROM_DIR
+from tests.support.webapp import landing_page
 from tools import render_mixin
 
 START = 1_700_000_000.0
