@@ -36,7 +36,9 @@ mixin: $(STAMP)
 
 # docs/metrics.md, the metric reference, from the catalogue (exporter/expose/metrics.py) and
 # the rendered mixin (run `make mixin` first when the mixin changed); tests/expose/test_metrics_reference.py
-# fails when the committed page differs.
+# fails when the committed page differs. Also the generated blocks of docs/configuration.md
+# (flags, config keys) and config/example.yml, from the flags' DEFAULTS and the keys'
+# declarations (exporter/config/keytable.py); tests/docs/test_configuration_reference.py.
 docs: $(STAMP)
 	$(BIN)/python tools/render_docs.py
 

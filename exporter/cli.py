@@ -21,17 +21,19 @@ from exporter.config.exporter import Config, load_config
 from exporter.config.web import WebConfig, load_web_config
 from exporter.errors import ConfigError
 from exporter.flags import (
+    DEFAULT_PORT,
     Parser,
     add_log_flags,
     apply_environment,
     env_name,
     listen_address,
     positive_duration,
+    shown_default,
     state_file,
     telemetry_path,
     whole_number,
 )
-from exporter.logs import setup_logging
+from exporter.logs import DEFAULT_FORMAT, DEFAULT_LEVEL, setup_logging
 from exporter.web.httpserver import ServerLimits
 
 if TYPE_CHECKING:
@@ -40,17 +42,19 @@ if TYPE_CHECKING:
 #: The entry point group of the sub-commands: each names a ``main(argv) -> int``.
 COMMANDS = "ledger_exporter.commands"
 
-#: What each flag that an environment variable may set defaults to.
+#: What each flag that an environment variable may set defaults to: the one place a flag's
+#: default is stated (the server's limits are the server's own defaults); build_parser adds
+#: each to its flag's help, and `make docs` writes them into docs/configuration.md.
 DEFAULTS: dict[str, str | float | list[str] | None] = {
-    "config_file": None,
-    "listen_address": [":9877"],
+    "config_file": None,  # required
+    "listen_address": [f":{DEFAULT_PORT}"],
     "telemetry_path": "/metrics",
     "web_config_file": None,
-    "log_level": "info",
-    "log_format": "logfmt",
-    "read_header_timeout": 10.0,
-    "idle_timeout": 60.0,
-    "max_connections": 512,
+    "log_level": DEFAULT_LEVEL,
+    "log_format": DEFAULT_FORMAT,
+    "read_header_timeout": ServerLimits.read_header_timeout,
+    "idle_timeout": ServerLimits.idle_timeout,
+    "max_connections": ServerLimits.max_connections,
     "state_file": None,
 }
 
@@ -105,15 +109,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         type=listen_address,
         metavar="ADDRESS",
-        help="host:port to serve on, ':port' for all interfaces; repeat it to serve on several "
-        "(the variable: separated by commas) (default :9877)",
+        help="host:port to serve on, ':port' for all interfaces, '[::1]:port' for IPv6; repeat "
+        "it to serve on several (in the variable, separate them with commas)",
     )
     add(
         "--web.telemetry-path",
         dest="telemetry_path",
         type=telemetry_path,
         metavar="PATH",
-        help="path under which to serve the metrics (default /metrics)",
+        help="path under which to serve the metrics: it starts with '/', holds only URL path "
+        "characters and is not '/', '/probe' or under '/-/'",
     )
     add(
         "--web.config.file",
@@ -128,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=state_file,
         metavar="FILE",
         help="where the memory between cycles (when each chain's height last changed) is "
-        "kept across restarts; written atomically once a cycle and on shutdown (default: none)",
+        "kept across restarts; written atomically once a cycle and on shutdown",
     )
     add_log_flags(parser, defaults=False)
     add(
@@ -138,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for action in parser._actions:
         if action.dest in DEFAULTS and action.help:
+            if not action.help.endswith("(required)"):
+                shown = shown_default(DEFAULTS[action.dest], action.type)
+                action.help += f" (default {shown})"
             action.help += f" [env {env_name(action.option_strings[0].lstrip('-'))}]"
     return parser
 
@@ -170,22 +178,21 @@ def _add_server_limits(parser: argparse.ArgumentParser) -> None:
         type=positive_duration,
         metavar="DURATION",
         help="time a client has to finish TLS and send a whole request (headers and body), "
-        "and an answer may wait for the client to take any of it; default 10s",
+        "and an answer may wait for the client to take any of it",
     )
     add(
         "--web.idle-timeout",
         dest="idle_timeout",
         type=positive_duration,
         metavar="DURATION",
-        help="how long an idle keep-alive connection stays open; default 60s",
+        help="how long an idle keep-alive connection stays open",
     )
     add(
         "--web.max-connections",
         dest="max_connections",
         type=whole_number(1, 1_000_000),
         metavar="N",
-        help="connections open at once; past it the least recently active one is closed "
-        "(default 512)",
+        help="connections open at once; past it the least recently active one is closed",
     )
 
 

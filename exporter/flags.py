@@ -18,19 +18,44 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from exporter.errors import DurationError, InvalidListenAddressError
-from exporter.logs import FORMATS, LEVELS
+from exporter.logs import DEFAULT_FORMAT, DEFAULT_LEVEL, FORMATS, LEVELS
 from exporter.ownfile import NOT_A_FILE, refusal
-from exporter.values import parse_go_duration
+from exporter.values import format_go_duration, parse_go_duration
 from exporter.web.httpserver import parse_listen_address
 
 ENV_PREFIX = "LEDGER_EXPORTER_"
+#: The exporter's port (the one registered for it among Prometheus exporters): the main
+#: command serves on all interfaces there by default, the demo on loopback.
+DEFAULT_PORT = 9877
 #: Durations a command line takes: at least a millisecond, at most a day.
 MIN_SECONDS, MAX_SECONDS = 0.001, 86400.0
 
 
+def shown_default(value: object, check: object) -> str:
+    """A flag's default as the command line would write it (``10s``, ``:9877``), or ``none``;
+    ``check`` is the flag's type, which says a float is a duration."""
+    if value is None:
+        return "none"
+    if isinstance(value, list | tuple):
+        return ",".join(str(item) for item in value)
+    if check is positive_duration and isinstance(value, float):
+        return format_go_duration(value)
+    return str(value)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with kingpin's manners: a mistake is one line on stderr and exit status 2,
-    without the usage block burying it (``--help`` still shows the usage)."""
+    without the usage block burying it (``--help`` still shows the usage). A flag's help
+    ends with its default, taken from the flag's own ``default`` (never restated in text)."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """Add the flag, and ``(default X)`` to its help when it has a default to show."""
+        action = super().add_argument(*args, **kwargs)
+        default = action.default
+        nothing = default is None or default is False or default is argparse.SUPPRESS
+        if action.help and not nothing and default != []:
+            action.help += f" (default {shown_default(default, action.type)})"
+        return action
 
     def error(self, message: str) -> NoReturn:
         """Print ``<prog>: error: <message> (see --help)`` and exit with status 2."""
@@ -68,8 +93,8 @@ def add_log_flags(
         dest="log_level",
         type=log_level,
         metavar="LEVEL",
-        help=f"least severe level logged: {', '.join(LEVELS)} (default info)",
-        default="info" if defaults else argparse.SUPPRESS,
+        help=f"least severe level logged: {', '.join(LEVELS)}",
+        default=DEFAULT_LEVEL if defaults else argparse.SUPPRESS,
     )
     if formats:
         parser.add_argument(
@@ -77,8 +102,8 @@ def add_log_flags(
             dest="log_format",
             type=log_format,
             metavar="FORMAT",
-            help="log line format on stderr: logfmt (key=value) or json (default logfmt)",
-            default="logfmt" if defaults else argparse.SUPPRESS,
+            help="log line format on stderr: logfmt (key=value) or json",
+            default=DEFAULT_FORMAT if defaults else argparse.SUPPRESS,
         )
 
 
@@ -118,19 +143,17 @@ def add_network_flags(parser: argparse.ArgumentParser, nodes: int, seed: int) ->
         "--nodes",
         type=node_count,
         default=nodes,
-        help=f"simulated nodes, 1 to 100000 (default {nodes})",
+        help="simulated nodes, 1 to 100000",
     )
-    add("--chains", type=chain_count, default=2, help="blockchains, 1 to 1000 (default 2)")
+    add("--chains", type=chain_count, default=2, help="blockchains, 1 to 1000")
     add(
         "--block-interval",
         type=positive_duration,
         default=2.0,
         metavar="DURATION",
-        help="time between blocks, a Go duration such as 2s or 500ms (default 2s)",
+        help="time between blocks, a Go duration such as 2s or 500ms",
     )
-    add(
-        "--seed", type=any_int, default=seed, help=f"seed of every simulated value (default {seed})"
-    )
+    add("--seed", type=any_int, default=seed, help="seed of every simulated value")
 
 
 def positive_duration(text: str) -> float:

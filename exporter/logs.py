@@ -17,6 +17,9 @@ LEVELS = {
     "error": logging.ERROR,
 }
 FORMATS = ("logfmt", "json")
+#: What --log.level and --log.format default to, for every command.
+DEFAULT_LEVEL = "info"
+DEFAULT_FORMAT = "logfmt"
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:

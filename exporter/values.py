@@ -74,6 +74,17 @@ def parse_go_duration(text: str) -> float:
     return (-total if negative else total) / 1e9
 
 
+def format_go_duration(seconds: float) -> str:
+    """``15.0`` as ``15s``, ``3600.0`` as ``1h``, ``0.1`` as ``100ms``: the largest unit that
+    writes it whole, as the docs and ``--help`` show a default duration (read back by
+    :func:`parse_go_duration`)."""
+    for unit, size in (("h", 3600.0), ("m", 60.0), ("s", 1.0), ("ms", 0.001)):
+        count = seconds / size
+        if count >= 1 and abs(count - round(count)) < 1e-9:
+            return f"{round(count)}{unit}"
+    return f"{seconds}s"
+
+
 def _duration_part(text: str, body: str, position: int) -> tuple[int, int]:
     """Nanoseconds of the ``<number><unit>`` at ``position`` (truncated as Go does), and
     where the next part starts."""

@@ -45,11 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--listen-address",
         type=parse_listen_address,
-        default=("127.0.0.1", 7740),
+        default="127.0.0.1:7740",  # read by parse_listen_address, as a given value is
         help="host:port of the admin endpoint (and of the nodes in the paths layout); "
-        "port 0 picks free ports (default 127.0.0.1:7740)",
+        "port 0 picks free ports",
     )
-    add("--layout", choices=LAYOUTS, default="paths", help="paths (default) or ports")
+    add("--layout", choices=LAYOUTS, default="paths", help="paths or ports")
     add(
         "--fault",
         action="append",

@@ -28,6 +28,7 @@ from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.config.watchlist import WatchConfig, WatchedContract, WatchedWallet
 from exporter.flags import (
+    DEFAULT_PORT,
     Parser,
     add_log_flags,
     add_network_flags,
@@ -63,16 +64,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--web.listen-address",
         dest="listen_address",
         type=listen_address,
-        default="127.0.0.1:9877",
+        default=f"127.0.0.1:{DEFAULT_PORT}",
         metavar="ADDRESS",
-        help="exporter address (default 127.0.0.1:9877)",
+        help="exporter address",
     )
     add(
         "--scrape-interval",
         type=positive_duration,
         default=5.0,
         metavar="DURATION",
-        help="how often the exporter polls the nodes, a Go duration (default 5s)",
+        help="how often the exporter polls the nodes, a Go duration",
     )
     add("--prometheus", action="store_true", help="also start Prometheus with the rules")
     add(
@@ -81,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=listen_address,
         default="127.0.0.1:9090",
         metavar="ADDRESS",
-        help="Prometheus address (default 127.0.0.1:9090)",
+        help="Prometheus address",
     )
     add_log_flags(parser)
     return parser

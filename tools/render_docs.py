@@ -15,6 +15,7 @@ import argparse
 import json
 import re
 import sys
+import textwrap
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -23,7 +24,13 @@ from typing import Any, NamedTuple
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from exporter.cli import DEFAULTS, build_parser
+from exporter.config.exporter import Config, NetworkChecks
+from exporter.config.keytable import Declared, bound_keys, declared
+from exporter.config.nodes import NodeConfig
+from exporter.config.probe_modules import ProbeConfig
 from exporter.expose import metrics as m
+from exporter.flags import env_name, shown_default
 from exporter.runtime import runtime_families
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,20 +200,142 @@ def render(root: Path = ROOT) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+# --- the configuration reference: flags and plain config keys, from their declarations -------
+# The generated blocks of docs/configuration.md (the flag and settings tables) and of
+# config/example.yml (the plain keys with their text and defaults), written by the same run:
+# from the flags' parser and DEFAULTS (exporter/cli.py) and the plain keys' declarations
+# (exporter/config/keytable.py), so no default is restated by hand.
+
+CONFIGURATION = Path("docs/configuration.md")
+EXAMPLE = Path("config/example.yml")
+_FLAG_SUFFIX = re.compile(r"(?: \(default [^)]*\))?(?: \[env [A-Z_]+\])?$")
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)#]+)(?:#[^)]*)?\)")
+
+
+def setting_sections() -> list[tuple[str, list[Declared]]]:
+    """(key prefix, plain keys) of every section that declares some, in the docs' order:
+    the top level (with the cardinality bounds), network_checks, nodes[], probe."""
+    top = [*declared(Config), *(item for _, item in bound_keys())]
+    return [
+        ("", top),
+        ("network_checks.", list(declared(NetworkChecks))),
+        ("nodes[].", list(declared(NodeConfig))),
+        ("probe.", list(declared(ProbeConfig))),
+    ]
+
+
+def settings_table() -> list[str]:
+    """docs/configuration.md's table of plain keys: key, default, meaning."""
+    lines = ["| key | default | meaning |", "|---|---|---|"]
+    for prefix, items in setting_sections():
+        for item in items:
+            limits = item.key.check.limits()
+            doc = f"{item.key.doc}; {limits}" if limits else item.key.doc
+            lines.append(f"| `{prefix}{item.name}` | {item.shown_default} | {_cell(doc)} |")
+    return lines
+
+
+def flags_table() -> list[str]:
+    """docs/configuration.md's flag table, from the main command's parser and DEFAULTS."""
+    lines = ["| flag | environment variable | default | meaning |", "|---|---|---|---|"]
+    for action in build_parser()._actions:
+        if not action.option_strings or action.option_strings[0] in ("-h", "--help"):
+            continue
+        flag = action.option_strings[0]
+        meaning = _FLAG_SUFFIX.sub("", action.help or "")
+        variable, default = "", ""
+        if action.dest in DEFAULTS:
+            variable = f"`{env_name(flag.removeprefix('--'))}`"
+            value = DEFAULTS[action.dest]
+            default = "none" if value is None else f"`{shown_default(value, action.type)}`"
+            if meaning.endswith(" (required)"):
+                meaning, default = meaning.removesuffix(" (required)"), "(required)"
+        elif isinstance(action.const, bool):  # a switch
+            default = "off"
+        lines.append(f"| `{flag}` | {variable} | {default} | {_cell(meaning)} |")
+    return lines
+
+
+def _plain(doc: str) -> str:
+    """Markdown as a YAML comment says it: no backticks, a link as its text and page."""
+    return _LINK.sub(r"\1 (docs/\2)", doc).replace("`", "")
+
+
+def example_block(items: list[Declared], indent: str) -> list[str]:
+    """config/example.yml's lines for ``items``: the doc text and default as a comment, then
+    the key set to its default."""
+    lines = []
+    width = 92 - len(indent)
+    for item in items:
+        check = item.key.check
+        limits = check.limits()
+        doc = _plain(f"{item.key.doc}; {limits}" if limits else item.key.doc)
+        if not item.key.doc.startswith("`"):
+            doc = doc[:1].upper() + doc[1:]
+        default = _plain(item.shown_default) if item.key.shown else check.show(item.default)
+        wrapped = textwrap.wrap(f"{doc}.", width, break_on_hyphens=False, break_long_words=False)
+        stated = f"Default: {default}."
+        if len(wrapped[-1]) + 1 + len(stated) <= width:
+            wrapped[-1] += f" {stated}"
+        else:
+            wrapped.append(stated)
+        lines += [f"{indent}# {line}" for line in wrapped]
+        lines.append(f"{indent}{item.name}: {check.show(item.default)}")
+    return lines
+
+
+def replace_generated(text: str, name: str, body: list[str], source: Path) -> str:
+    """``text`` with the lines between the markers of block ``name`` replaced by ``body``.
+    The markers are comments: ``<!-- BEGIN GENERATED name ...`` in Markdown, ``# BEGIN
+    GENERATED name ...`` in YAML (indented as the block), each ending at ``END GENERATED name``."""
+    lines = text.split("\n")
+    begin = next((i for i, line in enumerate(lines) if f"BEGIN GENERATED {name} " in line), None)
+    end = next(
+        (
+            i
+            for i, line in enumerate(lines)
+            if line.strip().endswith(f"END GENERATED {name} -->")
+            or line.strip() == f"# END GENERATED {name}"
+        ),
+        None,
+    )
+    if begin is None or end is None or end < begin:
+        raise SystemExit(f"{source}: the markers of the generated block {name!r} are missing")
+    return "\n".join([*lines[: begin + 1], *body, *lines[end:]])
+
+
+def render_configuration(root: Path = ROOT) -> dict[Path, str]:
+    """docs/configuration.md and config/example.yml with their generated blocks renewed
+    (those of the two that exist under ``root``: a partial tree renders the rest)."""
+    sections = dict(setting_sections())
+    texts = {}
+    if (root / CONFIGURATION).exists():
+        doc = (root / CONFIGURATION).read_text(encoding="utf-8")
+        doc = replace_generated(doc, "flags", flags_table(), CONFIGURATION)
+        texts[CONFIGURATION] = replace_generated(doc, "settings", settings_table(), CONFIGURATION)
+    if (root / EXAMPLE).exists():
+        example = (root / EXAMPLE).read_text(encoding="utf-8")
+        blocks = [("settings", "", ""), ("network_checks", "network_checks.", "  ")]
+        blocks += [("node settings", "nodes[].", "    ")]
+        for name, prefix, indent in blocks:
+            body = example_block(sections[prefix], indent)
+            example = replace_generated(example, name, body, EXAMPLE)
+        texts[EXAMPLE] = example
+    return texts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if docs/metrics.md differs")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a generated file differs")
     args = parser.parse_args(argv)
-    text = render(ROOT)
-    path = ROOT / TARGET
+    texts = {TARGET: render(ROOT), **render_configuration(ROOT)}
+    differ = [path for path, text in texts.items() if (ROOT / path).read_text("utf-8") != text]
     if args.check:
-        if path.read_text(encoding="utf-8") != text:
-            print(
-                f"{TARGET} differs from what the code generates: run `make docs`", file=sys.stderr
-            )
-            return 1
-        return 0
-    path.write_text(text, encoding="utf-8")
+        for path in differ:
+            print(f"{path} differs from what the code generates: run `make docs`", file=sys.stderr)
+        return 1 if differ else 0
+    for path in differ:
+        (ROOT / path).write_text(texts[path], encoding="utf-8")
     return 0
 
 

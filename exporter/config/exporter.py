@@ -9,18 +9,20 @@ the problem helpers refuse to show them.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.bounds import (
-    DEFAULT_MAX_AUTH_GROUPS_PER_WALLET,
-    DEFAULT_MAX_FEATURES_PER_CHAIN,
-    DEFAULT_MAX_LABEL_VALUE_LENGTH,
-    DEFAULT_MAX_LEADERS_PER_CHAIN,
-    DEFAULT_MAX_VOTE_SESSIONS_PER_CHAIN,
-    MAX_TEXT_CHARS,
-    Bounds,
+from exporter.bounds import DEFAULT_BOUNDS, Bounds
+from exporter.config.keytable import (
+    Duration,
+    Names,
+    Size,
+    Whole,
+    bound_keys,
+    key_names,
+    read_bounds,
+    read_settings,
+    setting,
 )
 from exporter.config.nodes import NodeConfig, is_secret, is_secret_key, read_node
 from exporter.config.probe_modules import ProbeConfig, read_probe
@@ -29,73 +31,84 @@ from exporter.config.watchlist import WatchConfig, read_watch
 from exporter.config.yamlsource import Path
 from exporter.errors import ConfigError
 
-DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
-#: Chains polled per node when its /health lists more (a listing gone wrong must not flood
-#: the shared pool and starve the other nodes); configured `blockchains` are not capped.
-DEFAULT_MAX_BLOCKCHAINS_PER_NODE = 100
-#: Sane ranges: a poll at least every hour (else Prometheus sees stale data between polls)
-#: and not more than ten times a second; a timeout long enough for one round trip.
-INTERVAL_BOUNDS = ("100ms", 0.1, "1h", 3600.0)
-TIMEOUT_BOUNDS = ("10ms", 0.01, "1h", 3600.0)
-_SIZE = re.compile(r"(\d{1,15})\s*(B|KiB|MiB|GiB)?", re.ASCII)
-_SIZE_UNITS = {None: 1, "B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
-_TOP_KEYS = (
-    "scrape_interval",
-    "scrape_timeout",
-    "max_concurrency",
-    "max_response_bytes",
-    "max_blockchains_per_node",
-    "max_features_per_chain",
-    "max_auth_groups_per_wallet",
-    "max_label_value_length",
-    "max_vote_sessions_per_chain",
-    "max_leaders_per_chain",
-    "network_checks",
-    "nodes",
-    "probe",
-    "watch",
-)
-DEFAULT_BLOCK_HASH_FIELDS = ("hash", "blockHash")
-
 
 @dataclass(frozen=True)
 class NetworkChecks:
     """Cross-node checks: how deep below the majority's head block hashes are compared (0: no
     block requests) and which block fields may hold the hash, first present wins."""
 
-    checkpoint_depth: int = 5
-    block_hash_fields: tuple[str, ...] = DEFAULT_BLOCK_HASH_FIELDS
+    checkpoint_depth: int = setting(
+        5,
+        Whole(0),
+        "compare block hashes this many blocks below the height a strict majority of the up,"
+        " not-syncing nodes have reached (a stalled node cannot hide a fork among the others);"
+        " one block request per node and chain per cycle; `0` turns block requests off",
+    )
+    block_hash_fields: tuple[str, ...] = setting(
+        ("hash", "blockHash"),
+        Names(),
+        "block fields that may hold its hash; the first holding a string wins",
+    )
 
 
 @dataclass(frozen=True)
 class Config:
-    """The whole validated configuration."""
+    """The whole validated configuration: the plain keys are declared by their fields here
+    (:func:`exporter.config.keytable.setting`), the cardinality bounds by :class:`Bounds`."""
 
     nodes: tuple[NodeConfig, ...]
-    scrape_interval: float = 15.0
-    scrape_timeout: float = 10.0
-    max_concurrency: int = 512
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
-    max_blockchains_per_node: int = DEFAULT_MAX_BLOCKCHAINS_PER_NODE
+    # Sane ranges: a poll at least every hour (else Prometheus sees stale data between
+    # polls) and not more than ten times a second; a timeout long enough for one round trip.
+    scrape_interval: float = setting(
+        15.0, Duration(0.1, 3600.0), "how often every node is polled (Go duration)"
+    )
+    scrape_timeout: float = setting(
+        10.0,
+        Duration(0.01, 3600.0),
+        "deadline of one polling cycle: every request of the cycle ends by then, so a slow"
+        " node never delays the others (a late node is reported with what it has); not"
+        " longer than `scrape_interval`",
+        shown="`10s` (at most `scrape_interval`)",
+    )
+    max_concurrency: int = setting(
+        512,
+        Whole(1),
+        "requests in flight at once, across all nodes and chains (each is a socket on the one"
+        " polling thread, not a thread); one node at most a sixteenth of them (at least 4)."
+        " Raise it for slow nodes ([Performance](performance.md))",
+    )
+    max_response_bytes: int = setting(
+        8 * 1024 * 1024,
+        Size(),
+        'a body larger than this is refused unread past the cap (`reason="too_large"`);'
+        " bytes, or `B`, `KiB`, `MiB`, `GiB`",
+    )
+    #: Chains polled per node when its /health lists more (a listing gone wrong must not
+    #: flood the shared pool and starve the other nodes); configured `blockchains` are not.
+    max_blockchains_per_node: int = setting(
+        100,
+        Whole(1),
+        "chains polled per node when its `/health` lists more (the first ones in the node's"
+        " order; a warning is logged), so one node's runaway listing cannot crowd out the"
+        " others; a node's `blockchains` list is not capped; the chains left out are counted"
+        ' in `ledger_exporter_dropped_values_total{kind="blockchain"}`',
+    )
     network_checks: NetworkChecks = NetworkChecks()
     probe: ProbeConfig | None = None  # /probe is served only when set
     watch: WatchConfig = field(default_factory=WatchConfig)
-    max_features_per_chain: int = DEFAULT_MAX_FEATURES_PER_CHAIN
-    max_auth_groups_per_wallet: int = DEFAULT_MAX_AUTH_GROUPS_PER_WALLET
-    max_label_value_length: int = DEFAULT_MAX_LABEL_VALUE_LENGTH
-    max_vote_sessions_per_chain: int = DEFAULT_MAX_VOTE_SESSIONS_PER_CHAIN
-    max_leaders_per_chain: int = DEFAULT_MAX_LEADERS_PER_CHAIN
+    #: The cardinality bounds the readers apply to every node's answers (their keys are
+    #: top-level keys: max_features_per_chain, ...).
+    bounds: Bounds = DEFAULT_BOUNDS
 
-    @property
-    def bounds(self) -> Bounds:
-        """The cardinality bounds the readers apply to every node's answers."""
-        return Bounds(
-            self.max_features_per_chain,
-            self.max_auth_groups_per_wallet,
-            self.max_label_value_length,
-            self.max_vote_sessions_per_chain,
-            self.max_leaders_per_chain,
-        )
+
+#: The sections of the file that are more than a value, read by their own code.
+_SECTIONS = ("network_checks", "nodes", "probe", "watch")
+_TOP_KEYS = (
+    *key_names(Config),
+    *(item.name for _, item in bound_keys()),
+    *_SECTIONS,
+)
+_NETWORK_CHECKS_KEYS = key_names(NetworkChecks)
 
 
 def load_config(path: str) -> Config:
@@ -129,95 +142,27 @@ class _Reader(Reader):
             return None
         probing = isinstance(data, dict) and "probe" in data  # then `nodes` may be left out
         top = self.mapping(data, (), _TOP_KEYS, required=() if probing else ("nodes",))
-        interval = self.duration(top, "scrape_interval", (), 15.0, INTERVAL_BOUNDS)
-        timeout = self.duration(top, "scrape_timeout", (), min(10.0, interval), TIMEOUT_BOUNDS)
-        if timeout > interval:
+        plain = read_settings(self, top, Config, ())
+        if "scrape_timeout" not in top:  # the default, cut to a shorter interval
+            plain["scrape_timeout"] = min(plain["scrape_timeout"], plain["scrape_interval"])
+        if plain["scrape_timeout"] > plain["scrape_interval"]:
             self.problem(("scrape_timeout",), "must not be longer than scrape_interval")
-        concurrency = self.positive_int(top.get("max_concurrency", 512), ("max_concurrency",))
-        max_bytes = self.size(top.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES))
-        chains = self.positive_int(
-            top.get("max_blockchains_per_node", DEFAULT_MAX_BLOCKCHAINS_PER_NODE),
-            ("max_blockchains_per_node",),
-        )
-        bounds = self.bounds(top)
+        bounds = read_bounds(self, top, ())
         nodes = self.nodes(top.get("nodes")) if top.get("nodes") or not probing else ()
         checks = self.network_checks(top.get("network_checks"))
         probe = read_probe(self, top["probe"]) if "probe" in top else None
         names = frozenset(node.name for node in nodes if node.name)
         watch = read_watch(self, top.get("watch"), names)
         return Config(
-            nodes,
-            interval,
-            timeout,
-            concurrency,
-            max_bytes,
-            chains,
-            network_checks=checks,
-            probe=probe,
-            watch=watch,
-            max_features_per_chain=bounds.features_per_chain,
-            max_auth_groups_per_wallet=bounds.auth_groups_per_wallet,
-            max_label_value_length=bounds.label_value_length,
-            max_vote_sessions_per_chain=bounds.vote_sessions_per_chain,
-            max_leaders_per_chain=bounds.leaders_per_chain,
-        )
-
-    def bounds(self, top: dict[str, Any]) -> Bounds:
-        """The cardinality bounds: whole numbers of at least 1, a label value at most
-        MAX_TEXT_CHARS (the longest string the exporter keeps from a node)."""
-        features = top.get("max_features_per_chain", DEFAULT_MAX_FEATURES_PER_CHAIN)
-        groups = top.get("max_auth_groups_per_wallet", DEFAULT_MAX_AUTH_GROUPS_PER_WALLET)
-        length = top.get("max_label_value_length", DEFAULT_MAX_LABEL_VALUE_LENGTH)
-        if isinstance(length, bool) or not isinstance(length, int):
-            length = 0  # refused below, as any number out of range
-        if not 1 <= length <= MAX_TEXT_CHARS:
-            path = ("max_label_value_length",)
-            shown = self.instead(path, top["max_label_value_length"])
-            self.problem(path, f"must be a whole number from 1 to {MAX_TEXT_CHARS}{shown}")
-            length = DEFAULT_MAX_LABEL_VALUE_LENGTH
-        sessions = top.get("max_vote_sessions_per_chain", DEFAULT_MAX_VOTE_SESSIONS_PER_CHAIN)
-        leaders = top.get("max_leaders_per_chain", DEFAULT_MAX_LEADERS_PER_CHAIN)
-        return Bounds(
-            self.positive_int(features, ("max_features_per_chain",)),
-            self.positive_int(groups, ("max_auth_groups_per_wallet",)),
-            length,
-            self.positive_int(sessions, ("max_vote_sessions_per_chain",)),
-            self.positive_int(leaders, ("max_leaders_per_chain",)),
+            nodes, network_checks=checks, probe=probe, watch=watch, bounds=bounds, **plain
         )
 
     def network_checks(self, value: Any) -> NetworkChecks:
         if value is None:
             return NetworkChecks()
         path: Path = ("network_checks",)
-        data = self.mapping(value, path, ("checkpoint_depth", "block_hash_fields"))
-        depth = data.get("checkpoint_depth", 5)
-        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-            where = (*path, "checkpoint_depth")
-            self.problem(where, f"must be a whole number >= 0{self.instead(where, depth)}")
-            depth = 5
-        fields = data.get("block_hash_fields", list(DEFAULT_BLOCK_HASH_FIELDS))
-        if not isinstance(fields, list) or not fields:
-            self.problem((*path, "block_hash_fields"), "must be a non-empty list of field names")
-            fields = list(DEFAULT_BLOCK_HASH_FIELDS)
-        names = [
-            self.string(item, (*path, "block_hash_fields", i)) for i, item in enumerate(fields)
-        ]
-        if len(set(names)) != len(names):
-            self.problem((*path, "block_hash_fields"), "lists a field more than once")
-        return NetworkChecks(depth, tuple(dict.fromkeys(n for n in names if n)))
-
-    def size(self, value: Any) -> int:
-        match = _SIZE.fullmatch(value) if isinstance(value, str) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-        if match and int(match.group(1)) > 0:
-            return int(match.group(1)) * _SIZE_UNITS[match.group(2)]
-        self.problem(
-            ("max_response_bytes",),
-            "must be a positive size such as 8MiB or 1048576"
-            + self.instead(("max_response_bytes",), value),
-        )
-        return DEFAULT_MAX_RESPONSE_BYTES
+        data = self.mapping(value, path, _NETWORK_CHECKS_KEYS)
+        return NetworkChecks(**read_settings(self, data, NetworkChecks, path))
 
     def nodes(self, value: Any) -> tuple[NodeConfig, ...]:
         if not isinstance(value, list) or not value:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
+from exporter.config.keytable import key_names, read_settings
 from exporter.config.schema import NOT_SHOWN, Reader, is_text
 from exporter.config.watchlist import WATCH_LABELS
 from exporter.config.yamlsource import Path
@@ -53,17 +54,6 @@ _BLOCK_KEYS = {
     "basic_auth": ("username", "password", "password_file", "password_env"),
     "authorization": ("type", "credentials", "credentials_file", "credentials_env"),
 }
-#: The keys of an entry of ``nodes``, in the order the docs list them.
-NODE_KEYS = (
-    "name",
-    "url",
-    "labels",
-    "blockchains",
-    "headers",
-    "basic_auth",
-    "authorization",
-    "tls_config",
-)
 
 
 #: The keys of a probe module: how to reach a node, not which (each probe names it).
@@ -91,6 +81,23 @@ class NodeConfig:
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     basic_auth: tuple[str, str] | None = field(default=None, repr=False)
     tls: TlsConfig = TlsConfig()
+    # A plain per-node key is a field declared with exporter.config.keytable.setting(...):
+    # read by read_node, listed in NODE_KEYS and documented by `make docs` from here.
+
+
+#: The keys of an entry of ``nodes``, in the order the docs list them: the settings read by
+#: their own code, then the plain keys :class:`NodeConfig` declares.
+NODE_KEYS = (
+    "name",
+    "url",
+    "labels",
+    "blockchains",
+    "headers",
+    "basic_auth",
+    "authorization",
+    "tls_config",
+    *key_names(NodeConfig),
+)
 
 
 def is_secret(path: Path) -> bool:
@@ -144,6 +151,7 @@ def read_node(reader: Reader, value: Any, path: Path, *, named: bool = True) -> 
         headers=headers,
         basic_auth=basic_auth or url_auth,
         tls=node.tls(data.get("tls_config"), (*path, "tls_config")),
+        **read_settings(reader, data, NodeConfig, path),
     )
 
 

@@ -11,18 +11,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from exporter.config.keytable import Whole, key_names, read_settings, setting
 from exporter.config.nodes import NodeConfig, TlsConfig, read_node
 from exporter.config.schema import Reader
 from exporter.config.yamlsource import Path
 
 DEFAULT_MODULE = "default"
-#: Probes polling at once: each holds an HTTP server thread while it runs, so the bound
-#: stays well below the server's own, leaving threads for /metrics and health checks.
-DEFAULT_MAX_IN_FLIGHT = 8
-#: The most a config may ask: the HTTP server answers with 16 threads, and 4 of them stay
-#: free for /metrics, health checks and reloads however many probes run.
+#: The most probes a config may let poll at once: the HTTP server answers with 16 threads,
+#: and 4 of them stay free for /metrics, health checks and reloads however many probes run.
 MAX_IN_FLIGHT_CEILING = 12
-_PROBE_KEYS = ("allowed_targets", "modules", "max_in_flight")
 
 
 @dataclass(frozen=True)
@@ -52,7 +49,21 @@ class ProbeConfig:
 
     allowed_targets: tuple[re.Pattern[str], ...]
     modules: tuple[tuple[str, ProbeModule], ...] = ((DEFAULT_MODULE, ProbeModule()),)
-    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    #: Probes polling at once: each holds an HTTP server thread while it runs, so the bound
+    #: stays well below the server's own, leaving threads for /metrics and health checks.
+    max_in_flight: int = setting(
+        8,
+        Whole(
+            1,
+            MAX_IN_FLIGHT_CEILING,
+            "each probe holds one of the server's 16 request threads; add replicas for more",
+        ),
+        "probes polling at once; one more gets 503 at once"
+        " (each probe holds one of the server's 16 request threads while it runs; with"
+        " password checks and reloads waiting too, at most 2 each, the default leaves 4 for"
+        " `/metrics` and health checks, the ceiling none:"
+        " [Connections](security.md#connections))",
+    )
 
     def module(self, name: str) -> ProbeModule | None:
         """The module called ``name``, or None when the config has none by that name."""
@@ -61,6 +72,9 @@ class ProbeConfig:
     def allows(self, target: str) -> bool:
         """True when ``target`` matches one allowed pattern whole (not merely a prefix)."""
         return any(pattern.fullmatch(target) for pattern in self.allowed_targets)
+
+
+_PROBE_KEYS = ("allowed_targets", "modules", *key_names(ProbeConfig))
 
 
 def read_probe(reader: Reader, value: Any) -> ProbeConfig:
@@ -73,22 +87,7 @@ def read_probe(reader: Reader, value: Any) -> ProbeConfig:
     modules = ProbeConfig.modules
     if "modules" in data:
         modules = _modules(reader, data["modules"], (*path, "modules"))
-    in_flight = DEFAULT_MAX_IN_FLIGHT
-    if "max_in_flight" in data:
-        in_flight = _in_flight(reader, data["max_in_flight"], (*path, "max_in_flight"))
-    return ProbeConfig(patterns, modules, in_flight)
-
-
-def _in_flight(reader: Reader, value: Any, path: Path) -> int:
-    bound = reader.positive_int(value, path)
-    if bound > MAX_IN_FLIGHT_CEILING:
-        reader.problem(
-            path,
-            f"must be at most {MAX_IN_FLIGHT_CEILING}, not {bound}: each probe holds one of the"
-            " server's 16 request threads; add replicas for more",
-        )
-        return MAX_IN_FLIGHT_CEILING
-    return bound
+    return ProbeConfig(patterns, modules, **read_settings(reader, data, ProbeConfig, path))
 
 
 def _patterns(reader: Reader, value: Any, path: Path) -> tuple[re.Pattern[str], ...]:

@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from exporter.config.yamlsource import LocatedYaml, Path, load_located
 from exporter.errors import ConfigError, YamlSyntaxError
-from exporter.values import parse_go_duration
 
-#: A duration's allowed range: ("100ms", 0.1, "1h", 3600.0).
-Bounds = tuple[str, float, str, float]
 #: Longest text of a value a problem quotes (a long one is cut, marked with "...").
 QUOTED_LENGTH = 60
 NOT_SHOWN = "(value not shown)"
@@ -149,33 +146,6 @@ class Reader:
             if key not in value:
                 self.problem(path, f"missing required key '{key}'")
         return {key: item for key, item in value.items() if key in allowed}
-
-    def duration(
-        self, data: Mapping[str, Any], key: str, path: Path, default: float, bounds: Bounds
-    ) -> float:
-        """A Go duration within ``bounds`` (text, seconds from, text, seconds to)."""
-        if key not in data:
-            return default
-        value = data[key]
-        low_text, low, high_text, high = bounds
-        try:
-            seconds = parse_go_duration(value) if isinstance(value, str) else -1.0
-        except ValueError:
-            seconds = -1.0
-        if not low <= seconds <= high:
-            self.problem(
-                (*path, key),
-                f"must be a duration from {low_text} to {high_text} such as 15s or 1m"
-                f"{self.instead((*path, key), value)}",
-            )
-            return default
-        return seconds
-
-    def positive_int(self, value: Any, path: Path) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            self.problem(path, f"must be a whole number of at least 1{self.instead(path, value)}")
-            return 1
-        return value
 
     def string(self, value: Any, path: Path) -> str:
         if not isinstance(value, str) or not value:

@@ -400,16 +400,17 @@ class _WebReader(Reader):
             value, path, _TLS_KEYS, _UNSUPPORTED_TLS, required=("cert_file", "key_file")
         )
         files = {key: self.readable_file(data.get(key), (*path, key)) for key in _TLS_KEYS[:2]}
-        auth = data.get("client_auth_type", "NoClientCert")
+        # A key left out (or refused) takes TlsServerConfig's default: stated there, once.
+        auth = data.get("client_auth_type", TlsServerConfig.client_auth_type)
         if not isinstance(auth, str) or auth not in _CLIENT_AUTH:
             self.problem((*path, "client_auth_type"), f"must be one of {', '.join(_CLIENT_AUTH)}")
-            auth = "NoClientCert"
+            auth = TlsServerConfig.client_auth_type
         ca_file = self.readable_file(data.get("client_ca_file"), (*path, "client_ca_file"))
         if auth in ("VerifyClientCertIfGiven", "RequireAndVerifyClientCert") and not ca_file:
             self.problem(path, f"client_auth_type {auth} needs client_ca_file")
         versions = {}
         for key in ("min_version", "max_version"):
-            version = data.get(key, "TLS12" if key == "min_version" else None)
+            version = data.get(key, getattr(TlsServerConfig, key))
             if version is not None and (
                 not isinstance(version, str) or version not in _TLS_VERSIONS
             ):
@@ -420,13 +421,15 @@ class _WebReader(Reader):
         if low and high and _TLS_VERSIONS[low].value > _TLS_VERSIONS[high].value:
             self.problem((*path, "min_version"), "must not be above max_version")
         suites, curves, sans = self.toolkit_lists(data, auth, high)
-        prefer = data.get("prefer_server_cipher_suites", True)
+        prefer = data.get(
+            "prefer_server_cipher_suites", TlsServerConfig.prefer_server_cipher_suites
+        )
         return TlsServerConfig(
             files["cert_file"] or "",
             files["key_file"] or "",
             auth,
             ca_file,
-            versions["min_version"] or "TLS12",
+            versions["min_version"] or TlsServerConfig.min_version,
             versions["max_version"],
             tuple(suites),
             self.flag(prefer, (*path, "prefer_server_cipher_suites")),

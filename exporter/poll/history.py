@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, SETTINGS, Bounds, DropKind, Dropped
 from exporter.model.readings import HealthReading
@@ -46,6 +46,11 @@ from exporter.poll.state import ChainState, NodeState, State
 ENDPOINTS = ("health", "blockchain")
 #: No value dropped yet: one tuple shared by every node within its bounds.
 _NO_DROPS = (0,) * len(DropKind)
+#: The counts of a Dropped, in DropKind's order after BLOCKCHAIN (which the poll counts):
+#: each field is its kind's value made plural (tests/poll/test_history.py checks it), so a
+#: new bound adds its kind and its count in exporter/bounds.py and nothing here.
+_COUNTED = tuple(item.name for item in fields(Dropped))
+_LEADERS = list(DropKind).index(DropKind.LEADER)
 #: Counted once per /health answer that lists chain ids UTF-8 cannot hold (they are skipped).
 _UNREADABLE_IDS = FetchError(Reason.INVALID_RESPONSE, "blockchain ids UTF-8 cannot hold")
 #: The error counters' keys, one tuple each shared by every node (12 fewer tuples a node).
@@ -374,14 +379,9 @@ def _cycle_drops(result: NodeResult, leader_drops: int = 0) -> tuple[int, ...]:
             found.append(watched.reading.dropped)
     if not found and not result.unpolled_chains and not leader_drops:
         return _NO_DROPS
-    return (
-        result.unpolled_chains,
-        sum(d.features for d in found),
-        sum(d.auth_groups for d in found),
-        sum(d.label_values for d in found),
-        sum(d.vote_sessions for d in found),
-        sum(d.leaders for d in found) + leader_drops,
-    )
+    drops = [result.unpolled_chains, *(sum(getattr(d, name) for d in found) for name in _COUNTED)]
+    drops[_LEADERS] += leader_drops
+    return tuple(drops)
 
 
 def _any_dropped(dropped: Dropped) -> bool:

@@ -327,7 +327,7 @@ def _read(data: bytes | Any, config: Config, now: float) -> tuple[State, int]:
 
 def _chain_bytes(config: Config) -> int:
     """The room one chain's entry can take under ``config``."""
-    return BYTES_PER_CHAIN + BYTES_PER_SESSION * config.max_vote_sessions_per_chain
+    return BYTES_PER_CHAIN + BYTES_PER_SESSION * config.bounds.vote_sessions_per_chain
 
 
 def _node_bytes(config: Config) -> int:
@@ -354,7 +354,7 @@ def for_config(state: State, config: Config, now: float) -> State:
         if remembered is None:
             continue
         chains = {
-            chain: _present(value, now, config.max_vote_sessions_per_chain)
+            chain: _present(value, now, config.bounds.vote_sessions_per_chain)
             for chain, value in remembered.chains.items()
             if (not node.blockchains or chain in node.blockchains)
             and not _future(value.height_changed_at, now)

@@ -17,13 +17,14 @@ import pytest
 from exporter.bounds import Bounds
 from exporter.config.exporter import (
     _TOP_KEYS,
-    DEFAULT_MAX_RESPONSE_BYTES,
     Config,
     NetworkChecks,
     load_config,
     parse_config,
 )
+from exporter.config.keytable import bound_keys, key_names
 from exporter.config.nodes import NODE_KEYS, NodeConfig, TlsConfig
+from exporter.config.probe_modules import _PROBE_KEYS, ProbeConfig
 from exporter.errors import ConfigError
 from tests.support.testdata import REPO, TESTDATA, expected_problems
 
@@ -44,14 +45,51 @@ def test_invalid_testdata_is_there_and_annotated() -> None:
         assert expected_problems(path), f"{path.name} has no '# error:' line"
 
 
+#: The allowed-keys lists an ``# error:`` line names instead of spelling out: they grow with
+#: every plain key a section declares (exporter/config/keytable.py), so a new key does not
+#: touch the invalid files; test_the_allowed_key_lists_are_the_sections_and_the_declared_keys
+#: checks how each is made.
+KEY_LISTS = {
+    "<top-level keys>": _TOP_KEYS,
+    "<keys of nodes[]>": NODE_KEYS,
+    "<keys of probe>": _PROBE_KEYS,
+}
+
+
+def _with_key_lists(problem: str) -> str:
+    for name, keys in KEY_LISTS.items():
+        problem = problem.replace(name, ", ".join(keys))
+    return problem
+
+
 @pytest.mark.parametrize("path", INVALID_FILES, ids=lambda path: path.stem)
 def test_invalid_config_reports_every_problem(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(UNSET_ENV, raising=False)
     with pytest.raises(ConfigError) as caught:
         load_config(str(path))
-    assert caught.value.problems == expected_problems(path)
+    assert caught.value.problems == [_with_key_lists(line) for line in expected_problems(path)]
     assert caught.value.source == str(path)
     assert str(caught.value).startswith(f"{path}: ")
+
+
+def test_the_allowed_key_lists_are_the_sections_and_the_declared_keys() -> None:
+    """What the ``# error:`` lines' placeholders stand for: the keys read by their own code,
+    in the docs' order, then the plain keys each section declares."""
+    bounds = tuple(item.name for _, item in bound_keys())
+    sections = ("network_checks", "nodes", "probe", "watch")
+    assert (*key_names(Config), *bounds, *sections) == _TOP_KEYS
+    assert _TOP_KEYS[:5] == (
+        "scrape_interval",
+        "scrape_timeout",
+        "max_concurrency",
+        "max_response_bytes",
+        "max_blockchains_per_node",
+    )
+    assert bounds[:2] == ("max_features_per_chain", "max_auth_groups_per_wallet")
+    structural = ("name", "url", "labels", "blockchains", "headers", "basic_auth")
+    assert (*structural, "authorization", "tls_config", *key_names(NodeConfig)) == NODE_KEYS
+    assert ("allowed_targets", "modules", *key_names(ProbeConfig)) == _PROBE_KEYS
+    assert "max_in_flight" in _PROBE_KEYS
 
 
 def _latin1_file(directory: Path) -> Path:
@@ -133,7 +171,7 @@ NODE_A = "nodes:\n  - name: a\n    url: http://127.0.0.1:7740/\n"
             )
             for size, number in [
                 ("512KiB", 512 * 1024),
-                ("8MiB", DEFAULT_MAX_RESPONSE_BYTES),
+                ("8MiB", 8 * 1024 * 1024),
                 ("1GiB", 1024**3),
                 ("100B", 100),
                 ("'2 MiB'", 2 * 1024**2),

@@ -9,7 +9,7 @@ import pytest
 
 from exporter.config.exporter import load_config, parse_config
 from exporter.config.nodes import NodeConfig, TlsConfig
-from exporter.config.probe_modules import DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT_CEILING, ProbeModule
+from exporter.config.probe_modules import MAX_IN_FLIGHT_CEILING, ProbeConfig, ProbeModule
 from exporter.web.server import ServerLimits
 
 
@@ -19,7 +19,7 @@ def test_a_probe_only_config_needs_no_nodes(nodes: str) -> None:
     assert config.nodes == ()
     assert config.probe is not None
     assert config.probe.modules == (("default", ProbeModule()),)
-    assert config.probe.max_in_flight == DEFAULT_MAX_IN_FLIGHT
+    assert config.probe.max_in_flight == ProbeConfig.max_in_flight == 8
 
 
 def test_nodes_and_probe_together() -> None:
@@ -101,7 +101,7 @@ def test_probes_in_flight_always_leave_server_threads_for_metrics() -> None:
     """A probe holds a request thread while it runs: the bound the config may ask for leaves
     some of the server's threads to /metrics and the health checks."""
     handlers = ServerLimits().max_handlers
-    assert DEFAULT_MAX_IN_FLIGHT <= MAX_IN_FLIGHT_CEILING <= handlers - 4
+    assert ProbeConfig.max_in_flight <= MAX_IN_FLIGHT_CEILING <= handlers - 4
     text = f"probe:\n  allowed_targets: ['x']\n  max_in_flight: {MAX_IN_FLIGHT_CEILING}\n"
     config = parse_config(text)
     assert config.probe is not None and config.probe.max_in_flight == MAX_IN_FLIGHT_CEILING

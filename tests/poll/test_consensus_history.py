@@ -296,7 +296,7 @@ def test_only_what_the_config_can_follow_is_restored() -> None:
     seen = {f"s{i}": START for i in range(5)} | {"future": START + 3600}
     sessions = {sid: {"first_seen": at} for sid, at in seen.items()}
     kept = decode(state_document({"vote_sessions": sessions}))
-    config = Config(nodes=(NodeConfig("a", "http://x/"),), max_vote_sessions_per_chain=3)
+    config = Config(nodes=(NodeConfig("a", "http://x/"),), bounds=Bounds(vote_sessions_per_chain=3))
     restored = for_config(kept, config, START + 60)
     assert restored.nodes["a"].chains["c"].sessions == {"s0": START, "s1": START, "s2": START}
     assert for_config(kept, Config(nodes=(NodeConfig("b", "http://x/"),)), START) == State()

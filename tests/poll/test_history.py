@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import pytest
 
-from exporter.bounds import Bounds, DropKind
+from exporter.bounds import Bounds, DropKind, Dropped
 from exporter.config.nodes import NodeConfig
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus
@@ -151,14 +152,21 @@ def _dropped(status: NodeStatus) -> dict[str, int]:
 def test_dropped_values_are_counted_by_kind_from_zero() -> None:
     history = History()
     first = history.record([_bounded("a", features=2)], now_mono=1.0)
-    none = {"blockchain": 0, "feature": 0, "auth_group": 0, "label_value": 0}
-    none |= {"vote_session": 0, "leader": 0}
+    none = {kind.value: 0 for kind in DropKind}
+    assert {"blockchain", "feature", "auth_group", "label_value", "leader"} <= set(none)
     assert _dropped(first[0]) == none
     history.record([_bounded("a", features=5, version="v" * 33, unpolled=3)], now_mono=2.0)
     history.record([_down("a")], now_mono=3.0)  # nothing read, nothing dropped
     nodes = history.record([_bounded("a", features=3)], now_mono=4.0)
     assert _dropped(nodes[0]) == none | {"blockchain": 3, "feature": 4, "label_value": 1}
-    assert History().record([_down("b")], now_mono=1.0)[0].dropped == (0,) * 6
+    assert History().record([_down("b")], now_mono=1.0)[0].dropped == (0,) * len(DropKind)
+
+
+def test_each_count_of_a_dropped_is_its_kind_s_in_order() -> None:
+    """History sums a Dropped's counts in DropKind's order: each field is named after its
+    kind (``feature`` -> ``features``), blockchains aside (the poll counts those)."""
+    counted = [item.name for item in dataclasses.fields(Dropped)]
+    assert counted == [f"{kind.value}s" for kind in DropKind if kind is not DropKind.BLOCKCHAIN]
 
 
 def test_exceeding_a_bound_is_logged_once_per_state_change(
