@@ -1,0 +1,401 @@
+"""The node's fields, declared once: for each field of an answer the exporter reads, where it
+sits, how it is read, and the metric family it feeds (name, type, HELP, unit, labels, the
+rule for a missing value, the bound that caps it).
+
+Everything else is derived from these rows: the typed decoder of the fast path
+(:mod:`exporter.model.answers`), the readers (:mod:`exporter.model.readings`), the gauge
+positions of a chain reading, the metric catalogue (:mod:`exporter.expose.metrics`), the
+render tables and ``docs/metrics.md``. A new gauge from a new field is one row here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from exporter.bounds import DropKind
+from exporter.values import (
+    read_bool,
+    read_count,
+    read_duration,
+    read_list_length,
+    read_number,
+    read_object_size,
+    read_text,
+    read_timestamp,
+)
+
+#: A parser of one JSON value (exporter.values): its float (a gauge) or text (a label
+#: value), or None (no sample).
+Reader = Callable[[object], float | str | None]
+
+#: In ``Field.at``, "every member of the object": the field is read from each of them.
+EACH = "*"
+#: Where a field sits when it is a key of the answer itself.
+TOP: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Field:
+    """One field of a node's answer and what the exporter makes of it.
+
+    The contract of a row (other tables use the same type: add only attributes with
+    defaults, never rename one):
+
+    - ``name``: the JSON name as the node sends it (camelCase), stated here only.
+    - ``at``: the objects it sits in, outermost first: ``TOP`` (the answer itself),
+      ``("consensus",)``, or ``("voteSessions", EACH)`` for a field of every member of an
+      object. ``also_at``: other places it may sit, tried in order when ``at`` has none.
+    - ``read``: its parser from :mod:`exporter.values` (count, bool, timestamp, duration,
+      number, list length, object size, text); None when it is read by a reader of its own
+      (a set, the sessions, the feature flags) or not read at all.
+    - ``family``: the metric family it feeds ("" none of its own); ``kind`` its Prometheus
+      type ("gauge" or "counter"). A row with a ``family``, a ``read`` and no ``label`` is a
+      plain gauge: one float a reading (a field of ``EACH`` member: the highest among them).
+    - ``help``, ``unit``, ``labels``, ``missing``: the family's HELP text, unit (when its
+      name's suffix does not say it), label names and what is special about a missing or odd
+      value, stated on the one row of the family that has ``help``; other rows of the same
+      family (the fields of one ``_info``) leave them empty.
+    - ``label``: the label name its text becomes in ``family`` (an ``_info`` family).
+    - ``absent``: its value when the node does not send it (None: no sample).
+    - ``bound``: the configurable bound that caps what is kept of it (``max_*`` config key,
+      counted in ``ledger_exporter_dropped_values_total{kind}``), None when none.
+    - ``shared``: every node of a chain sends it alike (its configuration, its sessions):
+      the fast path keeps its JSON text and reads it once a cycle for all the nodes that
+      send the same text.
+    - ``attribute``: the attribute of the reading that holds it ("" when it is a gauge read
+      through :meth:`ChainReading.gauge` or not kept).
+
+    Rows compare by identity: each is one field, looked up in dicts on hot paths.
+    """
+
+    name: str
+    at: tuple[str, ...] = TOP
+    read: Reader | None = None
+    family: str = ""
+    kind: str = "gauge"
+    help: str = ""
+    unit: str = ""
+    labels: tuple[str, ...] = ()
+    label: str = ""
+    missing: str = ""
+    absent: float | None = None
+    bound: DropKind | None = None
+    also_at: tuple[tuple[str, ...], ...] = ()
+    shared: bool = False
+    attribute: str = ""
+
+    @property
+    def path(self) -> str:
+        """Where the field sits, dotted as the docs write it (``consensus.minMembers``)."""
+        return ".".join((*(part for part in self.at if part != EACH), self.name))
+
+    @property
+    def is_gauge(self) -> bool:
+        """A plain gauge: one float a reading, from ``read``, written to ``family``."""
+        return bool(self.family) and self.read is not None and not self.label
+
+
+#: The unit of a gauge that says yes (1) or no (0).
+FLAG = "0 or 1"
+#: The labels of every series of one node, and of one chain of one node.
+NODE = ("node",)
+CHAIN = ("node", "blockchain")
+#: The objects the fields of a chain status and a health answer sit in.
+CONSENSUS: tuple[str, ...] = ("consensus",)
+NETWORK: tuple[str, ...] = ("network",)
+
+# --- GET /health -----------------------------------------------------------------------------
+
+NODE_VERSION = Field(
+    "nodeVersion",
+    read=read_text,
+    family="ledger_node_info",
+    help="Identity of the node as reported by /health; always 1.",
+    labels=(*NODE, "node_version", "node_id", "peer_id"),
+    label="node_version",
+    bound=DropKind.LABEL_VALUE,
+    attribute="node_version",
+)
+NODE_ID = Field(
+    "nodeId",
+    read=read_text,
+    family="ledger_node_info",
+    label="node_id",
+    bound=DropKind.LABEL_VALUE,
+    attribute="node_id",
+)
+PEER_ID = Field(
+    "peerId",
+    at=NETWORK,
+    also_at=(TOP,),
+    read=read_text,
+    family="ledger_node_info",
+    label="peer_id",
+    bound=DropKind.LABEL_VALUE,
+    attribute="peer_id",
+)
+PEER_COUNT = Field(
+    "peerCount",
+    at=NETWORK,
+    read=read_count,
+    family="ledger_node_peers",
+    help="Peers connected to the node (network.peerCount).",
+    unit="peers",
+    labels=NODE,
+    attribute="peer_count",
+)
+BLOCKCHAINS = Field(
+    "blockchains",
+    read=read_list_length,
+    family="ledger_node_blockchains",
+    help="Number of blockchains the node's /health lists.",
+    unit="blockchains",
+    labels=NODE,
+    bound=DropKind.BLOCKCHAIN,
+    attribute="blockchain_count",
+)
+#: The peers a node lists: read as a set, for the network view (ledger_node_polled_peers).
+NETWORK_PEERS = Field("networkPeers", at=NETWORK, attribute="network_peers")
+
+#: ``GET /health``, in the order its families are written.
+HEALTH_FIELDS = (NODE_VERSION, NODE_ID, PEER_ID, PEER_COUNT, BLOCKCHAINS, NETWORK_PEERS)
+
+# --- GET /blockchains/{id} -------------------------------------------------------------------
+
+BLOCK_HEIGHT = Field(
+    "blockHeight",
+    read=read_count,
+    family="ledger_blockchain_height",
+    help="Current block height (blockHeight).",
+    unit="blocks",
+    labels=CHAIN,
+)
+LAST_MESSAGE_TIME = Field(
+    "lastMessageTime",
+    read=read_timestamp,
+    family="ledger_blockchain_last_message_timestamp_seconds",
+    help="Time of the last processed message or block (lastMessageTime).",
+    labels=CHAIN,
+)
+PENDING_MESSAGES = Field(
+    "pendingMessagesCount",
+    read=read_count,
+    family="ledger_blockchain_pending_messages",
+    help="Queued messages (pendingMessagesCount).",
+    unit="messages",
+    labels=CHAIN,
+)
+DELAYED_MESSAGES = Field(
+    "delayedMessagesCount",
+    read=read_count,
+    family="ledger_blockchain_delayed_messages",
+    help="Queued delayed messages (delayedMessagesCount).",
+    unit="messages",
+    labels=CHAIN,
+)
+PENDING_TRANSACTIONS = Field(
+    "pendingTransactions",
+    read=read_count,
+    family="ledger_blockchain_pending_transactions",
+    help="Queued transactions (pendingTransactions).",
+    unit="transactions",
+    labels=CHAIN,
+)
+SYNCING = Field(
+    "syncing",
+    read=read_bool,
+    family="ledger_blockchain_syncing",
+    help="1 while the node syncs the chain.",
+    unit=FLAG,
+    labels=CHAIN,
+)
+IN_COUNCIL = Field(
+    "isInCouncil",
+    read=read_bool,
+    family="ledger_blockchain_in_council",
+    help="1 when the node is a council member.",
+    unit=FLAG,
+    labels=CHAIN,
+)
+VOTING = Field(
+    "isVoting",
+    read=read_bool,
+    family="ledger_blockchain_voting",
+    help="Voting-state flag isVoting (0/1).",
+    unit=FLAG,
+    labels=CHAIN,
+)
+TIME_TO_VOTE = Field(
+    "isTimeToVote",
+    read=read_bool,
+    family="ledger_blockchain_time_to_vote",
+    help="Voting-state flag isTimeToVote (0/1).",
+    unit=FLAG,
+    labels=CHAIN,
+)
+COUNCIL_MEMBERS = Field(
+    "councilMembers",
+    read=read_list_length,
+    family="ledger_blockchain_council_members",
+    help="Number of council members (councilMembers).",
+    unit="members",
+    labels=CHAIN,
+    bound=DropKind.LEADER,
+    shared=True,
+    attribute="council",
+)
+BLOCKCHAIN_PEERS = Field(
+    "blockchainPeers",
+    read=read_list_length,
+    family="ledger_blockchain_peers",
+    help="Number of peers on this chain (blockchainPeers).",
+    unit="peers",
+    labels=CHAIN,
+)
+VOTE_SESSIONS = Field(
+    "voteSessions",
+    read=read_object_size,
+    family="ledger_blockchain_vote_sessions",
+    help="Number of active vote sessions (voteSessions).",
+    unit="sessions",
+    labels=CHAIN,
+    missing="0 when voteSessions is empty or absent.",
+    absent=0.0,
+    bound=DropKind.VOTE_SESSION,
+    shared=True,
+    attribute="sessions",
+)
+SESSION = ("voteSessions", EACH)
+VOTE_ROUND = Field(
+    "round",
+    at=SESSION,
+    read=read_count,
+    family="ledger_blockchain_vote_round",
+    help="Highest round among the active vote sessions.",
+    unit="round number",
+    labels=CHAIN,
+    missing="No sample while no vote session is open.",
+    attribute="round",
+)
+VOTE_CONSENSUS_REQUIRED = Field(
+    "consensusRequired",
+    at=SESSION,
+    read=read_count,
+    family="ledger_blockchain_vote_consensus_required",
+    help="Highest consensusRequired (votes required) among the active vote sessions.",
+    unit="votes",
+    labels=CHAIN,
+    missing="No sample while no vote session is open.",
+)
+#: A session's leader: the key its failed rounds are counted against (consensus history).
+CURRENT_LEADER = Field(
+    "currentLeader", at=SESSION, read=read_text, bound=DropKind.LABEL_VALUE, attribute="leader"
+)
+CONSENSUS_TYPE = Field(
+    "consensusType",
+    at=CONSENSUS,
+    read=read_text,
+    family="ledger_blockchain_consensus_info",
+    help="Consensus type and key type of the chain; always 1.",
+    labels=(*CHAIN, "consensus_type", "key_type"),
+    label="consensus_type",
+    bound=DropKind.LABEL_VALUE,
+    attribute="consensus_type",
+)
+KEY_TYPE = Field(
+    "keyType",
+    read=read_text,
+    family="ledger_blockchain_consensus_info",
+    label="key_type",
+    bound=DropKind.LABEL_VALUE,
+    attribute="key_type",
+)
+MIN_MEMBERS = Field(
+    "minMembers",
+    at=CONSENSUS,
+    read=read_count,
+    family="ledger_blockchain_consensus_min_members",
+    help="Minimum council members for consensus (consensus.minMembers).",
+    unit="members",
+    labels=CHAIN,
+)
+CONSENSUS_TIMEOUT = Field(
+    "consensusTimeout",
+    at=CONSENSUS,
+    read=read_duration,
+    family="ledger_blockchain_consensus_timeout_seconds",
+    help="Consensus timeout (consensus.consensusTimeout).",
+    labels=CHAIN,
+)
+TX_MAX_TIME_TRIGGER = Field(
+    "txMaxTimeTrigger",
+    at=CONSENSUS,
+    read=read_duration,
+    family="ledger_blockchain_tx_max_time_trigger_seconds",
+    help="Transaction max time trigger (consensus.txMaxTimeTrigger).",
+    labels=CHAIN,
+)
+TX_KARMA_THRESHOLD = Field(
+    "txKarmaThreshold",
+    at=CONSENSUS,
+    read=read_number,
+    family="ledger_blockchain_tx_karma_threshold",
+    help="Transaction karma threshold (consensus.txKarmaThreshold).",
+    unit="the node's own figure",
+    labels=CHAIN,
+)
+TX_MINT_THRESHOLD = Field(
+    "txMintThreshold",
+    at=CONSENSUS,
+    read=read_number,
+    family="ledger_blockchain_tx_mint_threshold",
+    help="Transaction mint threshold (consensus.txMintThreshold).",
+    unit="the node's own figure",
+    labels=CHAIN,
+)
+FEATURES = Field(
+    "features",
+    family="ledger_blockchain_feature_enabled",
+    help="1 when the feature flag is enabled on the chain, 0 when disabled.",
+    unit=FLAG,
+    labels=(*CHAIN, "feature"),
+    missing="One series per flag present in features, unknown flags included.",
+    bound=DropKind.FEATURE,
+    shared=True,
+    attribute="features",
+)
+#: The consensus settings as a whole: their gauges above, and the configuration compared
+#: across nodes by value (ledger_network_blockchain_consensus_views).
+CONSENSUS_SETTINGS = Field("consensus", shared=True, attribute="consensus_view")
+
+#: ``GET /blockchains/{id}``, in the order their families are written.
+CHAIN_STATUS_FIELDS = (
+    BLOCK_HEIGHT,
+    LAST_MESSAGE_TIME,
+    PENDING_MESSAGES,
+    DELAYED_MESSAGES,
+    PENDING_TRANSACTIONS,
+    SYNCING,
+    IN_COUNCIL,
+    VOTING,
+    TIME_TO_VOTE,
+    COUNCIL_MEMBERS,
+    BLOCKCHAIN_PEERS,
+    VOTE_SESSIONS,
+    VOTE_ROUND,
+    VOTE_CONSENSUS_REQUIRED,
+    CURRENT_LEADER,
+    CONSENSUS_TYPE,
+    KEY_TYPE,
+    MIN_MEMBERS,
+    CONSENSUS_TIMEOUT,
+    TX_MAX_TIME_TRIGGER,
+    TX_KARMA_THRESHOLD,
+    TX_MINT_THRESHOLD,
+    FEATURES,
+    CONSENSUS_SETTINGS,
+)
+
+#: The plain gauges of a chain reading, in this order: a gauge's position is its index.
+CHAIN_GAUGES = tuple(field for field in CHAIN_STATUS_FIELDS if field.is_gauge)
