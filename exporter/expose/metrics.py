@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from exporter.model import fields as f
+from exporter.model.fields import Field
 from exporter.poll.results import Reason
 
 
@@ -399,91 +401,63 @@ PROBE_SUCCESS = _g(
 )
 PROBE_DURATION = _g("ledger_probe_duration_seconds", "Wall time of the probe.")
 
-# Watch lists (docs/metrics.md, "Watch lists"): contracts and wallets named in the config.
-_CONTRACT = ("node", "blockchain", "contract")
-_WALLET = ("node", "blockchain", "wallet")
+# Watch lists (docs/metrics.md, "Watch lists"): contracts and wallets named in the config. An
+# answer's families are its rows' (exporter.model.fields); its ``_up`` is the exporter's own.
+
+
+def _families_of(table: tuple[Field, ...]) -> tuple[MetricSpec, ...]:
+    """The families the rows of ``table`` feed, in its order, each from the row stating it."""
+    return tuple(
+        MetricSpec(row.family, Kind(row.kind), row.help, row.labels, row.unit, row.missing)
+        for row in table
+        if row.help
+    )
+
+
 CONTRACT_UP = _g(
     "ledger_contract_up",
     "1 when the watched contract's metadata was read in the last cycle, else 0.",
-    *_CONTRACT,
+    *f.CONTRACT,
     unit=FLAG,
     missing="0 when the metadata could not be read (a 404 is 0, with reason http_status).",
-)
-CONTRACT_STATUS = _g(
-    "ledger_contract_status",
-    "State set of the contract's status: 1 for the reported one, 0 for each other of "
-    "ACTIVE, PAUSED, UPGRADED.",
-    *_CONTRACT,
-    "status",
-    unit=FLAG,
-    missing=(
-        "An unknown status reported gets its own series at 1; no series when the status cannot "
-        "be read."
-    ),
-)
-CONTRACT_VERSION = _g(
-    "ledger_contract_version", "Contract version (version).", *_CONTRACT, unit="version number"
-)
-CONTRACT_INFO = _g(
-    "ledger_contract_info",
-    "Address, VM type and code hash of the contract as the node reports them; always 1.",
-    *_CONTRACT,
-    "address",
-    "vm_type",
-    "code_hash",
 )
 CONTRACT_STATE_UP = _g(
     "ledger_contract_state_up",
     "1 when the watched contract's state was read in the last cycle, else 0.",
-    *_CONTRACT,
+    *f.CONTRACT,
     unit=FLAG,
-)
-CONTRACT_STATE_VERSION = _g(
-    "ledger_contract_state_version",
-    "Version of the contract's state (version).",
-    *_CONTRACT,
-    unit="version number",
-)
-CONTRACT_STATE_VALUE = _g(
-    "ledger_contract_state_value",
-    "Value at a configured dotted path of the contract's state (numbers, numeric strings, "
-    "booleans as 0/1).",
-    *_CONTRACT,
-    "key",
-    unit="as the contract state holds it",
-    missing=("Anything but a number, a numeric string or a boolean at the path gives no sample."),
 )
 WALLET_UP = _g(
     "ledger_wallet_up",
     "1 when the watched wallet was read in the last cycle, else 0.",
-    *_WALLET,
+    *f.WALLET,
     unit=FLAG,
 )
-WALLET_ENABLED = _g(
-    "ledger_wallet_enabled", "1 when the wallet is enabled (enabled).", *_WALLET, unit=FLAG
-)
-WALLET_SATELLITES = _g(
-    "ledger_wallet_satellite_wallets",
-    "Number of satellite wallets (satelliteWallets).",
-    *_WALLET,
-    unit="wallets",
-)
-WALLET_PERMISSION = _g(
-    "ledger_wallet_permission",
-    "1 when the wallet's auth group grants the permission (authGroups), else 0.",
-    *_WALLET,
-    "group",
-    "permission",
-    unit=FLAG,
-)
-WALLET_INFO = _g(
-    "ledger_wallet_info",
-    "Address, key type and public key of the wallet as the node reports them; always 1.",
-    *_WALLET,
-    "address",
-    "key_type",
-    "public_key",
-)
+CONTRACT_FAMILIES = _families_of(f.CONTRACT_FIELDS)
+CONTRACT_STATE_FAMILIES = _families_of(f.CONTRACT_STATE_FIELDS)
+WALLET_FAMILIES = _families_of(f.WALLET_FIELDS)
+#: The family of each watch row, by its name (``Field.family``).
+WATCH_SPECS = {
+    spec.name: spec for spec in CONTRACT_FAMILIES + CONTRACT_STATE_FAMILIES + WALLET_FAMILIES
+}
+#: What the watch series' own labels mean, from the rows that read them.
+_WATCH_LABELS = {
+    f.CONTRACT[-1]: "the watch entry's `name` (default: its address)",
+    f.WALLET[-1]: "the watch entry's `name` (default: its address)",
+    f.CONTRACT_STATUS.label: "a contract status: "
+    + ", ".join(f"`{status}`" for status in f.CONTRACT_STATUSES)
+    + ", or another one the node reports",
+    f.CONTRACT_ADDRESS.label: f"the contract's or wallet's `{f.CONTRACT_ADDRESS.name}` "
+    "as the node reports it",
+    f.VM_TYPE.label: f"the contract's `{f.VM_TYPE.name}`",
+    f.CODE_HASH.label: f"the contract's `{f.CODE_HASH.name}`",
+    f.CONTRACT_STATE.labels[-1]: "a configured `state_keys` entry (a dotted path into the "
+    f"contract's `{f.CONTRACT_STATE.name}`)",
+    f.AUTH_GROUPS.labels[-2]: f"a key of the wallet's `{f.AUTH_GROUPS.name}`",
+    f.AUTH_GROUPS.labels[-1]: "a flag of an auth group: "
+    + ", ".join(f"`{flag}`" for flag in f.PERMISSIONS),
+    f.PUBLIC_KEY.label: f"the wallet's `{f.PUBLIC_KEY.name}`",
+}
 
 # --- The order families are written in: defined here once, for /metrics and /probe. ---
 
@@ -557,17 +531,11 @@ NETWORK_FAMILIES = (
 #: The watched contracts and wallets (labels ``node``, ``blockchain``, ``contract``/``wallet``).
 WATCH_FAMILIES = (
     CONTRACT_UP,
-    CONTRACT_STATUS,
-    CONTRACT_VERSION,
-    CONTRACT_INFO,
+    *CONTRACT_FAMILIES,
     CONTRACT_STATE_UP,
-    CONTRACT_STATE_VERSION,
-    CONTRACT_STATE_VALUE,
+    *CONTRACT_STATE_FAMILIES,
     WALLET_UP,
-    WALLET_ENABLED,
-    WALLET_SATELLITES,
-    WALLET_PERMISSION,
-    WALLET_INFO,
+    *WALLET_FAMILIES,
 )
 #: Families that only /probe answers, never /metrics.
 PROBE_ONLY = (PROBE_SUCCESS, PROBE_DURATION)
@@ -648,16 +616,7 @@ LABELS = {
     "key_type": "`keyType` of the chain status or of the wallet",
     "feature": "a key of the chain status's `features`",
     "leader": "a vote session's `currentLeader` (a council member's key)",
-    "contract": "the watch entry's `name` (default: its address)",
-    "wallet": "the watch entry's `name` (default: its address)",
-    "status": "a contract status: `ACTIVE`, `PAUSED`, `UPGRADED`, or another one the node reports",
-    "address": "the contract's or wallet's `address` as the node reports it",
-    "vm_type": "the contract's `vmType`",
-    "code_hash": "the contract's `codeHash`",
-    "key": "a configured `state_keys` entry (a dotted path into the contract's `state`)",
-    "group": "a key of the wallet's `authGroups`",
-    "permission": "a flag of an auth group: `create`, `read`, `update`, `delete`",
-    "public_key": "the wallet's `publicKey`",
+    **_WATCH_LABELS,
 }
 
 _FROM_ANSWERS = "Rules 1 to 7."

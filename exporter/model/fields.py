@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from exporter.bounds import DropKind
+from exporter.bounds import NOTHING_DROPPED, DropKind, Dropped
 from exporter.values import (
     read_bool,
     read_count,
@@ -399,3 +399,228 @@ CHAIN_STATUS_FIELDS = (
 
 #: The plain gauges of a chain reading, in this order: a gauge's position is its index.
 CHAIN_GAUGES = tuple(field for field in CHAIN_STATUS_FIELDS if field.is_gauge)
+
+# --- Watch lists: GET /blockchains/{id}/contracts/{address}, .../state, GET /wallets/{address} --
+# Read for each contract and wallet the config's ``watch`` names (exporter.model.watch_readings),
+# not per chain. Fields the document names that no family reads are rows too, with the reason.
+
+#: The labels of every series of one watched contract, and of one watched wallet.
+CONTRACT = ("node", "blockchain", "contract")
+WALLET = ("node", "blockchain", "wallet")
+#: The contract statuses the interface names; each always gets a series in the state set.
+CONTRACT_STATUSES = ("ACTIVE", "PAUSED", "UPGRADED")
+#: The flags of an auth group the interface documents; others are not exported.
+PERMISSIONS = ("create", "read", "update", "delete")
+#: The query parameter of ``GET /wallets/{address}`` that names the wallet's chain.
+WALLET_CHAIN_PARAMETER = "blockchainId"
+# A block (``GET /blockchains/{id}/blocks?height=``) has no table: the document names none of
+# its fields, so the config's ``network_checks.block_hash_fields`` says which may hold its
+# hash. Their default is stated in exporter/config/exporter.py, where the config (a layer
+# below this one) reads it; the readers take the configured list.
+
+CONTRACT_STATUS = Field(
+    "status",
+    read=read_text,
+    family="ledger_contract_status",
+    help="State set of the contract's status: 1 for the reported one, 0 for each other of "
+    f"{', '.join(CONTRACT_STATUSES)}.",
+    unit=FLAG,
+    labels=(*CONTRACT, "status"),
+    label="status",
+    missing=(
+        "An unknown status reported gets its own series at 1; no series when the status cannot "
+        "be read."
+    ),
+    bound=DropKind.LABEL_VALUE,
+    attribute="status",
+)
+CONTRACT_VERSION = Field(
+    "version",
+    read=read_count,
+    family="ledger_contract_version",
+    help="Contract version (version).",
+    unit="version number",
+    labels=CONTRACT,
+    attribute="version",
+)
+CONTRACT_ADDRESS = Field(
+    "address",
+    read=read_text,
+    family="ledger_contract_info",
+    help="Address, VM type and code hash of the contract as the node reports them; always 1.",
+    labels=(*CONTRACT, "address", "vm_type", "code_hash"),
+    label="address",
+    bound=DropKind.LABEL_VALUE,
+    attribute="address",
+)
+VM_TYPE = Field(
+    "vmType",
+    read=read_text,
+    family="ledger_contract_info",
+    label="vm_type",
+    bound=DropKind.LABEL_VALUE,
+    attribute="vm_type",
+)
+CODE_HASH = Field(
+    "codeHash",
+    read=read_text,
+    family="ledger_contract_info",
+    label="code_hash",
+    bound=DropKind.LABEL_VALUE,
+    attribute="code_hash",
+)
+#: Sent, not exported: the entry's chain is already the ``blockchain`` label.
+CONTRACT_CHAIN = Field("blockchainId")
+#: Sent, not exported: who deployed the contract and in which transaction, fixed for its
+#: life (not tracked by every node), and deployment metadata of no fixed shape.
+CREATOR = Field("creator")
+DEPLOYMENT_TX_ID = Field("deploymentTxId")
+CONTRACT_METADATA = Field("metadata")
+
+#: ``GET /blockchains/{id}/contracts/{address}`` (endpoint 6), in the order its families are
+#: written (after ``ledger_contract_up``).
+CONTRACT_FIELDS = (
+    CONTRACT_STATUS,
+    CONTRACT_VERSION,
+    CONTRACT_ADDRESS,
+    VM_TYPE,
+    CODE_HASH,
+    CONTRACT_CHAIN,
+    CREATOR,
+    DEPLOYMENT_TX_ID,
+    CONTRACT_METADATA,
+)
+
+STATE_VERSION = Field(
+    "version",
+    read=read_count,
+    family="ledger_contract_state_version",
+    help="Version of the contract's state (version).",
+    unit="version number",
+    labels=CONTRACT,
+    attribute="version",
+)
+#: The contract-defined state: each configured ``state_keys`` path read by a reader of its
+#: own (exporter.model.watch_readings.state_value).
+CONTRACT_STATE = Field(
+    "state",
+    family="ledger_contract_state_value",
+    help="Value at a configured dotted path of the contract's state (numbers, numeric strings, "
+    "booleans as 0/1).",
+    unit="as the contract state holds it",
+    labels=(*CONTRACT, "key"),
+    missing="Anything but a number, a numeric string or a boolean at the path gives no sample.",
+    attribute="values",
+)
+#: Sent, not exported: the entry's chain and address are already its labels.
+STATE_CHAIN = Field("blockchainId")
+STATE_ADDRESS = Field("address")
+
+#: ``GET /blockchains/{id}/contracts/{address}/state`` (endpoint 7), in the order its
+#: families are written (after ``ledger_contract_state_up``).
+CONTRACT_STATE_FIELDS = (STATE_VERSION, CONTRACT_STATE, STATE_CHAIN, STATE_ADDRESS)
+
+WALLET_ENABLED = Field(
+    "enabled",
+    read=read_bool,
+    family="ledger_wallet_enabled",
+    help="1 when the wallet is enabled (enabled).",
+    unit=FLAG,
+    labels=WALLET,
+    attribute="enabled",
+)
+SATELLITE_WALLETS = Field(
+    "satelliteWallets",
+    read=read_list_length,
+    family="ledger_wallet_satellite_wallets",
+    help="Number of satellite wallets (satelliteWallets).",
+    unit="wallets",
+    labels=WALLET,
+    attribute="satellites",
+)
+#: Each group's :data:`PERMISSIONS` sent as JSON booleans, read by a reader of its own.
+AUTH_GROUPS = Field(
+    "authGroups",
+    family="ledger_wallet_permission",
+    help="1 when the wallet's auth group grants the permission (authGroups), else 0.",
+    unit=FLAG,
+    labels=(*WALLET, "group", "permission"),
+    bound=DropKind.AUTH_GROUP,
+    attribute="permissions",
+)
+WALLET_ADDRESS = Field(
+    "address",
+    read=read_text,
+    family="ledger_wallet_info",
+    help="Address, key type and public key of the wallet as the node reports them; always 1.",
+    labels=(*WALLET, "address", "key_type", "public_key"),
+    label="address",
+    bound=DropKind.LABEL_VALUE,
+    attribute="address",
+)
+WALLET_KEY_TYPE = Field(
+    "keyType",
+    read=read_text,
+    family="ledger_wallet_info",
+    label="key_type",
+    bound=DropKind.LABEL_VALUE,
+    attribute="key_type",
+)
+PUBLIC_KEY = Field(
+    "publicKey",
+    read=read_text,
+    family="ledger_wallet_info",
+    label="public_key",
+    bound=DropKind.LABEL_VALUE,
+    attribute="public_key",
+)
+#: Sent, not exported: the parent wallet's address ("" when none), a fixed relation.
+PARENT = Field("parent")
+
+#: ``GET /wallets/{address}?blockchainId={id}`` (endpoint 9), in the order its families are
+#: written (after ``ledger_wallet_up``).
+WALLET_FIELDS = (
+    WALLET_ENABLED,
+    SATELLITE_WALLETS,
+    AUTH_GROUPS,
+    WALLET_ADDRESS,
+    WALLET_KEY_TYPE,
+    PUBLIC_KEY,
+    PARENT,
+)
+
+
+@dataclass(frozen=True)
+class ContractReading:
+    """What endpoint 6 said (:data:`CONTRACT_FIELDS`): status, version and the identity
+    labels of ``_info``."""
+
+    status: str | None
+    version: float | None
+    address: str | None
+    vm_type: str | None
+    code_hash: str | None
+    dropped: Dropped = NOTHING_DROPPED  # label values over the configured length
+
+
+@dataclass(frozen=True)
+class StateReading:
+    """What endpoint 7 said (:data:`CONTRACT_STATE_FIELDS`): the state's version and each
+    configured key that held a value."""
+
+    version: float | None
+    values: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True)
+class WalletReading:
+    """What endpoint 9 said (:data:`WALLET_FIELDS`): flags, satellites, ``(group,
+    permission, 0/1)`` and identity."""
+
+    enabled: float | None
+    satellites: float | None
+    permissions: tuple[tuple[str, str, float], ...]
+    address: str | None
+    key_type: str | None
+    public_key: str | None
+    dropped: Dropped = NOTHING_DROPPED  # auth groups and label values over the bounds
