@@ -4,6 +4,10 @@ the field sits, and states its family once."""
 
 from __future__ import annotations
 
+import ast
+import functools
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,3 +51,123 @@ def test_each_family_is_stated_once(table: tuple[Field, ...]) -> None:
         if field.label:
             owner = next(row for row in table if row.family == field.family and row.help)
             assert field.label in owner.labels, field.path
+
+
+# --- each field of the node API declared once ------------------------------------------------
+
+EXPORTER = Path(__file__).resolve().parents[2] / "exporter"
+
+#: Same-spelled names that mean something else, by (name as spelled, module): excused one by
+#: one. Anything not listed here counts as a declaration of the field.
+ELSEWHERE = {
+    # Prometheus label names (of the _info families, and those a node's static labels may not
+    # take): the label, not the JSON field.
+    ("node_version", "config/nodes.py"): "a reserved label name",
+    ("node_id", "config/nodes.py"): "a reserved label name",
+    ("peer_id", "config/nodes.py"): "a reserved label name",
+    ("consensus_type", "config/nodes.py"): "a reserved label name",
+    ("key_type", "config/nodes.py"): "a reserved label name",
+    ("node_version", "expose/metrics.py"): "the label's description in LABELS",
+    ("node_id", "expose/metrics.py"): "the label's description in LABELS",
+    ("peer_id", "expose/metrics.py"): "the label's description in LABELS",
+    ("consensus_type", "expose/metrics.py"): "the label's description in LABELS",
+    ("key_type", "expose/metrics.py"): "the label's description in LABELS",
+    # "blockchains" as a config key, a URL path segment and a state file key
+    ("blockchains", "config/nodes.py"): "the config key of a node's chains",
+    ("blockchains", "config/probe_modules.py"): "the config key of a probe module's chains",
+    ("blockchains", "poll/node.py"): "the URL path /blockchains/{id}",
+    ("blockchains", "model/watch_readings.py"): "the URL path /blockchains/{id}/contracts",
+    ("blockchains", "poll/state.py"): "a key of the state file",
+    ("node_id", "poll/state.py"): "a key of the state file",
+    ("vote_sessions", "poll/state.py"): "a key of the state file",
+    # counts of values dropped, by kind of bound
+    ("features", "bounds.py"): "Dropped.features: flags dropped over the bound",
+    ("vote_sessions", "bounds.py"): "Dropped.vote_sessions: sessions dropped over the bound",
+    # the exporter's own state named alike
+    ("consensus", "model/snapshot.py"): "ChainStatus.consensus: the history's consensus memory",
+    ("network", "model/snapshot.py"): "Snapshot.network: the cross-node view",
+    ("network", "web/problems.py"): "the status page's scope of network-wide problems",
+    ("consensus", "poll/history.py"): "a node's chains followed across cycles",
+    ("syncing", "poll/history.py"): "since when each chain has been syncing",
+    # the network view's lean copies of a reading's parsed values (3000 named tuples a cycle)
+    ("syncing", "model/network.py"): "ChainObservation.syncing: ChainReading.syncing copied",
+    ("consensus", "model/network.py"): "ChainObservation.consensus: the configuration digest",
+    ("peer_id", "model/network.py"): "NodeObservation.peer_id: HealthReading.peer_id copied",
+    ("network_peers", "model/network.py"): "NodeObservation.network_peers: copied likewise",
+    # the checkpoint block of another endpoint (GET /blockchains/{id}/blocks)
+    ("blockHash", "config/exporter.py"): "a default of block_hash_fields: the block's field",
+    ("block_hash", "poll/results.py"): "ChainResult.block_hash: the checkpoint block's hash",
+    ("block_height", "poll/results.py"): "ChainResult.block_height: the checkpoint's height",
+    # the wallet's keyType (GET /wallets/{address}): its own table's, not the chain status's
+    ("keyType", "model/watch_readings.py"): "the wallet's keyType",
+    ("key_type", "model/watch_readings.py"): "WalletReading.key_type",
+    ("key_type", "expose/watch_samples.py"): "the wallet_info label",
+}
+#: Members of open maps the document names as examples: the exporter reads every member
+#: alike (a feature flag's name is a ``feature`` label value), and names none.
+EXAMPLES = {"enableJoinCouncilOnStartup", "enableXMOnBlockMint", "enableTxProof"}
+
+
+def property_names(schema: str) -> set[str]:
+    """Every property name of ``schema`` and of the objects nested in it (their members,
+    the values of an open map)."""
+    names: set[str] = set()
+    pending, seen = [nodeapi.schema(schema)], set()
+    while pending:
+        node = nodeapi.resolve(pending.pop())
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for name, member in node.get("properties", {}).items():
+            names.add(name)
+            pending.append(member)
+        for nested in (node.get("items"), node.get("additionalProperties")):
+            if isinstance(nested, dict):
+                pending.append(nested)
+    return names
+
+
+def snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+@functools.cache
+def declarations() -> dict[str, frozenset[str]]:
+    """Every string constant and class field (annotated name in a class body) of exporter/,
+    with the modules (relative to exporter/) it appears in."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(EXPORTER.rglob("*.py")):
+        module = path.relative_to(EXPORTER).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found.setdefault(node.value, set()).add(module)
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        found.setdefault(item.target.id, set()).add(module)
+    return {name: frozenset(modules) for name, modules in found.items()}
+
+
+#: The schemas whose fields are declared once (the other endpoints' tables add theirs).
+SCHEMAS = ["Health", "BlockchainStatus"]
+NAMES = [(schema, name) for schema in SCHEMAS for name in sorted(property_names(schema))]
+
+
+@pytest.mark.parametrize(("schema", "name"), NAMES, ids=[f"{s}.{n}" for s, n in NAMES])
+def test_each_field_is_declared_in_one_module(schema: str, name: str) -> None:
+    if name in EXAMPLES:
+        pytest.skip("an example member of an open map, read alike with any other")
+    found = declarations()
+    modules = {
+        module
+        for spelling in {name, snake_case(name)}
+        for module in found.get(spelling, ())
+        if (spelling, module) not in ELSEWHERE
+    }
+    assert len(modules) == 1, f"{schema}.{name} is declared in {sorted(modules) or 'no module'}"
+
+
+def test_every_excuse_is_still_needed() -> None:
+    found = declarations()
+    stale = [key for key in ELSEWHERE if key[1] not in found.get(key[0], ())]
+    assert not stale, f"remove these from ELSEWHERE: {stale}"
