@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from exporter.model import fields as f
-from exporter.model.fields import Field
+from exporter.model.fields import CHAIN as _CHAIN
+from exporter.model.fields import FLAG, Field
+from exporter.model.fields import NODE as _NODE
 from exporter.poll.results import Reason
 
 
@@ -22,10 +24,6 @@ class Kind(Enum):
 
     GAUGE = "gauge"
     COUNTER = "counter"
-
-
-#: The unit of a gauge that says yes (1) or no (0).
-FLAG = "0 or 1"
 
 
 @dataclass(frozen=True)
@@ -63,9 +61,6 @@ _SUFFIX_UNITS = (
     ("_info", "none: always 1, the labels carry the values"),
     ("_total", "count since the exporter started"),
 )
-
-_NODE = ("node",)
-_CHAIN = ("node", "blockchain")
 
 BUILD_INFO = MetricSpec(
     "ledger_exporter_build_info",
@@ -121,30 +116,11 @@ NODE_RETRY_AFTER = MetricSpec(
     "before that time (at most 5 minutes), and reads as down meanwhile.",
     _NODE,
 )
-NODE_INFO = MetricSpec(
-    "ledger_node_info",
-    Kind.GAUGE,
-    "Identity of the node as reported by /health; always 1.",
-    ("node", "node_version", "node_id", "peer_id"),
-)
-NODE_PEERS = _g(
-    "ledger_node_peers", "Peers connected to the node (network.peerCount).", *_NODE, unit="peers"
-)
-NODE_BLOCKCHAINS = _g(
-    "ledger_node_blockchains",
-    "Number of blockchains the node's /health lists.",
-    *_NODE,
-    unit="blockchains",
-)
-
 CHAIN_UP = _g(
     "ledger_blockchain_up",
     "1 when the chain's status was read and parsed in the last cycle.",
     *_CHAIN,
     unit=FLAG,
-)
-CHAIN_HEIGHT = _g(
-    "ledger_blockchain_height", "Current block height (blockHeight).", *_CHAIN, unit="blocks"
 )
 CHAIN_BLOCKS_BEHIND = _g(
     "ledger_blockchain_blocks_behind",
@@ -157,117 +133,31 @@ CHAIN_HEIGHT_CHANGED = _g(
     "Exporter's clock when it first saw the current height.",
     *_CHAIN,
 )
-CHAIN_LAST_MESSAGE = _g(
-    "ledger_blockchain_last_message_timestamp_seconds",
-    "Time of the last processed message or block (lastMessageTime).",
-    *_CHAIN,
-)
-CHAIN_PENDING_MESSAGES = _g(
-    "ledger_blockchain_pending_messages",
-    "Queued messages (pendingMessagesCount).",
-    *_CHAIN,
-    unit="messages",
-)
-CHAIN_DELAYED_MESSAGES = _g(
-    "ledger_blockchain_delayed_messages",
-    "Queued delayed messages (delayedMessagesCount).",
-    *_CHAIN,
-    unit="messages",
-)
-CHAIN_PENDING_TXS = _g(
-    "ledger_blockchain_pending_transactions",
-    "Queued transactions (pendingTransactions).",
-    *_CHAIN,
-    unit="transactions",
-)
-CHAIN_SYNCING = _g(
-    "ledger_blockchain_syncing", "1 while the node syncs the chain.", *_CHAIN, unit=FLAG
-)
-CHAIN_IN_COUNCIL = _g(
-    "ledger_blockchain_in_council", "1 when the node is a council member.", *_CHAIN, unit=FLAG
-)
-CHAIN_VOTING = _g(
-    "ledger_blockchain_voting", "Voting-state flag isVoting (0/1).", *_CHAIN, unit=FLAG
-)
-CHAIN_TIME_TO_VOTE = _g(
-    "ledger_blockchain_time_to_vote", "Voting-state flag isTimeToVote (0/1).", *_CHAIN, unit=FLAG
-)
-CHAIN_COUNCIL_MEMBERS = _g(
-    "ledger_blockchain_council_members",
-    "Number of council members (councilMembers).",
-    *_CHAIN,
-    unit="members",
-)
-CHAIN_PEERS = _g(
-    "ledger_blockchain_peers",
-    "Number of peers on this chain (blockchainPeers).",
-    *_CHAIN,
-    unit="peers",
-)
-CHAIN_VOTE_SESSIONS = _g(
-    "ledger_blockchain_vote_sessions",
-    "Number of active vote sessions (voteSessions).",
-    *_CHAIN,
-    unit="sessions",
-    missing="0 when voteSessions is empty or absent.",
-)
-CHAIN_VOTE_ROUND = _g(
-    "ledger_blockchain_vote_round",
-    "Highest round among the active vote sessions.",
-    *_CHAIN,
-    unit="round number",
-    missing="No sample while no vote session is open.",
-)
-CHAIN_VOTE_CONSENSUS_REQUIRED = _g(
-    "ledger_blockchain_vote_consensus_required",
-    "Highest consensusRequired (votes required) among the active vote sessions.",
-    *_CHAIN,
-    unit="votes",
-    missing="No sample while no vote session is open.",
-)
-CHAIN_CONSENSUS = MetricSpec(
-    "ledger_blockchain_consensus_info",
-    Kind.GAUGE,
-    "Consensus type and key type of the chain; always 1.",
-    ("node", "blockchain", "consensus_type", "key_type"),
-)
-CHAIN_MIN_MEMBERS = _g(
-    "ledger_blockchain_consensus_min_members",
-    "Minimum council members for consensus (consensus.minMembers).",
-    *_CHAIN,
-    unit="members",
-)
-CHAIN_CONSENSUS_TIMEOUT = _g(
-    "ledger_blockchain_consensus_timeout_seconds",
-    "Consensus timeout (consensus.consensusTimeout).",
-    *_CHAIN,
-)
-CHAIN_TX_MAX_TIME_TRIGGER = _g(
-    "ledger_blockchain_tx_max_time_trigger_seconds",
-    "Transaction max time trigger (consensus.txMaxTimeTrigger).",
-    *_CHAIN,
-)
-CHAIN_TX_KARMA_THRESHOLD = _g(
-    "ledger_blockchain_tx_karma_threshold",
-    "Transaction karma threshold (consensus.txKarmaThreshold).",
-    *_CHAIN,
-    unit="the node's own figure",
-)
-CHAIN_TX_MINT_THRESHOLD = _g(
-    "ledger_blockchain_tx_mint_threshold",
-    "Transaction mint threshold (consensus.txMintThreshold).",
-    *_CHAIN,
-    unit="the node's own figure",
-)
-CHAIN_FEATURE = _g(
-    "ledger_blockchain_feature_enabled",
-    "1 when the feature flag is enabled on the chain, 0 when disabled.",
-    "node",
-    "blockchain",
-    "feature",
-    unit=FLAG,
-    missing="One series per flag present in features, unknown flags included.",
-)
+
+
+def _stated(table: tuple[Field, ...]) -> dict[str, MetricSpec]:
+    """The families a field table states (on the rows with ``help``), by name, in order."""
+    return {
+        field.family: MetricSpec(
+            field.family, Kind(field.kind), field.help, field.labels, field.unit, field.missing
+        )
+        for field in table
+        if field.help
+    }
+
+
+_FAMILIES = {**_stated(f.HEALTH_FIELDS), **_stated(f.CHAIN_STATUS_FIELDS)}
+
+
+def family_of(field: Field) -> MetricSpec:
+    """The family a field's row feeds (KeyError: one that feeds none)."""
+    return _FAMILIES[field.family]
+
+
+NODE_INFO = family_of(f.NODE_VERSION)
+CHAIN_HEIGHT = family_of(f.BLOCK_HEIGHT)
+CHAIN_CONSENSUS = family_of(f.CONSENSUS_TYPE)
+CHAIN_FEATURE = family_of(f.FEATURES)
 
 # Consensus health followed across cycles (docs/metrics.md, "Consensus health"): the daemon's own
 # memory of each node's chains, which a probe has not.
@@ -403,17 +293,9 @@ PROBE_DURATION = _g("ledger_probe_duration_seconds", "Wall time of the probe.")
 
 # Watch lists (docs/metrics.md, "Watch lists"): contracts and wallets named in the config. An
 # answer's families are its rows' (exporter.model.fields); its ``_up`` is the exporter's own.
-
-
-def _families_of(table: tuple[Field, ...]) -> tuple[MetricSpec, ...]:
-    """The families the rows of ``table`` feed, in its order, each from the row stating it."""
-    return tuple(
-        MetricSpec(row.family, Kind(row.kind), row.help, row.labels, row.unit, row.missing)
-        for row in table
-        if row.help
-    )
-
-
+_FAMILIES.update(
+    _stated(f.CONTRACT_FIELDS) | _stated(f.CONTRACT_STATE_FIELDS) | _stated(f.WALLET_FIELDS)
+)
 CONTRACT_UP = _g(
     "ledger_contract_up",
     "1 when the watched contract's metadata was read in the last cycle, else 0.",
@@ -433,13 +315,6 @@ WALLET_UP = _g(
     *f.WALLET,
     unit=FLAG,
 )
-CONTRACT_FAMILIES = _families_of(f.CONTRACT_FIELDS)
-CONTRACT_STATE_FAMILIES = _families_of(f.CONTRACT_STATE_FIELDS)
-WALLET_FAMILIES = _families_of(f.WALLET_FIELDS)
-#: The family of each watch row, by its name (``Field.family``).
-WATCH_SPECS = {
-    spec.name: spec for spec in CONTRACT_FAMILIES + CONTRACT_STATE_FAMILIES + WALLET_FAMILIES
-}
 #: What the watch series' own labels mean, from the rows that read them.
 _WATCH_LABELS = {
     f.CONTRACT[-1]: "the watch entry's `name` (default: its address)",
@@ -476,9 +351,7 @@ NODE_FAMILIES = (
     NODE_SCRAPE_ERRORS,
     NODE_LAST_SUCCESS,
     NODE_RETRY_AFTER,
-    NODE_INFO,
-    NODE_PEERS,
-    NODE_BLOCKCHAINS,
+    *(family_of(field) for field in f.HEALTH_FIELDS if field.help),
 )
 #: Each polled chain's ``GET /blockchains/{id}`` (labels ``node``, ``blockchain``).
 CHAIN_FAMILIES = (
@@ -486,26 +359,7 @@ CHAIN_FAMILIES = (
     CHAIN_HEIGHT,
     CHAIN_BLOCKS_BEHIND,
     CHAIN_HEIGHT_CHANGED,
-    CHAIN_LAST_MESSAGE,
-    CHAIN_PENDING_MESSAGES,
-    CHAIN_DELAYED_MESSAGES,
-    CHAIN_PENDING_TXS,
-    CHAIN_SYNCING,
-    CHAIN_IN_COUNCIL,
-    CHAIN_VOTING,
-    CHAIN_TIME_TO_VOTE,
-    CHAIN_COUNCIL_MEMBERS,
-    CHAIN_PEERS,
-    CHAIN_VOTE_SESSIONS,
-    CHAIN_VOTE_ROUND,
-    CHAIN_VOTE_CONSENSUS_REQUIRED,
-    CHAIN_CONSENSUS,
-    CHAIN_MIN_MEMBERS,
-    CHAIN_CONSENSUS_TIMEOUT,
-    CHAIN_TX_MAX_TIME_TRIGGER,
-    CHAIN_TX_KARMA_THRESHOLD,
-    CHAIN_TX_MINT_THRESHOLD,
-    CHAIN_FEATURE,
+    *(family_of(row) for row in f.CHAIN_STATUS_FIELDS if row.help and row is not f.BLOCK_HEIGHT),
 )
 #: Each chain followed across cycles (the history's; labels ``node``, ``blockchain``).
 CONSENSUS_FAMILIES = (
@@ -531,11 +385,11 @@ NETWORK_FAMILIES = (
 #: The watched contracts and wallets (labels ``node``, ``blockchain``, ``contract``/``wallet``).
 WATCH_FAMILIES = (
     CONTRACT_UP,
-    *CONTRACT_FAMILIES,
+    *(family_of(row) for row in f.CONTRACT_FIELDS if row.help),
     CONTRACT_STATE_UP,
-    *CONTRACT_STATE_FAMILIES,
+    *(family_of(row) for row in f.CONTRACT_STATE_FIELDS if row.help),
     WALLET_UP,
-    *WALLET_FAMILIES,
+    *(family_of(row) for row in f.WALLET_FIELDS if row.help),
 )
 #: Families that only /probe answers, never /metrics.
 PROBE_ONLY = (PROBE_SUCCESS, PROBE_DURATION)

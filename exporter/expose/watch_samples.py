@@ -43,11 +43,9 @@ class _Table:
     __slots__ = ("gauges", "identity", "info")
 
     def __init__(self, table: tuple[Field, ...]) -> None:
-        self.gauges = tuple(
-            (row.attribute, m.WATCH_SPECS[row.family]) for row in table if row.is_gauge
-        )
+        self.gauges = tuple((row.attribute, m.family_of(row)) for row in table if row.is_gauge)
         identity = [row for row in table if row.label and row.family.endswith("_info")]
-        self.info = m.WATCH_SPECS[identity[0].family] if identity else None
+        self.info = m.family_of(identity[0]) if identity else None
         self.identity = tuple((row.label, row.attribute) for row in identity)
 
     def samples(self, labels: Labels, reading: Reading) -> list[Sample]:
@@ -69,9 +67,9 @@ class _Table:
 _CONTRACT = _Table(f.CONTRACT_FIELDS)
 _STATE = _Table(f.CONTRACT_STATE_FIELDS)
 _WALLET = _Table(f.WALLET_FIELDS)
-_STATUS = m.WATCH_SPECS[f.CONTRACT_STATUS.family]
-_STATE_VALUE = m.WATCH_SPECS[f.CONTRACT_STATE.family]
-_PERMISSION = m.WATCH_SPECS[f.AUTH_GROUPS.family]
+_STATUS = m.family_of(f.CONTRACT_STATUS)
+_STATE_VALUE = m.family_of(f.CONTRACT_STATE)
+_PERMISSION = m.family_of(f.AUTH_GROUPS)
 #: The labels a state value and a grant add to the object's: its key; its group and flag.
 (_KEY,) = f.CONTRACT_STATE.labels[len(f.CONTRACT) :]
 _GROUP, _FLAG = f.AUTH_GROUPS.labels[len(f.WALLET) :]

@@ -1,19 +1,22 @@
 """The node's fields, declared once: for each field of an answer the exporter reads, where it
 sits, how it is read, and the metric family it feeds (name, type, HELP, unit, labels, the
-rule for a missing value, the bound that caps it).
+rule for a missing value, the bound that caps it); and the typed readings that hold them.
 
 Everything else is derived from these rows: the typed decoder of the fast path
 (:mod:`exporter.model.answers`), the readers (:mod:`exporter.model.readings`), the gauge
 positions of a chain reading, the metric catalogue (:mod:`exporter.expose.metrics`), the
-render tables and ``docs/metrics.md``. A new gauge from a new field is one row here.
+render tables and ``docs/metrics.md``. A new gauge from a new field is one row here. How the
+readings are kept compact is :mod:`exporter.model.storage`'s business, not theirs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from exporter.bounds import NOTHING_DROPPED, DropKind, Dropped
+from exporter.model.storage import GaugeStore, GaugeTable
 from exporter.values import (
     read_bool,
     read_count,
@@ -157,9 +160,19 @@ BLOCKCHAINS = Field(
 )
 #: The peers a node lists: read as a set, for the network view (ledger_node_polled_peers).
 NETWORK_PEERS = Field("networkPeers", at=NETWORK, attribute="network_peers")
+#: Documented, not read: declared so the table is the whole answer.
+NETWORK_TYPE = Field("networkType", at=NETWORK)
 
 #: ``GET /health``, in the order its families are written.
-HEALTH_FIELDS = (NODE_VERSION, NODE_ID, PEER_ID, PEER_COUNT, BLOCKCHAINS, NETWORK_PEERS)
+HEALTH_FIELDS = (
+    NODE_VERSION,
+    NODE_ID,
+    PEER_ID,
+    PEER_COUNT,
+    BLOCKCHAINS,
+    NETWORK_PEERS,
+    NETWORK_TYPE,
+)
 
 # --- GET /blockchains/{id} -------------------------------------------------------------------
 
@@ -365,6 +378,12 @@ FEATURES = Field(
     shared=True,
     attribute="features",
 )
+#: A vote session's other fields: documented, not read (a session is followed by its key in
+#: voteSessions, which the document says equals its sessionId).
+SESSION_ID = Field("sessionId", at=SESSION, attribute="session_id")
+SESSION_BLOCK_HASH = Field("blockHash", at=SESSION)
+SESSION_BLOCK_HEIGHT = Field("blockHeight", at=SESSION)
+SESSION_STAGE = Field("currentStage", at=SESSION)
 #: The consensus settings as a whole: their gauges above, and the configuration compared
 #: across nodes by value (ledger_network_blockchain_consensus_views).
 CONSENSUS_SETTINGS = Field("consensus", shared=True, attribute="consensus_view")
@@ -386,6 +405,10 @@ CHAIN_STATUS_FIELDS = (
     VOTE_ROUND,
     VOTE_CONSENSUS_REQUIRED,
     CURRENT_LEADER,
+    SESSION_ID,
+    SESSION_BLOCK_HASH,
+    SESSION_BLOCK_HEIGHT,
+    SESSION_STAGE,
     CONSENSUS_TYPE,
     KEY_TYPE,
     MIN_MEMBERS,
@@ -399,6 +422,98 @@ CHAIN_STATUS_FIELDS = (
 
 #: The plain gauges of a chain reading, in this order: a gauge's position is its index.
 CHAIN_GAUGES = tuple(field for field in CHAIN_STATUS_FIELDS if field.is_gauge)
+#: Each plain gauge's position among a chain reading's gauges.
+GAUGE_POSITION = {field: position for position, field in enumerate(CHAIN_GAUGES)}
+_STORE = GaugeStore(len(CHAIN_GAUGES))
+_HEIGHT, _SYNCING = GAUGE_POSITION[BLOCK_HEIGHT], GAUGE_POSITION[SYNCING]
+_NAN = math.nan
+_isnan = math.isnan
+
+# --- the readings: what the fields read as ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HealthReading:
+    """What ``GET /health`` said about the node. ``unreadable_chain_ids`` counts the listed
+    chain ids UTF-8 cannot hold (skipped: no label can name them); ``dropped`` the label
+    values over the configured length (chain ids among them, skipped too). ``node_key`` is
+    the ``nodeId`` whatever the label length: what council lists name the node by."""
+
+    node_version: str | None
+    node_id: str | None
+    peer_id: str | None
+    peer_count: float | None
+    blockchain_count: float | None
+    blockchain_ids: tuple[str, ...]
+    network_peers: frozenset[str] = frozenset()
+    unreadable_chain_ids: int = 0
+    dropped: Dropped = NOTHING_DROPPED
+    node_key: str | None = None  # nodeId as a council key: up to MAX_TEXT_CHARS, no label
+
+
+@dataclass(frozen=True, slots=True)
+class VoteSession:
+    """One open vote session as the exporter follows it: its id (the key in
+    ``voteSessions``), its round and its current leader's key (None when not readable)."""
+
+    session_id: str
+    round: float | None
+    leader: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReading:
+    """What ``GET /blockchains/{id}`` said: its plain gauges (:data:`CHAIN_GAUGES`, read with
+    :meth:`gauge`), the consensus info and feature flags. ``values`` is the gauges as
+    :mod:`exporter.model.storage` keeps them (:func:`pack_gauges`)."""
+
+    values: bytes
+    consensus_type: str | None = None
+    key_type: str | None = None
+    features: tuple[tuple[str, float], ...] = ()
+    council: frozenset[str] | None = None
+    dropped: Dropped = NOTHING_DROPPED  # feature flags and label values over the bounds
+    sessions: tuple[VoteSession, ...] = ()  # the open vote sessions followed, by id
+    leaders: tuple[str, ...] = ()  # the council keys with a leader series, by name
+    consensus_view: bytes | None = None  # digest of consensus, keyType and features
+
+    def gauge(self, field: Field) -> float | None:
+        """The plain gauge ``field`` (one of :data:`CHAIN_GAUGES`); None when not reported."""
+        return _STORE.at(self.values, GAUGE_POSITION[field])
+
+    @property
+    def gauges(self) -> tuple[tuple[Field, float], ...]:
+        """The gauges the node reported, as (field, value) in :data:`CHAIN_GAUGES` order."""
+        pairs = zip(CHAIN_GAUGES, _STORE.unpack(self.values), strict=True)
+        return tuple((field, value) for field, value in pairs if not _isnan(value))
+
+    @property
+    def height(self) -> float | None:
+        """The block height, when the node reported a readable one."""
+        return _STORE.at(self.values, _HEIGHT)
+
+    @property
+    def syncing(self) -> bool | None:
+        """Whether the node says it is syncing; None unless it sent a JSON boolean."""
+        flag = _STORE.at(self.values, _SYNCING)
+        return None if flag is None else flag == 1.0
+
+
+def pack_gauges(values: list[float] | Mapping[Field, float]) -> bytes:
+    """A chain reading's ``values``: one float per gauge of :data:`CHAIN_GAUGES` in order
+    (NaN: not reported), or the reported ones by field."""
+    if isinstance(values, Mapping):
+        listed = [_NAN] * len(CHAIN_GAUGES)
+        for field, value in values.items():
+            listed[GAUGE_POSITION[field]] = value
+        values = listed
+    return _STORE.pack(values)
+
+
+def gauge_table(readings: Iterable[ChainReading]) -> GaugeTable:
+    """The gauges of many chain readings as one table: ``column(GAUGE_POSITION[field])``."""
+    return _STORE.table(reading.values for reading in readings)
+
 
 # --- Watch lists: GET /blockchains/{id}/contracts/{address}, .../state, GET /wallets/{address} --
 # Read for each contract and wallet the config's ``watch`` names (exporter.model.watch_readings),

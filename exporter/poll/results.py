@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from exporter.config.nodes import NodeConfig
-from exporter.model.readings import ChainReading, HealthReading, InvalidResponseError
+from exporter.model.fields import ChainReading, HealthReading
+from exporter.model.readings import InvalidResponseError
 from exporter.model.watch_readings import Reading, WatchRequest
 
 log = logging.getLogger("ledger_exporter")

@@ -8,7 +8,7 @@ import ast
 import dataclasses
 import functools
 import re
-from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +28,6 @@ from exporter.model.fields import (
     Field,
 )
 from tests.support import nodeapi
-from tests.support.testdata import REPO
 
 #: Each endpoint's table and the document's schema of its answer.
 TABLES = {
@@ -73,10 +72,161 @@ def test_each_family_is_stated_once(table: tuple[Field, ...]) -> None:
             assert field.label in owner.labels, field.path
 
 
-# --- watch lists: the contract, contract state and wallet tables, and the block hash fields ---
+# --- each field of the node API declared once ------------------------------------------------
 
-#: The watched objects' answers: every field the document names is a row of its table, read
-#: or not (an unread row says why), so the table is the one place that knows the answer.
+EXPORTER = Path(__file__).resolve().parents[2] / "exporter"
+
+#: Same-spelled names that mean something else, by (name as spelled, module): excused one by
+#: one. Anything not listed here counts as a declaration of the field.
+ELSEWHERE = {
+    # Prometheus label names (of the _info families, and those a node's static labels may not
+    # take): the label, not the JSON field.
+    ("node_version", "config/nodes.py"): "a reserved label name",
+    ("node_id", "config/nodes.py"): "a reserved label name",
+    ("peer_id", "config/nodes.py"): "a reserved label name",
+    ("consensus_type", "config/nodes.py"): "a reserved label name",
+    ("key_type", "config/nodes.py"): "a reserved label name",
+    ("node_version", "expose/metrics.py"): "the label's description in LABELS",
+    ("node_id", "expose/metrics.py"): "the label's description in LABELS",
+    ("peer_id", "expose/metrics.py"): "the label's description in LABELS",
+    ("consensus_type", "expose/metrics.py"): "the label's description in LABELS",
+    ("key_type", "expose/metrics.py"): "the label's description in LABELS",
+    # "blockchains" as a config key, a URL path segment and a state file key
+    ("blockchains", "config/nodes.py"): "the config key of a node's chains",
+    ("blockchains", "config/probe_modules.py"): "the config key of a probe module's chains",
+    ("blockchains", "poll/node.py"): "the URL path /blockchains/{id}",
+    ("blockchains", "model/watch_readings.py"): "the URL path /blockchains/{id}/contracts",
+    ("blockchains", "poll/state.py"): "a key of the state file",
+    ("node_id", "poll/state.py"): "a key of the state file",
+    ("vote_sessions", "poll/state.py"): "a key of the state file",
+    # counts of values dropped, by kind of bound
+    ("features", "bounds.py"): "Dropped.features: flags dropped over the bound",
+    ("vote_sessions", "bounds.py"): "Dropped.vote_sessions: sessions dropped over the bound",
+    # the exporter's own state named alike
+    ("consensus", "model/snapshot.py"): "ChainStatus.consensus: the history's consensus memory",
+    ("network", "model/snapshot.py"): "Snapshot.network: the cross-node view",
+    ("network", "web/problems.py"): "the status page's scope of network-wide problems",
+    ("consensus", "poll/history.py"): "a node's chains followed across cycles",
+    ("syncing", "poll/history.py"): "since when each chain has been syncing",
+    # the network view's lean copies of a reading's parsed values (3000 named tuples a cycle)
+    ("syncing", "model/network.py"): "ChainObservation.syncing: ChainReading.syncing copied",
+    ("consensus", "model/network.py"): "ChainObservation.consensus: the configuration digest",
+    ("peer_id", "model/network.py"): "NodeObservation.peer_id: HealthReading.peer_id copied",
+    ("network_peers", "model/network.py"): "NodeObservation.network_peers: copied likewise",
+    # the checkpoint block of another endpoint (GET /blockchains/{id}/blocks)
+    ("blockHash", "config/exporter.py"): "a default of block_hash_fields: the block's field",
+    ("block_hash", "poll/results.py"): "ChainResult.block_hash: the checkpoint block's hash",
+    ("block_height", "poll/results.py"): "ChainResult.block_height: the checkpoint's height",
+    # the watch entry's address in the config file, and the request built from it
+    ("address", "config/watchlist.py"): "the `address` key of a watch entry",
+    ("address", "model/watch_readings.py"): "WatchRequest.address: the configured address",
+    ("address", "app.py"): "a listen address in the log's fields",
+    # label names a node's static labels may not take (test_the_config_reserves_every_watch_label)
+    ("code_hash", "config/watchlist.py"): "a reserved label name",
+    ("public_key", "config/watchlist.py"): "a reserved label name",
+    ("status", "config/watchlist.py"): "a reserved label name",
+    ("vm_type", "config/watchlist.py"): "a reserved label name",
+    ("version", "config/nodes.py"): "a reserved label name (ledger_exporter_build_info's)",
+    ("version", "expose/metrics.py"): "ledger_exporter_build_info's label",
+    # the exporter's own values named alike
+    ("auth_groups", "bounds.py"): "Dropped.auth_groups: auth groups dropped over the bound",
+    ("state", "model/watch_readings.py"): "the last path segment of endpoint 7",
+    ("state", "poll/state.py"): "Inspection.state: the exporter's state file",
+    ("version", "poll/state.py"): "the state file's format version",
+    ("version", "build.py"): "the exporter's own version",
+    ("version", "app.py"): "the exporter's own version in the start-up log line",
+    ("status", "poll/engine.py"): "an HTTP status",
+    ("status", "poll/results.py"): "an HTTP status",
+    ("status", "web/httpserver.py"): "an HTTP status in the request log",
+    ("status", "web/probe_endpoint.py"): "an HTTP status",
+    # the status page's headings of the values the nodes disagree on
+    ("status", "web/problems.py"): "a heading of the status page",
+    ("version", "web/problems.py"): "a heading of the status page",
+    ("enabled", "web/problems.py"): "a heading of the status page",
+}
+#: Members of open maps the document names as examples: the exporter reads every member
+#: alike (a feature flag's name is a ``feature`` label value), and names none.
+EXAMPLES = {"enableJoinCouncilOnStartup", "enableXMOnBlockMint", "enableTxProof"}
+
+
+def property_names(schema: str) -> set[str]:
+    """Every property name of ``schema`` and of the objects nested in it (their members,
+    the values of an open map)."""
+    names: set[str] = set()
+    pending, seen = [nodeapi.schema(schema)], set()
+    while pending:
+        node = nodeapi.resolve(pending.pop())
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for name, member in node.get("properties", {}).items():
+            names.add(name)
+            pending.append(member)
+        for nested in (node.get("items"), node.get("additionalProperties")):
+            if isinstance(nested, dict):
+                pending.append(nested)
+    return names
+
+
+def snake_case(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+@functools.cache
+def declarations() -> dict[str, frozenset[str]]:
+    """Every string constant and class field (annotated name in a class body) of exporter/,
+    with the modules (relative to exporter/) it appears in."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(EXPORTER.rglob("*.py")):
+        module = path.relative_to(EXPORTER).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found.setdefault(node.value, set()).add(module)
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        found.setdefault(item.target.id, set()).add(module)
+    return {name: frozenset(modules) for name, modules in found.items()}
+
+
+#: The schemas whose fields are declared once: each endpoint's answer.
+SCHEMAS = ["Health", "BlockchainStatus", "Contract", "ContractState", "Wallet"]
+#: A contract's ``metadata`` is not read (its row says why): the members the document names
+#: in it are the deployment's, and the exporter names none.
+UNREAD = property_names("ContractMetadata")
+NAMES = [
+    (schema, name)
+    for schema in SCHEMAS
+    for name in sorted(property_names(schema))
+    if not (schema == "Contract" and name in UNREAD)
+]
+#: The block the network checks fetch (GET /blockchains/{id}/blocks?height=): the document
+#: names none of its fields; the config's default names where its hash may sit.
+NAMES += [("Block", name) for name in NetworkChecks().block_hash_fields]
+
+
+@pytest.mark.parametrize(("schema", "name"), NAMES, ids=[f"{s}.{n}" for s, n in NAMES])
+def test_each_field_is_declared_in_one_module(schema: str, name: str) -> None:
+    if name in EXAMPLES:
+        pytest.skip("an example member of an open map, read alike with any other")
+    found = declarations()
+    modules = {
+        module
+        for spelling in {name, snake_case(name)}
+        for module in found.get(spelling, ())
+        if (spelling, module) not in ELSEWHERE
+    }
+    assert len(modules) == 1, f"{schema}.{name} is declared in {sorted(modules) or 'no module'}"
+
+
+def test_every_excuse_is_still_needed() -> None:
+    found = declarations()
+    stale = [key for key in ELSEWHERE if key[1] not in found.get(key[0], ())]
+    assert not stale, f"remove these from ELSEWHERE: {stale}"
+
+
+# --- watch lists: the contract, contract state and wallet tables ------------------------------
+
 WATCH_TABLES = {
     "Contract": CONTRACT_FIELDS,
     "ContractState": CONTRACT_STATE_FIELDS,
@@ -86,6 +236,7 @@ WATCH_TABLES = {
 
 @pytest.mark.parametrize("schema", WATCH_TABLES)
 def test_each_documented_field_of_a_watched_answer_has_a_row(schema: str) -> None:
+    """Read or not (an unread row says why), so the table is the one place that knows them."""
     rows = [field.name for field in WATCH_TABLES[schema] if field.at == ()]
     assert sorted(rows) == sorted(members(nodeapi.schema(schema), ()))
     assert len(rows) == len(set(rows))
@@ -110,108 +261,6 @@ def test_the_readers_fill_every_attribute_the_rows_name() -> None:
         named = {field.attribute for field in table if field.attribute}
         attributes = {attribute.name for attribute in dataclasses.fields(reading)}
         assert named | {"dropped"} >= attributes >= named
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
-
-
-def _property_names(node: Any, seen: set[int]) -> set[str]:
-    """Every property name in ``node`` and the schemas it refers to, at any depth."""
-    if isinstance(node, list):
-        return set().union(*(_property_names(item, seen) for item in node))
-    if not isinstance(node, dict):
-        return set()
-    node = nodeapi.resolve(node)
-    if id(node) in seen:
-        return set()
-    seen.add(id(node))
-    names = set(node.get("properties", {}))
-    return names.union(*(_property_names(value, seen) for value in node.values()))
-
-
-def _names_of(*schemas: str) -> set[str]:
-    return set().union(*(_property_names(nodeapi.schema(name), set()) for name in schemas))
-
-
-#: The watched objects' field names (their auth groups' flags included), and the block
-#: fields the config looks for a hash in by default (the document names none). A name the
-#: health or chain status answers also use is checked with those tables.
-WATCH_NAMES = sorted(
-    _names_of("Contract", "ContractState", "Wallet")
-    - _names_of("ContractMetadata", "Health", "BlockchainStatus")
-    | set(NetworkChecks().block_hash_fields)
-)
-PACKAGE = REPO / "exporter"
-
-#: Same-spelled strings and class fields that mean something else (or the config's copies,
-#: which sit below the model and cannot import the table), by (spelling, module).
-ELSEWHERE = {
-    # what the config file calls the watch entry's address, and the request built from it
-    ("address", "config/watchlist.py"): "the `address` key of a watch entry",
-    ("address", "model/watch_readings.py"): "WatchRequest.address: the configured address",
-    ("address", "app.py"): "a listen address in the log's fields",
-    # label names the config refuses as a node's static labels (test below keeps them whole)
-    ("code_hash", "config/watchlist.py"): "a reserved label name",
-    ("public_key", "config/watchlist.py"): "a reserved label name",
-    ("status", "config/watchlist.py"): "a reserved label name",
-    ("vm_type", "config/watchlist.py"): "a reserved label name",
-    ("version", "config/nodes.py"): "a reserved label name (ledger_exporter_build_info's)",
-    # counters and parsed values of the exporter's own
-    ("auth_groups", "bounds.py"): "Dropped.auth_groups: how many auth groups were dropped",
-    ("block_hash", "poll/results.py"): "ChainResult.block_hash: the hash a block answer gave",
-    ("state", "model/watch_readings.py"): "the last path segment of endpoint 7",
-    ("state", "poll/state.py"): "Inspection.state: the exporter's state file",
-    ("version", "poll/state.py"): "the state file's format version",
-    ("version", "build.py"): "the exporter's own version",
-    ("version", "app.py"): "the exporter's own version in the start-up log line",
-    ("version", "expose/metrics.py"): "ledger_exporter_build_info's label",
-    ("status", "poll/engine.py"): "an HTTP status",
-    ("status", "poll/results.py"): "an HTTP status",
-    ("status", "web/httpserver.py"): "an HTTP status in the request log",
-    ("status", "web/probe_endpoint.py"): "an HTTP status",
-    # the status page's headings for the values the nodes disagree on
-    ("status", "web/problems.py"): "a heading of the status page",
-    ("version", "web/problems.py"): "a heading of the status page",
-    ("enabled", "web/problems.py"): "a heading of the status page",
-}
-
-
-@functools.cache
-def _declared() -> dict[str, frozenset[str]]:
-    """Each string constant and class field name of exporter/ -> the modules it is in."""
-    found: dict[str, set[str]] = defaultdict(set)
-    for path in sorted(PACKAGE.rglob("*.py")):
-        module = path.relative_to(PACKAGE).as_posix()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                found[node.value].add(module)
-            elif isinstance(node, ast.ClassDef):
-                for statement in node.body:
-                    if isinstance(statement, ast.AnnAssign) and isinstance(
-                        statement.target, ast.Name
-                    ):
-                        found[statement.target.id].add(module)
-    return {name: frozenset(modules) for name, modules in found.items()}
-
-
-@pytest.mark.parametrize("name", WATCH_NAMES)
-def test_each_watch_field_is_declared_in_one_module(name: str) -> None:
-    declared = _declared()
-    modules = {
-        module
-        for spelling in {name, _snake(name)}
-        for module in declared.get(spelling, ())
-        if (spelling, module) not in ELSEWHERE
-    }
-    assert len(modules) == 1, f"{name} is declared in {sorted(modules) or 'no module'}"
-
-
-def test_every_exception_is_still_there() -> None:
-    """An entry of ELSEWHERE that no longer occurs is removed, not left to hide a new one."""
-    declared = _declared()
-    stale = [key for key in ELSEWHERE if key[1] not in declared.get(key[0], ())]
-    assert not stale
 
 
 def test_the_config_reserves_every_watch_label() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from exporter import __version__
 from exporter.config.nodes import NodeConfig
-from exporter.model.readings import Shared
+from exporter.model.storage import Shared
 from exporter.poll.client import NodeClient, ReadBudget
 from exporter.poll.engine import (
     SHUT_DOWN,
