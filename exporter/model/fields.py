@@ -705,7 +705,7 @@ WALLET_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContractReading:
     """What endpoint 6 said (:data:`CONTRACT_FIELDS`): status, version and the identity
     labels of ``_info``."""
@@ -718,7 +718,7 @@ class ContractReading:
     dropped: Dropped = NOTHING_DROPPED  # label values over the configured length
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StateReading:
     """What endpoint 7 said (:data:`CONTRACT_STATE_FIELDS`): the state's version and each
     configured key that held a value."""
@@ -727,7 +727,7 @@ class StateReading:
     values: tuple[tuple[str, float], ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WalletReading:
     """What endpoint 9 said (:data:`WALLET_FIELDS`): flags, satellites, ``(group,
     permission, 0/1)`` and identity."""
