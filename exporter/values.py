@@ -245,3 +245,13 @@ def read_length(
 ) -> float | None:
     """The number of entries of a JSON array or object of the expected kind."""
     return float(len(value)) if isinstance(value, container) else None
+
+
+def read_list_length(value: object) -> float | None:
+    """The number of entries of a JSON array (a list of members, peers, chains)."""
+    return read_length(value, list)
+
+
+def read_object_size(value: object) -> float | None:
+    """The number of members of a JSON object (the vote sessions by id)."""
+    return read_length(value, dict)

@@ -12,6 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from exporter.model import fields as f
+from exporter.model.fields import CHAIN as _CHAIN
+from exporter.model.fields import FLAG, Field
+from exporter.model.fields import NODE as _NODE
 from exporter.poll.results import Reason
 
 
@@ -20,10 +24,6 @@ class Kind(Enum):
 
     GAUGE = "gauge"
     COUNTER = "counter"
-
-
-#: The unit of a gauge that says yes (1) or no (0).
-FLAG = "0 or 1"
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,6 @@ _SUFFIX_UNITS = (
     ("_info", "none: always 1, the labels carry the values"),
     ("_total", "count since the exporter started"),
 )
-
-_NODE = ("node",)
-_CHAIN = ("node", "blockchain")
 
 BUILD_INFO = MetricSpec(
     "ledger_exporter_build_info",
@@ -119,30 +116,11 @@ NODE_RETRY_AFTER = MetricSpec(
     "before that time (at most 5 minutes), and reads as down meanwhile.",
     _NODE,
 )
-NODE_INFO = MetricSpec(
-    "ledger_node_info",
-    Kind.GAUGE,
-    "Identity of the node as reported by /health; always 1.",
-    ("node", "node_version", "node_id", "peer_id"),
-)
-NODE_PEERS = _g(
-    "ledger_node_peers", "Peers connected to the node (network.peerCount).", *_NODE, unit="peers"
-)
-NODE_BLOCKCHAINS = _g(
-    "ledger_node_blockchains",
-    "Number of blockchains the node's /health lists.",
-    *_NODE,
-    unit="blockchains",
-)
-
 CHAIN_UP = _g(
     "ledger_blockchain_up",
     "1 when the chain's status was read and parsed in the last cycle.",
     *_CHAIN,
     unit=FLAG,
-)
-CHAIN_HEIGHT = _g(
-    "ledger_blockchain_height", "Current block height (blockHeight).", *_CHAIN, unit="blocks"
 )
 CHAIN_BLOCKS_BEHIND = _g(
     "ledger_blockchain_blocks_behind",
@@ -155,117 +133,31 @@ CHAIN_HEIGHT_CHANGED = _g(
     "Exporter's clock when it first saw the current height.",
     *_CHAIN,
 )
-CHAIN_LAST_MESSAGE = _g(
-    "ledger_blockchain_last_message_timestamp_seconds",
-    "Time of the last processed message or block (lastMessageTime).",
-    *_CHAIN,
-)
-CHAIN_PENDING_MESSAGES = _g(
-    "ledger_blockchain_pending_messages",
-    "Queued messages (pendingMessagesCount).",
-    *_CHAIN,
-    unit="messages",
-)
-CHAIN_DELAYED_MESSAGES = _g(
-    "ledger_blockchain_delayed_messages",
-    "Queued delayed messages (delayedMessagesCount).",
-    *_CHAIN,
-    unit="messages",
-)
-CHAIN_PENDING_TXS = _g(
-    "ledger_blockchain_pending_transactions",
-    "Queued transactions (pendingTransactions).",
-    *_CHAIN,
-    unit="transactions",
-)
-CHAIN_SYNCING = _g(
-    "ledger_blockchain_syncing", "1 while the node syncs the chain.", *_CHAIN, unit=FLAG
-)
-CHAIN_IN_COUNCIL = _g(
-    "ledger_blockchain_in_council", "1 when the node is a council member.", *_CHAIN, unit=FLAG
-)
-CHAIN_VOTING = _g(
-    "ledger_blockchain_voting", "Voting-state flag isVoting (0/1).", *_CHAIN, unit=FLAG
-)
-CHAIN_TIME_TO_VOTE = _g(
-    "ledger_blockchain_time_to_vote", "Voting-state flag isTimeToVote (0/1).", *_CHAIN, unit=FLAG
-)
-CHAIN_COUNCIL_MEMBERS = _g(
-    "ledger_blockchain_council_members",
-    "Number of council members (councilMembers).",
-    *_CHAIN,
-    unit="members",
-)
-CHAIN_PEERS = _g(
-    "ledger_blockchain_peers",
-    "Number of peers on this chain (blockchainPeers).",
-    *_CHAIN,
-    unit="peers",
-)
-CHAIN_VOTE_SESSIONS = _g(
-    "ledger_blockchain_vote_sessions",
-    "Number of active vote sessions (voteSessions).",
-    *_CHAIN,
-    unit="sessions",
-    missing="0 when voteSessions is empty or absent.",
-)
-CHAIN_VOTE_ROUND = _g(
-    "ledger_blockchain_vote_round",
-    "Highest round among the active vote sessions.",
-    *_CHAIN,
-    unit="round number",
-    missing="No sample while no vote session is open.",
-)
-CHAIN_VOTE_CONSENSUS_REQUIRED = _g(
-    "ledger_blockchain_vote_consensus_required",
-    "Highest consensusRequired (votes required) among the active vote sessions.",
-    *_CHAIN,
-    unit="votes",
-    missing="No sample while no vote session is open.",
-)
-CHAIN_CONSENSUS = MetricSpec(
-    "ledger_blockchain_consensus_info",
-    Kind.GAUGE,
-    "Consensus type and key type of the chain; always 1.",
-    ("node", "blockchain", "consensus_type", "key_type"),
-)
-CHAIN_MIN_MEMBERS = _g(
-    "ledger_blockchain_consensus_min_members",
-    "Minimum council members for consensus (consensus.minMembers).",
-    *_CHAIN,
-    unit="members",
-)
-CHAIN_CONSENSUS_TIMEOUT = _g(
-    "ledger_blockchain_consensus_timeout_seconds",
-    "Consensus timeout (consensus.consensusTimeout).",
-    *_CHAIN,
-)
-CHAIN_TX_MAX_TIME_TRIGGER = _g(
-    "ledger_blockchain_tx_max_time_trigger_seconds",
-    "Transaction max time trigger (consensus.txMaxTimeTrigger).",
-    *_CHAIN,
-)
-CHAIN_TX_KARMA_THRESHOLD = _g(
-    "ledger_blockchain_tx_karma_threshold",
-    "Transaction karma threshold (consensus.txKarmaThreshold).",
-    *_CHAIN,
-    unit="the node's own figure",
-)
-CHAIN_TX_MINT_THRESHOLD = _g(
-    "ledger_blockchain_tx_mint_threshold",
-    "Transaction mint threshold (consensus.txMintThreshold).",
-    *_CHAIN,
-    unit="the node's own figure",
-)
-CHAIN_FEATURE = _g(
-    "ledger_blockchain_feature_enabled",
-    "1 when the feature flag is enabled on the chain, 0 when disabled.",
-    "node",
-    "blockchain",
-    "feature",
-    unit=FLAG,
-    missing="One series per flag present in features, unknown flags included.",
-)
+
+
+def _stated(table: tuple[Field, ...]) -> dict[str, MetricSpec]:
+    """The families a field table states (on the rows with ``help``), by name, in order."""
+    return {
+        field.family: MetricSpec(
+            field.family, Kind(field.kind), field.help, field.labels, field.unit, field.missing
+        )
+        for field in table
+        if field.help
+    }
+
+
+_FAMILIES = {**_stated(f.HEALTH_FIELDS), **_stated(f.CHAIN_STATUS_FIELDS)}
+
+
+def family_of(field: Field) -> MetricSpec:
+    """The family a field's row feeds (KeyError: one that feeds none)."""
+    return _FAMILIES[field.family]
+
+
+NODE_INFO = family_of(f.NODE_VERSION)
+CHAIN_HEIGHT = family_of(f.BLOCK_HEIGHT)
+CHAIN_CONSENSUS = family_of(f.CONSENSUS_TYPE)
+CHAIN_FEATURE = family_of(f.FEATURES)
 
 # Consensus health followed across cycles (docs/metrics.md, "Consensus health"): the daemon's own
 # memory of each node's chains, which a probe has not.
@@ -399,91 +291,48 @@ PROBE_SUCCESS = _g(
 )
 PROBE_DURATION = _g("ledger_probe_duration_seconds", "Wall time of the probe.")
 
-# Watch lists (docs/metrics.md, "Watch lists"): contracts and wallets named in the config.
-_CONTRACT = ("node", "blockchain", "contract")
-_WALLET = ("node", "blockchain", "wallet")
+# Watch lists (docs/metrics.md, "Watch lists"): contracts and wallets named in the config. An
+# answer's families are its rows' (exporter.model.fields); its ``_up`` is the exporter's own.
+_FAMILIES.update(
+    _stated(f.CONTRACT_FIELDS) | _stated(f.CONTRACT_STATE_FIELDS) | _stated(f.WALLET_FIELDS)
+)
 CONTRACT_UP = _g(
     "ledger_contract_up",
     "1 when the watched contract's metadata was read in the last cycle, else 0.",
-    *_CONTRACT,
+    *f.CONTRACT,
     unit=FLAG,
     missing="0 when the metadata could not be read (a 404 is 0, with reason http_status).",
-)
-CONTRACT_STATUS = _g(
-    "ledger_contract_status",
-    "State set of the contract's status: 1 for the reported one, 0 for each other of "
-    "ACTIVE, PAUSED, UPGRADED.",
-    *_CONTRACT,
-    "status",
-    unit=FLAG,
-    missing=(
-        "An unknown status reported gets its own series at 1; no series when the status cannot "
-        "be read."
-    ),
-)
-CONTRACT_VERSION = _g(
-    "ledger_contract_version", "Contract version (version).", *_CONTRACT, unit="version number"
-)
-CONTRACT_INFO = _g(
-    "ledger_contract_info",
-    "Address, VM type and code hash of the contract as the node reports them; always 1.",
-    *_CONTRACT,
-    "address",
-    "vm_type",
-    "code_hash",
 )
 CONTRACT_STATE_UP = _g(
     "ledger_contract_state_up",
     "1 when the watched contract's state was read in the last cycle, else 0.",
-    *_CONTRACT,
+    *f.CONTRACT,
     unit=FLAG,
-)
-CONTRACT_STATE_VERSION = _g(
-    "ledger_contract_state_version",
-    "Version of the contract's state (version).",
-    *_CONTRACT,
-    unit="version number",
-)
-CONTRACT_STATE_VALUE = _g(
-    "ledger_contract_state_value",
-    "Value at a configured dotted path of the contract's state (numbers, numeric strings, "
-    "booleans as 0/1).",
-    *_CONTRACT,
-    "key",
-    unit="as the contract state holds it",
-    missing=("Anything but a number, a numeric string or a boolean at the path gives no sample."),
 )
 WALLET_UP = _g(
     "ledger_wallet_up",
     "1 when the watched wallet was read in the last cycle, else 0.",
-    *_WALLET,
+    *f.WALLET,
     unit=FLAG,
 )
-WALLET_ENABLED = _g(
-    "ledger_wallet_enabled", "1 when the wallet is enabled (enabled).", *_WALLET, unit=FLAG
-)
-WALLET_SATELLITES = _g(
-    "ledger_wallet_satellite_wallets",
-    "Number of satellite wallets (satelliteWallets).",
-    *_WALLET,
-    unit="wallets",
-)
-WALLET_PERMISSION = _g(
-    "ledger_wallet_permission",
-    "1 when the wallet's auth group grants the permission (authGroups), else 0.",
-    *_WALLET,
-    "group",
-    "permission",
-    unit=FLAG,
-)
-WALLET_INFO = _g(
-    "ledger_wallet_info",
-    "Address, key type and public key of the wallet as the node reports them; always 1.",
-    *_WALLET,
-    "address",
-    "key_type",
-    "public_key",
-)
+#: What the watch series' own labels mean, from the rows that read them.
+_WATCH_LABELS = {
+    f.CONTRACT[-1]: "the watch entry's `name` (default: its address)",
+    f.WALLET[-1]: "the watch entry's `name` (default: its address)",
+    f.CONTRACT_STATUS.label: "a contract status: "
+    + ", ".join(f"`{status}`" for status in f.CONTRACT_STATUSES)
+    + ", or another one the node reports",
+    f.CONTRACT_ADDRESS.label: f"the contract's or wallet's `{f.CONTRACT_ADDRESS.name}` "
+    "as the node reports it",
+    f.VM_TYPE.label: f"the contract's `{f.VM_TYPE.name}`",
+    f.CODE_HASH.label: f"the contract's `{f.CODE_HASH.name}`",
+    f.CONTRACT_STATE.labels[-1]: "a configured `state_keys` entry (a dotted path into the "
+    f"contract's `{f.CONTRACT_STATE.name}`)",
+    f.AUTH_GROUPS.labels[-2]: f"a key of the wallet's `{f.AUTH_GROUPS.name}`",
+    f.AUTH_GROUPS.labels[-1]: "a flag of an auth group: "
+    + ", ".join(f"`{flag}`" for flag in f.PERMISSIONS),
+    f.PUBLIC_KEY.label: f"the wallet's `{f.PUBLIC_KEY.name}`",
+}
 
 # --- The order families are written in: defined here once, for /metrics and /probe. ---
 
@@ -502,9 +351,7 @@ NODE_FAMILIES = (
     NODE_SCRAPE_ERRORS,
     NODE_LAST_SUCCESS,
     NODE_RETRY_AFTER,
-    NODE_INFO,
-    NODE_PEERS,
-    NODE_BLOCKCHAINS,
+    *(family_of(field) for field in f.HEALTH_FIELDS if field.help),
 )
 #: Each polled chain's ``GET /blockchains/{id}`` (labels ``node``, ``blockchain``).
 CHAIN_FAMILIES = (
@@ -512,26 +359,7 @@ CHAIN_FAMILIES = (
     CHAIN_HEIGHT,
     CHAIN_BLOCKS_BEHIND,
     CHAIN_HEIGHT_CHANGED,
-    CHAIN_LAST_MESSAGE,
-    CHAIN_PENDING_MESSAGES,
-    CHAIN_DELAYED_MESSAGES,
-    CHAIN_PENDING_TXS,
-    CHAIN_SYNCING,
-    CHAIN_IN_COUNCIL,
-    CHAIN_VOTING,
-    CHAIN_TIME_TO_VOTE,
-    CHAIN_COUNCIL_MEMBERS,
-    CHAIN_PEERS,
-    CHAIN_VOTE_SESSIONS,
-    CHAIN_VOTE_ROUND,
-    CHAIN_VOTE_CONSENSUS_REQUIRED,
-    CHAIN_CONSENSUS,
-    CHAIN_MIN_MEMBERS,
-    CHAIN_CONSENSUS_TIMEOUT,
-    CHAIN_TX_MAX_TIME_TRIGGER,
-    CHAIN_TX_KARMA_THRESHOLD,
-    CHAIN_TX_MINT_THRESHOLD,
-    CHAIN_FEATURE,
+    *(family_of(row) for row in f.CHAIN_STATUS_FIELDS if row.help and row is not f.BLOCK_HEIGHT),
 )
 #: Each chain followed across cycles (the history's; labels ``node``, ``blockchain``).
 CONSENSUS_FAMILIES = (
@@ -557,17 +385,11 @@ NETWORK_FAMILIES = (
 #: The watched contracts and wallets (labels ``node``, ``blockchain``, ``contract``/``wallet``).
 WATCH_FAMILIES = (
     CONTRACT_UP,
-    CONTRACT_STATUS,
-    CONTRACT_VERSION,
-    CONTRACT_INFO,
+    *(family_of(row) for row in f.CONTRACT_FIELDS if row.help),
     CONTRACT_STATE_UP,
-    CONTRACT_STATE_VERSION,
-    CONTRACT_STATE_VALUE,
+    *(family_of(row) for row in f.CONTRACT_STATE_FIELDS if row.help),
     WALLET_UP,
-    WALLET_ENABLED,
-    WALLET_SATELLITES,
-    WALLET_PERMISSION,
-    WALLET_INFO,
+    *(family_of(row) for row in f.WALLET_FIELDS if row.help),
 )
 #: Families that only /probe answers, never /metrics.
 PROBE_ONLY = (PROBE_SUCCESS, PROBE_DURATION)
@@ -648,16 +470,7 @@ LABELS = {
     "key_type": "`keyType` of the chain status or of the wallet",
     "feature": "a key of the chain status's `features`",
     "leader": "a vote session's `currentLeader` (a council member's key)",
-    "contract": "the watch entry's `name` (default: its address)",
-    "wallet": "the watch entry's `name` (default: its address)",
-    "status": "a contract status: `ACTIVE`, `PAUSED`, `UPGRADED`, or another one the node reports",
-    "address": "the contract's or wallet's `address` as the node reports it",
-    "vm_type": "the contract's `vmType`",
-    "code_hash": "the contract's `codeHash`",
-    "key": "a configured `state_keys` entry (a dotted path into the contract's `state`)",
-    "group": "a key of the wallet's `authGroups`",
-    "permission": "a flag of an auth group: `create`, `read`, `update`, `delete`",
-    "public_key": "the wallet's `publicKey`",
+    **_WATCH_LABELS,
 }
 
 _FROM_ANSWERS = "Rules 1 to 7."

@@ -18,11 +18,13 @@ names. ``tests/expose/test_render.py`` checks the bytes equal client_python's fo
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from math import copysign, isnan
+from operator import attrgetter
 from typing import Protocol
 
 from exporter.bounds import DropKind
@@ -31,9 +33,17 @@ from exporter.expose import metrics as m
 from exporter.expose.labels import Escapes, NodeLabels, Templates, escape, label_string
 from exporter.expose.metrics import MetricSpec
 from exporter.expose.watch_samples import watch_samples
+from exporter.model.fields import (
+    CHAIN_GAUGES,
+    CHAIN_STATUS_FIELDS,
+    GAUGE_POSITION,
+    HEALTH_FIELDS,
+    Field,
+    gauge_table,
+)
 from exporter.model.network import Agreement, ChainAgreement
-from exporter.model.readings import ChainGauge, GaugeTable
 from exporter.model.snapshot import ChainStatus, ConsensusStatus, NodeStatus, Snapshot
+from exporter.model.storage import GaugeTable
 from exporter.model.watch_readings import WatchStatus
 
 #: The two formats written, as the Content-Type of an answer names them.
@@ -45,30 +55,21 @@ OPENMETRICS_END = b"# EOF\n"
 #: nodes) is never held whole, only ~64 KiB of its text.
 CHUNK_LINES = 512
 
-#: The family of each plain gauge of a chain reading.
-CHAIN_GAUGE_FAMILIES: Mapping[ChainGauge, MetricSpec] = {
-    ChainGauge.HEIGHT: m.CHAIN_HEIGHT,
-    ChainGauge.LAST_MESSAGE: m.CHAIN_LAST_MESSAGE,
-    ChainGauge.PENDING_MESSAGES: m.CHAIN_PENDING_MESSAGES,
-    ChainGauge.DELAYED_MESSAGES: m.CHAIN_DELAYED_MESSAGES,
-    ChainGauge.PENDING_TRANSACTIONS: m.CHAIN_PENDING_TXS,
-    ChainGauge.SYNCING: m.CHAIN_SYNCING,
-    ChainGauge.IN_COUNCIL: m.CHAIN_IN_COUNCIL,
-    ChainGauge.VOTING: m.CHAIN_VOTING,
-    ChainGauge.TIME_TO_VOTE: m.CHAIN_TIME_TO_VOTE,
-    ChainGauge.COUNCIL_MEMBERS: m.CHAIN_COUNCIL_MEMBERS,
-    ChainGauge.PEERS: m.CHAIN_PEERS,
-    ChainGauge.VOTE_SESSIONS: m.CHAIN_VOTE_SESSIONS,
-    ChainGauge.MIN_MEMBERS: m.CHAIN_MIN_MEMBERS,
-    ChainGauge.CONSENSUS_TIMEOUT: m.CHAIN_CONSENSUS_TIMEOUT,
-    ChainGauge.TX_MAX_TIME_TRIGGER: m.CHAIN_TX_MAX_TIME_TRIGGER,
-    ChainGauge.TX_KARMA_THRESHOLD: m.CHAIN_TX_KARMA_THRESHOLD,
-    ChainGauge.TX_MINT_THRESHOLD: m.CHAIN_TX_MINT_THRESHOLD,
-    ChainGauge.VOTE_ROUND: m.CHAIN_VOTE_ROUND,
-    ChainGauge.VOTE_CONSENSUS_REQUIRED: m.CHAIN_VOTE_CONSENSUS_REQUIRED,
+#: The family of each plain gauge of a chain reading, and the gauge's position.
+CHAIN_GAUGE_FAMILIES: Mapping[Field, MetricSpec] = {
+    field: m.family_of(field) for field in CHAIN_GAUGES
 }
-#: Each chain gauge family's position in ChainReading.values.
-_GAUGE_POSITIONS = {spec: int(gauge) for gauge, spec in CHAIN_GAUGE_FAMILIES.items()}
+_GAUGE_POSITIONS = {m.family_of(field): GAUGE_POSITION[field] for field in CHAIN_GAUGES}
+#: The fields written as labels of the node's and the chain's ``_info`` families, in order:
+#: their label names and how each is read off its reading.
+_NODE_INFO = tuple(field for field in HEALTH_FIELDS if field.family == m.NODE_INFO.name)
+_CHAIN_INFO = tuple(
+    field for field in CHAIN_STATUS_FIELDS if field.family == m.CHAIN_CONSENSUS.name
+)
+_NODE_INFO_LABELS = tuple(field.label for field in _NODE_INFO)
+_CHAIN_INFO_LABELS = tuple(field.label for field in _CHAIN_INFO)
+_node_info = attrgetter(*(field.attribute for field in _NODE_INFO))
+_chain_info = attrgetter(*(field.attribute for field in _CHAIN_INFO))
 #: Each DropKind's ``kind`` label value, escaped.
 _DROP_KINDS = tuple(escape(kind.value) for kind in DropKind)
 #: One family's series: (label string, value); a None value gives no sample.
@@ -228,8 +229,11 @@ class _Render:
             ),
             m.NODE_RETRY_AFTER: lambda: self._per_node(lambda node: node.retry_afters),
             m.NODE_INFO: self._info,
-            m.NODE_PEERS: lambda: self._per_health(lambda health: health.peer_count),
-            m.NODE_BLOCKCHAINS: lambda: self._per_health(lambda h: h.blockchain_count),
+            **{
+                m.family_of(field): functools.partial(self._per_health, attrgetter(field.attribute))
+                for field in HEALTH_FIELDS
+                if field.is_gauge
+            },
             m.CHAIN_UP: lambda: self._per_chain(lambda chain: _flag(chain.up)),
             m.CHAIN_BLOCKS_BEHIND: lambda: self._per_read_chain(lambda c: c.blocks_behind),
             m.CHAIN_HEIGHT_CHANGED: lambda: self._per_read_chain(
@@ -296,12 +300,12 @@ class _Render:
                 yield fill(kind), count
 
     def _info(self) -> Series:
-        names, escapes = ("node_version", "node_id", "peer_id"), self.escapes
+        names, escapes = _NODE_INFO_LABELS, self.escapes
         for node in self.snapshot.nodes:
             health = node.health
             if health is None:
                 continue
-            identity = (health.node_version, health.node_id, health.peer_id)
+            identity: tuple[str | None, ...] = _node_info(health)
             if any(part is not None for part in identity):
                 values = (escapes[part or ""] for part in identity)
                 yield self.nodes[node.name].filler(self.templates, names)(*values), 1.0
@@ -329,7 +333,7 @@ class _Render:
                 for labels, chain in self._chains()
                 if chain.reading is not None
             ]
-            self._gauge_table = [labels for labels, _ in read], GaugeTable(r for _, r in read)
+            self._gauge_table = [labels for labels, _ in read], gauge_table(r for _, r in read)
         labels, table = self._gauge_table
         column = table.column(position)
         return ((text, v) for text, v in zip(labels, column, strict=True) if not isnan(v))
@@ -341,13 +345,16 @@ class _Render:
         )
 
     def _consensus(self) -> Series:
-        names, escapes = ("blockchain", "consensus_type", "key_type"), self.escapes
+        names, escapes = ("blockchain", *_CHAIN_INFO_LABELS), self.escapes
         for node in self.snapshot.nodes:
             for chain in node.chains:
                 reading = chain.reading
-                if reading is None or (reading.consensus_type is None and reading.key_type is None):
+                if reading is None:
                     continue
-                values = (chain.blockchain, reading.consensus_type or "", reading.key_type or "")
+                info: tuple[str | None, ...] = _chain_info(reading)
+                if all(part is None for part in info):
+                    continue
+                values = (chain.blockchain, *(part or "" for part in info))
                 fill = self.nodes[node.name].filler(self.templates, names)
                 yield fill(*(escapes[value] for value in values)), 1.0
 

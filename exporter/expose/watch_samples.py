@@ -1,16 +1,20 @@
 """The watch-list series: one watched object's samples, as the writer writes them.
 
 A pure function (``watch_samples``) of one object as one node answered: its ``_up``, then
-what its reading holds, ``_info`` only when the node sent one of its identity fields.
+what its reading holds, ``_info`` only when the node sent one of its identity f. Which
+attribute of a reading feeds which family and label is read off the rows of
+:mod:`exporter.model.fields`, once at import.
 """
 
 from __future__ import annotations
 
 from exporter.expose import metrics as m
 from exporter.expose.metrics import MetricSpec
+from exporter.model import fields as f
+from exporter.model.fields import Field
 from exporter.model.watch_readings import (
-    CONTRACT_STATUSES,
     ContractReading,
+    Reading,
     StateReading,
     WalletReading,
     WatchedObject,
@@ -24,16 +28,60 @@ _UP = {
     WatchKind.CONTRACT_STATE: m.CONTRACT_STATE_UP,
     WatchKind.WALLET: m.WALLET_UP,
 }
+#: The label that names the watched object, by kind.
+_NAMED_BY = {
+    WatchKind.CONTRACT: f.CONTRACT[-1],
+    WatchKind.CONTRACT_STATE: f.CONTRACT[-1],
+    WatchKind.WALLET: f.WALLET[-1],
+}
+
+
+class _Table:
+    """What the writer needs of one answer's rows: its plain gauges as (reading attribute,
+    family), and its ``_info`` family with each identity field as (label, attribute)."""
+
+    __slots__ = ("gauges", "identity", "info")
+
+    def __init__(self, table: tuple[Field, ...]) -> None:
+        self.gauges = tuple((row.attribute, m.family_of(row)) for row in table if row.is_gauge)
+        identity = [row for row in table if row.label and row.family.endswith("_info")]
+        self.info = m.family_of(identity[0]) if identity else None
+        self.identity = tuple((row.label, row.attribute) for row in identity)
+
+    def samples(self, labels: Labels, reading: Reading) -> list[Sample]:
+        """The plain gauges the reading holds, then its ``_info`` when the node sent any of
+        the identity fields (a missing one is ``""``)."""
+        samples: list[Sample] = []
+        for attribute, spec in self.gauges:
+            value = getattr(reading, attribute)
+            if value is not None:
+                samples.append((spec, labels, value))
+        if self.info is not None:
+            texts = {label: getattr(reading, attribute) for label, attribute in self.identity}
+            if any(text is not None for text in texts.values()):
+                info = {label: text or "" for label, text in texts.items()}
+                samples.append((self.info, {**labels, **info}, 1.0))
+        return samples
+
+
+_CONTRACT = _Table(f.CONTRACT_FIELDS)
+_STATE = _Table(f.CONTRACT_STATE_FIELDS)
+_WALLET = _Table(f.WALLET_FIELDS)
+_STATUS = m.family_of(f.CONTRACT_STATUS)
+_STATE_VALUE = m.family_of(f.CONTRACT_STATE)
+_PERMISSION = m.family_of(f.AUTH_GROUPS)
+#: The labels a state value and a grant add to the object's: its key; its group and flag.
+(_KEY,) = f.CONTRACT_STATE.labels[len(f.CONTRACT) :]
+_GROUP, _FLAG = f.AUTH_GROUPS.labels[len(f.WALLET) :]
 
 
 def watch_samples(watched: WatchedObject) -> list[Sample]:
     """Every sample of one watched object: its ``_up``, then what its reading holds."""
-    label = "wallet" if watched.kind is WatchKind.WALLET else "contract"
     labels: Labels = {
         "node": watched.node,
         **dict(watched.node_labels),
         "blockchain": watched.blockchain,
-        label: watched.name,
+        _NAMED_BY[watched.kind]: watched.name,
     }
     reading = watched.reading
     samples: list[Sample] = [(_UP[watched.kind], labels, 0.0 if reading is None else 1.0)]
@@ -49,43 +97,23 @@ def watch_samples(watched: WatchedObject) -> list[Sample]:
 def _contract(labels: Labels, reading: ContractReading) -> list[Sample]:
     samples: list[Sample] = []
     if reading.status is not None:
-        statuses = dict.fromkeys((*CONTRACT_STATUSES, reading.status))
+        statuses = dict.fromkeys((*f.CONTRACT_STATUSES, reading.status))
+        label = f.CONTRACT_STATUS.label
         for status in statuses:
             value = 1.0 if status == reading.status else 0.0
-            samples.append((m.CONTRACT_STATUS, {**labels, "status": status}, value))
-    if reading.version is not None:
-        samples.append((m.CONTRACT_VERSION, labels, reading.version))
-    identity = {"vm_type": reading.vm_type, "code_hash": reading.code_hash}
-    return samples + _info(m.CONTRACT_INFO, labels, reading.address, identity)
+            samples.append((_STATUS, {**labels, label: status}, value))
+    return samples + _CONTRACT.samples(labels, reading)
 
 
 def _state(labels: Labels, reading: StateReading) -> list[Sample]:
-    samples: list[Sample] = []
-    if reading.version is not None:
-        samples.append((m.CONTRACT_STATE_VERSION, labels, reading.version))
+    samples = _STATE.samples(labels, reading)
     for key, value in reading.values:
-        samples.append((m.CONTRACT_STATE_VALUE, {**labels, "key": key}, value))
+        samples.append((_STATE_VALUE, {**labels, _KEY: key}, value))
     return samples
 
 
 def _wallet(labels: Labels, reading: WalletReading) -> list[Sample]:
-    samples: list[Sample] = []
-    if reading.enabled is not None:
-        samples.append((m.WALLET_ENABLED, labels, reading.enabled))
-    if reading.satellites is not None:
-        samples.append((m.WALLET_SATELLITES, labels, reading.satellites))
+    samples = _WALLET.samples(labels, reading)
     for group, permission, granted in reading.permissions:
-        extra = {"group": group, "permission": permission}
-        samples.append((m.WALLET_PERMISSION, {**labels, **extra}, granted))
-    identity = {"key_type": reading.key_type, "public_key": reading.public_key}
-    return samples + _info(m.WALLET_INFO, labels, reading.address, identity)
-
-
-def _info(
-    spec: MetricSpec, labels: Labels, address: str | None, identity: dict[str, str | None]
-) -> list[Sample]:
-    """An ``_info`` sample when the node sent any of its fields; a missing one is ``""``."""
-    fields = {"address": address, **identity}
-    if all(value is None for value in fields.values()):
-        return []
-    return [(spec, {**labels, **{key: value or "" for key, value in fields.items()}}, 1.0)]
+        samples.append((_PERMISSION, {**labels, _GROUP: group, _FLAG: permission}, granted))
+    return samples

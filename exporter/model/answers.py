@@ -22,6 +22,9 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 from msgspec.structs import astuple
 
+from exporter.model.fields import CHAIN_STATUS_FIELDS, TOP, Field
+from exporter.values import read_list_length
+
 #: How deep a body may nest for the fast path: far below the recursion limit (1000), and a
 #: body of at most twice as many bytes cannot nest deeper, so it is not even counted.
 MAX_FAST_DEPTH = 800
@@ -61,32 +64,36 @@ def fits_fast_path(body: bytes) -> bool:
     )
 
 
-class ChainStatusFields(msgspec.Struct, rename="camel", gc=False):
-    """What the readings use of a chain status (``GET /blockchains/{id}``), as sent: UNSET
-    where absent, a JSON scalar for each plain gauge and ``keyType``, ``blockchainPeers`` a
-    list of strings (only its length is read) or a scalar; the parts every node of a network
-    sends alike (council, vote sessions, consensus settings, features) stay JSON text, read
-    once a cycle for all the nodes that send the same (:meth:`Shared.part`). Any other shape
-    is not decoded here: the slow path reads it."""
-
-    block_height: Scalar | UnsetType = UNSET
-    last_message_time: Scalar | UnsetType = UNSET
-    pending_messages_count: Scalar | UnsetType = UNSET
-    delayed_messages_count: Scalar | UnsetType = UNSET
-    pending_transactions: Scalar | UnsetType = UNSET
-    syncing: Scalar | UnsetType = UNSET
-    is_in_council: Scalar | UnsetType = UNSET
-    is_voting: Scalar | UnsetType = UNSET
-    is_time_to_vote: Scalar | UnsetType = UNSET
-    key_type: Scalar | UnsetType = UNSET
-    blockchain_peers: list[str] | Scalar | UnsetType = UNSET
-    council_members: Raw | UnsetType = UNSET
-    vote_sessions: Raw | UnsetType = UNSET
-    consensus: Raw | UnsetType = UNSET
-    features: Raw | UnsetType = UNSET
+def _decoded_as(field: Field) -> Any:
+    """How the fast path decodes a field of the chain status itself: the parts every node of a
+    chain sends alike (``Field.shared``) as JSON text, read once a cycle for all the nodes that
+    send the same (:meth:`~exporter.model.storage.Shared.part`); a list whose length is read
+    as a list of strings (or a scalar, unreadable); any other field as a JSON scalar."""
+    if field.shared:
+        return Raw | UnsetType
+    if field.read is read_list_length:
+        return list[str] | Scalar | UnsetType
+    return Scalar | UnsetType
 
 
-_CHAIN_STATUS = msgspec.json.Decoder(ChainStatusFields)
+#: The chain status's own fields (``Field.at`` TOP), in the order of ChainStatusFields.values.
+FAST_FIELDS = tuple(field for field in CHAIN_STATUS_FIELDS if field.at == TOP)
+_NAMED = {f"field{position}": field for position, field in enumerate(FAST_FIELDS)}
+_CHAIN_STATUS = msgspec.json.Decoder(
+    msgspec.defstruct(
+        "ChainStatusStruct",
+        [(name, _decoded_as(field), UNSET) for name, field in _NAMED.items()],
+        rename={name: field.name for name, field in _NAMED.items()},
+        gc=False,
+    )
+)
+
+
+class ChainStatusFields(NamedTuple):
+    """What the fast path decoded of a chain status: the value of each of FAST_FIELDS in
+    order, UNSET where absent (any other shape is not decoded here: the slow path reads it)."""
+
+    values: tuple[Scalar | list[str] | Raw | UnsetType, ...]
 
 
 def decode_chain_status(body: bytes) -> ChainStatusFields | None:
@@ -95,7 +102,7 @@ def decode_chain_status(body: bytes) -> ChainStatusFields | None:
     if not fits_fast_path(body):
         return None
     try:
-        return _CHAIN_STATUS.decode(body)
+        return ChainStatusFields(astuple(_CHAIN_STATUS.decode(body)))
     except msgspec.DecodeError:  # ValidationError too: a shape for the slow path
         return None
 

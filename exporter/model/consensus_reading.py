@@ -11,36 +11,39 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from exporter.bounds import MAX_SESSION_ID_CHARS
+from exporter.model.fields import (
+    CHAIN_STATUS_FIELDS,
+    CONSENSUS_SETTINGS,
+    CURRENT_LEADER,
+    FEATURES,
+    KEY_TYPE,
+    SESSION,
+    VOTE_ROUND,
+    VoteSession,
+)
 from exporter.values import LabelTexts, is_text, read_count, read_duration, read_number
-
-
-@dataclass(frozen=True, slots=True)
-class VoteSession:
-    """One open vote session as the exporter follows it: its id (the key in
-    ``voteSessions``), its round and its current leader's key (None when not readable)."""
-
-    session_id: str
-    round: float | None
-    leader: str | None
 
 
 @dataclass(frozen=True, slots=True)
 class SessionsRead:
     """The sessions of one answer: the ones followed (at most the bound, the first by id),
-    how many more were left out, and the highest round and ``consensusRequired`` among all."""
+    how many more were left out, and the highest value of each of SESSION_GAUGES among all
+    (None where no session has one)."""
 
     followed: tuple[VoteSession, ...] = ()
     dropped: int = 0
-    highest_round: float | None = None
-    highest_required: float | None = None
+    highest: tuple[float | None, ...] = ()
 
 
 NO_SESSIONS = SessionsRead()
+#: The gauges read from every vote session: each the highest among the open sessions.
+SESSION_GAUGES = tuple(field for field in CHAIN_STATUS_FIELDS if field.at == SESSION)
+SESSION_GAUGES = tuple(field for field in SESSION_GAUGES if field.is_gauge)
 
 
 def read_sessions(value: Any, limit: int, labels: LabelTexts) -> SessionsRead:
@@ -49,28 +52,33 @@ def read_sessions(value: Any, limit: int, labels: LabelTexts) -> SessionsRead:
     (or one UTF-8 cannot hold) is not followed and counts as dropped."""
     if not isinstance(value, dict) or not value:
         return NO_SESSIONS
-    rounds: list[float] = []
-    required: list[float] = []
+    found: list[list[float]] = [[] for _ in SESSION_GAUGES]
     sessions: list[VoteSession] = []
     unfollowed = 0
     for session_id, session in value.items():
         details = session if isinstance(session, dict) else {}
-        round_ = read_count(details.get("round"))
-        rounds += [] if round_ is None else [round_]
-        needed = read_count(details.get("consensusRequired"))
-        required += [] if needed is None else [needed]
+        for values, (name, read) in zip(found, _SESSION_READS, strict=True):
+            read_value = read(details.get(name))
+            if read_value is not None:
+                values.append(read_value)
         if not 0 < len(session_id) <= MAX_SESSION_ID_CHARS or not is_text(session_id):
             unfollowed += bool(session_id)
             continue
-        leader = labels(details.get("currentLeader")) or None
+        round_ = read_count(details.get(_ROUND))
+        leader = labels(details.get(_LEADER)) or None
         sessions.append(VoteSession(session_id, round_, leader))
     kept = sessions if len(sessions) <= limit else heapq.nsmallest(limit, sessions, _by_id)
     return SessionsRead(
         tuple(sorted(kept, key=_by_id)),
         unfollowed + len(sessions) - len(kept),
-        max(rounds, default=None),
-        max(required, default=None),
+        tuple(max(values, default=None) for values in found),
     )
+
+
+_Gauge = Callable[[object], float | None]
+_SESSION_READS = tuple((field.name, cast(_Gauge, field.read)) for field in SESSION_GAUGES)
+_ROUND, _LEADER = VOTE_ROUND.name, CURRENT_LEADER.name
+_CONSENSUS, _FEATURES, _KEY_TYPE = CONSENSUS_SETTINGS.name, FEATURES.name, KEY_TYPE.name
 
 
 def _by_id(session: VoteSession) -> str:
@@ -101,12 +109,12 @@ def view_key(body: dict[str, Any]) -> Hashable | None:
     ``1`` and ``1.0`` are equal in Python, not in the digest): equal keys have equal views, so
     a cycle computes the view of a configuration once for all its nodes. None when a value is
     not hashable (a nested object) or the configuration is large: computed each time."""
-    consensus, features = body.get("consensus"), body.get("features")
+    consensus, features = body.get(_CONSENSUS), body.get(_FEATURES)
     if not isinstance(consensus, dict):
         return None
     settings = _typed_items(consensus)
     flags = _typed_items(features) if isinstance(features, dict) else _typed(features)
-    key_type = _typed(body.get("keyType"))
+    key_type = _typed(body.get(_KEY_TYPE))
     if settings is None or flags is None or key_type is None:
         return None
     raw = (settings, key_type, flags)
@@ -142,14 +150,14 @@ def consensus_view(body: dict[str, Any]) -> bytes | None:
     and ``features``) compared by value: key order ignored, durations in seconds, numbers as
     numbers (``"42"`` is 42, ``"1m"`` is 60). None when ``consensus`` is not an object: such a
     node has no view to compare."""
-    consensus = body.get("consensus")
+    consensus = body.get(_CONSENSUS)
     if not isinstance(consensus, dict):
         return None
-    features = body.get("features")
+    features = body.get(_FEATURES)
     canonical = {
-        "consensus": {key: _by_value(value) for key, value in consensus.items()},
-        "keyType": _by_value(body.get("keyType")),
-        "features": (
+        _CONSENSUS: {key: _by_value(value) for key, value in consensus.items()},
+        _KEY_TYPE: _by_value(body.get(_KEY_TYPE)),
+        _FEATURES: (
             {key: _by_value(value) for key, value in features.items()}
             if isinstance(features, dict)
             else _by_value(features)

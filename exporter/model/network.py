@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple, TypeVar
 
-from exporter.model.readings import ChainReading, HealthReading
+from exporter.model.fields import ChainReading, HealthReading
 
 _Key = TypeVar("_Key", bound=Hashable)
 #: The node and the value of a (node, value) pair, at C speed (thousands a cycle).

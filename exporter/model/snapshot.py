@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from exporter.model.fields import ChainReading, HealthReading
 from exporter.model.network import NetworkView
-from exporter.model.readings import ChainReading, HealthReading
+from exporter.model.storage import counts_of
 from exporter.model.watch_readings import WatchStatus
 
 
@@ -18,13 +19,13 @@ from exporter.model.watch_readings import WatchStatus
 class ErrorCounts:
     """A node's cumulative failed requests per (endpoint, reason), iterated as (endpoint,
     reason, count). Compact because every node has a dozen or more: the key tuple is shared
-    by all nodes with the same endpoints, and the counts are one packed array."""
+    by all nodes with the same endpoints, and the counts are packed (storage.pack_counts)."""
 
     keys: tuple[tuple[str, str], ...] = ()
-    counts: bytes = b""  # one native unsigned 64-bit count per key
+    counts: bytes = b""  # a count per key, as exporter.model.storage packs them
 
     def __iter__(self) -> Iterator[tuple[str, str, int]]:
-        counts = memoryview(self.counts).cast("Q")
+        counts = counts_of(self.counts)
         return ((e, r, count) for (e, r), count in zip(self.keys, counts, strict=True))
 
 
@@ -32,15 +33,16 @@ class ErrorCounts:
 class LeaderCounts:
     """Failed rounds per leader key, iterated as (key, count) in key order: the council's
     keys (at 0 until a failure) and other leaders from their first failure; the counts are
-    one packed array, none while every count is 0 (the shared council tuple is then all)."""
+    packed (storage.pack_counts), none while every count is 0 (the shared council tuple is
+    then all)."""
 
     leaders: tuple[str, ...] = ()
-    counts: bytes = b""  # one native unsigned 64-bit count per key; empty: all at 0
+    counts: bytes = b""  # a count per key, as exporter.model.storage packs them; empty: all 0
 
     def __iter__(self) -> Iterator[tuple[str, int]]:
         if not self.counts:  # no failed round yet: no array kept (the common case)
             return ((leader, 0) for leader in self.leaders)
-        return zip(self.leaders, memoryview(self.counts).cast("Q"), strict=True)
+        return zip(self.leaders, counts_of(self.counts), strict=True)
 
 
 @dataclass(frozen=True, slots=True)

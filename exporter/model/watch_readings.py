@@ -4,6 +4,8 @@ Pure functions only, so they plug into whatever runs the requests: ``plan_reques
 to ask each node (from the config and the chains its /health listed), ``read_answer`` turns one
 decoded answer into a frozen reading, and ``WatchStatus`` gathers one cycle's readings for the
 writer. Only values a node sent in a readable form make it into a reading (contract rule 1).
+What each answer holds and how each field is read are the rows of :mod:`exporter.model.fields`
+(``CONTRACT_FIELDS``, ``CONTRACT_STATE_FIELDS``, ``WALLET_FIELDS``).
 """
 
 from __future__ import annotations
@@ -16,15 +18,17 @@ from operator import itemgetter
 from typing import Any
 from urllib.parse import quote
 
-from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, Bounds, Dropped, count_dropped
+from exporter.bounds import DEFAULT_BOUNDS, Bounds, DropKind, count_dropped
 from exporter.config.watchlist import WatchConfig, WatchedContract, WatchedWallet
-from exporter.model.readings import InvalidResponseError
-from exporter.values import LabelTexts, is_text, read_bool, read_count, read_length, read_number
+from exporter.model import fields as f
+from exporter.model.fields import PERMISSIONS, Field, Reader
 
-#: The statuses the node interface names; each always gets a series in the state set.
-CONTRACT_STATUSES = ("ACTIVE", "PAUSED", "UPGRADED")
-#: The flags of an auth group the interface documents; others are not exported.
-PERMISSIONS = ("create", "read", "update", "delete")
+# The readings are declared beside their rows, and their users find them here too.
+from exporter.model.fields import ContractReading as ContractReading  # noqa: PLC0414
+from exporter.model.fields import StateReading as StateReading  # noqa: PLC0414
+from exporter.model.fields import WalletReading as WalletReading  # noqa: PLC0414
+from exporter.model.readings import InvalidResponseError
+from exporter.values import LabelTexts, is_text, read_bool, read_number
 
 
 class WatchKind(Enum):
@@ -59,7 +63,9 @@ class WatchRequest:
     @property
     def query(self) -> tuple[tuple[str, str], ...]:
         """The query parameters, decoded: the wallet's chain goes in the query."""
-        return (("blockchainId", self.blockchain),) if self.kind is WatchKind.WALLET else ()
+        if self.kind is WatchKind.WALLET:
+            return ((f.WALLET_CHAIN_PARAMETER, self.blockchain),)
+        return ()
 
     @property
     def path(self) -> str:
@@ -68,39 +74,6 @@ class WatchRequest:
         path = "/".join(_segment(segment) for segment in self.segments)
         query = "&".join(f"{key}={quote(value, safe='')}" for key, value in self.query)
         return f"{path}?{query}" if query else path
-
-
-@dataclass(frozen=True)
-class ContractReading:
-    """What endpoint 6 said: status, version and the identity labels of ``_info``."""
-
-    status: str | None
-    version: float | None
-    address: str | None
-    vm_type: str | None
-    code_hash: str | None
-    dropped: Dropped = NOTHING_DROPPED  # label values over the configured length
-
-
-@dataclass(frozen=True)
-class StateReading:
-    """What endpoint 7 said: the state's version and each configured key that held a value."""
-
-    version: float | None
-    values: tuple[tuple[str, float], ...]
-
-
-@dataclass(frozen=True)
-class WalletReading:
-    """What endpoint 9 said: flags, satellites, ``(group, permission, 0/1)`` and identity."""
-
-    enabled: float | None
-    satellites: float | None
-    permissions: tuple[tuple[str, str, float], ...]
-    address: str | None
-    key_type: str | None
-    public_key: str | None
-    dropped: Dropped = NOTHING_DROPPED  # auth groups and label values over the bounds
 
 
 Reading = ContractReading | StateReading | WalletReading
@@ -153,34 +126,57 @@ def read_answer(request: WatchRequest, body: Any, bounds: Bounds = DEFAULT_BOUND
     if request.kind is WatchKind.CONTRACT:
         return read_contract(body, bounds)
     if request.kind is WatchKind.CONTRACT_STATE:
-        return read_state(body, request.state_keys)
+        return read_state(body, request.state_keys, bounds)
     return read_wallet(body, bounds)
+
+
+#: How the fields a reader reads by row are read: (JSON name, reading attribute, parser);
+#: parser None is a label value, read under the configured length (``max_label_value_length``).
+_Plan = tuple[tuple[str, str, Reader | None], ...]
+
+
+def _plan(table: tuple[Field, ...]) -> _Plan:
+    """The rows of ``table`` read one value each into the attribute they name (the others,
+    a state or auth groups, have a reader of their own; unread rows are skipped)."""
+    return tuple(
+        (row.name, row.attribute, None if row.bound is DropKind.LABEL_VALUE else row.read)
+        for row in table
+        if row.read is not None and row.attribute
+    )
+
+
+_CONTRACT_PLAN = _plan(f.CONTRACT_FIELDS)
+_STATE_PLAN = _plan(f.CONTRACT_STATE_FIELDS)
+_WALLET_PLAN = _plan(f.WALLET_FIELDS)
+
+
+def _read_plan(body: Mapping[str, Any], plan: _Plan, labels: LabelTexts) -> dict[str, Any]:
+    """The reading's attributes read by row: each field's parser, or ``labels`` for texts."""
+    get = body.get
+    return {attribute: (read or labels)(get(name)) for name, attribute, read in plan}
 
 
 def read_contract(body: Mapping[str, Any], bounds: Bounds = DEFAULT_BOUNDS) -> ContractReading:
     """Endpoint 6: an empty or non-string status is no status (no state set series)."""
     labels = LabelTexts(bounds.label_value_length)
-    status, address = labels(body.get("status")) or None, labels(body.get("address"))
-    vm_type, code_hash = labels(body.get("vmType")), labels(body.get("codeHash"))
-    return ContractReading(
-        status=status,
-        version=read_count(body.get("version")),
-        address=address,
-        vm_type=vm_type,
-        code_hash=code_hash,
-        dropped=count_dropped(label_values=labels.dropped),
-    )
+    values = _read_plan(body, _CONTRACT_PLAN, labels)
+    status = f.CONTRACT_STATUS.attribute
+    values[status] = values[status] or None
+    return ContractReading(**values, dropped=count_dropped(label_values=labels.dropped))
 
 
-def read_state(body: Mapping[str, Any], keys: Sequence[str]) -> StateReading:
+def read_state(
+    body: Mapping[str, Any], keys: Sequence[str], bounds: Bounds = DEFAULT_BOUNDS
+) -> StateReading:
     """Endpoint 7: each key's value when a number, a numeric string or a boolean (0/1)."""
-    state = body.get("state")
+    state = body.get(f.CONTRACT_STATE.name)
     values = []
     for key in keys:
         value = state_value(state, key)
         if value is not None:
             values.append((key, value))
-    return StateReading(read_count(body.get("version")), tuple(values))
+    read = _read_plan(body, _STATE_PLAN, LabelTexts(bounds.label_value_length))
+    return StateReading(**read, values=tuple(values))
 
 
 def state_value(state: Any, key: str) -> float | None:
@@ -198,17 +194,12 @@ def read_wallet(body: Mapping[str, Any], bounds: Bounds = DEFAULT_BOUNDS) -> Wal
     """Endpoint 9: flags of each auth group that are JSON booleans; no groups, no samples."""
     labels = LabelTexts(bounds.label_value_length)
     permissions, extra_groups = _permissions(
-        body.get("authGroups"), bounds.auth_groups_per_wallet, labels
+        body.get(f.AUTH_GROUPS.name), bounds.auth_groups_per_wallet, labels
     )
-    address, key_type = labels(body.get("address")), labels(body.get("keyType"))
-    public_key = labels(body.get("publicKey"))
+    values = _read_plan(body, _WALLET_PLAN, labels)
     return WalletReading(
-        enabled=read_bool(body.get("enabled")),
-        satellites=read_length(body.get("satelliteWallets"), list),
+        **values,
         permissions=permissions,
-        address=address,
-        key_type=key_type,
-        public_key=public_key,
         dropped=count_dropped(auth_groups=extra_groups, label_values=labels.dropped),
     )
 

@@ -13,12 +13,11 @@ monotonic clock (``time.monotonic()``), so a wall-clock step neither ages nor hi
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Mapping
 
-from exporter.model.consensus_reading import VoteSession
-from exporter.model.readings import ChainGauge, ChainReading
+from exporter.model.fields import VOTE_CONSENSUS_REQUIRED, ChainReading, VoteSession
 from exporter.model.snapshot import ConsensusStatus, LeaderCounts
+from exporter.model.storage import pack_counts
 
 #: How long, and how many, failed rounds of a leader are remembered with their times, for
 #: the status page's "failing leader" (LedgerLeaderFailingRounds counts 3 in 15 minutes;
@@ -30,7 +29,6 @@ RECENT_FAILURES_KEPT = 16
 MAX_COUNT = 2**64 - 1
 
 #: Where a reading keeps the highest ``consensusRequired`` (an IntEnum member looked up once).
-_REQUIRED = int(ChainGauge.VOTE_CONSENSUS_REQUIRED)
 #: A remembered open session: when the exporter first saw it, and how it was last read
 #: (None: restored from the state file, not read yet by this process).
 Seen = tuple[float, VoteSession | None]
@@ -80,7 +78,7 @@ class ChainConsensus:
             if self.council is not None and reading.council != self.council:
                 self.council_changes += 1
             self.council = reading.council
-        required = reading.gauge(_REQUIRED)
+        required = reading.gauge(VOTE_CONSENSUS_REQUIRED)
         if required is not None:
             self.required = (required, now_mono)
         dropped += self._trim(reading.leaders, leader_limit)
@@ -172,5 +170,4 @@ class ChainConsensus:
             return self.leader_counts
         others = sorted(key for key in self.failures if key not in council)
         keys = council + tuple(others) if others else council
-        counts = array("Q", (self.failures.get(key, 0) for key in keys))
-        return LeaderCounts(keys, counts.tobytes())
+        return LeaderCounts(keys, pack_counts(self.failures.get(key, 0) for key in keys))

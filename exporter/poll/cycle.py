@@ -20,8 +20,8 @@ from exporter import __version__
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.model.network import NetworkView, network_view, observe
-from exporter.model.readings import Shared
 from exporter.model.snapshot import NodeStatus, Snapshot, wall_offset
+from exporter.model.storage import Shared
 from exporter.model.watch_readings import UnmatchedEntry, WatchStatus, unmatched_entries
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine

@@ -18,12 +18,11 @@ the ``wall_offset`` of the moment (wall clock minus monotonic clock).
 from __future__ import annotations
 
 import logging
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, SETTINGS, Bounds, DropKind, Dropped
-from exporter.model.readings import HealthReading
+from exporter.model.fields import HealthReading
 from exporter.model.snapshot import (
     ChainStatus,
     ConsensusStatus,
@@ -31,6 +30,7 @@ from exporter.model.snapshot import (
     NodeStatus,
     on_wall_clock,
 )
+from exporter.model.storage import CountArray
 from exporter.model.watch_readings import ContractReading, WalletReading
 from exporter.poll.consensus_history import ChainConsensus
 from exporter.poll.results import (
@@ -88,7 +88,7 @@ class _ErrorCounter:
 
     def __init__(self, layout: _Layout) -> None:
         self.layout = layout
-        self.counts = array("Q", bytes(8 * len(layout.keys)))
+        self.counts = CountArray(len(layout.keys))
         self.last: ErrorCounts | None = None  # frozen since the last change, if any
 
     def start(self, endpoint: str) -> None:
@@ -96,7 +96,7 @@ class _ErrorCounter:
         node and cycle: a set lookup, not an enum member's value)."""
         if endpoint not in self.layout.endpoints:
             self.layout = self.layout.with_endpoint(endpoint)
-            self.counts.extend(0 for _ in Reason)
+            self.counts.widen(len(Reason))
             self.last = None
 
     def add(self, endpoint: str, error: FetchError | None) -> None:
@@ -104,14 +104,14 @@ class _ErrorCounter:
         if endpoint not in self.layout.endpoints:
             self.start(endpoint)
         if error is not None:
-            self.counts[self.layout.index[(endpoint, error.reason.value)]] += 1
+            self.counts.add(self.layout.index[(endpoint, error.reason.value)])
             self.last = None
 
     def frozen(self) -> ErrorCounts:
         """The counts as they are; the same object as last cycle's while none changed (a
         node without errors keeps one, not a new packed array every cycle)."""
         if self.last is None:
-            self.last = ErrorCounts(self.layout.keys, self.counts.tobytes())
+            self.last = ErrorCounts(self.layout.keys, self.counts.frozen())
         return self.last
 
 

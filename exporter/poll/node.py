@@ -22,13 +22,9 @@ from exporter.bounds import DEFAULT_BOUNDS, Bounds
 from exporter.config.nodes import NodeConfig
 from exporter.config.watchlist import WatchConfig
 from exporter.model.answers import block_hash_decoder, decode_chain_status
-from exporter.model.readings import (
-    HealthReading,
-    Shared,
-    read_block_hash,
-    read_chain,
-    read_health,
-)
+from exporter.model.fields import HealthReading
+from exporter.model.readings import read_block_hash, read_chain, read_health
+from exporter.model.storage import Shared
 from exporter.poll.client import FastDecode, NodeClient, NotSentError, Query, ReadBudget
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason, as_fetch_error
 from exporter.poll.watch_poll import WatchPoll

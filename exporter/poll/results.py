@@ -17,7 +17,8 @@ from enum import Enum
 
 from exporter.config.nodes import NodeConfig
 from exporter.errors import LedgerExporterError
-from exporter.model.readings import ChainReading, HealthReading, InvalidResponseError
+from exporter.model.fields import ChainReading, HealthReading
+from exporter.model.readings import InvalidResponseError
 from exporter.model.watch_readings import Reading, WatchRequest
 
 log = logging.getLogger("ledger_exporter")

@@ -22,7 +22,15 @@ import time
 from html import escape
 
 from exporter import __version__
-from exporter.model.readings import ChainGauge, ChainReading
+from exporter.model.fields import (
+    BLOCKCHAIN_PEERS,
+    COUNCIL_MEMBERS,
+    IN_COUNCIL,
+    SYNCING,
+    VOTE_ROUND,
+    ChainReading,
+    Field,
+)
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.text import ISOLATE_END, ISOLATE_START, visible
 from exporter.web.alert_thresholds import Severity
@@ -86,7 +94,7 @@ def _short(text: str) -> str:
     return f'<bdi><code title="{escape(text)}">{escape(short)}</code></bdi>'
 
 
-def _gauge(reading: ChainReading | None, gauge: ChainGauge) -> float | None:
+def _gauge(reading: ChainReading | None, gauge: Field) -> float | None:
     return None if reading is None else reading.gauge(gauge)
 
 
@@ -219,13 +227,13 @@ def _chain_row(node: NodeStatus, chain: ChainStatus, now: float, problems: list[
     reading = chain.reading
     height = reading.height if reading else None
     changed = "&mdash;" if chain.height_changed_at is None else _ago(chain.height_changed_at, now)
-    council = _flag(_gauge(reading, ChainGauge.IN_COUNCIL), "member")
-    members = _gauge(reading, ChainGauge.COUNCIL_MEMBERS)
+    council = _flag(_gauge(reading, IN_COUNCIL), "member")
+    members = _gauge(reading, COUNCIL_MEMBERS)
     if members is not None:
         council += f" of {members:.0f}"
     numbers = (height, chain.blocks_behind)
-    texts = (changed, _flag(_gauge(reading, ChainGauge.SYNCING)), council)
-    counts = (_gauge(reading, ChainGauge.VOTE_ROUND), _gauge(reading, ChainGauge.PEERS))
+    texts = (changed, _flag(_gauge(reading, SYNCING)), council)
+    counts = (_gauge(reading, VOTE_ROUND), _gauge(reading, BLOCKCHAIN_PEERS))
     worst = min((p.severity for p in problems), default=Severity.INFO)
     shown = "; ".join(f"<bdi>{_plain(p.text)}</bdi>" for p in problems)
     problem = f'<span class="{_TEXT_CLASS[worst]}">{shown}</span>' if problems else ""

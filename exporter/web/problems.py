@@ -21,8 +21,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
+from exporter.model.fields import (
+    CONSENSUS_TIMEOUT,
+    COUNCIL_MEMBERS,
+    MIN_MEMBERS,
+    PENDING_TRANSACTIONS,
+    TX_MAX_TIME_TRIGGER,
+    VOTE_SESSIONS,
+    ChainReading,
+)
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
-from exporter.model.readings import ChainGauge, ChainReading
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.model.watch_readings import ContractReading, WalletReading, WatchedObject, WatchStatus
 from exporter.text import isolated
@@ -216,9 +224,7 @@ def _required_votes(readers: Readers, now_mono: float, window: float) -> float |
         if now_mono - at <= window
     ]
     minimum = [
-        m
-        for _, c in readers
-        if c.reading and (m := c.reading.gauge(ChainGauge.MIN_MEMBERS)) is not None
+        m for _, c in readers if c.reading and (m := c.reading.gauge(MIN_MEMBERS)) is not None
     ]
     return max(recent) if recent else max(minimum, default=None)
 
@@ -227,7 +233,7 @@ def session_stuck_after(
     reading: ChainReading, thresholds: Thresholds = SHIPPED_THRESHOLDS
 ) -> float:
     """Seconds a vote session may stay open (LedgerVoteSessionStuck)."""
-    timeout = reading.gauge(ChainGauge.CONSENSUS_TIMEOUT)
+    timeout = reading.gauge(CONSENSUS_TIMEOUT)
     if timeout is None:
         return thresholds.vote_session_stuck_seconds
     return thresholds.vote_session_stuck_timeouts * timeout
@@ -321,8 +327,8 @@ def _syncing(node: str, chain: ChainStatus, now_mono: float, thresholds: Thresho
 
 
 def _council_below_minimum(node: str, chain: ChainStatus) -> Problem | None:
-    members = chain.reading.gauge(ChainGauge.COUNCIL_MEMBERS) if chain.reading else None
-    minimum = chain.reading.gauge(ChainGauge.MIN_MEMBERS) if chain.reading else None
+    members = chain.reading.gauge(COUNCIL_MEMBERS) if chain.reading else None
+    minimum = chain.reading.gauge(MIN_MEMBERS) if chain.reading else None
     if members is None or minimum is None or members >= minimum:
         return None
     text = f"sees {members:.0f} council members, fewer than consensus.minMembers {minimum:.0f}"
@@ -333,8 +339,8 @@ def _council_below_minimum(node: str, chain: ChainStatus) -> Problem | None:
 def stall_threshold(reading: ChainReading, thresholds: Thresholds = SHIPPED_THRESHOLDS) -> float:
     """Seconds a chain's height may stay while work waits (LedgerBlockHeightStalled): its
     txMaxTimeTrigger + consensusTimeout + the grace, or the fallback without them."""
-    trigger = reading.gauge(ChainGauge.TX_MAX_TIME_TRIGGER)
-    timeout = reading.gauge(ChainGauge.CONSENSUS_TIMEOUT)
+    trigger = reading.gauge(TX_MAX_TIME_TRIGGER)
+    timeout = reading.gauge(CONSENSUS_TIMEOUT)
     if trigger is None or timeout is None:
         return thresholds.height_stalled_seconds
     return trigger + timeout + thresholds.stall_grace_seconds
@@ -342,8 +348,8 @@ def stall_threshold(reading: ChainReading, thresholds: Thresholds = SHIPPED_THRE
 
 def is_idle(reading: ChainReading) -> bool:
     """Nothing to mint: no pending transaction and no open vote session, both reported."""
-    pending = reading.gauge(ChainGauge.PENDING_TRANSACTIONS)
-    return pending == 0 and reading.gauge(ChainGauge.VOTE_SESSIONS) == 0
+    pending = reading.gauge(PENDING_TRANSACTIONS)
+    return pending == 0 and reading.gauge(VOTE_SESSIONS) == 0
 
 
 def _stalled(chain: ChainStatus, now_mono: float, thresholds: Thresholds) -> str | None:

@@ -21,8 +21,8 @@ from exporter.config.exporter import load_config
 from exporter.expose import metrics
 from exporter.expose.metrics import RUNTIME_SAMPLE_NAMES
 from exporter.expose.render import Renderer, text_format
+from exporter.model.fields import HealthReading
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
-from exporter.model.readings import HealthReading
 from exporter.model.snapshot import NodeStatus, Snapshot
 from tests.support.fakenode import FakeNode
 from tests.support.golden import CASES, CLOCK, GOLDEN, assert_golden, poll_golden_case, serve_case

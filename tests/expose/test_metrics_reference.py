@@ -15,7 +15,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.bounds import DropKind
-from exporter.model.watch_readings import CONTRACT_STATUSES, PERMISSIONS, WatchKind
+from exporter.model.fields import CONTRACT_STATUSES, PERMISSIONS
+from exporter.model.watch_readings import WatchKind
 from exporter.poll.history import ENDPOINTS
 from exporter.poll.results import Reason
 from tests.support import metrics_reference

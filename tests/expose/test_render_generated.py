@@ -7,7 +7,6 @@ sample values of every kind."""
 from __future__ import annotations
 
 import math
-from array import array
 from dataclasses import replace
 
 from hypothesis import HealthCheck, given
@@ -24,6 +23,7 @@ from exporter.model.snapshot import (
     NodeStatus,
     Snapshot,
 )
+from exporter.model.storage import pack_counts
 from tests.support import generation
 from tests.support.golden import GOLDEN, poll_golden_case
 from tests.support.oracle import render_collectors, snapshot_collectors
@@ -50,7 +50,7 @@ def _assert_written_as_client_python(renderer: Renderer, snapshot: Snapshot) -> 
 
 
 def _counts(values: list[int]) -> bytes:
-    return array("Q", values).tobytes()
+    return pack_counts(values)
 
 
 @st.composite

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from exporter.bounds import MAX_SESSION_ID_CHARS, Bounds, Dropped
-from exporter.model.consensus_reading import VoteSession, consensus_view
-from exporter.model.readings import ChainGauge, Shared, read_chain
+from exporter.model.consensus_reading import consensus_view
+from exporter.model.fields import VOTE_CONSENSUS_REQUIRED, VOTE_ROUND, VOTE_SESSIONS, VoteSession
+from exporter.model.readings import read_chain
+from exporter.model.storage import Shared
 from tests.support.documents import chain_doc
 
 
@@ -50,8 +52,8 @@ def test_sessions_read(
 ) -> None:
     reading = read_chain(body)
     assert reading.sessions == followed
-    assert reading.gauge(ChainGauge.VOTE_ROUND) == highest_round
-    assert reading.gauge(ChainGauge.VOTE_CONSENSUS_REQUIRED) == required
+    assert reading.gauge(VOTE_ROUND) == highest_round
+    assert reading.gauge(VOTE_CONSENSUS_REQUIRED) == required
 
 
 def test_sessions_beyond_the_bound_and_over_long_ids_are_dropped() -> None:
@@ -63,9 +65,9 @@ def test_sessions_beyond_the_bound_and_over_long_ids_are_dropped() -> None:
     assert [s.session_id for s in reading.sessions] == ["s2", "s4"]
     assert reading.dropped == Dropped(vote_sessions=3)
     # the gauges still see every session, followed or not
-    assert reading.gauge(ChainGauge.VOTE_SESSIONS) == 5.0
-    assert reading.gauge(ChainGauge.VOTE_ROUND) == 12.0
-    assert reading.gauge(ChainGauge.VOTE_CONSENSUS_REQUIRED) == 6.0
+    assert reading.gauge(VOTE_SESSIONS) == 5.0
+    assert reading.gauge(VOTE_ROUND) == 12.0
+    assert reading.gauge(VOTE_CONSENSUS_REQUIRED) == 6.0
 
 
 def test_a_leader_key_too_long_for_a_label_is_no_leader() -> None:

@@ -24,11 +24,15 @@ from exporter.bounds import (
     count_dropped,
 )
 from exporter.expose.render import CHAIN_GAUGE_FAMILIES
-from exporter.model.readings import (
-    ChainGauge,
+from exporter.model.fields import (
+    BLOCK_HEIGHT,
+    CHAIN_GAUGES,
+    GAUGE_POSITION,
     ChainReading,
-    GaugeTable,
     HealthReading,
+    gauge_table,
+)
+from exporter.model.readings import (
     InvalidResponseError,
     read_block_hash,
     read_chain,
@@ -276,15 +280,15 @@ def test_gauge_table_columns_are_each_readings_gauge() -> None:
     full = read_chain(json.loads(CHAIN_JSON))
     sparse = read_chain({"blockHeight": 7, "pendingMessagesCount": "many"})
     readings = [full, sparse, full]
-    table = GaugeTable(readings)
-    for gauge in ChainGauge:
-        column = table.column(gauge)
+    table = gauge_table(readings)
+    for gauge in CHAIN_GAUGES:
+        column = table.column(GAUGE_POSITION[gauge])
         assert len(column) == len(readings)
         for reading, value in zip(readings, column, strict=True):
             expected = reading.gauge(gauge)
             assert math.isnan(value) if expected is None else value == expected
-    assert table.column(ChainGauge.HEIGHT) == [18342.0, 7.0, 18342.0]
-    assert GaugeTable([]).column(ChainGauge.HEIGHT) == []
+    assert table.column(GAUGE_POSITION[BLOCK_HEIGHT]) == [18342.0, 7.0, 18342.0]
+    assert gauge_table([]).column(GAUGE_POSITION[BLOCK_HEIGHT]) == []
 
 
 H = "ledger_blockchain_height"

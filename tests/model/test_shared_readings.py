@@ -9,14 +9,11 @@ from typing import Any
 import pytest
 
 from exporter.config.nodes import NodeConfig
-from exporter.model.consensus_reading import (
-    MAX_VIEW_KEY_ITEMS,
-    MAX_VIEW_KEY_TEXT,
-    VoteSession,
-    view_key,
-)
-from exporter.model.readings import Shared, read_chain, read_health
+from exporter.model.consensus_reading import MAX_VIEW_KEY_ITEMS, MAX_VIEW_KEY_TEXT, view_key
+from exporter.model.fields import VoteSession
+from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import LeaderCounts
+from exporter.model.storage import Shared
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from tests.support.documents import chain_doc, health_doc

@@ -5,7 +5,6 @@ same checkpoints share one block plan, and a node below one is planned without i
 
 from __future__ import annotations
 
-import struct
 from collections import Counter
 
 from hypothesis import given
@@ -14,9 +13,8 @@ from hypothesis import strategies as st
 
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
-from exporter.model.consensus_reading import VoteSession
+from exporter.model.fields import BLOCK_HEIGHT, ChainReading, VoteSession, pack_gauges
 from exporter.model.network import majority_agreement
-from exporter.model.readings import ChainGauge, ChainReading
 from exporter.model.snapshot import ChainStatus, LeaderCounts, NodeStatus
 from exporter.poll.consensus_history import ChainConsensus
 from exporter.poll.cycle import Poller
@@ -28,10 +26,7 @@ NAN = float("nan")
 def reading(
     height: float | None, leaders: tuple[str, ...], sessions: tuple[VoteSession, ...] = ()
 ) -> ChainReading:
-    values = [NAN] * len(ChainGauge)
-    if height is not None:
-        values[ChainGauge.HEIGHT] = height
-    packed = struct.pack(f"={len(values)}d", *values)
+    packed = pack_gauges({} if height is None else {BLOCK_HEIGHT: height})
     return ChainReading(values=packed, leaders=leaders, sessions=sessions)
 
 

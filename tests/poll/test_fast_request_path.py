@@ -16,7 +16,7 @@ import pytest
 from exporter import __version__
 from exporter.config.nodes import NodeConfig
 from exporter.errors import TransferError
-from exporter.model.readings import Shared
+from exporter.model.storage import Shared
 from exporter.poll.client import NodeClient, ReadBudget
 from exporter.poll.engine import SHUT_DOWN, Done, Engine, Profile, Request, Response, _Handle
 from exporter.poll.node import BlockPlan, NodePoll

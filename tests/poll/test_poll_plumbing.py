@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import struct
 import threading
 import time
 
@@ -18,7 +17,7 @@ import pytest
 
 from exporter.config.nodes import NodeConfig
 from exporter.errors import TransferError
-from exporter.model.readings import ChainGauge, ChainReading
+from exporter.model.fields import BLOCK_HEIGHT, SYNCING, ChainReading, pack_gauges
 from exporter.poll.client import NodeClient
 from exporter.poll.consensus_history import ChainConsensus
 from exporter.poll.engine import Engine, Profile, Request, Response
@@ -185,12 +184,10 @@ def test_a_chain_listed_twice_is_asked_once(fake_nodes: FakeNodes) -> None:
 def test_height_and_syncing_read_at_their_offsets_as_the_gauges_say(
     height: float, syncing: float, expected: tuple[float | None, bool | None]
 ) -> None:
-    values = [math.nan] * len(ChainGauge)
-    values[ChainGauge.HEIGHT], values[ChainGauge.SYNCING] = height, syncing
-    reading = ChainReading(values=struct.pack(f"={len(values)}d", *values))
+    reading = ChainReading(values=pack_gauges({BLOCK_HEIGHT: height, SYNCING: syncing}))
     assert (reading.height, reading.syncing) == expected
-    assert reading.height == reading.gauge(ChainGauge.HEIGHT)
-    assert dict(reading.gauges).get(ChainGauge.HEIGHT) == reading.height
+    assert reading.height == reading.gauge(BLOCK_HEIGHT)
+    assert dict(reading.gauges).get(BLOCK_HEIGHT) == reading.height
 
 
 def test_with_no_leader_failures_trim_forgets_nothing_and_counts_as_before() -> None:

@@ -23,6 +23,7 @@ from exporter.expose import metrics as m
 from exporter.expose.metrics import MetricSpec
 from exporter.expose.render import CHAIN_GAUGE_FAMILIES
 from exporter.expose.watch_samples import watch_samples
+from exporter.model.fields import BLOCKCHAINS, PEER_COUNT
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.model.watch_readings import WatchStatus
 
@@ -114,8 +115,8 @@ class NodeCollector(Collector):
         m.NODE_LAST_SUCCESS,
         m.NODE_RETRY_AFTER,
         m.NODE_INFO,
-        m.NODE_PEERS,
-        m.NODE_BLOCKCHAINS,
+        m.family_of(PEER_COUNT),
+        m.family_of(BLOCKCHAINS),
     )
 
     def __init__(self, snapshot: Snapshot) -> None:
@@ -145,8 +146,8 @@ class NodeCollector(Collector):
         if any(part is not None for part in identity):
             info = dict(zip(("node_version", "node_id", "peer_id"), identity, strict=True))
             families.add(m.NODE_INFO, {**labels, **{k: v or "" for k, v in info.items()}}, 1.0)
-        families.add(m.NODE_PEERS, labels, health.peer_count)
-        families.add(m.NODE_BLOCKCHAINS, labels, health.blockchain_count)
+        families.add(m.family_of(PEER_COUNT), labels, health.peer_count)
+        families.add(m.family_of(BLOCKCHAINS), labels, health.blockchain_count)
 
 
 class BlockchainCollector(Collector):
