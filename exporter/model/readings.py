@@ -41,6 +41,7 @@ from exporter.model.fields import (
     GAUGE_POSITION,
     HEALTH_FIELDS,
     KEY_TYPE,
+    NETWORK,
     NETWORK_PEERS,
     NODE_ID,
     NODE_VERSION,
@@ -142,13 +143,16 @@ def read_health(
             "the node's URL answered /health with JSON that is not a ledger node's health "
             f"(none of {', '.join(_HEALTH_KEYS)}): check the node's url in the config"
         )
-    chains = _value(body, BLOCKCHAINS)
+    network = body.get(_NETWORK)
+    places = {TOP: body, NETWORK: network if isinstance(network, dict) else {}}
+    chains = places[BLOCKCHAINS.at].get(BLOCKCHAINS.name)
     labels = LabelTexts(bounds.label_value_length)
     chain_ids, unreadable = _chain_ids(chains, labels)
-    node_version, node_id = _label(body, NODE_VERSION, labels), _label(body, NODE_ID, labels)
-    peer_id = _label(body, PEER_ID, labels)
-    node_key = node_id or read_text(_value(body, NODE_ID)) or None
-    peers = _text_set(_value(body, NETWORK_PEERS)) or frozenset()
+    node_version = _label(places, NODE_VERSION, labels)
+    node_id = _label(places, NODE_ID, labels)
+    peer_id = _label(places, PEER_ID, labels)
+    node_key = node_id or read_text(places[NODE_ID.at].get(NODE_ID.name)) or None
+    peers = _text_set(places[NETWORK_PEERS.at].get(NETWORK_PEERS.name)) or frozenset()
     if shared is not None:
         node_version, node_id, peer_id, node_key = (
             None if text is None else shared(text)
@@ -159,8 +163,8 @@ def read_health(
         node_version=node_version,
         node_id=node_id,
         peer_id=peer_id,
-        peer_count=_gauge_reader(PEER_COUNT)(_value(body, PEER_COUNT)),
-        blockchain_count=_gauge_reader(BLOCKCHAINS)(chains),
+        peer_count=_read_peer_count(places[PEER_COUNT.at].get(PEER_COUNT.name)),
+        blockchain_count=_read_chain_count(chains),
         blockchain_ids=chain_ids,
         network_peers=peers,
         unreadable_chain_ids=unreadable,
@@ -176,14 +180,20 @@ def _value(body: dict[str, Any], field: Field, place: tuple[str, ...] | None = N
     return found.get(field.name) if isinstance(found, dict) else None
 
 
-def _label(body: dict[str, Any], field: Field, labels: LabelTexts) -> str | None:
+def _label(places: dict[tuple[str, ...], Any], field: Field, labels: LabelTexts) -> str | None:
     """The label text of ``field``: from the first of its places that holds one."""
-    text = None
-    for place in (field.at, *field.also_at):
-        text = labels(_value(body, field, place))
+    text = labels(places[field.at].get(field.name))
+    for place in field.also_at:
         if text:
             return text
+        text = labels(places[place].get(field.name))
     return text
+
+
+#: Where the fields of /health sit: the answer itself or its ``network`` object.
+_NETWORK = NETWORK[0]
+assert {p for f in HEALTH_FIELDS for p in (f.at, *f.also_at)} <= {TOP, NETWORK}
+_read_peer_count, _read_chain_count = _gauge_reader(PEER_COUNT), _gauge_reader(BLOCKCHAINS)
 
 
 def _chain_ids(chains: Any, labels: LabelTexts) -> tuple[tuple[str, ...], int]:
