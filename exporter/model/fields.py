@@ -427,7 +427,6 @@ GAUGE_POSITION = {field: position for position, field in enumerate(CHAIN_GAUGES)
 _STORE = GaugeStore(len(CHAIN_GAUGES))
 _HEIGHT, _SYNCING = GAUGE_POSITION[BLOCK_HEIGHT], GAUGE_POSITION[SYNCING]
 _NAN = math.nan
-_isnan = math.isnan
 
 # --- the readings: what the fields read as ----------------------------------------------------
 
@@ -480,12 +479,6 @@ class ChainReading:
     def gauge(self, field: Field) -> float | None:
         """The plain gauge ``field`` (one of :data:`CHAIN_GAUGES`); None when not reported."""
         return _STORE.at(self.values, GAUGE_POSITION[field])
-
-    @property
-    def gauges(self) -> tuple[tuple[Field, float], ...]:
-        """The gauges the node reported, as (field, value) in :data:`CHAIN_GAUGES` order."""
-        pairs = zip(CHAIN_GAUGES, _STORE.unpack(self.values), strict=True)
-        return tuple((field, value) for field, value in pairs if not _isnan(value))
 
     @property
     def height(self) -> float | None:
