@@ -11,7 +11,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
+import msgspec
 from msgspec import UNSET, Raw
+from msgspec.structs import astuple
 
 from exporter.bounds import (
     DEFAULT_BOUNDS,
@@ -93,6 +95,7 @@ _PLACED = {
     )
     for place in dict.fromkeys(g.at for g in CHAIN_GAUGES if g.at != SESSION)
 }
+_PLACES = tuple(_PLACED.items())
 assert all(not g.also_at for g in CHAIN_GAUGES), "a chain gauge sits in one place"
 
 
@@ -100,8 +103,8 @@ def _gauge_values(body: dict[str, Any]) -> list[float]:
     """The plain gauges of a chain status, NaN where absent or unreadable (this runs for
     every chain of every node each cycle)."""
     values = [_NAN] * _GAUGE_COUNT
-    for place, gauges in _PLACED.items():
-        found = body if place == TOP else _lookup(body, place)
+    for place, gauges in _PLACES:
+        found = _lookup(body, place) if place else body
         if not isinstance(found, dict):  # none of its gauges is readable
             continue
         for position, key, reader, absent in gauges:
@@ -173,13 +176,6 @@ def read_health(
     )
 
 
-def _value(body: dict[str, Any], field: Field, place: tuple[str, ...] | None = None) -> Any:
-    """The value of ``field`` in ``body`` where it sits (``place``: else ``field.at``); None
-    when absent or inside something that is not an object."""
-    found = _lookup(body, field.at if place is None else place)
-    return found.get(field.name) if isinstance(found, dict) else None
-
-
 def _label(places: dict[tuple[str, ...], Any], field: Field, labels: LabelTexts) -> str | None:
     """The label text of ``field``: from the first of its places that holds one."""
     text = labels(places[field.at].get(field.name))
@@ -230,10 +226,10 @@ def read_chain(
         )
     values = _gauge_values(body)
     labels = LabelTexts(bounds.label_value_length)
-    sessions = read_sessions(_value(body, VOTE_SESSIONS), bounds.vote_sessions_per_chain, labels)
+    sessions = read_sessions(body.get(_SESSIONS_KEY), bounds.vote_sessions_per_chain, labels)
     _note_sessions(values, sessions)
-    features, extra_features = _features(_value(body, FEATURES), bounds.features_per_chain, labels)
-    council = _text_set(_value(body, COUNCIL_MEMBERS))
+    features, extra_features = _features(body.get(_FEATURES_KEY), bounds.features_per_chain, labels)
+    council = _text_set(body.get(_COUNCIL_KEY))
     leaders, extra_leaders = leader_keys(council or (), bounds.leaders_per_chain, labels)
     view = _consensus_view(body, shared)
     followed = sessions.followed
@@ -241,8 +237,9 @@ def read_chain(
         features, leaders, followed = shared(features), shared(leaders), shared(followed)
         council = None if council is None else shared(council)
         view = None if view is None else shared(view)
-    consensus_type = labels(_value(body, CONSENSUS_TYPE))
-    key_type = labels(_value(body, KEY_TYPE))
+    settings = body.get(_SETTINGS_KEY)
+    consensus_type = labels(settings.get(_TYPE_KEY) if isinstance(settings, dict) else None)
+    key_type = labels(body.get(_KEY_TYPE_KEY))
     return ChainReading(
         values=pack_gauges(values),
         consensus_type=consensus_type,
@@ -256,6 +253,14 @@ def read_chain(
     )
 
 
+#: The keys read_chain reads apart from the gauges, where the table says they sit.
+_SESSIONS_KEY, _FEATURES_KEY = VOTE_SESSIONS.name, FEATURES.name
+_COUNCIL_KEY, _KEY_TYPE_KEY = COUNCIL_MEMBERS.name, KEY_TYPE.name
+_SETTINGS_KEY, _TYPE_KEY = CONSENSUS_SETTINGS.name, CONSENSUS_TYPE.name
+assert all(f.at == TOP for f in (VOTE_SESSIONS, FEATURES, COUNCIL_MEMBERS, KEY_TYPE))
+assert CONSENSUS_TYPE.at == (CONSENSUS_SETTINGS.name,)
+
+
 def _consensus_view(body: dict[str, Any], shared: Shared | None) -> bytes | None:
     """The configuration's digest; made once a cycle for the nodes that send the same one."""
     key = view_key(body) if shared is not None else None
@@ -267,6 +272,8 @@ def _consensus_view(body: dict[str, Any], shared: Shared | None) -> bytes | None
 
 def _note_sessions(values: list[float], sessions: SessionsRead) -> None:
     """The gauges of every session (the highest round, ``consensusRequired``), when any."""
+    if sessions is NO_SESSIONS:
+        return
     for position, value in zip(_SESSION_POSITIONS, sessions.highest, strict=False):
         if value is not None:
             values[position] = value
@@ -367,11 +374,11 @@ _NO_SETTINGS: _Settings = ((), None, 0)
 _NO_FEATURES: _Features = ((), 0, 0)
 
 
-def _read_fields(fields: ChainStatusFields, shared: Shared | None, bounds: Bounds) -> ChainReading:
+def _read_fields(fields: msgspec.Struct, shared: Shared | None, bounds: Bounds) -> ChainReading:
     """read_chain of a decoded chain status: the same reading, its configuration (council,
     settings, features, keyType) and its vote sessions each read once a cycle for all the
     nodes that send the same text, so only the node's own scalar gauges are read each time."""
-    raw = fields.values
+    raw = astuple(fields)
     values = _field_values(raw)
     parts = _Parts(shared, bounds)
     config = parts.configuration(raw)
