@@ -50,6 +50,7 @@ class Family(NamedTuple):
     unit: str
     meaning: str
     missing: str
+    source: str = ""
 
 
 def runtime() -> list[Family]:
@@ -66,7 +67,7 @@ def runtime() -> list[Family]:
 
 def families(group: m.Group) -> list[Family]:
     return [
-        Family(s.name, s.kind.value, s.labels, m.unit_of(s), s.help, s.missing)
+        Family(s.name, s.kind.value, s.labels, m.unit_of(s), s.help, s.missing, s.source)
         for s in group.families
     ]
 
@@ -156,6 +157,8 @@ def section(
         lines.append("| " + " | ".join(row) + f" | {_cell(family.unit)} |")
     for family in found:
         lines += ["", f"### `{family.name}`", "", family.meaning, ""]
+        if family.source:
+            lines += [f"**Read from:** {family.source}.", ""]
         if family.missing:
             lines += [f"**Missing or odd values.** {family.missing}", ""]
         readers = used.get(family.name, [])

@@ -17,6 +17,15 @@ from exporter.model.fields import CHAIN as _CHAIN
 from exporter.model.fields import FLAG, Field
 from exporter.model.fields import NODE as _NODE
 from exporter.poll.results import Reason
+from exporter.values import (
+    read_bool,
+    read_count,
+    read_duration,
+    read_list_length,
+    read_number,
+    read_object_size,
+    read_timestamp,
+)
 
 
 class Kind(Enum):
@@ -39,6 +48,7 @@ class MetricSpec:
     labels: tuple[str, ...] = ()
     unit: str = ""
     missing: str = ""
+    source: str = ""  # where a node's answer gives its value, as docs/metrics.md says it
 
 
 def _g(name: str, help_text: str, *labels: str, unit: str = "", missing: str = "") -> MetricSpec:
@@ -135,18 +145,49 @@ CHAIN_HEIGHT_CHANGED = _g(
 )
 
 
-def _stated(table: tuple[Field, ...]) -> dict[str, MetricSpec]:
+#: How each parser of exporter.values reads a value, in the words of docs/metrics.md.
+READ_AS = {
+    read_count: "a count",
+    read_bool: "a flag",
+    read_timestamp: "a timestamp",
+    read_duration: "a duration",
+    read_number: "a number",
+    read_list_length: "the length of a list",
+    read_object_size: "the number of members of an object",
+}
+
+
+def _source(field: Field, answer: str) -> str:
+    """Where a plain gauge's value comes from: the field, its answer and how it is read."""
+    if not field.is_gauge:
+        return ""
+    if f.EACH in field.at:
+        where = ".".join(part for part in field.at if part != f.EACH)
+        return f"the highest `{field.name}` among the members of `{where}` of {answer}"
+    return f"`{field.path}` of {answer}, read as {READ_AS[field.read]}"  # type: ignore[index]
+
+
+def _stated(table: tuple[Field, ...], answer: str) -> dict[str, MetricSpec]:
     """The families a field table states (on the rows with ``help``), by name, in order."""
     return {
         field.family: MetricSpec(
-            field.family, Kind(field.kind), field.help, field.labels, field.unit, field.missing
+            field.family,
+            Kind(field.kind),
+            field.help,
+            field.labels,
+            field.unit,
+            field.missing,
+            _source(field, answer),
         )
         for field in table
         if field.help
     }
 
 
-_FAMILIES = {**_stated(f.HEALTH_FIELDS), **_stated(f.CHAIN_STATUS_FIELDS)}
+_FAMILIES = {
+    **_stated(f.HEALTH_FIELDS, "`GET /health`"),
+    **_stated(f.CHAIN_STATUS_FIELDS, "`GET /blockchains/{id}`"),
+}
 
 
 def family_of(field: Field) -> MetricSpec:

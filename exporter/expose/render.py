@@ -93,11 +93,6 @@ class Renderer:
         self._templates = Templates()
         self._build_labels = label_string((build or this_build()).labels())
 
-    def cached_series(self) -> int:
-        """How many node and chain label strings are kept for the next render."""
-        with self._lock:
-            return sum(1 + len(node.chains) for node in self._nodes.values())
-
     def write(
         self,
         snapshot: Snapshot,
@@ -428,15 +423,12 @@ class _Collected:
     def __init__(self, openmetrics_format: bool) -> None:
         self._headers = openmetrics_headers if openmetrics_format else text_headers
         self.parts: list[bytes] = []
-        self.chunks: dict[str, int] = {}
 
     def family(self, spec: MetricSpec) -> None:
         self.parts.append(self._headers(spec).encode())
-        self.chunks[spec.name] = 0
 
     def lines(self, chunk: bytes) -> None:
         self.parts.append(chunk)
-        self.chunks[next(reversed(self.chunks))] += 1
 
 
 def _collect(
@@ -469,8 +461,3 @@ def openmetrics_format(
 ) -> bytes:
     """The snapshot's ``families`` in OpenMetrics 1.0, without the closing ``# EOF``."""
     return b"".join(_collect(renderer, snapshot, True, families, values).parts)
-
-
-def chunk_counts(renderer: Renderer, snapshot: Snapshot) -> dict[str, int]:
-    """How many chunks each family's lines were written in (for tests)."""
-    return _collect(renderer, snapshot, openmetrics_format=False).chunks

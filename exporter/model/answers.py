@@ -79,32 +79,28 @@ def _decoded_as(field: Field) -> Any:
 #: The chain status's own fields (``Field.at`` TOP), in the order of ChainStatusFields.values.
 FAST_FIELDS = tuple(field for field in CHAIN_STATUS_FIELDS if field.at == TOP)
 _NAMED = {f"field{position}": field for position, field in enumerate(FAST_FIELDS)}
-_CHAIN_STATUS = msgspec.json.Decoder(
-    msgspec.defstruct(
-        "ChainStatusStruct",
-        [(name, _decoded_as(field), UNSET) for name, field in _NAMED.items()],
-        rename={name: field.name for name, field in _NAMED.items()},
-        gc=False,
-    )
+#: What the fast path decodes of a chain status: each of FAST_FIELDS in order (``astuple``
+#: gives their values), UNSET where absent; any other shape is the slow path's. (A struct
+#: without GC tracking, as cheap to make as msgspec makes anything.)
+ChainStatusFields = msgspec.defstruct(
+    "ChainStatusFields",
+    [(name, _decoded_as(field), UNSET) for name, field in _NAMED.items()],
+    rename={name: field.name for name, field in _NAMED.items()},
+    gc=False,
 )
+_CHAIN_STATUS = msgspec.json.Decoder(ChainStatusFields)
 
 
-class ChainStatusFields(NamedTuple):
-    """What the fast path decoded of a chain status: the value of each of FAST_FIELDS in
-    order, UNSET where absent (any other shape is not decoded here: the slow path reads it)."""
-
-    values: tuple[Scalar | list[str] | Raw | UnsetType, ...]
-
-
-def decode_chain_status(body: bytes) -> ChainStatusFields | None:
-    """The chain status's fields, or None when the body is not for the fast path (it may
-    still be valid JSON the slow path reads, or invalid JSON it refuses)."""
+def decode_chain_status(body: bytes) -> msgspec.Struct | None:
+    """The chain status's fields (a ChainStatusFields), or None when the body is not for the
+    fast path (it may still be valid JSON the slow path reads, or invalid JSON it refuses)."""
     if not fits_fast_path(body):
         return None
     try:
-        return ChainStatusFields(astuple(_CHAIN_STATUS.decode(body)))
+        decoded: msgspec.Struct = _CHAIN_STATUS.decode(body)
     except msgspec.DecodeError:  # ValidationError too: a shape for the slow path
         return None
+    return decoded
 
 
 class BlockHashes(NamedTuple):

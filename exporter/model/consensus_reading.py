@@ -26,7 +26,7 @@ from exporter.model.fields import (
     VOTE_ROUND,
     VoteSession,
 )
-from exporter.values import LabelTexts, is_text, read_count, read_duration, read_number
+from exporter.values import LabelTexts, is_text, read_duration, read_number
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +57,14 @@ def read_sessions(value: Any, limit: int, labels: LabelTexts) -> SessionsRead:
     unfollowed = 0
     for session_id, session in value.items():
         details = session if isinstance(session, dict) else {}
-        for values, (name, read) in zip(found, _SESSION_READS, strict=True):
-            read_value = read(details.get(name))
-            if read_value is not None:
-                values.append(read_value)
+        read = [reader(details.get(name)) for name, reader in _SESSION_READS]
+        for values, one in zip(found, read, strict=True):
+            if one is not None:
+                values.append(one)
         if not 0 < len(session_id) <= MAX_SESSION_ID_CHARS or not is_text(session_id):
             unfollowed += bool(session_id)
             continue
-        round_ = read_count(details.get(_ROUND))
+        round_ = read[_ROUND_AT]
         leader = labels(details.get(_LEADER)) or None
         sessions.append(VoteSession(session_id, round_, leader))
     kept = sessions if len(sessions) <= limit else heapq.nsmallest(limit, sessions, _by_id)
@@ -77,7 +77,7 @@ def read_sessions(value: Any, limit: int, labels: LabelTexts) -> SessionsRead:
 
 _Gauge = Callable[[object], float | None]
 _SESSION_READS = tuple((field.name, cast(_Gauge, field.read)) for field in SESSION_GAUGES)
-_ROUND, _LEADER = VOTE_ROUND.name, CURRENT_LEADER.name
+_ROUND_AT, _LEADER = SESSION_GAUGES.index(VOTE_ROUND), CURRENT_LEADER.name
 _CONSENSUS, _FEATURES, _KEY_TYPE = CONSENSUS_SETTINGS.name, FEATURES.name, KEY_TYPE.name
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from exporter.bounds import NOTHING_DROPPED, DropKind, Dropped
 from exporter.model.storage import GaugeStore, GaugeTable
@@ -425,9 +426,10 @@ CHAIN_GAUGES = tuple(field for field in CHAIN_STATUS_FIELDS if field.is_gauge)
 #: Each plain gauge's position among a chain reading's gauges.
 GAUGE_POSITION = {field: position for position, field in enumerate(CHAIN_GAUGES)}
 _STORE = GaugeStore(len(CHAIN_GAUGES))
+_at = _STORE.at  # read about eight times a chain and cycle (history, network view)
+_pack_all = _STORE.packer()
 _HEIGHT, _SYNCING = GAUGE_POSITION[BLOCK_HEIGHT], GAUGE_POSITION[SYNCING]
 _NAN = math.nan
-_isnan = math.isnan
 
 # --- the readings: what the fields read as ----------------------------------------------------
 
@@ -479,35 +481,29 @@ class ChainReading:
 
     def gauge(self, field: Field) -> float | None:
         """The plain gauge ``field`` (one of :data:`CHAIN_GAUGES`); None when not reported."""
-        return _STORE.at(self.values, GAUGE_POSITION[field])
-
-    @property
-    def gauges(self) -> tuple[tuple[Field, float], ...]:
-        """The gauges the node reported, as (field, value) in :data:`CHAIN_GAUGES` order."""
-        pairs = zip(CHAIN_GAUGES, _STORE.unpack(self.values), strict=True)
-        return tuple((field, value) for field, value in pairs if not _isnan(value))
+        return _at(self.values, GAUGE_POSITION[field])
 
     @property
     def height(self) -> float | None:
         """The block height, when the node reported a readable one."""
-        return _STORE.at(self.values, _HEIGHT)
+        return _at(self.values, _HEIGHT)
 
     @property
     def syncing(self) -> bool | None:
         """Whether the node says it is syncing; None unless it sent a JSON boolean."""
-        flag = _STORE.at(self.values, _SYNCING)
+        flag = _at(self.values, _SYNCING)
         return None if flag is None else flag == 1.0
 
 
 def pack_gauges(values: list[float] | Mapping[Field, float]) -> bytes:
     """A chain reading's ``values``: one float per gauge of :data:`CHAIN_GAUGES` in order
     (NaN: not reported), or the reported ones by field."""
-    if isinstance(values, Mapping):
-        listed = [_NAN] * len(CHAIN_GAUGES)
-        for field, value in values.items():
-            listed[GAUGE_POSITION[field]] = value
-        values = listed
-    return _STORE.pack(values)
+    if type(values) is list:  # (a Mapping check is an ABC's: slow for every reading)
+        return _pack_all(*values)
+    listed = [_NAN] * len(CHAIN_GAUGES)
+    for field, value in cast(Mapping[Field, float], values).items():
+        listed[GAUGE_POSITION[field]] = value
+    return _pack_all(*listed)
 
 
 def gauge_table(readings: Iterable[ChainReading]) -> GaugeTable:

@@ -11,7 +11,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
+import msgspec
 from msgspec import UNSET, Raw
+from msgspec.structs import astuple
 
 from exporter.bounds import (
     DEFAULT_BOUNDS,
@@ -41,6 +43,7 @@ from exporter.model.fields import (
     GAUGE_POSITION,
     HEALTH_FIELDS,
     KEY_TYPE,
+    NETWORK,
     NETWORK_PEERS,
     NODE_ID,
     NODE_VERSION,
@@ -92,6 +95,7 @@ _PLACED = {
     )
     for place in dict.fromkeys(g.at for g in CHAIN_GAUGES if g.at != SESSION)
 }
+_PLACES = tuple(_PLACED.items())
 assert all(not g.also_at for g in CHAIN_GAUGES), "a chain gauge sits in one place"
 
 
@@ -99,8 +103,8 @@ def _gauge_values(body: dict[str, Any]) -> list[float]:
     """The plain gauges of a chain status, NaN where absent or unreadable (this runs for
     every chain of every node each cycle)."""
     values = [_NAN] * _GAUGE_COUNT
-    for place, gauges in _PLACED.items():
-        found = body if place == TOP else _lookup(body, place)
+    for place, gauges in _PLACES:
+        found = _lookup(body, place) if place else body
         if not isinstance(found, dict):  # none of its gauges is readable
             continue
         for position, key, reader, absent in gauges:
@@ -142,13 +146,16 @@ def read_health(
             "the node's URL answered /health with JSON that is not a ledger node's health "
             f"(none of {', '.join(_HEALTH_KEYS)}): check the node's url in the config"
         )
-    chains = _value(body, BLOCKCHAINS)
+    network = body.get(_NETWORK)
+    places = {TOP: body, NETWORK: network if isinstance(network, dict) else {}}
+    chains = places[BLOCKCHAINS.at].get(BLOCKCHAINS.name)
     labels = LabelTexts(bounds.label_value_length)
     chain_ids, unreadable = _chain_ids(chains, labels)
-    node_version, node_id = _label(body, NODE_VERSION, labels), _label(body, NODE_ID, labels)
-    peer_id = _label(body, PEER_ID, labels)
-    node_key = node_id or read_text(_value(body, NODE_ID)) or None
-    peers = _text_set(_value(body, NETWORK_PEERS)) or frozenset()
+    node_version = _label(places, NODE_VERSION, labels)
+    node_id = _label(places, NODE_ID, labels)
+    peer_id = _label(places, PEER_ID, labels)
+    node_key = node_id or read_text(places[NODE_ID.at].get(NODE_ID.name)) or None
+    peers = _text_set(places[NETWORK_PEERS.at].get(NETWORK_PEERS.name)) or frozenset()
     if shared is not None:
         node_version, node_id, peer_id, node_key = (
             None if text is None else shared(text)
@@ -159,8 +166,8 @@ def read_health(
         node_version=node_version,
         node_id=node_id,
         peer_id=peer_id,
-        peer_count=_gauge_reader(PEER_COUNT)(_value(body, PEER_COUNT)),
-        blockchain_count=_gauge_reader(BLOCKCHAINS)(chains),
+        peer_count=_read_peer_count(places[PEER_COUNT.at].get(PEER_COUNT.name)),
+        blockchain_count=_read_chain_count(chains),
         blockchain_ids=chain_ids,
         network_peers=peers,
         unreadable_chain_ids=unreadable,
@@ -169,21 +176,20 @@ def read_health(
     )
 
 
-def _value(body: dict[str, Any], field: Field, place: tuple[str, ...] | None = None) -> Any:
-    """The value of ``field`` in ``body`` where it sits (``place``: else ``field.at``); None
-    when absent or inside something that is not an object."""
-    found = _lookup(body, field.at if place is None else place)
-    return found.get(field.name) if isinstance(found, dict) else None
-
-
-def _label(body: dict[str, Any], field: Field, labels: LabelTexts) -> str | None:
+def _label(places: dict[tuple[str, ...], Any], field: Field, labels: LabelTexts) -> str | None:
     """The label text of ``field``: from the first of its places that holds one."""
-    text = None
-    for place in (field.at, *field.also_at):
-        text = labels(_value(body, field, place))
+    text = labels(places[field.at].get(field.name))
+    for place in field.also_at:
         if text:
             return text
+        text = labels(places[place].get(field.name))
     return text
+
+
+#: Where the fields of /health sit: the answer itself or its ``network`` object.
+_NETWORK = NETWORK[0]
+assert {p for f in HEALTH_FIELDS for p in (f.at, *f.also_at)} <= {TOP, NETWORK}
+_read_peer_count, _read_chain_count = _gauge_reader(PEER_COUNT), _gauge_reader(BLOCKCHAINS)
 
 
 def _chain_ids(chains: Any, labels: LabelTexts) -> tuple[tuple[str, ...], int]:
@@ -220,10 +226,10 @@ def read_chain(
         )
     values = _gauge_values(body)
     labels = LabelTexts(bounds.label_value_length)
-    sessions = read_sessions(_value(body, VOTE_SESSIONS), bounds.vote_sessions_per_chain, labels)
+    sessions = read_sessions(body.get(_SESSIONS_KEY), bounds.vote_sessions_per_chain, labels)
     _note_sessions(values, sessions)
-    features, extra_features = _features(_value(body, FEATURES), bounds.features_per_chain, labels)
-    council = _text_set(_value(body, COUNCIL_MEMBERS))
+    features, extra_features = _features(body.get(_FEATURES_KEY), bounds.features_per_chain, labels)
+    council = _text_set(body.get(_COUNCIL_KEY))
     leaders, extra_leaders = leader_keys(council or (), bounds.leaders_per_chain, labels)
     view = _consensus_view(body, shared)
     followed = sessions.followed
@@ -231,8 +237,9 @@ def read_chain(
         features, leaders, followed = shared(features), shared(leaders), shared(followed)
         council = None if council is None else shared(council)
         view = None if view is None else shared(view)
-    consensus_type = labels(_value(body, CONSENSUS_TYPE))
-    key_type = labels(_value(body, KEY_TYPE))
+    settings = body.get(_SETTINGS_KEY)
+    consensus_type = labels(settings.get(_TYPE_KEY) if isinstance(settings, dict) else None)
+    key_type = labels(body.get(_KEY_TYPE_KEY))
     return ChainReading(
         values=pack_gauges(values),
         consensus_type=consensus_type,
@@ -246,6 +253,14 @@ def read_chain(
     )
 
 
+#: The keys read_chain reads apart from the gauges, where the table says they sit.
+_SESSIONS_KEY, _FEATURES_KEY = VOTE_SESSIONS.name, FEATURES.name
+_COUNCIL_KEY, _KEY_TYPE_KEY = COUNCIL_MEMBERS.name, KEY_TYPE.name
+_SETTINGS_KEY, _TYPE_KEY = CONSENSUS_SETTINGS.name, CONSENSUS_TYPE.name
+assert all(f.at == TOP for f in (VOTE_SESSIONS, FEATURES, COUNCIL_MEMBERS, KEY_TYPE))
+assert CONSENSUS_TYPE.at == (CONSENSUS_SETTINGS.name,)
+
+
 def _consensus_view(body: dict[str, Any], shared: Shared | None) -> bytes | None:
     """The configuration's digest; made once a cycle for the nodes that send the same one."""
     key = view_key(body) if shared is not None else None
@@ -257,6 +272,8 @@ def _consensus_view(body: dict[str, Any], shared: Shared | None) -> bytes | None
 
 def _note_sessions(values: list[float], sessions: SessionsRead) -> None:
     """The gauges of every session (the highest round, ``consensusRequired``), when any."""
+    if sessions is NO_SESSIONS:
+        return
     for position, value in zip(_SESSION_POSITIONS, sessions.highest, strict=False):
         if value is not None:
             values[position] = value
@@ -357,11 +374,11 @@ _NO_SETTINGS: _Settings = ((), None, 0)
 _NO_FEATURES: _Features = ((), 0, 0)
 
 
-def _read_fields(fields: ChainStatusFields, shared: Shared | None, bounds: Bounds) -> ChainReading:
+def _read_fields(fields: msgspec.Struct, shared: Shared | None, bounds: Bounds) -> ChainReading:
     """read_chain of a decoded chain status: the same reading, its configuration (council,
     settings, features, keyType) and its vote sessions each read once a cycle for all the
     nodes that send the same text, so only the node's own scalar gauges are read each time."""
-    raw = fields.values
+    raw = astuple(fields)
     values = _field_values(raw)
     parts = _Parts(shared, bounds)
     config = parts.configuration(raw)

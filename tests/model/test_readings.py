@@ -145,9 +145,10 @@ def consensus(**changes: Any) -> dict[str, Any]:
 
 def gauges(reading: ChainReading) -> dict[str, float]:
     """The reading's gauges by the name of the family each is written as."""
-    names = [CHAIN_GAUGE_FAMILIES[gauge].name for gauge, _ in reading.gauges]
+    reported = [(g, v) for g in CHAIN_GAUGES if (v := reading.gauge(g)) is not None]
+    names = [CHAIN_GAUGE_FAMILIES[gauge].name for gauge, _ in reported]
     assert len(names) == len(set(names)), "a series given twice"
-    return {CHAIN_GAUGE_FAMILIES[gauge].name: value for gauge, value in reading.gauges}
+    return {CHAIN_GAUGE_FAMILIES[gauge].name: value for gauge, value in reported}
 
 
 # --- /health ---

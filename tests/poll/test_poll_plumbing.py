@@ -187,7 +187,6 @@ def test_height_and_syncing_read_at_their_offsets_as_the_gauges_say(
     reading = ChainReading(values=pack_gauges({BLOCK_HEIGHT: height, SYNCING: syncing}))
     assert (reading.height, reading.syncing) == expected
     assert reading.height == reading.gauge(BLOCK_HEIGHT)
-    assert dict(reading.gauges).get(BLOCK_HEIGHT) == reading.height
 
 
 def test_with_no_leader_failures_trim_forgets_nothing_and_counts_as_before() -> None:

@@ -46,3 +46,26 @@ def label_values(label: str) -> tuple[str, ...]:
     assert row, f"{PAGE} documents no label {label!r}"
     meaning = row[1].split(":", 1)[1] if ":" in row[1] else ""
     return tuple(re.findall(r"`([^`]+)`", meaning))
+
+
+#: ``**Read from:** `path` of `GET /endpoint`, read as how.`` below a family's heading
+_SOURCE = re.compile(
+    r"^\*\*Read from:\*\* `(?P<path>[A-Za-z.]+)` of `(?P<answer>[^`]+)`, read as (?P<how>[^.]+)\.$"
+)
+
+
+@cache
+def sources(answer: str) -> dict[str, tuple[str, str]]:
+    """Family -> (the dotted path of the field it is read from, how it is read: ``a count``,
+    ``a flag``...), for the families the page says are read from one field of ``answer``
+    (``GET /blockchains/{id}``)."""
+    found: dict[str, tuple[str, str]] = {}
+    family = ""
+    for line in PAGE.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"^### `([a-z_:]+)`$", line)
+        if heading:
+            family = heading[1]
+        source = _SOURCE.match(line)
+        if source and source["answer"] == answer:
+            found[family] = (source["path"], source["how"])
+    return found

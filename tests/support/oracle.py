@@ -23,7 +23,7 @@ from exporter.expose import metrics as m
 from exporter.expose.metrics import MetricSpec
 from exporter.expose.render import CHAIN_GAUGE_FAMILIES
 from exporter.expose.watch_samples import watch_samples
-from exporter.model.fields import BLOCKCHAINS, PEER_COUNT
+from exporter.model.fields import BLOCKCHAINS, CHAIN_GAUGES, PEER_COUNT
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.model.watch_readings import WatchStatus
 
@@ -189,8 +189,8 @@ class BlockchainCollector(Collector):
         reading = chain.reading
         if reading is None:
             return
-        for gauge, value in reading.gauges:
-            families.add(CHAIN_GAUGE_FAMILIES[gauge], labels, value)
+        for gauge in CHAIN_GAUGES:
+            families.add(CHAIN_GAUGE_FAMILIES[gauge], labels, reading.gauge(gauge))
         families.add(m.CHAIN_BLOCKS_BEHIND, labels, chain.blocks_behind)
         families.add(m.CHAIN_HEIGHT_CHANGED, labels, _unix(chain.height_changed_at, wall_offset))
         if reading.consensus_type is not None or reading.key_type is not None:
