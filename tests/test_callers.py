@@ -28,12 +28,6 @@ ALLOWED = {
     "exporter.web.server._Handler.do_GET": "called by http.server",
     "exporter.web.server._Handler.do_HEAD": "called by http.server",
     "exporter.web.server._Handler.do_POST": "called by http.server",
-    # exporter/expose/metrics.py, render.py and model/watch_readings.py are being rewritten
-    # apart from this check (issue 35, item 1): these go with that rewrite
-    "exporter.expose.metrics.sample_names": "pending the field-table rewrite",
-    "exporter.expose.render.Renderer.cached_series": "pending the field-table rewrite",
-    "exporter.expose.render.chunk_counts": "pending the field-table rewrite",
-    "exporter.model.watch_readings.request_path": "pending the field-table rewrite",
 }
 
 _DOCUMENTS = ("*.md", "docs/*.md", "benchmarks/*.md", "tools/*.md", "Makefile")

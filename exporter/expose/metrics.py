@@ -335,7 +335,9 @@ PROBE_DURATION = _g("ledger_probe_duration_seconds", "Wall time of the probe.")
 # Watch lists (docs/metrics.md, "Watch lists"): contracts and wallets named in the config. An
 # answer's families are its rows' (exporter.model.fields); its ``_up`` is the exporter's own.
 _FAMILIES.update(
-    _stated(f.CONTRACT_FIELDS) | _stated(f.CONTRACT_STATE_FIELDS) | _stated(f.WALLET_FIELDS)
+    _stated(f.CONTRACT_FIELDS, "`GET /blockchains/{id}/contracts/{address}`")
+    | _stated(f.CONTRACT_STATE_FIELDS, "`GET /blockchains/{id}/contracts/{address}/state`")
+    | _stated(f.WALLET_FIELDS, "`GET /wallets/{address}?blockchainId={id}`")
 )
 CONTRACT_UP = _g(
     "ledger_contract_up",
@@ -589,8 +591,3 @@ RUNTIME_UNITS = {
     "python_gc_collections_total": "collections",
 }
 RUNTIME_SAMPLE_NAMES = frozenset(RUNTIME_UNITS)
-
-
-def sample_names() -> frozenset[str]:
-    """Every sample name the exporter can emit (its own families and the runtime ones)."""
-    return frozenset(spec.name for spec in ALL) | RUNTIME_SAMPLE_NAMES

@@ -22,6 +22,7 @@ from exporter.bounds import (
     Dropped,
     count_dropped,
 )
+from exporter.errors import LedgerExporterError
 from exporter.model.answers import FAST_FIELDS, BlockHashes, ChainStatusFields, decode_json
 from exporter.model.consensus_reading import (
     NO_SESSIONS,
@@ -67,7 +68,7 @@ from exporter.values import (
 )
 
 
-class InvalidResponseError(ValueError):
+class InvalidResponseError(LedgerExporterError, ValueError):
     """The answer is JSON but not of the shape the API documents (e.g. not an object)."""
 
 

@@ -84,11 +84,6 @@ def _segment(text: str) -> str:
     return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
 
 
-def request_path(kind: WatchKind, blockchain: str, address: str) -> str:
-    """The encoded API path of endpoint 6, 7 or 9 for ``address`` on ``blockchain``."""
-    return WatchRequest("", kind, blockchain, address, "").path
-
-
 def _asks(entry: WatchedContract | WatchedWallet, node: str, chains: Collection[str]) -> bool:
     """A node is asked when it lists the chain and the entry does not name other nodes."""
     return entry.blockchain in chains and (entry.nodes is None or node in entry.nodes)

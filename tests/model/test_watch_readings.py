@@ -30,7 +30,6 @@ from exporter.model.watch_readings import (
     WatchStatus,
     plan_requests,
     read_answer,
-    request_path,
     state_value,
     watched_object,
 )
@@ -159,7 +158,7 @@ def test_failures_say_up_0_and_nothing_else() -> None:
 def test_request_paths_are_percent_encoded(
     kind: WatchKind, blockchain: str, address: str, path: str
 ) -> None:
-    assert request_path(kind, blockchain, address) == path
+    assert WatchRequest("", kind, blockchain, address, "").path == path
 
 
 WATCH = WatchConfig(

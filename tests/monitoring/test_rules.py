@@ -210,7 +210,8 @@ def rules_of(path: Path) -> list[dict[str, Any]]:
 
 ALERTS = {rule["alert"]: rule for rule in rules_of(PROM_DIR / "alerts.yml")}
 RECORDS = {rule["record"]: rule for rule in rules_of(PROM_DIR / "rules.yml")}
-EXPORTER_NAMES = metrics.sample_names()
+#: Every sample name the exporter can emit (its own families and the runtime ones).
+EXPORTER_NAMES = frozenset(spec.name for spec in metrics.ALL) | metrics.RUNTIME_SAMPLE_NAMES
 VALID_NAMES = EXPORTER_NAMES | PROMETHEUS_NAMES | set(RECORDS)
 LABELS_BY_NAME = {spec.name: frozenset(spec.labels) for spec in metrics.ALL}
 
