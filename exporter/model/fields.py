@@ -447,7 +447,7 @@ class HealthReading:
     peer_count: float | None
     blockchain_count: float | None
     blockchain_ids: tuple[str, ...]
-    network_peers: frozenset[str] = frozenset()
+    network_peers: tuple[str, ...] = ()  # sorted, once each: a tuple is a seventh of a set
     unreadable_chain_ids: int = 0
     dropped: Dropped = NOTHING_DROPPED
     node_key: str | None = None  # nodeId as a council key: up to MAX_TEXT_CHARS, no label

@@ -42,7 +42,7 @@ class NodeObservation(NamedTuple):
 
     node: str
     peer_id: str | None
-    network_peers: frozenset[str]
+    network_peers: tuple[str, ...]
     chains: tuple[ChainObservation, ...]
 
 

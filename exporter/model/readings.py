@@ -156,13 +156,13 @@ def read_health(
     node_id = _label(places, NODE_ID, labels)
     peer_id = _label(places, PEER_ID, labels)
     node_key = node_id or read_text(places[NODE_ID.at].get(NODE_ID.name)) or None
-    peers = _text_set(places[NETWORK_PEERS.at].get(NETWORK_PEERS.name)) or frozenset()
+    peers = tuple(sorted(_text_set(places[NETWORK_PEERS.at].get(NETWORK_PEERS.name)) or ()))
     if shared is not None:
         node_version, node_id, peer_id, node_key = (
             None if text is None else shared(text)
             for text in (node_version, node_id, peer_id, node_key)
         )
-        peers = shared.set_of(peers) if peers else peers
+        peers = shared.tuple_of(peers) if peers else peers
     return HealthReading(
         node_version=node_version,
         node_id=node_id,

@@ -25,7 +25,7 @@ KEYS = {"a": "key-a", "b": "key-b", "c": "key-c", "d": "key-d"}
 
 def observed(node: str, council: frozenset[str] | None, view: bytes | None) -> NodeObservation:
     chain = ChainObservation("c1", 10.0, False, council, None, view)
-    return NodeObservation(node, None, frozenset(), (chain,))
+    return NodeObservation(node, None, (), (chain,))
 
 
 def test_consensus_views_and_the_odd_node_out() -> None:

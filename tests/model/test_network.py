@@ -34,7 +34,7 @@ def chain(
 
 
 def node(name: str, peers: Iterable[str], *chains: ChainObservation) -> NodeObservation:
-    return NodeObservation(name, "p-" + name, frozenset("p-" + p for p in peers), chains)
+    return NodeObservation(name, "p-" + name, tuple(sorted({"p-" + p for p in peers})), chains)
 
 
 @pytest.mark.parametrize(
@@ -156,8 +156,8 @@ def test_no_up_node_gives_no_partition_count() -> None:
 
 def test_a_node_without_peer_id_can_still_list_others() -> None:
     nodes = [
-        NodeObservation("n1", None, frozenset({"p-n2"}), ()),
-        NodeObservation("n2", "p-n2", frozenset(), ()),
+        NodeObservation("n1", None, ("p-n2",), ()),
+        NodeObservation("n2", "p-n2", (), ()),
     ]
     assert partitions(nodes) == (1, (("n1", 1), ("n2", 1)))
 
@@ -181,7 +181,7 @@ def test_partitions_link_exactly_the_pairs_the_definition_links(seed: int) -> No
         NodeObservation(
             f"n{i}",
             chooser.choice([*ids, None]),
-            frozenset(chooser.sample([*ids, "unpolled"], chooser.randint(0, 3))),
+            tuple(sorted(chooser.sample([*ids, "unpolled"], chooser.randint(0, 3)))),
             (),
         )
         for i in range(12)
@@ -241,12 +241,13 @@ def test_council_absent() -> None:
 @pytest.mark.parametrize(
     ("network", "expected"),
     [
-        ({"networkPeers": ["p1", "p2"]}, frozenset({"p1", "p2"})),
-        ({"networkPeers": "p1"}, frozenset()),
-        ({}, frozenset()),
+        ({"networkPeers": ["p2", "p1", "p2"]}, ("p1", "p2")),
+        ({"networkPeers": "p1"}, ()),
+        ({}, ()),
     ],
 )
-def test_network_peers(network: dict[str, Any], expected: frozenset[str]) -> None:
+def test_network_peers(network: dict[str, Any], expected: tuple[str, ...]) -> None:
+    """Sorted, each once: a set's meaning in a seventh of its memory."""
     assert read_health({"network": network}).network_peers == expected
 
 
@@ -257,6 +258,6 @@ def test_observe_keeps_only_the_chains_read() -> None:
     assert observed == NodeObservation(
         "n1",
         "p1",
-        frozenset({"p2"}),
+        ("p2",),
         (ChainObservation("c1", 12.0, True, frozenset({"a"}), "h"),),
     )

@@ -162,7 +162,7 @@ def test_health_full_document() -> None:
         peer_count=4.0,
         blockchain_count=2.0,
         blockchain_ids=("8f2a9c", "chain/with space"),
-        network_peers=frozenset({"12D3KooWa", "12D3KooWb", "12D3KooWc", "12D3KooWd"}),
+        network_peers=("12D3KooWa", "12D3KooWb", "12D3KooWc", "12D3KooWd"),
         node_key=NODE_ID,
     )
 
@@ -558,11 +558,11 @@ def _hostile_id(value: object) -> str | None:
         ({"nodeId": LONG}, "node_id", None),
         ({"network": network(peerId=SURROGATE)}, "peer_id", None),
         ({"network": network(peerId=LONG), "peerId": "12D3KooWTop"}, "peer_id", "12D3KooWTop"),
-        ({"network": network(networkPeers=["a", f"b{SURROGATE}"])}, "network_peers", frozenset()),
+        ({"network": network(networkPeers=["a", f"b{SURROGATE}"])}, "network_peers", ()),
         (
             {"network": network(networkPeers=["a", "p" * (MAX_TEXT_CHARS + 1)])},
             "network_peers",
-            frozenset(),
+            (),
         ),
         # a chain id UTF-8 cannot hold is skipped and counted (as invalid_response, later)
         ({"blockchains": ["a", f"b{SURROGATE}", "c"]}, "blockchain_ids", ("a", "c")),
