@@ -47,16 +47,26 @@ def shipped_and_documented() -> list[Path]:
 
 
 def uses(paths: Iterable[Path]) -> Counter[str]:
-    """How often each identifier is read or called in ``paths`` (names and attributes;
-    a definition's own name is no use)."""
+    """How often each identifier is read or called in ``paths`` (names and attributes; a
+    definition's own name is no use, nor that name inside its own body: a wrapper that
+    calls a callee of its name, ``def unpack(): return self._all.unpack()``, uses nothing)."""
     counted: Counter[str] = Counter()
     for path in paths:
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Name):
-                counted[node.id] += 1
-            elif isinstance(node, ast.Attribute):
-                counted[node.attr] += 1
+        _count(ast.parse(path.read_text(), str(path)), frozenset(), counted)
     return counted
+
+
+def _count(node: ast.AST, inside: frozenset[str], counted: Counter[str]) -> None:
+    """Count the names and attributes under ``node``, but not those named as a function
+    that encloses them (``inside``)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        inside |= {node.name}
+    elif isinstance(node, ast.Name) and node.id not in inside:
+        counted[node.id] += 1
+    elif isinstance(node, ast.Attribute) and node.attr not in inside:
+        counted[node.attr] += 1
+    for child in ast.iter_child_nodes(node):
+        _count(child, inside, counted)
 
 
 def public_definitions() -> Iterator[str]:
@@ -115,3 +125,12 @@ def test_the_scan_sees_a_method_only_a_test_calls(tmp_path: Path) -> None:
     shipped.write_text("class A:\n    def used(self): ...\n    def lonely(self): ...\nA().used()\n")
     counted = uses([shipped])
     assert counted["used"] == 1 and counted["lonely"] == 0
+
+
+def test_a_wrapper_calling_its_namesake_is_no_use_of_itself(tmp_path: Path) -> None:
+    shipped = tmp_path / "shipped.py"
+    shipped.write_text(
+        "import struct\nclass Store:\n    def unpack(self, b):\n"
+        "        return struct.unpack('d', b)\n"
+    )
+    assert uses([shipped])["unpack"] == 0

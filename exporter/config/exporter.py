@@ -142,8 +142,10 @@ class _Reader(Reader):
             return None
         probing = isinstance(data, dict) and "probe" in data  # then `nodes` may be left out
         top = self.mapping(data, (), _TOP_KEYS, required=() if probing else ("nodes",))
-        plain = read_settings(self, top, Config, ())
-        if "scrape_timeout" not in top:  # the default, cut to a shorter interval
+        refused: set[str] = set()
+        plain = read_settings(self, top, Config, (), refused)
+        if "scrape_timeout" not in top or refused & {"scrape_timeout", "scrape_interval"}:
+            # the default (or a refused value's stand-in), cut to a shorter interval
             plain["scrape_timeout"] = min(plain["scrape_timeout"], plain["scrape_interval"])
         if plain["scrape_timeout"] > plain["scrape_interval"]:
             self.problem(("scrape_timeout",), "must not be longer than scrape_interval")

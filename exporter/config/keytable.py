@@ -198,15 +198,23 @@ def key_names(cls: type[Any]) -> tuple[str, ...]:
 
 
 def read_settings(
-    reader: Reader, data: Mapping[str, Any], cls: type[Any], path: Path
+    reader: Reader,
+    data: Mapping[str, Any],
+    cls: type[Any],
+    path: Path,
+    refused: set[str] | None = None,
 ) -> dict[str, Any]:
     """Every plain key of ``cls`` from the section ``data`` at ``path``, checked: the value
-    given, else (and when it is refused, after the problem) the default."""
+    given, else (and when it is refused, after the problem) the default. The names of the
+    keys refused are added to ``refused``, so a check across keys does not judge a default
+    that stands in for a refused value."""
     values = {}
     for item in declared(cls):
         value = item.default
         if item.name in data:
             read = item.key.check.read(reader, data[item.name], (*path, item.name))
+            if read is INVALID and refused is not None:
+                refused.add(item.name)
             value = item.default if read is INVALID else read
         values[item.name] = value
     return values

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from exporter.bounds import SETTINGS, DropKind
 from exporter.model import fields as f
 from exporter.model.fields import CHAIN as _CHAIN
 from exporter.model.fields import FLAG, Field
@@ -95,10 +96,9 @@ CONFIG_RELOAD_SUCCESS_TIME = _g(
 DROPPED_VALUES = MetricSpec(
     "ledger_exporter_dropped_values_total",
     Kind.COUNTER,
-    "Values a node sent beyond a configured bound and so not exported, by kind: blockchain "
-    "(max_blockchains_per_node), feature (max_features_per_chain), auth_group "
-    "(max_auth_groups_per_wallet), label_value (max_label_value_length), vote_session "
-    "(max_vote_sessions_per_chain), leader (max_leaders_per_chain).",
+    "Values a node sent beyond a configured bound and so not exported, by kind: "
+    + ", ".join(f"{kind.value} ({SETTINGS[kind]})" for kind in DropKind)
+    + ".",
     ("node", "kind"),
 )
 
@@ -500,8 +500,7 @@ LABELS = {
     "endpoint": "which request failed: `health`, `blockchain`, `block`, `contract`, "
     "`contract_state`, `wallet`",
     "reason": "why it failed: " + ", ".join(f"`{reason.value}`" for reason in Reason),
-    "kind": "which bound dropped values: `blockchain`, `feature`, `auth_group`, `label_value`, "
-    "`vote_session`, `leader`",
+    "kind": "which bound dropped values: " + ", ".join(f"`{kind.value}`" for kind in DropKind),
     "version": "the exporter's version",
     "revision": "the git revision it was built from (empty when unknown)",
     "branch": "the git branch it was built from (empty when unknown)",

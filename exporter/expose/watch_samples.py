@@ -1,7 +1,7 @@
 """The watch-list series: one watched object's samples, as the writer writes them.
 
 A pure function (``watch_samples``) of one object as one node answered: its ``_up``, then
-what its reading holds, ``_info`` only when the node sent one of its identity f. Which
+what its reading holds, ``_info`` only when the node sent one of its identity fields. Which
 attribute of a reading feeds which family and label is read off the rows of
 :mod:`exporter.model.fields`, once at import.
 """

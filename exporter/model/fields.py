@@ -12,9 +12,8 @@ readings are kept compact is :mod:`exporter.model.storage`'s business, not their
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import cast
 
 from exporter.bounds import NOTHING_DROPPED, DropKind, Dropped
 from exporter.model.storage import GaugeStore, GaugeTable
@@ -495,15 +494,10 @@ class ChainReading:
         return None if flag is None else flag == 1.0
 
 
-def pack_gauges(values: list[float] | Mapping[Field, float]) -> bytes:
+def pack_gauges(values: list[float]) -> bytes:
     """A chain reading's ``values``: one float per gauge of :data:`CHAIN_GAUGES` in order
-    (NaN: not reported), or the reported ones by field."""
-    if type(values) is list:  # (a Mapping check is an ABC's: slow for every reading)
-        return _pack_all(*values)
-    listed = [_NAN] * len(CHAIN_GAUGES)
-    for field, value in cast(Mapping[Field, float], values).items():
-        listed[GAUGE_POSITION[field]] = value
-    return _pack_all(*listed)
+    (NaN: not reported)."""
+    return _pack_all(*values)
 
 
 def gauge_table(readings: Iterable[ChainReading]) -> GaugeTable:

@@ -30,10 +30,10 @@ class ChainObservation(NamedTuple):
 
     blockchain: str
     height: float | None
-    syncing: bool | None
+    is_syncing: bool | None
     council: frozenset[str] | None
     checkpoint_hash: str | None = None
-    consensus: bytes | None = None  # digest of the consensus configuration, if readable
+    settings_digest: bytes | None = None  # of the consensus configuration, if readable
 
 
 class NodeObservation(NamedTuple):
@@ -41,8 +41,8 @@ class NodeObservation(NamedTuple):
     as ChainObservation)."""
 
     node: str
-    peer_id: str | None
-    network_peers: tuple[str, ...]
+    peer_identity: str | None
+    listed_peers: tuple[str, ...]
     chains: tuple[ChainObservation, ...]
 
 
@@ -109,8 +109,8 @@ def observe(
     reading or None when unread, checkpoint block hash or None). Unread chains are left out."""
     return NodeObservation(
         node=node,
-        peer_id=health.peer_id,
-        network_peers=health.network_peers,
+        peer_identity=health.peer_id,
+        listed_peers=health.network_peers,
         chains=tuple(
             ChainObservation(
                 chain,
@@ -169,7 +169,7 @@ def next_checkpoint(chains: Iterable[ChainObservation], depth: int) -> int | Non
     if depth <= 0:
         return None
     heights = sorted(
-        (c.height for c in chains if c.height is not None and c.syncing is not True),
+        (c.height for c in chains if c.height is not None and c.is_syncing is not True),
         reverse=True,
     )
     if not heights:
@@ -189,7 +189,7 @@ def chain_agreement(
     is each polled node's remembered ``nodeId`` (for the council members polled and up)."""
     hashes = [(node, c.checkpoint_hash) for node, c in readers if c.checkpoint_hash is not None]
     councils = [(node, c.council) for node, c in readers if c.council is not None]
-    configs = [(node, c.consensus) for node, c in readers if c.consensus is not None]
+    configs = [(node, c.settings_digest) for node, c in readers if c.settings_digest is not None]
     hash_count, block_agrees = majority_agreement(hashes)
     council_count, council_agrees = majority_agreement(councils)
     config_count, config_agrees = majority_agreement(configs)
@@ -218,11 +218,11 @@ def partitions(nodes: Sequence[NodeObservation]) -> tuple[int | None, tuple[tupl
         return None, ()
     by_peer_id: dict[str, list[str]] = {}
     for node in nodes:
-        if node.peer_id is not None:
-            by_peer_id.setdefault(node.peer_id, []).append(node.node)
+        if node.peer_identity is not None:
+            by_peer_id.setdefault(node.peer_identity, []).append(node.node)
     links: dict[str, set[str]] = {n.node: set() for n in nodes}
     for a in nodes:
-        for peer in a.network_peers:
+        for peer in a.listed_peers:
             for b in by_peer_id.get(peer, ()):
                 if b != a.node:
                     links[a.node].add(b)

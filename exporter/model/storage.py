@@ -41,23 +41,15 @@ class GaugeStore:
         self._all = struct.Struct(f"={width}d")
         self._one = struct.Struct("=d")
 
-    def pack(self, values: list[float]) -> bytes:
-        """``values`` (one per gauge, NaN: not reported) as the packed bytes kept."""
-        return self._all.pack(*values)
-
     def packer(self) -> Callable[..., bytes]:
-        """:meth:`pack` taking the values as arguments (one call less, for every reading)."""
+        """Packs the values given as arguments (one per gauge, NaN: not reported) into the
+        bytes kept: the bound method itself, one call less for every reading."""
         return self._all.pack
 
     def at(self, packed: bytes, position: int) -> float | None:
         """The gauge at ``position``; None when not reported."""
         value: float = self._one.unpack_from(packed, 8 * position)[0]
         return None if _isnan(value) else value
-
-    def unpack(self, packed: bytes) -> tuple[float, ...]:
-        """Every gauge, NaN where not reported."""
-        values: tuple[float, ...] = self._all.unpack(packed)
-        return values
 
     def table(self, packed: Iterable[bytes]) -> GaugeTable:
         """The gauges of many readings as one table (:class:`GaugeTable`)."""

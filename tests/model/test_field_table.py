@@ -108,11 +108,6 @@ ELSEWHERE = {
     ("network", "web/problems.py"): "the status page's scope of network-wide problems",
     ("consensus", "poll/history.py"): "a node's chains followed across cycles",
     ("syncing", "poll/history.py"): "since when each chain has been syncing",
-    # the network view's lean copies of a reading's parsed values (3000 named tuples a cycle)
-    ("syncing", "model/network.py"): "ChainObservation.syncing: ChainReading.syncing copied",
-    ("consensus", "model/network.py"): "ChainObservation.consensus: the configuration digest",
-    ("peer_id", "model/network.py"): "NodeObservation.peer_id: HealthReading.peer_id copied",
-    ("network_peers", "model/network.py"): "NodeObservation.network_peers: copied likewise",
     # the checkpoint block of another endpoint (GET /blockchains/{id}/blocks)
     ("blockHash", "config/exporter.py"): "a default of block_hash_fields: the block's field",
     ("block_hash", "poll/results.py"): "ChainResult.block_hash: the checkpoint block's hash",

@@ -167,7 +167,11 @@ def _linked_by_definition(nodes: list[NodeObservation]) -> dict[str, int]:
     links: dict[str, set[str]] = {n.node: set() for n in nodes}
     for a in nodes:
         for b in nodes:
-            if a.node != b.node and b.peer_id is not None and b.peer_id in a.network_peers:
+            if (
+                a.node != b.node
+                and b.peer_identity is not None
+                and b.peer_identity in a.listed_peers
+            ):
                 links[a.node].add(b.node)
                 links[b.node].add(a.node)
     return {name: len(peers) for name, peers in links.items()}

@@ -260,6 +260,27 @@ def test_health_with_one_node_field_is_a_reading(
 # --- /blockchains/{id} ---
 
 
+#: The flags of a chain status and the family each feeds, written here apart from the field
+#: table: the full document above has two flags at 0 and two at 1, so a swap within a pair
+#: would read the same there (and the contract oracle learns the sources from the generated
+#: docs/metrics.md, which a swapped row would regenerate).
+FLAG_FAMILIES = {
+    "syncing": "ledger_blockchain_syncing",
+    "isInCouncil": "ledger_blockchain_in_council",
+    "isVoting": "ledger_blockchain_voting",
+    "isTimeToVote": "ledger_blockchain_time_to_vote",
+}
+
+
+@pytest.mark.parametrize("flag", FLAG_FAMILIES)
+def test_each_flag_feeds_its_own_family(flag: str) -> None:
+    body = {name: name == flag for name in FLAG_FAMILIES}
+    read = gauges(read_chain(body))
+    assert {family: read.get(family) for family in FLAG_FAMILIES.values()} == {
+        family: 1.0 if name == flag else 0.0 for name, family in FLAG_FAMILIES.items()
+    }
+
+
 def test_chain_full_document() -> None:
     reading = read_chain(json.loads(CHAIN_JSON))
     assert gauges(reading) == pytest.approx(EXPECTED_CHAIN_GAUGES)

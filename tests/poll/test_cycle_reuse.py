@@ -13,12 +13,13 @@ from hypothesis import strategies as st
 
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
-from exporter.model.fields import BLOCK_HEIGHT, ChainReading, VoteSession, pack_gauges
+from exporter.model.fields import BLOCK_HEIGHT, ChainReading, VoteSession
 from exporter.model.network import majority_agreement
 from exporter.model.snapshot import ChainStatus, LeaderCounts, NodeStatus
 from exporter.poll.consensus_history import ChainConsensus
 from exporter.poll.cycle import Poller
 from tests.support import generation
+from tests.support.gauges import gauges_packed
 
 NAN = float("nan")
 
@@ -26,7 +27,7 @@ NAN = float("nan")
 def reading(
     height: float | None, leaders: tuple[str, ...], sessions: tuple[VoteSession, ...] = ()
 ) -> ChainReading:
-    packed = pack_gauges({} if height is None else {BLOCK_HEIGHT: height})
+    packed = gauges_packed({} if height is None else {BLOCK_HEIGHT: height})
     return ChainReading(values=packed, leaders=leaders, sessions=sessions)
 
 

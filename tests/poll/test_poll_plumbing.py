@@ -17,7 +17,7 @@ import pytest
 
 from exporter.config.nodes import NodeConfig
 from exporter.errors import TransferError
-from exporter.model.fields import BLOCK_HEIGHT, SYNCING, ChainReading, pack_gauges
+from exporter.model.fields import BLOCK_HEIGHT, SYNCING, ChainReading
 from exporter.poll.client import NodeClient
 from exporter.poll.consensus_history import ChainConsensus
 from exporter.poll.engine import Engine, Profile, Request, Response
@@ -26,6 +26,7 @@ from exporter.poll.node import BlockPlan, NodePoll, _ended
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
+from tests.support.gauges import gauges_packed
 from tests.support.waiting import RecordedWaits, wait_until
 
 
@@ -184,7 +185,7 @@ def test_a_chain_listed_twice_is_asked_once(fake_nodes: FakeNodes) -> None:
 def test_height_and_syncing_read_at_their_offsets_as_the_gauges_say(
     height: float, syncing: float, expected: tuple[float | None, bool | None]
 ) -> None:
-    reading = ChainReading(values=pack_gauges({BLOCK_HEIGHT: height, SYNCING: syncing}))
+    reading = ChainReading(values=gauges_packed({BLOCK_HEIGHT: height, SYNCING: syncing}))
     assert (reading.height, reading.syncing) == expected
     assert reading.height == reading.gauge(BLOCK_HEIGHT)
 
