@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any, cast
@@ -23,6 +23,7 @@ from typing import Any, cast
 import jsonschema
 import pytest
 
+from tests.support.monitoring import edit_at
 from tests.support.testdata import REPO
 from tools import grafana_schema
 
@@ -137,46 +138,29 @@ def test_every_panel_type_has_a_schema() -> None:
     assert len(DASHBOARDS) == 4
 
 
-def _set(path: str, value: Any) -> Callable[[Board], None]:
-    """Set (``-``: delete) the value at a dotted path such as ``panels.3.options.frameIndex``."""
-
-    def apply(board: Board) -> None:
-        *parents, last = path.split(".")
-        node: Any = board
-        for part in parents:
-            node = node[int(part)] if part.isdigit() else node[part]
-        key: Any = int(last) if last.isdigit() else last
-        if value == "-":
-            del node[key]
-        else:
-            node[key] = value
-
-    return apply
-
-
 # ledger-exporter.json: panels 0 row, 1 stat, 3 table, 5 timeseries, 11 state-timeline.
 BREAKAGES = {
-    "row without panels": _set("panels.0.panels", "-"),
-    "variable without current value": _set("templating.list.1.current", {"text": "All"}),
-    "stat without wideLayout": _set("panels.1.options.wideLayout", "-"),
-    "stat with an unknown option": _set("panels.1.options.sparkline", True),
-    "table without frameIndex": _set("panels.3.options.frameIndex", "-"),
-    "table footer fields not a list": _set("panels.3.options.footer.fields", "node"),
-    "table cell option of the wrong shape": _set(
+    "row without panels": edit_at("panels.0.panels", "-"),
+    "variable without current value": edit_at("templating.list.1.current", {"text": "All"}),
+    "stat without wideLayout": edit_at("panels.1.options.wideLayout", "-"),
+    "stat with an unknown option": edit_at("panels.1.options.sparkline", True),
+    "table without frameIndex": edit_at("panels.3.options.frameIndex", "-"),
+    "table footer fields not a list": edit_at("panels.3.options.footer.fields", "node"),
+    "table cell option of the wrong shape": edit_at(
         "panels.3.fieldConfig.defaults.custom.cellOptions", {"type": "gauge", "x": 1}
     ),
-    "timeseries custom field config typo": _set(
+    "timeseries custom field config typo": edit_at(
         "panels.5.fieldConfig.defaults.custom.lineWidht", 1
     ),
-    "state timeline legend without calcs": _set("panels.11.options.legend.calcs", "-"),
-    "query whose refId is not a string": _set("panels.5.targets.0.refId", 1),
-    "query variable with a definition that is not a string": _set(
+    "state timeline legend without calcs": edit_at("panels.11.options.legend.calcs", "-"),
+    "query whose refId is not a string": edit_at("panels.5.targets.0.refId", 1),
+    "query variable with a definition that is not a string": edit_at(
         "templating.list.1.definition", {"query": "up"}
     ),
-    "threshold step that is a string": _set(
+    "threshold step that is a string": edit_at(
         "panels.1.fieldConfig.defaults.thresholds.steps.0.value", "0"
     ),
-    "dashboard with an unknown key": _set("editble", False),
+    "dashboard with an unknown key": edit_at("editble", False),
 }
 
 

@@ -22,7 +22,7 @@ import promql_parser
 import pytest
 
 from tests.support import promql
-from tests.support.monitoring import MIXIN_OVERRIDES
+from tests.support.monitoring import MIXIN_OVERRIDES, edit_at
 from tools import render_mixin
 
 Board = dict[str, Any]
@@ -467,23 +467,6 @@ def test_job_and_instance_variables_offer_all(where: str) -> None:
         assert by_name[name]["refresh"] == 2
 
 
-def _edit(path: str, value: Any) -> Callable[[Board], None]:
-    """Set a value at a path like ``panels.1.targets.0.expr`` (``-`` deletes the key)."""
-
-    def apply(board: Board) -> None:
-        *parents, last = path.split(".")
-        node: Any = board
-        for part in parents:
-            node = node[int(part)] if part.isdigit() else node[part]
-        key: Any = int(last) if last.isdigit() else last
-        if value == "-":
-            del node[key]
-        else:
-            node[key] = value
-
-    return apply
-
-
 def _variable(name: str, /, **changes: Any) -> Callable[[Board], None]:
     def apply(board: Board) -> None:
         for variable in variables(board):
@@ -511,23 +494,23 @@ BROKEN: list[tuple[str, Callable[[Board], None]]] = [
     ("template-label-promql-rule", _variable("node", query="labels(ledger_node_up, node)")),
     ("template-label-promql-rule", _variable("node", query="label_values(up{, node)")),
     ("template-on-time-change-reload-rule", _variable("node", refresh=1)),
-    ("panel-datasource-rule", _edit("panels.6.datasource", {"uid": "prometheus"})),
-    ("panel-title-description-rule", _edit("panels.6.description", "")),
-    ("panel-units-rule", _edit("panels.6.fieldConfig.defaults.unit", "-")),
-    ("panel-units-rule", _edit("panels.6.fieldConfig.defaults.unit", "blocks")),
-    ("panel-no-targets-rule", _edit("panels.6.targets", [])),
-    ("target-logql-rule, target-logql-auto-rule", _edit("panels.6.targets.0.datasource", {})),
-    ("target-promql-rule", _edit("panels.6.targets.0.expr", "rate(x[5m]")),
-    ("target-rate-interval-rule", _edit("panels.6.targets.0.expr", "rate(x_total[5m])")),
-    ("target-rate-interval-rule", _edit("panels.6.targets.0.expr", "(x[5m])")),
-    ("target-job-rule", _edit("panels.6.targets.0.expr", 'x{instance=~"$instance"}')),
-    ("target-job-rule", _edit("panels.6.targets.0.expr", 'x{job="a", instance=~"$instance"}')),
-    ("target-instance-rule", _edit("panels.6.targets.0.expr", 'x{job=~"$job"}')),
-    ("target-counter-agg-rule", _edit("panels.6.targets.0.expr", 'x_total{job=~"$job"}')),
-    ("target-counter-agg-rule", _edit("panels.6.targets.0.expr", "deriv(x_total[5m])")),
-    ("uneditable-dashboard", _edit("editable", True)),
-    ("mixtool dashboard title and uid", _edit("uid", "")),
-    ("no rate() on a gauge", _edit("panels.6.targets.0.expr", "rate(x[$__rate_interval])")),
+    ("panel-datasource-rule", edit_at("panels.6.datasource", {"uid": "prometheus"})),
+    ("panel-title-description-rule", edit_at("panels.6.description", "")),
+    ("panel-units-rule", edit_at("panels.6.fieldConfig.defaults.unit", "-")),
+    ("panel-units-rule", edit_at("panels.6.fieldConfig.defaults.unit", "blocks")),
+    ("panel-no-targets-rule", edit_at("panels.6.targets", [])),
+    ("target-logql-rule, target-logql-auto-rule", edit_at("panels.6.targets.0.datasource", {})),
+    ("target-promql-rule", edit_at("panels.6.targets.0.expr", "rate(x[5m]")),
+    ("target-rate-interval-rule", edit_at("panels.6.targets.0.expr", "rate(x_total[5m])")),
+    ("target-rate-interval-rule", edit_at("panels.6.targets.0.expr", "(x[5m])")),
+    ("target-job-rule", edit_at("panels.6.targets.0.expr", 'x{instance=~"$instance"}')),
+    ("target-job-rule", edit_at("panels.6.targets.0.expr", 'x{job="a", instance=~"$instance"}')),
+    ("target-instance-rule", edit_at("panels.6.targets.0.expr", 'x{job=~"$job"}')),
+    ("target-counter-agg-rule", edit_at("panels.6.targets.0.expr", 'x_total{job=~"$job"}')),
+    ("target-counter-agg-rule", edit_at("panels.6.targets.0.expr", "deriv(x_total[5m])")),
+    ("uneditable-dashboard", edit_at("editable", True)),
+    ("mixtool dashboard title and uid", edit_at("uid", "")),
+    ("no rate() on a gauge", edit_at("panels.6.targets.0.expr", "rate(x[$__rate_interval])")),
 ]
 
 

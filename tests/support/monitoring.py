@@ -3,7 +3,7 @@ Grafana dashboard's panels and variables."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tests.support.testdata import REPO
@@ -41,3 +41,22 @@ def variable_query(variable: dict[str, Any]) -> str:
     """The query of a dashboard variable, in either of Grafana's two spellings."""
     query = variable.get("definition") or variable.get("query")
     return query["query"] if isinstance(query, dict) else str(query)
+
+
+def edit_at(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """An edit of a dashboard: set the value at a dotted path such as
+    ``panels.3.options.frameIndex`` (digits index lists), or delete it when ``value`` is
+    ``-``: a broken copy a check must refuse."""
+
+    def apply(board: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node: Any = board
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        key: Any = int(last) if last.isdigit() else last
+        if value == "-":
+            del node[key]
+        else:
+            node[key] = value
+
+    return apply
