@@ -428,7 +428,6 @@ _STORE = GaugeStore(len(CHAIN_GAUGES))
 _at = _STORE.at  # read about eight times a chain and cycle (history, network view)
 _pack_all = _STORE.packer()
 _HEIGHT, _SYNCING = GAUGE_POSITION[BLOCK_HEIGHT], GAUGE_POSITION[SYNCING]
-_NAN = math.nan
 
 # --- the readings: what the fields read as ----------------------------------------------------
 
