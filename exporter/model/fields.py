@@ -11,7 +11,6 @@ readings are kept compact is :mod:`exporter.model.storage`'s business, not their
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
