@@ -24,7 +24,7 @@ from exporter.config.keytable import (
     read_settings,
     setting,
 )
-from exporter.config.nodes import NodeConfig, is_secret, is_secret_key, read_node
+from exporter.config.nodes import Expectation, NodeConfig, is_secret, is_secret_key, read_node
 from exporter.config.probe_modules import ProbeConfig, read_probe
 from exporter.config.schema import Reader, checking, locate, read_document
 from exporter.config.watchlist import WatchConfig, read_watch
@@ -153,11 +153,33 @@ class _Reader(Reader):
         nodes = self.nodes(top.get("nodes")) if top.get("nodes") or not probing else ()
         checks = self.network_checks(top.get("network_checks"))
         probe = read_probe(self, top["probe"]) if "probe" in top else None
+        self.expected_chains(nodes, probe, bounds)
         names = frozenset(node.name for node in nodes if node.name)
         watch = read_watch(self, top.get("watch"), names)
         return Config(
             nodes, network_checks=checks, probe=probe, watch=watch, bounds=bounds, **plain
         )
+
+    def expected_chains(
+        self, nodes: tuple[NodeConfig, ...], probe: ProbeConfig | None, bounds: Bounds
+    ) -> None:
+        """An expected chain id longer than max_label_value_length is never read from a
+        node's /health (such ids are skipped), so the node could never be trusted."""
+        pinned: list[tuple[Path, Expectation | None]] = [
+            (("nodes", index, "expect", "blockchains"), node.expect)
+            for index, node in enumerate(nodes)
+        ]
+        for name, module in probe.modules if probe is not None else ():
+            pinned.append((("probe", "modules", name, "expect", "blockchains"), module.expect))
+        for path, expect in pinned:
+            for index, chain in enumerate(expect.blockchains if expect is not None else ()):
+                if len(chain) > bounds.label_value_length:
+                    self.problem(
+                        (*path, index),
+                        f"is longer than max_label_value_length ({bounds.label_value_length}):"
+                        " the exporter skips such a chain id in a node's listing, so the node"
+                        " could never be trusted",
+                    )
 
     def network_checks(self, value: Any) -> NetworkChecks:
         if value is None:

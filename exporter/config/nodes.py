@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
+from exporter.bounds import MAX_TEXT_CHARS
 from exporter.config.keytable import key_names, read_settings
 from exporter.config.schema import NOT_SHOWN, Reader, is_text
 from exporter.config.watchlist import WATCH_LABELS
@@ -56,8 +57,11 @@ _BLOCK_KEYS = {
 }
 
 
-#: The keys of a probe module: how to reach a node, not which (each probe names it).
-MODULE_KEYS = ("headers", "basic_auth", "authorization", "tls_config", "blockchains")
+#: The keys of a probe module: how to reach a node, not which (each probe names it), and
+#: who must answer there.
+MODULE_KEYS = ("headers", "basic_auth", "authorization", "tls_config", "blockchains", "expect")
+#: The keys of ``expect``: the node's pinned identity.
+EXPECT_KEYS = ("node_id", "blockchains")
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,16 @@ class TlsConfig:
 
 
 @dataclass(frozen=True)
+class Expectation:
+    """Who must answer at a node's URL (``expect``): the ``nodeId`` its /health must report
+    (None: any) and chain ids its /health must list. A node that answers otherwise is not
+    trusted: it reads as down and none of its readings are kept."""
+
+    node_id: str | None = None
+    blockchains: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class NodeConfig:
     """One node to poll. ``url`` never holds user-info; credentials live in hidden fields."""
 
@@ -81,6 +95,7 @@ class NodeConfig:
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     basic_auth: tuple[str, str] | None = field(default=None, repr=False)
     tls: TlsConfig = TlsConfig()
+    expect: Expectation | None = None
     # A plain per-node key is a field declared with exporter.config.keytable.setting(...):
     # read by read_node, listed in NODE_KEYS and documented by `make docs` from here.
 
@@ -96,6 +111,7 @@ NODE_KEYS = (
     "basic_auth",
     "authorization",
     "tls_config",
+    "expect",
     *key_names(NodeConfig),
 )
 
@@ -151,6 +167,7 @@ def read_node(reader: Reader, value: Any, path: Path, *, named: bool = True) -> 
         headers=headers,
         basic_auth=basic_auth or url_auth,
         tls=node.tls(data.get("tls_config"), (*path, "tls_config")),
+        expect=node.expect(data.get("expect"), (*path, "expect")),
         **read_settings(reader, data, NodeConfig, path),
     )
 
@@ -319,6 +336,43 @@ class _NodeReader:
         if len(set(chains)) != len(chains):
             self.reader.problem(path, "lists a blockchain id more than once")
         return tuple(dict.fromkeys(chain for chain in chains if chain))
+
+    def bounded(self, value: Any, path: Path) -> str:
+        """A non-empty string the node's answer can hold: at most MAX_TEXT_CHARS characters
+        (the exporter reads no longer one, so a longer expectation could never be met)."""
+        text = self.reader.string(value, path)
+        if len(text) > MAX_TEXT_CHARS:
+            self.reader.problem(
+                path, f"must be at most {MAX_TEXT_CHARS} characters, not {len(text)}"
+            )
+            return ""
+        return text
+
+    def expect(self, value: Any, path: Path) -> Expectation | None:
+        """The pinned identity: ``node_id``, ``blockchains`` or both."""
+        if value is None:
+            return None
+        data = self.reader.mapping(value, path, EXPECT_KEYS)
+        if isinstance(value, dict) and not value:
+            self.reader.problem(path, "must set node_id, blockchains or both")
+            return None
+        node_id = None
+        if "node_id" in data:
+            node_id = self.bounded(data["node_id"], (*path, "node_id")) or None
+        chains: tuple[str, ...] = ()
+        if "blockchains" in data:
+            where = (*path, "blockchains")
+            listed = data["blockchains"]
+            if not isinstance(listed, list) or not listed:
+                self.reader.problem(where, "must be a non-empty list of blockchain ids")
+                listed = []
+            found = [self.bounded(item, (*where, index)) for index, item in enumerate(listed)]
+            if len(set(found)) != len(found):
+                self.reader.problem(where, "lists a blockchain id more than once")
+            chains = tuple(dict.fromkeys(chain for chain in found if chain))
+        if node_id is None and not chains:
+            return None
+        return Expectation(node_id, chains)
 
     def tls(self, value: Any, path: Path) -> TlsConfig:
         if value is None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.config.keytable import Whole, key_names, read_settings, setting
-from exporter.config.nodes import NodeConfig, TlsConfig, read_node
+from exporter.config.nodes import Expectation, NodeConfig, TlsConfig, read_node
 from exporter.config.schema import Reader
 from exporter.config.yamlsource import Path
 
@@ -30,6 +30,7 @@ class ProbeModule:
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     basic_auth: tuple[str, str] | None = field(default=None, repr=False)
     tls: TlsConfig = field(default_factory=TlsConfig)
+    expect: Expectation | None = None  # who must answer at every target probed with it
 
     def node(self, name: str, url: str) -> NodeConfig:
         """The node to poll for one probe: this module's settings at ``url``, labelled ``name``."""
@@ -40,6 +41,7 @@ class ProbeModule:
             headers=self.headers,
             basic_auth=self.basic_auth,
             tls=self.tls,
+            expect=self.expect,
         )
 
 
@@ -126,4 +128,4 @@ def _module(reader: Reader, value: Any, path: Path) -> ProbeModule:
             reader.problem((*path, key), "comes with each probe (parameters node and target)")
             value = {k: v for k, v in value.items() if k != key}
     node = read_node(reader, value, path, named=False)
-    return ProbeModule(node.blockchains, node.headers, node.basic_auth, node.tls)
+    return ProbeModule(node.blockchains, node.headers, node.basic_auth, node.tls, node.expect)

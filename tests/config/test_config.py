@@ -87,7 +87,8 @@ def test_the_allowed_key_lists_are_the_sections_and_the_declared_keys() -> None:
     )
     assert bounds[:2] == ("max_features_per_chain", "max_auth_groups_per_wallet")
     structural = ("name", "url", "labels", "blockchains", "headers", "basic_auth")
-    assert (*structural, "authorization", "tls_config", *key_names(NodeConfig)) == NODE_KEYS
+    nested = ("authorization", "tls_config", "expect")
+    assert (*structural, *nested, *key_names(NodeConfig)) == NODE_KEYS
     assert ("allowed_targets", "modules", *key_names(ProbeConfig)) == _PROBE_KEYS
     assert "max_in_flight" in _PROBE_KEYS
 
