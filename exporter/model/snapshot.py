@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from exporter.model.fields import ChainReading, HealthReading
+from exporter.model.identity import Mismatch
 from exporter.model.network import NetworkView
 from exporter.model.storage import counts_of
 from exporter.model.watch_readings import WatchStatus
@@ -94,6 +95,8 @@ class NodeStatus:
     dropped: tuple[int, ...] = ()  # values dropped since start, per bounds.DropKind, in order
     # answers whose Retry-After held the node's polls back since start; None in a probe
     retry_afters: int | None = None
+    # this cycle's /health answered as another node than the config pins: not trusted
+    identity: Mismatch | None = None
 
     @property
     def up(self) -> bool:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, fields
 
 from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, SETTINGS, Bounds, DropKind, Dropped
 from exporter.model.fields import HealthReading
+from exporter.model.identity import Mismatch
 from exporter.model.snapshot import (
     ChainStatus,
     ConsensusStatus,
@@ -131,6 +132,7 @@ class _NodeMemory:
     unreadable_ids: bool = False  # the last /health read listed chain ids UTF-8 cannot hold
     dropped: tuple[int, ...] = _NO_DROPS  # values dropped since start, per DropKind
     exceeding: int = 0  # bit i: the last read dropped values of the i-th DropKind
+    mismatch: Mismatch | None = None  # how it last answered as another node, until trusted
 
 
 class History:
@@ -204,6 +206,7 @@ class History:
         if result.watch:
             _count_watch(memory, result.watch)
         memory.up = _log_change(memory.up, result.error, f"node {name}", name)
+        _note_identity(memory, name, result)
         if result.health is not None:
             _note_listing(memory, name, result.health, result.unpolled_chains)
             memory.node_key = result.health.node_key or memory.node_key
@@ -228,6 +231,7 @@ class History:
             error_counts=memory.errors.frozen(),
             dropped=memory.dropped,
             retry_afters=0,  # the poller counts them (it holds the nodes back)
+            identity=result.mismatch,
         )
 
 
@@ -413,6 +417,24 @@ def _note_dropped(memory: _NodeMemory, node: str, drops: tuple[int, ...]) -> Non
             log.info("node is back within the bound", extra={"fields": fields})
 
 
+def _note_identity(memory: _NodeMemory, node: str, result: NodeResult) -> None:
+    """Log once when the node starts answering as another node (or as yet another one), and
+    once when it answers as expected again; a cycle that reads no /health judges nothing."""
+    mismatch = result.mismatch
+    if mismatch is not None and mismatch != memory.mismatch:
+        fields = {"node": node, **mismatch.fields()}
+        message = (
+            "node answers as another node than its expect pins: not trusted, counted down"
+            ' (reason="identity_mismatch") and none of its readings kept until it answers as'
+            " expected"
+        )
+        log.warning(message, extra={"fields": fields})
+    elif result.health is not None and memory.mismatch is not None:
+        log.info("node answers as expected again: trusted", extra={"fields": {"node": node}})
+    if mismatch is not None or result.health is not None:
+        memory.mismatch = mismatch
+
+
 def _log_capped(node: str, unpolled: int) -> None:
     if unpolled:
         fields = {"node": node, "unpolled_blockchains": unpolled}
@@ -430,7 +452,7 @@ def _log_change(before: bool | None, error: FetchError | None, what: str, node: 
     if before != up and not (before is None and up):
         if error is None:
             log.info("%s is up again", what, extra={"fields": {"node": node}})
-        else:
+        elif error.reason is not Reason.IDENTITY_MISMATCH:  # _note_identity logs that
             fields = {"node": node, "reason": error.reason.value, "error": error.detail}
             log.warning("%s is down", what, extra={"fields": fields})
     return up

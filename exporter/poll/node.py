@@ -23,6 +23,7 @@ from exporter.config.nodes import NodeConfig
 from exporter.config.watchlist import WatchConfig
 from exporter.model.answers import block_hash_decoder, decode_chain_status
 from exporter.model.fields import HealthReading
+from exporter.model.identity import Mismatch, check_identity
 from exporter.model.readings import read_block_hash, read_chain, read_health
 from exporter.model.storage import Shared
 from exporter.poll.client import FastDecode, NodeClient, NotSentError, Query, ReadBudget
@@ -134,6 +135,7 @@ class NodePoll:
         self._lock = threading.Lock()
         self._health_error: FetchError | None = None
         self._health: HealthReading | None = None
+        self._mismatch: Mismatch | None = None  # /health answered as another node
         self._chains: dict[str, ChainResult] = {}
         self._chain_parts_left = 0  # chain statuses and blocks asked for, not yet ended
         self._started = 0.0
@@ -232,6 +234,16 @@ class NodePoll:
             return
         try:
             health = read_health(document, self._bounds, self._shared)
+            mismatch = check_identity(self.node.expect, health)
+        except Exception as failure:
+            self.health_failed(as_fetch_error(failure, "/health"))
+            return
+        if mismatch is not None:  # not trusted: nothing more is asked, nothing it said kept
+            with self._lock:
+                self._mismatch = mismatch
+            self.health_failed(FetchError(Reason.IDENTITY_MISMATCH, mismatch.text()))
+            return
+        try:
             listed = self.node.blockchains or health.blockchain_ids[: self._max_chains]
             chains = tuple(dict.fromkeys(listed))  # a chain listed twice is asked once
             watch = self._watch.plan(health.blockchain_ids)
@@ -365,8 +377,10 @@ class NodePoll:
             chains = [_ended(c, late) for c in self._chains.values()]
             end = self._finished if self._finished is not None else now
             watch = self._watch.results(late)
+            mismatch = self._mismatch
         if health_error is not None:
-            return failed_node(self.node, health_error, end - self._started)
+            failed = failed_node(self.node, health_error, end - self._started)
+            return failed if mismatch is None else replace(failed, mismatch=mismatch)
         return NodeResult(
             self.node, self._health, None, chains, end - self._started, self._unpolled, watch
         )
@@ -464,6 +478,9 @@ class _ChainAnswer:
 
 def failed_node(node: NodeConfig, error: FetchError, duration: float) -> NodeResult:
     """A node whose /health failed: configured chains are down too, but were not requested."""
-    chain_error = FetchError(error.reason, "the node's /health could not be read")
+    why = "the node's /health could not be read"
+    if error.reason is Reason.IDENTITY_MISMATCH:
+        why = "not asked: the node answered as another node"
+    chain_error = FetchError(error.reason, why)
     chains = [ChainResult(c, None, chain_error, requested=False) for c in node.blockchains or ()]
     return NodeResult(node, None, error, chains, duration)

@@ -18,6 +18,7 @@ from enum import Enum
 from exporter.config.nodes import NodeConfig
 from exporter.errors import LedgerExporterError
 from exporter.model.fields import ChainReading, HealthReading
+from exporter.model.identity import Mismatch
 from exporter.model.readings import InvalidResponseError
 from exporter.model.watch_readings import Reading, WatchRequest
 
@@ -34,6 +35,8 @@ class Reason(Enum):
     INVALID_RESPONSE = "invalid_response"
     TOO_LARGE = "too_large"
     TLS = "tls"  # a certificate or the TLS handshake failed (the detail says which)
+    #: the node answered as another node than its ``expect`` pins: not trusted, read as down
+    IDENTITY_MISMATCH = "identity_mismatch"
 
 
 class FetchError(LedgerExporterError):
@@ -90,6 +93,7 @@ class NodeResult:
     unpolled_chains: int = 0  # listed by /health beyond max_blockchains_per_node
     watch: list[WatchResult] = field(default_factory=list)  # in plan order
     asked: bool = True  # False: not asked this cycle (its Retry-After holds), nothing counted
+    mismatch: Mismatch | None = None  # its /health answered as another node (error says so)
 
     def asked_for_time(self) -> FetchError | None:
         """The 429 or 503 answer of this poll that asked for the longest wait
