@@ -168,8 +168,10 @@ def _attention(snapshot: Snapshot, found: Attention) -> str:
         watch = "<h3>Watched contracts and wallets</h3>" + _problem_list(
             found.watch, "Every watched contract is ACTIVE and every watched wallet enabled."
         )
+    # a node answering as another node first: what the rest says of it is on its word
+    first = _problem_list(found.identity, "") if found.identity else ""
     return (
-        f"{heading}<h3>Network</h3>{network}<h3>Nodes and chains</h3>{nodes}{watch}"
+        f"{heading}{first}<h3>Network</h3>{network}<h3>Nodes and chains</h3>{nodes}{watch}"
         '<p class="muted"><small>Severities are those of the shipped alerts named on each '
         "line; a problem is listed from the first cycle its alert's condition holds, before "
         "the alert's <code>for</code> has passed, except syncing, which is info until its "

@@ -420,6 +420,26 @@ def node_problems(
     return sorted(found, key=lambda problem: problem.severity)
 
 
+# --- who answers ---------------------------------------------------------------------------
+
+
+def identity_problems(snapshot: Snapshot) -> list[Problem]:
+    """LedgerNodeIdentityMismatch: a node that answered as another node than its ``expect``
+    pins. Listed before everything else: whatever else the page could say of that node would
+    stand on the word of whoever answers at its URL."""
+    return [
+        _alerting(
+            "LedgerNodeIdentityMismatch",
+            Scope.NODE,
+            f"another node answers at its URL, not trusted (its readings are left out):"
+            f" {node.identity.text(isolated)}",
+            node=node.name,
+        )
+        for node in snapshot.nodes
+        if node.identity is not None
+    ]
+
+
 # --- watched contracts and wallets ----------------------------------------------------------
 
 
@@ -545,6 +565,7 @@ class Attention:
     network: tuple[Problem, ...] = ()
     nodes: dict[str, list[Problem]] | None = None  # per node name, in the snapshot's order
     watch: tuple[Problem, ...] = ()
+    identity: tuple[Problem, ...] = ()  # nodes answering as another node: shown first
 
     @property
     def node_problems(self) -> list[Problem]:
@@ -552,7 +573,7 @@ class Attention:
         return sorted(listed, key=lambda problem: problem.severity)  # stable: node order kept
 
     def counts(self) -> dict[Severity, int]:
-        every = [*self.network, *self.node_problems, *self.watch]
+        every = [*self.identity, *self.network, *self.node_problems, *self.watch]
         return {severity: sum(p.severity is severity for p in every) for severity in Severity}
 
 
@@ -568,4 +589,4 @@ def attention(
     nodes = {node.name: node_problems(node, now_mono, off, thresholds) for node in snapshot.nodes}
     found = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)
     watch = sorted(found, key=lambda p: p.severity)
-    return Attention(tuple(by_severity), nodes, tuple(watch))
+    return Attention(tuple(by_severity), nodes, tuple(watch), tuple(identity_problems(snapshot)))

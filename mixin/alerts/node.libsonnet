@@ -23,6 +23,30 @@ local utils = import '../lib/utils.libsonnet';
               |||,
             },
           },
+          // Another node answers at a configured node's URL (its /health reports another
+          // nodeId than the config's `expect` pins, or lacks an expected chain): a DNS or
+          // load-balancer mistake, a restored snapshot or an impostor. The exporter already
+          // keeps none of its readings; this pages because every answer of it is untrusted.
+          // A 5m window of the counter, not ledger_node_up: a balancer that alternates
+          // between the right and the wrong node keeps it firing, and one exporter cycle's
+          // count is enough. 1m: one Prometheus evaluation more than a transient answer.
+          {
+            alert: 'LedgerNodeIdentityMismatch',
+            expr: |||
+              increase(ledger_node_scrape_errors_total{%(ledgerSelector)s, endpoint="health", reason="identity_mismatch"}[5m]) > 0
+            ||| % $._config,
+            'for': '1m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'Another node answers at a ledger node\'s URL.',
+              description: |||
+                Within the last 5 minutes the /health of ledger node {{ $labels.node }}
+                answered as another node than the exporter's config expects (its nodeId or
+                blockchains); the exporter {{ $labels.instance }} counts it down and keeps
+                none of its readings. Its log names the nodeId expected and seen.
+              |||,
+            },
+          },
           // At least scrapeErrorsThreshold (3) failed requests in every 5m window (one poll
           // in 20 at the default 15s interval) for 15m: a node or endpoint failing now and
           // then. A node down for the whole last 10m is left to LedgerNodeDown; the 10m
