@@ -31,9 +31,11 @@ FAULTS = (
     "consensus_drift",
     "council_change",
     "idle",
+    "identity_swap",
 )
-#: Faults that only make sense for a whole node (a partition cuts peer links, not chains).
-NODE_WIDE_ONLY = frozenset({"partition"})
+#: Faults that only make sense for a whole node (a partition cuts peer links, not chains;
+#: another node answering at a node's address answers all of it).
+NODE_WIDE_ONLY = frozenset({"partition", "identity_swap"})
 #: Faults on watched objects: they apply to one contract or wallet address (the ``target``) or,
 #: without one, to every contract or wallet of the chain; the node may be ``*``: every node.
 OBJECT_FAULTS = frozenset({"contract_paused", "contract_upgraded", "wallet_disabled"})
@@ -107,6 +109,7 @@ class ActiveFaults:
     partition: bool = False
     stuck: FaultState | None = None
     idle_since: float | None = None
+    answered_by: str | None = None  # identity_swap: the node that answers in its place
     names: set[str] = field(default_factory=set)
     objects: dict[str, set[str | None]] = field(default_factory=dict)
     keyed: dict[str, dict[str | None, tuple[FaultState, bool]]] = field(default_factory=dict)
@@ -140,6 +143,8 @@ class ActiveFaults:
                 self.fork, self.fork_per_chain = state, per_chain
         elif fault == "slow":
             self.slow_seconds = max(self.slow_seconds, state.delay_seconds)
+        elif fault == "identity_swap":
+            self.answered_by = target
         else:
             setattr(self, fault, True)
 
@@ -229,7 +234,26 @@ class FaultRegistry:
             raise FaultError(str(error)) from None
         if chain is not None and fault in NODE_WIDE_ONLY:
             raise FaultError(f"{fault} applies to a whole node; switch it without a chain")
+        if fault == "identity_swap":
+            return FaultKey(node, fault, None, self._impostor(node, target))
         return FaultKey(node, fault, chain, self._target(fault, chain, chain_index, target))
+
+    def _impostor(self, node: str, target: str | None) -> str:
+        """The node that answers in ``node``'s place under identity_swap: ``target`` (a node
+        name), by default the next node (node-1 after the last)."""
+        top = self._topology
+        index = top.node_index(node)
+        if target is None:
+            if top.node_count < 2:
+                raise FaultError("identity_swap needs another node to answer in its place")
+            return top.node_name((index + 1) % top.node_count)
+        try:
+            other = top.node_index(target)
+        except SimulatorError as error:
+            raise FaultError(f"identity_swap: {error}") from None
+        if other == index:
+            raise FaultError(f"identity_swap: {node} answering as itself changes nothing")
+        return top.node_name(other)
 
     def _target(
         self, fault: str, chain: str | None, chain_index: int | None, target: str | None
@@ -299,7 +323,7 @@ class FaultRegistry:
 
 def check_scope(node: str, fault: str, target: str | None, value: object) -> None:
     """Refuse node ``*``, a target or a value for a fault that takes none."""
-    takes_target = OBJECT_FAULTS | MEMBER_FAULTS.keys() | {"consensus_drift"}
+    takes_target = OBJECT_FAULTS | MEMBER_FAULTS.keys() | {"consensus_drift", "identity_swap"}
     if (node == ALL_NODES and fault not in OBJECT_FAULTS | NETWORK_FAULTS) or (
         target is not None and fault not in takes_target
     ):
@@ -308,7 +332,7 @@ def check_scope(node: str, fault: str, target: str | None, value: object) -> Non
         raise FaultError(
             f"a target address and node '*' are for {objects} only; node '*' also for "
             f"{network}; a target also for leader_failing and council_change (a council "
-            "member) and consensus_drift (a setting)"
+            "member), consensus_drift (a setting) and identity_swap (the node answering)"
         )
     if fault in MEMBER_FAULTS and MEMBER_FAULTS[fault] and target is None:
         raise FaultError(
@@ -346,8 +370,8 @@ class FaultSpec:
 def parse_fault_spec(text: str) -> FaultSpec:
     """Parse ``node-2:stall``, ``node-3:slow=5s``, ``node-4:fork=1200``,
     ``node-1:http_500:<chain id>``, ``*:contract_paused=<address>:<chain id>``,
-    ``*:session_stuck=3s``, ``*:leader_failing=node-3,5s``, ``*:council_change=node-4`` or
-    ``node-2:consensus_drift=txMaxTimeTrigger=2m``."""
+    ``*:session_stuck=3s``, ``*:leader_failing=node-3,5s``, ``*:council_change=node-4``,
+    ``node-2:consensus_drift=txMaxTimeTrigger=2m`` or ``node-2:identity_swap=node-3``."""
     parts = text.split(":", 2)
     if len(parts) < 2 or not parts[0] or not parts[1]:
         raise FaultError(
@@ -367,7 +391,7 @@ def parse_fault_spec(text: str) -> FaultSpec:
 def _with_value(spec: FaultSpec, value: str) -> FaultSpec:
     """``spec`` with the ``=VALUE`` of its fault; FaultError when the fault takes none."""
     fault = spec.fault
-    if fault in OBJECT_FAULTS or fault == "council_change":
+    if fault in OBJECT_FAULTS or fault in ("council_change", "identity_swap"):
         return replace(spec, target=value)
     if fault in ("slow", "session_stuck"):
         return replace(spec, delay_seconds=parse_go_duration(value))
@@ -386,5 +410,5 @@ def _with_value(spec: FaultSpec, value: str) -> FaultSpec:
         "only slow=DELAY and fork=HEIGHT take a value (and "
         f"{', '.join(sorted(OBJECT_FAULTS))}=ADDRESS, session_stuck=ROUND_TIMEOUT, "
         "leader_failing=MEMBER[,ROUND_TIMEOUT], council_change=MEMBER, "
-        "consensus_drift=SETTING[=VALUE])"
+        "consensus_drift=SETTING[=VALUE], identity_swap=NODE)"
     )

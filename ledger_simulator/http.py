@@ -88,6 +88,8 @@ class Router:
             return None
         if faults.http_500:
             return error_response(500, "simulated internal error (fault http_500)")
+        if faults.answered_by is not None:  # identity_swap: another node answers here
+            node = self.core.topology.node_index(faults.answered_by)
         response = api.respond(node, segments, request.query, self.core.now())
         if faults.malformed_json:
             response.body = response.body[: max(1, len(response.body) // 2)]

@@ -211,12 +211,14 @@ class SimulatedNetwork:
 
     def health(self, node: str) -> dict[str, Any]:
         """Exactly what ``GET /health`` of ``node`` serves now (faults that change data, like
-        stall or peers_lost, included; transport faults like http_500 are not)."""
-        return self.state.health(self.topology.node_index(node), self.now())
+        stall, peers_lost or identity_swap, included; transport faults like http_500 are
+        not)."""
+        index = self.state.answering(self.topology.node_index(node))
+        return self.state.health(index, self.now())
 
     def blockchain(self, node: str, chain: str) -> dict[str, Any]:
         """Exactly what ``GET /blockchains/{chain}`` of ``node`` serves now; NotFoundError
         when ``node`` does not track ``chain``."""
-        index = self.topology.node_index(node)
+        index = self.state.answering(self.topology.node_index(node))
         self.topology.chain_index(chain)  # UnknownChainError for a chain of no node
         return self.api.chain_document(index, self.api.tracked(index, chain), [], "", self.now())

@@ -171,6 +171,11 @@ class SimState:
         height = timeline.height_at(effective)
         return ChainView(node, chain, now, effective, height, faults, timeline)
 
+    def answering(self, node: int) -> int:
+        """The node that answers at ``node``'s address: another one under identity_swap."""
+        other = self.faults.active(self.topology.node_name(node)).answered_by
+        return node if other is None else self.topology.node_index(other)
+
     # documents ------------------------------------------------------------------------------
     def node_info(self, node: int) -> dict[str, Any]:
         """GET / : version and identifiers."""

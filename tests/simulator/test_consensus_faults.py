@@ -511,6 +511,10 @@ def test_consensus_faults_are_deterministic(clock: Clock) -> None:
             FaultSpec("node-2", "consensus_drift", "abc", 0.0, None, "txMaxTimeTrigger", "2m"),
         ),
         ("*:idle:abc", FaultSpec("*", "idle", "abc", 0.0)),
+        (
+            "node-2:identity_swap=node-3",
+            FaultSpec("node-2", "identity_swap", None, 0.0, target="node-3"),
+        ),
     ],
 )
 def test_fault_spec(text: str, expected: FaultSpec) -> None:

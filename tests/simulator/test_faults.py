@@ -118,6 +118,42 @@ def test_malformed_json(net: SimulatedNetwork, switch: Switch) -> None:
     get_json(net.node_urls["node-2"] + "health")
 
 
+def test_identity_swap_puts_another_node_behind_the_url(
+    net: SimulatedNetwork, switch: Switch
+) -> None:
+    url = net.node_urls["node-2"]
+    own, other = net.health("node-2"), get_json(net.node_urls["node-3"] + "health")
+    switch("node-2", "identity_swap", target="node-3")
+    for path in ("", "health"):
+        assert get_json(url + path)["nodeId"] == other["nodeId"] != own["nodeId"]
+    assert get_json(url + "health")["blockchains"] == other["blockchains"]
+    assert net.health("node-2")["nodeId"] == other["nodeId"]
+    switch("node-2", "identity_swap", False, target="node-3")
+    assert get_json(url + "health") == net.health("node-2")
+    assert net.health("node-2")["nodeId"] == own["nodeId"]
+    switch("node-4", "identity_swap")  # the next node by default: node-1 after the last
+    assert get_json(net.node_urls["node-4"] + "health")["nodeId"] == net.health("node-1")["nodeId"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"target": "node-2"}, "answering as itself changes nothing"),
+        ({"target": "node-9"}, r"node-1 \.\. node-4"),
+        ({"chain": "CHAIN"}, "applies to a whole node"),
+    ],
+    ids=["itself", "unknown", "per-chain"],
+)
+def test_identity_swap_refuses_what_would_change_nothing(
+    net: SimulatedNetwork, extra: dict[str, str], message: str
+) -> None:
+    extra = {k: net.chain_ids[0] if v == "CHAIN" else v for k, v in extra.items()}
+    with pytest.raises(FaultError, match=message):
+        net.set_fault("node-2", "identity_swap", **extra)  # type: ignore[arg-type]
+    with pytest.raises(FaultError, match="node '\\*'"):
+        net.set_fault("*", "identity_swap")
+
+
 def test_down_in_paths_layout_closes_without_answer(net: SimulatedNetwork, switch: Switch) -> None:
     switch("node-1", "down")
     with pytest.raises(ConnectionError):

@@ -93,6 +93,7 @@ TRANSPORT_FAULTS = {
     "down": "no answer at all: the connection is refused or closed",
     "slow": "the same answers, later (costs test time, proves nothing more)",
     "malformed_json": "the body cut in half: invalid JSON by design",
+    "identity_swap": "another node's answers, as conforming as that node's own",
 }
 #: What the document promises: a documented status, content type, headers and body.
 DOCUMENT_CHECKS = [
