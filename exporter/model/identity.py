@@ -26,11 +26,16 @@ _SHOWN_END = 24
 SHOWN_CHAINS = 3
 
 
+def shortened(text: str) -> str:
+    """At most SHOWN_CHARS characters of ``text``: a longer one's start and end around
+    ``...``."""
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return text[: SHOWN_CHARS - _SHOWN_END] + "..." + text[-_SHOWN_END:]
+
+
 def quoted(text: str) -> str:
-    """``text`` as a mismatch quotes it: at most SHOWN_CHARS characters of it (a longer one's
-    start and end around ``...``), made visible, in quotes."""
-    if len(text) > SHOWN_CHARS:
-        text = text[: SHOWN_CHARS - _SHOWN_END] + "..." + text[-_SHOWN_END:]
+    """``text`` as the log quotes it: made visible, in quotes (shortened by the caller)."""
     return f"'{visible(text)}'"
 
 
@@ -46,14 +51,19 @@ class Mismatch:
     missing_blockchains: tuple[str, ...] = ()
 
     def text(self, show: Callable[[str], str] = quoted) -> str:
-        """What is wrong, each value as ``show`` presents it (quoted for the log)."""
+        """What is wrong, each value shortened, then as ``show`` presents it (quoted for the
+        log)."""
+
+        def show_short(value: str) -> str:
+            return show(shortened(value))
+
         parts = []
         if self.expected_node_id is not None:
             seen = "no readable nodeId" if self.seen_node_id is None else "nodeId "
-            seen += "" if self.seen_node_id is None else show(self.seen_node_id)
-            parts.append(f"answers with {seen}, expected {show(self.expected_node_id)}")
+            seen += "" if self.seen_node_id is None else show_short(self.seen_node_id)
+            parts.append(f"answers with {seen}, expected {show_short(self.expected_node_id)}")
         if self.missing_blockchains:
-            parts.append(f"does not list the expected blockchain {self._missing(show)}")
+            parts.append(f"does not list the expected blockchain {self._missing(show_short)}")
         return "; ".join(parts)
 
     def _missing(self, show: Callable[[str], str]) -> str:
@@ -67,11 +77,11 @@ class Mismatch:
         """The log line's fields: expected and seen, quoted cut short."""
         found = {}
         if self.expected_node_id is not None:
-            found["expected_node_id"] = quoted(self.expected_node_id)
+            found["expected_node_id"] = quoted(shortened(self.expected_node_id))
             seen = self.seen_node_id
-            found["seen_node_id"] = "none" if seen is None else quoted(seen)
+            found["seen_node_id"] = "none" if seen is None else quoted(shortened(seen))
         if self.missing_blockchains:
-            found["missing_blockchains"] = self._missing(quoted)
+            found["missing_blockchains"] = self._missing(lambda c: quoted(shortened(c)))
         return found
 
 

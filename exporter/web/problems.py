@@ -423,6 +423,11 @@ def node_problems(
 # --- who answers ---------------------------------------------------------------------------
 
 
+def _quoted(value: str) -> str:
+    """A value a node sent, quoted and marked isolated."""
+    return f"'{isolated(value)}'"
+
+
 def identity_problems(snapshot: Snapshot) -> list[Problem]:
     """LedgerNodeIdentityMismatch: a node that answered as another node than its ``expect``
     pins. Listed before everything else: whatever else the page could say of that node would
@@ -432,7 +437,7 @@ def identity_problems(snapshot: Snapshot) -> list[Problem]:
             "LedgerNodeIdentityMismatch",
             Scope.NODE,
             f"another node answers at its URL, not trusted (its readings are left out):"
-            f" {node.identity.text(isolated)}",
+            f" {node.identity.text(_quoted)}",
             node=node.name,
         )
         for node in snapshot.nodes

@@ -17,6 +17,7 @@ import yaml
 
 from exporter.app import Exporter
 from exporter.config.exporter import load_config
+from exporter.model.identity import Mismatch
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
@@ -139,6 +140,30 @@ def test_disagreement_with_the_other_polled_nodes_needs_attention() -> None:
     assert "cut off alone: c" in attention
     assert "c chain c1: council member set is not the majority's" in attention
     assert "a:" not in attention and "a chain" not in attention
+
+
+def test_a_node_answering_as_another_node_is_the_first_line_of_the_page() -> None:
+    """Above a fork, and with the other node's text made visible and cut short."""
+    fork = ChainAgreement(
+        "c1", 95, 2, Agreement.of((("a", True), ("b", False), ("c", True))), 1,
+        Agreement.of((("a", True), ("b", True), ("c", True))), 96,
+    )  # fmt: skip
+    seen = "\u202e" + "f" * 300
+    impostor = replace(
+        node("b", up=False, error="identity_mismatch: ..."),
+        identity=Mismatch("02ab" * 8, seen, ("c9",)),
+    )
+    nodes = (node("a", chains=(chain("c1"),)), impostor, node("c", chains=(chain("c1"),)))
+    page = Text(landing_page(replace(snapshot(*nodes), network=NetworkView((fork,))), NOW)).text
+    heading = re.search(r"Needs attention: (\d+ (critical|warning|info)(, )?)+ ", page)
+    assert heading is not None, page
+    first = page[heading.end() :]
+    assert first.startswith(
+        "critical b: another node answers at its URL, not trusted (its readings are left out):"
+        f" answers with nodeId '\\u202e{'f' * 103}...{'f' * 24}', expected '{'02ab' * 8}';"
+        " does not list the expected blockchain 'c9' LedgerNodeIdentityMismatch Network"
+        " critical chain c1: forked"
+    ), first[:400]
 
 
 def test_chain_columns_and_the_full_id_on_hover() -> None:
