@@ -601,15 +601,12 @@ def set_aside(
             aside[entry].append(problem)
         return entry is None
 
-    network = tuple(
-        _members_away(problem, snapshot, nodes) for problem in found.network if listed(problem)
-    )
-    per_node = {
-        name: [p for p in found_ if listed(p)] for name, found_ in (found.nodes or {}).items()
-    }
+    away = _council_away(snapshot, nodes) if nodes else {}
+    network = tuple(_members_away(p, away) for p in found.network if listed(p))
+    per_node = {name: [p for p in own if listed(p)] for name, own in (found.nodes or {}).items()}
     watch = tuple(problem for problem in found.watch if listed(problem))
     lines = [_maintenance_line(entry, aside[entry], snapshot, now_mono) for entry in entries]
-    lines += _council_margins(snapshot, nodes, now_mono, thresholds)
+    lines += _council_margins(snapshot, away, now_mono, thresholds)
     return Attention(network, per_node, watch, tuple(lines))
 
 
@@ -629,53 +626,55 @@ def _maintenance_line(
     return Problem(scope, Severity.INFO, None, text, **where)
 
 
-def _council_away(
-    snapshot: Snapshot, blockchain: str, nodes: dict[str, MaintenanceEntry]
-) -> tuple[list[str], int]:
-    """The names of the majority council's members whose node is in maintenance, and the
-    council's size (0: no majority council known)."""
-    agreement = next(
-        (c.council_agrees for c in snapshot.network.chains if c.blockchain == blockchain), ()
-    )
-    majority = {node for node, agrees in agreement if agrees}
-    council: frozenset[str] = frozenset()
+#: Per chain: the names of its majority council's members whose node is in maintenance, and
+#: the council's size.
+Away = dict[str, tuple[list[str], int]]
+
+
+def _council_away(snapshot: Snapshot, nodes: dict[str, MaintenanceEntry]) -> Away:
+    """For each chain whose majority council (the council set a strict majority of its
+    nodes report) has members in maintenance: their node names and the council's size."""
+    majority = {
+        chain.blockchain: {node for node, agrees in chain.council_agrees if agrees}
+        for chain in snapshot.network.chains
+    }
+    councils: dict[str, frozenset[str]] = {}
     for node in snapshot.nodes:
-        for chain in node.chains if node.name in majority else ():
-            if chain.blockchain == blockchain and chain.reading and chain.reading.council:
-                council = chain.reading.council
-    names = dict(snapshot.network.node_keys)
-    names |= {n.name: n.health.node_key for n in snapshot.nodes if n.health and n.health.node_key}
-    away = sorted(name for name, key in names.items() if name in nodes and key in council)
-    return away, len(council)
+        for chain in node.chains:
+            if node.name in majority.get(chain.blockchain, ()) and chain.reading:
+                councils[chain.blockchain] = chain.reading.council or frozenset()
+    keys = dict(snapshot.network.node_keys)  # node name -> nodeId, down ones too
+    keys |= {n.name: n.health.node_key for n in snapshot.nodes if n.health and n.health.node_key}
+    away: Away = {}
+    for blockchain, council in councils.items():
+        names = sorted(name for name in nodes if keys.get(name) in council)
+        if names:
+            away[blockchain] = (names, len(council))
+    return away
 
 
-def _members_away(
-    problem: Problem, snapshot: Snapshot, nodes: dict[str, MaintenanceEntry]
-) -> Problem:
+def _members_away(problem: Problem, away: Away) -> Problem:
     """A thin-quorum line, saying how many of the council's members are in maintenance."""
-    if problem.alert != "LedgerCouncilQuorumThin" or problem.chain is None:
+    if problem.alert != "LedgerCouncilQuorumThin" or problem.chain not in away:
         return problem
-    away, _ = _council_away(snapshot, problem.chain, nodes)
-    if not away:
-        return problem
-    return replace(problem, text=f"{problem.text}; in maintenance: {len(away)} ({', '.join(away)})")
+    names, _ = away[problem.chain]
+    return replace(
+        problem, text=f"{problem.text}; in maintenance: {len(names)} ({', '.join(names)})"
+    )
 
 
 def _council_margins(
-    snapshot: Snapshot,
-    nodes: dict[str, MaintenanceEntry],
-    now_mono: float,
-    thresholds: Thresholds,
+    snapshot: Snapshot, away: Away, now_mono: float, thresholds: Thresholds
 ) -> list[Problem]:
     """Per chain whose council has members in maintenance: how many, and the quorum margin
     left (members up among the polled nodes minus the votes a session needs)."""
-    readers = _readers(snapshot)
+    readers = _readers(snapshot) if away else {}
     found = []
     for chain in snapshot.network.chains:
-        away, size = _council_away(snapshot, chain.blockchain, nodes)
-        if not away:
+        if chain.blockchain not in away:
             continue
-        text = f"{len(away)} of the council's {size} members in maintenance ({', '.join(away)})"
+        names, size = away[chain.blockchain]
+        text = f"{len(names)} of the council's {size} members in maintenance ({', '.join(names)})"
         window = thresholds.required_votes_window_seconds
         required = _required_votes(readers.get(chain.blockchain, []), now_mono, window)
         up = chain.council_members_up
