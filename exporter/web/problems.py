@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
+from exporter.config.maintenance import MaintenanceEntry
 from exporter.model.fields import (
     CONSENSUS_TIMEOUT,
     COUNCIL_MEMBERS,
@@ -571,6 +572,8 @@ class Attention:
     nodes: dict[str, list[Problem]] | None = None  # per node name, in the snapshot's order
     watch: tuple[Problem, ...] = ()
     identity: tuple[Problem, ...] = ()  # nodes answering as another node: shown first
+    #: Nodes and chains in maintenance (info lines, not problems: :func:`set_aside`).
+    maintenance: tuple[Problem, ...] = ()
 
     @property
     def node_problems(self) -> list[Problem]:
@@ -594,4 +597,119 @@ def attention(
     nodes = {node.name: node_problems(node, now_mono, off, thresholds) for node in snapshot.nodes}
     found = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)
     watch = sorted(found, key=lambda p: p.severity)
-    return Attention(tuple(by_severity), nodes, tuple(watch), tuple(identity_problems(snapshot)))
+    identity = tuple(identity_problems(snapshot))
+    listed = Attention(tuple(by_severity), nodes, tuple(watch), identity)
+    return set_aside(listed, snapshot, now_mono, thresholds)
+
+
+# --- planned work: the config's maintenance entries -----------------------------------------
+
+
+def set_aside(
+    found: Attention,
+    snapshot: Snapshot,
+    now_mono: float,
+    thresholds: Thresholds = SHIPPED_THRESHOLDS,
+) -> Attention:
+    """``found`` with the problems of nodes and chains in maintenance taken out of the
+    problem lists (as Alertmanager's inhibit rules silence their alerts) and named instead
+    on each entry's line; the thin-quorum lines say which council members are in
+    maintenance."""
+    entries = snapshot.maintenance
+    if not entries:
+        return found
+    nodes = {entry.node: entry for entry in entries if entry.node}
+    chains = {entry.blockchain: entry for entry in entries if entry.blockchain}
+    aside: dict[MaintenanceEntry, list[Problem]] = {entry: [] for entry in entries}
+
+    def listed(problem: Problem) -> bool:
+        entry = nodes.get(problem.node or "") or chains.get(problem.chain or "")
+        if entry is not None:
+            aside[entry].append(problem)
+        return entry is None
+
+    away = _council_away(snapshot, nodes) if nodes else {}
+    network = tuple(_members_away(p, away) for p in found.network if listed(p))
+    per_node = {name: [p for p in own if listed(p)] for name, own in (found.nodes or {}).items()}
+    watch = tuple(problem for problem in found.watch if listed(problem))
+    identity = tuple(problem for problem in found.identity if listed(problem))
+    lines = [_maintenance_line(entry, aside[entry], snapshot, now_mono) for entry in entries]
+    lines += _council_margins(snapshot, away, now_mono, thresholds)
+    return Attention(network, per_node, watch, identity, tuple(lines))
+
+
+def _maintenance_line(
+    entry: MaintenanceEntry, aside: list[Problem], snapshot: Snapshot, now_mono: float
+) -> Problem:
+    """An entry as the page lists it: until when, its reason, the alerts it holds back."""
+    now = snapshot.unix_time(now_mono) or 0.0
+    text = (
+        f"in maintenance until {entry.until_text} ({age(entry.until - now)} left):"
+        f" {isolated(entry.reason)}"
+    )
+    alerts = list(dict.fromkeys(problem.alert for problem in aside if problem.alert))
+    text += f"; not listed as problems: {', '.join(alerts)}" if alerts else "; no alert now"
+    where = {"node": entry.node} if entry.node else {"chain": entry.blockchain}
+    scope = Scope.NODE if entry.node else Scope.NETWORK
+    return Problem(scope, Severity.INFO, None, text, **where)
+
+
+#: Per chain: the names of its majority council's members whose node is in maintenance, and
+#: the council's size.
+Away = dict[str, tuple[list[str], int]]
+
+
+def _council_away(snapshot: Snapshot, nodes: dict[str, MaintenanceEntry]) -> Away:
+    """For each chain whose majority council (the council set a strict majority of its
+    nodes report) has members in maintenance: their node names and the council's size."""
+    majority = {
+        chain.blockchain: {node for node, agrees in chain.council_agrees if agrees}
+        for chain in snapshot.network.chains
+    }
+    councils: dict[str, frozenset[str]] = {}
+    for node in snapshot.nodes:
+        for chain in node.chains:
+            if node.name in majority.get(chain.blockchain, ()) and chain.reading:
+                councils[chain.blockchain] = chain.reading.council or frozenset()
+    keys = dict(snapshot.network.node_keys)  # node name -> nodeId, down ones too
+    keys |= {n.name: n.health.node_key for n in snapshot.nodes if n.health and n.health.node_key}
+    away: Away = {}
+    for blockchain, council in councils.items():
+        names = sorted(name for name in nodes if keys.get(name) in council)
+        if names:
+            away[blockchain] = (names, len(council))
+    return away
+
+
+def _members_away(problem: Problem, away: Away) -> Problem:
+    """A thin-quorum line, saying how many of the council's members are in maintenance."""
+    if problem.alert != "LedgerCouncilQuorumThin" or problem.chain not in away:
+        return problem
+    names, _ = away[problem.chain]
+    return replace(
+        problem, text=f"{problem.text}; in maintenance: {len(names)} ({', '.join(names)})"
+    )
+
+
+def _council_margins(
+    snapshot: Snapshot, away: Away, now_mono: float, thresholds: Thresholds
+) -> list[Problem]:
+    """Per chain whose council has members in maintenance: how many, and the quorum margin
+    left (members up among the polled nodes minus the votes a session needs)."""
+    readers = _readers(snapshot) if away else {}
+    found = []
+    for chain in snapshot.network.chains:
+        if chain.blockchain not in away:
+            continue
+        names, size = away[chain.blockchain]
+        text = f"{len(names)} of the council's {size} members in maintenance ({', '.join(names)})"
+        window = thresholds.required_votes_window_seconds
+        required = _required_votes(readers.get(chain.blockchain, []), now_mono, window)
+        up = chain.council_members_up
+        if up is not None and required is not None:
+            text += (
+                f"; {up} members up among the polled nodes, a session needs {required:.0f}"
+                f" votes: quorum margin {up - required:.0f}"
+            )
+        found.append(Problem(Scope.NETWORK, Severity.INFO, None, text, chain=chain.blockchain))
+    return found

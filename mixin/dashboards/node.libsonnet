@@ -42,6 +42,17 @@ local utils = import '../lib/utils.libsonnet';
             renames={ node_id: 'node id', node_version: 'version', peer_id: 'peer id' },
             size=[12, 6],
           ),
+          g.stateTimeline(
+            33,
+            'In maintenance',
+            "When the config's maintenance entries applied to the node (ledger_node_maintenance) or to a selected chain on every node (ledger_blockchain_maintenance), with their reason; empty otherwise. Alertmanager's inhibit rules hold back their other alerts meanwhile.",
+            [
+              g.target('ledger_node_maintenance{%s}' % N, '{{node}}: {{reason}}'),
+              g.target('ledger_blockchain_maintenance{%s, blockchain=~"$blockchain"}' % L, 'chain {{blockchain}}: {{reason}}'),
+            ],
+            g.boolMapping(['', 'transparent'], ['in maintenance', 'blue']),
+            size=[24, 4],
+          ),
           g.timeseries(
             4,
             'Peers',
