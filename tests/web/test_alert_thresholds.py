@@ -27,7 +27,7 @@ from tools import render_mixin
 NOW = 1_700_000_000.0
 #: chain_doc's settings: txMaxTimeTrigger 2s + consensusTimeout 1m30s, work waiting
 TRIGGER_AND_TIMEOUT = 92
-OVERRIDES = {"blocksBehindThreshold": 25, "syncingTooLongFor": "10m", "stallGraceSeconds": 600}
+OVERRIDES = {"blocksBehindThreshold": 25, "syncingTooLongFor": "10m", "stallGrace": "10m"}
 
 
 @pytest.fixture(scope="module")
