@@ -55,6 +55,10 @@ pytestmark = pytest.mark.integration
 SCALE = 60
 JOB = "ledger-exporter"
 FLAPPING = frozenset({"LedgerNodePeersLow", "LedgerVoteRoundsEscalating"})
+#: Burn-rate alerts remember hours (their windows, in rules.yml, are not shortened): a fault of
+#: seconds keeps them active for minutes after, across the next cases. Left out of the log;
+#: deploy/prometheus/tests/slo*.test.yml test them at their own pace.
+BURN_RATE = frozenset({"LedgerNodeAvailabilityBudgetBurn", "LedgerBlockchainLivenessBudgetBurn"})
 Alert = dict[str, Any]
 
 
@@ -174,7 +178,12 @@ class AlertLog:
         self.seen: set[tuple[str, str, str, str]] = set()
 
     def poll(self) -> list[Alert]:
-        alerts = [a for a in self.prom.alerts() if a["labels"]["alertname"].startswith("Ledger")]
+        alerts = [
+            a
+            for a in self.prom.alerts()
+            if a["labels"]["alertname"].startswith("Ledger")
+            and a["labels"]["alertname"] not in BURN_RATE
+        ]
         for alert in alerts:
             labels = alert["labels"]
             key = (labels["alertname"], labels.get("node", ""), labels.get("blockchain", ""))
@@ -342,10 +351,7 @@ STALL_ALSO = (
 # answers has its chains down for that one cycle while it still counts as up:
 # LedgerBlockchainDown may be pending then, never firing (its `for` is five cycles). No other
 # chain alert.
-# The SLO records are not shortened: seconds down in a Prometheus minutes old are a large
-# share of every window, so the node's availability budget burns (LedgerNodeAvailabilityBudgetBurn).
 DOWN_ALSO = (
-    ("LedgerNodeAvailabilityBudgetBurn", "firing"),
     ("LedgerNodeScrapeErrors", "pending"),
     ("LedgerCouncilQuorumThin", "firing"),
     ("LedgerBlockchainDown", "pending"),
