@@ -11,6 +11,11 @@
 // Every threshold an operator is expected to tune is here, with the alert that uses it; the
 // comment above each alert (alerts/*.libsonnet) explains its value and its `for`.
 //
+// One rule for values: every duration is a Prometheus duration string ('3m', '1h30m', '14d')
+// under a key without a unit (stallGrace, not stallGraceSeconds); every number is a count or
+// a ratio. `tools/render_mixin.py --config` refuses an override of another type, or a key
+// that is not here, in one line naming it.
+//
 //   setting                      default  alert(s)
 //   ---------------------------  -------  ------------------------------------------------
 //   exporterJobSelector          job=...  LedgerExporterDown, LedgerExporterAbsent,
@@ -18,11 +23,11 @@
 //   ledgerJobSelector            job=~... every other alert, the recording rules
 //   scrapeErrorsThreshold        3        LedgerNodeScrapeErrors (per 5m window, for 15m)
 //   peersLowThreshold            2        LedgerNodePeersLow (LedgerNodePeersLost: 0 peers)
-//   stallGraceSeconds            180      LedgerBlockHeightStalled (and the stall guard of
+//   stallGrace                   3m       LedgerBlockHeightStalled (and the stall guard of
 //                                         LedgerNodeBehind, the same condition): the height
 //                                         may stay for the chain's txMaxTimeTrigger +
 //                                         consensusTimeout + this, while work waits
-//   heightStalledSeconds         600      the same, where the node reports neither setting
+//   heightStalled                10m      the same, where the node reports neither setting
 //   blocksBehindThreshold        10       LedgerNodeBehind (min over 5m, for 5m)
 //   syncingTooLongFor            30m      LedgerBlockchainSyncingTooLong
 //   pendingMessagesThreshold     1000     LedgerPendingMessagesHigh (for 10m)
@@ -30,11 +35,18 @@
 //   voteRoundThreshold           3        LedgerVoteRoundsEscalating (for 5m)
 //   voteSessionStuckTimeouts     5        LedgerVoteSessionStuck: the oldest session open
 //                                         longer than this many consensusTimeouts (for 2m)
-//   voteSessionStuckSeconds      600      the same, where the node reports no timeout
+//   voteSessionStuck             10m      the same, where the node reports no timeout
 //   leaderFailedRoundsThreshold  3        LedgerLeaderFailingRounds: a leader's failed rounds
 //   leaderFailedRoundsWindow     15m      in this window, on any polled node (for 1m)
 //   probeStalledWindow           10m      LedgerProbeBlockHeightStalled
 //   contractChangedWindow        15m      LedgerWatchedContractChanged (info)
+//   nodeAvailabilityObjective    0.995    LedgerNodeAvailabilityBudgetBurn: the share of
+//                                         the period each node answers (ledger_node_up)
+//   blockchainLivenessObjective  0.995    LedgerBlockchainLivenessBudgetBurn: the share of
+//                                         the period each chain with work waiting advances
+//                                         on a majority of its nodes
+//   sloPeriod                    30d      both: the period the error budget is spent over
+//                                         (the burn-rate factors follow from it, lib/slo)
 //
 // An alert not in this table has no setting: what it detects fixes its condition (more than
 // one block at the checkpoint, a node down), and the comment above it (alerts/*.libsonnet)
@@ -75,19 +87,39 @@
     // Alert thresholds (see the table above).
     scrapeErrorsThreshold: 3,
     peersLowThreshold: 2,
-    stallGraceSeconds: 180,
-    heightStalledSeconds: 600,
+    stallGrace: '3m',
+    heightStalled: '10m',
     blocksBehindThreshold: 10,
     syncingTooLongFor: '30m',
     pendingMessagesThreshold: 1000,
     delayedMessagesThreshold: 100,
     voteRoundThreshold: 3,
     voteSessionStuckTimeouts: 5,
-    voteSessionStuckSeconds: 600,
+    voteSessionStuck: '10m',
     leaderFailedRoundsThreshold: 3,
     leaderFailedRoundsWindow: '15m',
     probeStalledWindow: '10m',
     contractChangedWindow: '15m',
+
+    // Service level objectives (lib/slo.libsonnet, alerts/slo.libsonnet, the SLO dashboard),
+    // ratios of the period. The budget is 1 - objective: 0.995 leaves 0.5 %, 3.6 hours in 30
+    // days.
+    // A node: the network keeps working with one node out (the council's quorum margin), so a
+    // node may be down for an upgrade and a restart or two a month (3.6 h) without harm;
+    // 99.9 % (43 minutes) would page for one slow upgrade. A node down 1 minute in every
+    // hour, never long enough for LedgerNodeDown's 2m, spends 1.7 % of its time down: 3.3
+    // times the budget, a ticket within a day.
+    nodeAvailabilityObjective: 0.995,
+    // A chain: its time counts as bad only once LedgerBlockHeightStalled's condition holds
+    // on at least half of its nodes (a block overdue by txMaxTimeTrigger + consensusTimeout +
+    // stallGrace while work waits), so the grace is already spent before the budget is
+    // touched; 3.6 hours of halts a month is what the workbook's fast pair can tell from a
+    // stall the stall alert already pages for: a halt of ~5 minutes over the grace in an hour
+    // pages, stalls of a few minutes a day open a ticket.
+    blockchainLivenessObjective: 0.995,
+    // The period both budgets are spent over: the workbook's 30 days (a calendar month's
+    // length, so a monthly report and the dashboard's "budget left" agree).
+    sloPeriod: '30d',
 
     // Dashboards.
     dashboardTitlePrefix: 'Ledger / ',

@@ -4,5 +4,6 @@
 (import 'config.libsonnet') +
 (import 'alerts/alerts.libsonnet') +
 (import 'rules/rules.libsonnet') +
+(import 'slo.libsonnet') +
 (import 'dashboards/dashboards.libsonnet') +
 (import 'status_page.libsonnet')

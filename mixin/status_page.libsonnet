@@ -4,8 +4,10 @@
 // alert's severity taken from the rendered rules, to exporter/rules/thresholds.json.
 //
 // Every value is a number. The rule for durations: a key ending in `Seconds` is in seconds;
-// a Prometheus duration of _config ('30m') is converted here, by utils.durationSeconds (the
-// conversion the alerts' summaries use), and its key renamed to end in `Seconds`.
+// each duration of _config (a Prometheus duration, '3m') is converted here, by
+// utils.durationSeconds (the conversion the alerts' summaries use), its key given the suffix
+// `Seconds` (stallGrace -> stallGraceSeconds): the file's keys stay as they were when
+// _config still held plain seconds, so the exporter's reader (exporter/web/) is unchanged.
 local q = import 'lib/consensus.libsonnet';
 local utils = import 'lib/utils.libsonnet';
 
@@ -13,15 +15,15 @@ local utils = import 'lib/utils.libsonnet';
   statusPageThresholds:: {
     local c = $._config,
     // LedgerBlockHeightStalled, and the stall guard of LedgerNodeBehind
-    stallGraceSeconds: c.stallGraceSeconds,
-    heightStalledSeconds: c.heightStalledSeconds,
+    stallGraceSeconds: utils.durationSeconds(c.stallGrace),
+    heightStalledSeconds: utils.durationSeconds(c.heightStalled),
     // LedgerNodeBehind
     blocksBehindThreshold: c.blocksBehindThreshold,
     // LedgerBlockchainSyncingTooLong: its `for`
     syncingTooLongSeconds: utils.durationSeconds(c.syncingTooLongFor),
     // LedgerVoteSessionStuck
     voteSessionStuckTimeouts: c.voteSessionStuckTimeouts,
-    voteSessionStuckSeconds: c.voteSessionStuckSeconds,
+    voteSessionStuckSeconds: utils.durationSeconds(c.voteSessionStuck),
     // LedgerLeaderFailingRounds
     leaderFailedRoundsThreshold: c.leaderFailedRoundsThreshold,
     leaderFailedRoundsWindowSeconds: utils.durationSeconds(c.leaderFailedRoundsWindow),

@@ -19,10 +19,12 @@ deterministic, so a test renders it again and compares.
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
 import json
+import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,21 @@ local mixin = (import 'mixin.libsonnet') + { _config+:: std.extVar('overrides') 
 }
 """
 #: Key order in the rule files: what a reader looks for first.
+#: Evaluated inside mixin/ before the render: the mixin's default _config, and the keys the
+#: overrides set with the values they give them (merged as the render merges them).
+CHECK_SNIPPET = """
+local overrides = std.extVar('overrides');
+local mixin = import 'mixin.libsonnet';
+assert std.isObject(overrides) :
+       'the overrides must be a jsonnet object, such as { stallGrace: "5m" }';
+local merged = mixin + { _config+:: overrides };
+{
+  defaults: mixin._config,
+  given: { [key]: merged._config[key] for key in std.objectFieldsAll(overrides) },
+}
+"""
+#: A Prometheus duration, the form of every duration of _config ('3m', '1h30m', '14d').
+DURATION = re.compile(r"(?:\d+(?:ms|[smhdwy]))+")
 RULE_KEYS = ("alert", "record", "expr", "for", "keep_firing_for", "labels", "annotations")
 ANNOTATION_KEYS = ("summary", "description", "runbook_url")
 
@@ -73,6 +90,10 @@ Document = dict[str, Any]
 
 class MixinError(Exception):
     """The mixin (or the overrides given to it) does not evaluate."""
+
+
+class OverrideError(MixinError):
+    """An override names no setting of _config, or gives one a value of another type."""
 
 
 class _LiteralDumper(yaml.SafeDumper):
@@ -87,15 +108,82 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _LiteralDumper.add_representer(str, _represent_str)
 
 
-@functools.cache
-def _evaluate(overrides: str) -> str:
+def _jsonnet_error(err: RuntimeError) -> str:
+    """The first line of a jsonnet error (an assert's message, or where the syntax broke),
+    without the stack trace that follows it."""
+    first = str(err).strip().splitlines()[0] if str(err).strip() else "unknown error"
+    return re.sub(r"^(RUNTIME|STATIC) ERROR: |<extvar:overrides>:", "", first)
+
+
+def _run(snippet: str, overrides: str) -> str:
     try:
         text: str = _jsonnet.evaluate_snippet(
-            str(MIXIN_DIR / "render.jsonnet"), SNIPPET, ext_codes={"overrides": overrides}
+            str(MIXIN_DIR / "render.jsonnet"), snippet, ext_codes={"overrides": overrides}
         )
     except RuntimeError as err:
-        raise MixinError(f"the mixin does not evaluate: {err}") from err
+        raise MixinError(f"the mixin does not evaluate: {_jsonnet_error(err)}") from err
     return text
+
+
+def _kind(default: Any) -> tuple[str, Callable[[Any], bool]]:
+    """What a setting whose default is ``default`` must hold: its description, and its test.
+    The default states the type, so a setting added to config.libsonnet needs nothing here."""
+    if isinstance(default, bool):
+        return "true or false", lambda value: isinstance(value, bool)
+    if isinstance(default, int):
+        return (
+            "a whole number",
+            lambda value: (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and value == int(value)
+            ),
+        )
+    if isinstance(default, float):
+        return (
+            "a number",
+            lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
+        )
+    if isinstance(default, str) and DURATION.fullmatch(default):
+        return (
+            "a Prometheus duration such as '3m', '1h30m' or '14d'",
+            lambda value: isinstance(value, str) and DURATION.fullmatch(value) is not None,
+        )
+    if isinstance(default, str):
+        return "a string", lambda value: isinstance(value, str)
+    if isinstance(default, list):
+        return (
+            "a list of strings",
+            lambda value: isinstance(value, list) and all(isinstance(item, str) for item in value),
+        )
+    return "an object", lambda value: isinstance(value, dict)
+
+
+def check_overrides(overrides: str) -> None:
+    """Refuse, in one line naming the key, an override of a setting _config lacks (a
+    renamed key such as stallGraceSeconds, a typo) or of another type than its default's
+    (stallGrace: 180 where a duration is due): without this, jsonnet answers deep inside
+    the rules with a long trace."""
+    checked = json.loads(_run(CHECK_SNIPPET, overrides))
+    defaults: dict[str, Any] = checked["defaults"]
+    for key, value in checked["given"].items():
+        if key not in defaults:
+            near = difflib.get_close_matches(key, list(defaults), n=1, cutoff=0.6)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise OverrideError(
+                f"{key} is not a setting of the mixin's _config{hint}: "
+                "mixin/config.libsonnet lists them"
+            )
+        expected, fits = _kind(defaults[key])
+        if not fits(value):
+            raise OverrideError(f"{key} is {json.dumps(value)}, not {expected}")
+
+
+@functools.cache
+def _evaluate(overrides: str) -> str:
+    if overrides.strip() not in ("", "{}"):
+        check_overrides(overrides)
+    return _run(SNIPPET, overrides)
 
 
 def evaluate(overrides: str = "{}") -> Document:
@@ -170,13 +258,21 @@ def _dashboards_configmap(dashboards: Mapping[str, str]) -> str:
     return HEADER + _yaml(manifest)
 
 
+def _rank(order: tuple[str, ...], severity: str) -> int:
+    return order.index(severity) if severity in order else len(order)
+
+
 def _status_page_thresholds(mixin: Document, alerts: list[Document]) -> str:
     """exporter/rules/thresholds.json: what the status page (exporter/web/problems.py) applies,
     the thresholds of mixin/status_page.libsonnet and each alert's severity as the rendered
-    rules carry it (so no severity is stated twice)."""
-    severities = {
-        rule["alert"]: rule["labels"]["severity"] for group in alerts for rule in group["rules"]
-    }
+    rules carry it (so no severity is stated twice), the worst of an alert's rules."""
+    rank = ("critical", "warning", "info")
+    severities: dict[str, str] = {}
+    for rule in (rule for group in alerts for rule in group["rules"]):
+        # an alert of several rules (a burn rate's window pairs) is as severe as its worst
+        severity, known = rule["labels"]["severity"], severities.get(rule["alert"])
+        if known is None or _rank(rank, severity) < _rank(rank, known):
+            severities[rule["alert"]] = severity
     document = {
         "generated": THRESHOLDS_NOTE,
         "thresholds": dict(sorted(mixin["statusPage"].items())),
@@ -271,7 +367,8 @@ def main(argv: list[str] | None = None) -> int:
         overrides = args.config.read_text(encoding="utf-8") if args.config else "{}"
         files = render(overrides)
     except (OSError, MixinError) as err:
-        print(f"render_mixin: {err}", file=sys.stderr)
+        source = f"{args.config}: " if args.config and isinstance(err, MixinError) else ""
+        print(f"render_mixin: {source}{err}", file=sys.stderr)
         return 1
     if args.check:
         differing = stale(args.root, files)

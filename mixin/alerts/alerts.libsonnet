@@ -10,6 +10,7 @@ local fold(text) = std.join(' ', std.filter(function(line) line != '', std.split
 (import 'network.libsonnet') +
 (import 'probe.libsonnet') +
 (import 'watch.libsonnet') +
+(import 'slo.libsonnet') +
 {
   prometheusAlerts+:: {
     groups: [

@@ -24,12 +24,12 @@ local utils = import '../lib/utils.libsonnet';
             },
           },
           // The height has not moved for longer than the chain's own txMaxTimeTrigger plus
-          // consensusTimeout plus stallGraceSeconds (180s) while work waits: pending
+          // consensusTimeout plus stallGrace (3m) while work waits: pending
           // transactions or an open vote session (lib/consensus.libsonnet `stalled`). A block
           // is due within txMaxTimeTrigger of a pending transaction and a round ends within
           // consensusTimeout, so a chain with 1m and 30s pages after 4.5m without a block,
           // plus the `for`: within 6 minutes of its last block, one failed round included.
-          // Where the node reports neither setting, heightStalledSeconds (600s) is the
+          // Where the node reports neither setting, heightStalled (10m) is the
           // threshold. An idle chain (no pending transaction, no open session) never fires,
           // however long it is quiet: nothing is due, and an info alert on every quiet
           // chain would only teach people to ignore the page (docs/alerts.md's runbook). By the

@@ -47,7 +47,7 @@ local utils = import '../lib/utils.libsonnet';
           },
           // The oldest vote session the node reports has been open longer than
           // voteSessionStuckTimeouts (5) x the chain's consensusTimeout, or
-          // voteSessionStuckSeconds (600s) where the node reports no timeout: five rounds
+          // voteSessionStuck (10m) where the node reports no timeout: five rounds
           // have timed out without agreement, the usual BFT failure ("round changes continue
           // indefinitely with no new block"). Warning: the chain stops minting, and
           // LedgerBlockHeightStalled pages (critical) once a block is overdue; this says why.

@@ -2,4 +2,5 @@
 (import 'fleet.libsonnet') +
 (import 'node.libsonnet') +
 (import 'exporter.libsonnet') +
-(import 'watch.libsonnet')
+(import 'watch.libsonnet') +
+(import 'slo.libsonnet')

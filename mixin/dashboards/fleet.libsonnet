@@ -62,10 +62,10 @@ local utils = import '../lib/utils.libsonnet';
           g.stat(
             6,
             'Longest time since last block',
-            "Longest time any selected node has kept the same height. LedgerBlockHeightStalled fires only while work waits, after the chain's txMaxTimeTrigger + consensusTimeout + %s (%s where the node reports neither); an idle chain may stay red here for hours, healthy." % [utils.secondsText(c.stallGraceSeconds), utils.secondsText(c.heightStalledSeconds)],
+            "Longest time any selected node has kept the same height. LedgerBlockHeightStalled fires only while work waits, after the chain's txMaxTimeTrigger + consensusTimeout + %s (%s where the node reports neither); an idle chain may stay red here for hours, healthy." % [utils.durationText(c.stallGrace), utils.durationText(c.heightStalled)],
             [g.target('max(time() - ledger_blockchain_height_last_change_timestamp_seconds{%s})' % B, 'since last block')],
             unit='s',
-            steps=g.thresholds('green', [[c.heightStalledSeconds / 2, 'orange'], [c.heightStalledSeconds, 'red']]),
+            steps=g.thresholds('green', [[utils.durationSeconds(c.heightStalled) / 2, 'orange'], [utils.durationSeconds(c.heightStalled), 'red']]),
             size=[4, 4],
           ),
           g.stat(

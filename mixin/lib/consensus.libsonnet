@@ -2,12 +2,13 @@
 // an alert, the guard of another alert and a dashboard panel cannot drift apart. Each takes
 // the selector to use (`s`: the alerts' ledgerSelector, or a dashboard's with its variables)
 // and the labels that tell one exporter's series from another's (`by`: exporterInstanceLabels).
+local utils = import 'utils.libsonnet';
 local requiredVotesWindow = '1h';
 
 {
   // A chain whose height has not moved for longer than a block can take while work waits:
   // the chain's own txMaxTimeTrigger (a block is minted at the latest then) plus its
-  // consensusTimeout (one round to agree on it) plus stallGraceSeconds; heightStalledSeconds
+  // consensusTimeout (one round to agree on it) plus stallGrace; heightStalled
   // where the node reports neither setting. Never an idle chain: one that reports no pending
   // transaction and no open vote session has nothing to mint, however long it is quiet. A
   // node that reports neither count cannot be called idle. The value is the height's age.
@@ -30,10 +31,10 @@ local requiredVotesWindow = '1h';
           and on(%(by)s, node, blockchain) ledger_blockchain_vote_sessions{%(s)s} == 0
         )
       )
-    ||| % { s: s, by: by, grace: c.stallGraceSeconds, fallback: c.heightStalledSeconds },
+    ||| % { s: s, by: by, grace: utils.durationSeconds(c.stallGrace), fallback: utils.durationSeconds(c.heightStalled) },
 
   // A vote session open longer than voteSessionStuckTimeouts x the chain's consensusTimeout
-  // (voteSessionStuckSeconds where the node reports no timeout). The value is its age.
+  // (voteSessionStuck where the node reports no timeout). The value is its age.
   sessionStuck(c, s)::
     |||
       ledger_blockchain_vote_session_age_seconds{%(s)s}
@@ -42,7 +43,7 @@ local requiredVotesWindow = '1h';
         or
           0 * ledger_blockchain_vote_session_age_seconds{%(s)s} + %(fallback)d
       )
-    ||| % { s: s, times: c.voteSessionStuckTimeouts, fallback: c.voteSessionStuckSeconds },
+    ||| % { s: s, times: c.voteSessionStuckTimeouts, fallback: utils.durationSeconds(c.voteSessionStuck) },
 
   // How far back requiredVotes looks for consensusRequired (the status page reads it too,
   // mixin/status_page.libsonnet).

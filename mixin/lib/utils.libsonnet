@@ -9,13 +9,21 @@
     else if seconds % 60 == 0 then self.plural(seconds / 60, 'minute')
     else self.plural(seconds, 'second'),
 
-  // A Prometheus duration of one unit ('30m', '10m', '2h', '45s') as seconds.
+  // A Prometheus duration ('30m', '3m', '1h30m', '14d') as whole seconds. Every duration of
+  // _config is one of these (config.libsonnet); tools/render_mixin.py checks an override's
+  // form before the mixin sees it, this assert stands for users of the mixin in their own
+  // jsonnet.
   durationSeconds(duration)::
-    local unit = duration[std.length(duration) - 1];
-    local count = std.parseInt(duration[0:std.length(duration) - 1]);
-    local per = { s: 1, m: 60, h: 3600, d: 86400 };
-    assert std.objectHas(per, unit) : 'duration %s: use one of s, m, h, d' % duration;
-    count * per[unit],
+    local per = { s: 1, m: 60, h: 3600, d: 86400, w: 604800, y: 31536000 };
+    local step(acc, char) =
+      if std.member('0123456789', char) then acc { digits: acc.digits + char }
+      else if std.objectHas(per, char) && acc.digits != '' then
+        acc { digits: '', seconds: acc.seconds + std.parseInt(acc.digits) * per[char] }
+      else acc { bad: true };
+    local read = std.foldl(step, std.stringChars(duration), { digits: '', seconds: 0, bad: false });
+    assert std.isString(duration) && duration != '' && !read.bad && read.digits == '' :
+           'duration %s: a Prometheus duration such as 3m, 1h30m or 14d (units s, m, h, d, w, y)' % std.toString(duration);
+    read.seconds,
 
   // '30m' -> '30 minutes'.
   durationText(duration):: self.secondsText(self.durationSeconds(duration)),

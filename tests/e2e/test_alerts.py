@@ -55,6 +55,10 @@ pytestmark = pytest.mark.integration
 SCALE = 60
 JOB = "ledger-exporter"
 FLAPPING = frozenset({"LedgerNodePeersLow", "LedgerVoteRoundsEscalating"})
+#: Burn-rate alerts remember hours (their windows, in rules.yml, are not shortened): a fault of
+#: seconds keeps them active for minutes after, across the next cases. Left out of the log;
+#: deploy/prometheus/tests/slo*.test.yml test them at their own pace.
+BURN_RATE = frozenset({"LedgerNodeAvailabilityBudgetBurn", "LedgerBlockchainLivenessBudgetBurn"})
 Alert = dict[str, Any]
 
 
@@ -104,7 +108,8 @@ def test_shortened_alerts_differ_only_in_their_timings() -> None:
     for name, rule in original.items():
         assert duration_ms(shortened[name]["for"]) * SCALE == duration_ms(rule["for"]), name
         assert {**shortened[name], "for": "", "expr": ""} == {**rule, "for": "", "expr": ""}
-        assert not re.search(r"\d[mhdw]\b", shortened[name]["expr"]), name
+        # a duration left unscaled; a record's name (error_ratio5m) is none
+        assert not re.search(r"(?<!\w)\d+[mhdw]\b", shortened[name]["expr"]), name
     changed = {name for name in original if shortened[name]["expr"] != original[name]["expr"]}
     # docs/alerts.md (shorter timings): only these use range windows or ages.
     assert changed == {
@@ -173,7 +178,12 @@ class AlertLog:
         self.seen: set[tuple[str, str, str, str]] = set()
 
     def poll(self) -> list[Alert]:
-        alerts = [a for a in self.prom.alerts() if a["labels"]["alertname"].startswith("Ledger")]
+        alerts = [
+            a
+            for a in self.prom.alerts()
+            if a["labels"]["alertname"].startswith("Ledger")
+            and a["labels"]["alertname"] not in BURN_RATE
+        ]
         for alert in alerts:
             labels = alert["labels"]
             key = (labels["alertname"], labels.get("node", ""), labels.get("blockchain", ""))

@@ -25,6 +25,7 @@ EXPECTED = {
     "ledger-fleet.json": ("ledger-fleet", (*TARGET, "node", "blockchain")),
     "ledger-node.json": ("ledger-node", (*TARGET, "node", "blockchain")),
     "ledger-exporter.json": ("ledger-exporter", (*TARGET, "node")),
+    "ledger-slo.json": ("ledger-slo", (*TARGET, "node", "blockchain")),
     "ledger-watch.json": (
         "ledger-watch",
         (*TARGET, "node", "blockchain", "contract", "wallet"),

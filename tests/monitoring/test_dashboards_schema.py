@@ -135,7 +135,7 @@ def test_schemas_are_the_pinned_grafana_release() -> None:
 def test_every_panel_type_has_a_schema() -> None:
     types = {p["type"] for path in DASHBOARDS for p in panels(load(path))} - {"row"}
     assert types <= PLUGINS.keys()
-    assert len(DASHBOARDS) == 4
+    assert len(DASHBOARDS) == 5
 
 
 # ledger-exporter.json: panels 0 row, 1 stat, 3 table, 5 timeseries, 11 state-timeline.

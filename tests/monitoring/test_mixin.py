@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +59,12 @@ def test_the_mixin_renders_every_alert_rule_and_dashboard() -> None:
     ]
     assert len(written) >= 32
     assert sorted(rule["alert"] for rule in rules_of(mixin, "alerts")) == sorted(written)
-    assert len(rules_of(mixin, "rules")) == 15
+    assert len(rules_of(mixin, "rules")) == 15 + 17  # the SLOs': 8 ratios each, 1 indicator
     assert sorted(mixin["dashboards"]) == [
         "ledger-exporter.json",
         "ledger-fleet.json",
         "ledger-node.json",
+        "ledger-slo.json",
         "ledger-watch.json",
     ]
 
@@ -145,23 +148,66 @@ def test_config_file_overrides(tmp_path: Path) -> None:
     ).read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize(
-    ("config", "message"),
-    [
-        ("{ extraSelector: ", "the mixin does not evaluate"),
-        ('{ exporterJobSelector: "" }', "must select something"),
-        ("{ syncingTooLongFor: '30x' }", "use one of s, m, h, d"),
-    ],
-)
-def test_bad_config_is_one_line_naming_the_problem(
+DURATION_DUE = "not a Prometheus duration such as '3m', '1h30m' or '14d'"
+#: An override the mixin cannot take, and the one line that answers it (after the file name).
+BAD_OVERRIDES = [
+    ("{ extraSelector: ", "the mixin does not evaluate: 1:18: unexpected end of file."),
+    ("[1, 2]", "the mixin does not evaluate: the overrides must be a jsonnet object, such as"),
+    ('{ exporterJobSelector: "" }', "the mixin does not evaluate: exporterJobSelector and"),
+    ("{ stallGrace: 180 }", f"stallGrace is 180, {DURATION_DUE}"),
+    ("{ stallGrace: '3 minutes' }", f'stallGrace is "3 minutes", {DURATION_DUE}'),
+    ("{ syncingTooLongFor: '30x' }", f'syncingTooLongFor is "30x", {DURATION_DUE}'),
+    ("{ heightStalled: 600 + 300 }", f"heightStalled is 900, {DURATION_DUE}"),
+    ("{ blocksBehindThreshold: '10' }", 'blocksBehindThreshold is "10", not a whole number'),
+    ("{ blocksBehindThreshold: 2.5 }", "blocksBehindThreshold is 2.5, not a whole number"),
+    ("{ peersLowThreshold: true }", "peersLowThreshold is true, not a whole number"),
+    ("{ extraSelector: 3 }", "extraSelector is 3, not a string"),
+    ("{ dashboardTags: 'ledger' }", 'dashboardTags is "ledger", not a list of strings'),
+    (
+        "{ stallGraceSeconds: 240 }",
+        "stallGraceSeconds is not a setting of the mixin's _config (did you mean stallGrace?): "
+        "mixin/config.libsonnet lists them",
+    ),
+    (
+        "{ nonsense: 1 }",
+        "nonsense is not a setting of the mixin's _config: mixin/config.libsonnet lists them",
+    ),
+]
+
+
+@pytest.mark.parametrize(("config", "message"), BAD_OVERRIDES)
+def test_bad_override_is_one_line_naming_the_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], config: str, message: str
 ) -> None:
     path = tmp_path / "config.jsonnet"
     path.write_text(config, encoding="utf-8")
     assert render_mixin.main(["--config", str(path), "--root", str(tmp_path / "out")]) == 1
     stderr = capsys.readouterr().err
-    assert stderr.startswith("render_mixin: ") and message in stderr
+    assert stderr.startswith(f"render_mixin: {path}: {message}"), stderr
+    assert stderr.count("\n") == 1, stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_bad_override_exits_non_zero_from_the_command_line(tmp_path: Path) -> None:
+    """As a user runs it: one line on stderr, exit status 1, nothing written."""
+    path = tmp_path / "mine.jsonnet"
+    path.write_text("{ stallGrace: 180 }", encoding="utf-8")
+    command = [sys.executable, str(REPO / "tools" / "render_mixin.py"), "--config", str(path)]
+    done = subprocess.run(
+        [*command, "--root", str(tmp_path / "out")], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1
+    assert done.stderr == f"render_mixin: {path}: stallGrace is 180, {DURATION_DUE}\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_good_overrides_of_every_kind_pass_the_check() -> None:
+    """Each kind the check knows, given right, renders: a duration of several units, a whole
+    number given as 5.0, a list, a string."""
+    render_mixin.check_overrides(
+        "{ stallGrace: '1h30m', blocksBehindThreshold: 5.0, dashboardTags: ['a'], "
+        "extraSelector: 'cluster=\"eu\"' }"
+    )
 
 
 # --- overridden _config ------------------------------------------------------------------

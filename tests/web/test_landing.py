@@ -21,6 +21,7 @@ from exporter.model.identity import Mismatch
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.values import parse_go_duration
 from exporter.web import problems
 from exporter.web.landing import StatusPage
 from ledger_simulator.network import SimulatedNetwork
@@ -374,9 +375,9 @@ def test_the_status_page_flags_what_the_shipped_alerts_fire_on() -> None:
     equal to the rendering)."""
     config = render_mixin.evaluate()["config"]
     shipped = problems.SHIPPED_THRESHOLDS
-    assert config["heightStalledSeconds"] == shipped.height_stalled_seconds
+    assert parse_go_duration(config["heightStalled"]) == shipped.height_stalled_seconds
     assert config["blocksBehindThreshold"] == shipped.blocks_behind_threshold
-    assert config["stallGraceSeconds"] == shipped.stall_grace_seconds
+    assert parse_go_duration(config["stallGrace"]) == shipped.stall_grace_seconds
     rules = yaml.safe_load((REPO / "deploy" / "prometheus" / "alerts.yml").read_text())
     expr = {r["alert"]: r["expr"] for g in rules["groups"] for r in g["rules"] if "alert" in r}
     selector = r"\{[^}]*\}"

@@ -22,6 +22,7 @@ from exporter.model.snapshot import Snapshot
 from exporter.poll import consensus_history as consensus
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
+from exporter.values import parse_go_duration
 from exporter.web import alert_thresholds, problems
 from exporter.web.problems import Problem, attention
 from tests.support.documents import chain_doc, health_doc
@@ -248,7 +249,7 @@ def test_the_page_uses_the_consensus_alerts_thresholds() -> None:
     config = render_mixin.evaluate()["config"]
     shipped = problems.SHIPPED_THRESHOLDS
     assert config["voteSessionStuckTimeouts"] == shipped.vote_session_stuck_timeouts
-    assert config["voteSessionStuckSeconds"] == shipped.vote_session_stuck_seconds
+    assert parse_go_duration(config["voteSessionStuck"]) == shipped.vote_session_stuck_seconds
     assert config["leaderFailedRoundsThreshold"] == shipped.leader_failed_rounds_threshold
     window = shipped.leader_failed_rounds_window_seconds
     assert config["leaderFailedRoundsWindow"] == f"{window // 60:.0f}m"
