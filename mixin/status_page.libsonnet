@@ -17,6 +17,8 @@ local utils = import 'lib/utils.libsonnet';
     heightStalledSeconds: c.heightStalledSeconds,
     // LedgerNodeBehind
     blocksBehindThreshold: c.blocksBehindThreshold,
+    // LedgerNodeBehindTime
+    behindTimeSeconds: utils.durationSeconds(c.behindTime),
     // LedgerBlockchainSyncingTooLong: its `for`
     syncingTooLongSeconds: utils.durationSeconds(c.syncingTooLongFor),
     // LedgerVoteSessionStuck
