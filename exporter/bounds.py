@@ -33,6 +33,11 @@ MAX_TEXT_CHARS = 4096
 #: characters; a longer id is not followed (and counted as a dropped vote session).
 MAX_SESSION_ID_CHARS = 256
 
+#: Rises of a chain's head remembered per chain (the clock of ``behind_seconds``:
+#: exporter.poll.head_clock), at 16 bytes each: the last 64 cycles at the poll's
+#: resolution, older ones coarser; also what a state file may hold per chain.
+HEAD_RISES_PER_CHAIN = 128
+
 
 class DropKind(Enum):
     """What a node sent beyond a configured bound; the value is the metric's ``kind`` label."""

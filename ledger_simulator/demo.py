@@ -332,6 +332,10 @@ def _serve(
         f"Stick the first chain's vote session: curl -X POST {network.admin_url}faults "
         f'-d \'{{"node": "*", "fault": "session_stuck", "chain": "{network.chain_ids[0]}"}}\''
     )
+    print(
+        f"Make node-4 lag 30 s behind: curl -X POST {network.admin_url}faults "
+        '-d \'{"node": "node-4", "fault": "lag_time", "delay_seconds": "30s"}\''
+    )
     prometheus = None
     if args.prometheus:
         prometheus = start_prometheus(address, args.prometheus_address, workdir)

@@ -32,6 +32,8 @@ FAULTS = (
     "council_change",
     "idle",
     "identity_swap",
+    "lag_time",
+    "rewrite_hash",
 )
 #: Faults that only make sense for a whole node (a partition cuts peer links, not chains;
 #: another node answering at a node's address answers all of it).
@@ -49,6 +51,11 @@ ROUND_FAULTS = frozenset({"session_stuck", "leader_failing"})
 MEMBER_FAULTS = {"leader_failing": True, "council_change": False}
 ALL_NODES = "*"
 DEFAULT_SLOW_SECONDS = 5.0
+#: How late a node under ``lag_time`` reaches each height when no delay is given.
+DEFAULT_LAG_SECONDS = 30.0
+#: How far below the node's height at the switch ``rewrite_hash`` rewrites a block when no
+#: height is given: the exporter's default checkpoint depth, where it reads blocks.
+DEFAULT_REWRITE_DEPTH = 5
 #: The addresses an object fault may name: (fault, chain index or None for every chain) ->
 #: lower-case addresses.
 TargetAddresses = Callable[[str, "int | None"], Collection[str]]
@@ -72,10 +79,12 @@ class FaultKey:
 
 @dataclass(frozen=True)
 class FaultState:
-    """When a fault was switched on (clock time), for ``slow`` its delay (for the round
-    faults their round timeout, 0: the chain's own), for ``fork`` the first height whose
-    block differs (``None``: the first block after ``since``), for ``consensus_drift`` the
-    value reported (``None``: the default change)."""
+    """When a fault was switched on (clock time), for ``slow`` its delay (for ``lag_time``
+    how late the node reaches each height, for the round faults their round timeout, 0: the
+    chain's own), for ``fork`` the first height whose block differs (``None``: the first
+    block after ``since``; for ``rewrite_hash`` the height whose block is rewritten,
+    ``None``: DEFAULT_REWRITE_DEPTH below the node's height at ``since``), for
+    ``consensus_drift`` the value reported (``None``: the default change)."""
 
     since: float
     delay_seconds: float
@@ -92,6 +101,12 @@ class FaultState:
 KEYED_FAULTS = frozenset({"leader_failing", "council_change", "consensus_drift"})
 
 
+#: Faults whose switch for the chain wins over the node-wide one (the attribute holding it).
+_CHAINS_OWN = {"fork": "fork", "rewrite_hash": "rewrite"}
+#: Faults whose longest delay applies (the attribute holding it).
+_LONGEST = {"slow": "slow_seconds", "lag_time": "lag_seconds"}
+
+
 @dataclass
 class ActiveFaults:
     """The faults in force for one node (and chain): node-wide ones merged with the chain's."""
@@ -105,6 +120,9 @@ class ActiveFaults:
     malformed_json: bool = False
     fork: FaultState | None = None
     fork_per_chain: bool = False
+    lag_seconds: float = 0.0
+    rewrite: FaultState | None = None
+    rewrite_per_chain: bool = False
     other_council: bool = False
     partition: bool = False
     stuck: FaultState | None = None
@@ -138,11 +156,16 @@ class ActiveFaults:
         elif fault == "idle":
             since = self.idle_since
             self.idle_since = state.since if since is None else min(since, state.since)
-        elif fault == "fork":
-            if self.fork is None or (per_chain and not self.fork_per_chain):
-                self.fork, self.fork_per_chain = state, per_chain
-        elif fault == "slow":
-            self.slow_seconds = max(self.slow_seconds, state.delay_seconds)
+        elif fault in _CHAINS_OWN:
+            name = _CHAINS_OWN[fault]
+            if getattr(self, name) is None or (
+                per_chain and not getattr(self, f"{name}_per_chain")
+            ):
+                setattr(self, name, state)
+                setattr(self, f"{name}_per_chain", per_chain)
+        elif fault in _LONGEST:
+            name = _LONGEST[fault]
+            setattr(self, name, max(getattr(self, name), state.delay_seconds))
         elif fault == "identity_swap":
             self.answered_by = target
         else:
@@ -197,11 +220,15 @@ class FaultRegistry:
         key = self.validate(node, fault, chain, target, value)
         if delay_seconds < 0:
             raise FaultError(f"delay_seconds must be >= 0, got {delay_seconds}")
-        if height is not None and (fault != "fork" or height < 0):
-            raise FaultError(f"height is for fork only and must be >= 0, got {height}")
+        if height is not None and (fault not in ("fork", "rewrite_hash") or height < 0):
+            raise FaultError(
+                f"height is for fork and rewrite_hash only and must be >= 0, got {height}"
+            )
         delay = 0.0
         if fault == "slow":
             delay = delay_seconds or DEFAULT_SLOW_SECONDS
+        elif fault == "lag_time":
+            delay = delay_seconds or DEFAULT_LAG_SECONDS
         elif fault in ROUND_FAULTS:
             delay = delay_seconds
         reported = self._drift_value(key, value) if fault == "consensus_drift" else None
@@ -368,7 +395,8 @@ class FaultSpec:
 
 
 def parse_fault_spec(text: str) -> FaultSpec:
-    """Parse ``node-2:stall``, ``node-3:slow=5s``, ``node-4:fork=1200``,
+    """Parse ``node-2:stall``, ``node-3:slow=5s``, ``node-4:fork=1200``, ``node-2:lag_time=20s``,
+    ``node-3:rewrite_hash=1195``,
     ``node-1:http_500:<chain id>``, ``*:contract_paused=<address>:<chain id>``,
     ``*:session_stuck=3s``, ``*:leader_failing=node-3,5s``, ``*:council_change=node-4``,
     ``node-2:consensus_drift=txMaxTimeTrigger=2m`` or ``node-2:identity_swap=node-3``."""
@@ -393,7 +421,7 @@ def _with_value(spec: FaultSpec, value: str) -> FaultSpec:
     fault = spec.fault
     if fault in OBJECT_FAULTS or fault in ("council_change", "identity_swap"):
         return replace(spec, target=value)
-    if fault in ("slow", "session_stuck"):
+    if fault in ("slow", "session_stuck", "lag_time"):
         return replace(spec, delay_seconds=parse_go_duration(value))
     if fault == "leader_failing":
         leader, _, timeout = value.partition(",")
@@ -402,12 +430,12 @@ def _with_value(spec: FaultSpec, value: str) -> FaultSpec:
     if fault == "consensus_drift":
         setting, _, reported = value.partition("=")
         return replace(spec, target=setting, value=reported or None)
-    if fault == "fork":
+    if fault in ("fork", "rewrite_hash"):
         if not (value.isascii() and value.isdigit()):
-            raise FaultError("fork=HEIGHT takes a block height")
+            raise FaultError(f"{fault}=HEIGHT takes a block height")
         return replace(spec, height=int(value))
     raise FaultError(
-        "only slow=DELAY and fork=HEIGHT take a value (and "
+        "only slow=DELAY, lag_time=DELAY, fork=HEIGHT and rewrite_hash=HEIGHT take a value (and "
         f"{', '.join(sorted(OBJECT_FAULTS))}=ADDRESS, session_stuck=ROUND_TIMEOUT, "
         "leader_failing=MEMBER[,ROUND_TIMEOUT], council_change=MEMBER, "
         "consensus_drift=SETTING[=VALUE], identity_swap=NODE)"

@@ -18,7 +18,12 @@ from typing import Any
 
 from ledger_simulator import settings
 from ledger_simulator.consensus import Councils, Failing, Pace, Schedule, Timeline
-from ledger_simulator.faults import ActiveFaults, FaultRegistry
+from ledger_simulator.faults import (
+    DEFAULT_REWRITE_DEPTH,
+    ActiveFaults,
+    FaultRegistry,
+    FaultState,
+)
 from ledger_simulator.ids import hex_id, iso_utc, pick, triangle, unit
 from ledger_simulator.topology import Topology
 
@@ -146,11 +151,22 @@ class SimState:
         if fork is not None:
             start = fork.height
             if start is None:
-                moment = fork.since - self.delay(node, chain)
+                moment = fork.since - self.delay(node, chain) - faults.lag_seconds
                 start = self.timeline(chain, faults).height_at(moment) + 1
             if height >= start:
                 return hex_id(64, self.topology.seed, "fork", node, chain, height)
+        rewrite = faults.rewrite
+        if rewrite is not None and height == self._rewritten(node, chain, rewrite, faults):
+            return hex_id(64, self.topology.seed, "rewrite", node, chain, height)
         return self.block_hash(chain, height)
+
+    def _rewritten(self, node: int, chain: int, rewrite: FaultState, faults: ActiveFaults) -> int:
+        """The height whose block ``rewrite_hash`` rewrites: its ``height``, else
+        DEFAULT_REWRITE_DEPTH below the node's height when it was switched on."""
+        if rewrite.height is not None:
+            return rewrite.height
+        moment = rewrite.since - self.delay(node, chain) - faults.lag_seconds
+        return max(0, self.timeline(chain, faults).height_at(moment) - DEFAULT_REWRITE_DEPTH)
 
     def council_view(self, view: ChainView) -> list[str]:
         """The council as the node reports it; under ``other_council`` its last member is
@@ -166,7 +182,7 @@ class SimState:
         """The node's view of the chain at ``now``; a stall freezes it at the stall time."""
         faults = self.faults.active(self.topology.node_name(node), self.topology.chain_ids[chain])
         frozen = faults.stall_since if faults.stall_since is not None else now
-        effective = min(frozen, now) - self.delay(node, chain)
+        effective = min(frozen, now) - self.delay(node, chain) - faults.lag_seconds
         timeline = self.timeline(chain, faults)
         height = timeline.height_at(effective)
         return ChainView(node, chain, now, effective, height, faults, timeline)
@@ -213,7 +229,9 @@ class SimState:
         consensus, features, key_type = self.settings(chain, view.faults)
         return {
             "blockHeight": view.height,
-            "lastMessageTime": iso_utc(view.timeline.mint(view.height) + self.delay(node, chain)),
+            "lastMessageTime": iso_utc(
+                view.timeline.mint(view.height) + self.delay(node, chain) + view.faults.lag_seconds
+            ),
             "keyType": key_type,
             "isInCouncil": in_council,
             "isVoting": in_council and bool(sessions),

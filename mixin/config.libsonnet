@@ -29,6 +29,8 @@
 //                                         consensusTimeout + this, while work waits
 //   heightStalled                10m      the same, where the node reports neither setting
 //   blocksBehindThreshold        10       LedgerNodeBehind (min over 5m, for 5m)
+//   behindTime                   5m       LedgerNodeBehindTime: seconds behind (for 5m)
+//   reorgWindow                  15m      LedgerBlockchainReorganized: a rise in this window
 //   syncingTooLongFor            30m      LedgerBlockchainSyncingTooLong
 //   pendingMessagesThreshold     1000     LedgerPendingMessagesHigh (for 10m)
 //   delayedMessagesThreshold     100      LedgerDelayedMessagesHigh (for 10m)
@@ -90,6 +92,8 @@
     stallGrace: '3m',
     heightStalled: '10m',
     blocksBehindThreshold: 10,
+    behindTime: '5m',
+    reorgWindow: '15m',
     syncingTooLongFor: '30m',
     pendingMessagesThreshold: 1000,
     delayedMessagesThreshold: 100,

@@ -19,6 +19,8 @@ local utils = import 'lib/utils.libsonnet';
     heightStalledSeconds: utils.durationSeconds(c.heightStalled),
     // LedgerNodeBehind
     blocksBehindThreshold: c.blocksBehindThreshold,
+    // LedgerNodeBehindTime
+    behindTimeSeconds: utils.durationSeconds(c.behindTime),
     // LedgerBlockchainSyncingTooLong: its `for`
     syncingTooLongSeconds: utils.durationSeconds(c.syncingTooLongFor),
     // LedgerVoteSessionStuck

@@ -138,6 +138,18 @@ CHAIN_BLOCKS_BEHIND = _g(
     *_CHAIN,
     unit="blocks",
 )
+CHAIN_BEHIND_SECONDS = _g(
+    "ledger_blockchain_behind_seconds",
+    "How long ago the highest height among the polled nodes reading this chain first reached "
+    "one above this node's height, on the exporter's clock: 0 at the head.",
+    *_CHAIN,
+    missing=(
+        "Only as precise as `scrape_interval` (a height is seen first by the cycle after it "
+        "came); a height reached before the exporter first saw the chain counts from then "
+        "(kept across restarts with `--state.file`), so the lag is then at least the value. "
+        "No sample in a /probe answer (no history)."
+    ),
+)
 CHAIN_HEIGHT_CHANGED = _g(
     "ledger_blockchain_height_last_change_timestamp_seconds",
     "Exporter's clock when it first saw the current height.",
@@ -240,6 +252,19 @@ CHAIN_COUNCIL_CHANGES = MetricSpec(
     "successful read.",
     _CHAIN,
     missing="0 from the chain's first read.",
+)
+CHAIN_REORGS = MetricSpec(
+    "ledger_blockchain_reorgs_total",
+    Kind.COUNTER,
+    "Times the node answered, for a height whose block hash the exporter had read from it "
+    "before, another hash (its history was rewritten: a reorganisation).",
+    _CHAIN,
+    missing=(
+        "0 from the node's first checkpoint block read of the chain (none with "
+        "`network_checks.checkpoint_depth: 0`); the hashes of its last checkpoints are kept "
+        'and one of them read again every 4 cycles (docs/network-and-consensus.md, "Seconds '
+        'behind and reorganisations").'
+    ),
 )
 
 _NETWORK_CHAIN = ("blockchain",)
@@ -422,6 +447,7 @@ CHAIN_FAMILIES = (
     CHAIN_UP,
     CHAIN_HEIGHT,
     CHAIN_BLOCKS_BEHIND,
+    CHAIN_BEHIND_SECONDS,
     CHAIN_HEIGHT_CHANGED,
     *(family_of(row) for row in f.CHAIN_STATUS_FIELDS if row.help and row is not f.BLOCK_HEIGHT),
 )
@@ -431,6 +457,7 @@ CONSENSUS_FAMILIES = (
     CHAIN_VOTE_ROUND_CHANGES,
     CHAIN_LEADER_FAILED_ROUNDS,
     CHAIN_COUNCIL_CHANGES,
+    CHAIN_REORGS,
 )
 #: The cross-node families, from the network view rather than per node or chain.
 NETWORK_FAMILIES = (
@@ -572,7 +599,8 @@ GROUPS = (
     Group(
         "Consensus health",
         "Each node's chains followed from cycle to cycle on the exporter's clock (vote sessions "
-        "by `sessionId`, council sets order ignored): the daemon's memory, on /metrics only.",
+        "by `sessionId`, council sets order ignored, checkpoint blocks by height): the daemon's "
+        "memory, on /metrics only.",
         _FROM_ANSWERS,
         CONSENSUS_FAMILIES,
     ),

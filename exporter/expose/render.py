@@ -231,6 +231,7 @@ class _Render:
             },
             m.CHAIN_UP: lambda: self._per_chain(lambda chain: _flag(chain.up)),
             m.CHAIN_BLOCKS_BEHIND: lambda: self._per_read_chain(lambda c: c.blocks_behind),
+            m.CHAIN_BEHIND_SECONDS: lambda: self._per_read_chain(lambda c: c.behind_seconds),
             m.CHAIN_HEIGHT_CHANGED: lambda: self._per_read_chain(
                 lambda c: snapshot.unix_time(c.height_changed_at)
             ),
@@ -240,6 +241,7 @@ class _Render:
             m.CHAIN_VOTE_ROUND_CHANGES: lambda: self._followed(lambda c: c.round_changes),
             m.CHAIN_LEADER_FAILED_ROUNDS: self._leader_failures,
             m.CHAIN_COUNCIL_CHANGES: lambda: self._followed(lambda c: c.council_changes),
+            m.CHAIN_REORGS: lambda: self._per_read_chain(lambda c: c.reorgs),
             m.NETWORK_CHECKPOINT_HEIGHT: lambda: self._network(lambda c: c.checkpoint_height),
             m.NETWORK_CHECKPOINT_HASHES: lambda: self._network(lambda c: c.checkpoint_hashes),
             m.NETWORK_COUNCIL_VIEWS: lambda: self._network(lambda c: c.council_views),

@@ -73,8 +73,13 @@ class ChainStatus:
     error: str | None = None
     height_changed_at: float | None = None  # monotonic, like every time of the snapshot
     blocks_behind: float | None = None
+    #: how long ago the chain's head first reached one above this node's height (0 at the
+    #: head; exporter.poll.head_clock)
+    behind_seconds: float | None = None
     syncing_since: float | None = None  # first cycle of the node's unbroken run of syncing
     consensus: ConsensusStatus | None = None  # followed across cycles (the daemon's only)
+    #: another hash read for a height whose hash was read before (None: no block read yet)
+    reorgs: int | None = None
 
     @property
     def up(self) -> bool:

@@ -218,11 +218,19 @@ class Poller:
 
     def _block_plan(self, node: NodeConfig) -> BlockPlan:
         """The checkpoint blocks to ask ``node`` for: only where block checks are on and the
-        node had reached the checkpoint last cycle (a block it cannot have is no error)."""
+        node had reached the checkpoint last cycle (a block it cannot have is no error); and,
+        one cycle in a few, a block it answered before, asked again (block_hashes.py)."""
         checks = self._resources.config.network_checks
         if checks.checkpoint_depth == 0:
             return BlockPlan()
-        return BlockPlan(self._block_heights.get(node.name, {}), checks.block_hash_fields)
+        heights = self._block_heights.get(node.name, {})
+        recheck = self._history.recheck
+        rechecks = {
+            chain: again
+            for chain, checkpoint in heights.items()
+            if (again := recheck(node.name, chain, checkpoint)) is not None
+        }
+        return BlockPlan(heights, checks.block_hash_fields, rechecks)
 
     def _network(self, results: Sequence[NodeResult], nodes: Sequence[NodeStatus]) -> NetworkView:
         """Compare the up nodes, and plan the next cycle's checkpoints from their heights."""

@@ -33,7 +33,9 @@ from exporter.model.snapshot import (
 )
 from exporter.model.storage import CountArray
 from exporter.model.watch_readings import ContractReading, WalletReading
+from exporter.poll.block_hashes import BlockHashes
 from exporter.poll.consensus_history import ChainConsensus
+from exporter.poll.head_clock import HeadClock
 from exporter.poll.results import (
     ChainResult,
     FetchError,
@@ -127,6 +129,7 @@ class _NodeMemory:
     heights: dict[str, tuple[float, float]] = field(default_factory=dict)  # height, first seen
     syncing: dict[str, float] = field(default_factory=dict)  # since when, unbroken (not kept)
     consensus: dict[str, ChainConsensus] = field(default_factory=dict)  # per chain read
+    blocks: dict[str, BlockHashes] = field(default_factory=dict)  # per chain: checkpoint hashes
     node_key: str | None = None  # the nodeId of the last successful read that had one
     unpolled_chains: int = 0
     unreadable_ids: bool = False  # the last /health read listed chain ids UTF-8 cannot hold
@@ -145,7 +148,9 @@ class History:
         (``wall - wall_offset``, i.e. ``mono_now - (wall_now - wall)``)."""
         self._layout = _Layout(_ERROR_KEYS)  # every node starts with these counters
         self._nodes: dict[str, _NodeMemory] = {}
-        for name, node in (restored or State()).nodes.items():
+        restored = restored or State()
+        self._heads = HeadClock(restored.heads, wall_offset)
+        for name, node in restored.nodes.items():
             memory = self._nodes[name] = _NodeMemory(_ErrorCounter(self._layout))
             memory.heights = {
                 chain: (kept.height, kept.height_changed_at - wall_offset)
@@ -176,7 +181,14 @@ class History:
                 for chain, (height, since) in memory.heights.items()
             }
             nodes[name] = NodeState(chains, memory.node_key)
-        return State(nodes)
+        return State(nodes, self._heads.records(wall_offset))
+
+    def recheck(self, node: str, chain: str, checkpoint: int) -> int | None:
+        """A height of ``chain`` whose block ``node`` answered before, to ask again beside
+        this cycle's ``checkpoint`` (exporter.poll.block_hashes); None for none this cycle."""
+        memory = self._nodes.get(node)
+        followed = None if memory is None else memory.blocks.get(chain)
+        return None if followed is None else followed.recheck(checkpoint)
 
     def node_keys(self) -> dict[str, str]:
         """Each polled node's ``nodeId`` from its last successful read that had one."""
@@ -193,7 +205,10 @@ class History:
         ``bounds`` caps the leader series of each chain."""
         self._nodes = {r.node.name: self._memory(r.node.name) for r in results}
         highest = _highest_heights(results)
-        return tuple(self._node_status(result, now_mono, highest, bounds) for result in results)
+        self._heads.advance(highest, now_mono)
+        statuses = tuple(self._node_status(result, now_mono, highest, bounds) for result in results)
+        self._heads.keep(chain for memory in self._nodes.values() for chain in memory.heights)
+        return statuses
 
     def _node_status(
         self, result: NodeResult, now_mono: float, highest: dict[str, float], bounds: Bounds
@@ -216,7 +231,7 @@ class History:
             for followed in memory.consensus.values():
                 followed.missed()
         chains, leader_drops = _chain_statuses(
-            memory, name, result, now_mono, highest=highest, bounds=bounds
+            memory, name, result, now_mono, highest=highest, bounds=bounds, heads=self._heads
         )
         if result.health is not None:
             _note_dropped(memory, name, _cycle_drops(result, leader_drops))
@@ -249,10 +264,12 @@ def _forget_unpolled(memory: _NodeMemory, polled: set[str]) -> None:
         memory.heights.keys() <= polled
         and memory.chains_up.keys() <= polled
         and memory.consensus.keys() <= polled
+        and memory.blocks.keys() <= polled
     ):
         memory.heights = {k: v for k, v in memory.heights.items() if k in polled}
         memory.chains_up = {k: v for k, v in memory.chains_up.items() if k in polled}
         memory.consensus = {k: v for k, v in memory.consensus.items() if k in polled}
+        memory.blocks = {k: v for k, v in memory.blocks.items() if k in polled}
 
 
 def _chain_statuses(
@@ -263,6 +280,7 @@ def _chain_statuses(
     *,
     highest: dict[str, float],
     bounds: Bounds,
+    heads: HeadClock,
 ) -> tuple[tuple[ChainStatus, ...], int]:
     """Each chain's status, and how many leader keys found no room under ``bounds``."""
     statuses = []
@@ -270,7 +288,9 @@ def _chain_statuses(
     for chain in result.chains:
         consensus, dropped = _follow(memory, chain, now_mono, bounds)
         leader_drops += dropped
-        statuses.append(_chain_status(memory, node, chain, now_mono, highest, consensus=consensus))
+        statuses.append(
+            _chain_status(memory, node, chain, now_mono, highest, consensus=consensus, heads=heads)
+        )
     return tuple(statuses), leader_drops
 
 
@@ -296,11 +316,13 @@ def _chain_status(
     highest: dict[str, float],
     *,
     consensus: ConsensusStatus | None,
+    heads: HeadClock,
 ) -> ChainStatus:
     if chain.block_height is not None:
         # the block counters start at 0 with the node's first block request, so an
         # exporter with block checks off has no such series
         memory.errors.add("block", chain.block_error)
+    reorgs = _note_blocks(memory, chain)
     if chain.requested:
         memory.errors.add("blockchain", chain.error)
         before = memory.chains_up.get(chain.blockchain)
@@ -318,19 +340,41 @@ def _chain_status(
             error,
             syncing_since=syncing_since,
             consensus=consensus,
+            reorgs=reorgs,
         )
     seen = memory.heights.get(chain.blockchain)
     if seen is None or seen[0] != height:
         seen = memory.heights[chain.blockchain] = (height, now_mono)
+    top = highest[chain.blockchain]
     return ChainStatus(
         chain.blockchain,
         chain.reading,
         None,
         height_changed_at=seen[1],
-        blocks_behind=highest[chain.blockchain] - height,
+        blocks_behind=top - height,
+        behind_seconds=heads.behind(chain.blockchain, height, top, now_mono),
         syncing_since=syncing_since,
         consensus=consensus,
+        reorgs=reorgs,
     )
+
+
+def _note_blocks(memory: _NodeMemory, chain: ChainResult) -> int | None:
+    """Remember the block hashes read of ``chain`` this cycle (the checkpoint's, and the one
+    asked again), counting the failed recheck like any block request; the reorganisations
+    found so far, None before the chain's first block read."""
+    if chain.recheck_height is not None:
+        memory.errors.add("block", chain.recheck_error)
+    followed = memory.blocks.get(chain.blockchain)
+    for height, block_hash in (
+        (chain.recheck_height, chain.recheck_hash),
+        (chain.block_height, chain.block_hash),
+    ):
+        if height is not None and block_hash is not None:
+            if followed is None:
+                followed = memory.blocks[chain.blockchain] = BlockHashes()
+            followed.note(height, block_hash)
+    return None if followed is None else followed.reorgs
 
 
 def _note_syncing(memory: _NodeMemory, chain: ChainResult, now_mono: float) -> float | None:

@@ -54,11 +54,13 @@ def requests_per_node(engine_slots: int) -> int:
 
 @dataclass(frozen=True)
 class BlockPlan:
-    """Which block to ask a node for per chain this cycle (the checkpoint), and where a block
-    keeps its hash. Empty when block checks are off or no checkpoint is known yet."""
+    """Which block to ask a node for per chain this cycle (the checkpoint), which height read
+    before to ask again (``rechecks``: exporter.poll.block_hashes), and where a block keeps
+    its hash. Empty when block checks are off or no checkpoint is known yet."""
 
     heights: Mapping[str, int] = field(default_factory=dict)
     hash_fields: tuple[str, ...] = ()
+    rechecks: Mapping[str, int] = field(default_factory=dict)
 
 
 class Countdown:
@@ -252,17 +254,23 @@ class NodePoll:
             return
         if not self.node.blockchains:
             self._unpolled = len(health.blockchain_ids) - len(chains)
-        heights = self._blocks.heights
+        heights, rechecks = self._blocks.heights, self._blocks.rechecks
         with self._lock:
             self._health = health
             self._chains = {
-                chain: ChainResult(chain, block_height=heights.get(chain)) for chain in chains
+                chain: ChainResult(
+                    chain, block_height=heights.get(chain), recheck_height=rechecks.get(chain)
+                )
+                for chain in chains
             }
-            blocks = sum(result.block_height is not None for result in self._chains.values())
+            blocks = sum(
+                (result.block_height is not None) + (result.recheck_height is not None)
+                for result in self._chains.values()
+            )
             self._chain_parts_left = len(self._chains) + blocks
         if not chains:
             self._finish()
-        held = self._chain_requests(chains, heights)
+        held = self._chain_requests(chains, heights, rechecks)
         for request in watch:  # right after the chains', under the same deadline
             read = self._watch.reader(request, self._watch_ended)
             held.append(_Waiting(list(request.segments), _Counted(self, read), request.query))
@@ -272,10 +280,11 @@ class NodePoll:
         self._send_waiting()
 
     def _chain_requests(
-        self, chains: tuple[str, ...], heights: Mapping[str, int]
+        self, chains: tuple[str, ...], heights: Mapping[str, int], rechecks: Mapping[str, int]
     ) -> list[_Waiting]:
-        """Each chain's status request and, where planned, its checkpoint block's, to go out
-        as the node's share of the engine's slots allows."""
+        """Each chain's status request and, where planned, its checkpoint block's (and a block
+        read before, asked again), to go out as the node's share of the engine's slots
+        allows."""
         # the fast path reads the parts alike on every node once a cycle: with ``shared`` only
         fast = None if self._shared is None else decode_chain_status
         fast_block = block_hash_decoder(self._blocks.hash_fields) if heights else None
@@ -287,6 +296,10 @@ class NodePoll:
                 query = (("height", str(heights[chain])),)
                 block = _ChainAnswer(self, chain, block=True)
                 held.append(_Waiting(["blockchains", chain, "blocks"], block, query, fast_block))
+            if chain in rechecks:
+                query = (("height", str(rechecks[chain])),)
+                again = _ChainAnswer(self, chain, block=True, recheck=True)
+                held.append(_Waiting(["blockchains", chain, "blocks"], again, query, fast_block))
         return held
 
     def health_failed(self, error: FetchError) -> None:
@@ -340,7 +353,10 @@ class NodePoll:
                 answer.counted = True
                 self._count_ended(ended_as)
             result = self._chains[answer.chain]
-            if answer.block:
+            if answer.recheck:
+                ended = result.recheck_hash is not None or result.recheck_error is not None
+                result.recheck_hash, result.recheck_error = value, error
+            elif answer.block:
                 ended = result.block_hash is not None or result.block_error is not None
                 result.block_hash, result.block_error = value, error
             else:
@@ -391,13 +407,20 @@ def _ended(chain: ChainResult, late: FetchError) -> ChainResult:
     parts all ended is itself (no request of it can end again), not a copy."""
     status_out = chain.reading is None and chain.error is None
     block_out = chain.block_height is not None and chain.block_hash is None
-    if not status_out and not (block_out and chain.block_error is None):
+    recheck_out = chain.recheck_height is not None and chain.recheck_hash is None
+    if (
+        not status_out
+        and not (block_out and chain.block_error is None)
+        and not (recheck_out and chain.recheck_error is None)
+    ):
         return chain
     return replace(
         chain,
         error=chain.error or (None if chain.reading else late),
         block_error=chain.block_error
         or (None if chain.block_hash or chain.block_height is None else late),
+        recheck_error=chain.recheck_error
+        or (None if chain.recheck_hash or chain.recheck_height is None else late),
     )
 
 
@@ -458,10 +481,10 @@ class _ChainAnswer:
     and ends its part in one lock round (:meth:`NodePoll.chain_answered`), or, should that
     raise, ends the part with the error, so no exception leaves a part unfinished."""
 
-    __slots__ = ("_poll", "block", "chain", "counted")
+    __slots__ = ("_poll", "block", "chain", "counted", "recheck")
 
-    def __init__(self, poll: NodePoll, chain: str, block: bool) -> None:
-        self._poll, self.chain, self.block = poll, chain, block
+    def __init__(self, poll: NodePoll, chain: str, block: bool, recheck: bool = False) -> None:
+        self._poll, self.chain, self.block, self.recheck = poll, chain, block, recheck
         self.counted = False  # the poll has counted the request ended
 
     @property

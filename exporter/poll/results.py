@@ -61,6 +61,9 @@ class ChainResult:
     block_height: int | None = None  # the checkpoint whose block was asked for, if any
     block_hash: str | None = None
     block_error: FetchError | None = None
+    recheck_height: int | None = None  # a height read before, asked again (block_hashes.py)
+    recheck_hash: str | None = None
+    recheck_error: FetchError | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +102,7 @@ class NodeResult:
         """The 429 or 503 answer of this poll that asked for the longest wait
         (``Retry-After``); None when none did."""
         errors = [self.error, *(w.error for w in self.watch)]
-        errors += [e for c in self.chains for e in (c.error, c.block_error)]
+        errors += [e for c in self.chains for e in (c.error, c.block_error, c.recheck_error)]
         waits = [e for e in errors if e is not None and e.retry_after > 0]
         return max(waits, key=lambda error: error.retry_after, default=None)
 

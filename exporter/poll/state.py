@@ -4,9 +4,11 @@ What the history remembers and a restart would otherwise forget: when each node'
 first seen at its current height (the clock of ``LedgerBlockHeightStalled``), when each vote
 session still open was first seen (``ledger_blockchain_vote_session_age_seconds``), and each
 node's ``nodeId`` from its last successful read (what counts a council member whose node is
-down as polled). A clock survives a restart only while the node still reports the same
-height: same node name, same chain, same height; a session's first sighting only while the
-node still reports that session. Counters are not kept (counters restart with the process,
+down as polled), and per chain when its head first reached each recent height (the clock of
+``ledger_blockchain_behind_seconds``: :mod:`exporter.poll.head_clock`). A clock survives a
+restart only while the node still reports the same height: same node name, same chain, same
+height; a session's first sighting only while the node still reports that session; a
+chain's head record whole. Counters are not kept (counters restart with the process,
 as Prometheus expects), nor anything a probe did (``/probe`` keeps no memory between
 probes).
 
@@ -15,13 +17,16 @@ The file is one JSON object::
     {"format": "ledger-exporter-state", "version": 1,
      "nodes": {"<node name>": {"node_id": "02ab...", "blockchains": {"<chain id>":
          {"height": 1234, "height_changed_at": 1700000000.5,
-          "vote_sessions": {"<session id>": {"first_seen": 1700000000.5}}}}}}}
+          "vote_sessions": {"<session id>": {"first_seen": 1700000000.5}}}}}},
+     "heads": {"<chain id>": [[1230, 1699999990.5], [1234, 1700000000.5]]}}
 
 Node names are the config's, chain and session ids and node ids the nodes'; nothing else is
 written: no URL, no header, no credential. ``node_id`` and ``vote_sessions`` (issue 21) are
 keys a reader of the first version-1 files ignores (so a chain's sessions are kept only with
-its height clock, which such a reader requires): adding a key keeps version 1; changing
-what an existing key means bumps the version.
+its height clock, which such a reader requires), as is ``heads`` (issue 37: each
+chain's head record, (height, first reached) pairs with heights rising, at most
+``HEAD_RISES_PER_CHAIN``): adding a key keeps version 1; changing what an existing key means
+bumps the version.
 
 The file is the exporter's own only when it begins with the format marker
 (``{"format": "ledger-exporter-state"``, as every write puts it first); nothing else is ever
@@ -71,7 +76,7 @@ from typing import Annotated, Any
 import msgspec
 
 from exporter import ownfile
-from exporter.bounds import MAX_SESSION_ID_CHARS, MAX_TEXT_CHARS
+from exporter.bounds import HEAD_RISES_PER_CHAIN, MAX_SESSION_ID_CHARS, MAX_TEXT_CHARS
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.errors import FileChangedError, NotAFileError, StateFileError
@@ -89,6 +94,8 @@ VERSION = 1
 BYTES_PER_CHAIN = 2048
 BYTES_PER_SESSION = 6 * MAX_SESSION_ID_CHARS + 64
 BYTES_PER_NODE = 6 * MAX_TEXT_CHARS + 64
+#: A chain's head record: its escaped id, then each (height, time) pair in under 64 bytes.
+BYTES_PER_HEAD = 2048 + 64 * HEAD_RISES_PER_CHAIN
 BASE_BYTES = 64 * 1024
 #: A clock stamped this far ahead of the exporter's own clock is not kept (the clock was set
 #: back, or the file came from another machine): the height is then a first sighting.
@@ -113,11 +120,17 @@ class NodeState:
     node_id: str | None = None
 
 
+#: One chain's head record: (height, when the head first reached it) pairs, heights rising.
+HeadRecord = tuple[tuple[float, float], ...]
+
+
 @dataclass(frozen=True)
 class State:
-    """The whole memory between cycles, per configured node name."""
+    """The whole memory between cycles: per configured node name, and per chain id its head
+    record."""
 
     nodes: Mapping[str, NodeState] = field(default_factory=dict)
+    heads: Mapping[str, HeadRecord] = field(default_factory=dict)
 
     @property
     def chain_count(self) -> int:
@@ -127,7 +140,12 @@ class State:
 def encode(state: State) -> bytes:
     """The file's bytes: sorted keys, so equal memories give equal bytes."""
     nodes = {name: _encode_node(node) for name, node in state.nodes.items()}
-    document = {"format": FORMAT, "version": VERSION, "nodes": nodes}
+    document: dict[str, Any] = {"format": FORMAT, "version": VERSION, "nodes": nodes}
+    if state.heads:
+        # "heads", not "blockchains": sorted after "format", which must come first
+        document["heads"] = {
+            chain: [list(pair) for pair in record] for chain, record in state.heads.items()
+        }
     return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -171,6 +189,7 @@ class _Header(msgspec.Struct):
     format: Any = None
     version: Any = None
     nodes: msgspec.Raw = msgspec.Raw()
+    heads: msgspec.Raw = msgspec.Raw()
 
 
 class _Node(msgspec.Struct):
@@ -190,15 +209,33 @@ class _Chain(msgspec.Struct):
     vote_sessions: dict[SessionId, _Seen] = {}
 
 
+_Head = Annotated[list[tuple[Height, float]], msgspec.Meta(max_length=HEAD_RISES_PER_CHAIN)]
+
+
 def decode(data: bytes) -> State:
     """The state in ``data``, every entry read; raises StateFileError (corrupt, foreign or
     newer) when it is not a version 1 state file whose every entry is readable."""
-    named = _part(_nodes(data), dict[str, msgspec.Raw], "nodes")
-    return State({name: _node_state(raw, name, None, None, 0.0)[0] for name, raw in named.items()})
+    header = _header(data)
+    named = _part(header.nodes, dict[str, msgspec.Raw], "nodes")
+    nodes = {name: _node_state(raw, name, None, None, 0.0)[0] for name, raw in named.items()}
+    return State(nodes, _heads(header.heads))
+
+
+def _heads(raw: msgspec.Raw) -> dict[str, HeadRecord]:
+    """The chains' head records (none when the file has no ``heads``)."""
+    if not len(raw):
+        return {}
+    heads = _part(raw, dict[str, _Head], "heads")
+    return {chain: tuple(sorted(record)) for chain, record in heads.items()}
 
 
 def _nodes(data: bytes | memoryview | Any) -> msgspec.Raw:
     """The unparsed nodes of a file of this version; StateFileError otherwise."""
+    return _header(data).nodes
+
+
+def _header(data: bytes | memoryview | Any) -> _Header:
+    """The top of a file of this version; StateFileError otherwise."""
     if not _MARKER.match(bytes(data[:HEAD_BYTES])):
         raise StateFileError("foreign", _FOREIGN)
     try:
@@ -220,7 +257,7 @@ def _nodes(data: bytes | memoryview | Any) -> msgspec.Raw:
         raise StateFileError("foreign", f"version {version!r}, this exporter reads {VERSION}")
     if not len(header.nodes):
         raise StateFileError("corrupt", "nodes is missing")
-    return header.nodes
+    return header
 
 
 def _part(raw: msgspec.Raw, kind: Any, where: str) -> Any:
@@ -316,13 +353,44 @@ def _read(data: bytes | Any, config: Config, now: float) -> tuple[State, int]:
     kept: dict[str, NodeState] = {}
     skipped = 0
     largest_node = _node_bytes(config)
-    for node, raw in _configured(_nodes(data), config):
+    header = _header(data)
+    for node, raw in _configured(header.nodes, config):
         if not node.blockchains and len(raw) > largest_node:
             skipped += 1
             continue
         kept[node.name], dropped = _node_state(raw, node.name, node, config, now)
         skipped += dropped
-    return State(kept), skipped
+    return State(kept, _heads_for(_heads(header.heads), config, now)), skipped
+
+
+def _chain_count(config: Config) -> int:
+    """How many chains ``config`` may poll in all (each node its list, or the cap)."""
+    return sum(
+        len(node.blockchains or ()) or config.max_blockchains_per_node for node in config.nodes
+    )
+
+
+def _heads_for(
+    heads: Mapping[str, HeadRecord], config: Config, now: float
+) -> dict[str, HeadRecord]:
+    """The head records of chains ``config`` may poll (when every node lists its chains:
+    those; else at most as many as it may poll), without times from the future."""
+    listed: set[str] | None = set()
+    for node in config.nodes:
+        if not node.blockchains:
+            listed = None
+            break
+        listed.update(node.blockchains)  # type: ignore[union-attr]
+    kept: dict[str, HeadRecord] = {}
+    for chain, record in heads.items():
+        if listed is not None and chain not in listed:
+            continue
+        if len(kept) >= _chain_count(config):
+            break
+        present = tuple(pair for pair in record if not _future(pair[1], now))
+        if present:
+            kept[chain] = present
+    return kept
 
 
 def _chain_bytes(config: Config) -> int:
@@ -337,11 +405,11 @@ def _node_bytes(config: Config) -> int:
 
 def size_limit(config: Config) -> int:
     """The largest state file ``config`` can need: BYTES_PER_CHAIN per chain it may poll,
-    BYTES_PER_SESSION per session it may follow there, BYTES_PER_NODE per node."""
-    chains = sum(
-        len(node.blockchains or ()) or config.max_blockchains_per_node for node in config.nodes
-    )
-    return BASE_BYTES + _chain_bytes(config) * chains + BYTES_PER_NODE * len(config.nodes)
+    BYTES_PER_SESSION per session it may follow there and BYTES_PER_HEAD for its head
+    record, BYTES_PER_NODE per node."""
+    chains = _chain_count(config)
+    per_chain = _chain_bytes(config) + BYTES_PER_HEAD
+    return BASE_BYTES + per_chain * chains + BYTES_PER_NODE * len(config.nodes)
 
 
 def for_config(state: State, config: Config, now: float) -> State:
@@ -363,7 +431,7 @@ def for_config(state: State, config: Config, now: float) -> State:
             chains = dict(list(chains.items())[: config.max_blockchains_per_node])
         if chains or remembered.node_id is not None:
             kept[node.name] = NodeState(chains, remembered.node_id)
-    return State(kept)
+    return State(kept, _heads_for(state.heads, config, now))
 
 
 def _future(at: float, now: float) -> bool:

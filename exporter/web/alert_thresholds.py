@@ -42,6 +42,7 @@ class Thresholds:
     stall_grace_seconds: float  # LedgerBlockHeightStalled, after txMaxTimeTrigger + timeout
     height_stalled_seconds: float  # LedgerBlockHeightStalled, where neither is reported
     blocks_behind_threshold: float  # LedgerNodeBehind
+    behind_time_seconds: float  # LedgerNodeBehindTime (the mixin's behindTime)
     syncing_too_long_seconds: float  # LedgerBlockchainSyncingTooLong's `for`
     vote_session_stuck_timeouts: float  # LedgerVoteSessionStuck, times consensusTimeout
     vote_session_stuck_seconds: float  # LedgerVoteSessionStuck, where no timeout is reported

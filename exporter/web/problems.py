@@ -386,10 +386,20 @@ def chain_problems(
     elif behind is not None and behind > thresholds.blocks_behind_threshold and not syncing:
         text = f"{behind:.0f} blocks behind"
         found.append(_alerting("LedgerNodeBehind", Scope.NODE, text, **where))
+    elif _behind_in_time(chain, thresholds) and not syncing:
+        text = f"{age(chain.behind_seconds or 0.0)} behind the head"
+        found.append(_alerting("LedgerNodeBehindTime", Scope.NODE, text, **where))
     if syncing:
         found.append(_syncing(node, chain, now_mono, thresholds))
     below = _council_below_minimum(node, chain)
     return found + ([below] if below else [])
+
+
+def _behind_in_time(chain: ChainStatus, thresholds: Thresholds) -> bool:
+    """LedgerNodeBehindTime's threshold: the head reached the block the node lacks more than
+    behindTime ago."""
+    late = chain.behind_seconds
+    return late is not None and late > thresholds.behind_time_seconds
 
 
 def peers_lost(peer_count: float | None) -> bool:

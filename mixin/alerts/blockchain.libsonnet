@@ -81,6 +81,55 @@ local utils = import '../lib/utils.libsonnet';
               |||,
             },
           },
+          // LedgerNodeBehind in time (issue 37): blocks come at the chain's pace, so 10 blocks
+          // is nothing on a busy chain and hours on a quiet one. ledger_blockchain_behind_seconds
+          // is how long ago the chain's head first reached the block this node still lacks,
+          // so it pages on what the node's clients feel: data more than behindTime (5m) old.
+          // A node that keeps up reads 0, or under a block interval plus the poll's interval
+          // while a block spreads; `for: 5m` lets a lagging node that catches up in a burst
+          // clear on its own. The same exclusions as LedgerNodeBehind: a syncing node, and a
+          // frozen one (LedgerBlockHeightStalled's business, paged first).
+          {
+            alert: 'LedgerNodeBehindTime',
+            expr: |||
+              ledger_blockchain_behind_seconds{%(ledgerSelector)s} > %(behindTimeSeconds)d
+              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
+              unless on(%(exporterInstanceLabels)s, node, blockchain) ledger_blockchain_syncing{%(ledgerSelector)s} == 1
+              unless on(%(exporterInstanceLabels)s, node, blockchain)
+              %(stalled)s
+            ||| % ($._config {
+              behindTimeSeconds: utils.durationSeconds($._config.behindTime),
+              stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
+            }),
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A ledger node is more than %s behind its blockchain in time.' % utils.durationText($._config.behindTime),
+              description: |||
+                Ledger node {{ $labels.node }} lacks a block of blockchain {{ $labels.blockchain }}
+                that the chain's highest node reached {{ $value | humanizeDuration }} ago.
+              |||,
+            },
+          },
+          // The node answered, for a height whose block hash the exporter had read from it,
+          // another hash: its history was rewritten (a reorganisation), which a permissioned
+          // BFT chain should never do. Any rise pages, within reorgWindow (15m) of it, and the
+          // alert resolves once the window holds no rise: one rewrite, one notification.
+          // `for: 0m`: a rewritten block is news at once, and the counter never rises by
+          // accident (it starts at 0 with the chain's first block read).
+          {
+            alert: 'LedgerBlockchainReorganized',
+            expr: 'increase(ledger_blockchain_reorgs_total{%(ledgerSelector)s}[%(reorgWindow)s]) > 0' % $._config,
+            'for': '0m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A ledger node rewrote a block it had already served.',
+              description: |||
+                Ledger node {{ $labels.node }} answered another hash for a block of blockchain
+                {{ $labels.blockchain }} than it had before (a reorganisation) within the last %s.
+              ||| % utils.durationText($._config.reorgWindow),
+            },
+          },
           // Syncing is normal after a restart or for a new node; syncingTooLongFor (30m) is
           // longer than a healthy catch-up should take. Raise it for nodes that replay long
           // chains.

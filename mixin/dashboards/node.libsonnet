@@ -94,6 +94,15 @@ local utils = import '../lib/utils.libsonnet';
             'Blocks behind',
             'Blocks behind the highest node of the chain among the nodes the exporter polls.',
             [g.target('ledger_blockchain_blocks_behind{%s}' % B, perNode)],
+            size=[8, 8],
+          ),
+          g.timeseries(
+            33,
+            'Behind (time)',
+            "How long ago the chain's highest node reached the block this node still lacks (exporter's clock, as precise as its poll interval; 0 at the head). LedgerNodeBehindTime fires above %s for 5m." % utils.durationText(c.behindTime),
+            [g.target('ledger_blockchain_behind_seconds{%s}' % B, perNode)],
+            unit='s',
+            size=[8, 8],
           ),
           g.timeseries(
             11,
@@ -104,6 +113,7 @@ local utils = import '../lib/utils.libsonnet';
               g.target('time() - ledger_blockchain_last_message_timestamp_seconds{%s}' % B, perNode + ' message'),
             ],
             unit='s',
+            size=[8, 8],
           ),
           g.row(12, 'Queues'),
           g.timeseries(
@@ -269,6 +279,13 @@ local utils = import '../lib/utils.libsonnet';
               g.target('ledger_node_peers{%s}' % N, 'peers {{node}}'),
               g.target('ledger_node_polled_peers{%s}' % N, 'polled nodes linked {{node}}'),
             ],
+          ),
+          g.timeseries(
+            34,
+            'Reorganisations',
+            "Blocks the node answered with another hash than it had before, at heights the exporter read from it (its history rewritten), in the last %s. LedgerBlockchainReorganized fires on any." % utils.durationText(c.reorgWindow),
+            [g.target('increase(ledger_blockchain_reorgs_total{%s}[%s])' % [B, c.reorgWindow], perNode)],
+            size=[24, 7],
           ),
         ],
       ),

@@ -155,6 +155,17 @@ def vote_rounds(metrics_url: str, chain: str) -> dict[str, float]:
     }
 
 
+def behind_seconds(metrics: str, node: str) -> dict[str, float]:
+    """``ledger_blockchain_behind_seconds`` of ``node``, per chain."""
+    body = fetch(metrics).text
+    return {
+        sample.labels["blockchain"]: sample.value
+        for family in text_string_to_metric_families(body)
+        for sample in family.samples
+        if sample.name == "ledger_blockchain_behind_seconds" and sample.labels["node"] == node
+    }
+
+
 def test_demo_prints_working_urls_and_a_working_fault_example(
     start_demo: Callable[..., Demo],
 ) -> None:
@@ -197,6 +208,16 @@ def test_demo_prints_working_urls_and_a_working_fault_example(
         lambda: max(vote_rounds(metrics, chain).values(), default=0) >= 3,
         timeout=60,
         message=lambda: f"no round climbed on {chain}: {vote_rounds(metrics, chain)}",
+    )
+    lag = shlex.split(demo.printed["Make node-4 lag 30 s behind"])
+    assert lag[:4] == ["curl", "-X", "POST", faults_url] and lag[4] == "-d", lag
+    answer = fetch(faults_url, method="POST", body=lag[5].encode())  # the printed example
+    assert answer.status == 200
+    assert ("node-4", "lag_time") in {(f["node"], f["fault"]) for f in answer.json()["faults"]}
+    wait_until(  # issue 37: its blocks arrive 30 s late, on the chain still minting
+        lambda: max(behind_seconds(metrics, "node-4").values(), default=0) >= 20,
+        timeout=90,
+        message=lambda: f"node-4 not behind in time: {behind_seconds(metrics, 'node-4')}",
     )
     assert demo.interrupt(timeout=5) == 0, demo.log()
     assert port_is_closed(port)

@@ -135,6 +135,8 @@ class Rig:
         self.checkpoints: dict[str, int] = {}  # chain -> height compared this cycle
         self.block_heights: dict[str, dict[str, int]] = {}  # node -> chain -> block asked
         self.block_counting: set[str] = set()  # nodes whose block counters exist
+        self.blocks_read: set[Pair] = set()  # a checkpoint block read: reorgs counted from 0
+        self.heads: dict[str, list[tuple[float, float]]] = {}  # chain -> (height, first seen)
         # consensus health, followed the plain way (issue 21)
         self.sessions: dict[Pair, dict[str, Seen]] = {}  # open at the last read
         self.paired: set[Pair] = set()  # read last cycle: rounds compare with this one
@@ -207,6 +209,7 @@ class Rig:
                         docs[node, chain] = self.network.blockchain(node, chain)
                         if asked:
                             blocks[node, chain] = self.block_hash(node, chain)
+                            self.blocks_read.add((node, chain))
             expected.update(self.bookkeeping_samples(node))
         expected.update(self.chain_samples(docs, now))
         up = [node for node in self.network.node_names if node not in down]
@@ -369,10 +372,23 @@ class Rig:
         highest: dict[str, float] = {}
         for (_, chain), doc in docs.items():
             highest[chain] = max(highest.get(chain, 0), doc["blockHeight"])
+        for chain, top in highest.items():  # the head's rises, the plain way
+            rises = self.heads.setdefault(chain, [])
+            if not rises or top > rises[-1][0]:
+                rises.append((top, now))
         expected: Samples = {}
         for (node, chain), doc in docs.items():
             labels = {"node": node, "blockchain": chain}
             height = doc["blockHeight"]
+            # seconds behind: since the head first passed the node's height (0 at the head)
+            passed = (
+                next(at for top, at in self.heads[chain] if top > height)
+                if height < highest[chain]
+                else now
+            )
+            expected[key("ledger_blockchain_behind_seconds", **labels)] = now - passed
+            if (node, chain) in self.blocks_read:
+                expected[key("ledger_blockchain_reorgs_total", **labels)] = 0.0
             if self.first_seen.get((node, chain), (None,))[0] != height:
                 self.first_seen[node, chain] = (height, now)
             for name, number in chain_values(doc).items():

@@ -138,6 +138,30 @@ def test_a_poll_ends_once_every_chain_part_has_even_with_a_chain_listed_twice(
     assert [(c.block_hash, c.block_error) for c in result.chains] == [("h1", None), (None, None)]
 
 
+def test_a_height_read_before_is_asked_again_beside_the_checkpoint(
+    engine: Engine, fake_nodes: FakeNodes
+) -> None:
+    """Issue 37: the recheck of a block read before goes out with the checkpoint's, its hash
+    kept apart; one the node cannot answer ends as a block error, never a chain error."""
+    fake = fake_nodes.start()
+    fake.play(health_doc(["c1", "c2"]), {"c1": chain_doc(9), "c2": chain_doc(9)})
+    fake.set("/blockchains/c1/blocks?height=5", {"hash": "h5"})
+    fake.set("/blockchains/c1/blocks?height=2", {"hash": "h2-rewritten"})
+    fake.set("/blockchains/c2/blocks?height=5", {"hash": "g5"})
+    fake.set("/blockchains/c2/blocks?height=3", {"error": "gone"}, status=500)
+    node = NodeConfig("n", fake.url)
+    ended = threading.Event()
+    plan = BlockPlan({"c1": 5, "c2": 5}, ("hash",), rechecks={"c1": 2, "c2": 3})
+    poll = NodePoll(node, NodeClient(engine, node, 1 << 20), 10, plan, ended=ended.set)
+    started = time.monotonic()
+    poll.start(started + 60, started)
+    assert ended.wait(30)
+    first, second = poll.result(time.monotonic()).chains
+    assert (first.block_hash, first.recheck_height, first.recheck_hash) == ("h5", 2, "h2-rewritten")
+    assert (second.block_hash, second.recheck_hash, second.error) == ("g5", None, None)
+    assert second.recheck_error is not None and second.recheck_error.reason is Reason.HTTP_STATUS
+
+
 def test_a_chain_whose_parts_ended_is_reported_as_is_one_still_out_as_late() -> None:
     late = FetchError(Reason.TIMEOUT, "no answer before the cycle's deadline")
     refused = FetchError(Reason.HTTP_STATUS, "HTTP status 500")

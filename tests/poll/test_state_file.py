@@ -185,6 +185,7 @@ def test_a_file_larger_than_the_config_can_need_is_moved_aside_unread(
 ) -> None:
     limit = size_limit(CONFIG)
     per_chain = state_module.BYTES_PER_CHAIN + 16 * state_module.BYTES_PER_SESSION
+    per_chain += state_module.BYTES_PER_HEAD  # the chain's head record (behind_seconds)
     node = state_module.BYTES_PER_NODE
     assert limit == state_module.BASE_BYTES + 2 * 100 * per_chain + 2 * node
     pinned = Config(nodes=(NodeConfig("a", "http://x/", blockchains=("c1",)),))

@@ -103,7 +103,10 @@ def test_partition_is_node_wide_only(net: SimulatedNetwork) -> None:
     [
         ({"node": "node-1", "fault": "fork", "height": "12"}, '"height" must be a block height'),
         ({"node": "node-1", "fault": "fork", "height": -1}, "must be >= 0"),
-        ({"node": "node-1", "fault": "stall", "height": 5}, "height is for fork only"),
+        (
+            {"node": "node-1", "fault": "stall", "height": 5},
+            "height is for fork and rewrite_hash only",
+        ),
     ],
 )
 def test_admin_refuses_bad_heights(
@@ -137,9 +140,75 @@ def test_fault_spec(text: str, fault: str, height: int | None) -> None:
     ("text", "message"),
     [
         ("node-2:fork=abc", "fork=HEIGHT takes a block height"),
-        ("node-2:stall=5", "only slow=DELAY and fork=HEIGHT take a value"),
+        (
+            "node-2:stall=5",
+            "only slow=DELAY, lag_time=DELAY, fork=HEIGHT and rewrite_hash=HEIGHT take a value",
+        ),
     ],
 )
 def test_fault_spec_errors(text: str, message: str) -> None:
     with pytest.raises(FaultError, match=message):
         parse_fault_spec(text)
+
+
+def chain_height(net: SimulatedNetwork, node: str) -> int:
+    return int(net.blockchain(node, net.chain_ids[0])["blockHeight"])
+
+
+def test_lag_time_reaches_each_height_that_much_later(net: SimulatedNetwork, clock: Clock) -> None:
+    """Issue 37: node-2's blocks arrive 20 s late: the height it reports at T is the one it
+    reported without the fault at T - 20 s (its lastMessageTime as much later)."""
+    chain = net.chain_ids[0]
+    before = chain_height(net, "node-2")
+    said = net.blockchain("node-2", chain)["lastMessageTime"]
+    clock.advance(20.0)
+    answer = post_fault(net, node="node-2", fault="lag_time", delay_seconds="20s")
+    assert answer.status == 200, answer.text
+    assert chain_height(net, "node-2") == before
+    assert net.blockchain("node-2", chain)["lastMessageTime"] > said  # the same block, seen later
+    listed = {(f["node"], f["fault"]): f for f in answer.json()["faults"]}
+    assert listed["node-2", "lag_time"]["delay_seconds"] == 20.0
+    net.set_fault("node-2", "lag_time", enabled=False)
+    assert chain_height(net, "node-2") > before  # it catches up at once
+
+
+def test_lag_time_defaults_and_command_line() -> None:
+    spec = parse_fault_spec("node-2:lag_time=45s")
+    assert (spec.fault, spec.delay_seconds) == ("lag_time", 45.0)
+    assert parse_fault_spec("node-3:rewrite_hash=1200").height == 1200
+    with pytest.raises(FaultError, match="takes a block height"):
+        parse_fault_spec("node-3:rewrite_hash=soon")
+
+
+def test_rewrite_hash_changes_one_past_block_of_one_node(net: SimulatedNetwork) -> None:
+    top = lowest_height(net)
+    at = top - 4
+    before = {h: block_hash(net, "node-2", h) for h in (at - 1, at, at + 1)}
+    answer = post_fault(net, node="node-2", fault="rewrite_hash", height=at)
+    assert answer.status == 200, answer.text
+    assert block_hash(net, "node-2", at) != before[at]
+    assert block_hash(net, "node-2", at) != block_hash(net, "node-1", at)
+    assert block_hash(net, "node-2", at - 1) == before[at - 1]
+    assert block_hash(net, "node-2", at + 1) == before[at + 1]
+    following = get_json(
+        f"{net.node_urls['node-2']}blockchains/{net.chain_ids[0]}/blocks?height={at + 1}"
+    )
+    assert following["previousHash"] == block_hash(net, "node-2", at)
+    net.set_fault("node-2", "rewrite_hash", enabled=False)
+    assert block_hash(net, "node-2", at) == before[at]  # the original history again
+
+
+def test_rewrite_hash_without_a_height_rewrites_five_below_the_switch(
+    net: SimulatedNetwork,
+) -> None:
+    height = chain_height(net, "node-4")
+    original = block_hash(net, "node-4", height - 5)
+    net.set_fault("node-4", "rewrite_hash")
+    assert block_hash(net, "node-4", height - 5) != original
+    assert block_hash(net, "node-4", height - 4) == block_hash(net, "node-1", height - 4)
+
+
+def test_height_is_refused_for_faults_that_take_none(net: SimulatedNetwork) -> None:
+    answer = post_fault(net, node="node-2", fault="lag_time", height=5)
+    assert answer.status == 400
+    assert "fork and rewrite_hash" in answer.text

@@ -1032,9 +1032,11 @@ class _Oracle:
 
     # --- series computed from other series --------------------------------------------------
     def consistency(self) -> None:
-        """Blocks behind and the height's last change, from the exported heights: the highest
-        height of the chain among the nodes minus the node's; the clock of the cycle that
-        first saw the node's current height."""
+        """Blocks behind, seconds behind and the height's last change, from the exported
+        heights: the highest height of the chain among the nodes minus the node's; 0 at the
+        head, else the time since one of the cycles; the clock of the cycle that first saw
+        the node's current height. Reorganisations: a count no higher than the cycles
+        after the first."""
         heights: dict[Key, float] = {
             key: value
             for key, value in self.samples.items()
@@ -1044,10 +1046,21 @@ class _Oracle:
         for (_, labels), value in heights.items():
             chain = dict(labels)["blockchain"]
             highest[chain] = max(highest.get(chain, value), value)
+        # how long ago the head first passed a node's height: 0 at the head, else the time
+        # since one of the cycles (which one, the heights of every cycle would say)
+        since = tuple(dict.fromkeys(self.cycle.clock - cycle.clock for cycle in self.cycles))
+        # a rewritten block can be counted at most once a cycle after the first, on any chain
+        # read (with or without a height) whose block was read before
+        reorgs = Expect(tuple(float(n) for n in range(len(self.cycles))), False)
+        for (name, labels), up in self.samples.items():
+            if name == "ledger_blockchain_up" and up == 1.0:
+                self.expect("ledger_blockchain_reorgs_total", dict(labels), reorgs)
         for (_, labels), value in heights.items():
             found = dict(labels)
             chain = found["blockchain"]
             self.expect("ledger_blockchain_blocks_behind", found, must(highest[chain] - value))
+            behind = must(0.0) if value == highest[chain] else Expect(since, True)
+            self.expect("ledger_blockchain_behind_seconds", found, behind)
             self.expect(
                 "ledger_blockchain_height_last_change_timestamp_seconds",
                 found,

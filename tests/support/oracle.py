@@ -156,6 +156,7 @@ class BlockchainCollector(Collector):
     # TYPE ledger_blockchain_up gauge
     # TYPE ledger_blockchain_height gauge
     # TYPE ledger_blockchain_blocks_behind gauge
+    # TYPE ledger_blockchain_behind_seconds gauge
     # TYPE ledger_blockchain_height_last_change_timestamp_seconds gauge
     # TYPE ledger_blockchain_consensus_info gauge  (labels consensus_type, key_type)
     # TYPE ledger_blockchain_feature_enabled gauge  (label feature)
@@ -192,6 +193,7 @@ class BlockchainCollector(Collector):
         for gauge in CHAIN_GAUGES:
             families.add(CHAIN_GAUGE_FAMILIES[gauge], labels, reading.gauge(gauge))
         families.add(m.CHAIN_BLOCKS_BEHIND, labels, chain.blocks_behind)
+        families.add(m.CHAIN_BEHIND_SECONDS, labels, chain.behind_seconds)
         families.add(m.CHAIN_HEIGHT_CHANGED, labels, _unix(chain.height_changed_at, wall_offset))
         if reading.consensus_type is not None or reading.key_type is not None:
             info = {
@@ -211,6 +213,7 @@ class ConsensusCollector(Collector):
     # TYPE ledger_blockchain_vote_round_changes_total counter
     # TYPE ledger_blockchain_leader_failed_rounds_total counter  (label leader)
     # TYPE ledger_blockchain_council_changes_total counter
+    # TYPE ledger_blockchain_reorgs_total counter
     """
 
     SPECS = m.CONSENSUS_FAMILIES
@@ -223,10 +226,12 @@ class ConsensusCollector(Collector):
         for node in self._snapshot.nodes:
             base: Labels = {"node": node.name, **dict(node.labels)}
             for chain in node.chains:
+                labels = {**base, "blockchain": chain.blockchain}
+                if chain.reading is not None:
+                    families.add(m.CHAIN_REORGS, labels, chain.reorgs)
                 followed = chain.consensus
                 if followed is None:
                     continue
-                labels = {**base, "blockchain": chain.blockchain}
                 families.add(m.CHAIN_VOTE_SESSION_AGE, labels, followed.session_age)
                 families.add(m.CHAIN_VOTE_ROUND_CHANGES, labels, followed.round_changes)
                 for leader, count in followed.leader_failures:

@@ -27,7 +27,12 @@ from tools import render_mixin
 NOW = 1_700_000_000.0
 #: chain_doc's settings: txMaxTimeTrigger 2s + consensusTimeout 1m30s, work waiting
 TRIGGER_AND_TIMEOUT = 92
-OVERRIDES = {"blocksBehindThreshold": 25, "syncingTooLongFor": "10m", "stallGrace": "10m"}
+OVERRIDES = {
+    "blocksBehindThreshold": 25,
+    "behindTime": "10m",
+    "syncingTooLongFor": "10m",
+    "stallGrace": "10m",
+}
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +62,7 @@ def flagged(thresholds: Thresholds) -> dict[str, tuple[str, str | None]]:
     snapshot = Snapshot(
         (
             node("behind", chain("c1", blocks_behind=15)),
+            node("late", chain("c4", blocks_behind=3, behind_seconds=400)),
             node("syncing", replace(syncing, syncing_since=NOW - 900)),
             node("stalled", chain("c3", height_changed_at=NOW - 400)),
         ),
@@ -76,11 +82,12 @@ def test_a_threshold_changed_in_the_mixin_moves_the_pages_problems(
 ) -> None:
     assert flagged(problems.SHIPPED_THRESHOLDS) == {
         "behind": ("warning", "LedgerNodeBehind"),  # 15 > 10
+        "late": ("warning", "LedgerNodeBehindTime"),  # 400 s > 5 minutes (issue 37)
         "syncing": ("info", None),  # 15 minutes, the alert waits 30
         "stalled": ("critical", "LedgerBlockHeightStalled"),  # 400s > 92s + 180s
     }
     assert flagged(overridden.thresholds) == {
-        # 15 blocks behind is not more than 25: gone
+        # 15 blocks behind is not more than 25, 400 s not more than 10 minutes: gone
         "syncing": ("warning", "LedgerBlockchainSyncingTooLong"),  # past 10 minutes: appears
         # 400s is within 92s + 600s: gone
     }
@@ -89,7 +96,11 @@ def test_a_threshold_changed_in_the_mixin_moves_the_pages_problems(
 def test_durations_are_seconds_and_severities_the_rendered_rules(overridden: AlertRules) -> None:
     shipped = problems.SHIPPED_THRESHOLDS
     assert overridden.thresholds == replace(
-        shipped, blocks_behind_threshold=25, syncing_too_long_seconds=600, stall_grace_seconds=600
+        shipped,
+        blocks_behind_threshold=25,
+        behind_time_seconds=600,
+        syncing_too_long_seconds=600,
+        stall_grace_seconds=600,
     )
     reading = read_chain(chain_doc(100))
     assert problems.stall_threshold(reading, overridden.thresholds) == TRIGGER_AND_TIMEOUT + 600

@@ -33,12 +33,14 @@ DAEMON_ONLY = (
     "ledger_node_last_success_timestamp_seconds",
     "ledger_node_retry_after_total",  # the daemon holds nodes back; a probe asks once
     "ledger_blockchain_blocks_behind",
+    "ledger_blockchain_behind_seconds",  # issue 37: the head's clock is the daemon's
     "ledger_blockchain_height_last_change_timestamp_seconds",
     # consensus health followed across cycles (issue 21)
     "ledger_blockchain_vote_session_age_seconds",
     "ledger_blockchain_vote_round_changes_total",
     "ledger_blockchain_leader_failed_rounds_total",
     "ledger_blockchain_council_changes_total",
+    "ledger_blockchain_reorgs_total",  # checkpoint blocks followed across cycles (issue 37)
     # cross-node: they compare the polled nodes, which one probe cannot
     "ledger_blockchain_checkpoint_agrees",
     "ledger_blockchain_council_agrees",
@@ -138,5 +140,9 @@ def test_probe_status_keeps_no_history() -> None:
         server.stop()
     assert status.up and not list(status.error_counts) and status.last_success is None
     assert status.chains and all(
-        c.blocks_behind is None and c.height_changed_at is None for c in status.chains
+        c.blocks_behind is None
+        and c.behind_seconds is None
+        and c.height_changed_at is None
+        and c.reorgs is None
+        for c in status.chains
     )
