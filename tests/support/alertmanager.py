@@ -118,8 +118,13 @@ class WebhookReceiver:
         with self._lock:
             return list(self.notifications)
 
-    def delivered(self) -> list[Delivered]:
-        """Every alert of every notification so far, in order."""
+    def mark(self) -> int:
+        """How many notifications arrived so far: a scenario's ``since``."""
+        with self._lock:
+            return len(self.notifications)
+
+    def delivered(self, since: int = 0) -> list[Delivered]:
+        """Every alert of every notification from the ``since``-th on, in order."""
         return [
             Delivered(
                 note["receiver"],
@@ -128,24 +133,31 @@ class WebhookReceiver:
                 alert["labels"],
                 alert["fingerprint"],
             )
-            for note in self.received()
+            for note in self.received()[since:]
             for alert in note["alerts"]
         ]
 
     def firing(
-        self, *, receivers: Iterable[str] | None = None, ignore: Iterable[str] = ()
+        self,
+        *,
+        receivers: Iterable[str] | None = None,
+        ignore: Iterable[str] = (),
+        where: Mapping[str, str] | None = None,
+        since: int = 0,
     ) -> Counter[str]:
         """How many distinct alerts of each name were delivered firing (an alert sent again,
-        in a later notification of its group, counts once), to ``receivers`` (every one when
-        None), names in ``ignore`` aside."""
+        in a later notification of its group, counts once): to ``receivers`` (every one when
+        None), with the labels ``where``, in the notifications from the ``since``-th on,
+        names in ``ignore`` aside."""
         wanted = None if receivers is None else set(receivers)
-        skipped = set(ignore)
+        skipped, labels = set(ignore), dict(where or {})
         seen = {
             (item.alertname, item.fingerprint)
-            for item in self.delivered()
+            for item in self.delivered(since)
             if item.status == "firing"
             and (wanted is None or item.receiver in wanted)
             and item.alertname not in skipped
+            and labels.items() <= item.labels.items()
         }
         return Counter(name for name, _ in seen)
 
@@ -169,11 +181,6 @@ class WebhookReceiver:
              item.labels.get("node", "") or item.labels.get("blockchain", ""))
             for item in self.delivered()
         ]  # fmt: skip
-
-    def clear(self) -> None:
-        """Forget the notifications received so far (between scenarios sharing a server)."""
-        with self._lock:
-            self.notifications.clear()
 
     def stop(self) -> None:
         self._server.shutdown()
