@@ -190,6 +190,35 @@ def test_peers_connect_and_drop_symmetrically() -> None:
     assert len(counts) > 1
 
 
+@pytest.mark.parametrize(("nodes", "blocks"), [(4, 600), (10, 150)])
+def test_a_healthy_node_keeps_two_peers_and_the_network_stays_whole(
+    nodes: int, blocks: int
+) -> None:
+    """Issue 36: the fault-free demo (4 nodes) had a node lose its three links at once now
+    and then, and LedgerNodePeersLost and LedgerNetworkPartitioned went pending. Links still
+    drop, but never a node's two nearest ring neighbours: every node keeps 2 peers or more
+    (LedgerNodePeersLow's threshold) and every node reaches every other."""
+    net, clock = network(seed=1, nodes=nodes)
+    ids = {net.health(name)["network"]["peerId"]: name for name in net.node_names}
+    fewest, dropped = nodes, False
+    for _ in range(blocks):  # a link epoch is 9 blocks
+        links = {
+            name: {ids[peer] for peer in net.health(name)["network"]["networkPeers"]}
+            for name in net.node_names
+        }
+        fewest = min(fewest, *(len(linked) for linked in links.values()))
+        dropped |= any(len(linked) < min(nodes - 1, 8) for linked in links.values())
+        reached, frontier = {net.node_names[0]}, [net.node_names[0]]
+        while frontier:
+            for other in links[frontier.pop()] - reached:
+                reached.add(other)
+                frontier.append(other)
+        assert reached == set(net.node_names), f"the network split: {links}"
+        clock.advance(INTERVAL)
+    assert fewest >= 2, f"a healthy node had {fewest} peers"
+    assert dropped, "no link ever dropped"
+
+
 def test_blockchain_peers_track_the_chain(net_clock: tuple[SimulatedNetwork, Clock]) -> None:
     net, _ = net_clock
     peer_chains = {
