@@ -65,6 +65,9 @@ def test_every_receiver_posts_to_the_webhook_on_a_scaled_clock(
     assert route["routes"][1]["group_wait"] == "1s"
     assert duration_ms(route["routes"][1]["group_wait"]) * SCALE == duration_ms("1m")
     assert short["inhibit_rules"] == CONFIG["inhibit_rules"]
+    floored = for_tests(CONFIG, webhook, SCALE, min_group_wait="2s")["route"]
+    assert (floored["group_wait"], floored["routes"][1]["group_wait"]) == ("2000ms", "2000ms")
+    assert floored["group_interval"] == "5s"
     assert CONFIG["receivers"][0]["email_configs"], "the original is left as it was"
     assert sinks(CONFIG) == {"null"}
 

@@ -43,7 +43,7 @@ from tests.support.http import fetch
 from tests.support.ports import free_port
 from tests.support.processes import stop_process
 from tests.support.programs import require_program
-from tests.support.scaling import scaled
+from tests.support.scaling import duration_ms, scaled
 from tests.support.waiting import wait_until
 
 START_TIMEOUT_SECONDS = 30.0
@@ -69,6 +69,7 @@ class AlertmanagerError(AssertionError):
 class Delivered:
     """One alert as a notification carried it: to which receiver, in which state."""
 
+    notification: int  # its notification's place in the order of arrival, from 0
     receiver: str
     alertname: str
     status: str  # firing | resolved
@@ -127,13 +128,14 @@ class WebhookReceiver:
         """Every alert of every notification from the ``since``-th on, in order."""
         return [
             Delivered(
+                index,
                 note["receiver"],
                 alert["labels"].get("alertname", ""),
                 alert["status"],
                 alert["labels"],
                 alert["fingerprint"],
             )
-            for note in self.received()[since:]
+            for index, note in enumerate(self.received()[since:], start=since)
             for alert in note["alerts"]
         ]
 
@@ -162,25 +164,34 @@ class WebhookReceiver:
         return Counter(name for name, _ in seen)
 
     def wait_for(
-        self, predicate: Callable[[], Any], *, timeout: float = 30.0, what: str = ""
+        self,
+        predicate: Callable[[], Any],
+        *,
+        timeout: float = 30.0,
+        what: str = "",
+        ignore: Iterable[str] = (),
     ) -> Any:
         """Wait until ``predicate()`` is truthy (``wait_until``); fail naming ``what`` and
-        every notification received."""
+        every alert delivered (names in ``ignore`` aside)."""
         return wait_until(
             predicate,
             timeout=timeout,
             interval=POLL_SECONDS,
-            message=lambda: f"{what or 'notifications'}; received: {self.summary()}",
+            message=lambda: f"{what or 'notifications'}; {self.summary(ignore=ignore)}",
         )
 
-    def summary(self) -> list[tuple[str, str, str, str]]:
-        """(receiver, status, alertname, node/blockchain) of each alert delivered, for
-        failure messages."""
-        return [
-            (item.receiver, item.status, item.alertname,
-             item.labels.get("node", "") or item.labels.get("blockchain", ""))
-            for item in self.delivered()
-        ]  # fmt: skip
+    def summary(self, since: int = 0, ignore: Iterable[str] = ()) -> str:
+        """Each alert delivered from the ``since``-th notification on, one a line (the
+        notification's number, receiver, status, name, node, chain), names in ``ignore``
+        aside: for failure messages."""
+        skipped = set(ignore)
+        lines = [
+            f"#{item.notification} {item.receiver} {item.status} {item.alertname} "
+            f"{item.labels.get('node', '-')} {item.labels.get('blockchain', '-')[:12]}"
+            for item in self.delivered(since)
+            if item.alertname not in skipped
+        ]
+        return "\n".join(["delivered:", *lines])
 
     def stop(self) -> None:
         self._server.shutdown()
@@ -210,10 +221,19 @@ def sinks(document: Mapping[str, Any]) -> set[str]:
     }
 
 
-def for_tests(document: Mapping[str, Any], webhook: WebhookReceiver, scale: int) -> dict[str, Any]:
+def for_tests(
+    document: Mapping[str, Any],
+    webhook: WebhookReceiver,
+    scale: int,
+    *,
+    min_group_wait: str = "0s",
+) -> dict[str, Any]:
     """A copy of an Alertmanager config whose every receiver (the sinks too, so that a test
     sees where each alert went) posts to ``webhook`` only, resolved alerts included, and
-    whose route timings are divided by ``scale`` (the root's defaults made explicit first)."""
+    whose route timings are divided by ``scale`` (the root's defaults made explicit first).
+    ``group_wait`` stays at ``min_group_wait`` or more: the test's Prometheus evaluates every
+    second whatever the scale, and a ``group_wait`` shorter than the evaluations it spans at
+    full scale would notify apart the alerts of one incident raised an evaluation apart."""
     receivers = [
         {
             "name": receiver["name"],
@@ -222,14 +242,17 @@ def for_tests(document: Mapping[str, Any], webhook: WebhookReceiver, scale: int)
         for receiver in document.get("receivers", [])
     ]
     route = {**ROUTE_DEFAULTS, **document["route"]}
-    return {**document, "receivers": receivers, "route": _scaled_route(route, scale)}
+    short = _scaled_route(route, scale, duration_ms(min_group_wait))
+    return {**document, "receivers": receivers, "route": short}
 
 
-def _scaled_route(route: Mapping[str, Any], scale: int) -> dict[str, Any]:
+def _scaled_route(route: Mapping[str, Any], scale: int, min_wait_ms: int) -> dict[str, Any]:
     short = {key: scaled(route[key], scale) if key in ROUTE_DEFAULTS else route[key]
              for key in route}  # fmt: skip
+    if "group_wait" in short and duration_ms(short["group_wait"]) < min_wait_ms:
+        short["group_wait"] = f"{min_wait_ms}ms"
     if "routes" in route:
-        short["routes"] = [_scaled_route(child, scale) for child in route["routes"]]
+        short["routes"] = [_scaled_route(child, scale, min_wait_ms) for child in route["routes"]]
     return short
 
 
