@@ -7,7 +7,8 @@ no cluster gossip (``--cluster.listen-address=``); it stops it on exit. ``Webhoo
 a small HTTP server on 127.0.0.1 that keeps every notification Alertmanager posts to it.
 ``for_tests`` rewrites an Alertmanager config (the shipped ``alertmanager.yml``) so that every
 receiver posts to the test's webhook, and divides its ``group_wait``, ``group_interval`` and
-``repeat_interval`` by the scale ``tests/support/scaling.py`` divides the rules' times by. A
+``repeat_interval`` by the scale ``tests/support/scaling.py`` divides the rules' times by
+(``group_wait`` no lower than a floor the test gives: its Prometheus evaluates every second). A
 test takes both from the ``alertmanager`` fixture (``Alertmanagers``), which stops them after
 it:
 
@@ -19,8 +20,9 @@ it:
         prometheus.config["alerting"] = server.alerting()  # before prometheus.start()
         webhook.wait_for(lambda: webhook.firing() == {"LedgerNodeDown": 1})
 
-Prometheus resends a firing alert only every ``--rules.alert.resend-delay`` (1m): give it
-``RESEND_FLAG`` so that Alertmanager hears of each alert within a second of it firing.
+Prometheus sends a still-firing alert again only every ``--rules.alert.resend-delay`` (1m),
+valid for four of those: give it ``RESEND_FLAG`` so that Alertmanager's view follows
+Prometheus's within seconds, as it follows within minutes at full scale.
 """
 
 from __future__ import annotations
