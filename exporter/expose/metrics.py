@@ -338,6 +338,27 @@ NODE_POLLED_PEERS = _g(
     unit="nodes",
 )
 
+# Planned work from the config's `maintenance` list (docs/configuration.md): Alertmanager's
+# inhibit rules silence a node's or a chain's alerts while its series is there.
+NODE_MAINTENANCE = _g(
+    "ledger_node_maintenance",
+    "1 while a maintenance entry of the config applies to the node (its until, a wall-clock "
+    "time, not yet passed); reason is the entry's.",
+    "node",
+    "reason",
+    unit=FLAG,
+    missing="No series while the node has no entry that applies.",
+)
+CHAIN_MAINTENANCE = _g(
+    "ledger_blockchain_maintenance",
+    "1 while a chain-wide maintenance entry of the config applies to the blockchain (on "
+    "every node); reason is the entry's.",
+    "blockchain",
+    "reason",
+    unit=FLAG,
+    missing="No series while the chain has no entry that applies.",
+)
+
 # Only /probe answers these (blackbox_exporter's probe_success and probe_duration_seconds).
 PROBE_SUCCESS = _g(
     "ledger_probe_success", "1 when the probed target's /health was read.", unit=FLAG
@@ -448,6 +469,8 @@ WATCH_FAMILIES = (
     WALLET_UP,
     *(family_of(row) for row in f.WALLET_FIELDS if row.help),
 )
+#: Planned work from the config (labels ``node`` or ``blockchain``, and ``reason``).
+MAINTENANCE_FAMILIES = (NODE_MAINTENANCE, CHAIN_MAINTENANCE)
 #: Families that only /probe answers, never /metrics.
 PROBE_ONLY = (PROBE_SUCCESS, PROBE_DURATION)
 
@@ -459,6 +482,7 @@ DAEMON_FAMILIES = (
     + CONSENSUS_FAMILIES
     + NETWORK_FAMILIES
     + WATCH_FAMILIES
+    + MAINTENANCE_FAMILIES
 )
 #: What /probe writes, in this order: the daemon's families of one node and its chains (no
 #: history, no other nodes: none of CONSENSUS_FAMILIES or NETWORK_FAMILIES), then the
@@ -513,7 +537,9 @@ LABELS = {
     "blockchain": "the blockchain id exactly as the node reports it",
     "endpoint": "which request failed: `health`, `blockchain`, `block`, `contract`, "
     "`contract_state`, `wallet`",
-    "reason": "why it failed: " + ", ".join(f"`{reason.value}`" for reason in Reason),
+    "reason": "why it failed: "
+    + ", ".join(f"`{reason.value}`" for reason in Reason)
+    + "; on the maintenance series, the text of the config entry's reason",
     "kind": "which bound dropped values: " + ", ".join(f"`{kind.value}`" for kind in DropKind),
     "version": "the exporter's version",
     "revision": "the git revision it was built from (empty when unknown)",
@@ -582,6 +608,15 @@ GROUPS = (
         "read from every node that lists their chain (or the entry's `nodes`). On /metrics only.",
         _FROM_ANSWERS,
         WATCH_FAMILIES,
+    ),
+    Group(
+        "Maintenance",
+        "Planned work stated in the configuration's `maintenance` list: a series while an "
+        "entry's `until` (a wall-clock time, compared at the end of each cycle) has not "
+        "passed. On /metrics only; the exporter keeps polling the nodes in maintenance.",
+        "No series without an entry that applies; an entry stops applying by itself within a "
+        "`scrape_interval` of its `until`.",
+        MAINTENANCE_FAMILIES,
     ),
     Group(
         "Probe",

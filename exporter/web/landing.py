@@ -163,6 +163,7 @@ def _attention(snapshot: Snapshot, found: Attention) -> str:
         else "Nothing to compare: fewer than two polled nodes are up.",
     )
     nodes = _problem_list(found.node_problems, "Every node is up and in step.")
+    nodes += _maintenance(found)
     watch = ""
     if snapshot.watch.objects or snapshot.watch.unmatched:
         watch = "<h3>Watched contracts and wallets</h3>" + _problem_list(
@@ -174,6 +175,19 @@ def _attention(snapshot: Snapshot, found: Attention) -> str:
         "line; a problem is listed from the first cycle its alert's condition holds, before "
         "the alert's <code>for</code> has passed, except syncing, which is info until its "
         "alert's 30 minutes.</small></p>"
+    )
+
+
+def _maintenance(found: Attention) -> str:
+    """The nodes and chains in maintenance, apart from the problems: each entry's until,
+    reason and the alerts it holds back, and the council margin where members are away."""
+    if not found.maintenance:
+        return ""
+    lines = "".join(_line(line) for line in found.maintenance)
+    return (
+        '<h3>In maintenance</h3><ul class="problems maintenance">'
+        f"{lines}</ul><p class=muted><small>From the config's <code>maintenance</code> "
+        "entries: still polled, their alerts inhibited in Alertmanager.</small></p>"
     )
 
 

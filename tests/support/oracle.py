@@ -172,7 +172,7 @@ class BlockchainCollector(Collector):
         spec
         for spec in m.ALL
         if spec.name.startswith("ledger_blockchain_")
-        and spec not in m.NETWORK_FAMILIES + m.CONSENSUS_FAMILIES
+        and spec not in m.NETWORK_FAMILIES + m.CONSENSUS_FAMILIES + m.MAINTENANCE_FAMILIES
     )
 
     def __init__(self, snapshot: Snapshot) -> None:
@@ -318,6 +318,33 @@ class WatchCollector(Collector):
         return (family for family in families.values() if family.samples)
 
 
+class MaintenanceCollector(Collector):
+    """The config's maintenance entries that apply (labels ``node`` + static labels, or
+    ``blockchain``; and ``reason``).
+
+    # TYPE ledger_node_maintenance gauge  (labels node, reason)
+    # TYPE ledger_blockchain_maintenance gauge  (labels blockchain, reason)
+    """
+
+    SPECS = m.MAINTENANCE_FAMILIES
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        families = _Families(self.SPECS)
+        nodes = {node.name: dict(node.labels) for node in self._snapshot.nodes}
+        for entry in self._snapshot.maintenance:
+            if entry.node in nodes:
+                labels = {"node": entry.node, **nodes[entry.node], "reason": entry.reason}
+                families.add(m.NODE_MAINTENANCE, labels, 1.0)
+        for entry in self._snapshot.maintenance:
+            if entry.blockchain:
+                chain = {"blockchain": entry.blockchain, "reason": entry.reason}
+                families.add(m.CHAIN_MAINTENANCE, chain, 1.0)
+        return iter(families)
+
+
 class ProbeCollector(Collector):
     """``ledger_probe_success`` and ``ledger_probe_duration_seconds`` of one probe."""
 
@@ -342,6 +369,7 @@ def snapshot_collectors(snapshot: Snapshot) -> tuple[Collector, ...]:
         ConsensusCollector(snapshot),
         NetworkCollector(snapshot),
         WatchCollector(snapshot.watch),
+        MaintenanceCollector(snapshot),
     )
 
 
