@@ -46,9 +46,15 @@ local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.
 
     inhibit_rules: [
       // The exporter cannot be scraped, or reaches none of its nodes: every other ledger
-      // alert of that exporter is a consequence.
+      // alert of that exporter is a consequence (the Watchdog, with no exporter labels,
+      // never is).
       {
-        source_matchers: ['alertname=~"LedgerExporterDown|LedgerAllNodesDown"'],
+        source_matchers: ['alertname="LedgerExporterDown"'],
+        target_matchers: [ledger, notNames(['LedgerExporterDown', 'LedgerWatchdog'])],
+        equal: exporter,
+      },
+      {
+        source_matchers: ['alertname="LedgerAllNodesDown"'],
         target_matchers: [ledger, notNames(['LedgerExporterDown', 'LedgerAllNodesDown', 'LedgerWatchdog'])],
         equal: exporter,
       },

@@ -79,7 +79,42 @@ local utils = import '../lib/utils.libsonnet';
               },
             },
           ]
-        ),
+        ) + [
+          // The exporter's configuration puts the node in maintenance (its `maintenance`
+          // list; ledger_node_maintenance is 1 while an entry applies). Info, never a page:
+          // it exists to inhibit every other alert of the node in Alertmanager, and to say
+          // why they are quiet. `for: 0s`: an entry is planned, not a flapping reading, and
+          // it must inhibit from the first evaluation, before the node is taken down.
+          {
+            alert: 'LedgerNodeInMaintenance',
+            expr: 'ledger_node_maintenance{%(ledgerSelector)s} == 1' % $._config,
+            'for': '0s',
+            labels: { severity: 'info' },
+            annotations: {
+              summary: 'A ledger node is in planned maintenance.',
+              description: |||
+                Ledger node {{ $labels.node }} is in maintenance ({{ $labels.reason }}), as the
+                exporter {{ $labels.instance }} is configured; its other alerts are inhibited.
+              |||,
+            },
+          },
+          // The same for a whole chain (a chain-wide maintenance entry): inhibits every
+          // alert of the chain. `for: 0s`, as above.
+          {
+            alert: 'LedgerBlockchainInMaintenance',
+            expr: 'ledger_blockchain_maintenance{%(ledgerSelector)s} == 1' % $._config,
+            'for': '0s',
+            labels: { severity: 'info' },
+            annotations: {
+              summary: 'A blockchain is in planned maintenance.',
+              description: |||
+                Blockchain {{ $labels.blockchain }} is in maintenance ({{ $labels.reason }}), as
+                the exporter {{ $labels.instance }} is configured; its other alerts are
+                inhibited.
+              |||,
+            },
+          },
+        ],
       },
     ],
   },
