@@ -55,6 +55,10 @@ pytestmark = pytest.mark.integration
 SCALE = 60
 JOB = "ledger-exporter"
 FLAPPING = frozenset({"LedgerNodePeersLow"})
+#: Alerts active by design, left out of what the tests watch: the Watchdog always fires, and
+#: the simulated fleet runs two releases (docs/simulator.md), so LedgerNodeVersionDrift is
+#: pending (its scaled `for` is 12 minutes); their promtool tests cover both.
+BY_DESIGN = frozenset({"LedgerWatchdog", "LedgerNodeVersionDrift"})
 Alert = dict[str, Any]
 
 
@@ -108,6 +112,12 @@ def test_shortened_alerts_differ_only_in_their_timings() -> None:
     changed = {name for name in original if shortened[name]["expr"] != original[name]["expr"]}
     # docs/alerts.md (shorter timings): only these use range windows or ages.
     assert changed == {
+        "LedgerExporterAbsent",
+        "LedgerExporterCycleNearTimeout",
+        "LedgerExporterValuesDropped",
+        "LedgerExporterStateFileWriteFailing",
+        "LedgerBlockchainHalted",
+        "LedgerCouncilWithoutMargin",
         "LedgerNodeScrapeErrors",
         "LedgerBlockHeightStalled",
         "LedgerNodeBehind",
@@ -173,7 +183,12 @@ class AlertLog:
         self.seen: set[tuple[str, str, str, str]] = set()
 
     def poll(self) -> list[Alert]:
-        alerts = [a for a in self.prom.alerts() if a["labels"]["alertname"].startswith("Ledger")]
+        alerts = [
+            a
+            for a in self.prom.alerts()
+            if a["labels"]["alertname"].startswith("Ledger")
+            and a["labels"]["alertname"] not in BY_DESIGN
+        ]
         for alert in alerts:
             labels = alert["labels"]
             key = (labels["alertname"], labels.get("node", ""), labels.get("blockchain", ""))
