@@ -297,6 +297,10 @@ def alert_level(rule: dict[str, Any]) -> str:
             return watched
     if "ledger_blockchain_leader_failed_rounds_total" in names:
         return "leader"
+    if all("node" not in LABELS_BY_NAME.get(name, {"node"}) for name in names):
+        return (
+            "network chain" if any("blockchain" in LABELS_BY_NAME[n] for n in names) else "exporter"
+        )
     outer = _OUTER_AGGREGATION.match(rule["expr"])
     kept = {label.strip() for label in outer[1].split(",")} if outer else {"node"}
     if "node" not in kept:
