@@ -147,8 +147,8 @@ local g = import '../lib/grafana.libsonnet';
           g.stat(
             20,
             'State file write failures',
-            "Writes of the state file (--state.file) that failed in the dashboard's time range (LedgerExporterStateFileWriteFailing): above 0, the memory between cycles will not survive a restart; the exporter's log names the file and the error. No data without --state.file.",
-            [g.target('increase(ledger_exporter_state_file_write_failures_total{%s}[$__range])' % E, '{{instance}}')],
+            "Writes of the state file (--state.file) that failed in the last hour (LedgerExporterStateFileWriteFailing): above 0, the memory between cycles will not survive a restart; the exporter's log names the file and the error. No data without --state.file.",
+            [g.target('increase(ledger_exporter_state_file_write_failures_total{%s}[1h])' % E, '{{instance}}')],
             unit='short',
             size=[12, 4],
           ),
