@@ -2,7 +2,8 @@
 read-only directory (a read-only bind mount in a mount namespace of the exporter's own, since
 root writes through permission bits) counts every write that fails, while the exporter keeps
 polling and serving; a writable one serves the counter at 0; without ``--state.file`` there
-is none. LedgerExporterStateFileWriteFailing reads it (deploy/prometheus/tests/)."""
+is none. LedgerExporterStateFileWriteFailing reads it (deploy/prometheus/tests/). The same
+process serves ``ledger_exporter_cycle_timeout_seconds``, the config's scrape_timeout."""
 
 from __future__ import annotations
 
@@ -73,6 +74,9 @@ def test_a_writable_state_file_serves_the_counter_at_zero(config: Path, tmp_path
         exporter.wait_ready()
         wait_until(state.exists, timeout=30, message="the state file was never written")
         assert counter(exporter) == 0
+        # the cycle's deadline beside its duration (LedgerExporterCycleNearTimeout's ratio)
+        text = fetch(f"{exporter.base}/metrics").text
+        assert re.search(r"^ledger_exporter_cycle_timeout_seconds 0\.4$", text, re.M), text
     finally:
         exporter.stop()
     plain = ExporterProcess(config)
