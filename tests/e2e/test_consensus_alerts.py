@@ -150,6 +150,9 @@ def expected_alerts(stack: Stack) -> Expected:
         expected.fire("LedgerVoteRoundsEscalating", "warning", node, chain[STUCK])
         # a session that never closes keeps the next height's messages coming
         expected.allow("LedgerPendingMessagesHigh", "firing", node, chain[STUCK])
+    # every up node of the chain stalled at one height: the chain halted, one alert for it
+    # (Alertmanager's inhibit_rules make it the one page of the per-node alerts above)
+    expected.fire("LedgerBlockchainHalted", "critical", "", chain[STUCK])
     for member in stack.council(STUCK):  # every leader in turn fails its round
         expected.fire(
             "LedgerLeaderFailingRounds", "warning", "", chain[STUCK], stack.node_id(member)
