@@ -49,6 +49,13 @@
 //                                         on a majority of its nodes
 //   sloPeriod                    30d      both: the period the error budget is spent over
 //                                         (the burn-rate factors follow from it, lib/slo)
+//   versionDriftFor              12h      LedgerNodeVersionDrift: more than one nodeVersion
+//                                         among a job's nodes for this long
+//   minimumNodeVersion           ''       LedgerNodeVersionBelowMinimum: a dotted version
+//                                         ('1.4.2'); empty: the alert is not rendered
+//   cycleNearTimeoutRatio        0.8      LedgerExporterCycleNearTimeout: every cycle of
+//                                         the last 10m took this share of scrape_timeout
+//   councilWithoutMarginFor      30m      LedgerCouncilWithoutMargin (info)
 //
 // An alert not in this table has no setting: what it detects fixes its condition (more than
 // one block at the checkpoint, a node down), and the comment above it (alerts/*.libsonnet)
@@ -104,6 +111,19 @@
     leaderFailedRoundsWindow: '15m',
     probeStalledWindow: '10m',
     contractChangedWindow: '15m',
+    versionDriftFor: '12h',
+    minimumNodeVersion: '',
+    cycleNearTimeoutRatio: 0.8,
+    councilWithoutMarginFor: '30m',
+
+    // The shipped Alertmanager config (deploy/alertmanager/alertmanager.yml, see
+    // alertmanager.libsonnet): the webhook each receiver posts to. Placeholders: replace
+    // them with your paging service, ticket queue and dead man's switch (docs/alerts.md).
+    alertmanagerWebhooks: {
+      page: 'http://ledger-alerts.invalid/page',
+      ticket: 'http://ledger-alerts.invalid/ticket',
+      deadMansSwitch: 'http://ledger-alerts.invalid/watchdog',
+    },
 
     // Service level objectives (lib/slo.libsonnet, alerts/slo.libsonnet, the SLO dashboard),
     // ratios of the period. The budget is 1 - objective: 0.995 leaves 0.5 %, 3.6 hours in 30

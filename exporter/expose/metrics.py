@@ -83,6 +83,11 @@ BUILD_INFO = MetricSpec(
 CYCLE_DURATION = _g(
     "ledger_exporter_cycle_duration_seconds", "Wall time of the last full polling cycle."
 )
+CYCLE_TIMEOUT = _g(
+    "ledger_exporter_cycle_timeout_seconds",
+    "Deadline of one polling cycle (the config's scrape_timeout): a cycle that takes nearly "
+    "this long is about to cut slow nodes off.",
+)
 CONFIG_RELOAD_OK = _g(
     "ledger_exporter_config_last_reload_successful",
     "1 when the last configuration load succeeded, 0 when it failed and the old one is kept.",
@@ -92,6 +97,13 @@ CONFIG_RELOAD_SUCCESS_TIME = _g(
     "ledger_exporter_config_last_reload_success_timestamp_seconds",
     "Unix time of the last successful configuration load: at start, then at each successful "
     "reload.",
+)
+STATE_FILE_WRITE_FAILURES = MetricSpec(
+    "ledger_exporter_state_file_write_failures_total",
+    Kind.COUNTER,
+    "Writes of the state file (--state.file) that failed (the file, its temporary copy or "
+    "its lock could not be written): the memory between cycles will not survive a restart.",
+    (),
 )
 DROPPED_VALUES = MetricSpec(
     "ledger_exporter_dropped_values_total",
@@ -429,8 +441,10 @@ _WATCH_LABELS = {
 EXPORTER_FAMILIES = (
     BUILD_INFO,
     CYCLE_DURATION,
+    CYCLE_TIMEOUT,
     CONFIG_RELOAD_OK,
     CONFIG_RELOAD_SUCCESS_TIME,
+    STATE_FILE_WRITE_FAILURES,
     DROPPED_VALUES,
 )
 #: Each node's poll and ``GET /health`` (labels ``node`` and the node's static labels).
@@ -574,7 +588,10 @@ GROUPS = (
     Group(
         "Exporter",
         "The exporter's own state, on /metrics.",
-        "Always present, `ledger_exporter_cycle_duration_seconds` once a cycle has ended; "
+        "Always present, `ledger_exporter_cycle_duration_seconds` and "
+        "`ledger_exporter_cycle_timeout_seconds` once a cycle has ended; "
+        "`ledger_exporter_state_file_write_failures_total` only with `--state.file` (at 0 "
+        "until a write fails); "
         "`ledger_exporter_dropped_values_total` has a series for every configured node and "
         "every kind, at 0 until a value is dropped.",
         EXPORTER_FAMILIES,

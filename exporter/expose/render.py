@@ -213,6 +213,8 @@ class _Render:
         self._families: dict[MetricSpec, Callable[[], Series]] = {
             m.BUILD_INFO: lambda: ((build_labels, 1.0),),
             m.CYCLE_DURATION: lambda: (("", snapshot.cycle_duration),),
+            m.CYCLE_TIMEOUT: lambda: (("", snapshot.cycle_timeout),),
+            m.STATE_FILE_WRITE_FAILURES: lambda: (("", snapshot.state_file_write_failures),),
             m.CONFIG_RELOAD_OK: lambda: (("", _flag(snapshot.config_reload_ok)),),
             m.CONFIG_RELOAD_SUCCESS_TIME: lambda: (("", snapshot.config_reload_success_at),),
             m.DROPPED_VALUES: self._dropped,

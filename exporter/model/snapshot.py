@@ -122,6 +122,8 @@ class Snapshot:
     nodes: tuple[NodeStatus, ...] = ()
     cycle_duration: float | None = None
     completed_at: float | None = None  # time.monotonic() at the end of the cycle
+    cycle_timeout: float | None = None  # the cycle's deadline: the config's scrape_timeout
+    state_file_write_failures: int | None = None  # since start; None without a state file
     config_reload_ok: bool = True
     config_reload_success_at: float | None = None  # Unix time of the last good config load
     network: NetworkView = field(default_factory=NetworkView)

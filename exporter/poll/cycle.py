@@ -322,6 +322,8 @@ class Poller:
             nodes,
             ended - started,
             now_mono,
+            cycle_timeout=resources.config.scrape_timeout,
+            state_file_write_failures=None if self._state is None else self._state.write_failures,
             network=network,
             watch=watch,
             probe_mode=probing,

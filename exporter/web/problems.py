@@ -191,8 +191,8 @@ def consensus_problems(
 def _thin_quorum(
     chain: ChainAgreement, readers: Readers, now_mono: float, thresholds: Thresholds
 ) -> Problem | None:
-    """LedgerCouncilQuorumThin: the members up no more than the votes required, where every
-    member of the majority's council is polled (an unpolled member is unknown)."""
+    """LedgerCouncilQuorumThin: members down and those up no more than the votes required,
+    where every member of the majority's council is polled (an unpolled member is unknown)."""
     up, polled = chain.council_members_up, chain.council_members_polled
     majority = {node for node, agrees in chain.council_agrees if agrees}
     sizes = [
@@ -203,8 +203,8 @@ def _thin_quorum(
     required = _required_votes(readers, now_mono, thresholds.required_votes_window_seconds)
     if up is None or polled is None or not sizes or polled < max(sizes) or required is None:
         return None
-    if up > required:
-        return None
+    if up > required or up >= max(sizes):  # every member up: a margin zero by design
+        return None  # (LedgerCouncilWithoutMargin, info), not one lost
     council = f"{up} of the council's {max(sizes)} members up among the polled nodes"
     if up < required:
         text = f"{council}, fewer than the {required:.0f} votes a session needs: no vote can pass"

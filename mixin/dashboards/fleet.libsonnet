@@ -14,7 +14,8 @@ local utils = import '../lib/utils.libsonnet';
       // Per-chain network series have no node label.
       local C = L + ', blockchain=~"$blockchain"';
       // ALERTS carries the alert's own labels: no job selector of the config to match on.
-      local A = std.join(', ', std.filter(function(s) s != '', ['alertname=~"Ledger.*", alertstate="firing"', c.extraSelector, pick]));
+      // Severity none is the always-firing LedgerWatchdog: no problem to count or list.
+      local A = std.join(', ', std.filter(function(s) s != '', ['alertname=~"Ledger.*", alertstate="firing", severity!="none"', c.extraSelector, pick]));
       local perNode = '{{node}} · {{blockchain}}';
       g.dashboard(
         c,

@@ -11,13 +11,13 @@ divided by ``SCALE = 60``, so a minute becomes a second and the rules keep their
 nodes' own settings shorten too. Counts stay as they are, so the test proves the real
 expressions and their label guards.
 
-**The network's own behaviour.** Peer links flap and a vote session now and then reaches round
-4, so LedgerNodePeersLow and LedgerVoteRoundsEscalating may go *pending* on a healthy network;
-their ``for`` is far longer than a flap, so they must never fire. No other alert may even go
-pending. The simulator's lagging node stays at most 10 blocks behind (4 to 9 plus under 2 of
-jitter), within LedgerNodeBehind's threshold. Seven nodes have 6 peers each, so taking one node
-away (``peers_lost``, ``down``) leaves the others at 2 or more peers nearly always: with seed 5
-no node dips below 2 peers for more than 2 s, or to 0, in 400 s of simulated time.
+**The network's own behaviour.** Healthy, it raises no alert, not even pending: peer links
+flap but a node keeps its two nearest ring neighbours, and a session agrees by round 3
+(docs/simulator.md). A fault that takes a node's links away (``peers_lost``, ``down``) can
+leave a neighbour with one peer while another link of its is down: LedgerNodePeersLow may go
+*pending* then (FLAPPING); its ``for`` is far longer than a flap, so it must never fire. The
+simulator's lagging node stays at most 10 blocks behind (4 to 9 plus under 2 of jitter),
+within LedgerNodeBehind's threshold.
 """
 
 from __future__ import annotations
@@ -54,7 +54,11 @@ pytestmark = pytest.mark.integration
 
 SCALE = 60
 JOB = "ledger-exporter"
-FLAPPING = frozenset({"LedgerNodePeersLow", "LedgerVoteRoundsEscalating"})
+FLAPPING = frozenset({"LedgerNodePeersLow"})
+#: Alerts active by design, left out of what the tests watch: the Watchdog always fires, and
+#: the simulated fleet runs two releases (docs/simulator.md), so LedgerNodeVersionDrift is
+#: pending (its scaled `for` is 12 minutes); their promtool tests cover both.
+BY_DESIGN = frozenset({"LedgerWatchdog", "LedgerNodeVersionDrift"})
 #: Burn-rate alerts remember hours (their windows, in rules.yml, are not shortened): a fault of
 #: seconds keeps them active for minutes after, across the next cases. Left out of the log;
 #: deploy/prometheus/tests/slo*.test.yml test them at their own pace.
@@ -113,6 +117,12 @@ def test_shortened_alerts_differ_only_in_their_timings() -> None:
     changed = {name for name in original if shortened[name]["expr"] != original[name]["expr"]}
     # docs/alerts.md (shorter timings): only these use range windows or ages.
     assert changed == {
+        "LedgerExporterAbsent",
+        "LedgerExporterCycleNearTimeout",
+        "LedgerExporterValuesDropped",
+        "LedgerExporterStateFileWriteFailing",
+        "LedgerBlockchainHalted",
+        "LedgerCouncilWithoutMargin",
         "LedgerNodeScrapeErrors",
         "LedgerBlockHeightStalled",
         "LedgerNodeBehind",
@@ -183,6 +193,7 @@ class AlertLog:
             for a in self.prom.alerts()
             if a["labels"]["alertname"].startswith("Ledger")
             and a["labels"]["alertname"] not in BURN_RATE
+            and a["labels"]["alertname"] not in BY_DESIGN
         ]
         for alert in alerts:
             labels = alert["labels"]
@@ -231,8 +242,7 @@ def quiet(alerts: list[Alert]) -> bool:
 def test_healthy_network_raises_no_alert(stack: Stack) -> None:
     log = AlertLog(stack.prom)
     log.watch(8)  # an expression that holds shows as pending from its first evaluation
-    wrong = sorted(a for a in log.seen if a[0] not in FLAPPING or a[3] != "pending")
-    assert not wrong, f"alerts on a healthy network: {wrong}"
+    assert not log.seen, f"alerts on a healthy network: {sorted(log.seen)}"
 
 
 def test_rules_load_and_evaluate(stack: Stack) -> None:
@@ -253,6 +263,12 @@ GRAFANA_BUILTINS = {"__rate_interval": "4s", "__interval": "1s", "__interval_ms"
 _VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\[\[(\w+)(?::\w+)?\]\]|\$(\w+)")
 #: Panels with nothing to show on a healthy network; the fault tests prove each one fills.
 EMPTY_WHEN_HEALTHY = {"ledger-fleet.json panel 22 A": "the table of firing alerts"}
+#: Panels of what this stack does not have: no fault fills them (their own tests do).
+NOT_IN_THIS_STACK = {
+    "ledger-exporter.json panel 20 A": "state file write failures: the exporter keeps no state "
+    "file here (tests/e2e/test_state_file_failures.py)",
+    "ledger-fleet.json panel 43 A": "nodes and chains in maintenance: none configured here",
+}
 
 
 @dataclass(frozen=True)
@@ -313,7 +329,9 @@ def run_query(stack: Stack, query: Query) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("query", QUERIES.values(), ids=str)
 def test_dashboard_query_has_data(stack: Stack, query: Query) -> None:
     result = run_query(stack, query)
-    if query.where in EMPTY_WHEN_HEALTHY:
+    if query.where in NOT_IN_THIS_STACK:
+        assert not result, f"{query} has data: {NOT_IN_THIS_STACK[query.where]}?"
+    elif query.where in EMPTY_WHEN_HEALTHY:
         assert not result, f"{query} has data on a healthy network; drop it from the allow-list"
     else:
         assert result, f"{query} shows no data: {query.expr}"
@@ -340,8 +358,7 @@ class Fault:
 
 STALL_ALSO = (
     ("LedgerPendingMessagesHigh", "firing"),  # its queues keep growing while stalled
-    ("LedgerVoteRoundsEscalating", "firing"),  # its vote session freezes, maybe at round 4
-    ("LedgerVoteSessionStuck", "firing"),  # ... and stays open: a session that never closes
+    ("LedgerVoteSessionStuck", "firing"),  # its vote session freezes (by round 3), open
     ("LedgerNodeBehind", "pending"),  # 10+ blocks behind, but the stall guard stops it firing
 )
 # Failed polls count for LedgerNodeScrapeErrors until its 10 s down window excludes the node;

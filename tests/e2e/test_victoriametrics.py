@@ -315,6 +315,9 @@ def test_vmalert_evaluates_every_shipped_rule_without_error(engines: Engines) ->
         if "ledger_probe_" not in rule["expr"]:  # probe mode: nothing to record here
             engines.server.wait_for(name, timeout=20)
     firing = [a["labels"] for a in engines.shipped.alerts() if a["state"] == "firing"]
+    watchdog = [labels for labels in firing if labels["alertname"] == "LedgerWatchdog"]
+    assert len(watchdog) == 1, f"the dead man's switch must always fire: {firing}"
+    firing = [labels for labels in firing if labels["alertname"] != "LedgerWatchdog"]
     assert not firing, f"alerts firing on a healthy network: {firing}"
 
 

@@ -128,8 +128,8 @@ def served(text: str) -> dict[str, tuple[str, set[str]]]:
 @pytest.fixture
 def exporter(tmp_path: Path) -> Iterator[tuple[ExporterProcess, str]]:
     """The example config over a simulator process, plus a node that is down (and in
-    maintenance), a chain in maintenance, bounds low enough to drop values, and /probe
-    allowed on the simulator; with the simulator's ``node-1`` URL."""
+    maintenance), a chain in maintenance, bounds low enough to drop values, a state file, and
+    /probe allowed on the simulator; with the simulator's ``node-1`` URL."""
     with simulate() as (_, urls):
         config = yaml.safe_load((REPO / "config" / "example.yml").read_text(encoding="utf-8"))
         for node in config["nodes"]:
@@ -145,7 +145,7 @@ def exporter(tmp_path: Path) -> Iterator[tuple[ExporterProcess, str]]:
         ]
         path = tmp_path / "config.yml"
         path.write_text(yaml.safe_dump(config), encoding="utf-8")
-        with ready_exporter(path) as process:
+        with ready_exporter(path, f"--state.file={tmp_path / 'state.json'}") as process:
             yield process, urls["node-1"]
 
 

@@ -49,16 +49,26 @@ def test_nothing_is_shipped_that_the_mixin_does_not_render() -> None:
     assert render_mixin.stale(REPO, SHIPPED) == []
 
 
+#: Alerts the default _config leaves out, and the override that renders them.
+OPTIONAL_ALERTS = {"LedgerNodeVersionBelowMinimum": '{minimumNodeVersion: "1.4.2"}'}
+
+
 def test_the_mixin_renders_every_alert_rule_and_dashboard() -> None:
-    """Every alert written in mixin/alerts/ is rendered, once."""
+    """Every alert written in mixin/alerts/ is rendered, once (an optional one only when
+    its setting is on)."""
     mixin = render_mixin.evaluate()
+    for name, overrides in OPTIONAL_ALERTS.items():
+        assert name not in {rule["alert"] for rule in rules_of(mixin, "alerts")}
+        rendered = render_mixin.evaluate(overrides)
+        assert [r["alert"] for r in rules_of(rendered, "alerts")].count(name) == 1
     written = [
         name
         for path in sorted((render_mixin.MIXIN_DIR / "alerts").glob("*.libsonnet"))
         for name in re.findall(r"^\s*alert: '(\w+)',$", path.read_text(encoding="utf-8"), re.M)
     ]
     assert len(written) >= 32
-    assert sorted(rule["alert"] for rule in rules_of(mixin, "alerts")) == sorted(written)
+    default = [name for name in written if name not in OPTIONAL_ALERTS]
+    assert sorted(rule["alert"] for rule in rules_of(mixin, "alerts")) == sorted(default)
     assert len(rules_of(mixin, "rules")) == 15 + 17  # the SLOs': 8 ratios each, 1 indicator
     assert sorted(mixin["dashboards"]) == [
         "ledger-exporter.json",
@@ -216,6 +226,8 @@ def test_good_overrides_of_every_kind_pass_the_check() -> None:
 def _selector_problems(expr: str, job_matcher: tuple[str, str, str]) -> list[str]:
     problems = []
     for selector in promql.vector_selectors(promql.parse(expr)):
+        if selector.name == "ALERTS":  # Prometheus's own: the rules' alerts, no target's
+            continue
         found = promql.matchers(selector)
         if ("cluster", "=", "prod") not in found:
             problems.append(f"{selector} lacks the extra selector")
@@ -232,7 +244,8 @@ def _job_matcher(metric_names: list[str]) -> tuple[str, str, str]:
 @pytest.mark.parametrize("kind", ["alerts", "rules"])
 def test_every_rule_selector_carries_the_configured_selectors(kind: str) -> None:
     for rule in rules_of(OVERRIDDEN, kind):
-        names = [s.name or "" for s in promql.vector_selectors(promql.parse(rule["expr"]))]
+        selected = promql.vector_selectors(promql.parse(rule["expr"]))
+        names = [s.name or "" for s in selected if s.name != "ALERTS"]
         assert _selector_problems(rule["expr"], _job_matcher(names)) == [], rule["expr"]
         assert "ledger-exporter" not in rule["expr"]
 

@@ -64,17 +64,21 @@ class ExporterCollector(Collector):
     # TYPE ledger_exporter_build_info gauge  (labels version, revision, branch, python_version)
     # HELP ledger_exporter_cycle_duration_seconds Wall time of the last full polling cycle.
     # TYPE ledger_exporter_cycle_duration_seconds gauge
+    # TYPE ledger_exporter_cycle_timeout_seconds gauge
     # HELP ledger_exporter_config_last_reload_successful 1 when the last configuration load ...
     # TYPE ledger_exporter_config_last_reload_successful gauge
     # TYPE ledger_exporter_config_last_reload_success_timestamp_seconds gauge
+    # TYPE ledger_exporter_state_file_write_failures_total counter  (with --state.file)
     # TYPE ledger_exporter_dropped_values_total counter  (labels node, kind)
     """
 
     SPECS = (
         m.BUILD_INFO,
         m.CYCLE_DURATION,
+        m.CYCLE_TIMEOUT,
         m.CONFIG_RELOAD_OK,
         m.CONFIG_RELOAD_SUCCESS_TIME,
+        m.STATE_FILE_WRITE_FAILURES,
         m.DROPPED_VALUES,
     )
 
@@ -85,9 +89,11 @@ class ExporterCollector(Collector):
         families = _Families(self.SPECS)
         families.add(m.BUILD_INFO, dict(this_build().labels()), 1.0)
         families.add(m.CYCLE_DURATION, {}, self._snapshot.cycle_duration)
+        families.add(m.CYCLE_TIMEOUT, {}, self._snapshot.cycle_timeout)
         families.add(m.CONFIG_RELOAD_OK, {}, _flag(self._snapshot.config_reload_ok))
         at = self._snapshot.config_reload_success_at
         families.add(m.CONFIG_RELOAD_SUCCESS_TIME, {}, at)
+        families.add(m.STATE_FILE_WRITE_FAILURES, {}, self._snapshot.state_file_write_failures)
         for node in self._snapshot.nodes:
             labels: Labels = {"node": node.name, **dict(node.labels)}
             for kind, count in zip(DropKind, node.dropped, strict=False):

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from tests.support.http import fetch
@@ -45,7 +45,8 @@ def exporter_command(*args: str) -> list[str]:
 class ExporterProcess:
     """``python -m exporter --config.file=CONFIG FLAGS`` on a port of its own choosing; its
     log (stderr) goes to a file beside the config. The log level must show the "started"
-    line (info, the default, or debug)."""
+    line (info, the default, or debug). ``wrapped_in``: a command that runs it (its last
+    arguments), such as ``unshare`` giving it a mount namespace of its own."""
 
     def __init__(
         self,
@@ -53,15 +54,19 @@ class ExporterProcess:
         *flags: str,
         start_timeout: float = 30.0,
         env: Mapping[str, str] | None = None,
+        wrapped_in: Sequence[str] = (),
     ) -> None:
         with tempfile.NamedTemporaryFile(
             dir=config.parent, prefix="exporter-", suffix=".log", delete=False
         ) as log:
             self.log_path = Path(log.name)
             self.process = subprocess.Popen(
-                exporter_command(
-                    f"--config.file={config}", "--web.listen-address=127.0.0.1:0", *flags
-                ),
+                [
+                    *wrapped_in,
+                    *exporter_command(
+                        f"--config.file={config}", "--web.listen-address=127.0.0.1:0", *flags
+                    ),
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=log,
                 cwd=REPO,

@@ -228,6 +228,17 @@ def test_a_thin_quorum_only_where_every_member_is_polled() -> None:
     assert lines_of(unknown, "LedgerCouncilQuorumThin") == []
 
 
+def test_a_council_without_margin_by_design_is_no_thin_quorum() -> None:
+    """4 members, 4 votes required, all up: nothing was lost, so nothing to page about (the
+    info alert LedgerCouncilWithoutMargin says the design); one down is a margin lost."""
+    fleet = Fleet()
+    voting = chain(voteSessions=session(1, "key-1", required=4))
+    everyone = {n: voting for n in ("n1", "n2", "n3", "n4")}
+    assert lines_of(fleet.cycle(everyone), "LedgerCouncilQuorumThin") == []
+    (line,) = lines_of(fleet.cycle(everyone | {"n4": None}), "LedgerCouncilQuorumThin")
+    assert line.severity.label == "critical"
+
+
 def test_consensus_lines_come_first_on_the_page() -> None:
     fleet = Fleet()
     voting = chain(voteSessions=session(1, "key-1", required=3))
