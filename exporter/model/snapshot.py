@@ -94,6 +94,9 @@ class NodeStatus:
     dropped: tuple[int, ...] = ()  # values dropped since start, per bounds.DropKind, in order
     # answers whose Retry-After held the node's polls back since start; None in a probe
     retry_afters: int | None = None
+    # a down node's chains as it last read them, (blockchain, height): the status page keeps
+    # them in view, unknown, while the node is down (no series are exported for them)
+    last_chains: tuple[tuple[str, float], ...] = ()
 
     @property
     def up(self) -> bool:

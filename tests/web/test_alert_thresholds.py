@@ -63,11 +63,11 @@ def flagged(thresholds: Thresholds) -> dict[str, tuple[str, str | None]]:
         0.25,
         NOW,
     )
-    found = problems.attention(snapshot, NOW, thresholds).nodes or {}
+    found = problems.attention(snapshot, NOW, thresholds).lines()  # folded lines too
     return {
-        name: (problem.severity.label, problem.alert)
-        for name, listed in found.items()
-        for problem in listed
+        problem.node: (problem.severity.label, problem.alert)
+        for problem in found
+        if problem.node is not None
     }
 
 
@@ -105,7 +105,12 @@ def test_the_installed_package_data_loads() -> None:
     assert document == json.loads(render_mixin.render()[render_mixin.THRESHOLDS])
     assert alert_thresholds.load() == alert_thresholds.SHIPPED
     rules = yaml.safe_load((REPO / "deploy" / "prometheus" / "alerts.yml").read_text())
-    labels = {r["alert"]: r["labels"]["severity"] for g in rules["groups"] for r in g["rules"]}
+    labels = {
+        r["alert"]: r["labels"]["severity"]
+        for g in rules["groups"]
+        for r in g["rules"]
+        if r["labels"]["severity"] != "none"  # never listed (a dead man's switch)
+    }
     shipped = {
         alert: severity.label for alert, severity in alert_thresholds.SHIPPED.severities.items()
     }
@@ -117,7 +122,9 @@ def _document(**changes: Any) -> dict[str, Any]:
     document: dict[str, Any] = json.loads((REPO / render_mixin.THRESHOLDS).read_text())
     for key, value in changes.items():
         part, _, field = key.partition("__")
-        if value is None:
+        if value is None and not field:
+            del document[part]
+        elif value is None:
             del document[part][field]
         else:
             document[part][field] = value
@@ -133,6 +140,10 @@ def _document(**changes: Any) -> dict[str, Any]:
         ({"thresholds__blocksBehindThreshold": True}, "blocksBehindThreshold is True, not a"),
         ({"thresholds__syncingTooLongSeconds": -1}, "syncingTooLongSeconds is -1, not a"),
         ({"severities__LedgerNodeDown": "page"}, "alert 'LedgerNodeDown' has severity 'page'"),
+        ({"runbooks__LedgerNodeDown": None}, "name other alerts ['LedgerNodeDown']"),
+        ({"runbooks__LedgerNodeDown": "javascript:x"}, "has runbook 'javascript:x', not a URL"),
+        ({"runbooks__LedgerNodeDown": 3}, "has runbook 3, not a URL"),
+        ({"runbooks__": None}, "'thresholds', 'severities', 'runbooks' must be objects"),
     ],
 )
 def test_a_broken_file_is_refused_naming_what_and_how_to_fix(
@@ -156,3 +167,15 @@ def test_a_missing_or_garbled_file_is_refused(tmp_path: Path) -> None:
 def test_an_alert_the_rules_lack_is_named() -> None:
     with pytest.raises(KeyError, match="LedgerNoSuchAlert is not a shipped alert"):
         alert_thresholds.SHIPPED.severity("LedgerNoSuchAlert")
+
+
+def test_an_alert_of_severity_none_is_never_listed_but_has_its_runbook() -> None:
+    """A dead man's switch (always firing, severity none) describes no problem."""
+    url = "https://example.org/runbooks#ledgerwatchdog"
+    document = _document()
+    document["severities"]["LedgerWatchdog"] = "none"
+    document["runbooks"]["LedgerWatchdog"] = url
+    rules = alert_thresholds.parse(document, "thresholds.json")
+    assert "LedgerWatchdog" not in rules.severities and rules.runbook("LedgerWatchdog") == url
+    with pytest.raises(KeyError, match="LedgerWatchdog is not a shipped alert"):
+        rules.severity("LedgerWatchdog")
