@@ -57,13 +57,15 @@ $(GRAFANA_SCHEMA): tools/grafana_schema.py tools/grafana-schema/package.json too
 grafana-schema: $(GRAFANA_SCHEMA)
 
 # Debian's prometheus package ships the server and promtool used by the integration tests;
-# docker-compose (v1, `config` needs no engine) and amtool check the deployment files;
+# docker-compose (v1, `config` needs no engine) and amtool check the deployment files, and
+# prometheus-alertmanager delivers the alerts of tests/e2e/test_alertmanager*.py;
 # chromium renders the landing page in tests/web/test_landing.py; victoria-metrics (with vmalert)
 # scrapes the exporter and evaluates the rules in tests/e2e/test_victoriametrics.py.
 tools:
 	@command -v promtool >/dev/null && command -v prometheus >/dev/null \
-	  && command -v docker-compose >/dev/null && command -v amtool >/dev/null || { \
-	  echo "installing Debian's prometheus, prometheus-alertmanager (amtool), docker-compose"; \
+	  && command -v docker-compose >/dev/null && command -v amtool >/dev/null \
+	  && command -v prometheus-alertmanager >/dev/null || { \
+	  echo "installing Debian's prometheus, prometheus-alertmanager (amtool and the server), docker-compose"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    prometheus prometheus-alertmanager docker-compose >/dev/null; }
 	@command -v npm >/dev/null || { \

@@ -35,6 +35,13 @@
 //   leaderFailedRoundsWindow     15m      in this window, on any polled node (for 1m)
 //   probeStalledWindow           10m      LedgerProbeBlockHeightStalled
 //   contractChangedWindow        15m      LedgerWatchedContractChanged (info)
+//   versionDriftFor              12h      LedgerNodeVersionDrift: more than one nodeVersion
+//                                         among a job's nodes for this long
+//   minimumNodeVersion           ''       LedgerNodeVersionBelowMinimum: a dotted version
+//                                         ('1.4.2'); empty: the alert is not rendered
+//   cycleNearTimeoutRatio        0.8      LedgerExporterCycleNearTimeout: every cycle of
+//                                         the last 10m took this share of scrape_timeout
+//   councilWithoutMarginFor      30m      LedgerCouncilWithoutMargin (info)
 //
 // An alert not in this table has no setting: what it detects fixes its condition (more than
 // one block at the checkpoint, a node down), and the comment above it (alerts/*.libsonnet)
@@ -88,6 +95,19 @@
     leaderFailedRoundsWindow: '15m',
     probeStalledWindow: '10m',
     contractChangedWindow: '15m',
+    versionDriftFor: '12h',
+    minimumNodeVersion: '',
+    cycleNearTimeoutRatio: 0.8,
+    councilWithoutMarginFor: '30m',
+
+    // The shipped Alertmanager config (deploy/alertmanager/alertmanager.yml, see
+    // alertmanager.libsonnet): the webhook each receiver posts to. Placeholders: replace
+    // them with your paging service, ticket queue and dead man's switch (docs/alerts.md).
+    alertmanagerWebhooks: {
+      page: 'http://ledger-alerts.invalid/page',
+      ticket: 'http://ledger-alerts.invalid/ticket',
+      deadMansSwitch: 'http://ledger-alerts.invalid/watchdog',
+    },
 
     // Dashboards.
     dashboardTitlePrefix: 'Ledger / ',

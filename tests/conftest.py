@@ -17,6 +17,7 @@ pytest.register_assert_rewrite("tests.support")
 from exporter import __version__  # noqa: E402
 from exporter.poll.engine import Engine  # noqa: E402
 from tests.support import generation  # noqa: E402
+from tests.support.alertmanager import Alertmanagers  # noqa: E402
 from tests.support.certs import Pki, make_pki  # noqa: E402
 from tests.support.clock import Clock  # noqa: E402
 from tests.support.fakenode import FakeNode, FakeNodes  # noqa: E402
@@ -79,6 +80,15 @@ def prometheus(tmp_path: Path) -> Iterator[PrometheusServers]:
     """Real Prometheus servers for this test: ``prometheus.start({job: [address]})``; all
     stopped after it."""
     servers = PrometheusServers(tmp_path)
+    yield servers
+    servers.stop_all()
+
+
+@pytest.fixture
+def alertmanager(tmp_path: Path) -> Iterator[Alertmanagers]:
+    """Real Alertmanager servers and webhook receivers for this test:
+    ``alertmanager.webhook()``, ``alertmanager.start(config)``; all stopped after it."""
+    servers = Alertmanagers(tmp_path)
     yield servers
     servers.stop_all()
 

@@ -24,6 +24,7 @@ from exporter.config.keytable import (
     read_settings,
     setting,
 )
+from exporter.config.maintenance import MaintenanceEntry, read_maintenance
 from exporter.config.nodes import NodeConfig, is_secret, is_secret_key, read_node
 from exporter.config.probe_modules import ProbeConfig, read_probe
 from exporter.config.schema import Reader, checking, locate, read_document
@@ -96,13 +97,15 @@ class Config:
     network_checks: NetworkChecks = NetworkChecks()
     probe: ProbeConfig | None = None  # /probe is served only when set
     watch: WatchConfig = field(default_factory=WatchConfig)
+    #: Planned work: nodes and chains in maintenance until a wall-clock time.
+    maintenance: tuple[MaintenanceEntry, ...] = ()
     #: The cardinality bounds the readers apply to every node's answers (their keys are
     #: top-level keys: max_features_per_chain, ...).
     bounds: Bounds = DEFAULT_BOUNDS
 
 
 #: The sections of the file that are more than a value, read by their own code.
-_SECTIONS = ("network_checks", "nodes", "probe", "watch")
+_SECTIONS = ("network_checks", "nodes", "probe", "watch", "maintenance")
 _TOP_KEYS = (
     *key_names(Config),
     *(item.name for _, item in bound_keys()),
@@ -155,8 +158,16 @@ class _Reader(Reader):
         probe = read_probe(self, top["probe"]) if "probe" in top else None
         names = frozenset(node.name for node in nodes if node.name)
         watch = read_watch(self, top.get("watch"), names)
+        longest = bounds.label_value_length
+        maintenance = read_maintenance(self, top.get("maintenance"), names, longest)
         return Config(
-            nodes, network_checks=checks, probe=probe, watch=watch, bounds=bounds, **plain
+            nodes,
+            network_checks=checks,
+            probe=probe,
+            watch=watch,
+            maintenance=maintenance,
+            bounds=bounds,
+            **plain,
         )
 
     def network_checks(self, value: Any) -> NetworkChecks:

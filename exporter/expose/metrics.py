@@ -83,6 +83,11 @@ BUILD_INFO = MetricSpec(
 CYCLE_DURATION = _g(
     "ledger_exporter_cycle_duration_seconds", "Wall time of the last full polling cycle."
 )
+CYCLE_TIMEOUT = _g(
+    "ledger_exporter_cycle_timeout_seconds",
+    "Deadline of one polling cycle (the config's scrape_timeout): a cycle that takes nearly "
+    "this long is about to cut slow nodes off.",
+)
 CONFIG_RELOAD_OK = _g(
     "ledger_exporter_config_last_reload_successful",
     "1 when the last configuration load succeeded, 0 when it failed and the old one is kept.",
@@ -92,6 +97,13 @@ CONFIG_RELOAD_SUCCESS_TIME = _g(
     "ledger_exporter_config_last_reload_success_timestamp_seconds",
     "Unix time of the last successful configuration load: at start, then at each successful "
     "reload.",
+)
+STATE_FILE_WRITE_FAILURES = MetricSpec(
+    "ledger_exporter_state_file_write_failures_total",
+    Kind.COUNTER,
+    "Writes of the state file (--state.file) that failed (the file, its temporary copy or "
+    "its lock could not be written): the memory between cycles will not survive a restart.",
+    (),
 )
 DROPPED_VALUES = MetricSpec(
     "ledger_exporter_dropped_values_total",
@@ -326,6 +338,27 @@ NODE_POLLED_PEERS = _g(
     unit="nodes",
 )
 
+# Planned work from the config's `maintenance` list (docs/configuration.md): Alertmanager's
+# inhibit rules silence a node's or a chain's alerts while its series is there.
+NODE_MAINTENANCE = _g(
+    "ledger_node_maintenance",
+    "1 while a maintenance entry of the config applies to the node (its until, a wall-clock "
+    "time, not yet passed); reason is the entry's.",
+    "node",
+    "reason",
+    unit=FLAG,
+    missing="No series while the node has no entry that applies.",
+)
+CHAIN_MAINTENANCE = _g(
+    "ledger_blockchain_maintenance",
+    "1 while a chain-wide maintenance entry of the config applies to the blockchain (on "
+    "every node); reason is the entry's.",
+    "blockchain",
+    "reason",
+    unit=FLAG,
+    missing="No series while the chain has no entry that applies.",
+)
+
 # Only /probe answers these (blackbox_exporter's probe_success and probe_duration_seconds).
 PROBE_SUCCESS = _g(
     "ledger_probe_success", "1 when the probed target's /health was read.", unit=FLAG
@@ -383,8 +416,10 @@ _WATCH_LABELS = {
 EXPORTER_FAMILIES = (
     BUILD_INFO,
     CYCLE_DURATION,
+    CYCLE_TIMEOUT,
     CONFIG_RELOAD_OK,
     CONFIG_RELOAD_SUCCESS_TIME,
+    STATE_FILE_WRITE_FAILURES,
     DROPPED_VALUES,
 )
 #: Each node's poll and ``GET /health`` (labels ``node`` and the node's static labels).
@@ -434,6 +469,8 @@ WATCH_FAMILIES = (
     WALLET_UP,
     *(family_of(row) for row in f.WALLET_FIELDS if row.help),
 )
+#: Planned work from the config (labels ``node`` or ``blockchain``, and ``reason``).
+MAINTENANCE_FAMILIES = (NODE_MAINTENANCE, CHAIN_MAINTENANCE)
 #: Families that only /probe answers, never /metrics.
 PROBE_ONLY = (PROBE_SUCCESS, PROBE_DURATION)
 
@@ -445,6 +482,7 @@ DAEMON_FAMILIES = (
     + CONSENSUS_FAMILIES
     + NETWORK_FAMILIES
     + WATCH_FAMILIES
+    + MAINTENANCE_FAMILIES
 )
 #: What /probe writes, in this order: the daemon's families of one node and its chains (no
 #: history, no other nodes: none of CONSENSUS_FAMILIES or NETWORK_FAMILIES), then the
@@ -499,7 +537,9 @@ LABELS = {
     "blockchain": "the blockchain id exactly as the node reports it",
     "endpoint": "which request failed: `health`, `blockchain`, `block`, `contract`, "
     "`contract_state`, `wallet`",
-    "reason": "why it failed: " + ", ".join(f"`{reason.value}`" for reason in Reason),
+    "reason": "why it failed: "
+    + ", ".join(f"`{reason.value}`" for reason in Reason)
+    + "; on the maintenance series, the text of the config entry's reason",
     "kind": "which bound dropped values: " + ", ".join(f"`{kind.value}`" for kind in DropKind),
     "version": "the exporter's version",
     "revision": "the git revision it was built from (empty when unknown)",
@@ -521,7 +561,10 @@ GROUPS = (
     Group(
         "Exporter",
         "The exporter's own state, on /metrics.",
-        "Always present, `ledger_exporter_cycle_duration_seconds` once a cycle has ended; "
+        "Always present, `ledger_exporter_cycle_duration_seconds` and "
+        "`ledger_exporter_cycle_timeout_seconds` once a cycle has ended; "
+        "`ledger_exporter_state_file_write_failures_total` only with `--state.file` (at 0 "
+        "until a write fails); "
         "`ledger_exporter_dropped_values_total` has a series for every configured node and "
         "every kind, at 0 until a value is dropped.",
         EXPORTER_FAMILIES,
@@ -565,6 +608,15 @@ GROUPS = (
         "read from every node that lists their chain (or the entry's `nodes`). On /metrics only.",
         _FROM_ANSWERS,
         WATCH_FAMILIES,
+    ),
+    Group(
+        "Maintenance",
+        "Planned work stated in the configuration's `maintenance` list: a series while an "
+        "entry's `until` (a wall-clock time, compared at the end of each cycle) has not "
+        "passed. On /metrics only; the exporter keeps polling the nodes in maintenance.",
+        "No series without an entry that applies; an entry stops applying by itself within a "
+        "`scrape_interval` of its `until`.",
+        MAINTENANCE_FAMILIES,
     ),
     Group(
         "Probe",

@@ -213,6 +213,8 @@ class _Render:
         self._families: dict[MetricSpec, Callable[[], Series]] = {
             m.BUILD_INFO: lambda: ((build_labels, 1.0),),
             m.CYCLE_DURATION: lambda: (("", snapshot.cycle_duration),),
+            m.CYCLE_TIMEOUT: lambda: (("", snapshot.cycle_timeout),),
+            m.STATE_FILE_WRITE_FAILURES: lambda: (("", snapshot.state_file_write_failures),),
             m.CONFIG_RELOAD_OK: lambda: (("", _flag(snapshot.config_reload_ok)),),
             m.CONFIG_RELOAD_SUCCESS_TIME: lambda: (("", snapshot.config_reload_success_at),),
             m.DROPPED_VALUES: self._dropped,
@@ -253,6 +255,8 @@ class _Render:
             m.CHAIN_CONSENSUS_AGREES: lambda: self._agreement(lambda c: c.consensus_agrees),
             m.NETWORK_PEER_PARTITIONS: lambda: (("", snapshot.network.partitions),),
             m.NODE_POLLED_PEERS: self._polled_peers,
+            m.NODE_MAINTENANCE: self._node_maintenance,
+            m.CHAIN_MAINTENANCE: self._chain_maintenance,
         }
 
     def close(self) -> None:
@@ -394,6 +398,19 @@ class _Render:
         for name, linked in self.snapshot.network.polled_peers:
             if (labels := self.nodes.get(name)) is not None:
                 yield labels.labels, linked
+
+    def _node_maintenance(self) -> Series:
+        """1 per node entry that applies (with the node's labels), for a polled node."""
+        for entry in self.snapshot.maintenance:
+            if entry.node and (labels := self.nodes.get(entry.node)) is not None:
+                yield labels.filler(self.templates, ("reason",))(escape(entry.reason)), 1.0
+
+    def _chain_maintenance(self) -> Series:
+        """1 per chain-wide entry that applies."""
+        for entry in self.snapshot.maintenance:
+            if entry.blockchain:
+                pairs = (("blockchain", entry.blockchain), ("reason", entry.reason))
+                yield label_string(pairs), 1.0
 
 
 def _watch_series(status: WatchStatus) -> dict[MetricSpec, list[tuple[str, float | None]]]:

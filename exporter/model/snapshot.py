@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from exporter.config.maintenance import MaintenanceEntry
 from exporter.model.fields import ChainReading, HealthReading
 from exporter.model.network import NetworkView
 from exporter.model.storage import counts_of
@@ -116,6 +117,8 @@ class Snapshot:
     nodes: tuple[NodeStatus, ...] = ()
     cycle_duration: float | None = None
     completed_at: float | None = None  # time.monotonic() at the end of the cycle
+    cycle_timeout: float | None = None  # the cycle's deadline: the config's scrape_timeout
+    state_file_write_failures: int | None = None  # since start; None without a state file
     config_reload_ok: bool = True
     config_reload_success_at: float | None = None  # Unix time of the last good config load
     network: NetworkView = field(default_factory=NetworkView)
@@ -123,6 +126,8 @@ class Snapshot:
     config_reload_problems: tuple[str, ...] = ()  # why the last reload failed (secret-free)
     probe_mode: bool = False  # the config has a probe section: /probe is served
     wall_offset: float = 0.0  # time.time() - time.monotonic(), re-based when the clock steps
+    #: The config's maintenance entries that applied at the end of the cycle (wall clock).
+    maintenance: tuple[MaintenanceEntry, ...] = ()
 
     def unix_time(self, mono: float | None) -> float | None:
         """A monotonic time of this snapshot as the Unix time exported (None stays None)."""

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from exporter import __version__
 from exporter.config.exporter import Config
+from exporter.config.maintenance import MaintenanceEntry
 from exporter.config.nodes import NodeConfig
 from exporter.model.network import NetworkView, network_view, observe
 from exporter.model.snapshot import NodeStatus, Snapshot, wall_offset
@@ -86,6 +87,12 @@ def _hosts(config: Config) -> frozenset[Host]:
     return frozenset((url.scheme, url.hostname, url.port) for url in urls)
 
 
+def _logged(entry: MaintenanceEntry) -> dict[str, str]:
+    """A maintenance entry's log fields."""
+    what = {"node": entry.node} if entry.node else {"blockchain": entry.blockchain}
+    return {**what, "until": entry.until_text, "reason": entry.reason}
+
+
 class Poller:
     """Runs polling cycles over the configured nodes and hands each snapshot to ``publish``.
 
@@ -127,6 +134,7 @@ class Poller:
         self._block_heights: dict[str, dict[str, int]] = {}  # per node: blocks it can have
         self._listed: dict[str, frozenset[str]] = {}  # per node: the watched chains it lists
         self._unmatched: tuple[UnmatchedEntry, ...] = ()  # watch entries none of them lists
+        self._maintenance: tuple[MaintenanceEntry, ...] = ()  # the entries applying, as logged
         self._backing_off: dict[str, _BackOff] = {}  # nodes whose Retry-After holds
         self._retry_afters: dict[str, int] = {}  # per node: Retry-After answers honoured
         self._wake = threading.Event()
@@ -301,15 +309,33 @@ class Poller:
         network = self._network(results, nodes)
         watch = self._watch_status(results, resources.config)
         probing = resources.config.probe is not None
+        maintenance = self._maintenance_at(resources.config, now_wall)
         return Snapshot(
             nodes,
             ended - started,
             now_mono,
+            cycle_timeout=resources.config.scrape_timeout,
+            state_file_write_failures=None if self._state is None else self._state.write_failures,
             network=network,
             watch=watch,
             probe_mode=probing,
             wall_offset=self._rebase(wall_offset(now_wall, now_mono)),
+            maintenance=maintenance,
         )
+
+    def _maintenance_at(self, config: Config, wall: float) -> tuple[MaintenanceEntry, ...]:
+        """The maintenance entries that apply at ``wall`` (the wall clock: ``until`` is a
+        wall time), each start and end logged once: a reload adds or removes one, or its
+        ``until`` passes."""
+        applying = tuple(entry for entry in config.maintenance if entry.applies_at(wall))
+        if applying != self._maintenance:
+            for entry in (entry for entry in self._maintenance if entry not in applying):
+                log.info("maintenance ended", extra={"fields": _logged(entry)})
+            for entry in applying:
+                if entry not in self._maintenance:
+                    log.info("maintenance applies", extra={"fields": _logged(entry)})
+            self._maintenance = applying
+        return applying
 
     def _watch_status(self, results: list[NodeResult], config: Config) -> WatchStatus:
         """The cycle's watched objects, and the watch entries whose chain no polled node

@@ -522,6 +522,7 @@ class StateFile:
         self._left_alone = False  # the file at _known is not the exporter's to write
         self._written: bytes | None = None  # digest of the bytes last written (or read)
         self._failing = False
+        self.write_failures = 0  # writes (or the lock they need) that failed, since start
         self._limit: int | None = None  # the size limit of the config loaded for
         self._inspected: Inspection | None = None  # the last judgement of a changed file
 
@@ -679,7 +680,9 @@ class StateFile:
         return False
 
     def _failed(self, error: str) -> None:
-        """A write (or the lock file it needs) failed: one warning until one succeeds."""
+        """A write (or the lock file it needs) failed: counted (the exporter's
+        ledger_exporter_state_file_write_failures_total), one warning until one succeeds."""
+        self.write_failures += 1
         if not self._failing:
             fields = self._fields() | {"error": error}
             message = "cannot write the state file; the memory will not survive a restart"

@@ -189,6 +189,7 @@ def _attention(snapshot: Snapshot, found: Attention) -> str:
     nodes = _problem_list(
         found.node_problems, "Every node is up and in step.", Scope.NODE in scopes
     )
+    nodes += _maintenance(found)
     watch = ""
     if snapshot.watch.objects or snapshot.watch.unmatched:
         watch = "<h3>Watched contracts and wallets</h3>" + _problem_list(
@@ -204,6 +205,19 @@ def _attention(snapshot: Snapshot, found: Attention) -> str:
         "syncing, which is info until its alert's 30 minutes. One line per incident: the "
         "lines its cause explains are under it, as the shipped Alertmanager config inhibits "
         "their alerts, and are not counted.</small></p>"
+    )
+
+
+def _maintenance(found: Attention) -> str:
+    """The nodes and chains in maintenance, apart from the problems: each entry's until,
+    reason and the alerts it holds back, and the council margin where members are away."""
+    if not found.maintenance:
+        return ""
+    lines = "".join(_line(line) for line in found.maintenance)
+    return (
+        '<h3>In maintenance</h3><ul class="problems maintenance">'
+        f"{lines}</ul><p class=muted><small>From the config's <code>maintenance</code> "
+        "entries: still polled, their alerts inhibited in Alertmanager.</small></p>"
     )
 
 

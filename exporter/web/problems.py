@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from exporter.config.maintenance import MaintenanceEntry
 from exporter.model.fields import (
     CONSENSUS_TIMEOUT,
     COUNCIL_MEMBERS,
@@ -687,6 +688,8 @@ class Attention:
     network: tuple[Problem, ...] = ()
     nodes: dict[str, list[Problem]] | None = None  # per node name, in the snapshot's order
     watch: tuple[Problem, ...] = ()
+    #: Nodes and chains in maintenance (info lines, not problems: :func:`set_aside`).
+    maintenance: tuple[Problem, ...] = ()
 
     @property
     def node_problems(self) -> list[Problem]:
@@ -713,6 +716,120 @@ def attention(
     per_node = [node_problems(node, now_mono, off, thresholds) for node in snapshot.nodes]
     watch = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)
     sections = [[p for p in network if p is not None], *per_node, watch]
-    folded = _fold(sections)
+    folded = _fold(sections)  # first: a node's lines go aside with it, folded or not
     nodes = {node.name: folded[1 + i] for i, node in enumerate(snapshot.nodes)}
-    return Attention(tuple(_by_severity(folded[0])), nodes, tuple(_by_severity(folded[-1])))
+    listed = Attention(tuple(_by_severity(folded[0])), nodes, tuple(_by_severity(folded[-1])))
+    return set_aside(listed, snapshot, now_mono, thresholds)
+
+
+# --- planned work: the config's maintenance entries -----------------------------------------
+
+
+def set_aside(
+    found: Attention,
+    snapshot: Snapshot,
+    now_mono: float,
+    thresholds: Thresholds = SHIPPED_THRESHOLDS,
+) -> Attention:
+    """``found`` with the problems of nodes and chains in maintenance taken out of the
+    problem lists (as Alertmanager's inhibit rules silence their alerts) and named instead
+    on each entry's line; the thin-quorum lines say which council members are in
+    maintenance."""
+    entries = snapshot.maintenance
+    if not entries:
+        return found
+    nodes = {entry.node: entry for entry in entries if entry.node}
+    chains = {entry.blockchain: entry for entry in entries if entry.blockchain}
+    aside: dict[MaintenanceEntry, list[Problem]] = {entry: [] for entry in entries}
+
+    def listed(problem: Problem) -> bool:
+        entry = nodes.get(problem.node or "") or chains.get(problem.chain or "")
+        if entry is not None:
+            aside[entry].append(problem)
+        return entry is None
+
+    network = tuple(
+        _members_away(problem, snapshot, nodes) for problem in found.network if listed(problem)
+    )
+    per_node = {
+        name: [p for p in found_ if listed(p)] for name, found_ in (found.nodes or {}).items()
+    }
+    watch = tuple(problem for problem in found.watch if listed(problem))
+    lines = [_maintenance_line(entry, aside[entry], snapshot, now_mono) for entry in entries]
+    lines += _council_margins(snapshot, nodes, now_mono, thresholds)
+    return Attention(network, per_node, watch, tuple(lines))
+
+
+def _maintenance_line(
+    entry: MaintenanceEntry, aside: list[Problem], snapshot: Snapshot, now_mono: float
+) -> Problem:
+    """An entry as the page lists it: until when, its reason, the alerts it holds back."""
+    now = snapshot.unix_time(now_mono) or 0.0
+    text = (
+        f"in maintenance until {entry.until_text} ({age(entry.until - now)} left):"
+        f" {isolated(entry.reason)}"
+    )
+    alerts = list(dict.fromkeys(problem.alert for problem in aside if problem.alert))
+    text += f"; not listed as problems: {', '.join(alerts)}" if alerts else "; no alert now"
+    scope = Scope.NODE if entry.node else Scope.NETWORK
+    chain = None if entry.node else entry.blockchain
+    return Problem(scope, Severity.INFO, None, text, node=entry.node or None, chain=chain)
+
+
+def _council_away(
+    snapshot: Snapshot, blockchain: str, nodes: dict[str, MaintenanceEntry]
+) -> tuple[list[str], int]:
+    """The names of the majority council's members whose node is in maintenance, and the
+    council's size (0: no majority council known)."""
+    agreement = next(
+        (c.council_agrees for c in snapshot.network.chains if c.blockchain == blockchain), ()
+    )
+    majority = {node for node, agrees in agreement if agrees}
+    council: frozenset[str] = frozenset()
+    for node in snapshot.nodes:
+        for chain in node.chains if node.name in majority else ():
+            if chain.blockchain == blockchain and chain.reading and chain.reading.council:
+                council = chain.reading.council
+    names = dict(snapshot.network.node_keys)
+    names |= {n.name: n.health.node_key for n in snapshot.nodes if n.health and n.health.node_key}
+    away = sorted(name for name, key in names.items() if name in nodes and key in council)
+    return away, len(council)
+
+
+def _members_away(
+    problem: Problem, snapshot: Snapshot, nodes: dict[str, MaintenanceEntry]
+) -> Problem:
+    """A thin-quorum line, saying how many of the council's members are in maintenance."""
+    if problem.alert != "LedgerCouncilQuorumThin" or problem.chain is None:
+        return problem
+    away, _ = _council_away(snapshot, problem.chain, nodes)
+    if not away:
+        return problem
+    return replace(problem, text=f"{problem.text}; in maintenance: {len(away)} ({', '.join(away)})")
+
+
+def _council_margins(
+    snapshot: Snapshot,
+    nodes: dict[str, MaintenanceEntry],
+    now_mono: float,
+    thresholds: Thresholds,
+) -> list[Problem]:
+    """Per chain whose council has members in maintenance: how many, and the quorum margin
+    left (members up among the polled nodes minus the votes a session needs)."""
+    readers = _readers(snapshot)
+    found = []
+    for chain in snapshot.network.chains:
+        away, size = _council_away(snapshot, chain.blockchain, nodes)
+        if not away:
+            continue
+        text = f"{len(away)} of the council's {size} members in maintenance ({', '.join(away)})"
+        window = thresholds.required_votes_window_seconds
+        required = _required_votes(readers.get(chain.blockchain, []), now_mono, window)
+        up = chain.council_members_up
+        if up is not None and required is not None:
+            text += (
+                f"; {up} members up among the polled nodes, a session needs {required:.0f}"
+                f" votes: quorum margin {up - required:.0f}"
+            )
+        found.append(Problem(Scope.NETWORK, Severity.INFO, None, text, chain=chain.blockchain))
+    return found

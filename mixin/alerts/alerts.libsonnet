@@ -4,6 +4,7 @@
 local fold(text) = std.join(' ', std.filter(function(line) line != '', std.split(text, '\n')));
 
 (import 'exporter.libsonnet') +
+(import 'fleet.libsonnet') +
 (import 'node.libsonnet') +
 (import 'blockchain.libsonnet') +
 (import 'consensus.libsonnet') +

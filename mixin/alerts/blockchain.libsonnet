@@ -54,6 +54,46 @@ local utils = import '../lib/utils.libsonnet';
               |||,
             },
           },
+          // The chain has halted: every up node that reads it is stalled (the condition of
+          // LedgerBlockHeightStalled, lib/consensus.libsonnet `stalled`) and all of them stand
+          // at one height, per exporter (exporterInstanceLabels) and chain. One alert names
+          // the cause the per-node stall, vote-session and queue alerts each see a part of;
+          // Alertmanager's inhibit_rules (deploy/alertmanager/alertmanager.yml) hold those
+          // back while it fires. In this group with the same `for` (1m) as
+          // LedgerBlockHeightStalled, so both fire in the same evaluation and the per-node
+          // ones never go out first.
+          {
+            alert: 'LedgerBlockchainHalted',
+            expr: |||
+              min by (%(exporterInstanceLabels)s, blockchain) (%(upStalled)s)
+              and on(%(exporterInstanceLabels)s, blockchain) (
+                count by (%(exporterInstanceLabels)s, blockchain) (%(upStalled)s)
+                == count by (%(exporterInstanceLabels)s, blockchain) (%(reading)s)
+              )
+              and on(%(exporterInstanceLabels)s, blockchain) (
+                max by (%(exporterInstanceLabels)s, blockchain) (%(reading)s)
+                == min by (%(exporterInstanceLabels)s, blockchain) (%(reading)s)
+              )
+            ||| % ($._config {
+              reading: 'ledger_blockchain_height{%(ledgerSelector)s} and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+              upStalled: '%s and on(%s, node) ledger_node_up{%s} == 1' % [
+                std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
+                $._config.exporterInstanceLabels,
+                $._config.ledgerSelector,
+              ],
+            }),
+            'for': '1m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'A blockchain has halted on every node.',
+              description: |||
+                Blockchain {{ $labels.blockchain }} has not moved for at least
+                {{ $value | humanizeDuration }} on every up node polled by
+                {{ $labels.instance }}, all at one height, while work is waiting: the chain
+                itself has halted, not one node.
+              |||,
+            },
+          },
           // More than blocksBehindThreshold (10) blocks behind the highest node of the chain
           // at every sample of the last 5m, then for 5m more: nodes polled a moment apart
           // differ by a block or two while heights move, and that must not flap. A frozen

@@ -133,19 +133,25 @@ local utils = import '../lib/utils.libsonnet';
               |||,
             },
           },
-          // The council members up among the polled nodes are down to the votes a session
-          // requires (the highest consensusRequired seen in the last hour, else
-          // consensus.minMembers): one more member lost and no vote can pass. Only where
-          // every member of the majority's council is a polled node: an unpolled member is
-          // unknown, not down, so elsewhere this stays silent (docs/network-and-consensus.md says so). A
-          // member counts as up when its node is up and read the chain this cycle. 5m rides
-          // out a member's restart; below the required number the chain cannot mint, and
-          // LedgerBlockHeightStalled pages too.
+          // A council margin lost: the council members up among the polled nodes are down
+          // to the votes a session requires (the highest consensusRequired seen in the last
+          // hour, else consensus.minMembers) because members are down: fewer are up than the
+          // council has. One more member lost and no vote can pass. A council that never had
+          // a margin (as many members as votes required, all up) is not this alert's:
+          // LedgerCouncilWithoutMargin (info) says so once, and nothing pages for a design.
+          // Only where every member of the majority's council is a polled node: an unpolled
+          // member is unknown, not down, so elsewhere this stays silent
+          // (docs/network-and-consensus.md says so). A member counts as up when its node is
+          // up and read the chain this cycle. 5m rides out a member's restart; below the
+          // required number the chain cannot mint, and LedgerBlockHeightStalled pages too.
           {
             alert: 'LedgerCouncilQuorumThin',
             expr: |||
               ledger_network_blockchain_council_members_up{%(ledgerSelector)s}
               <= on(%(exporterInstanceLabels)s, blockchain) %(required)s
+              and on(%(exporterInstanceLabels)s, blockchain)
+                ledger_network_blockchain_council_members_up{%(ledgerSelector)s}
+                < on(%(exporterInstanceLabels)s, blockchain) ledger_network_blockchain_council_members_polled{%(ledgerSelector)s}
               and on(%(exporterInstanceLabels)s, blockchain) (
                 %(polled)s
               )
@@ -161,6 +167,33 @@ local utils = import '../lib/utils.libsonnet';
                 Only {{ $value }} council members of blockchain {{ $labels.blockchain }} are up
                 among the nodes polled by {{ $labels.instance }}, no more than the votes a
                 session requires: one more member lost and no vote can pass.
+              |||,
+            },
+          },
+          // A council with no margin by its own design: it has no more members than the votes
+          // a session requires (3 members, 3 votes), so any member down stops the chain. Not
+          // an incident (nothing changed), so info, never a page; the operator decides
+          // whether the network should have a spare member. councilWithoutMarginFor (30m):
+          // a council in the middle of a rotation may read so for a few cycles. The council
+          // size is the majority's (as LedgerCouncilQuorumThin's), from any node that reports
+          // it: no member needs to be polled.
+          {
+            alert: 'LedgerCouncilWithoutMargin',
+            expr: |||
+              %(size)s
+              <= on(%(exporterInstanceLabels)s, blockchain) %(required)s
+            ||| % ($._config {
+              size: std.rstripChars(q.councilSize($._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
+              required: std.rstripChars(q.requiredVotes($._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
+            }),
+            'for': $._config.councilWithoutMarginFor,
+            labels: { severity: 'info' },
+            annotations: {
+              summary: 'A blockchain council has no more members than the votes a session needs.',
+              description: |||
+                The council of blockchain {{ $labels.blockchain }} has {{ $value }} members, as
+                the nodes polled by {{ $labels.instance }} report it, no more than the votes a
+                session requires: any member down stops the chain.
               |||,
             },
           },

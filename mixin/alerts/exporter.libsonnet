@@ -23,10 +23,17 @@
           },
           // Prometheus has no target at all for the exporter's job (service discovery lost
           // it or the scrape config changed), so LedgerExporterDown cannot fire either.
-          // Same 2m.
+          // Same 2m. Only once this rule group has been evaluated for a minute (the
+          // LedgerWatchdog below fires at every evaluation, so its ALERTS samples a minute
+          // back say so): before a fresh Prometheus's first scrape no `up` exists at all, and
+          // a bare absent() would go pending at every start. A range has no lookback, so a
+          // restart after a downtime waits its minute too.
           {
             alert: 'LedgerExporterAbsent',
-            expr: 'absent(up{%(exporterSelector)s})' % $._config,
+            expr: |||
+              absent(up{%(exporterSelector)s})
+              and on() count_over_time(ALERTS{alertname="LedgerWatchdog"}[1m] offset 1m)
+            ||| % $._config,
             'for': '2m',
             labels: { severity: 'critical' },
             annotations: {
@@ -51,6 +58,82 @@
                 The last configuration reload of the ledger exporter {{ $labels.instance }}
                 failed; it keeps using the previous configuration. Run
                 `ledger-exporter --config.check` on the file to see what to fix.
+              |||,
+            },
+          },
+          // The polling cycles take nearly all of their deadline: every cycle of the last
+          // 10m took more than cycleNearTimeoutRatio (0.8) of scrape_timeout (the exporter's
+          // ledger_exporter_cycle_timeout_seconds). Nodes that answer that slowly are about
+          // to be cut off at the deadline and read with what they sent by then. The
+          // minimum over 10m ignores one slow cycle; 5m more makes it a trend, not a burst.
+          {
+            alert: 'LedgerExporterCycleNearTimeout',
+            expr: |||
+              min_over_time(ledger_exporter_cycle_duration_seconds{%(exporterSelector)s}[10m])
+              > %(cycleNearTimeoutRatio)s * ledger_exporter_cycle_timeout_seconds{%(exporterSelector)s}
+            ||| % $._config,
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'The ledger exporter polling cycles come close to their timeout.',
+              description: |||
+                Every polling cycle of the ledger exporter {{ $labels.instance }} in the last 10
+                minutes took {{ $value | humanizeDuration }} or more, over %(percent)s of its
+                scrape_timeout: nodes answer so slowly that they are about to be cut off.
+              ||| % ($._config { percent: '%d%%' % std.round(100 * $._config.cycleNearTimeoutRatio) }),
+            },
+          },
+          // A node sent more than a configured bound (the max_* keys) and the excess was not
+          // exported, every 5m window for 15m: the bound keeps being hit, so series are
+          // missing until it is raised or the node fixed. One drop in passing (a listing gone
+          // wrong for a cycle) clears before the `for`.
+          {
+            alert: 'LedgerExporterValuesDropped',
+            expr: 'increase(ledger_exporter_dropped_values_total{%(exporterSelector)s}[5m]) > 0' % $._config,
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'The ledger exporter drops values beyond a configured bound.',
+              description: |||
+                The ledger exporter {{ $labels.instance }} keeps dropping {{ $labels.kind }}
+                values that node {{ $labels.node }} sends beyond its configured bound
+                ({{ $value | humanize }} in the last 5 minutes); their series are missing.
+              |||,
+            },
+          },
+          // Writing the state file (--state.file) failed in every 5m window for 10m: the
+          // memory between cycles (the heights' last-change times) will not survive a
+          // restart. A write happens each cycle the memory changed, so a failure that lasts
+          // is counted every cycle; one failed write (a full disk freed at once) clears.
+          {
+            alert: 'LedgerExporterStateFileWriteFailing',
+            expr: 'increase(ledger_exporter_state_file_write_failures_total{%(exporterSelector)s}[5m]) > 0' % $._config,
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'The ledger exporter cannot write its state file.',
+              description: |||
+                The ledger exporter {{ $labels.instance }} failed to write its state file
+                {{ $value | humanize }} times in the last 5 minutes; its memory between cycles
+                will not survive a restart. Its log names the file and the error.
+              |||,
+            },
+          },
+          // Always firing, by design: the dead man's switch of the alerting pipeline
+          // (kube-prometheus's Watchdog). Route it to a service that pages when it stops
+          // arriving (deploy/alertmanager/alertmanager.yml sends it to its own receiver).
+          // `for: 0s`: it must fire from Prometheus's first evaluation, never sit pending.
+          {
+            alert: 'LedgerWatchdog',
+            expr: 'vector(1)',
+            'for': '0s',
+            labels: { severity: 'none' },
+            annotations: {
+              summary: 'The alerting pipeline works: this alert always fires.',
+              description: |||
+                This alert always fires, to prove that Prometheus evaluates the ledger rules
+                and Alertmanager delivers them; a dead man's switch pages when it stops
+                arriving.
               |||,
             },
           },

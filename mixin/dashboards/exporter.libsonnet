@@ -54,8 +54,11 @@ local g = import '../lib/grafana.libsonnet';
           g.timeseries(
             6,
             'Polling cycle duration',
-            "Wall time of the exporter's last full polling cycle; keep it below the exporter's scrape_interval.",
-            [g.target('ledger_exporter_cycle_duration_seconds{%s}' % E, '{{instance}}')],
+            "Wall time of the exporter's last full polling cycle, and its deadline (the config's scrape_timeout): a cycle near the deadline is about to cut slow nodes off (LedgerExporterCycleNearTimeout).",
+            [
+              g.target('ledger_exporter_cycle_duration_seconds{%s}' % E, '{{instance}}'),
+              g.target('ledger_exporter_cycle_timeout_seconds{%s}' % E, '{{instance}} timeout'),
+            ],
             unit='s',
           ),
           g.timeseries(
@@ -139,7 +142,15 @@ local g = import '../lib/grafana.libsonnet';
             'Time since the configuration last loaded successfully, at start or by a reload (SIGHUP, POST /-/reload); a failed reload does not reset it (see Config reload above).',
             [g.target('time() - ledger_exporter_config_last_reload_success_timestamp_seconds{%s}' % E, '{{instance}}')],
             unit='dtdurations',
-            size=[24, 4],
+            size=[12, 4],
+          ),
+          g.stat(
+            20,
+            'State file write failures',
+            "Writes of the state file (--state.file) that failed in the dashboard's time range (LedgerExporterStateFileWriteFailing): above 0, the memory between cycles will not survive a restart; the exporter's log names the file and the error. No data without --state.file.",
+            [g.target('increase(ledger_exporter_state_file_write_failures_total{%s}[$__range])' % E, '{{instance}}')],
+            unit='short',
+            size=[12, 4],
           ),
         ],
       ),

@@ -281,6 +281,15 @@ local utils = import '../lib/utils.libsonnet';
           ),
           g.row(21, 'Alerts'),
           g.table(
+            43,
+            'In maintenance',
+            "Nodes and chains in maintenance now: the config's maintenance entries whose until has not passed (ledger_node_maintenance, ledger_blockchain_maintenance; a chain's entry has no node). Alertmanager's inhibit rules silence their alerts; the status page lists them with their until.",
+            [g.tableTarget('ledger_node_maintenance{%s} or ledger_blockchain_maintenance{%s}' % [N, C])],
+            ['node', 'blockchain', 'reason', 'instance'],
+            hide=['Value', 'job'],
+            size=[24, 5],
+          ),
+          g.table(
             22,
             'Firing Ledger alerts',
             'Ledger alerts firing now for the selected jobs and instances (all nodes; exporter-level alerts have no node, and LedgerExporterAbsent, which has no instance, shows in Alertmanager only).',

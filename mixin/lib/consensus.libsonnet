@@ -60,16 +60,23 @@ local requiredVotesWindow = '1h';
       )
     ||| % { s: s, by: by, window: requiredVotesWindow },
 
+  // The size of the majority's council on each chain, per exporter: the members the nodes
+  // that agree with the majority's council set report.
+  councilSize(s, by)::
+    |||
+      max by (%(by)s, blockchain) (
+        ledger_blockchain_council_members{%(s)s}
+        and on(%(by)s, node, blockchain) ledger_blockchain_council_agrees{%(s)s} == 1
+      )
+    ||| % { s: s, by: by },
+
   // Chains where every member of the majority's council is a polled node: only there is a
   // member that is not up known to be down (an unpolled member is unknown, not down).
   everyMemberPolled(s, by)::
     |||
       ledger_network_blockchain_council_members_polled{%(s)s}
-      >= on(%(by)s, blockchain) max by (%(by)s, blockchain) (
-        ledger_blockchain_council_members{%(s)s}
-        and on(%(by)s, node, blockchain) ledger_blockchain_council_agrees{%(s)s} == 1
-      )
-    ||| % { s: s, by: by },
+      >= on(%(by)s, blockchain) %(size)s
+    ||| % { s: s, by: by, size: std.rstripChars($.councilSize(s, by), '\n') },
 
   // "A strict majority exists" for a chain, per exporter: more than half of the nodes one
   // exporter compared on the chain agree with the majority. Grouped by the labels that tell

@@ -175,14 +175,22 @@ def test_inline_python_compiles(service: str) -> None:
     compile(code, f"<{service}>", "exec")
 
 
-def test_alertmanager_config_passes_amtool() -> None:
+def test_alertmanager_mounts_the_shipped_config_which_passes_amtool() -> None:
+    """The stack's Alertmanager runs the mixin's routes and inhibition tree, unchanged."""
+    mounts = {
+        target: COMPOSE_DIR / source
+        for source, target, _ in (m.split(":") for m in services()["alertmanager"]["volumes"])
+    }
+    config = mounts["/etc/alertmanager/alertmanager.yml"]
+    assert config.resolve() == REPO / "deploy" / "alertmanager" / "alertmanager.yml"
     result = subprocess.run(
-        [require_program("amtool"), "check-config", str(COMPOSE_DIR / "alertmanager.yml")],
+        [require_program("amtool"), "check-config", str(config)],
         capture_output=True,
         text=True,
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "inhibit rules" in result.stdout
 
 
 def test_compose_prometheus_layout_passes_promtool(tmp_path: Path, promtool: Promtool) -> None:

@@ -833,6 +833,29 @@ def test_dashboards_are_the_mixins_for_grafanas_sidecar(
             assert configmap["metadata"]["namespace"] == elsewhere
 
 
+def test_alertmanager_config_secret_is_the_mixins_when_enabled(
+    rendered: dict[str, list[Manifest]],
+) -> None:
+    """Off by default; on, one Secret with the shipped routes and inhibition tree, where the
+    values put it."""
+    shipped = yaml.safe_load(
+        (REPO / "deploy" / "alertmanager" / "alertmanager.yml").read_text(encoding="utf-8")
+    )
+
+    def secrets(case: str) -> list[Manifest]:
+        return [
+            s
+            for s in by_kind(rendered[case], "Secret")
+            if s["metadata"]["name"].endswith("-alertmanager")
+        ]
+
+    assert secrets("defaults") == []
+    case = "persistence-network-policy-values.yaml"
+    (secret,) = secrets(case)
+    assert secret["metadata"]["namespace"] == values_file(case)["alertmanagerConfig"]["namespace"]
+    assert yaml.safe_load(secret["stringData"]["alertmanager.yaml"]) == shipped
+
+
 # --- rollouts, state, policies -----------------------------------------------------------
 
 

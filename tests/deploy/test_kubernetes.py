@@ -32,7 +32,7 @@ from tests.support.deploy import (
 from tests.support.testdata import REPO
 
 K8S_DIR = REPO / "deploy" / "kubernetes"
-CORE_KINDS = {"Deployment", "Service", "ConfigMap", "ServiceAccount"}
+CORE_KINDS = {"Deployment", "Service", "ConfigMap", "ServiceAccount", "Secret"}
 CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
 
 

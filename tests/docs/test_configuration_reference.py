@@ -32,7 +32,8 @@ def test_every_plain_key_and_flag_is_in_the_generated_tables() -> None:
     keys += ["network_checks.checkpoint_depth", "network_checks.block_hash_fields"]
     for key in keys:
         assert f"| `{key}` |" in text, key
-    assert set(keys) >= set(_TOP_KEYS) - {"network_checks", "nodes", "probe", "watch"}
+    sections = {"network_checks", "nodes", "probe", "watch", "maintenance"}
+    assert set(keys) >= set(_TOP_KEYS) - sections
     assert "| `--web.max-connections` | `LEDGER_EXPORTER_WEB_MAX_CONNECTIONS` | `512` |" in text
     assert DEFAULTS["max_connections"] == 512
 

@@ -72,6 +72,8 @@ def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
     for spec in metrics.ALL:
         if spec in metrics.PROBE_ONLY:
             continue  # /probe answers those, not /metrics
+        if spec in metrics.MAINTENANCE_FAMILIES:
+            continue  # nor maintenance entries
         if spec in metrics.WATCH_FAMILIES:
             continue  # this exporter's config has no watch list
         if spec.name.startswith("ledger_exporter_"):

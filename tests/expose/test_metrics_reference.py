@@ -127,9 +127,9 @@ def served(text: str) -> dict[str, tuple[str, set[str]]]:
 
 @pytest.fixture
 def exporter(tmp_path: Path) -> Iterator[tuple[ExporterProcess, str]]:
-    """The example config over a simulator process, plus a node that is down, bounds low
-    enough to drop values, and /probe allowed on the simulator; with the simulator's
-    ``node-1`` URL."""
+    """The example config over a simulator process, plus a node that is down (and in
+    maintenance), a chain in maintenance, bounds low enough to drop values, and /probe
+    allowed on the simulator; with the simulator's ``node-1`` URL."""
     with simulate() as (_, urls):
         config = yaml.safe_load((REPO / "config" / "example.yml").read_text(encoding="utf-8"))
         for node in config["nodes"]:
@@ -138,6 +138,11 @@ def exporter(tmp_path: Path) -> Iterator[tuple[ExporterProcess, str]]:
         config |= {"scrape_interval": "1s", "scrape_timeout": "1s", "max_features_per_chain": 1}
         base = re.escape(urls["node-1"].split("/nodes/")[0])
         config["probe"] = {"allowed_targets": [base + "/.*"], "modules": {"default": {}}}
+        far = "2100-01-01T00:00:00Z"  # entries that apply for the whole test
+        config["maintenance"] = [
+            {"node": "down-1", "until": far, "reason": "disk swap"},
+            {"blockchain": "some-chain", "until": far, "reason": "chain upgrade"},
+        ]
         path = tmp_path / "config.yml"
         path.write_text(yaml.safe_dump(config), encoding="utf-8")
         with ready_exporter(path) as process:

@@ -460,6 +460,8 @@ def heights(samples: Samples) -> dict[tuple[str, str], float]:
 
 #: The rig's config has no watch list, so no watch-list series (tests/model/test_watch_readings.py).
 WATCH_NAMES = {spec.name for spec in metrics.WATCH_FAMILIES}
+#: Nor maintenance entries, so no maintenance series (tests/e2e/test_maintenance.py).
+MAINTENANCE_NAMES = {spec.name for spec in metrics.MAINTENANCE_FAMILIES}
 
 
 def test_every_metric_appears_with_the_values_the_simulator_served(rig: Rig) -> None:
@@ -477,7 +479,9 @@ def test_every_metric_appears_with_the_values_the_simulator_served(rig: Rig) -> 
         "ledger_exporter_cycle_duration_seconds",
         # the Exporter sets it when it loads a config; a poll's snapshot has none
         "ledger_exporter_config_last_reload_success_timestamp_seconds",
-    } == {spec.name for spec in metrics.ALL if spec not in metrics.PROBE_ONLY} - WATCH_NAMES
+    } == {
+        spec.name for spec in metrics.ALL if spec not in metrics.PROBE_ONLY
+    } - WATCH_NAMES - MAINTENANCE_NAMES
     for (node, chain), count in sessions.items():
         has_round = value(samples, "ledger_blockchain_vote_round", node=node, blockchain=chain)
         assert (has_round is not None) == (count > 0)

@@ -96,10 +96,16 @@ PATTERNS = {
 }
 
 
+#: mixtool's lint exclusions (its `.lint` file, as kubernetes-mixin's): the dead man's switch
+#: has severity none (it pages no one; kube-prometheus's Watchdog too) and nothing to template.
+EXCLUSIONS = {"LedgerWatchdog": {"alert-severity-rule", "alert-description-templating"}}
+
+
 @pytest.mark.parametrize("where", sorted(ALERTS))
 def test_alert_passes_mixtool_lint(where: str) -> None:
-    config, _ = where.split(" ", 1)
-    assert lint_alert(ALERTS[where], PATTERNS[config]) == []
+    config, name = where.split(" ", 1)
+    excluded = EXCLUSIONS.get(name, set())
+    assert [p for p in lint_alert(ALERTS[where], PATTERNS[config]) if p not in excluded] == []
 
 
 @pytest.mark.parametrize("config", sorted(MIXINS))

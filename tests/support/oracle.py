@@ -64,17 +64,21 @@ class ExporterCollector(Collector):
     # TYPE ledger_exporter_build_info gauge  (labels version, revision, branch, python_version)
     # HELP ledger_exporter_cycle_duration_seconds Wall time of the last full polling cycle.
     # TYPE ledger_exporter_cycle_duration_seconds gauge
+    # TYPE ledger_exporter_cycle_timeout_seconds gauge
     # HELP ledger_exporter_config_last_reload_successful 1 when the last configuration load ...
     # TYPE ledger_exporter_config_last_reload_successful gauge
     # TYPE ledger_exporter_config_last_reload_success_timestamp_seconds gauge
+    # TYPE ledger_exporter_state_file_write_failures_total counter  (with --state.file)
     # TYPE ledger_exporter_dropped_values_total counter  (labels node, kind)
     """
 
     SPECS = (
         m.BUILD_INFO,
         m.CYCLE_DURATION,
+        m.CYCLE_TIMEOUT,
         m.CONFIG_RELOAD_OK,
         m.CONFIG_RELOAD_SUCCESS_TIME,
+        m.STATE_FILE_WRITE_FAILURES,
         m.DROPPED_VALUES,
     )
 
@@ -85,9 +89,11 @@ class ExporterCollector(Collector):
         families = _Families(self.SPECS)
         families.add(m.BUILD_INFO, dict(this_build().labels()), 1.0)
         families.add(m.CYCLE_DURATION, {}, self._snapshot.cycle_duration)
+        families.add(m.CYCLE_TIMEOUT, {}, self._snapshot.cycle_timeout)
         families.add(m.CONFIG_RELOAD_OK, {}, _flag(self._snapshot.config_reload_ok))
         at = self._snapshot.config_reload_success_at
         families.add(m.CONFIG_RELOAD_SUCCESS_TIME, {}, at)
+        families.add(m.STATE_FILE_WRITE_FAILURES, {}, self._snapshot.state_file_write_failures)
         for node in self._snapshot.nodes:
             labels: Labels = {"node": node.name, **dict(node.labels)}
             for kind, count in zip(DropKind, node.dropped, strict=False):
@@ -166,7 +172,7 @@ class BlockchainCollector(Collector):
         spec
         for spec in m.ALL
         if spec.name.startswith("ledger_blockchain_")
-        and spec not in m.NETWORK_FAMILIES + m.CONSENSUS_FAMILIES
+        and spec not in m.NETWORK_FAMILIES + m.CONSENSUS_FAMILIES + m.MAINTENANCE_FAMILIES
     )
 
     def __init__(self, snapshot: Snapshot) -> None:
@@ -312,6 +318,33 @@ class WatchCollector(Collector):
         return (family for family in families.values() if family.samples)
 
 
+class MaintenanceCollector(Collector):
+    """The config's maintenance entries that apply (labels ``node`` + static labels, or
+    ``blockchain``; and ``reason``).
+
+    # TYPE ledger_node_maintenance gauge  (labels node, reason)
+    # TYPE ledger_blockchain_maintenance gauge  (labels blockchain, reason)
+    """
+
+    SPECS = m.MAINTENANCE_FAMILIES
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        families = _Families(self.SPECS)
+        nodes = {node.name: dict(node.labels) for node in self._snapshot.nodes}
+        for entry in self._snapshot.maintenance:
+            if entry.node in nodes:
+                labels = {"node": entry.node, **nodes[entry.node], "reason": entry.reason}
+                families.add(m.NODE_MAINTENANCE, labels, 1.0)
+        for entry in self._snapshot.maintenance:
+            if entry.blockchain:
+                chain = {"blockchain": entry.blockchain, "reason": entry.reason}
+                families.add(m.CHAIN_MAINTENANCE, chain, 1.0)
+        return iter(families)
+
+
 class ProbeCollector(Collector):
     """``ledger_probe_success`` and ``ledger_probe_duration_seconds`` of one probe."""
 
@@ -336,6 +369,7 @@ def snapshot_collectors(snapshot: Snapshot) -> tuple[Collector, ...]:
         ConsensusCollector(snapshot),
         NetworkCollector(snapshot),
         WatchCollector(snapshot.watch),
+        MaintenanceCollector(snapshot),
     )
 
 

@@ -60,7 +60,7 @@ def chain(
 
 def snapshot(*nodes: NodeStatus, reload_ok: bool = True) -> Snapshot:
     """A cycle that ended at NOW: the page's ages are as of then."""
-    return Snapshot(tuple(nodes), 0.25, NOW, reload_ok)
+    return Snapshot(tuple(nodes), 0.25, NOW, config_reload_ok=reload_ok)
 
 
 class Text(HTMLParser):

@@ -1,0 +1,109 @@
+// The Alertmanager configuration shipped with the alerts (deploy/alertmanager/alertmanager.yml,
+// rendered by tools/render_mixin.py): routes by severity, one group per exporter, chain and
+// node, and the inhibition tree that turns one incident into one page. The compose stack,
+// the Kubernetes manifests and the Helm chart use it; docs/alerts.md ("Routing and
+// inhibition") says how to merge it into an Alertmanager of your own.
+local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.stripChars(l, ' '), std.split(text, ',')));
+
+{
+  alertmanagerConfig:: {
+    local c = $._config,
+    // The labels that tell one exporter's alerts from another's (default job, instance):
+    // every inhibition requires them equal, so one exporter never silences another's.
+    local exporter = labelList(c.exporterInstanceLabels),
+    // Every alert of the mixin (severity none and the maintenance alerts excepted where said).
+    local ledger = 'alertname=~"Ledger.+"',
+    local names(list) = 'alertname=~"%s"' % std.join('|', list),
+    local notNames(list) = 'alertname!~"%s"' % std.join('|', list),
+    local maintenance = ['LedgerNodeInMaintenance', 'LedgerBlockchainInMaintenance'],
+
+    route: {
+      receiver: 'ledger-ticket',
+      // One notification per exporter, chain and node: the alerts of one node and chain
+      // arrive together, a chain-wide alert (no node label) apart from its nodes'.
+      group_by: exporter + ['blockchain', 'node'],
+      group_wait: '30s',
+      group_interval: '5m',
+      repeat_interval: '4h',
+      routes: [
+        // The dead man's switch: its own receiver, repeated often, so the service behind it
+        // notices within minutes when it stops arriving.
+        {
+          receiver: 'ledger-deadmansswitch',
+          matchers: ['alertname="LedgerWatchdog"'],
+          group_by: ['alertname'],
+          group_wait: '0s',
+          group_interval: '1m',
+          repeat_interval: '1m',
+        },
+        { receiver: 'ledger-page', matchers: ['severity="critical"'] },
+        { receiver: 'ledger-ticket', matchers: ['severity="warning"'] },
+        // Info (maintenance, a council without margin, a contract upgraded) and none: shown
+        // in Alertmanager's UI and used to inhibit, sent nowhere.
+        { receiver: 'ledger-null', matchers: ['severity=~"info|none"'] },
+      ],
+    },
+
+    inhibit_rules: [
+      // The exporter cannot be scraped, or reaches none of its nodes: every other ledger
+      // alert of that exporter is a consequence.
+      {
+        source_matchers: ['alertname=~"LedgerExporterDown|LedgerAllNodesDown"'],
+        target_matchers: [ledger, notNames(['LedgerExporterDown', 'LedgerAllNodesDown', 'LedgerWatchdog'])],
+        equal: exporter,
+      },
+      // A chain halted on every node: its per-node stall, vote-session, vote-round,
+      // leader, queue and lag alerts are that one incident.
+      {
+        source_matchers: ['alertname="LedgerBlockchainHalted"'],
+        target_matchers: [names([
+          'LedgerBlockHeightStalled',
+          'LedgerVoteSessionStuck',
+          'LedgerVoteRoundsEscalating',
+          'LedgerLeaderFailingRounds',
+          'LedgerPendingMessagesHigh',
+          'LedgerDelayedMessagesHigh',
+          'LedgerNodeBehind',
+        ])],
+        equal: exporter + ['blockchain'],
+      },
+      // A node down: the alerts of its chains (anything labelled with the node and a chain).
+      {
+        source_matchers: ['alertname="LedgerNodeDown"'],
+        target_matchers: [ledger, 'blockchain=~".+"'],
+        equal: exporter + ['node'],
+      },
+      // The network partitioned: a node with fewer peers is part of it.
+      {
+        source_matchers: ['alertname="LedgerNetworkPartitioned"'],
+        target_matchers: ['alertname="LedgerNodePeersLow"'],
+        equal: exporter,
+      },
+      // A fork: nodes on different histories disagree on the watched contracts and wallets
+      // as a consequence.
+      {
+        source_matchers: ['alertname="LedgerBlockchainForked"'],
+        target_matchers: [names(['LedgerWatchedContractNodesDisagree', 'LedgerWatchedWalletNodesDisagree'])],
+        equal: exporter + ['blockchain'],
+      },
+      // Planned maintenance: every other alert of the node, or of the chain.
+      {
+        source_matchers: ['alertname="LedgerNodeInMaintenance"'],
+        target_matchers: [ledger, notNames(maintenance)],
+        equal: exporter + ['node'],
+      },
+      {
+        source_matchers: ['alertname="LedgerBlockchainInMaintenance"'],
+        target_matchers: [ledger, notNames(maintenance)],
+        equal: exporter + ['blockchain'],
+      },
+    ],
+
+    receivers: [
+      { name: 'ledger-page', webhook_configs: [{ url: c.alertmanagerWebhooks.page, send_resolved: true }] },
+      { name: 'ledger-ticket', webhook_configs: [{ url: c.alertmanagerWebhooks.ticket, send_resolved: true }] },
+      { name: 'ledger-deadmansswitch', webhook_configs: [{ url: c.alertmanagerWebhooks.deadMansSwitch, send_resolved: false }] },
+      { name: 'ledger-null' },
+    ],
+  },
+}

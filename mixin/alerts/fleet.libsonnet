@@ -1,0 +1,86 @@
+// The fleet as a whole: every node at once, the software the nodes run, planned maintenance.
+// These name a cause that per-node alerts each see a part of; the inhibit_rules of the
+// shipped Alertmanager config (alertmanager.libsonnet) hold those back while they fire.
+local versions = import '../lib/versions.libsonnet';
+local utils = import '../lib/utils.libsonnet';
+
+{
+  prometheusAlerts+:: {
+    groups+: [
+      {
+        name: 'ledger-fleet',
+        rules: [
+          // No node the exporter polls answers: the exporter's own network path (DNS, a
+          // firewall, a proxy, its credentials) or the whole network is down, one cause for
+          // what would otherwise be a LedgerNodeDown per node. The same 2m as
+          // LedgerNodeDown, so both fire together and the per-node pages are inhibited.
+          // Per exporter (exporterInstanceLabels): a second exporter that still reaches the
+          // nodes tells the two causes apart. Probe mode has no ledger_node_up 0 (a failed
+          // probe is ledger_probe_success 0), so this is the daemon's.
+          {
+            alert: 'LedgerAllNodesDown',
+            expr: |||
+              count by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s})
+              and on(%(exporterInstanceLabels)s) max by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s}) == 0
+            ||| % $._config,
+            'for': '2m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: 'No ledger node answers the exporter.',
+              description: |||
+                None of the {{ $value }} ledger nodes polled by the exporter {{ $labels.instance }}
+                (job {{ $labels.job }}) answers /health: the exporter's own network path or the
+                whole network is down.
+              |||,
+            },
+          },
+          // The nodes of a job run more than one nodeVersion for versionDriftFor (12h): a
+          // rolling upgrade, node by node, fits in a working day; longer, and a node was left
+          // behind (or rolled back) and the fleet runs mixed software nobody tested together.
+          // By job: the fleet as Prometheus sees it, probe mode included (each probe
+          // answers its node's ledger_node_info).
+          {
+            alert: 'LedgerNodeVersionDrift',
+            expr: |||
+              count by (job) (count by (job, node_version) (ledger_node_info{%(ledgerSelector)s})) > 1
+            ||| % $._config,
+            'for': $._config.versionDriftFor,
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'The ledger nodes run different software versions for more than %s.' % utils.durationText($._config.versionDriftFor),
+              description: |||
+                The ledger nodes of job {{ $labels.job }} report {{ $value }} different node
+                versions, for more than %s; ledger_node_info's node_version label names each
+                node's.
+              ||| % utils.durationText($._config.versionDriftFor),
+            },
+          },
+        ] + (
+          if $._config.minimumNodeVersion == '' || versions.belowRegex($._config.minimumNodeVersion) == '' then []
+          else [
+            // A node reports a nodeVersion below minimumNodeVersion (off unless set): a
+            // release the network no longer supports (a security fix, a consensus change).
+            // PromQL cannot compare versions, so the regex of every version below the
+            // minimum is written here (lib/versions.libsonnet). 10m rides out a node's
+            // upgrade, during which it may answer with either version.
+            {
+              alert: 'LedgerNodeVersionBelowMinimum',
+              expr: 'ledger_node_info{%(ledgerSelector)s, node_version=~"%(below)s"}' % ($._config {
+                below: std.strReplace(versions.belowRegex($._config.minimumNodeVersion), '\\', '\\\\'),
+              }),
+              'for': '10m',
+              labels: { severity: 'warning' },
+              annotations: {
+                summary: 'A ledger node runs a version below the minimum of %s.' % $._config.minimumNodeVersion,
+                description: |||
+                  Ledger node {{ $labels.node }} runs version {{ $labels.node_version }}, below
+                  the minimum of %s the network supports.
+                ||| % $._config.minimumNodeVersion,
+              },
+            },
+          ]
+        ),
+      },
+    ],
+  },
+}

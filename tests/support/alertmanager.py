@@ -1,0 +1,407 @@
+"""Alertmanager for tests: a real server, a webhook receiver in the test, and the shipped
+config pointed at that receiver on a faster clock.
+
+``AlertmanagerServer`` writes its config into its own directory and starts Debian's
+``prometheus-alertmanager`` on 127.0.0.1 and a free port, with its own storage directory and
+no cluster gossip (``--cluster.listen-address=``); it stops it on exit. ``WebhookReceiver`` is
+a small HTTP server on 127.0.0.1 that keeps every notification Alertmanager posts to it.
+``for_tests`` rewrites an Alertmanager config (the shipped ``alertmanager.yml``) so that every
+receiver posts to the test's webhook, and divides its ``group_wait``, ``group_interval`` and
+``repeat_interval`` by the scale ``tests/support/scaling.py`` divides the rules' times by
+(``group_wait`` no lower than a floor the test gives: its Prometheus evaluates every second). A
+test takes both from the ``alertmanager`` fixture (``Alertmanagers``), which stops them after
+it:
+
+.. code-block:: python
+
+    def test_paged(alertmanager: Alertmanagers) -> None:
+        webhook = alertmanager.webhook()
+        server = alertmanager.start(for_tests(load_config(SHIPPED), webhook, scale=60))
+        prometheus.config["alerting"] = server.alerting()  # before prometheus.start()
+        webhook.wait_for(lambda: webhook.firing() == {"LedgerNodeDown": 1})
+
+Prometheus sends a still-firing alert again only every ``--rules.alert.resend-delay`` (1m),
+valid for four of those: give it ``RESEND_FLAG`` so that Alertmanager's view follows
+Prometheus's within seconds, as it follows within minutes at full scale.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import yaml
+
+from tests.support.http import fetch
+from tests.support.ports import free_port
+from tests.support.processes import stop_process
+from tests.support.programs import require_program
+from tests.support.scaling import duration_ms, scaled
+from tests.support.waiting import wait_until
+
+START_TIMEOUT_SECONDS = 30.0
+STOP_TIMEOUT_SECONDS = 10.0
+POLL_SECONDS = 0.2
+#: Prometheus's flag for sending a still-firing alert again every second (default 1m).
+RESEND_FLAG = "--rules.alert.resend-delay=1s"
+#: Alertmanager's own defaults of a route's timings, for a root route that leaves them out.
+ROUTE_DEFAULTS = {"group_wait": "30s", "group_interval": "5m", "repeat_interval": "4h"}
+
+Notification = dict[str, Any]  # one webhook payload: receiver, status, groupLabels, alerts...
+Alert = dict[str, Any]
+
+
+class AlertmanagerError(AssertionError):
+    """Alertmanager did not start, refused a config or answered an error."""
+
+
+# --- the webhook --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """One alert as a notification carried it: to which receiver, in which state."""
+
+    notification: int  # its notification's place in the order of arrival, from 0
+    receiver: str
+    alertname: str
+    status: str  # firing | resolved
+    labels: Mapping[str, str]
+    fingerprint: str
+
+
+class WebhookReceiver:
+    """Alertmanager's webhook target on 127.0.0.1: keeps every notification posted to it
+    (``POST`` of the webhook's JSON), in order of arrival."""
+
+    def __init__(self) -> None:
+        self.notifications: list[Notification] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                try:
+                    payload = json.loads(body)
+                except ValueError:
+                    self.send_response(400)
+                else:
+                    with receiver._lock:
+                        receiver.notifications.append(payload)
+                    self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def url_for(self, receiver: str) -> str:
+        """The URL a receiver's webhook posts to (the receiver's name in the path, for the
+        failure messages; the payload names it too)."""
+        return self.url + quote(receiver, safe="")
+
+    def received(self) -> list[Notification]:
+        """Every notification so far, in order of arrival."""
+        with self._lock:
+            return list(self.notifications)
+
+    def mark(self) -> int:
+        """How many notifications arrived so far: a scenario's ``since``."""
+        with self._lock:
+            return len(self.notifications)
+
+    def delivered(self, since: int = 0) -> list[Delivered]:
+        """Every alert of every notification from the ``since``-th on, in order."""
+        return [
+            Delivered(
+                index,
+                note["receiver"],
+                alert["labels"].get("alertname", ""),
+                alert["status"],
+                alert["labels"],
+                alert["fingerprint"],
+            )
+            for index, note in enumerate(self.received()[since:], start=since)
+            for alert in note["alerts"]
+        ]
+
+    def firing(
+        self,
+        *,
+        receivers: Iterable[str] | None = None,
+        ignore: Iterable[str] = (),
+        where: Mapping[str, str] | None = None,
+        since: int = 0,
+    ) -> Counter[str]:
+        """How many distinct alerts of each name were delivered firing (an alert sent again,
+        in a later notification of its group, counts once): to ``receivers`` (every one when
+        None), with the labels ``where``, in the notifications from the ``since``-th on,
+        names in ``ignore`` aside."""
+        wanted = None if receivers is None else set(receivers)
+        skipped, labels = set(ignore), dict(where or {})
+        seen = {
+            (item.alertname, item.fingerprint)
+            for item in self.delivered(since)
+            if item.status == "firing"
+            and (wanted is None or item.receiver in wanted)
+            and item.alertname not in skipped
+            and labels.items() <= item.labels.items()
+        }
+        return Counter(name for name, _ in seen)
+
+    def wait_for(
+        self,
+        predicate: Callable[[], Any],
+        *,
+        timeout: float = 30.0,
+        what: str = "",
+        ignore: Iterable[str] = (),
+    ) -> Any:
+        """Wait until ``predicate()`` is truthy (``wait_until``); fail naming ``what`` and
+        every alert delivered (names in ``ignore`` aside)."""
+        return wait_until(
+            predicate,
+            timeout=timeout,
+            interval=POLL_SECONDS,
+            message=lambda: f"{what or 'notifications'}; {self.summary(ignore=ignore)}",
+        )
+
+    def summary(self, since: int = 0, ignore: Iterable[str] = ()) -> str:
+        """Each alert delivered from the ``since``-th notification on, one a line (the
+        notification's number, receiver, status, name, node, chain), names in ``ignore``
+        aside: for failure messages."""
+        skipped = set(ignore)
+        lines = [
+            f"#{item.notification} {item.receiver} {item.status} {item.alertname} "
+            f"{item.labels.get('node', '-')} {item.labels.get('blockchain', '-')[:12]}"
+            for item in self.delivered(since)
+            if item.alertname not in skipped
+        ]
+        return "\n".join(["delivered:", *lines])
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=STOP_TIMEOUT_SECONDS)
+
+
+# --- the config ---------------------------------------------------------------------------
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """An Alertmanager config file as a document; its ``templates`` made absolute (they are
+    relative to the file, and the test's copy lives elsewhere)."""
+    document: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if "templates" in document:
+        document["templates"] = [str((path.parent / t).resolve()) for t in document["templates"]]
+    return document
+
+
+def sinks(document: Mapping[str, Any]) -> set[str]:
+    """The receivers that send nowhere (no integration at all): where alerts that must not
+    notify are routed, such as the info alerts' ``null`` receiver."""
+    return {
+        receiver["name"]
+        for receiver in document.get("receivers", [])
+        if not any(key.endswith("_configs") for key in receiver)
+    }
+
+
+def for_tests(
+    document: Mapping[str, Any],
+    webhook: WebhookReceiver,
+    scale: int,
+    *,
+    min_group_wait: str = "0s",
+) -> dict[str, Any]:
+    """A copy of an Alertmanager config whose every receiver (the sinks too, so that a test
+    sees where each alert went) posts to ``webhook`` only, resolved alerts included, and
+    whose route timings are divided by ``scale`` (the root's defaults made explicit first).
+    ``group_wait`` stays at ``min_group_wait`` or more: the test's Prometheus evaluates every
+    second whatever the scale, and a ``group_wait`` shorter than the evaluations it spans at
+    full scale would notify apart the alerts of one incident raised an evaluation apart."""
+    receivers = [
+        {
+            "name": receiver["name"],
+            "webhook_configs": [{"url": webhook.url_for(receiver["name"]), "send_resolved": True}],
+        }
+        for receiver in document.get("receivers", [])
+    ]
+    route = {**ROUTE_DEFAULTS, **document["route"]}
+    short = _scaled_route(route, scale, duration_ms(min_group_wait))
+    return {**document, "receivers": receivers, "route": short}
+
+
+def _scaled_route(route: Mapping[str, Any], scale: int, min_wait_ms: int) -> dict[str, Any]:
+    short = {key: scaled(route[key], scale) if key in ROUTE_DEFAULTS else route[key]
+             for key in route}  # fmt: skip
+    if "group_wait" in short and duration_ms(short["group_wait"]) < min_wait_ms:
+        short["group_wait"] = f"{min_wait_ms}ms"
+    if "routes" in route:
+        short["routes"] = [_scaled_route(child, scale, min_wait_ms) for child in route["routes"]]
+    return short
+
+
+# --- the server ---------------------------------------------------------------------------
+
+
+class AlertmanagerServer:
+    """One ``prometheus-alertmanager`` process on 127.0.0.1 with ``config`` (a document),
+    its storage in ``workdir``, no cluster."""
+
+    def __init__(self, workdir: Path, config: Mapping[str, Any]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.workdir = workdir
+        self.config: dict[str, Any] = dict(config)
+        self.config_file = workdir / "alertmanager.yml"
+        self.log_file = workdir / "alertmanager.log"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> AlertmanagerServer:
+        """Write the config, start the process and wait until ``/-/ready`` answers 200."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.config_file.write_text(yaml.safe_dump(self.config, sort_keys=False))
+        command = [
+            require_program("prometheus-alertmanager", "alertmanager"),
+            f"--config.file={self.config_file}",
+            f"--storage.path={self.workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+            "--cluster.listen-address=",
+            "--log.level=warn",
+        ]
+        with self.log_file.open("wb") as log:
+            self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        process = self._process
+
+        def ready() -> bool:
+            if process.poll() is not None:
+                raise AlertmanagerError(
+                    f"alertmanager exited with {process.returncode}: {self.log()}"
+                )
+            try:
+                return fetch(self.url + "/-/ready", timeout=2).status == 200
+            except OSError:
+                return False
+
+        try:
+            wait_until(ready, timeout=START_TIMEOUT_SECONDS, interval=POLL_SECONDS,
+                       message=lambda: f"alertmanager not ready: {self.log()}")  # fmt: skip
+        except AssertionError:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Terminate, wait, kill when it does not end in time."""
+        process, self._process = self._process, None
+        if process is not None:
+            stop_process(process, STOP_TIMEOUT_SECONDS)
+
+    def __enter__(self) -> AlertmanagerServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def log(self) -> str:
+        """What the process wrote (warnings and errors), for failure messages."""
+        try:
+            return self.log_file.read_text(errors="replace")
+        except OSError:
+            return "<no log>"
+
+    def alerting(self) -> dict[str, Any]:
+        """A Prometheus config's ``alerting`` section sending its alerts here."""
+        target = {"targets": [f"127.0.0.1:{self.port}"]}
+        return {"alertmanagers": [{"api_version": "v2", "static_configs": [target]}]}
+
+    def post_alerts(self, alerts: Iterable[Alert]) -> None:
+        """``POST /api/v2/alerts``: as Prometheus sends them (``labels``, ``annotations``,
+        ``startsAt``, ``endsAt``...)."""
+        answer = fetch(self.url + "/api/v2/alerts", method="POST", json=list(alerts))
+        if answer.status != 200:
+            raise AlertmanagerError(f"posting alerts: {answer.status} {answer.text}")
+
+    def alerts(self, **labels: str) -> list[Alert]:
+        """The alerts Alertmanager holds with (at least) these labels, whatever their state:
+        each with ``labels`` and ``status`` (``state`` active|suppressed|unprocessed,
+        ``inhibitedBy``, ``silencedBy``: fingerprints)."""
+        query = "&".join(f"filter={quote(f'{key}={json.dumps(value)}')}"
+                         for key, value in labels.items())  # fmt: skip
+        answer = fetch(self.url + "/api/v2/alerts" + (f"?{query}" if query else ""))
+        if answer.status != 200:
+            raise AlertmanagerError(f"GET /api/v2/alerts: {answer.status} {answer.text}")
+        found: list[Alert] = answer.json()
+        return found
+
+    def status_of(self, **labels: str) -> dict[str, Any]:
+        """The status (``state``, ``inhibitedBy``, ``silencedBy``) of the one alert with these
+        labels."""
+        found = self.alerts(**labels)
+        if len(found) != 1:
+            raise AlertmanagerError(f"{len(found)} alerts match {labels}: {found}")
+        status: dict[str, Any] = found[0]["status"]
+        return status
+
+    def wait_for_alert(self, state: str = "active", timeout: float = 30.0, **labels: str) -> Alert:
+        """Wait until an alert with these labels is held in ``state``; that alert."""
+
+        def held() -> Alert | None:
+            return next((a for a in self.alerts(**labels) if a["status"]["state"] == state), None)
+
+        found: Alert = wait_until(
+            held, timeout=timeout, interval=POLL_SECONDS,
+            message=lambda: f"no {state} alert {labels}: {self.alerts()}",
+        )  # fmt: skip
+        return found
+
+
+class Alertmanagers:
+    """The Alertmanager servers and webhook receivers of one test (or module), each server in
+    its own directory under ``workdir``; all stopped by ``stop_all`` (what the
+    ``alertmanager`` fixture is)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.servers: list[AlertmanagerServer] = []
+        self.webhooks: list[WebhookReceiver] = []
+
+    def webhook(self) -> WebhookReceiver:
+        """A started webhook receiver."""
+        receiver = WebhookReceiver()
+        self.webhooks.append(receiver)
+        return receiver
+
+    def start(self, config: Mapping[str, Any]) -> AlertmanagerServer:
+        """A started Alertmanager with ``config`` (a document)."""
+        server = AlertmanagerServer(self.workdir / f"alertmanager-{len(self.servers)}", config)
+        self.servers.append(server)
+        return server.start()
+
+    def stop_all(self) -> None:
+        for server in self.servers:
+            server.stop()
+        for receiver in self.webhooks:
+            receiver.stop()
