@@ -7,7 +7,7 @@ alert's severity and ``runbook_url`` from the rendered alert rules. So the page 
 an operator receives cannot disagree, and no number, severity or link is stated here. Every
 threshold is a number; durations are seconds (the file's keys ending in ``Seconds``),
 converted once, in the mixin. An alert of severity ``none`` (a dead man's switch) never
-describes a problem: the page knows only its runbook.
+describes a problem: the rendering leaves it out.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import Any
 
 _FIX = "run `make mixin` (or reinstall the package): it renders this file from mixin/"
-#: The severity of an alert that never describes a problem (an always-firing dead man's switch).
-NEVER_LISTED = "none"
 _PARTS = ("thresholds", "severities", "runbooks")
 
 
@@ -61,8 +59,8 @@ class Thresholds:
 
 @dataclass(frozen=True)
 class AlertRules:
-    """What the page mirrors of the shipped alerts: its thresholds, each alert's severity
-    (those of severity none left out) and each alert's runbook URL."""
+    """What the page mirrors of the shipped alerts: its thresholds, each alert's severity and
+    each alert's runbook URL."""
 
     thresholds: Thresholds
     severities: Mapping[str, Severity]
@@ -108,7 +106,7 @@ def parse(document: Any, source: str) -> AlertRules:
             raise ValueError(f"{source}: threshold {key} is {value!r}, not a number >= 0; {_FIX}")
     labels = {severity.label: severity for severity in Severity}
     for alert, label in severities.items():
-        if not re.fullmatch(r"\w+", str(alert)) or label not in (*labels, NEVER_LISTED):
+        if not re.fullmatch(r"\w+", str(alert)) or label not in labels:
             raise ValueError(f"{source}: alert {alert!r} has severity {label!r}; {_FIX}")
     if runbooks.keys() != severities.keys():
         differ = sorted(runbooks.keys() ^ severities.keys())
@@ -117,7 +115,7 @@ def parse(document: Any, source: str) -> AlertRules:
         if not isinstance(url, str) or not url.startswith(("https://", "http://")):
             raise ValueError(f"{source}: alert {alert!r} has runbook {url!r}, not a URL; {_FIX}")
     thresholds = Thresholds(**{expected[key]: value for key, value in given.items()})
-    listed = {alert: labels[label] for alert, label in severities.items() if label in labels}
+    listed = {alert: labels[label] for alert, label in severities.items()}
     return AlertRules(thresholds, listed, dict(runbooks))
 
 

@@ -3,10 +3,10 @@ threshold and severity, so the page never says more or less than the pages an op
 Both come from the mixin, rendered into the package (:mod:`exporter.web.alert_thresholds`);
 none is stated here.
 
-Three scopes, shown in this order: the network as a whole (forks, splits without a
-majority, partitions, council views, and consensus health: a thin quorum, consensus settings
-that drift, a vote session that does not close, a leader whose rounds keep failing), each
-node and chain, and the watched contracts and wallets. A
+Three scopes, shown in this order: the network as a whole (no node answering, chains
+halted, forks, splits without a majority, partitions, council views, and consensus health: a
+thin quorum, consensus settings that drift, a vote session that does not close, a leader
+whose rounds keep failing), each node and chain, and the watched contracts and wallets. A
 problem is listed from the first cycle its alert's condition holds, before the alert's `for`
 has passed; syncing, whose alert waits long (its `for`), is listed as info until then.
 
@@ -192,6 +192,43 @@ def _readers(snapshot: Snapshot) -> dict[str, Readers]:
     return found
 
 
+def halted_problems(
+    snapshot: Snapshot, now_mono: float, thresholds: Thresholds = SHIPPED_THRESHOLDS
+) -> list[Problem]:
+    """LedgerBlockchainHalted: every up node that reads a chain is stalled at one height
+    while work waits (:func:`chain_problems`' stall line on each); one line per chain, the
+    nodes named, since the last of them reached that height."""
+    found = []
+    for blockchain, readers in _readers(snapshot).items():
+        at = {node.name: chain.reading.height for node, chain in readers if chain.reading}
+        seen = [(node, chain) for node, chain in readers if at[node.name] is not None]
+        heights = {at[node.name] for node, _ in seen}
+        if len(heights) != 1:
+            continue
+        if any(_stalled(chain, now_mono, thresholds) is None for _, chain in seen):
+            continue
+        since = min(now_mono - (chain.height_changed_at or 0.0) for _, chain in seen)
+        nodes = ", ".join(node.name for node, _ in seen)
+        text = (
+            f"halted at height {heights.pop():.0f} for {age(since)}: every up node that "
+            f"reads it ({nodes}) is stalled there while work waits"
+        )
+        found.append(_alerting("LedgerBlockchainHalted", Scope.NETWORK, text, chain=blockchain))
+    return found
+
+
+def all_down(snapshot: Snapshot) -> Problem | None:
+    """LedgerAllNodesDown: no polled node answers (the exporter's own network path, or the
+    network itself); every node's own line goes under it."""
+    if not snapshot.nodes or any(node.up for node in snapshot.nodes):
+        return None
+    text = (
+        f"none of the {len(snapshot.nodes)} polled nodes answers: the exporter's own network "
+        "path (DNS, routes, firewall, proxy) or the whole network is down"
+    )
+    return _alerting("LedgerAllNodesDown", Scope.NETWORK, text)
+
+
 def consensus_problems(
     snapshot: Snapshot, now_mono: float, thresholds: Thresholds = SHIPPED_THRESHOLDS
 ) -> list[Problem]:
@@ -204,7 +241,7 @@ def consensus_problems(
     found = [
         check(chain, readers.get(chain.blockchain, []), now_mono, thresholds)
         for chain in snapshot.network.chains
-        for check in (_thin_quorum,)
+        for check in (_thin_quorum, _without_margin)
     ]
     for blockchain, seen in readers.items():
         found.append(_stuck_sessions(blockchain, seen, thresholds))
@@ -237,6 +274,28 @@ def _thin_quorum(
         needs = f"a session needs {required:.0f} votes"
         text = f"{council}, and {needs}: one more member lost and none can pass"
     return _alerting("LedgerCouncilQuorumThin", Scope.NETWORK, text, chain=chain.blockchain)
+
+
+def _without_margin(
+    chain: ChainAgreement, readers: Readers, now_mono: float, thresholds: Thresholds
+) -> Problem | None:
+    """LedgerCouncilWithoutMargin's note: a council no larger than the votes a session needs
+    has no margin by its own design (3 members, 3 votes): any member down stops the chain.
+    Not an incident (nothing changed), so info, apart from a margin lost."""
+    majority = {node for node, agrees in chain.council_agrees if agrees}
+    sizes = [
+        len(c.reading.council)
+        for n, c in readers
+        if n.name in majority and c.reading and c.reading.council
+    ]
+    required = _required_votes(readers, now_mono, thresholds.required_votes_window_seconds)
+    if not sizes or required is None or max(sizes) > required:
+        return None
+    text = (
+        f"the council has {max(sizes)} members and a session needs {required:.0f} votes: no "
+        "margin by its own design, any member down stops the chain"
+    )
+    return _alerting("LedgerCouncilWithoutMargin", Scope.NETWORK, text, chain=chain.blockchain)
 
 
 def _required_votes(readers: Readers, now_mono: float, window: float) -> float | None:
@@ -628,17 +687,35 @@ class Inhibition:
         return all(getattr(line, field) == getattr(source, field) for field in self.equal)
 
 
-#: The inhibition tree of the shipped Alertmanager config, in the order the page folds. The
-#: exporter's own alerts (LedgerExporterDown) cannot be shown by the exporter, and a node in
-#: maintenance is shown apart from the problems.
+#: The inhibition tree (deploy/alertmanager/alertmanager.yml, rendered from the mixin), in the
+#: order the page folds: a node's own causes first, the exporter-wide one last, so a node
+#: down keeps its chains under it when every node is down. The exporter's own alerts
+#: (LedgerExporterDown) cannot be shown by the exporter, and a node in maintenance is
+#: shown apart from the problems.
 INHIBITIONS = (
     Inhibition("LedgerNodeDown", None, ("node",), of_a_chain=True),
+    Inhibition(
+        "LedgerBlockchainHalted",
+        frozenset(
+            {
+                "LedgerBlockHeightStalled",
+                "LedgerVoteSessionStuck",
+                "LedgerVoteRoundsEscalating",
+                "LedgerLeaderFailingRounds",
+                "LedgerPendingMessagesHigh",
+                "LedgerDelayedMessagesHigh",
+                "LedgerNodeBehind",
+            }
+        ),
+        ("chain",),
+    ),
     Inhibition("LedgerNetworkPartitioned", frozenset({"LedgerNodePeersLow"})),
     Inhibition(
         "LedgerBlockchainForked",
         frozenset({"LedgerWatchedContractNodesDisagree", "LedgerWatchedWalletNodesDisagree"}),
         ("chain",),
     ),
+    Inhibition("LedgerAllNodesDown", None),
 )
 
 
@@ -710,7 +787,8 @@ def attention(
 ) -> Attention:
     """What the page flags for ``snapshot``, as of ``now_mono`` (the end of its cycle), by the
     shipped alerts' thresholds unless ``thresholds`` are given."""
-    network: list[Problem | None] = [*network_problems(snapshot.network)]
+    network = [all_down(snapshot), *halted_problems(snapshot, now_mono, thresholds)]
+    network += network_problems(snapshot.network)
     network += consensus_problems(snapshot, now_mono, thresholds)
     off = _off_majority(snapshot.network)
     per_node = [node_problems(node, now_mono, off, thresholds) for node in snapshot.nodes]

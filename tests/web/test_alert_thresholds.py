@@ -167,15 +167,3 @@ def test_a_missing_or_garbled_file_is_refused(tmp_path: Path) -> None:
 def test_an_alert_the_rules_lack_is_named() -> None:
     with pytest.raises(KeyError, match="LedgerNoSuchAlert is not a shipped alert"):
         alert_thresholds.SHIPPED.severity("LedgerNoSuchAlert")
-
-
-def test_an_alert_of_severity_none_is_never_listed_but_has_its_runbook() -> None:
-    """A dead man's switch (always firing, severity none) describes no problem."""
-    url = "https://example.org/runbooks#ledgerwatchdog"
-    document = _document()
-    document["severities"]["LedgerWatchdog"] = "none"
-    document["runbooks"]["LedgerWatchdog"] = url
-    rules = alert_thresholds.parse(document, "thresholds.json")
-    assert "LedgerWatchdog" not in rules.severities and rules.runbook("LedgerWatchdog") == url
-    with pytest.raises(KeyError, match="LedgerWatchdog is not a shipped alert"):
-        rules.severity("LedgerWatchdog")

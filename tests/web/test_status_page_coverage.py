@@ -44,6 +44,15 @@ NOT_ON_THE_PAGE = {
     # probe mode: Prometheus asks /probe for each target; the page has no fleet to list
     "LedgerProbeFailed": "a probe's outcome is Prometheus's: the page lists polled nodes",
     "LedgerProbeBlockHeightStalled": "a probe's outcome is Prometheus's, as above",
+    # the exporter's own trends, each over windows of history the page does not keep (it
+    # shows one cycle); the summary line gives the last cycle's duration, the log each
+    # failed write and each value dropped
+    "LedgerExporterCycleNearTimeout": "every cycle of the last 10 minutes near its deadline",
+    "LedgerExporterValuesDropped": "values dropped in every 5-minute window for 15 minutes",
+    "LedgerExporterStateFileWriteFailing": "failed writes in every 5-minute window for 10m",
+    # more than one version for 12 hours: the page cannot tell a rolling upgrade under way
+    # from one left half done (the nodes table shows each node's version)
+    "LedgerNodeVersionDrift": "a mix of versions that lasts 12 hours, a history not kept",
 }
 
 
@@ -104,8 +113,16 @@ def watched(contract: str, enabled: float, on: str) -> tuple[WatchedObject, ...]
     )  # fmt: skip
 
 
+def halted() -> Snapshot:
+    """Every node reading C1 at height 100 since 601 s, work waiting: stalled on all."""
+    stalled = replace(chain(), height_changed_at=NOW - 601)
+    return fleet(node("a", stalled), node("b", stalled))
+
+
 #: Each alert the page lists, and a snapshot on which it must list it.
 SCENARIOS: dict[str, Callable[[], Snapshot]] = {
+    "LedgerAllNodesDown": lambda: fleet(node("a", up=False), node("b", up=False)),
+    "LedgerBlockchainHalted": halted,
     "LedgerExporterConfigReloadFailed": lambda: fleet(moving(), config_reload_ok=False),
     "LedgerNodeDown": lambda: fleet(moving(), node("b", up=False)),
     "LedgerNodePeersLost": lambda: fleet(moving(), node("b", chain(), peers=0)),

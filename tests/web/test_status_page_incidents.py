@@ -9,19 +9,30 @@ Hand-made snapshots; ``tests/web/test_landing.py`` drives the real exporter in C
 from __future__ import annotations
 
 import json
+import re
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import read_chain, read_health
-from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.model.snapshot import ChainStatus, ConsensusStatus, LeaderCounts, NodeStatus, Snapshot
 from exporter.model.watch_readings import ContractReading, WatchedObject, WatchKind, WatchStatus
+from exporter.poll.state import ChainState, NodeState, State, encode
 from exporter.web import alert_thresholds, landing
-from exporter.web.problems import Problem, attention
+from exporter.web.alert_thresholds import Severity
+from exporter.web.problems import INHIBITIONS, Problem, attention
 from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNodes
+from tests.support.http import fetch
+from tests.support.ports import closed_port_url
+from tests.support.processes import ready_exporter
+from tests.support.testdata import REPO
+from tests.support.waiting import wait_until
 from tests.support.webapp import landing_page
 from tools import render_mixin
 
@@ -169,3 +180,192 @@ def test_each_line_links_to_the_runbook_its_rule_names_yours_when_you_render_you
     html = landing_page(snapshot, NOW)
     assert 'href="https://wiki.example/ledger/ledgernodedown?x=1&amp;y=2"' in html
     assert shipped not in html
+
+
+# --- a chain halted, every node down ------------------------------------------------------------
+
+#: chain_doc's settings: a block due within 2s + 1m30s + 180s grace; 601s unchanged is stalled
+STALLED = NOW - 601
+
+
+def stuck(name: str, height: int = 100, blockchain: str = C1) -> NodeStatus:
+    """A node whose chain stands still at ``height`` while work waits, a vote session open
+    past five timeouts at round 5, messages piling up."""
+    reading = chain(blockchain, height, pendingMessagesCount=1500,
+                    voteSessions={"s1": {"sessionId": "s1", "round": 5}})  # fmt: skip
+    following = ConsensusStatus(500, 0, 0, LeaderCounts())
+    return node(name, replace(reading, height_changed_at=STALLED, consensus=following))
+
+
+def test_a_chain_halted_on_every_node_is_one_line_with_its_nodes_under_it() -> None:
+    snapshot = fleet(stuck("a"), stuck("b"), stuck("c"), node("d", chain(C2)))
+    found = attention(snapshot, NOW)
+    (halted,) = found.network
+    assert (halted.alert, halted.chain, halted.severity.label) == (
+        "LedgerBlockchainHalted", C1, "critical",
+    )  # fmt: skip
+    assert halted.text == (
+        "halted at height 100 for 10m 1s: every up node that reads it (a, b, c) is stalled "
+        "there while work waits"
+    )
+    under = sorted((line.alert or "", line.node or "") for line in halted.folded)
+    assert under == sorted(
+        [("LedgerVoteSessionStuck", "")]
+        + [(alert, n) for n in "abc" for alert in (
+            "LedgerBlockHeightStalled", "LedgerVoteRoundsEscalating", "LedgerPendingMessagesHigh"
+        )]
+    )  # fmt: skip
+    assert found.node_problems == [] and found.counts()[Severity.CRITICAL] == 1
+    html = flat(landing_page(snapshot, NOW))
+    assert "<title>(1 critical) ledger-exporter</title>" in html
+    assert html.count("LedgerBlockHeightStalled</bdi></a>") == 3  # under the halted line only
+
+
+def test_a_chain_moving_on_one_node_or_split_across_heights_is_not_halted() -> None:
+    for snapshot in (
+        fleet(stuck("a"), stuck("b"), node("c", chain())),  # c's height moves
+        fleet(stuck("a"), stuck("b", height=99)),  # two heights: not one halt
+    ):
+        found = attention(snapshot, NOW)
+        assert "LedgerBlockchainHalted" not in {line.alert for line in found.lines()}
+        stalled = [line.node for line in found.node_problems
+                   if line.alert == "LedgerBlockHeightStalled"]  # fmt: skip
+        assert stalled == ["a", "b"]
+
+
+def test_no_node_answering_is_one_line_with_every_node_under_it() -> None:
+    snapshot = fleet(down("a", (C1, 100)), down("b"))
+    found = attention(snapshot, NOW)
+    assert top(snapshot) == [
+        (
+            "LedgerAllNodesDown",
+            None,
+            None,
+            (
+                ("LedgerNodeDown", "a", None, ((None, "a", C1, ()),)),
+                ("LedgerNodeDown", "b", None, ()),
+            ),
+        )
+    ]
+    assert found.network[0].text.startswith("none of the 2 polled nodes answers")
+    assert found.counts()[Severity.CRITICAL] == 1
+    html = flat(landing_page(snapshot, NOW))
+    assert '<h3>Nodes and chains</h3><p class="muted">Each problem here is folded' in html
+    assert "Every node is up and in step" not in html
+    one = attention(fleet(node("a", chain()), down("b")), NOW)
+    assert [line.alert for line in one.lines()] == ["LedgerNodeDown"]  # one of two: no more
+
+
+# --- the page folds as the shipped Alertmanager config inhibits -----------------------------
+
+MATCHER = re.compile(r'(\w+)(=~|!~|!=|=)"(.*)"')
+
+
+def matches(matchers: list[str], labels: dict[str, str]) -> bool:
+    """Whether Alertmanager's ``matchers`` (``name op "value"``) select ``labels``."""
+    for matcher in matchers:
+        found = MATCHER.fullmatch(matcher)
+        assert found, f"a matcher this test cannot read: {matcher}"
+        name, op, value = found.groups()
+        hit = (
+            re.fullmatch(value, labels.get(name, "")) is not None
+            if "~" in op
+            else labels.get(name, "") == value
+        )
+        if hit is op.startswith("!"):
+            return False
+    return True
+
+
+def test_the_page_folds_as_the_shipped_alertmanager_config_inhibits() -> None:
+    """For each rule of INHIBITIONS, the shipped config (deploy/alertmanager/alertmanager.yml)
+    has inhibit_rules with that source, each target alert the page folds among their
+    targets, and the page's fields among their ``equal`` labels; and every inhibition whose
+    source the page lists has its rule here, folding the same alerts."""
+    config = yaml.safe_load((REPO / "deploy" / "alertmanager" / "alertmanager.yml").read_text())
+    shipped = alert_thresholds.SHIPPED.severities.keys()
+    label = {"node": "node", "chain": "blockchain"}
+    by_source = {rule.source: rule for rule in INHIBITIONS}
+    for inhibit in config["inhibit_rules"]:
+        for source in sorted(shipped):
+            if not matches(inhibit["source_matchers"], {"alertname": source}):
+                continue
+            if source in ("LedgerNodeInMaintenance", "LedgerBlockchainInMaintenance"):
+                continue  # shown apart from the problems, by the maintenance section
+            if source == "LedgerExporterDown":
+                continue  # the exporter cannot show that it is down
+            rule = by_source.get(source)
+            assert rule is not None, f"the page does not fold under {source}: {inhibit}"
+            assert {label[field] for field in rule.equal} <= set(inhibit["equal"]), inhibit
+            chained = any(m.startswith("blockchain=") for m in inhibit["target_matchers"])
+            assert rule.of_a_chain is chained, inhibit
+            targets = {  # each alert as it is labelled when about a node's chain
+                alert
+                for alert in shipped
+                if alert != source
+                and matches(
+                    inhibit["target_matchers"], {"alertname": alert, "node": "n", "blockchain": "c"}
+                )
+            }
+            page = set(shipped) - {source} if rule.targets is None else set(rule.targets)
+            assert targets <= page, (source, sorted(targets - page))
+            if rule.targets is not None:
+                assert page == targets, (source, sorted(page ^ targets))
+    sources = {
+        alert
+        for inhibit in config["inhibit_rules"]
+        for alert in shipped
+        if matches(inhibit["source_matchers"], {"alertname": alert})
+    }
+    assert by_source.keys() <= sources
+
+
+# --- end to end: the exporter's process, fake nodes, a state file --------------------------
+
+
+@pytest.mark.integration
+def test_a_real_exporter_shows_a_halted_chain_as_one_line_and_a_down_nodes_chains(
+    tmp_path: Path, fake_nodes: FakeNodes
+) -> None:
+    """Three nodes at height 50 with work waiting, an hour at that height by the state file
+    (a restart keeps the stall clock), and a fourth that does not answer, whose chain the
+    state file remembers: one halted line naming the three, one node-down line, and the
+    down node's chain kept in the chains table as unknown."""
+    nodes = {name: fake_nodes.start() for name in ("n1", "n2", "n3")}
+    for name, fake in nodes.items():  # linked to one another: no partition
+        linked = {"peerCount": 2, "peerId": name, "networkPeers": sorted(set(nodes) - {name})}
+        fake.play(health_doc([C1]) | {"network": linked}, {C1: chain_doc(50)})
+    hour_ago = time.time() - 3600
+    state = tmp_path / "state.json"
+    remembered = {name: NodeState({C1: ChainState(50, hour_ago)}) for name in nodes}
+    state.write_bytes(encode(State(remembered | {"n4": NodeState({C2: ChainState(9, hour_ago)})})))
+    config = tmp_path / "config.yml"
+    urls = {name: fake.url for name, fake in nodes.items()} | {"n4": closed_port_url()}
+    config.write_text(
+        "scrape_interval: 1s\nnodes:\n"
+        + "".join(f"  - {{name: {name}, url: '{url}'}}\n" for name, url in urls.items())
+    )
+    with ready_exporter(config, f"--state.file={state}") as exporter:
+
+        def halted() -> str | None:
+            page = fetch(exporter.base + "/").text
+            return page if "LedgerBlockchainHalted" in page else None
+
+        html = wait_until(halted, timeout=60, message="the halted chain never showed")
+    text = flat(html)
+    network = text[text.index("<h3>Network</h3>") : text.index("<h3>Nodes and chains</h3>")]
+    assert network.startswith('<h3>Network</h3><ul class="problems"><li><span class="sev crit')
+    assert network.count("</li></ul></li>") == 1  # one line, the others folded under it
+    assert (
+        "halted at height 50 for 1h 0m: every up node that reads it (n1, n2, n3) is stalled "
+        "there while work waits" in network
+    )
+    assert network.count("LedgerBlockHeightStalled</bdi></a>") == 3  # folded under it
+    runbook = alert_thresholds.SHIPPED.runbook("LedgerBlockchainHalted")
+    assert f'<a href="{runbook}" rel="noreferrer"><bdi>LedgerBlockchainHalted</bdi></a>' in network
+    nodes_section = text[text.index("<h3>Nodes and chains</h3>") : text.index("<h2>Nodes</h2>")]
+    assert "n4</bdi></b>: <bdi>never up: <bdi>connection" in nodes_section
+    assert "unknown while the node is down (last read at height 9)" in nodes_section
+    chains = text[text.index("<h2>Blockchains</h2>") :]
+    assert f'<bdi>n4</bdi></td><td class=k><bdi><code title="{C2}">{C2}</code></bdi></td>' in chains
+    assert "<title>(2 critical) ledger-exporter</title>" in text
