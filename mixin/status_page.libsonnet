@@ -31,5 +31,11 @@ local utils = import 'lib/utils.libsonnet';
     leaderFailedRoundsWindowSeconds: utils.durationSeconds(c.leaderFailedRoundsWindow),
     // LedgerCouncilQuorumThin: the votes required, from the last window of consensusRequired
     requiredVotesWindowSeconds: utils.durationSeconds(q.requiredVotesWindow),
+    // LedgerNodePeersLow, LedgerPendingMessagesHigh, LedgerDelayedMessagesHigh,
+    // LedgerVoteRoundsEscalating
+    peersLowThreshold: c.peersLowThreshold,
+    pendingMessagesThreshold: c.pendingMessagesThreshold,
+    delayedMessagesThreshold: c.delayedMessagesThreshold,
+    voteRoundThreshold: c.voteRoundThreshold,
   },
 }

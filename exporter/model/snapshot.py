@@ -103,6 +103,9 @@ class NodeStatus:
     retry_afters: int | None = None
     # this cycle's /health answered as another node than the config pins: not trusted
     identity: Mismatch | None = None
+    # a down node's chains as it last read them, (blockchain, height): the status page keeps
+    # them in view, unknown, while the node is down (no series are exported for them)
+    last_chains: tuple[tuple[str, float], ...] = ()
 
     @property
     def up(self) -> bool:

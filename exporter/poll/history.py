@@ -247,7 +247,13 @@ class History:
             dropped=memory.dropped,
             retry_afters=0,  # the poller counts them (it holds the nodes back)
             identity=result.mismatch,
+            last_chains=_last_chains(memory) if result.health is None else (),
         )
+
+
+def _last_chains(memory: _NodeMemory) -> tuple[tuple[str, float], ...]:
+    """A down node's chains with the height each last had (restored ones too)."""
+    return tuple((chain, height) for chain, (height, _) in memory.heights.items())
 
 
 def _first_sightings(memory: _NodeMemory, chain: str, wall_offset: float) -> dict[str, float]:

@@ -1,11 +1,13 @@
-"""The shipped alerts' thresholds and severities, as the status page applies them.
+"""The shipped alerts' thresholds, severities and runbooks, as the status page applies them.
 
 Read once from the package's ``rules/thresholds.json``, which ``make mixin``
 (tools/render_mixin.py) renders from the monitoring mixin: the thresholds from
 mixin/status_page.libsonnet (the mixin's ``_config`` and the alerts' fixed windows), each
-alert's severity from the rendered alert rules. So the page and the pages an operator
-receives cannot disagree, and no number or severity is stated here. Every value is a number;
-durations are seconds (the file's keys ending in ``Seconds``), converted once, in the mixin.
+alert's severity and ``runbook_url`` from the rendered alert rules. So the page and the pages
+an operator receives cannot disagree, and no number, severity or link is stated here. Every
+threshold is a number; durations are seconds (the file's keys ending in ``Seconds``),
+converted once, in the mixin. An alert of severity ``none`` (a dead man's switch) never
+describes a problem: the rendering leaves it out.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 _FIX = "run `make mixin` (or reinstall the package): it renders this file from mixin/"
+_PARTS = ("thresholds", "severities", "runbooks")
 
 
 class Severity(IntEnum):
@@ -49,19 +52,32 @@ class Thresholds:
     leader_failed_rounds_threshold: float  # LedgerLeaderFailingRounds: this many failures ...
     leader_failed_rounds_window_seconds: float  # ... within this window
     required_votes_window_seconds: float  # LedgerCouncilQuorumThin: consensusRequired's window
+    peers_low_threshold: float  # LedgerNodePeersLow: fewer peers than this, but some
+    pending_messages_threshold: float  # LedgerPendingMessagesHigh: more queued than this
+    delayed_messages_threshold: float  # LedgerDelayedMessagesHigh: more delayed than this
+    vote_round_threshold: float  # LedgerVoteRoundsEscalating: a session past this round
 
 
 @dataclass(frozen=True)
 class AlertRules:
-    """What the page mirrors of the shipped alerts: its thresholds, and each alert's severity."""
+    """What the page mirrors of the shipped alerts: its thresholds, each alert's severity and
+    each alert's runbook URL."""
 
     thresholds: Thresholds
     severities: Mapping[str, Severity]
+    runbooks: Mapping[str, str]
 
     def severity(self, alert: str) -> Severity:
         """``alert``'s severity; a name the rules lack is a bug of the page, said plainly."""
         try:
             return self.severities[alert]
+        except KeyError:
+            raise KeyError(f"{alert} is not a shipped alert (rules/thresholds.json)") from None
+
+    def runbook(self, alert: str) -> str:
+        """``alert``'s runbook URL, as its rule's ``runbook_url`` annotation says."""
+        try:
+            return self.runbooks[alert]
         except KeyError:
             raise KeyError(f"{alert} is not a shipped alert (rules/thresholds.json)") from None
 
@@ -75,10 +91,13 @@ def parse(document: Any, source: str) -> AlertRules:
     """The rules of a thresholds.json ``document`` read from ``source`` (named in errors)."""
     if not isinstance(document, dict):
         raise ValueError(f"{source}: not a JSON object; {_FIX}")
-    given = document.get("thresholds")
-    severities = document.get("severities")
-    if not isinstance(given, dict) or not isinstance(severities, dict):
-        raise ValueError(f"{source}: 'thresholds' and 'severities' must be objects; {_FIX}")
+    given, severities, runbooks = (document.get(part) for part in _PARTS)
+    if (
+        not isinstance(given, dict)
+        or not isinstance(severities, dict)
+        or not isinstance(runbooks, dict)
+    ):
+        raise ValueError(f"{source}: {', '.join(map(repr, _PARTS))} must be objects; {_FIX}")
     expected = {_camel(field.name): field.name for field in fields(Thresholds)}
     missing, unknown = sorted(expected.keys() - given.keys()), sorted(given.keys() - expected)
     if missing or unknown:
@@ -90,8 +109,15 @@ def parse(document: Any, source: str) -> AlertRules:
     for alert, label in severities.items():
         if not re.fullmatch(r"\w+", str(alert)) or label not in labels:
             raise ValueError(f"{source}: alert {alert!r} has severity {label!r}; {_FIX}")
+    if runbooks.keys() != severities.keys():
+        differ = sorted(runbooks.keys() ^ severities.keys())
+        raise ValueError(f"{source}: runbooks and severities name other alerts {differ}; {_FIX}")
+    for alert, url in runbooks.items():
+        if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+            raise ValueError(f"{source}: alert {alert!r} has runbook {url!r}, not a URL; {_FIX}")
     thresholds = Thresholds(**{expected[key]: value for key, value in given.items()})
-    return AlertRules(thresholds, {alert: labels[label] for alert, label in severities.items()})
+    listed = {alert: labels[label] for alert, label in severities.items()}
+    return AlertRules(thresholds, listed, dict(runbooks))
 
 
 def load(path: Path | None = None) -> AlertRules:

@@ -3,8 +3,10 @@
 Plain HTML that refreshes itself (no JavaScript): a banner with the problems of a failed
 config reload, the network as a whole (forks, splits without a majority, partitions, council
 views), then each node's and chain's problems and the watched contracts and wallets, each
-list most severe first with the severity and name of the shipped alert it mirrors
-(:mod:`exporter.web.problems`), then every node and every chain. Ages, not clock times; chain
+list most severe first with the severity and name of the shipped alert it mirrors, linked to
+its runbook (:mod:`exporter.web.problems`), one line per incident (what its cause explains
+folded under it, as Alertmanager's inhibitions silence those alerts), then every node and
+every chain (a down node's chains too, unknown). Ages, not clock times; chain
 ids and long names shortened with the full value on hover; long texts wrap, so the page never
 scrolls sideways. Everything a node sends and every config problem is escaped, its control
 and bidirectional characters shown as ``\\uXXXX`` (:mod:`exporter.text`), and isolated in a
@@ -33,8 +35,8 @@ from exporter.model.fields import (
 )
 from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
 from exporter.text import ISOLATE_END, ISOLATE_START, visible
-from exporter.web.alert_thresholds import Severity
-from exporter.web.problems import Attention, Problem, age, attention, peers_lost
+from exporter.web.alert_thresholds import SHIPPED, Severity
+from exporter.web.problems import Attention, Problem, Scope, age, attention, peers_lost
 
 __all__ = ["StatusPage"]
 
@@ -55,10 +57,14 @@ _STYLE = (
     ".banner{background:#fdd;border:1px solid #b00;padding:.6em;margin:1em 0}"
     ".banner ul{margin:.3em 0}"
     "ul.problems{list-style:none;padding-left:0}ul.problems li{margin:.25em 0}"
+    # the lines a cause explains, under its line: indented, their badges outlined
+    "ul.folded{list-style:none;padding-left:1.6em;margin:.15em 0;font-size:92%}"
+    "ul.folded .sev{background:#fff;border:1px solid currentColor}"
+    "ul.folded .critical{color:#b00}ul.folded .warning{color:#a60}ul.folded .info{color:#57a}"
     ".sev{display:inline-block;min-width:4.8em;text-align:center;font-size:80%;"
     "font-weight:bold;border-radius:3px;padding:0 .3em;margin-right:.4em;color:#fff}"
     ".critical{background:#b00}.warning{background:#c70}.info{background:#57a}"
-    "tr.problem{background:#fff3f3}code{font-size:90%}small.alert{color:#666}"
+    "tr.problem{background:#fff3f3}code{font-size:90%}small.alert,small.alert a{color:#666}"
 )
 
 
@@ -121,17 +127,34 @@ def _where(problem: Problem) -> str:
     return " ".join(parts)
 
 
+def _alert(name: str) -> str:
+    """An alert's name, linked to its runbook (the rule's runbook_url)."""
+    link = escape(SHIPPED.runbook(name))
+    return f'<small class="alert"><a href="{link}" rel="noreferrer">{_shown(name)}</a></small>'
+
+
 def _line(problem: Problem) -> str:
     severity = problem.severity.label
-    alert = f' <small class="alert">{_shown(problem.alert)}</small>' if problem.alert else ""
+    alert = f" {_alert(problem.alert)}" if problem.alert else ""
     where = _where(problem)
+    folded = ""
+    if problem.folded:
+        folded = '<ul class="folded">' + "".join(map(_line, problem.folded)) + "</ul>"
     return (
         f'<li><span class="sev {severity}">{severity}</span> '
-        f"{where}{': ' if where else ''}<bdi>{_plain(problem.text)}</bdi>{alert}</li>"
+        f"{where}{': ' if where else ''}<bdi>{_plain(problem.text)}</bdi>{alert}{folded}</li>"
     )
 
 
-def _problem_list(problems: list[Problem] | tuple[Problem, ...], fine: str) -> str:
+#: A section without a line of its own, whose problems are folded under another's.
+_FOLDED_AWAY = "Each problem here is folded under the line of its cause above."
+
+
+def _problem_list(
+    problems: list[Problem] | tuple[Problem, ...], fine: str, folded_away: bool = False
+) -> str:
+    if not problems and folded_away:
+        return f'<p class="muted">{_FOLDED_AWAY}</p>'
     if not problems:
         return f'<p class="ok">{fine}</p>'
     return '<ul class="problems">' + "".join(_line(problem) for problem in problems) + "</ul>"
@@ -162,21 +185,28 @@ def _attention(snapshot: Snapshot, found: Attention) -> str:
         if compared
         else "Nothing to compare: fewer than two polled nodes are up.",
     )
-    nodes = _problem_list(found.node_problems, "Every node is up and in step.")
+    scopes = {line.scope for line in found.lines()}
+    nodes = _problem_list(
+        found.node_problems, "Every node is up and in step.", Scope.NODE in scopes
+    )
     nodes += _maintenance(found)
     watch = ""
     if snapshot.watch.objects or snapshot.watch.unmatched:
         watch = "<h3>Watched contracts and wallets</h3>" + _problem_list(
-            found.watch, "Every watched contract is ACTIVE and every watched wallet enabled."
+            found.watch,
+            "Every watched contract is ACTIVE and every watched wallet enabled.",
+            Scope.WATCH in scopes,
         )
     # a node answering as another node first: what the rest says of it is on its word
     first = _problem_list(found.identity, "") if found.identity else ""
     return (
         f"{heading}{first}<h3>Network</h3>{network}<h3>Nodes and chains</h3>{nodes}{watch}"
         '<p class="muted"><small>Severities are those of the shipped alerts named on each '
-        "line; a problem is listed from the first cycle its alert's condition holds, before "
-        "the alert's <code>for</code> has passed, except syncing, which is info until its "
-        "alert's 30 minutes.</small></p>"
+        "line, each name a link to its runbook; a problem is listed from the first cycle its "
+        "alert's condition holds, before the alert's <code>for</code> has passed, except "
+        "syncing, which is info until its alert's 30 minutes. One line per incident: the "
+        "lines its cause explains are under it, as the shipped Alertmanager config inhibits "
+        "their alerts, and are not counted.</small></p>"
     )
 
 
@@ -216,7 +246,8 @@ def _banner(snapshot: Snapshot) -> str:
     return (
         '<div class="banner"><b class="bad">The last configuration reload failed</b>: the '
         f"previous configuration is still running.{listed}Fix the file, then reload again "
-        "(<code>POST /-/reload</code> or <code>SIGHUP</code>).</div>"
+        "(<code>POST /-/reload</code> or <code>SIGHUP</code>). "
+        f"{_alert('LedgerExporterConfigReloadFailed')}</div>"
     )
 
 
@@ -263,20 +294,37 @@ def _chain_row(node: NodeStatus, chain: ChainStatus, now: float, problems: list[
     )
 
 
+def _unknown_row(node: NodeStatus, blockchain: str, problems: list[Problem]) -> str:
+    """A down node's chain: nothing known this cycle, its line says what was last read."""
+    shown = "; ".join(f"<bdi>{_plain(p.text)}</bdi>" for p in problems)
+    return (
+        f"<tr><td class=k>{_shown(node.name)}</td><td class=k>{_short(blockchain)}</td>"
+        + '<td class="n">&mdash;</td>' * 2
+        + "<td class=k>&mdash;</td>" * 3
+        + '<td class="n">&mdash;</td>' * 2
+        + f'<td class=t><span class="muted">{shown}</span></td></tr>'
+    )
+
+
 def _tables(nodes: list[NodeStatus], found: Attention, now: float) -> str:
     if not nodes:
         return ""
-    per_node = found.nodes or {}
+    per_node: dict[str, list[Problem]] = {node.name: [] for node in nodes}
+    for line in found.lines():  # folded lines too: a row shows all of its own
+        if line.node in per_node:
+            per_node[line.node].append(line)
     node_rows = "".join(_node_row(node, per_node[node.name], now) for node in nodes)
     chains = []
     for node in nodes:
         for chain in node.chains:
             mine = [p for p in per_node[node.name] if p.chain == chain.blockchain]
-            chains.append(
-                (min((p.severity for p in mine), default=len(Severity)), node, chain, mine)
-            )
+            row = _chain_row(node, chain, now, mine)
+            chains.append((min((p.severity for p in mine), default=len(Severity)), row))
+        for blockchain, _ in node.last_chains:  # the node is down: unknown, after problems
+            mine = [p for p in per_node[node.name] if p.chain == blockchain]
+            chains.append((Severity.INFO, _unknown_row(node, blockchain, mine)))
     chains.sort(key=lambda row: row[0])
-    chain_rows = "".join(_chain_row(node, chain, now, mine) for _, node, chain, mine in chains)
+    chain_rows = "".join(row for _, row in chains)
     return (
         "<h2>Nodes</h2><table><tr><th>Node</th><th>State</th><th>Peers</th><th>Version</th>"
         f"<th>Last error</th><th>Last success</th></tr>{node_rows}</table>"
@@ -314,11 +362,12 @@ class StatusPage:
         self.snapshot = snapshot
         as_of = snapshot.completed_at if snapshot.completed_at is not None else time.monotonic()
         found = attention(snapshot, as_of)
-        per_node = found.nodes or {}
+        worst: dict[str | None, int] = {}
+        for line in found.lines():  # folded lines too: a node's own problems, wherever listed
+            worst[line.node] = min(worst.get(line.node, len(Severity)), line.severity)
 
         def order(node: NodeStatus) -> tuple[int, bool]:
-            worst = min((p.severity for p in per_node[node.name]), default=len(Severity))
-            return worst, node.up
+            return worst.get(node.name, len(Severity)), node.up
 
         nodes = sorted(snapshot.nodes, key=order)
         counts = _counts(found) if snapshot.completed_at is not None else ""

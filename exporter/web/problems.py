@@ -3,15 +3,19 @@ threshold and severity, so the page never says more or less than the pages an op
 Both come from the mixin, rendered into the package (:mod:`exporter.web.alert_thresholds`);
 none is stated here.
 
-Three scopes, shown in this order: the network as a whole (forks, splits without a majority,
-partitions, council views, and consensus health: a thin quorum, consensus settings that
-drift, a vote session that does not close, a leader whose rounds keep failing), each node and
-chain, and the watched contracts and wallets. A
+Three scopes, shown in this order: the network as a whole (no node answering, chains
+halted, forks, splits without a majority, partitions, council views, and consensus health: a
+thin quorum, consensus settings that drift, a vote session that does not close, a leader
+whose rounds keep failing), each node and chain, and the watched contracts and wallets. A
 problem is listed from the first cycle its alert's condition holds, before the alert's `for`
-has passed; syncing, whose alert waits long (its `for`), is listed as info until then. Pure
-functions of one snapshot: the page is rendered once per cycle. Every age is a difference
-of the snapshot's times and ``now_mono``, all on the monotonic clock (``time.monotonic()``),
-so a wall-clock step neither raises nor hides a problem.
+has passed; syncing, whose alert waits long (its `for`), is listed as info until then.
+
+One line per incident: the page folds its lines as the shipped Alertmanager config's
+inhibition tree silences the alerts (:data:`INHIBITIONS`): a line whose cause has its own
+line is shown under it, not beside it, and not counted. Pure functions of one snapshot: the
+page is rendered once per cycle. Every age is a difference of the snapshot's times and
+``now_mono``, all on the monotonic clock (``time.monotonic()``), so a wall-clock step neither
+raises nor hides a problem.
 """
 
 from __future__ import annotations
@@ -25,9 +29,12 @@ from exporter.config.maintenance import MaintenanceEntry
 from exporter.model.fields import (
     CONSENSUS_TIMEOUT,
     COUNCIL_MEMBERS,
+    DELAYED_MESSAGES,
     MIN_MEMBERS,
+    PENDING_MESSAGES,
     PENDING_TRANSACTIONS,
     TX_MAX_TIME_TRIGGER,
+    VOTE_ROUND,
     VOTE_SESSIONS,
     ChainReading,
 )
@@ -55,7 +62,8 @@ class Problem:
     None for an info line about an alert that has not fired yet; ``subject`` what the line
     is about beyond a node and a chain: a watched contract's or wallet's name, a leader's
     key. Every text is plain (escaped when rendered), each value a node sent in it marked
-    by :func:`exporter.text.isolated` (made visible; the page isolates it)."""
+    by :func:`exporter.text.isolated` (made visible; the page isolates it). ``folded``: the
+    lines this one's cause explains, shown under it (:data:`INHIBITIONS`)."""
 
     scope: Scope
     severity: Severity
@@ -64,10 +72,25 @@ class Problem:
     node: str | None = None
     chain: str | None = None
     subject: str | None = None
+    folded: tuple[Problem, ...] = ()
+
+    def lines(self) -> Iterator[Problem]:
+        """This line, then every line folded under it, depth first."""
+        yield self
+        for line in self.folded:
+            yield from line.lines()
 
 
-def _alerting(alert: str, scope: Scope, text: str, **where: str | None) -> Problem:
-    return Problem(scope, SHIPPED.severity(alert), alert, text, **where)
+def _alerting(
+    alert: str,
+    scope: Scope,
+    text: str,
+    *,
+    node: str | None = None,
+    chain: str | None = None,
+    subject: str | None = None,
+) -> Problem:
+    return Problem(scope, SHIPPED.severity(alert), alert, text, node, chain, subject)
 
 
 def age(seconds: float) -> str:
@@ -169,6 +192,43 @@ def _readers(snapshot: Snapshot) -> dict[str, Readers]:
     return found
 
 
+def halted_problems(
+    snapshot: Snapshot, now_mono: float, thresholds: Thresholds = SHIPPED_THRESHOLDS
+) -> list[Problem]:
+    """LedgerBlockchainHalted: every up node that reads a chain is stalled at one height
+    while work waits (:func:`chain_problems`' stall line on each); one line per chain, the
+    nodes named, since the last of them reached that height."""
+    found = []
+    for blockchain, readers in _readers(snapshot).items():
+        at = {node.name: chain.reading.height for node, chain in readers if chain.reading}
+        seen = [(node, chain) for node, chain in readers if at[node.name] is not None]
+        heights = {at[node.name] for node, _ in seen}
+        if len(heights) != 1:
+            continue
+        if any(_stalled(chain, now_mono, thresholds) is None for _, chain in seen):
+            continue
+        since = min(now_mono - (chain.height_changed_at or 0.0) for _, chain in seen)
+        nodes = ", ".join(node.name for node, _ in seen)
+        text = (
+            f"halted at height {heights.pop():.0f} for {age(since)}: every up node that "
+            f"reads it ({nodes}) is stalled there while work waits"
+        )
+        found.append(_alerting("LedgerBlockchainHalted", Scope.NETWORK, text, chain=blockchain))
+    return found
+
+
+def all_down(snapshot: Snapshot) -> Problem | None:
+    """LedgerAllNodesDown: no polled node answers (the exporter's own network path, or the
+    network itself); every node's own line goes under it."""
+    if not snapshot.nodes or any(node.up for node in snapshot.nodes):
+        return None
+    text = (
+        f"none of the {len(snapshot.nodes)} polled nodes answers: the exporter's own network "
+        "path (DNS, routes, firewall, proxy) or the whole network is down"
+    )
+    return _alerting("LedgerAllNodesDown", Scope.NETWORK, text)
+
+
 def consensus_problems(
     snapshot: Snapshot, now_mono: float, thresholds: Thresholds = SHIPPED_THRESHOLDS
 ) -> list[Problem]:
@@ -179,8 +239,9 @@ def consensus_problems(
     members = {key: name for name, key in snapshot.network.node_keys}  # down ones too
     members |= {n.health.node_key: n.name for n in snapshot.nodes if n.health and n.health.node_key}
     found = [
-        _thin_quorum(chain, readers.get(chain.blockchain, []), now_mono, thresholds)
+        check(chain, readers.get(chain.blockchain, []), now_mono, thresholds)
         for chain in snapshot.network.chains
+        for check in (_thin_quorum, _without_margin)
     ]
     for blockchain, seen in readers.items():
         found.append(_stuck_sessions(blockchain, seen, thresholds))
@@ -191,8 +252,9 @@ def consensus_problems(
 def _thin_quorum(
     chain: ChainAgreement, readers: Readers, now_mono: float, thresholds: Thresholds
 ) -> Problem | None:
-    """LedgerCouncilQuorumThin: members down and those up no more than the votes required,
-    where every member of the majority's council is polled (an unpolled member is unknown)."""
+    """LedgerCouncilQuorumThin: a margin lost, members down until those up are no more than
+    the votes required, where every member of the majority's council is polled (an unpolled
+    member is unknown)."""
     up, polled = chain.council_members_up, chain.council_members_polled
     majority = {node for node, agrees in chain.council_agrees if agrees}
     sizes = [
@@ -212,6 +274,28 @@ def _thin_quorum(
         needs = f"a session needs {required:.0f} votes"
         text = f"{council}, and {needs}: one more member lost and none can pass"
     return _alerting("LedgerCouncilQuorumThin", Scope.NETWORK, text, chain=chain.blockchain)
+
+
+def _without_margin(
+    chain: ChainAgreement, readers: Readers, now_mono: float, thresholds: Thresholds
+) -> Problem | None:
+    """LedgerCouncilWithoutMargin's note: a council no larger than the votes a session needs
+    has no margin by its own design (3 members, 3 votes): any member down stops the chain.
+    Not an incident (nothing changed), so info, apart from a margin lost."""
+    majority = {node for node, agrees in chain.council_agrees if agrees}
+    sizes = [
+        len(c.reading.council)
+        for n, c in readers
+        if n.name in majority and c.reading and c.reading.council
+    ]
+    required = _required_votes(readers, now_mono, thresholds.required_votes_window_seconds)
+    if not sizes or required is None or max(sizes) > required:
+        return None
+    text = (
+        f"the council has {max(sizes)} members and a session needs {required:.0f} votes: no "
+        "margin by its own design, any member down stops the chain"
+    )
+    return _alerting("LedgerCouncilWithoutMargin", Scope.NETWORK, text, chain=chain.blockchain)
 
 
 def _required_votes(readers: Readers, now_mono: float, window: float) -> float | None:
@@ -392,7 +476,40 @@ def chain_problems(
     if syncing:
         found.append(_syncing(node, chain, now_mono, thresholds))
     below = _council_below_minimum(node, chain)
-    return found + ([below] if below else [])
+    return found + ([below] if below else []) + _queues_and_rounds(chain, thresholds, where)
+
+
+def _queues_and_rounds(
+    chain: ChainStatus, thresholds: Thresholds, where: dict[str, str]
+) -> list[Problem]:
+    """LedgerVoteRoundsEscalating, LedgerPendingMessagesHigh, LedgerDelayedMessagesHigh."""
+    reading = chain.reading
+    if reading is None:
+        return []
+    found = []
+    for field, limit, alert, what in (
+        (VOTE_ROUND, thresholds.vote_round_threshold, "LedgerVoteRoundsEscalating", ""),
+        (PENDING_MESSAGES, thresholds.pending_messages_threshold, "LedgerPendingMessagesHigh",
+         "messages pending"),
+        (DELAYED_MESSAGES, thresholds.delayed_messages_threshold, "LedgerDelayedMessagesHigh",
+         "messages delayed"),
+    ):  # fmt: skip
+        value = reading.gauge(field)
+        if value is None or value <= limit:
+            continue
+        if field is VOTE_ROUND:
+            text = f"a vote session at round {value:.0f}, past round {limit:g}: rounds keep failing"
+        else:
+            text = f"{value:.0f} {what}, more than {limit:g}"
+        found.append(_alerting(alert, Scope.NODE, text, **where))
+    return found
+
+
+def _unknown_chains(node: NodeStatus) -> Iterator[Problem]:
+    """A down node's chains, unknown until it answers again: under its LedgerNodeDown line."""
+    for blockchain, height in node.last_chains:
+        text = f"unknown while the node is down (last read at height {height:.0f})"
+        yield Problem(Scope.NODE, Severity.INFO, None, text, node.name, blockchain)
 
 
 def _behind_in_time(chain: ChainStatus, thresholds: Thresholds) -> bool:
@@ -421,10 +538,16 @@ def node_problems(
             else f"down for {age(now_mono - node.last_success)}"
         )
         text = f"{since}: {isolated(node.error) if node.error else 'no answer'}"
-        return [_alerting("LedgerNodeDown", Scope.NODE, text, node=node.name)]
+        down = _alerting("LedgerNodeDown", Scope.NODE, text, node=node.name)
+        return [replace(down, folded=tuple(_unknown_chains(node)))]
     found: list[Problem] = []
-    if node.health is not None and peers_lost(node.health.peer_count):
+    peers = node.health.peer_count if node.health is not None else None
+    if peers_lost(peers):
         found.append(_alerting("LedgerNodePeersLost", Scope.NODE, "no peers", node=node.name))
+    elif peers is not None and peers < thresholds.peers_low_threshold:
+        plural = "" if peers == 1 else "s"
+        text = f"{peers:.0f} peer{plural}, fewer than {thresholds.peers_low_threshold:g}"
+        found.append(_alerting("LedgerNodePeersLow", Scope.NODE, text, node=node.name))
     for chain in node.chains:
         off_majority = (off or {}).get((node.name, chain.blockchain), ())
         found += chain_problems(node.name, chain, now_mono, off_majority, thresholds)
@@ -571,12 +694,108 @@ def unmatched_problems(watch: WatchStatus) -> list[Problem]:
     ]
 
 
+# --- one line per incident ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Inhibition:
+    """One rule of the shipped Alertmanager config's ``inhibit_rules``, as the page applies
+    it: while a ``source`` alert's line is listed, the lines of the ``targets`` alerts (None:
+    every other alert; ``of_a_chain``: those about a chain) that share its ``equal`` fields
+    (``node``, ``chain``) go under it."""
+
+    source: str
+    targets: frozenset[str] | None
+    equal: tuple[str, ...] = ()
+    of_a_chain: bool = False
+
+    def key(self, line: Problem) -> tuple[str | None, ...]:
+        """The fields a source and the lines it hides share."""
+        return tuple(getattr(line, field) for field in self.equal)
+
+    def hides(self, source: Problem, line: Problem) -> bool:
+        """Whether ``line`` goes under ``source``, a line of this rule's source alert."""
+        if line is source or line.alert is None or (self.of_a_chain and line.chain is None):
+            return False
+        if self.targets is not None and line.alert not in self.targets:
+            return False
+        return all(getattr(line, field) == getattr(source, field) for field in self.equal)
+
+
+#: The inhibition tree (deploy/alertmanager/alertmanager.yml, rendered from the mixin), in the
+#: order the page folds: a node's own causes first, the exporter-wide one last, so a node
+#: down keeps its chains under it when every node is down. The exporter's own alerts
+#: (LedgerExporterDown) cannot be shown by the exporter, and a node in maintenance is
+#: shown apart from the problems.
+INHIBITIONS = (
+    Inhibition("LedgerNodeDown", None, ("node",), of_a_chain=True),
+    Inhibition(
+        "LedgerBlockchainHalted",
+        frozenset(
+            {
+                "LedgerBlockHeightStalled",
+                "LedgerVoteSessionStuck",
+                "LedgerVoteRoundsEscalating",
+                "LedgerLeaderFailingRounds",
+                "LedgerPendingMessagesHigh",
+                "LedgerDelayedMessagesHigh",
+                "LedgerNodeBehind",
+            }
+        ),
+        ("chain",),
+    ),
+    Inhibition("LedgerNetworkPartitioned", frozenset({"LedgerNodePeersLow"})),
+    Inhibition(
+        "LedgerBlockchainForked",
+        frozenset({"LedgerWatchedContractNodesDisagree", "LedgerWatchedWalletNodesDisagree"}),
+        ("chain",),
+    ),
+    Inhibition("LedgerAllNodesDown", None),
+)
+
+
+def _fold(sections: list[list[Problem]]) -> list[list[Problem]]:
+    """``sections`` (lists of lines) with each line an :data:`INHIBITIONS` rule hides moved
+    under the first line of its source with the same ``equal`` fields, whichever section
+    either is in. One pass over the lines per rule, however many nodes are down."""
+    for rule in INHIBITIONS:
+        top = [line for part in sections for line in part]
+        sources: dict[tuple[str | None, ...], Problem] = {}
+        for line in top:
+            if line.alert == rule.source:
+                sources.setdefault(rule.key(line), line)
+        under: dict[int, list[Problem]] = defaultdict(list)  # id(source) -> lines under it
+        for line in top:
+            source = sources.get(rule.key(line))
+            if source is not None and rule.hides(source, line):
+                under[id(source)].append(line)
+        if not under:
+            continue
+        gone = {id(line) for hidden in under.values() for line in hidden}
+        sections = [
+            [_with_folded(line, under.get(id(line), ())) for line in part if id(line) not in gone]
+            for part in sections
+        ]
+    return sections
+
+
+def _with_folded(line: Problem, hidden: Iterable[Problem]) -> Problem:
+    """``line`` with ``hidden`` folded under it after those it holds already."""
+    more = tuple(hidden)
+    return replace(line, folded=line.folded + more) if more else line
+
+
 # --- the whole page -----------------------------------------------------------------------
+
+
+def _by_severity(lines: Iterable[Problem]) -> list[Problem]:
+    return sorted(lines, key=lambda problem: problem.severity)  # stable: the order found kept
 
 
 @dataclass(frozen=True)
 class Attention:
-    """Everything the page flags for one snapshot, per scope, most severe first."""
+    """Everything the page flags for one snapshot, per scope, most severe first; each line
+    with the lines its cause explains folded under it (only the top lines are counted)."""
 
     network: tuple[Problem, ...] = ()
     nodes: dict[str, list[Problem]] | None = None  # per node name, in the snapshot's order
@@ -587,12 +806,16 @@ class Attention:
 
     @property
     def node_problems(self) -> list[Problem]:
-        listed = [problem for problems in (self.nodes or {}).values() for problem in problems]
-        return sorted(listed, key=lambda problem: problem.severity)  # stable: node order kept
+        return _by_severity(problem for listed in (self.nodes or {}).values() for problem in listed)
 
     def counts(self) -> dict[Severity, int]:
         every = [*self.identity, *self.network, *self.node_problems, *self.watch]
         return {severity: sum(p.severity is severity for p in every) for severity in Severity}
+
+    def lines(self) -> Iterator[Problem]:
+        """Every line, folded ones included, each after the line it is folded under."""
+        for problem in (*self.identity, *self.network, *self.node_problems, *self.watch):
+            yield from problem.lines()
 
 
 def attention(
@@ -600,15 +823,19 @@ def attention(
 ) -> Attention:
     """What the page flags for ``snapshot``, as of ``now_mono`` (the end of its cycle), by the
     shipped alerts' thresholds unless ``thresholds`` are given."""
-    network = network_problems(snapshot.network)
+    network = [all_down(snapshot), *halted_problems(snapshot, now_mono, thresholds)]
+    network += network_problems(snapshot.network)
     network += consensus_problems(snapshot, now_mono, thresholds)
-    by_severity = sorted(network, key=lambda p: p.severity)
     off = _off_majority(snapshot.network)
-    nodes = {node.name: node_problems(node, now_mono, off, thresholds) for node in snapshot.nodes}
-    found = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)
-    watch = sorted(found, key=lambda p: p.severity)
+    per_node = [node_problems(node, now_mono, off, thresholds) for node in snapshot.nodes]
+    watch = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)
+    sections = [[p for p in network if p is not None], *per_node, watch]
+    folded = _fold(sections)  # first: a node's lines go aside with it, folded or not
+    nodes = {node.name: folded[1 + i] for i, node in enumerate(snapshot.nodes)}
     identity = tuple(identity_problems(snapshot))
-    listed = Attention(tuple(by_severity), nodes, tuple(watch), identity)
+    listed = Attention(
+        tuple(_by_severity(folded[0])), nodes, tuple(_by_severity(folded[-1])), identity
+    )
     return set_aside(listed, snapshot, now_mono, thresholds)
 
 
@@ -659,9 +886,9 @@ def _maintenance_line(
     )
     alerts = list(dict.fromkeys(problem.alert for problem in aside if problem.alert))
     text += f"; not listed as problems: {', '.join(alerts)}" if alerts else "; no alert now"
-    where = {"node": entry.node} if entry.node else {"chain": entry.blockchain}
     scope = Scope.NODE if entry.node else Scope.NETWORK
-    return Problem(scope, Severity.INFO, None, text, **where)
+    chain = None if entry.node else entry.blockchain
+    return Problem(scope, Severity.INFO, None, text, node=entry.node or None, chain=chain)
 
 
 #: Per chain: the names of its majority council's members whose node is in maintenance, and

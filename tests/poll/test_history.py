@@ -51,6 +51,18 @@ def test_a_node_blip_does_not_reset_the_stall_clock() -> None:
     assert _chain(back, "a", "c").height_changed_at == 100.0
 
 
+def test_a_down_node_keeps_its_chains_last_heights_for_the_status_page() -> None:
+    """Its chains stay in view (unknown) while it is down; none while it is up or never read."""
+    history = History()
+    (up,) = history.record([_up("a", {"c": 10, "d": 7})], now_mono=100.0)
+    (down,) = history.record([_down("a")], now_mono=115.0)
+    (back,) = history.record([_up("a", {"c": 11})], now_mono=130.0)
+    assert (up.last_chains, down.last_chains, back.last_chains) == ((), (("c", 10), ("d", 7)), ())
+    assert down.chains == ()  # no series for them: nothing was read
+    (never,) = History().record([_down("b")], now_mono=100.0)
+    assert never.last_chains == ()
+
+
 def test_a_chain_no_longer_listed_is_forgotten() -> None:
     history = History()
     history.record([_up("a", {"c": 10})], now_mono=100.0)

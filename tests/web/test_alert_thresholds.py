@@ -69,11 +69,11 @@ def flagged(thresholds: Thresholds) -> dict[str, tuple[str, str | None]]:
         0.25,
         NOW,
     )
-    found = problems.attention(snapshot, NOW, thresholds).nodes or {}
+    found = problems.attention(snapshot, NOW, thresholds).lines()  # folded lines too
     return {
-        name: (problem.severity.label, problem.alert)
-        for name, listed in found.items()
-        for problem in listed
+        problem.node: (problem.severity.label, problem.alert)
+        for problem in found
+        if problem.node is not None
     }
 
 
@@ -133,7 +133,9 @@ def _document(**changes: Any) -> dict[str, Any]:
     document: dict[str, Any] = json.loads((REPO / render_mixin.THRESHOLDS).read_text())
     for key, value in changes.items():
         part, _, field = key.partition("__")
-        if value is None:
+        if value is None and not field:
+            del document[part]
+        elif value is None:
             del document[part][field]
         else:
             document[part][field] = value
@@ -149,6 +151,10 @@ def _document(**changes: Any) -> dict[str, Any]:
         ({"thresholds__blocksBehindThreshold": True}, "blocksBehindThreshold is True, not a"),
         ({"thresholds__syncingTooLongSeconds": -1}, "syncingTooLongSeconds is -1, not a"),
         ({"severities__LedgerNodeDown": "page"}, "alert 'LedgerNodeDown' has severity 'page'"),
+        ({"runbooks__LedgerNodeDown": None}, "name other alerts ['LedgerNodeDown']"),
+        ({"runbooks__LedgerNodeDown": "javascript:x"}, "has runbook 'javascript:x', not a URL"),
+        ({"runbooks__LedgerNodeDown": 3}, "has runbook 3, not a URL"),
+        ({"runbooks__": None}, "'thresholds', 'severities', 'runbooks' must be objects"),
     ],
 )
 def test_a_broken_file_is_refused_naming_what_and_how_to_fix(

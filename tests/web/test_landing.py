@@ -62,7 +62,7 @@ def chain(
 
 def snapshot(*nodes: NodeStatus, reload_ok: bool = True) -> Snapshot:
     """A cycle that ended at NOW: the page's ages are as of then."""
-    return Snapshot(tuple(nodes), 0.25, NOW, reload_ok)
+    return Snapshot(tuple(nodes), 0.25, NOW, config_reload_ok=reload_ok)
 
 
 class Text(HTMLParser):
@@ -233,10 +233,10 @@ def browse(url: str, *flags: str) -> str:
 
 @pytest.fixture
 def faulty(tmp_path: Path) -> Iterator[tuple[str, SimulatedNetwork]]:
-    """An exporter polling five simulated nodes, four of them in trouble, after a bad reload."""
+    """An exporter polling five simulated nodes, four of them in trouble (one down after it
+    was read), after a bad reload."""
     with SimulatedNetwork(nodes=5, chains=2, block_interval=0.5, seed=3, port=0) as network:
         names = network.node_names
-        network.set_fault(names[1], "down")
         network.set_fault(names[2], "peers_lost")
         network.set_fault(names[3], "syncing", chain=network.chain_ids[0])
         network.set_fault(names[4], "stall")
@@ -249,6 +249,12 @@ def faulty(tmp_path: Path) -> Iterator[tuple[str, SimulatedNetwork]]:
         server = exporter.start("127.0.0.1:0")
         try:
             base = f"http://127.0.0.1:{server.port}/"
+            wait_until(
+                lambda: any(n.up for n in exporter.exposition().snapshot.nodes[1:2]),
+                timeout=60,
+                message="node-2 was never read",
+            )
+            network.set_fault(names[1], "down")  # its chains were read: they stay, unknown
             wait_until(
                 lambda: b"20 blocks behind" in fetch(base).body,
                 timeout=60,
@@ -270,11 +276,19 @@ def test_the_status_page_in_headless_chromium(
     text = Text(browse(base, "--dump-dom")).text
     assert "The last configuration reload failed" in text
     attention = text[text.index("Needs attention") : text.index("Nodes Node State")]
-    assert "node-2: never up: connection" in attention
+    assert re.search(r"node-2: down for \d+s: connection", attention), attention
+    for chain_id in network.chain_ids:  # under its line, and in the chains table
+        short = f"node-2 chain {chain_id[:8]}…: unknown while the node is down (last read at"
+        assert short in attention
+        assert re.search(rf"node-2 {chain_id[:8]}… (— ){{7}}unknown while the node is down", text)
     assert "node-3: no peers" in attention
     assert f"node-4 chain {network.chain_ids[0][:8]}…: syncing" in attention
     assert re.search(r"node-5 chain \w{8}…: \d+ blocks behind", attention)
-    assert "node-1" not in attention
+    # node-1's only line, if any: fewer peers, folded under the partition (node-3 cut off)
+    partition = attention.index("critical the up polled nodes form")
+    peers = "node-1: 1 peer, fewer than 2 LedgerNodePeersLow"
+    assert attention.find(peers) in (-1, attention.find(peers, partition))
+    assert "node-1" not in attention.replace(peers, "")
     nodes = text[text.index("Nodes Node State") : text.index("Blockchains")]
     assert nodes.index("node-2 down") < nodes.index("node-1 up")  # problems first
     artifacts = tmp_path_factory.getbasetemp() / "artifacts"

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -81,15 +82,17 @@ def view(
 
 
 class Page(HTMLParser):
-    """The visible text, each ``<li>`` (and per problem list, its items), every title."""
+    """The visible text, each top ``<li>`` of a problem list (and per list, its items) without
+    the lines folded under it, each folded line (``folded``), every title."""
 
     def __init__(self, html: str) -> None:
         super().__init__()
         self.parts: list[str] = []
         self.items: list[str] = []
+        self.folded: list[str] = []  # the lines under another (<ul class="folded">)
         self.lists: list[list[str]] = []  # each <ul class="problems">: its items
         self.titles: list[str] = []
-        self._item: list[str] | None = None
+        self._open: list[list[str]] = []  # the <li> being read, innermost last
         self._style = False
         self.feed(html)
 
@@ -97,7 +100,7 @@ class Page(HTMLParser):
         self.titles += [value or "" for key, value in attrs if key == "title"]
         self._style = tag in ("style", "title")
         if tag == "li":
-            self._item = []
+            self._open.append([])
         if tag == "ul" and ("class", "problems") in attrs:
             self.lists.append([])
         if tag not in ("b", "bdi", "code", "span", "small", "a"):
@@ -105,17 +108,20 @@ class Page(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         self._style = False
-        if tag == "li" and self._item is not None:
-            self.items.append(" ".join("".join(self._item).split()))
+        if tag == "li" and self._open:
+            item = " ".join("".join(self._open.pop()).split())
+            if self._open:
+                self.folded.append(item)
+                return
+            self.items.append(item)
             if self.lists:
                 self.lists[-1].append(self.items[-1])
-            self._item = None
 
     def handle_data(self, data: str) -> None:
         if not self._style:
             self.parts.append(data)
-            if self._item is not None:
-                self._item.append(data)
+            if self._open:
+                self._open[-1].append(data)
 
     @property
     def text(self) -> str:
@@ -129,7 +135,7 @@ def page(shot: Snapshot) -> Page:
 # --- severities and thresholds are the shipped alerts' --------------------------------------
 
 
-def shipped_alerts() -> dict[str, dict[str, object]]:
+def shipped_alerts() -> dict[str, dict[str, Any]]:
     rules = yaml.safe_load((REPO / "deploy" / "prometheus" / "alerts.yml").read_text())
     return {r["alert"]: r for g in rules["groups"] for r in g["rules"] if "alert" in r}
 
@@ -138,10 +144,13 @@ def test_each_problem_has_the_severity_of_the_alert_it_mirrors() -> None:
     """The page's severities are read from the package's rendering of the rules, which
     holds every shipped alert's as deploy/prometheus/alerts.yml labels it."""
     alerts = shipped_alerts()
-    # but the dead man's switch (severity none), never a problem on the page
-    assert alert_thresholds.SHIPPED.severities.keys() == alerts.keys() - {"LedgerWatchdog"}
+    listed = {name for name, rule in alerts.items() if rule["labels"]["severity"] != "none"}
+    assert alert_thresholds.SHIPPED.severities.keys() == listed
     for name, severity in alert_thresholds.SHIPPED.severities.items():
         assert alerts[name]["labels"] == {"severity": severity.label}, name
+    for name in listed:  # and each alert's runbook, its rule's
+        runbook = alerts[name]["annotations"]["runbook_url"]
+        assert alert_thresholds.SHIPPED.runbook(name) == runbook
 
 
 def test_syncing_is_flagged_after_the_alerts_own_wait() -> None:

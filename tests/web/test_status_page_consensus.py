@@ -228,15 +228,34 @@ def test_a_thin_quorum_only_where_every_member_is_polled() -> None:
     assert lines_of(unknown, "LedgerCouncilQuorumThin") == []
 
 
-def test_a_council_without_margin_by_design_is_no_thin_quorum() -> None:
-    """4 members, 4 votes required, all up: nothing was lost, so nothing to page about (the
-    info alert LedgerCouncilWithoutMargin says the design); one down is a margin lost."""
+def test_a_council_without_margin_by_design_is_a_note_and_a_margin_lost_is_critical() -> None:
+    """3 members needing 3 votes (the demo's council): the network never had a margin, so
+    the page says so as info (LedgerCouncilWithoutMargin), never critical; a member down
+    loses what margin there was not: LedgerCouncilQuorumThin, critical, beside the note."""
     fleet = Fleet()
-    voting = chain(voteSessions=session(1, "key-1", required=4))
-    everyone = {n: voting for n in ("n1", "n2", "n3", "n4")}
-    assert lines_of(fleet.cycle(everyone), "LedgerCouncilQuorumThin") == []
-    (line,) = lines_of(fleet.cycle(everyone | {"n4": None}), "LedgerCouncilQuorumThin")
-    assert line.severity.label == "critical"
+    three = chain(councilMembers=COUNCIL[:3], voteSessions=session(1, "key-1", required=3))
+    healthy = fleet.cycle({n: three for n in ("n1", "n2", "n3")})
+    assert network_lines(healthy) == [
+        (
+            "info",
+            "LedgerCouncilWithoutMargin",
+            "the council has 3 members and a session needs 3 votes: no margin by its own "
+            "design, any member down stops the chain",
+        )
+    ]
+    one_down = fleet.cycle({"n1": three, "n2": three, "n3": None})
+    assert [(severity, alert) for severity, alert, _ in network_lines(one_down)] == [
+        ("critical", "LedgerCouncilQuorumThin"),
+        ("info", "LedgerCouncilWithoutMargin"),
+    ]
+    assert network_lines(one_down)[0][2] == (
+        "2 of the council's 3 members up among the polled nodes, fewer than the 3 votes a "
+        "session needs: no vote can pass"
+    )
+    # 4 members, 3 votes: a margin of one, no note; one down is the margin lost
+    four = chain(voteSessions=session(1, "key-1", required=3))
+    spare = Fleet().cycle({n: four for n in ("n1", "n2", "n3", "n4")})
+    assert network_lines(spare) == []
 
 
 def test_consensus_lines_come_first_on_the_page() -> None:
@@ -279,6 +298,7 @@ def test_the_page_uses_the_consensus_alerts_thresholds() -> None:
     ("alert", "severity"),
     [
         ("LedgerCouncilQuorumThin", "critical"),
+        ("LedgerCouncilWithoutMargin", "info"),
         ("LedgerConsensusConfigDiverges", "warning"),
         ("LedgerNodeOffMajorityConsensus", "warning"),
         ("LedgerVoteSessionStuck", "warning"),

@@ -143,8 +143,8 @@ def test_a_chain_in_maintenance_takes_its_problems_on_every_node_out_of_the_list
     busy = needing(3) | {"pendingTransactions": 4}
     fleet.cycle({name: busy for name in KEYS})
     stalled = fleet.cycle({"n1": busy, "n2": busy, "n3": busy, "n4": None}, after=600)
-    alerts = {alert for alert, _, _ in listed(stalled)}
-    assert {"LedgerBlockHeightStalled", "LedgerCouncilQuorumThin", "LedgerNodeDown"} <= alerts
+    alerts = {alert for alert, _, _ in listed(stalled)}  # the stalls: under the halted line
+    assert {"LedgerBlockchainHalted", "LedgerCouncilQuorumThin", "LedgerNodeDown"} <= alerts
 
     upgrade = MaintenanceEntry("", "c1", EVENING, "chain upgrade")
     snapshot = fleet.cycle({"n1": busy, "n2": busy, "n3": busy, "n4": None}, (upgrade,))

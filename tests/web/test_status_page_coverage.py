@@ -1,0 +1,240 @@
+"""Every alert that pages has its line on the status page (issue 36): the shipped rules
+(deploy/prometheus/alerts.yml) are walked, and each alert of warning or critical severity
+must either have a scenario below, a hand-made snapshot on which the page lists a line of that
+alert (linked to its runbook), or an entry in ``NOT_ON_THE_PAGE`` saying why the exporter
+cannot show it. A new alert without either fails here, naming it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+import yaml
+
+from exporter.model.network import Agreement, ChainAgreement, NetworkView
+from exporter.model.readings import read_chain, read_health
+from exporter.model.snapshot import ChainStatus, ConsensusStatus, LeaderCounts, NodeStatus, Snapshot
+from exporter.model.watch_readings import (
+    ContractReading,
+    WalletReading,
+    WatchedObject,
+    WatchKind,
+    WatchStatus,
+)
+from exporter.web import alert_thresholds
+from exporter.web.problems import attention
+from tests.support.documents import chain_doc, health_doc
+from tests.support.testdata import REPO
+from tests.support.webapp import landing_page
+
+NOW = 1_700_000_000.0
+C1 = "c1"
+
+#: Alerts of warning or critical severity the page does not list, and why it cannot.
+NOT_ON_THE_PAGE = {
+    # the exporter's own scrape failing or absent: a page it serves cannot say it is not served
+    "LedgerExporterDown": "the exporter cannot show that it is down",
+    "LedgerExporterAbsent": "the exporter cannot show that Prometheus lacks it",
+    # failed requests counted over 5-minute windows for 15 minutes: the page shows one cycle
+    # (its nodes table has each node's last error and since when), not a rate over time
+    "LedgerNodeScrapeErrors": "a rate over 15 minutes of history the page does not keep",
+    # probe mode: Prometheus asks /probe for each target; the page has no fleet to list
+    "LedgerProbeFailed": "a probe's outcome is Prometheus's: the page lists polled nodes",
+    "LedgerProbeBlockHeightStalled": "a probe's outcome is Prometheus's, as above",
+    # the exporter's own trends, each over windows of history the page does not keep (it
+    # shows one cycle); the summary line gives the last cycle's duration, the log each
+    # failed write and each value dropped
+    "LedgerExporterCycleNearTimeout": "every cycle of the last 10 minutes near its deadline",
+    "LedgerExporterValuesDropped": "values dropped in every 5-minute window for 15 minutes",
+    "LedgerExporterStateFileWriteFailing": "failed writes in every 5-minute window for 10m",
+    # more than one version for 12 hours: the page cannot tell a rolling upgrade under way
+    # from one left half done (the nodes table shows each node's version)
+    "LedgerNodeVersionDrift": "a mix of versions that lasts 12 hours, a history not kept",
+}
+
+
+def chain(blockchain: str = C1, height: int = 100, **overrides: object) -> ChainStatus:
+    return ChainStatus(blockchain, read_chain(chain_doc(height, **overrides)), None, NOW - 3, 0)
+
+
+def node(name: str, *chains: ChainStatus, up: bool = True, peers: int = 4) -> NodeStatus:
+    health = read_health(health_doc([c.blockchain for c in chains], peers)) if up else None
+    error = None if up else "connection: refused"
+    return NodeStatus(name, (), health, error, chains if up else (), 0.1, NOW - 200)
+
+
+def fleet(*nodes: NodeStatus, **fields: object) -> Snapshot:
+    return replace(Snapshot(tuple(nodes), 0.25, NOW), **fields)  # type: ignore[arg-type]
+
+
+def moving(name: str = "ok", height: int = 100) -> NodeStatus:
+    """A healthy node reading C1: beside it, one node's trouble stays that node's."""
+    return node(name, chain(height=height))
+
+
+def agreeing(**flags: bool) -> Agreement:
+    return Agreement.of(sorted(flags.items()))
+
+
+def split(**changes: Any) -> NetworkView:
+    """C1's view over nodes a, b, c with the given fields changed."""
+    view = ChainAgreement(C1, 95, 1, Agreement(), 1, Agreement(), 100)
+    return NetworkView((replace(view, **changes),), 1, (("a", 1), ("b", 1), ("c", 1)))
+
+
+def three(**fields: object) -> Snapshot:
+    return fleet(*(node(n, chain()) for n in "abc"), **fields)
+
+
+def consensus(**fields: object) -> ConsensusStatus:
+    return replace(ConsensusStatus(None, 0, 0, LeaderCounts()), **fields)  # type: ignore[arg-type]
+
+
+def thin_quorum() -> Snapshot:
+    """Council of 4 needing 3 votes, n4 down: 3 up, a margin lost."""
+    council = ["key-a", "key-b", "key-c", "key-d"]
+    sessions = {"s1": {"sessionId": "s1", "round": 1, "consensusRequired": 3}}
+    nodes = [node(n, chain(councilMembers=council, voteSessions=sessions)) for n in "abc"]
+    view = split(council_agrees=agreeing(a=True, b=True, c=True))
+    view = replace(view, chains=(replace(view.chains[0], council_members_polled=4,
+                                         council_members_up=3),))  # fmt: skip
+    return fleet(*nodes, node("d", up=False), network=view)
+
+
+def watched(contract: str, enabled: float, on: str) -> tuple[WatchedObject, ...]:
+    return (
+        WatchedObject(on, (), WatchKind.CONTRACT, C1, "token",
+                      ContractReading(contract, 2, "0x5f", "evm", "c0de")),
+        WatchedObject(on, (), WatchKind.WALLET, C1, "treasury",
+                      WalletReading(enabled, 0, (), "w1", "ed25519", "pk")),
+    )  # fmt: skip
+
+
+def halted() -> Snapshot:
+    """Every node reading C1 at height 100 since 601 s, work waiting: stalled on all."""
+    stalled = replace(chain(), height_changed_at=NOW - 601)
+    return fleet(node("a", stalled), node("b", stalled))
+
+
+#: Each alert the page lists, and a snapshot on which it must list it.
+SCENARIOS: dict[str, Callable[[], Snapshot]] = {
+    "LedgerAllNodesDown": lambda: fleet(node("a", up=False), node("b", up=False)),
+    "LedgerBlockchainHalted": halted,
+    "LedgerExporterConfigReloadFailed": lambda: fleet(moving(), config_reload_ok=False),
+    "LedgerNodeDown": lambda: fleet(moving(), node("b", up=False)),
+    "LedgerNodePeersLost": lambda: fleet(moving(), node("b", chain(), peers=0)),
+    "LedgerNodePeersLow": lambda: fleet(moving(), node("b", chain(), peers=1)),
+    "LedgerBlockchainDown": lambda: fleet(moving(), node("b", ChainStatus(C1, None, "timeout"))),
+    "LedgerBlockHeightStalled": lambda: fleet(
+        moving(height=130), node("b", replace(chain(), height_changed_at=NOW - 601))
+    ),
+    "LedgerNodeBehind": lambda: fleet(moving(), node("b", replace(chain(), blocks_behind=11))),
+    "LedgerBlockchainSyncingTooLong": lambda: fleet(
+        moving(), node("b", replace(chain(syncing=True), syncing_since=NOW - 1801))
+    ),
+    "LedgerPendingMessagesHigh": lambda: fleet(
+        moving(), node("b", chain(pendingMessagesCount=1001))
+    ),
+    "LedgerDelayedMessagesHigh": lambda: fleet(
+        moving(), node("b", chain(delayedMessagesCount=101))
+    ),
+    "LedgerCouncilBelowMinMembers": lambda: fleet(
+        moving(), node("b", chain(councilMembers=["k1", "k2"]))
+    ),
+    "LedgerVoteRoundsEscalating": lambda: fleet(
+        moving(), node("b", chain(voteSessions={"s1": {"sessionId": "s1", "round": 4}}))
+    ),
+    "LedgerVoteSessionStuck": lambda: fleet(
+        moving(), node("b", replace(chain(), consensus=consensus(session_age=451)))
+    ),
+    "LedgerLeaderFailingRounds": lambda: fleet(
+        moving(),
+        node(
+            "b", replace(chain(), consensus=consensus(recent_failures=(("key-x", (NOW - 9,) * 3),)))
+        ),
+    ),
+    "LedgerConsensusConfigDiverges": lambda: three(
+        network=split(consensus_views=2, consensus_agrees=agreeing(a=True, b=True, c=False))
+    ),
+    "LedgerNodeOffMajorityConsensus": lambda: three(
+        network=split(consensus_views=2, consensus_agrees=agreeing(a=True, b=True, c=False))
+    ),
+    "LedgerCouncilQuorumThin": thin_quorum,
+    "LedgerBlockchainForked": lambda: three(
+        network=split(checkpoint_hashes=2, block_agrees=agreeing(a=True, b=True, c=False))
+    ),
+    "LedgerNodeOffMajorityBlock": lambda: three(
+        network=split(checkpoint_hashes=2, block_agrees=agreeing(a=True, b=True, c=False))
+    ),
+    "LedgerCouncilViewsDiverge": lambda: three(
+        network=split(council_views=2, council_agrees=agreeing(a=True, b=True, c=False))
+    ),
+    "LedgerNodeOffMajorityCouncil": lambda: three(
+        network=split(council_views=2, council_agrees=agreeing(a=True, b=True, c=False))
+    ),
+    "LedgerNetworkPartitioned": lambda: three(network=replace(split(), partitions=2)),
+    "LedgerWatchedContractNotActive": lambda: three(watch=WatchStatus(watched("PAUSED", 1.0, "a"))),
+    "LedgerWatchedWalletDisabled": lambda: three(watch=WatchStatus(watched("ACTIVE", 0.0, "a"))),
+    "LedgerWatchedContractNodesDisagree": lambda: three(
+        watch=WatchStatus((*watched("ACTIVE", 1.0, "a"), *watched("PAUSED", 1.0, "b")))
+    ),
+    "LedgerWatchedWalletNodesDisagree": lambda: three(
+        watch=WatchStatus((*watched("ACTIVE", 1.0, "a"), *watched("ACTIVE", 0.0, "b")))
+    ),
+}
+
+
+def paging_alerts() -> dict[str, str]:
+    """Every shipped alert of warning or critical severity, and its runbook URL."""
+    rules = yaml.safe_load((REPO / "deploy" / "prometheus" / "alerts.yml").read_text())
+    return {
+        rule["alert"]: rule["annotations"]["runbook_url"]
+        for group in rules["groups"]
+        for rule in group["rules"]
+        if rule["labels"]["severity"] in ("warning", "critical")
+    }
+
+
+class Links(HTMLParser):
+    """Every link of a page: its target and its text."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.links: list[tuple[str, str]] = []
+        self._href: str | None = None
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._href = dict(attrs).get("href")
+
+    def handle_data(self, data: str) -> None:
+        if self._href is not None:
+            self.links.append((self._href, data))
+            self._href = None
+
+
+def test_every_alert_that_pages_has_a_line_or_a_reason() -> None:
+    """The lead's list after a merge: an alert added without a line on the page (or a reason
+    in NOT_ON_THE_PAGE) is named here."""
+    paging = paging_alerts().keys()
+    missing = sorted(paging - SCENARIOS.keys() - NOT_ON_THE_PAGE.keys())
+    assert not missing, f"alerts that page but have no status-page line nor a reason: {missing}"
+    stale = sorted((SCENARIOS.keys() | NOT_ON_THE_PAGE.keys()) - paging)
+    assert not stale, f"no shipped alert of warning or critical severity: {stale}"
+    assert not SCENARIOS.keys() & NOT_ON_THE_PAGE.keys()
+
+
+@pytest.mark.parametrize("alert", sorted(SCENARIOS))
+def test_the_page_lists_the_alert_linked_to_its_runbook(alert: str) -> None:
+    snapshot = SCENARIOS[alert]()
+    listed = [line for line in attention(snapshot, NOW).lines() if line.alert == alert]
+    severity = alert_thresholds.SHIPPED.severity(alert)
+    if alert != "LedgerExporterConfigReloadFailed":  # the banner, not a line
+        assert listed, f"the page lists no {alert} line"
+        assert {line.severity for line in listed} == {severity}
+    links = Links(landing_page(snapshot, NOW)).links
+    assert (paging_alerts()[alert], alert) in links, links
