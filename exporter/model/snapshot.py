@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from exporter.model.fields import ChainReading, HealthReading
 from exporter.model.network import NetworkView
 from exporter.model.storage import counts_of
+from exporter.model.transport import TransportStatus
 from exporter.model.watch_readings import WatchStatus
 
 
@@ -94,6 +95,8 @@ class NodeStatus:
     dropped: tuple[int, ...] = ()  # values dropped since start, per bounds.DropKind, in order
     # answers whose Retry-After held the node's polls back since start; None in a probe
     retry_afters: int | None = None
+    # the last TLS handshake and each kind of request's last phases, while up; None in a probe
+    transport: TransportStatus | None = None
 
     @property
     def up(self) -> bool:

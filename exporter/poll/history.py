@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, SETTINGS, Bounds, DropKind, Dropped
 from exporter.model.fields import HealthReading
@@ -31,6 +31,7 @@ from exporter.model.snapshot import (
     on_wall_clock,
 )
 from exporter.model.storage import CountArray
+from exporter.model.transport import Handshake, TransportStatus
 from exporter.model.watch_readings import ContractReading, WalletReading
 from exporter.poll.consensus_history import ChainConsensus
 from exporter.poll.results import (
@@ -42,6 +43,7 @@ from exporter.poll.results import (
     describe,
 )
 from exporter.poll.state import ChainState, NodeState, State
+from exporter.values import LabelTexts
 
 ENDPOINTS = ("health", "blockchain")
 #: No value dropped yet: one tuple shared by every node within its bounds.
@@ -131,6 +133,8 @@ class _NodeMemory:
     unreadable_ids: bool = False  # the last /health read listed chain ids UTF-8 cannot hold
     dropped: tuple[int, ...] = _NO_DROPS  # values dropped since start, per DropKind
     exceeding: int = 0  # bit i: the last read dropped values of the i-th DropKind
+    handshake: Handshake | None = None  # the last one whose labels were checked
+    handshake_fits: bool = True  # its info labels are within max_label_value_length
 
 
 class History:
@@ -215,8 +219,16 @@ class History:
         chains, leader_drops = _chain_statuses(
             memory, name, result, now_mono, highest=highest, bounds=bounds
         )
+        transport = None
         if result.health is not None:
-            _note_dropped(memory, name, _cycle_drops(result, leader_drops))
+            drops = _cycle_drops(result, leader_drops)
+            transport, label_drops = _transport(memory, result.transport, bounds)
+            if label_drops:  # a new handshake's label too long: counted once, not each cycle
+                drops = tuple(
+                    count + label_drops * (kind is DropKind.LABEL_VALUE)
+                    for kind, count in zip(DropKind, drops, strict=True)
+                )
+            _note_dropped(memory, name, drops)
         return NodeStatus(
             name=name,
             labels=result.node.labels,
@@ -228,6 +240,7 @@ class History:
             error_counts=memory.errors.frozen(),
             dropped=memory.dropped,
             retry_afters=0,  # the poller counts them (it holds the nodes back)
+            transport=transport,
         )
 
 
@@ -363,6 +376,26 @@ def _note_listing(memory: _NodeMemory, node: str, health: HealthReading, unpolle
         else:
             message = "node lists no blockchain ids UTF-8 cannot hold any more"
             log.info(message, extra={"fields": {"node": node}})
+
+
+def _transport(
+    memory: _NodeMemory, transport: TransportStatus | None, bounds: Bounds
+) -> tuple[TransportStatus | None, int]:
+    """An up node's transport as the snapshot shows it, and how many label values of a new
+    handshake are over ``max_label_value_length``: its info series is then not written
+    (never a label cut short), the expiry still is."""
+    if transport is None or transport.handshake is None:
+        return transport, 0
+    dropped = 0
+    if transport.handshake is not memory.handshake:
+        labels = LabelTexts(bounds.label_value_length)
+        for value in transport.handshake.info_labels():
+            labels.fits(value)
+        memory.handshake, memory.handshake_fits = transport.handshake, not labels.dropped
+        dropped = labels.dropped
+    if memory.handshake_fits:
+        return transport, dropped
+    return replace(transport, info_fits=False), dropped
 
 
 def _cycle_drops(result: NodeResult, leader_drops: int = 0) -> tuple[int, ...]:

@@ -368,7 +368,14 @@ class NodePoll:
         if health_error is not None:
             return failed_node(self.node, health_error, end - self._started)
         return NodeResult(
-            self.node, self._health, None, chains, end - self._started, self._unpolled, watch
+            self.node,
+            self._health,
+            None,
+            chains,
+            end - self._started,
+            self._unpolled,
+            watch,
+            transport=self._client.transport.status(),
         )
 
 

@@ -51,6 +51,7 @@ REASONS = (
     "invalid_response",
     "too_large",
     "tls",
+    "certificate",
 )
 
 Key = tuple[str, frozenset[tuple[str, str]]]
