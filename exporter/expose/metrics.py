@@ -540,10 +540,7 @@ LABELS = {
     "blockchain": "the blockchain id exactly as the node reports it",
     "endpoint": "the kind of request (for the errors: the one that failed): "
     + ", ".join(f"`{kind}`" for kind in ENDPOINT_KINDS),
-    "reason": "why it failed: "
-    + ", ".join(f"`{reason.value}`" for reason in Reason)
-    + " (`tls`: the handshake failed; `certificate`: the node's certificate failed "
-    "verification)",
+    "reason": "why it failed: " + ", ".join(f"`{reason.value}`" for reason in Reason),
     "phase": "a request's phase: " + ", ".join(f"`{phase}`" for phase in PHASES),
     "cipher": "the negotiated TLS cipher, as OpenSSL names it",
     "issuer_cn": "the common name of the node certificate's issuer, as OpenSSL prints it "
@@ -595,8 +592,9 @@ GROUPS = (
         "node's static labels), on /metrics only: the last TLS handshake of a node polled over "
         "https (read when a connection is made: kept-alive connections keep the last "
         "handshake's values) and the phases of the last answered request of each kind.",
-        "No series while the node is down (`ledger_node_up` 0); a certificate that fails "
-        "verification makes the node down with reason `certificate`, never an insecure retry.",
+        "No series while the node is down (`ledger_node_up` 0). A certificate that fails "
+        "verification makes the node down with reason `certificate` (a failed handshake: "
+        "`tls`), never an insecure retry.",
         TRANSPORT_FAMILIES,
     ),
     Group(

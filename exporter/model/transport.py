@@ -87,8 +87,3 @@ class TransportStatus:
             for position, (phase, seconds) in enumerate(zip(PHASES, row, strict=True)):
                 if position != _TLS_PHASE or self.https:
                     yield endpoint, phase, seconds
-
-
-def pack_phases(kinds: Sequence[float]) -> bytes:
-    """Every kind's phases (len(ENDPOINT_KINDS) x len(PHASES) floats, NaN: none) packed."""
-    return _PACKED.pack(*kinds)
