@@ -35,6 +35,9 @@
 //   leaderFailedRoundsWindow     15m      in this window, on any polled node (for 1m)
 //   probeStalledWindow           10m      LedgerProbeBlockHeightStalled
 //   contractChangedWindow        15m      LedgerWatchedContractChanged (info)
+//   certExpiryWarning            14d      LedgerNodeCertificateExpiring, warning: the node's
+//                                         certificate chain expires within this
+//   certExpiryCritical           3d       LedgerNodeCertificateExpiring, critical
 //
 // An alert not in this table has no setting: what it detects fixes its condition (more than
 // one block at the checkpoint, a node down), and the comment above it (alerts/*.libsonnet)
@@ -88,6 +91,8 @@
     leaderFailedRoundsWindow: '15m',
     probeStalledWindow: '10m',
     contractChangedWindow: '15m',
+    certExpiryWarning: '14d',
+    certExpiryCritical: '3d',
 
     // Dashboards.
     dashboardTitlePrefix: 'Ledger / ',
