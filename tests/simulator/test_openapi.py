@@ -93,6 +93,7 @@ TRANSPORT_FAULTS = {
     "down": "no answer at all: the connection is refused or closed",
     "slow": "the same answers, later (costs test time, proves nothing more)",
     "malformed_json": "the body cut in half: invalid JSON by design",
+    "cert_expiry": "the https certificate, not the answers: needs --tls, refused by design",
 }
 #: What the document promises: a documented status, content type, headers and body.
 DOCUMENT_CHECKS = [
