@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 from exporter.errors import InvalidListenAddressError
 from exporter.flags import Parser, add_log_flags, add_network_flags
 from exporter.logs import setup_logging
 from exporter.web.httpserver import parse_listen_address as parse_address
+from ledger_simulator.certs import DEFAULT_DAYS, CertificateError, SimCertificates, parse_days
 from ledger_simulator.errors import SimulatorError
 from ledger_simulator.faults import parse_fault_spec
 from ledger_simulator.ids import go_duration
@@ -58,8 +61,40 @@ def build_parser() -> argparse.ArgumentParser:
         help="switch a fault on at start, e.g. node-2:stall, node-3:slow=5s, "
         "'*:session_stuck', '*:leader_failing=node-3' (repeatable)",
     )
+    add(
+        "--tls",
+        action="store_true",
+        help="serve https (the admin endpoint too) with a certificate for 127.0.0.1 and "
+        "localhost signed by a CA made at start (needs the openssl tool); the CA's file is "
+        "printed: point the exporter's tls_config.ca_file at it",
+    )
+    add(
+        "--tls.days",
+        dest="tls_days",
+        type=_days,
+        default=DEFAULT_DAYS,
+        metavar="DAYS",
+        help="days until the certificate expires (0 or less: served expired); the fault "
+        "cert_expiry=DAYS reissues it while running",
+    )
+    add(
+        "--tls.dir",
+        dest="tls_dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where the CA and certificates are written (default: a temporary directory, "
+        "removed at exit)",
+    )
     add_log_flags(parser, formats=False)
     return parser
+
+
+def _days(text: str) -> float:
+    try:
+        return parse_days(text)
+    except CertificateError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None) -> int:
@@ -75,10 +110,33 @@ def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None)
 
 
 def _simulate(args: argparse.Namespace, stop: threading.Event) -> int:
+    """Start the network (over https with --tls, its certificates in --tls.dir or a
+    temporary directory) and run it until ``stop``."""
+    if not args.tls:
+        return _run(args, stop, None)
+    if args.tls_dir is not None:
+        return _run(args, stop, args.tls_dir)
+    with tempfile.TemporaryDirectory(prefix="ledger-simulator-tls-") as directory:
+        return _run(args, stop, Path(directory))
+
+
+def _run(args: argparse.Namespace, stop: threading.Event, tls_dir: Path | None) -> int:
     """Start the network with the faults asked for, print where it is, run until ``stop``."""
     host, port = args.listen_address
+    try:
+        certificates = None if tls_dir is None else SimCertificates(tls_dir, args.tls_days)
+    except CertificateError as error:
+        print(f"ledger-exporter simulate: {error}", file=sys.stderr)
+        return 1
     network = SimulatedNetwork(
-        args.nodes, args.chains, args.block_interval, args.seed, host, port, args.layout
+        args.nodes,
+        args.chains,
+        args.block_interval,
+        args.seed,
+        host,
+        port,
+        args.layout,
+        certificates=certificates,
     )
     try:
         for text in args.fault:
@@ -122,5 +180,7 @@ def print_summary(network: SimulatedNetwork, interval: float) -> None:
         lines.append(f"{name}: {urls[name]}")
         if len(shown) < len(names) and name == names[2]:
             lines.append(f"... {len(names) - 4} more; GET {network.admin_url}nodes lists them")
+    if network.certificates is not None:
+        lines.append(f"ca: {network.certificates.ca_file}")
     lines.extend(f"blockchain: {chain}" for chain in network.chain_ids)
     print("\n".join(lines), flush=True)

@@ -34,10 +34,15 @@ FAULTS = (
     "identity_swap",
     "lag_time",
     "rewrite_hash",
+    "cert_expiry",
 )
 #: Faults that only make sense for a whole node (a partition cuts peer links, not chains;
 #: another node answering at a node's address answers all of it).
-NODE_WIDE_ONLY = frozenset({"partition", "identity_swap"})
+NODE_WIDE_ONLY = frozenset({"partition", "identity_swap", "cert_expiry"})
+#: Faults of the node's https certificate (a simulator started with --tls): its value is the
+#: days until the reissued certificate expires (none: expired yesterday); node ``*``: every
+#: node (in the paths layout, every node shares the one port and its certificate).
+CERTIFICATE_FAULTS = frozenset({"cert_expiry"})
 #: Faults on watched objects: they apply to one contract or wallet address (the ``target``) or,
 #: without one, to every contract or wallet of the chain; the node may be ``*``: every node.
 OBJECT_FAULTS = frozenset({"contract_paused", "contract_upgraded", "wallet_disabled"})
@@ -351,7 +356,7 @@ class FaultRegistry:
 def check_scope(node: str, fault: str, target: str | None, value: object) -> None:
     """Refuse node ``*``, a target or a value for a fault that takes none."""
     takes_target = OBJECT_FAULTS | MEMBER_FAULTS.keys() | {"consensus_drift", "identity_swap"}
-    if (node == ALL_NODES and fault not in OBJECT_FAULTS | NETWORK_FAULTS) or (
+    if (node == ALL_NODES and fault not in OBJECT_FAULTS | NETWORK_FAULTS | CERTIFICATE_FAULTS) or (
         target is not None and fault not in takes_target
     ):
         objects = ", ".join(sorted(OBJECT_FAULTS))
@@ -365,8 +370,11 @@ def check_scope(node: str, fault: str, target: str | None, value: object) -> Non
         raise FaultError(
             f"{fault} needs a target: the failing leader's node name or nodeId (a council member)"
         )
-    if value is not None and fault != "consensus_drift":
-        raise FaultError(f"a value is for consensus_drift only (the setting's value), not {fault}")
+    if value is not None and fault not in CERTIFICATE_FAULTS | {"consensus_drift"}:
+        raise FaultError(
+            f"a value is for consensus_drift (the setting's value) and cert_expiry (days) "
+            f"only, not {fault}"
+        )
 
 
 def check_target(known: Collection[str], fault: str, chain: str | None, target: str) -> None:
@@ -430,6 +438,8 @@ def _with_value(spec: FaultSpec, value: str) -> FaultSpec:
     if fault == "consensus_drift":
         setting, _, reported = value.partition("=")
         return replace(spec, target=setting, value=reported or None)
+    if fault in CERTIFICATE_FAULTS:
+        return replace(spec, value=value)
     if fault in ("fork", "rewrite_hash"):
         if not (value.isascii() and value.isdigit()):
             raise FaultError(f"{fault}=HEIGHT takes a block height")
@@ -438,5 +448,5 @@ def _with_value(spec: FaultSpec, value: str) -> FaultSpec:
         "only slow=DELAY, lag_time=DELAY, fork=HEIGHT and rewrite_hash=HEIGHT take a value (and "
         f"{', '.join(sorted(OBJECT_FAULTS))}=ADDRESS, session_stuck=ROUND_TIMEOUT, "
         "leader_failing=MEMBER[,ROUND_TIMEOUT], council_change=MEMBER, "
-        "consensus_drift=SETTING[=VALUE], identity_swap=NODE)"
+        "consensus_drift=SETTING[=VALUE], identity_swap=NODE, cert_expiry=DAYS)"
     )

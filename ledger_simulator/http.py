@@ -8,6 +8,7 @@ paths layout). Node requests pass through the faults in force before the node AP
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -99,10 +100,16 @@ class Router:
 class SimServer(ThreadedHTTPServer):
     """The exporter's HTTP server class, serving the router for one port (node or shared)."""
 
-    def __init__(self, address: tuple[str, int], router: Router, node: int | None) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        router: Router,
+        node: int | None,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.router = router
         self.node = node
-        super().__init__(address, Handler, SIM_LIMITS, bind_and_activate=False)
+        super().__init__(address, Handler, SIM_LIMITS, tls=tls, bind_and_activate=False)
 
 
 class Handler(HTTPRequestHandler):

@@ -15,8 +15,9 @@ from typing import Any
 
 from ledger_simulator.admin import AdminApi
 from ledger_simulator.api import NodeApi
+from ledger_simulator.certs import SimCertificates, parse_days
 from ledger_simulator.errors import SimulatorError
-from ledger_simulator.faults import FaultRegistry
+from ledger_simulator.faults import ALL_NODES, FaultError, FaultRegistry
 from ledger_simulator.http import Router
 from ledger_simulator.ledger import Ledger
 from ledger_simulator.ports import Listener, bind_layout
@@ -39,7 +40,10 @@ class SimulatedNetwork:
         port: int = 0,
         layout: str = "paths",
         clock: Callable[[], float] = time.time,
+        *,
+        certificates: SimCertificates | None = None,
     ) -> None:
+        """``certificates``: serve https with theirs (the admin endpoint too), else http."""
         if layout not in LAYOUTS:
             raise SimulatorError(f"unknown layout {layout!r}; choose paths or ports")
         if not block_interval > 0:
@@ -60,6 +64,8 @@ class SimulatedNetwork:
         self._listeners: dict[int | None, Listener] = {}
         self._lock = threading.Lock()
         self._bound_port = 0  # kept after stop() so URLs still name what was served
+        self.certificates = certificates
+        self.scheme = "http" if certificates is None else "https"
 
     # lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -70,7 +76,8 @@ class SimulatedNetwork:
             self.stopping.clear()
             node_count = self.topology.node_count if self.layout == "ports" else 0
             router = Router(self)
-            self._listeners = bind_layout(self.host, self._requested_port, node_count, router)
+            tls = None if self.certificates is None else self.certificates.context()
+            self._listeners = bind_layout(self.host, self._requested_port, node_count, router, tls)
             self._bound_port = self._listeners[None].port
             for node, listener in self._listeners.items():
                 down = node is not None and self.faults.node_wide(self.node_name(node), "down")
@@ -119,7 +126,7 @@ class SimulatedNetwork:
     @property
     def admin_url(self) -> str:
         """Base URL of the admin endpoint, e.g. ``http://127.0.0.1:7740/-/sim/``."""
-        return f"http://{self._url_host()}:{self.port}/-/sim/"
+        return f"{self.scheme}://{self._url_host()}:{self.port}/-/sim/"
 
     @property
     def node_names(self) -> list[str]:
@@ -138,8 +145,8 @@ class SimulatedNetwork:
     def node_url(self, node: int) -> str:
         """Base URL of 0-based node ``node`` in this layout."""
         if self.layout == "ports":
-            return f"http://{self._url_host()}:{self.port + node + 1}/"
-        return f"http://{self._url_host()}:{self.port}/nodes/{self.node_name(node)}/"
+            return f"{self.scheme}://{self._url_host()}:{self.port + node + 1}/"
+        return f"{self.scheme}://{self._url_host()}:{self.port}/nodes/{self.node_name(node)}/"
 
     def _url_host(self) -> str:
         if ":" in self.host:
@@ -178,12 +185,19 @@ class SimulatedNetwork:
         value: object = None,
     ) -> None:
         """Switch a fault on or off; a node-wide ``down`` in the ports layout closes (or
-        reopens) the node's listening socket. ``delay_seconds``: the ``slow`` delay, or the
-        round timeout of ``session_stuck`` and ``leader_failing`` (0: the chain's own);
-        ``height``: where a ``fork`` starts; ``target``: the address an object fault applies
-        to (None: all of the chain's), the council member of ``leader_failing`` (required)
-        or ``council_change``, the setting of ``consensus_drift``; ``value``: the value that
-        setting takes (None: its default change)."""
+        reopens) the node's listening socket; ``cert_expiry`` reissues the certificate.
+        ``delay_seconds``: the ``slow`` delay, or the round timeout of ``session_stuck`` and
+        ``leader_failing`` (0: the chain's own); ``height``: where a ``fork`` starts;
+        ``target``: the address an object fault applies to (None: all of the chain's), the
+        council member of ``leader_failing`` (required) or ``council_change``, the setting of
+        ``consensus_drift``; ``value``: the value that setting takes (None: its default
+        change), or cert_expiry's days."""
+        if fault == "cert_expiry":  # refused before it is recorded
+            if self.certificates is None:
+                raise FaultError(
+                    "cert_expiry needs a simulator serving https (start it with --tls)"
+                )
+            parse_days(value)
         self.faults.set(
             node,
             fault,
@@ -195,6 +209,8 @@ class SimulatedNetwork:
             target=target,
             value=value,
         )
+        if fault == "cert_expiry":
+            self._reissue(node, None if enabled else self._configured_days(), value)
         if fault == "down" and chain is None and self.layout == "ports":
             with self._lock:
                 listener = self._listeners.get(self.topology.node_index(node))
@@ -204,6 +220,23 @@ class SimulatedNetwork:
                     listener.down()
                 else:
                     listener.up()
+
+    def _configured_days(self) -> float:
+        return self.certificates.days if self.certificates is not None else 0.0
+
+    def _reissue(self, node: str, days: float | None, value: object) -> None:
+        """``cert_expiry``: the port serving ``node`` (every port for ``*``; the one shared
+        port in the paths layout) presents a new certificate expiring in ``days`` (None:
+        the fault's ``value``, expired by default) to connections made from now on."""
+        assert self.certificates is not None  # set_fault checked
+        context = self.certificates.context(parse_days(value) if days is None else days)
+        with self._lock:
+            if self.layout == "paths" or node == ALL_NODES:
+                chosen = list(self._listeners.values())
+            else:
+                chosen = [self._listeners[self.topology.node_index(node)]]
+            for listener in chosen:
+                listener.serve_certificate(context)
 
     def _fault_targets(self, fault: str, chain: int | None) -> set[str]:
         """The addresses an object fault may name (the ledger exists once faults are set)."""

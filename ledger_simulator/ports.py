@@ -3,6 +3,7 @@ on the same port without losing it."""
 
 from __future__ import annotations
 
+import ssl
 import threading
 
 from ledger_simulator.errors import SimulatorError
@@ -18,22 +19,37 @@ class Listener:
     A bound socket that does not listen refuses connections, so ``down`` keeps the port
     reserved for the node while it is refused."""
 
-    def __init__(self, host: str, port: int, router: Router, node: int | None) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        router: Router,
+        node: int | None,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.host = host
         self.router = router
         self.node = node
+        self.tls = tls
         self.server = self._bind(port)
         self.port: int = self.server.server_address[1]
         self.thread: threading.Thread | None = None
 
     def _bind(self, port: int) -> SimServer:
-        server = SimServer((self.host, port), self.router, self.node)
+        server = SimServer((self.host, port), self.router, self.node, self.tls)
         try:
             server.server_bind()
         except OSError:
             server.server_close()
             raise
         return server
+
+    def serve_certificate(self, tls: ssl.SSLContext) -> None:
+        """Present ``tls``'s certificate from now on, as a node restarted with a new one: open
+        connections are cut, so every client makes a new handshake and sees it."""
+        self.tls = tls
+        self.server.tls = tls
+        self.server.cut_connections()
 
     def up(self) -> None:
         """Listen and serve (no-op when already up)."""
@@ -70,7 +86,7 @@ class Listener:
 
 
 def bind_layout(
-    host: str, port: int, node_count: int, router: Router
+    host: str, port: int, node_count: int, router: Router, tls: ssl.SSLContext | None = None
 ) -> dict[int | None, Listener]:
     """Bind the admin port (key None) and, for the ports layout, node i's port PORT+1+i.
 
@@ -82,10 +98,10 @@ def bind_layout(
     for _ in range(BIND_ATTEMPTS if port == 0 else 1):
         listeners: dict[int | None, Listener] = {}
         try:
-            admin = Listener(host, port, router, None)
+            admin = Listener(host, port, router, None, tls)
             listeners[None] = admin
             for node in range(node_count):
-                listeners[node] = Listener(host, admin.port + node + 1, router, node)
+                listeners[node] = Listener(host, admin.port + node + 1, router, node, tls)
             return listeners
         except OSError as failure:
             error = failure

@@ -56,6 +56,9 @@
 //   cycleNearTimeoutRatio        0.8      LedgerExporterCycleNearTimeout: every cycle of
 //                                         the last 10m took this share of scrape_timeout
 //   councilWithoutMarginFor      30m      LedgerCouncilWithoutMargin (info)
+//   certExpiryWarning            14d      LedgerNodeCertificateExpiring, warning: the node's
+//                                         certificate chain expires within this
+//   certExpiryCritical           3d       LedgerNodeCertificateExpiring, critical
 //
 // An alert not in this table has no setting: what it detects fixes its condition (more than
 // one block at the checkpoint, a node down), and the comment above it (alerts/*.libsonnet)
@@ -144,6 +147,8 @@
     // The period both budgets are spent over: the workbook's 30 days (a calendar month's
     // length, so a monthly report and the dashboard's "budget left" agree).
     sloPeriod: '30d',
+    certExpiryWarning: '14d',
+    certExpiryCritical: '3d',
 
     // Dashboards.
     dashboardTitlePrefix: 'Ledger / ',

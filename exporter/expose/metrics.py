@@ -17,6 +17,7 @@ from exporter.model import fields as f
 from exporter.model.fields import CHAIN as _CHAIN
 from exporter.model.fields import FLAG, Field
 from exporter.model.fields import NODE as _NODE
+from exporter.model.transport import ENDPOINT_KINDS, PHASES, TLS_INFO_LABELS
 from exporter.poll.results import Reason
 from exporter.values import (
     read_bool,
@@ -137,6 +138,43 @@ NODE_RETRY_AFTER = MetricSpec(
     "429 and 503 answers with Retry-After the exporter honoured: the node is not asked again "
     "before that time (at most 5 minutes), and reads as down meanwhile.",
     _NODE,
+)
+# What the transport of the node's requests showed (docs/metrics.md, "Transport"): libcurl's
+# figures for the requests the poll makes anyway, on /metrics only.
+NODE_TLS_CERT_EXPIRY = _g(
+    "ledger_node_tls_cert_expiry_timestamp_seconds",
+    "Earliest notAfter among the certificates the node presented at the last TLS handshake "
+    "(as blackbox_exporter's probe_ssl_earliest_cert_expiry).",
+    *_NODE,
+    missing=(
+        "Only for a node polled over https that is up; read at each new connection (a "
+        "kept-alive connection shows its handshake's values until it is replaced)."
+    ),
+)
+NODE_TLS_INFO = MetricSpec(
+    "ledger_node_tls_info",
+    Kind.GAUGE,
+    "The last TLS handshake with the node: negotiated version and cipher, and the node "
+    "certificate's issuer and subject common names and SHA-256 fingerprint; always 1.",
+    (*_NODE, *TLS_INFO_LABELS),
+    missing=(
+        "As ledger_node_tls_cert_expiry_timestamp_seconds; no series while a label value "
+        "from the certificate is longer than max_label_value_length (counted as a dropped "
+        "label_value)."
+    ),
+)
+NODE_REQUEST_DURATION = _g(
+    "ledger_node_request_duration_seconds",
+    "Seconds the last answered request of each kind spent in each phase, from libcurl's "
+    "timers: resolve, connect, tls (0 on a kept-alive connection), processing (request sent "
+    "to first byte) and transfer (the rest of the answer).",
+    *_NODE,
+    "endpoint",
+    "phase",
+    missing=(
+        "Only while the node is up, for each kind of request answered at least once (any "
+        "HTTP status); no phase tls over plain http."
+    ),
 )
 CHAIN_UP = _g(
     "ledger_blockchain_up",
@@ -456,6 +494,8 @@ NODE_FAMILIES = (
     NODE_RETRY_AFTER,
     *(family_of(field) for field in f.HEALTH_FIELDS if field.help),
 )
+#: What libcurl saw of each node's requests (labels ``node`` and its static labels).
+TRANSPORT_FAMILIES = (NODE_TLS_CERT_EXPIRY, NODE_TLS_INFO, NODE_REQUEST_DURATION)
 #: Each polled chain's ``GET /blockchains/{id}`` (labels ``node``, ``blockchain``).
 CHAIN_FAMILIES = (
     CHAIN_UP,
@@ -505,6 +545,7 @@ PROBE_ONLY = (PROBE_SUCCESS, PROBE_DURATION)
 DAEMON_FAMILIES = (
     EXPORTER_FAMILIES
     + NODE_FAMILIES
+    + TRANSPORT_FAMILIES
     + CHAIN_FAMILIES
     + CONSENSUS_FAMILIES
     + NETWORK_FAMILIES
@@ -562,13 +603,22 @@ LABELS = {
     "credentials); on /probe the `node` parameter, else the target's host:port. A node's "
     "configured static `labels` are added to every series of that node.",
     "blockchain": "the blockchain id exactly as the node reports it",
-    "endpoint": "which request failed: `health`, `blockchain`, `block`, `contract`, "
-    "`contract_state`, `wallet`",
+    "endpoint": "the kind of request (for the errors: the one that failed): "
+    + ", ".join(f"`{kind}`" for kind in ENDPOINT_KINDS),
     "reason": "why it failed: "
     + ", ".join(f"`{reason.value}`" for reason in Reason)
     + "; on the maintenance series, the text of the config entry's reason",
+    "phase": "a request's phase: " + ", ".join(f"`{phase}`" for phase in PHASES),
+    "cipher": "the negotiated TLS cipher, as OpenSSL names it",
+    "issuer_cn": "the common name of the node certificate's issuer, as OpenSSL prints it "
+    "(empty without one)",
+    "subject_cn": "the common name of the node certificate's subject, as OpenSSL prints it "
+    "(empty without one)",
+    "serial_fingerprint": "the SHA-256 fingerprint of the node's certificate (hex of its DER): "
+    "it changes with every reissue",
     "kind": "which bound dropped values: " + ", ".join(f"`{kind.value}`" for kind in DropKind),
-    "version": "the exporter's version",
+    "version": "the exporter's version (`ledger_exporter_build_info`); the negotiated TLS "
+    "version, such as `TLSv1.3` (`ledger_node_tls_info`)",
     "revision": "the git revision it was built from (empty when unknown)",
     "branch": "the git branch it was built from (empty when unknown)",
     "python_version": "the Python version it runs on",
@@ -605,6 +655,17 @@ GROUPS = (
         "has a series at 0 for the endpoints `health` and `blockchain` and every reason from "
         "the start, and one for another endpoint from its first error.",
         NODE_FAMILIES,
+    ),
+    Group(
+        "Transport",
+        "What libcurl measured of the requests the poll makes anyway (labels `node` and the "
+        "node's static labels), on /metrics only: the last TLS handshake of a node polled over "
+        "https (read when a connection is made: kept-alive connections keep the last "
+        "handshake's values) and the phases of the last answered request of each kind.",
+        "No series while the node is down (`ledger_node_up` 0). A certificate that fails "
+        "verification makes the node down with reason `certificate` (a failed handshake: "
+        "`tls`), never an insecure retry.",
+        TRANSPORT_FAMILIES,
     ),
     Group(
         "Blockchains",

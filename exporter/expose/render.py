@@ -44,6 +44,7 @@ from exporter.model.fields import (
 from exporter.model.network import Agreement, ChainAgreement
 from exporter.model.snapshot import ChainStatus, ConsensusStatus, NodeStatus, Snapshot
 from exporter.model.storage import GaugeTable
+from exporter.model.transport import TLS_INFO_LABELS
 from exporter.model.watch_readings import WatchStatus
 
 #: The two formats written, as the Content-Type of an answer names them.
@@ -226,6 +227,9 @@ class _Render:
             ),
             m.NODE_RETRY_AFTER: lambda: self._per_node(lambda node: node.retry_afters),
             m.NODE_INFO: self._info,
+            m.NODE_TLS_CERT_EXPIRY: self._cert_expiry,
+            m.NODE_TLS_INFO: self._tls_info,
+            m.NODE_REQUEST_DURATION: self._phases,
             **{
                 m.family_of(field): functools.partial(self._per_health, attrgetter(field.attribute))
                 for field in HEALTH_FIELDS
@@ -310,6 +314,32 @@ class _Render:
             if any(part is not None for part in identity):
                 values = (escapes[part or ""] for part in identity)
                 yield self.nodes[node.name].filler(self.templates, names)(*values), 1.0
+
+    def _cert_expiry(self) -> Series:
+        for node in self.snapshot.nodes:
+            transport = node.transport
+            if node.up and transport is not None and transport.handshake is not None:
+                yield self.nodes[node.name].labels, transport.handshake.expiry
+
+    def _tls_info(self) -> Series:
+        escapes = self.escapes
+        for node in self.snapshot.nodes:
+            transport = node.transport
+            if not node.up or transport is None or transport.handshake is None:
+                continue
+            if transport.info_fits:
+                fill = self.nodes[node.name].filler(self.templates, TLS_INFO_LABELS)
+                values = transport.handshake.info_labels()
+                yield fill(*(escapes[value] for value in values)), 1.0
+
+    def _phases(self) -> Series:
+        names, escapes = ("endpoint", "phase"), self.escapes
+        for node in self.snapshot.nodes:
+            if not node.up or node.transport is None:
+                continue
+            fill = self.nodes[node.name].filler(self.templates, names)
+            for endpoint, phase, seconds in node.transport.phase_rows():
+                yield fill(escapes[endpoint], escapes[phase]), seconds
 
     def _chains(self) -> list[tuple[str, ChainStatus]]:
         """(label string, chain) of every chain in snapshot order, listed at first use: ~25

@@ -14,6 +14,7 @@ from exporter.model.fields import ChainReading, HealthReading
 from exporter.model.identity import Mismatch
 from exporter.model.network import NetworkView
 from exporter.model.storage import counts_of
+from exporter.model.transport import TransportStatus
 from exporter.model.watch_readings import WatchStatus
 
 
@@ -106,6 +107,8 @@ class NodeStatus:
     # a down node's chains as it last read them, (blockchain, height): the status page keeps
     # them in view, unknown, while the node is down (no series are exported for them)
     last_chains: tuple[tuple[str, float], ...] = ()
+    # the last TLS handshake and each kind of request's last phases, while up; None in a probe
+    transport: TransportStatus | None = None
 
     @property
     def up(self) -> bool:

@@ -12,6 +12,7 @@ import copy
 import errno
 import re
 import time
+from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -21,6 +22,13 @@ import pycurl
 from exporter.config.nodes import NodeConfig
 from exporter.errors import TransferError
 from exporter.model.answers import decode_json
+from exporter.model.transport import (
+    NO_PHASES,
+    PHASES,
+    Handshake,
+    TransportStatus,
+    endpoint_kind,
+)
 from exporter.poll.engine import NOT_SENT, SHUT_DOWN, UNSENDABLE, Engine, Profile, Request, Response
 from exporter.poll.results import FetchError, Reason, RequestTrace, TracedRequest, describe
 
@@ -57,6 +65,33 @@ class NotSentError(FetchError):
         super().__init__(Reason.TIMEOUT, "no time left in this cycle to send the request")
 
 
+class TransportRecord:
+    """One node's last TLS handshake and each kind of request's last phases (exporter.model.
+    transport), written by its answers on the engine's thread, read at the end of each poll.
+    Kept across reloads while the node's name and URL stay (a kept-alive connection makes no
+    new handshake to read again)."""
+
+    __slots__ = ("_phases", "handshake", "https")
+
+    def __init__(self, https: bool) -> None:
+        self.https = https
+        self.handshake: Handshake | None = None
+        self._phases = array("d", NO_PHASES)
+
+    def note(self, kind: int, response: Response) -> None:
+        """Keep ``response``'s phases as its kind's last, and its handshake if it made one;
+        each a single store, so a reader on another thread never sees half of one."""
+        if response.phases is not None:
+            start = kind * len(PHASES)
+            self._phases[start : start + len(PHASES)] = array("d", response.phases)
+        if response.handshake is not None:
+            self.handshake = response.handshake
+
+    def status(self) -> TransportStatus:
+        """What the snapshot shows of it now."""
+        return TransportStatus(self.handshake, True, self._phases.tobytes(), self.https)
+
+
 Outcome = Callable[[Any, FetchError | None], None]
 #: A typed fast path's decoder: the document, or None to leave the body to :func:`decode`.
 FastDecode = Callable[[bytes], Any]
@@ -74,8 +109,12 @@ class NodeClient:
         max_bytes: int,
         monotonic: Callable[[], float] = time.monotonic,
         trace: RequestTrace | None = None,
+        *,
+        transport: TransportRecord | None = None,
     ) -> None:
         self._engine = engine
+        # its answers' phases and handshakes, kept there (a probe's own, if not given)
+        self.transport = transport or TransportRecord(node.url.startswith("https:"))
         self.trace = trace  # every request and its outcome recorded there, if given
         self._base = node.url if node.url.endswith("/") else node.url + "/"
         self._base_path = urlsplit(self._base).path
@@ -145,7 +184,7 @@ class NodeClient:
             self._traced(repr("/".join(segments)), done)(None, error)
             return
         request = Request(url, deadline, self._profile, self._suspect)
-        answer = _Answer(self, url, done, budget, now, fast=fast)
+        answer = _Answer(self, url, done, budget, now, fast=fast, kind=endpoint_kind(segments))
         self._engine.submit(request, answer)
 
     def _traced(self, path: str, done: Outcome) -> Outcome:
@@ -167,7 +206,7 @@ class _Answer:
     FetchError for ``done``, within the node's read budget. A slotted object, not a
     closure: thousands wait in the queue at the start of a cycle."""
 
-    __slots__ = ("_budget", "_client", "_done", "_fast", "_sent", "_url")
+    __slots__ = ("_budget", "_client", "_done", "_fast", "_kind", "_sent", "_url")
 
     def __init__(
         self,
@@ -178,11 +217,14 @@ class _Answer:
         sent: float = 0.0,
         *,
         fast: FastDecode | None = None,
+        kind: int = 0,
     ) -> None:
         self._client, self._url, self._done, self._budget = client, url, done, budget
-        self._sent, self._fast = sent, fast
+        self._sent, self._fast, self._kind = sent, fast, kind
 
     def __call__(self, outcome: Response | TransferError) -> None:
+        if isinstance(outcome, Response):
+            self._client.transport.note(self._kind, outcome)
         budget = self._budget
         trace = self._client.trace
         done = self._done if trace is None else self._recording(outcome, trace)
@@ -273,7 +315,7 @@ _TRANSFER_ERRORS: dict[int, tuple[Reason, str]] = {
         "failing to set it up (the log says which)",
     ),
     pycurl.E_COULDNT_RESOLVE_HOST: (Reason.CONNECTION, "name or service not known"),
-    pycurl.E_PEER_FAILED_VERIFICATION: (Reason.TLS, "certificate verify failed"),
+    pycurl.E_PEER_FAILED_VERIFICATION: (Reason.CERTIFICATE, "certificate verify failed"),
     pycurl.E_SSL_CONNECT_ERROR: (Reason.TLS, "TLS handshake failed"),
     pycurl.E_SSL_CERTPROBLEM: (
         Reason.TLS,
@@ -374,8 +416,9 @@ def classify(failure: TransferError, path: str, max_bytes: int) -> FetchError:
         refused = failure.os_errno == errno.ECONNREFUSED
         return FetchError(Reason.CONNECTION, "connection refused" if refused else "cannot connect")
     tls = _tls_failure(failure)
-    if tls is not None:
-        return FetchError(Reason.TLS, tls)
+    if tls is not None:  # the node's certificate refused, or the handshake itself failed
+        verify = code == pycurl.E_PEER_FAILED_VERIFICATION
+        return FetchError(Reason.CERTIFICATE if verify else Reason.TLS, tls)
     reason, detail = _TRANSFER_ERRORS.get(code, (Reason.CONNECTION, f"transfer failed ({code})"))
     return FetchError(reason, detail)
 

@@ -81,6 +81,11 @@ def new_engine(config: Config) -> Engine:
 Host = tuple[str, str | None, int | None]
 
 
+def _base_url(node: NodeConfig) -> str:
+    """The base URL a node's client sends to (as ``NodeClient.url_for(())`` gives it)."""
+    return node.url if node.url.endswith("/") else node.url + "/"
+
+
 def _hosts(config: Config) -> frozenset[Host]:
     """The node hosts connections go to: scheme, host and port (no credentials)."""
     urls = (urlsplit(node.url) for node in config.nodes)
@@ -127,7 +132,7 @@ class Poller:
         self._lock = threading.Lock()  # guards the hand-over of a reloaded config
         self._pending_config: Config | None = None
         self._next_early_cycle = 0.0  # a reload may start a cycle at once from then on
-        self._resources = self._build(config, _hosts(config))
+        self._resources = self._build(config, _hosts(config), {})
         self._running: dict[str, NodePoll] = {}
         self._timed_out: set[str] = set()
         self._checkpoints: dict[str, int] = {}  # per chain, from the last cycle's heights
@@ -158,17 +163,25 @@ class Poller:
             self._next_early_cycle = now + self._resources.config.scrape_interval
         self._wake.set()
 
-    def _build(self, config: Config, old_hosts: frozenset[Host]) -> _Resources:
-        """The clients for ``config``; the engine resized, and its connections closed once
-        idle when a host in ``old_hosts`` is no longer configured."""
+    def _build(
+        self, config: Config, old_hosts: frozenset[Host], kept: dict[str, NodeClient]
+    ) -> _Resources:
+        """The clients for ``config`` (``kept``: the last config's); the engine resized, and
+        its connections closed once idle when a host in ``old_hosts`` is no longer
+        configured."""
         hosts = _hosts(config)
         self._engine.resize(len(hosts), config.max_concurrency)
         if old_hosts - hosts:
             self._engine.close_idle_connections()
-        clients = {
-            node.name: NodeClient(self._engine, node, config.max_response_bytes)
-            for node in config.nodes
-        }
+        # each node's last handshake and phases outlive a reload that keeps its name and URL
+        # (its kept-alive connection makes no new handshake to read again)
+        clients = {}
+        for node in config.nodes:
+            old = kept.get(node.name)
+            same = old is not None and old.url_for(()) == _base_url(node)
+            record = old.transport if old is not None and same else None
+            client = NodeClient(self._engine, node, config.max_response_bytes, transport=record)
+            clients[node.name] = client
         return _Resources(config, clients)
 
     def _take_pending_config(self) -> _Resources:
@@ -177,7 +190,8 @@ class Poller:
         with self._lock:
             config, self._pending_config = self._pending_config, None
             if config is not None:
-                self._resources = self._build(config, _hosts(self._resources.config))
+                old = self._resources
+                self._resources = self._build(config, _hosts(old.config), old.clients)
             return self._resources
 
     def _start_polls(

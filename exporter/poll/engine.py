@@ -14,10 +14,14 @@ node host, the multi handle is replaced once no request is in flight, which clos
 
 from __future__ import annotations
 
+import base64
+import calendar
 import collections
 import contextlib
+import hashlib
 import logging
 import os
+import re
 import select
 import threading
 import time
@@ -29,6 +33,7 @@ import pycurl
 
 from exporter.config.nodes import TlsConfig
 from exporter.errors import TransferError
+from exporter.model.transport import Handshake
 
 log = logging.getLogger("ledger_exporter")
 
@@ -87,11 +92,15 @@ class Request(NamedTuple):
 class Response(NamedTuple):
     """A complete answer: status and the decoded (content-encoding removed) body, and for a
     429 or 503 the seconds its ``Retry-After`` asks to wait (libcurl reads both the seconds
-    and the HTTP-date form; 0 when absent)."""
+    and the HTTP-date form; 0 when absent). ``phases``: the seconds of each phase (None
+    when the engine reads no timers); ``handshake``: set when this request made a new TLS
+    connection."""
 
     status: int
     body: bytes
     retry_after: int = 0
+    phases: tuple[float, ...] | None = None
+    handshake: Handshake | None = None
 
 
 #: Statuses whose ``Retry-After`` the engine reads (RFC 9110 15.5.20, 15.6.4).
@@ -156,20 +165,134 @@ class _Sink:
         return body
 
 
+#: libcurl's verbose line naming a new TLS connection's version and cipher ("SSL connection
+#: using TLSv1.3 / TLS_AES_256_GCM_SHA384 / x25519 / id-ecPublicKey"): OpenSSL's own names.
+_NEGOTIATED = re.compile(rb"SSL connection using ([A-Za-z0-9._-]{1,32}) / ([A-Za-z0-9._-]{1,96})")
+_TEXT = pycurl.INFOTYPE_TEXT
+
+
+class _Negotiated:
+    """A handle's DEBUGFUNCTION on https requests: keeps the TLS version and cipher libcurl
+    names when it makes a new connection. libcurl tells them only in its verbose text (no
+    CURLINFO holds them), so https handles run verbose, every other line ignored at once."""
+
+    __slots__ = ("line",)
+
+    def __init__(self) -> None:
+        self.line: bytes | None = None
+
+    def __call__(self, kind: int, data: bytes) -> None:
+        if kind == _TEXT and data.startswith(b"SSL connection using"):
+            self.line = data
+
+
 class _Handle:
     """A curl handle, its sink, the profile it is configured with (None: not yet) and the
-    LOW_SPEED_TIME last set (None: not since configured), and the request it carries with
-    its callback while in flight (no object per transfer)."""
+    LOW_SPEED_TIME last set (None: not since configured), whether it runs verbose (https:
+    :class:`_Negotiated`), and the request it carries with its callback while in flight (no
+    object per transfer)."""
 
-    __slots__ = ("curl", "done", "low_speed_time", "profile", "request", "sink")
+    __slots__ = (
+        "curl",
+        "done",
+        "low_speed_time",
+        "negotiated",
+        "profile",
+        "request",
+        "sink",
+        "verbose",
+    )
 
     def __init__(self) -> None:
         self.curl = pycurl.Curl()
         self.sink = _Sink()
+        self.negotiated = _Negotiated()
         self.profile: Profile | None = None
         self.low_speed_time: int | None = None
+        self.verbose = False
         self.request: Request | None = None
         self.done: Done | None = None
+
+
+_PHASE_TIMERS = (
+    pycurl.NAMELOOKUP_TIME_T,
+    pycurl.CONNECT_TIME_T,
+    pycurl.APPCONNECT_TIME_T,
+    pycurl.PRETRANSFER_TIME_T,
+    pycurl.STARTTRANSFER_TIME_T,
+    pycurl.TOTAL_TIME_T,
+)
+
+
+def read_phases(curl: pycurl.Curl) -> tuple[float, ...]:
+    """The seconds of each of exporter.model.transport.PHASES from libcurl's microsecond
+    timers (each counted from the start, so a phase is a difference; never below 0). A
+    reused connection has 0 for resolve, connect and tls; plain http 0 for tls."""
+    getinfo = curl.getinfo
+    lookup, connect, tls, pre, first, total = [getinfo(timer) for timer in _PHASE_TIMERS]
+    connected = max(connect, lookup)
+    return (
+        lookup / 1e6,
+        (connected - lookup) / 1e6,
+        max(0, tls - connected) / 1e6 if tls else 0.0,
+        max(0, first - pre) / 1e6,
+        max(0, total - max(first, pre)) / 1e6,
+    )
+
+
+def _common_name(printed: bytes) -> str:
+    """The last CN of a name as libcurl prints it ("O = x, CN = y", values with a separator
+    in quotes, the rest escaped by OpenSSL to ASCII); empty without one."""
+    text = printed.decode("ascii", "replace")
+    found = ""
+    for part in re.finditer(r'(?:^|, )CN = ("(?:[^"\\]|\\.)*"|(?:[^,\\]|\\.)*)', text):
+        found = part.group(1)
+    return found[1:-1] if found.startswith('"') and found.endswith('"') else found
+
+
+def _expiry(printed: bytes) -> float | None:
+    """A certificate date as libcurl prints it ("Dec  3 09:45:17 2026 GMT"), as Unix time."""
+    try:
+        when = time.strptime(
+            printed.decode("ascii").replace("GMT", "").strip(), "%b %d %H:%M:%S %Y"
+        )
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return float(calendar.timegm(when))
+
+
+def _fingerprint(pem: bytes) -> str:
+    """The SHA-256 of a certificate's DER, from its PEM (empty when it cannot be read)."""
+    body = b"".join(line for line in pem.splitlines() if line and not line.startswith(b"-----"))
+    try:
+        return hashlib.sha256(base64.b64decode(body, validate=True)).hexdigest()
+    except ValueError:
+        return ""
+
+
+def read_handshake(curl: pycurl.Curl, negotiated: bytes | None) -> Handshake | None:
+    """The handshake a request made (its CERTINFO: the chain the node presented, node's first),
+    or None when libcurl kept no certificate (a reused connection). Read raw: a node's
+    certificate may hold any bytes, and only OpenSSL's printed ASCII forms are kept."""
+    chain = curl.getinfo_raw(pycurl.INFO_CERTINFO)
+    if not chain:
+        return None
+    certs = [{bytes(key): value for key, value in cert} for cert in chain]
+    dates = [
+        _expiry(value) for cert in certs if isinstance(value := cert.get(b"Expire date"), bytes)
+    ]
+    known = [date for date in dates if date is not None]
+    leaf = certs[0]
+    version = cipher = ""
+    if negotiated is not None and (found := _NEGOTIATED.match(negotiated)) is not None:
+        version, cipher = found.group(1).decode(), found.group(2).decode()
+    names = [
+        _common_name(value) if isinstance(value := leaf.get(key), bytes) else ""
+        for key in (b"Issuer", b"Subject")
+    ]
+    pem = leaf.get(b"Cert")
+    fingerprint = _fingerprint(pem) if isinstance(pem, bytes) else ""
+    return Handshake(min(known, default=None), version, cipher, names[0], names[1], fingerprint)
 
 
 def _validity(curl: pycurl.Curl) -> tuple[str, str] | None:
@@ -204,6 +327,15 @@ def _tls_diagnosis(curl: pycurl.Curl) -> tuple[int, tuple[str, str] | None]:
         return verify_result, None
 
 
+def _read_handshake(curl: pycurl.Curl, negotiated: bytes | None) -> Handshake | None:
+    """:func:`read_handshake`, whatever the node presented: a detail lost, never the engine."""
+    try:
+        return read_handshake(curl, negotiated)
+    except Exception:  # a detail lost, never the engine
+        log.debug("could not read the TLS handshake's certificates", exc_info=True)
+        return None
+
+
 def _refuse(done: Done, error: Exception) -> None:
     """Fail a request libcurl would not take (UNSENDABLE), naming the error's type."""
     detail = f"libcurl cannot take this request ({type(error).__name__})"
@@ -232,7 +364,17 @@ class Engine:
     under the GIL a deque's append and popleft and a dict's len are atomic, and nothing
     else can replace the queues or drain them meanwhile (only the engine thread does)."""
 
-    def __init__(self, max_in_flight: int, user_agent: str, max_connections: int = 0) -> None:
+    def __init__(
+        self,
+        max_in_flight: int,
+        user_agent: str,
+        max_connections: int = 0,
+        *,
+        transport: bool = True,
+    ) -> None:
+        # ``transport``: read each answer's phase timers and each new TLS connection's
+        # handshake (benchmarks/bench_phases.py turns it off to measure what it costs)
+        self._transport = transport
         self._max_in_flight = max(1, max_in_flight)
         self._user_agent = user_agent
         self._lock = threading.Lock()
@@ -492,6 +634,11 @@ class Engine:
             self._configure_profile(handle, profile)
             handle.profile, handle.low_speed_time = profile, None
         handle.sink.start(profile.max_bytes)
+        verbose = self._transport and request.url.startswith("https:")
+        if handle.verbose != verbose:  # https requests name their TLS version and cipher
+            setopt(pycurl.VERBOSE, verbose)
+            handle.verbose = verbose
+        handle.negotiated.line = None
         setopt(pycurl.URL, request.url)
         setopt(pycurl.TIMEOUT_MS, remaining_ms)
         setopt(pycurl.CONNECTTIMEOUT_MS, remaining_ms)
@@ -520,6 +667,8 @@ class Engine:
         # the certificates' text, kept at each TLS handshake (kept-alive connections make
         # few), so an expired or not yet valid certificate's failure can name its dates
         setopt(pycurl.OPT_CERTINFO, 1)
+        setopt(pycurl.DEBUGFUNCTION, handle.negotiated)
+        setopt(pycurl.VERBOSE, handle.verbose)  # a reset handle is quiet again
         if profile.basic_auth is not None:
             setopt(pycurl.HTTPAUTH, pycurl.HTTPAUTH_BASIC)
             setopt(pycurl.USERNAME, profile.basic_auth[0].encode())
@@ -560,7 +709,7 @@ class Engine:
         handle.request, handle.done = None, None
         sink = handle.sink
         status = os_errno = verify_result = retry_after = connects = 0
-        validity = None
+        validity = phases = handshake = None
         try:
             status = curl.getinfo(pycurl.RESPONSE_CODE)
             connects = curl.getinfo(pycurl.NUM_CONNECTS)
@@ -571,15 +720,20 @@ class Engine:
                 os_errno = curl.getinfo(pycurl.OS_ERRNO)
                 if failure[0] in TLS_FAILURES:
                     verify_result, validity = _tls_diagnosis(curl)
-            elif status in RETRY_AFTER_STATUSES:
-                retry_after = max(0, curl.getinfo(pycurl.RETRY_AFTER))
+            else:
+                if status in RETRY_AFTER_STATUSES:
+                    retry_after = max(0, curl.getinfo(pycurl.RETRY_AFTER))
+                if self._transport:
+                    phases = read_phases(curl)
+                    if connects and handle.verbose:
+                        handshake = _read_handshake(curl, handle.negotiated.line)
         finally:  # whatever happens, the handle is released and the caller hears back
             body, over_cap = sink.take(), sink.over_cap
             try:
                 self._release(handle)
             finally:
                 if failure is None:
-                    _report(done, Response(status, body, retry_after))
+                    _report(done, Response(status, body, retry_after, phases, handshake))
                 else:
                     code, message = failure
                     fresh_tls = connects > 0 and request.url.startswith("https:")

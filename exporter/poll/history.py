@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, SETTINGS, Bounds, DropKind, Dropped
 from exporter.model.fields import HealthReading
@@ -32,6 +32,7 @@ from exporter.model.snapshot import (
     on_wall_clock,
 )
 from exporter.model.storage import CountArray
+from exporter.model.transport import Handshake, TransportStatus
 from exporter.model.watch_readings import ContractReading, WalletReading
 from exporter.poll.block_hashes import BlockHashes
 from exporter.poll.consensus_history import ChainConsensus
@@ -45,6 +46,7 @@ from exporter.poll.results import (
     describe,
 )
 from exporter.poll.state import ChainState, NodeState, State
+from exporter.values import LabelTexts
 
 ENDPOINTS = ("health", "blockchain")
 #: No value dropped yet: one tuple shared by every node within its bounds.
@@ -136,6 +138,8 @@ class _NodeMemory:
     dropped: tuple[int, ...] = _NO_DROPS  # values dropped since start, per DropKind
     exceeding: int = 0  # bit i: the last read dropped values of the i-th DropKind
     mismatch: Mismatch | None = None  # how it last answered as another node, until trusted
+    handshake: Handshake | None = None  # the last one whose labels were checked
+    handshake_fits: bool = True  # its info labels are within max_label_value_length
 
 
 class History:
@@ -233,8 +237,16 @@ class History:
         chains, leader_drops = _chain_statuses(
             memory, name, result, now_mono, highest=highest, bounds=bounds, heads=self._heads
         )
+        transport = None
         if result.health is not None:
-            _note_dropped(memory, name, _cycle_drops(result, leader_drops))
+            drops = _cycle_drops(result, leader_drops)
+            transport, label_drops = _transport(memory, result.transport, bounds)
+            if label_drops:  # a new handshake's label too long: counted once, not each cycle
+                drops = tuple(
+                    count + label_drops * (kind is DropKind.LABEL_VALUE)
+                    for kind, count in zip(DropKind, drops, strict=True)
+                )
+            _note_dropped(memory, name, drops)
         return NodeStatus(
             name=name,
             labels=result.node.labels,
@@ -248,6 +260,7 @@ class History:
             retry_afters=0,  # the poller counts them (it holds the nodes back)
             identity=result.mismatch,
             last_chains=_last_chains(memory) if result.health is None else (),
+            transport=transport,
         )
 
 
@@ -417,6 +430,26 @@ def _note_listing(memory: _NodeMemory, node: str, health: HealthReading, unpolle
         else:
             message = "node lists no blockchain ids UTF-8 cannot hold any more"
             log.info(message, extra={"fields": {"node": node}})
+
+
+def _transport(
+    memory: _NodeMemory, transport: TransportStatus | None, bounds: Bounds
+) -> tuple[TransportStatus | None, int]:
+    """An up node's transport as the snapshot shows it, and how many label values of a new
+    handshake are over ``max_label_value_length``: its info series is then not written
+    (never a label cut short), the expiry still is."""
+    if transport is None or transport.handshake is None:
+        return transport, 0
+    dropped = 0
+    if transport.handshake is not memory.handshake:
+        labels = LabelTexts(bounds.label_value_length)
+        for value in transport.handshake.info_labels():
+            labels.fits(value)
+        memory.handshake, memory.handshake_fits = transport.handshake, not labels.dropped
+        dropped = labels.dropped
+    if memory.handshake_fits:
+        return transport, dropped
+    return replace(transport, info_fits=False), dropped
 
 
 def _cycle_drops(result: NodeResult, leader_drops: int = 0) -> tuple[int, ...]:

@@ -398,7 +398,14 @@ class NodePoll:
             failed = failed_node(self.node, health_error, end - self._started)
             return failed if mismatch is None else replace(failed, mismatch=mismatch)
         return NodeResult(
-            self.node, self._health, None, chains, end - self._started, self._unpolled, watch
+            self.node,
+            self._health,
+            None,
+            chains,
+            end - self._started,
+            self._unpolled,
+            watch,
+            transport=self._client.transport.status(),
         )
 
 

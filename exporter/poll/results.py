@@ -20,6 +20,7 @@ from exporter.errors import LedgerExporterError
 from exporter.model.fields import ChainReading, HealthReading
 from exporter.model.identity import Mismatch
 from exporter.model.readings import InvalidResponseError
+from exporter.model.transport import TransportStatus
 from exporter.model.watch_readings import Reading, WatchRequest
 
 log = logging.getLogger("ledger_exporter")
@@ -34,7 +35,10 @@ class Reason(Enum):
     INVALID_JSON = "invalid_json"
     INVALID_RESPONSE = "invalid_response"
     TOO_LARGE = "too_large"
-    TLS = "tls"  # a certificate or the TLS handshake failed (the detail says which)
+    TLS = "tls"  # the TLS handshake failed (the detail says why)
+    # the node's certificate failed verification (expired, not yet valid, unknown issuer,
+    # another host's): never retried without verification
+    CERTIFICATE = "certificate"
     #: the node answered as another node than its ``expect`` pins: not trusted, read as down
     IDENTITY_MISMATCH = "identity_mismatch"
 
@@ -97,6 +101,7 @@ class NodeResult:
     watch: list[WatchResult] = field(default_factory=list)  # in plan order
     asked: bool = True  # False: not asked this cycle (its Retry-After holds), nothing counted
     mismatch: Mismatch | None = None  # its /health answered as another node (error says so)
+    transport: TransportStatus | None = None  # the last handshake and phases (daemon only)
 
     def asked_for_time(self) -> FetchError | None:
         """The 429 or 503 answer of this poll that asked for the longest wait

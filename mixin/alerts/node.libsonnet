@@ -1,5 +1,9 @@
 // Each polled node: readable, answering, connected.
 local utils = import '../lib/utils.libsonnet';
+// '14d' -> '14 days' (else as utils.durationText says it): the certificate thresholds.
+local daysText(duration) =
+  local seconds = utils.durationSeconds(duration);
+  if seconds % 86400 == 0 then utils.plural(seconds / 86400, 'day') else utils.secondsText(seconds);
 
 {
   prometheusAlerts+:: {
@@ -100,6 +104,48 @@ local utils = import '../lib/utils.libsonnet';
                 Ledger node {{ $labels.node }} has only {{ $value }} connected peer(s) for 10
                 minutes; losing one more isolates it.
               |||,
+            },
+          },
+          // The earliest notAfter of the chain the node presented at its last TLS handshake
+          // is under certExpiryCritical (3d) away: renew now, clients refuse it once it
+          // passes (and the exporter reads the node as down, reason certificate). 10m: the
+          // value only changes at a handshake, so a short `for` is enough to skip one stale
+          // answer of a load balancer's old backend.
+          {
+            alert: 'LedgerNodeCertificateExpiring',
+            expr: |||
+              ledger_node_tls_cert_expiry_timestamp_seconds{%(ledgerSelector)s} - time() < %(critical)d
+            ||| % ($._config { critical: utils.durationSeconds($._config.certExpiryCritical) }),
+            'for': '10m',
+            labels: { severity: 'critical' },
+            annotations: {
+              summary: "A ledger node's TLS certificate expires soon.",
+              description: |||
+                The certificate chain ledger node {{ $labels.node }} presents expires in
+                {{ $value | humanizeDuration }} (under %s); renew it before its clients refuse it.
+              ||| % daysText($._config.certExpiryCritical),
+            },
+          },
+          // The same under certExpiryWarning (14d), above certExpiryCritical: two weeks leave
+          // time to renew through the usual change process. One severity at a time, so a
+          // certificate crossing 3 days pages once as critical, not twice.
+          {
+            alert: 'LedgerNodeCertificateExpiring',
+            expr: |||
+              ledger_node_tls_cert_expiry_timestamp_seconds{%(ledgerSelector)s} - time() < %(warning)d
+              and ledger_node_tls_cert_expiry_timestamp_seconds{%(ledgerSelector)s} - time() >= %(critical)d
+            ||| % ($._config {
+                     warning: utils.durationSeconds($._config.certExpiryWarning),
+                     critical: utils.durationSeconds($._config.certExpiryCritical),
+                   }),
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: "A ledger node's TLS certificate expires soon.",
+              description: |||
+                The certificate chain ledger node {{ $labels.node }} presents expires in
+                {{ $value | humanizeDuration }} (under %s); renew it.
+              ||| % daysText($._config.certExpiryWarning),
             },
           },
         ],

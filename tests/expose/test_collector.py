@@ -32,7 +32,9 @@ from tests.support.prometheus import Promtool
 from tests.support.waiting import wait_until
 
 _VARYING = re.compile(
-    r"^((?:ledger_node_scrape|ledger_exporter_cycle)_duration_seconds\S*) \S+$", re.M
+    r"^((?:ledger_node_scrape|ledger_node_request|ledger_exporter_cycle)_duration_seconds\S*) "
+    r"\S+$",
+    re.M,
 )
 #: build_info's labels that depend on the build and the Python running the tests (the
 #: version is the package's, shown as it is); tests/test_build_info.py checks their values.

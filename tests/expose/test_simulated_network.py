@@ -51,6 +51,7 @@ REASONS = (
     "invalid_response",
     "too_large",
     "tls",
+    "certificate",
     "identity_mismatch",
 )
 
@@ -166,6 +167,11 @@ class Rig:
         the samples, less the wall-time durations (checked here for presence only)."""
         actual = parse(Exposition(self.poller.run_cycle()).body(False, False))
         expected = self.expect(down or {}, chains_down or {})
+        phases = {
+            labels: actual.pop((name, labels))
+            for name, labels in list(actual)
+            if name == "ledger_node_request_duration_seconds"
+        }
         durations = {
             labels: actual.pop((name, labels))
             for name, labels in list(actual)
@@ -174,6 +180,10 @@ class Rig:
         node_labels = {frozenset({("node", node)}) for node in self.network.node_names}
         assert set(durations) == {frozenset(), *node_labels}
         assert all(seconds >= 0 for seconds in durations.values())
+        # the last request's phases (its timings): only for the nodes up, never negative
+        phased = {dict(labels)["node"] for labels in phases}
+        assert phased == set(self.network.node_names) - set(down or {}), phased
+        assert all(seconds >= 0 for seconds in phases.values())
         assert actual == expected
         return actual
 
@@ -494,8 +504,12 @@ def test_every_metric_appears_with_the_values_the_simulator_served(rig: Rig) -> 
     assert {name for name, _ in samples} | {
         "ledger_node_scrape_duration_seconds",
         "ledger_exporter_cycle_duration_seconds",
+        "ledger_node_request_duration_seconds",  # timings: checked by the rig's cycle
         # the Exporter sets it when it loads a config; a poll's snapshot has none
         "ledger_exporter_config_last_reload_success_timestamp_seconds",
+        # the simulator here serves http: tests/e2e/test_transport.py has them over https
+        "ledger_node_tls_cert_expiry_timestamp_seconds",
+        "ledger_node_tls_info",
     } == {
         spec.name for spec in metrics.ALL if spec not in metrics.PROBE_ONLY
     } - WATCH_NAMES - MAINTENANCE_NAMES

@@ -536,7 +536,11 @@ def test_broken_connections(path: str, detail: str, engine: Engine, local_node: 
         (NOT_SENT, Reason.TIMEOUT, "no time left in this cycle to send the request"),
         (SHUT_DOWN, Reason.TIMEOUT, "the exporter shut down before the answer came"),
         (pycurl.E_COULDNT_RESOLVE_HOST, Reason.CONNECTION, "name or service not known"),
-        (pycurl.E_PEER_FAILED_VERIFICATION, Reason.TLS, "verify failed (OpenSSL verify result 0)"),
+        (
+            pycurl.E_PEER_FAILED_VERIFICATION,
+            Reason.CERTIFICATE,
+            "verify failed (OpenSSL verify result 0)",
+        ),
         (pycurl.E_SSL_CONNECT_ERROR, Reason.TLS, "TLS handshake failed"),
         (
             pycurl.E_SSL_CACERT_BADFILE,
@@ -694,7 +698,7 @@ def test_tls_without_the_ca_fails_verification(
 ) -> None:
     tls = TlsConfig(None, pki.client.cert, pki.client.key)
     error = fetch_error(client(engine, tls_node.url, tls=tls), ["health"], soon())
-    assert error.reason is Reason.TLS
+    assert error.reason is Reason.CERTIFICATE
     assert error.detail.startswith("unknown issuer: ")
 
 

@@ -1,5 +1,6 @@
-"""A node's TLS failures told apart (``reason="tls"``, not ``connection``): an expired, a not yet
-valid, a self-signed certificate, one for another host name, a client certificate demanded,
+"""A node's TLS failures told apart (``reason="certificate"`` for a certificate that fails
+verification, ``reason="tls"`` for a failed handshake, never ``connection``): an expired, a not
+yet valid, a self-signed certificate, one for another host name, a client certificate demanded,
 a protocol mismatch, and a node that speaks only HTTP/2, over real sockets with certificates
 made here; then end to end: the exporter's log line, status page, error counter and
 ``/probe?debug=true`` say which. Never an insecure retry: the node never sees a request."""
@@ -63,7 +64,8 @@ def _elsewhere(pki: Pki) -> KeyPair:
 
 
 #: Each case: how the node serves (given the session's PKI), the scheme of its URL, and what
-#: the failure's detail must start with (one of the ``|``-separated texts).
+#: the failure's detail must start with (one of the ``|``-separated texts); the first four
+#: are the node's certificate failing verification (VERIFIED), the others handshakes.
 CASES: dict[str, tuple[Callable[[Pki], ssl.SSLContext | None], str, str]] = {
     "expired": (
         lambda pki: _server(_expired(pki)),
@@ -97,6 +99,13 @@ CASES: dict[str, tuple[Callable[[Pki], ssl.SSLContext | None], str, str]] = {
         "protocol mismatch: the node does not answer TLS on this port",
     ),
 }
+
+
+VERIFIED = ("expired", "not yet valid", "self-signed", "host name mismatch")
+
+
+def _reason(case: str) -> Reason:
+    return Reason.CERTIFICATE if case in VERIFIED else Reason.TLS
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +144,7 @@ def test_tls_failures_are_told_apart(
     _, scheme, detail = CASES[case]
     node = _start(fake_nodes, pki_nodes[case])
     error = _fetch_error(engine, _url(node, scheme), pki)
-    assert error.reason is Reason.TLS
+    assert error.reason is _reason(case)
     assert error.detail.startswith(tuple(detail.split("|"))), error.detail
     assert node.paths == []  # no request went out, and none insecurely
 
@@ -215,13 +224,19 @@ def test_the_log_status_page_metrics_and_probe_debug_say_which(
         _, _, detail = CASES[case]
         name = names[case]
         line = next(x for x in log.splitlines() if f'msg="node {name} is down"' in x)
-        assert any(f'reason=tls error="{text}' in line for text in detail.split("|")), line
+        reason = _reason(case).value
+        said = detail.split("|")
+        assert any(f'reason={reason} error="{text}' in line for text in said), line
         shown_page = page.replace("&#x27;", "'")
-        assert any(f"tls: {text}" in shown_page for text in detail.split("|")), case
-        sample = f'ledger_node_scrape_errors_total{{endpoint="health",node="{name}",reason="tls"}}'
+        assert any(f"{reason}: {text}" in shown_page for text in said), case
+        sample = (
+            f'ledger_node_scrape_errors_total{{endpoint="health",node="{name}",reason="{reason}"}}'
+        )
         assert f"{sample} 0.0" not in metrics and sample in metrics, case
         assert f'node="{name}",reason="connection"}} 0.0' in metrics
-    assert "tls: the node's certificate has expired (notAfter 2021-01-01T00:00:00Z)" in debug
+    assert (
+        "certificate: the node's certificate has expired (notAfter 2021-01-01T00:00:00Z)" in debug
+    )
     for node in nodes.values():
         assert node.paths == []
 
@@ -278,7 +293,7 @@ def test_a_certificate_with_bytes_that_are_not_utf8_fails_alone(
     odd = pki.issue_dated("odd-comment", "20200101000000Z", "20210101000000Z", comment)
     hostile = _start(fake_nodes, _server(odd))
     error = _fetch_error(engine, _url(hostile, "https"), pki)
-    assert error.reason is Reason.TLS
+    assert error.reason is Reason.CERTIFICATE
     assert error.detail.startswith("the node's certificate has expired"), error.detail
     healthy = _start(fake_nodes, None)
     client = NodeClient(engine, NodeConfig("ok", _url(healthy, "http")), 1 << 20)

@@ -61,7 +61,8 @@ def test_watch_requests_are_read_into_the_snapshot(fake_nodes: FakeNodes) -> Non
     for endpoint in ("contract", "contract_state", "wallet"):  # counters start at 0
         assert {r: c for (e, r), c in counts.items() if e == endpoint} == {
             "timeout": 0, "connection": 0, "http_status": 0, "invalid_json": 0,
-            "invalid_response": 0, "too_large": 0, "tls": 0, "identity_mismatch": 0,
+            "invalid_response": 0, "too_large": 0, "tls": 0, "certificate": 0,
+            "identity_mismatch": 0,
         }  # fmt: skip
 
 

@@ -94,6 +94,9 @@ TRANSPORT_FAULTS = {
     "slow": "the same answers, later (costs test time, proves nothing more)",
     "malformed_json": "the body cut in half: invalid JSON by design",
     "identity_swap": "another node's answers, as conforming as that node's own",
+    "cert_expiry": "the https certificate, not the answers: needs --tls, refused by design",
+    "lag_time": "the same answers as a healthy node's, each height later (costs test time)",
+    "rewrite_hash": "one block's hash changed: as conforming as the block before it",
 }
 #: What the document promises: a documented status, content type, headers and body.
 DOCUMENT_CHECKS = [

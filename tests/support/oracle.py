@@ -156,6 +156,41 @@ class NodeCollector(Collector):
         families.add(m.family_of(BLOCKCHAINS), labels, health.blockchain_count)
 
 
+class TransportCollector(Collector):
+    """What libcurl saw of each up node's requests: its last TLS handshake and the phases of
+    each kind's last answer.
+
+    # TYPE ledger_node_tls_cert_expiry_timestamp_seconds gauge
+    # TYPE ledger_node_tls_info gauge  (labels version, cipher, issuer_cn, subject_cn,
+    #   serial_fingerprint)
+    # TYPE ledger_node_request_duration_seconds gauge  (labels endpoint, phase)
+    """
+
+    SPECS = (m.NODE_TLS_CERT_EXPIRY, m.NODE_TLS_INFO, m.NODE_REQUEST_DURATION)
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        families = _Families(self.SPECS)
+        for node in self._snapshot.nodes:
+            transport = node.transport
+            if not node.up or transport is None:
+                continue
+            labels: Labels = {"node": node.name, **dict(node.labels)}
+            handshake = transport.handshake
+            if handshake is not None:
+                families.add(m.NODE_TLS_CERT_EXPIRY, labels, handshake.expiry)
+                if transport.info_fits:
+                    names = ("version", "cipher", "issuer_cn", "subject_cn", "serial_fingerprint")
+                    info = dict(zip(names, handshake.info_labels(), strict=True))
+                    families.add(m.NODE_TLS_INFO, {**labels, **info}, 1.0)
+            for endpoint, phase, seconds in transport.phase_rows():
+                phased = {**labels, "endpoint": endpoint, "phase": phase}
+                families.add(m.NODE_REQUEST_DURATION, phased, seconds)
+        return iter(families)
+
+
 class BlockchainCollector(Collector):
     """``GET /blockchains/{id}`` of every polled chain (labels ``node``, ``blockchain``).
 
@@ -370,6 +405,7 @@ def snapshot_collectors(snapshot: Snapshot) -> tuple[Collector, ...]:
     return (
         ExporterCollector(snapshot),
         NodeCollector(snapshot),
+        TransportCollector(snapshot),
         BlockchainCollector(snapshot),
         ConsensusCollector(snapshot),
         NetworkCollector(snapshot),

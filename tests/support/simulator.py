@@ -16,13 +16,14 @@ from ledger_simulator import SimulatedNetwork
 #: The names ``watch_list`` gives the objects it watches.
 WATCHED_CONTRACT, WATCHED_WALLET = "karma-token", "treasury"
 
-URL_LINE = re.compile(r"^(admin|node-\d+): (http://\S+)$")
+URL_LINE = re.compile(r"^(admin|node-\d+|ca): (https?://\S+|/\S+)$")
 
 
 @contextmanager
 def simulate(*args: str) -> Iterator[tuple[subprocess.Popen[str], dict[str, str]]]:
     """Start ``python -m ledger_simulator ARGS`` on a port of its choosing; yield it with the
-    URLs it printed (``admin``, ``node-1``...). Killed at the end if still running."""
+    URLs it printed (``admin``, ``node-1``...; with ``--tls`` also ``ca``, its CA's file).
+    Killed at the end if still running."""
     command = [sys.executable, "-m", "ledger_simulator", "--listen-address", "127.0.0.1:0"]
     process = subprocess.Popen(
         [*command, *args],

@@ -32,6 +32,9 @@ DAEMON_ONLY = (
     "ledger_node_scrape_errors_total",
     "ledger_node_last_success_timestamp_seconds",
     "ledger_node_retry_after_total",  # the daemon holds nodes back; a probe asks once
+    # the transport (the last handshake, the phases): the daemon's, kept across cycles
+    "ledger_node_tls_",
+    "ledger_node_request_duration_seconds",
     "ledger_blockchain_blocks_behind",
     "ledger_blockchain_behind_seconds",  # issue 37: the head's clock is the daemon's
     "ledger_blockchain_height_last_change_timestamp_seconds",
