@@ -79,6 +79,20 @@ local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.
         target_matchers: [ledger, 'blockchain=~".+"'],
         equal: exporter + ['node'],
       },
+      // Another node answers at a node's URL: the node reads as down (its answers are not
+      // trusted), one incident with the mismatch.
+      {
+        source_matchers: ['alertname="LedgerNodeIdentityMismatch"'],
+        target_matchers: ['alertname="LedgerNodeDown"'],
+        equal: exporter + ['node'],
+      },
+      // A budget burning fast pages; its slow pair's ticket for the same node or chain is
+      // the same burn, seen later.
+      {
+        source_matchers: ['alertname=~"LedgerNodeAvailabilityBudgetBurn|LedgerBlockchainLivenessBudgetBurn"', 'severity="critical"'],
+        target_matchers: ['alertname=~"LedgerNodeAvailabilityBudgetBurn|LedgerBlockchainLivenessBudgetBurn"', 'severity="warning"'],
+        equal: exporter + ['alertname', 'node', 'blockchain'],
+      },
       // The network partitioned: a node with fewer peers is part of it.
       {
         source_matchers: ['alertname="LedgerNetworkPartitioned"'],

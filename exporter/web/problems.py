@@ -195,23 +195,29 @@ def _readers(snapshot: Snapshot) -> dict[str, Readers]:
 def halted_problems(
     snapshot: Snapshot, now_mono: float, thresholds: Thresholds = SHIPPED_THRESHOLDS
 ) -> list[Problem]:
-    """LedgerBlockchainHalted: every up node that reads a chain is stalled at one height
-    while work waits (:func:`chain_problems`' stall line on each); one line per chain, the
-    nodes named, since the last of them reached that height."""
+    """LedgerBlockchainHalted: a strict majority of the up nodes that read a chain stand at
+    its highest height, stalled there while work waits (:func:`chain_problems`' stall line on
+    each); a laggard still climbing to that height neither delays nor prevents it. One line
+    per chain, the stalled nodes named, since the last of them reached that height."""
     found = []
     for blockchain, readers in _readers(snapshot).items():
         at = {node.name: chain.reading.height for node, chain in readers if chain.reading}
         seen = [(node, chain) for node, chain in readers if at[node.name] is not None]
-        heights = {at[node.name] for node, _ in seen}
-        if len(heights) != 1:
+        if not seen:
             continue
-        if any(_stalled(chain, now_mono, thresholds) is None for _, chain in seen):
+        head = max(at[node.name] or 0.0 for node, _ in seen)
+        stalled = [
+            (node, chain)
+            for node, chain in seen
+            if at[node.name] == head and _stalled(chain, now_mono, thresholds) is not None
+        ]
+        if 2 * len(stalled) <= len(seen):
             continue
-        since = min(now_mono - (chain.height_changed_at or 0.0) for _, chain in seen)
-        nodes = ", ".join(node.name for node, _ in seen)
+        since = min(now_mono - (chain.height_changed_at or 0.0) for _, chain in stalled)
+        nodes = ", ".join(node.name for node, _ in stalled)
         text = (
-            f"halted at height {heights.pop():.0f} for {age(since)}: every up node that "
-            f"reads it ({nodes}) is stalled there while work waits"
+            f"halted at height {head:.0f} for {age(since)}: {len(stalled)} of the"
+            f" {len(seen)} up nodes that read it ({nodes}) stand stalled there while work waits"
         )
         found.append(_alerting("LedgerBlockchainHalted", Scope.NETWORK, text, chain=blockchain))
     return found
@@ -728,6 +734,7 @@ class Inhibition:
 #: (LedgerExporterDown) cannot be shown by the exporter, and a node in maintenance is
 #: shown apart from the problems.
 INHIBITIONS = (
+    Inhibition("LedgerNodeIdentityMismatch", frozenset({"LedgerNodeDown"}), ("node",)),
     Inhibition("LedgerNodeDown", None, ("node",), of_a_chain=True),
     Inhibition(
         "LedgerBlockchainHalted",
@@ -829,12 +836,12 @@ def attention(
     off = _off_majority(snapshot.network)
     per_node = [node_problems(node, now_mono, off, thresholds) for node in snapshot.nodes]
     watch = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)
-    sections = [[p for p in network if p is not None], *per_node, watch]
+    identity = identity_problems(snapshot)
+    sections = [identity, [p for p in network if p is not None], *per_node, watch]
     folded = _fold(sections)  # first: a node's lines go aside with it, folded or not
-    nodes = {node.name: folded[1 + i] for i, node in enumerate(snapshot.nodes)}
-    identity = tuple(identity_problems(snapshot))
+    nodes = {node.name: folded[2 + i] for i, node in enumerate(snapshot.nodes)}
     listed = Attention(
-        tuple(_by_severity(folded[0])), nodes, tuple(_by_severity(folded[-1])), identity
+        tuple(_by_severity(folded[1])), nodes, tuple(_by_severity(folded[-1])), tuple(folded[0])
     )
     return set_aside(listed, snapshot, now_mono, thresholds)
 

@@ -54,28 +54,32 @@ local utils = import '../lib/utils.libsonnet';
               |||,
             },
           },
-          // The chain has halted: every up node that reads it is stalled (the condition of
-          // LedgerBlockHeightStalled, lib/consensus.libsonnet `stalled`) and all of them stand
-          // at one height, per exporter (exporterInstanceLabels) and chain. One alert names
-          // the cause the per-node stall, vote-session and queue alerts each see a part of;
-          // Alertmanager's inhibit_rules (deploy/alertmanager/alertmanager.yml) hold those
+          // The chain has halted: its head (the highest height among the up nodes that read
+          // it) stands still while work waits. A strict majority of those nodes stand at the
+          // head and meet LedgerBlockHeightStalled's condition (lib/consensus.libsonnet
+          // `stalled`), per exporter (exporterInstanceLabels) and chain. A node still climbing
+          // to the head (a laggard catching up) neither delays it nor holds it back: waiting
+          // for every node to stall at one height let each node's own stall alert go out
+          // first. A single node stuck above the others (a fork) is no majority. One alert
+          // names the cause the per-node stall, vote-session and queue alerts each see a part
+          // of; Alertmanager's inhibit_rules (deploy/alertmanager/alertmanager.yml) hold those
           // back while it fires. In this group with the same `for` (1m) as
-          // LedgerBlockHeightStalled, so both fire in the same evaluation and the per-node
-          // ones never go out first.
+          // LedgerBlockHeightStalled, so it fires no later than the first node's stall.
           {
             alert: 'LedgerBlockchainHalted',
             expr: |||
-              min by (%(exporterInstanceLabels)s, blockchain) (%(upStalled)s)
-              and on(%(exporterInstanceLabels)s, blockchain) (
-                count by (%(exporterInstanceLabels)s, blockchain) (%(upStalled)s)
-                == count by (%(exporterInstanceLabels)s, blockchain) (%(reading)s)
+              count by (%(exporterInstanceLabels)s, blockchain) (
+                (%(upStalled)s)
+                and on(%(exporterInstanceLabels)s, node, blockchain) (
+                  %(reading)s
+                  == on(%(exporterInstanceLabels)s, blockchain) group_left
+                  max by (%(exporterInstanceLabels)s, blockchain) (%(reading)s)
+                )
               )
-              and on(%(exporterInstanceLabels)s, blockchain) (
-                max by (%(exporterInstanceLabels)s, blockchain) (%(reading)s)
-                == min by (%(exporterInstanceLabels)s, blockchain) (%(reading)s)
-              )
+              > on(%(exporterInstanceLabels)s, blockchain)
+              count by (%(exporterInstanceLabels)s, blockchain) (%(reading)s) / 2
             ||| % ($._config {
-              reading: 'ledger_blockchain_height{%(ledgerSelector)s} and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+              reading: '(ledger_blockchain_height{%(ledgerSelector)s} and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1)' % $._config,
               upStalled: '%s and on(%s, node) ledger_node_up{%s} == 1' % [
                 std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
                 $._config.exporterInstanceLabels,
@@ -85,12 +89,12 @@ local utils = import '../lib/utils.libsonnet';
             'for': '1m',
             labels: { severity: 'critical' },
             annotations: {
-              summary: 'A blockchain has halted on every node.',
+              summary: 'A blockchain has halted: its head does not move while work waits.',
               description: |||
-                Blockchain {{ $labels.blockchain }} has not moved for at least
-                {{ $value | humanizeDuration }} on every up node polled by
-                {{ $labels.instance }}, all at one height, while work is waiting: the chain
-                itself has halted, not one node.
+                Blockchain {{ $labels.blockchain }} has halted: {{ $value }} of the up nodes
+                polled by {{ $labels.instance }} that read it stand at its highest height,
+                stalled there while work is waiting, a majority of them. The chain itself has
+                stopped, not one node.
               |||,
             },
           },

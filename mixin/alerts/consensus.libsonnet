@@ -74,13 +74,19 @@ local utils = import '../lib/utils.libsonnet';
           // polled node. One failure now and then is normal (a leader restarting, a slow
           // proposal). The highest count among the exporter's nodes, one alert per chain and
           // leader: every node sees the same leader fail, and it is paged once. `for: 1m`
-          // only absorbs evaluation jitter; the window already smooths.
+          // only absorbs evaluation jitter; the window already smooths. Rounds failed while
+          // the chain was halted are the halt's (LedgerBlockchainHalted names it; every leader
+          // fails then): not counted while LedgerBlockchainHalted fired within the window, so
+          // the alert neither fires during a halt nor after its recovery, when the window
+          // still holds the halt's failures and the inhibition is gone.
           {
             alert: 'LedgerLeaderFailingRounds',
             expr: |||
               max by (%(exporterInstanceLabels)s, blockchain, leader) (
                 increase(ledger_blockchain_leader_failed_rounds_total{%(ledgerSelector)s}[%(leaderFailedRoundsWindow)s])
               ) >= %(leaderFailedRoundsThreshold)d
+              unless on(%(exporterInstanceLabels)s, blockchain)
+              max_over_time(ALERTS{alertname="LedgerBlockchainHalted", alertstate="firing"}[%(leaderFailedRoundsWindow)s])
             ||| % $._config,
             'for': '1m',
             labels: { severity: 'warning' },

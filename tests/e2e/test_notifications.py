@@ -322,13 +322,6 @@ def test_the_watchdog_is_delivered(stack: Stack) -> None:
     assert {d.labels["severity"] for d in delivered} == {"none"}, delivered
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 36: LedgerBlockchainHalted waits for the lagging node to reach the stop "
-    "height, so the other nodes' LedgerBlockHeightStalled, LedgerVoteRoundsEscalating and "
-    "LedgerLeaderFailingRounds are delivered before it; LedgerLeaderFailingRounds is delivered "
-    "again once it resolves. Remove this mark when the rules deliver one notification.",
-)
 def test_a_chain_halted_on_every_node_pages_once(stack: Stack) -> None:
     """The chain's vote session never closes on any node: one LedgerBlockchainHalted, while
     every node's stall alert fires and is held back."""

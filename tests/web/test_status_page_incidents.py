@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from exporter.model.identity import Mismatch
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, ConsensusStatus, LeaderCounts, NodeStatus, Snapshot
@@ -109,6 +110,16 @@ def test_a_node_down_since_the_exporter_started_has_no_chains_to_keep() -> None:
 def view(**changes: Any) -> NetworkView:
     agreement = ChainAgreement(C1, 95, 1, Agreement(), 1, Agreement(), 100)
     return NetworkView((replace(agreement, **changes),), 1, (("a", 1), ("b", 1), ("c", 1)))
+
+
+def test_a_node_answering_as_another_is_one_line_with_its_down_line_under_it() -> None:
+    """LedgerNodeIdentityMismatch inhibits the node's LedgerNodeDown (it reads as down)."""
+    impostor = replace(down("b"), identity=Mismatch("02ab", "03cd"))
+    found = attention(fleet(node("a", chain()), impostor), NOW)
+    (line,) = found.identity
+    assert (line.alert, line.node) == ("LedgerNodeIdentityMismatch", "b")
+    assert [shown(under) for under in line.folded] == [("LedgerNodeDown", "b", None, ())]
+    assert found.nodes is not None and found.nodes["b"] == []
 
 
 def test_a_partition_hides_the_peers_low_lines() -> None:
@@ -205,8 +216,8 @@ def test_a_chain_halted_on_every_node_is_one_line_with_its_nodes_under_it() -> N
         "LedgerBlockchainHalted", C1, "critical",
     )  # fmt: skip
     assert halted.text == (
-        "halted at height 100 for 10m 1s: every up node that reads it (a, b, c) is stalled "
-        "there while work waits"
+        "halted at height 100 for 10m 1s: 3 of the 3 up nodes that read it (a, b, c) stand "
+        "stalled there while work waits"
     )
     under = sorted((line.alert or "", line.node or "") for line in halted.folded)
     assert under == sorted(
@@ -221,9 +232,20 @@ def test_a_chain_halted_on_every_node_is_one_line_with_its_nodes_under_it() -> N
     assert html.count("LedgerBlockHeightStalled</bdi></a>") == 3  # under the halted line only
 
 
+def test_a_laggard_climbing_to_the_halted_head_neither_delays_nor_prevents_the_halt() -> None:
+    """The head stands still on a majority: halted, while c still climbs to it (each of its
+    blocks recent); waiting for c to stall there too let each node's own stall page first."""
+    found = attention(fleet(stuck("a"), stuck("b"), node("c", chain(height=95))), NOW)
+    (halted,) = [line for line in found.network if line.alert == "LedgerBlockchainHalted"]
+    assert halted.text == (
+        "halted at height 100 for 10m 1s: 2 of the 3 up nodes that read it (a, b) stand "
+        "stalled there while work waits"
+    )
+
+
 def test_a_chain_moving_on_one_node_or_split_across_heights_is_not_halted() -> None:
     for snapshot in (
-        fleet(stuck("a"), stuck("b"), node("c", chain())),  # c's height moves
+        fleet(stuck("a"), stuck("b"), node("c", chain(height=101))),  # c's head moves on
         fleet(stuck("a"), stuck("b", height=99)),  # two heights: not one halt
     ):
         found = attention(snapshot, NOW)
@@ -357,8 +379,8 @@ def test_a_real_exporter_shows_a_halted_chain_as_one_line_and_a_down_nodes_chain
     assert network.startswith('<h3>Network</h3><ul class="problems"><li><span class="sev crit')
     assert network.count("</li></ul></li>") == 1  # one line, the others folded under it
     assert (
-        "halted at height 50 for 1h 0m: every up node that reads it (n1, n2, n3) is stalled "
-        "there while work waits" in network
+        "halted at height 50 for 1h 0m: 3 of the 3 up nodes that read it (n1, n2, n3) stand "
+        "stalled there while work waits" in network
     )
     assert network.count("LedgerBlockHeightStalled</bdi></a>") == 3  # folded under it
     runbook = alert_thresholds.SHIPPED.runbook("LedgerBlockchainHalted")
