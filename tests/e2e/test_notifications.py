@@ -70,6 +70,15 @@ EVALUATION_MS = 1000  # the test's Prometheus evaluates the rules every second
 SHIPPED_ALERTMANAGER = REPO / "deploy" / "alertmanager" / "alertmanager.yml"
 WATCHDOG = "LedgerWatchdog"
 MAINTENANCE_ALERT = "LedgerNodeInMaintenance"
+#: Burn-rate alerts read the recording rules' windows (rules.yml: 5m to 30d), which are not
+#: shortened while the faults are: an outage of seconds here stands for minutes, yet it spends
+#: a real 5-minute window's budget, and keeps it spent across the next scenarios. A test
+#: artefact, left out of what the scenarios count and wait for, as tests/e2e/test_alerts.py's
+#: BURN_RATE is; deploy/prometheus/tests/slo*.test.yml test them at their own pace.
+BURN_RATE = frozenset({"LedgerNodeAvailabilityBudgetBurn", "LedgerBlockchainLivenessBudgetBurn"})
+#: What the scenarios neither count nor wait for: the watchdog, which always fires, and the
+#: burn-rate alerts.
+UNCOUNTED = frozenset({WATCHDOG}) | BURN_RATE
 #: The faults network: seed 3's 8 nodes have councils of 4 on both chains (one member of
 #: margin each), and node-5, node-6, node-7 in neither: taking one of those down thins no
 #: quorum, so its LedgerNodeDown is the incident's only cause.
@@ -179,9 +188,9 @@ class Stack:
 
     def pages(self, since: int) -> Counter[str]:
         """This exporter's alerts delivered firing to a paging receiver since ``since``,
-        by name (each alert once), the watchdog aside."""
+        by name (each alert once), the watchdog and the burn-rate alerts aside."""
         return self.webhook.firing(
-            receivers=self.paging, ignore=[WATCHDOG], where={"instance": self.instance},
+            receivers=self.paging, ignore=UNCOUNTED, where={"instance": self.instance},
             since=since,
         )  # fmt: skip
 
@@ -231,19 +240,23 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 def firing_here(stack: Stack) -> list[Alert]:
-    """This exporter's alerts firing in Prometheus, the maintenance entry's aside."""
+    """This exporter's alerts firing in Prometheus, the maintenance entry's and the burn-rate
+    alerts aside."""
     return [
         alert for alert in stack.prom.alerts()
         if alert["state"] == "firing"
         and alert["labels"].get("instance") == stack.instance
         and alert["labels"]["alertname"] != MAINTENANCE_ALERT
+        and alert["labels"]["alertname"] not in BURN_RATE
     ]  # fmt: skip
 
 
 def held_here(stack: Stack) -> list[Alert]:
-    """This exporter's alerts Alertmanager still holds, the maintenance entry's aside."""
+    """This exporter's alerts Alertmanager still holds, the maintenance entry's and the
+    burn-rate alerts aside."""
     return [a for a in stack.am.alerts(instance=stack.instance)
-            if a["labels"]["alertname"] != MAINTENANCE_ALERT]  # fmt: skip
+            if a["labels"]["alertname"] != MAINTENANCE_ALERT
+            and a["labels"]["alertname"] not in BURN_RATE]  # fmt: skip
 
 
 def wait_quiet(stack: Stack, what: str) -> None:
@@ -298,7 +311,7 @@ def incident(
                 if item.receiver in stack.paging
             )
 
-        stack.webhook.wait_for(paged, timeout=60, what=f"{page} delivered", ignore=[WATCHDOG])
+        stack.webhook.wait_for(paged, timeout=60, what=f"{page} delivered", ignore=UNCOUNTED)
         for labels, by in held_back:
             wait_until(inhibited(stack, labels, by), timeout=60, interval=0.25,
                        message=partial(not_held_back, stack, labels, by))  # fmt: skip
@@ -336,7 +349,7 @@ def test_a_chain_halted_on_every_node_pages_once(stack: Stack) -> None:
             for node in stack.tracking(HALTED) if node != IN_MAINTENANCE]  # fmt: skip
     since = incident(stack, switch, page, held)
     pages = stack.pages(since)
-    assert pages == Counter({"LedgerBlockchainHalted": 1}), stack.webhook.summary(since, [WATCHDOG])
+    assert pages == Counter({"LedgerBlockchainHalted": 1}), stack.webhook.summary(since, UNCOUNTED)
 
 
 def test_one_node_down_pages_once_and_a_node_in_maintenance_not_at_all(stack: Stack) -> None:
@@ -351,7 +364,7 @@ def test_one_node_down_pages_once_and_a_node_in_maintenance_not_at_all(stack: St
     held = [({"alertname": "LedgerNodeDown", "node": IN_MAINTENANCE}, MAINTENANCE_ALERT)]
     since = incident(stack, switch, page, held)
     pages = stack.pages(since)
-    assert pages == Counter({"LedgerNodeDown": 1}), stack.webhook.summary(since, [WATCHDOG])
+    assert pages == Counter({"LedgerNodeDown": 1}), stack.webhook.summary(since, UNCOUNTED)
     downs = {d.labels["node"] for d in stack.webhook.delivered(since)
              if d.alertname == "LedgerNodeDown" and d.receiver in stack.paging}  # fmt: skip
     assert downs == {DOWN}
@@ -373,7 +386,7 @@ def test_the_exporter_reaching_no_node_pages_once(stack: Stack) -> None:
             for node in stack.net.node_names if node != IN_MAINTENANCE]  # fmt: skip
     since = incident(stack, switch, page, held)
     pages = stack.pages(since)
-    assert pages == Counter({"LedgerAllNodesDown": 1}), stack.webhook.summary(since, [WATCHDOG])
+    assert pages == Counter({"LedgerAllNodesDown": 1}), stack.webhook.summary(since, UNCOUNTED)
 
 
 def test_the_fault_free_demo_raises_nothing_in_15_minutes(stack: Stack) -> None:
