@@ -131,6 +131,9 @@ def test_shortened_alerts_differ_only_in_their_timings() -> None:
         "LedgerVoteSessionStuck",
         "LedgerLeaderFailingRounds",
         "LedgerCouncilQuorumThin",
+        "LedgerBlockchainReorganized",  # reorganisations counted over its window
+        "LedgerNodeIdentityMismatch",  # identity mismatches counted over its window
+        "LedgerNodeBehindTime",  # unless stalled: LedgerBlockHeightStalled's age condition
     }
     for name in ("LedgerBlockHeightStalled", "LedgerNodeBehind"):  # the stall condition
         expr = " ".join(shortened[name]["expr"].split())
