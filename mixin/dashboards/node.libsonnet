@@ -43,7 +43,7 @@ local utils = import '../lib/utils.libsonnet';
             size=[12, 6],
           ),
           g.stateTimeline(
-            33,
+            45,
             'In maintenance',
             "When the config's maintenance entries applied to the node (ledger_node_maintenance) or to a selected chain on every node (ledger_blockchain_maintenance), with their reason; empty otherwise. Alertmanager's inhibit rules hold back their other alerts meanwhile.",
             [
