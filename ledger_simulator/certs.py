@@ -67,7 +67,13 @@ class SimCertificates:
             )
         self.days = parse_days(days)
         self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:  # a file there, no such parent, no permission
+            raise CertificateError(
+                f"cannot make the certificates' directory {str(directory)!r}: "
+                f"{error.strerror}; give --tls.dir a directory the simulator may write"
+            ) from None
         self._lock = threading.Lock()
         self._issued = 0
         self.ca_file = str(directory / "ca.pem")

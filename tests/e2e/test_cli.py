@@ -283,6 +283,9 @@ MISTAKES: list[tuple[tuple[str, ...], dict[str, str], int, str]] = [
     (("simulate", "--layout", "grid"), {}, 2, "--layout: invalid choice: 'grid'"),
     (("simulate", "--fault", "node-2"), {}, 2, "invalid --fault 'node-2': use NODE:FAULT"),
     (("simulate", "--log.level", "loud"), {}, 2, "--log.level: unknown log level 'loud'"),
+    (("simulate", "--tls=yes"), {}, 2, "argument --tls: ignored explicit argument 'yes'"),
+    (("simulate", "--tls.days", "soon"), {}, 2, "--tls.days: cert_expiry takes the days until"),
+    (("simulate", "--tls", f"--tls.dir={EXAMPLE}"), {}, 1, "give --tls.dir a directory"),
 ]
 
 

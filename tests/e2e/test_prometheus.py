@@ -24,8 +24,11 @@ from tests.support.simulator import tracked_pairs
 pytestmark = pytest.mark.integration
 
 JOB = "ledger-exporter"
-REASONS = 7  # timeout, connection, http_status, invalid_json, invalid_response, too_large, tls
+# timeout, connection, http_status, invalid_json, invalid_response, too_large, tls, certificate
+# (verification failed) and identity_mismatch (not the pinned node), each from the first cycle
+REASONS = 9
 ENDPOINTS = 3  # health, blockchain and block (a checkpoint is known after the first cycle)
+HTTP_PHASES = 4  # resolve, connect, processing, transfer: no tls phase over plain http
 
 
 @pytest.fixture
@@ -76,6 +79,10 @@ def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
             continue  # nor maintenance entries
         if spec in metrics.WATCH_FAMILIES:
             continue  # this exporter's config has no watch list
+        if spec in (metrics.NODE_TLS_CERT_EXPIRY, metrics.NODE_TLS_INFO):
+            continue  # the simulator here serves plain http
+        if spec is metrics.STATE_FILE_WRITE_FAILURES:
+            continue  # only with --state.file, which this exporter has not
         if spec.name.startswith("ledger_exporter_"):
             counts[spec.name] = 1
         elif spec.name.startswith("ledger_node_"):
@@ -130,12 +137,18 @@ def test_prometheus_scrapes_and_stores_every_node_and_chain(
         assert counts.pop((coming_and_going,), 0) == vote_rounds
     # The checkpoint follows the height a majority reached (issue 19): a chain's laggard more
     # than checkpoint_depth blocks behind is not asked for its block, so it has no agreement
-    # sample, and its node's block counters start only with its first block request.
+    # sample, its node's block counters and request phases start only with its first block
+    # request, and its reorganisations counter with its first checkpoint block read.
     agreeing = counts.pop(("ledger_blockchain_checkpoint_agrees",))
+    reorgs = counts.pop(("ledger_blockchain_reorgs_total",))
+    phases = counts.pop(("ledger_node_request_duration_seconds",))
     errors = counts.pop(("ledger_node_scrape_errors_total",))
     expected = expected_series_counts(network)
     laggards = laggard_pairs(network)
     assert len(tracked_pairs(network)) - len(laggards) <= agreeing <= len(tracked_pairs(network))
+    reorganising = server.values("ledger_blockchain_reorgs_total", "node", "blockchain")
+    assert tracked_pairs(network) - laggards <= set(reorganising) <= tracked_pairs(network)
+    assert reorgs == len(reorganising) and set(reorganising.values()) == {0.0}
     always_asked = {node for node, _ in tracked_pairs(network) - laggards}
     asked = server.values(
         'count by (node) (ledger_node_scrape_errors_total{endpoint="block"})', "node"
@@ -146,7 +159,11 @@ def test_prometheus_scrapes_and_stores_every_node_and_chain(
         == expected.pop("ledger_node_scrape_errors_total")
         - (len(network.node_names) - len(asked)) * REASONS
     )
-    del expected["ledger_blockchain_checkpoint_agrees"]
+    nodes = len(network.node_names)
+    assert phases == ((ENDPOINTS - 1) * nodes + len(asked)) * HTTP_PHASES
+    for popped in ("checkpoint_agrees", "reorgs_total"):
+        del expected[f"ledger_blockchain_{popped}"]
+    del expected["ledger_node_request_duration_seconds"]
     assert counts == {(name,): n for name, n in expected.items()}
     assert vote_rounds <= len(first)
     assert_ingested_as_openmetrics(server)

@@ -194,6 +194,7 @@ class Rig:
         expected: Samples = {
             key("ledger_exporter_build_info", **dict(this_build().labels())): 1.0,
             key("ledger_exporter_config_last_reload_successful"): 1.0,
+            key("ledger_exporter_cycle_timeout_seconds"): TIMEOUT,  # the config's scrape_timeout
         }
         docs: dict[tuple[str, str], dict[str, Any]] = {}
         blocks: dict[tuple[str, str], str] = {}
@@ -510,6 +511,8 @@ def test_every_metric_appears_with_the_values_the_simulator_served(rig: Rig) -> 
         # the simulator here serves http: tests/e2e/test_transport.py has them over https
         "ledger_node_tls_cert_expiry_timestamp_seconds",
         "ledger_node_tls_info",
+        # only with --state.file, which the rig has not: tests/e2e/test_state_file_failures.py
+        "ledger_exporter_state_file_write_failures_total",
     } == {
         spec.name for spec in metrics.ALL if spec not in metrics.PROBE_ONLY
     } - WATCH_NAMES - MAINTENANCE_NAMES

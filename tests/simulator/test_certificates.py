@@ -58,3 +58,11 @@ def test_the_fault_needs_https_and_days() -> None:
     assert parse_days(None) < 0
     assert parse_fault_spec("node-1:cert_expiry=5").value == "5"
     assert parse_fault_spec("*:cert_expiry").node == "*"
+
+
+def test_a_directory_that_cannot_be_made_is_an_error_that_names_it(tmp_path: Path) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("a file, not a directory")
+    for where in (taken, taken / "below"):
+        with pytest.raises(CertificateError, match=f"directory '{where}'.*--tls.dir"):
+            SimCertificates(where)

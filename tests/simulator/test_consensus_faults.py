@@ -276,7 +276,7 @@ def test_every_member_failing_stops_the_chain_with_its_session_open(
         ({"fault": "leader_failing", "target": "node-9"}, "no member of"),
         ({"fault": "council_change", "target": "0x00"}, "no member of"),
         ({"fault": "idle", "target": "node-1"}, "a target also for leader_failing"),
-        ({"fault": "stall", "value": "1"}, "a value is for consensus_drift only"),
+        ({"fault": "stall", "value": "1"}, "and cert_expiry (days) only, not stall"),
         ({"fault": "consensus_drift", "node": "*"}, "node '*' also for council_change"),
         ({"fault": "consensus_drift", "target": "blockTime"}, "unknown setting 'blockTime'"),
         ({"fault": "consensus_drift", "target": "minMembers", "value": -1}, "whole number"),
