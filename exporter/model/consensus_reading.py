@@ -177,11 +177,12 @@ def _by_value(value: Any) -> Any:
         return value
     if isinstance(value, int | float):
         number = read_number(value)
-        return repr(value) if number is None else number  # NaN, infinities, huge integers
+        # NaN, infinities, huge integers as sent; -0 becomes 0 (JSON writes -0.0 apart)
+        return repr(value) if number is None else number + 0.0
     if isinstance(value, str) and value[:1] in _NUMERIC_START:
         duration = value[-1:].isalpha()  # "90s", "1m30s", "500ms"; "1e3" ends in a digit
         number = read_duration(value) if duration else read_number(value)
-        return value if number is None else number
+        return value if number is None else number + 0.0
     return value
 
 

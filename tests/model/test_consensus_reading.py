@@ -146,6 +146,14 @@ def test_a_different_setting_is_another_view(changes: dict[str, Any]) -> None:
     assert view(**changes) != view()
 
 
+def test_zero_and_minus_zero_are_one_value() -> None:
+    """The values "-0" and -0.0 are those of "0" and 0: a node sending one and a node sending the
+    other share one configuration (JSON would write -0.0 and 0.0 apart)."""
+    zero = CONSENSUS | {"minMembers": 0, "consensusTimeout": "0", "txMintThreshold": "0"}
+    signed = CONSENSUS | {"minMembers": -0.0, "consensusTimeout": "-0", "txMintThreshold": "-0.0"}
+    assert view(consensus=signed) == view(consensus=zero)
+
+
 def test_no_consensus_object_is_no_view() -> None:
     assert view(consensus=None) is None
     assert view(consensus="council") is None

@@ -9,6 +9,7 @@ exporter served is made wrong (one more) or taken away, and the oracle must say 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -89,3 +90,41 @@ def test_a_sample_the_reference_does_not_document_is_caught(exported: dict[Key, 
     assert f"{name} has labels ['zone'] docs/metrics.md does not list" in check(
         CASE.setup, cycles, extra
     )
+
+
+def test_request_phases_only_of_kinds_asked_and_never_tls_over_http(
+    exported: dict[Key, float],
+) -> None:
+    """libcurl's timings (ledger_node_request_duration_seconds, the sockets suite's) are held
+    to docs/metrics.md: an up node's phases of the kinds of request it was asked, no ``tls``
+    over plain http, and its /health's once it is timed at all."""
+    cycles = run_in_process(CASE).cycles
+    family = "ledger_node_request_duration_seconds"
+    (_, node), _ = next(item for item in exported.items() if item[0][0] == "ledger_node_up")
+
+    def timed(*rows: tuple[str, str]) -> dict[Key, float]:
+        added = {
+            (family, tuple(sorted((*node, ("endpoint", kind), ("phase", phase))))): 0.001
+            for kind, phase in rows
+        }
+        return {**exported, **added}
+
+    plain = ("resolve", "connect", "processing", "transfer")
+    asked = [(kind, phase) for kind in ("health", "blockchain") for phase in plain]
+    assert check(CASE.setup, cycles, timed(*asked)) == []
+    for wrong in (("health", "tls"), ("health", "queueing")):
+        assert check(CASE.setup, cycles, timed(*asked, wrong)), f"{wrong} passes"
+    wallet = timed(*asked, ("wallet", "connect"))
+    assert check(CASE.setup, cycles, wallet) == []
+    unasked = [  # the same cycles had the wallet not been asked for
+        replace(
+            cycle,
+            requests={
+                n: [r for r in rs if r[0][0] != "wallets"] for n, rs in cycle.requests.items()
+            },
+        )
+        for cycle in cycles
+    ]
+    assert check(CASE.setup, unasked, wallet), "a kind never asked passes"
+    without_health = [(kind, phase) for kind, phase in asked if kind != "health"]
+    assert check(CASE.setup, cycles, timed(*without_health)), "no /health timing passes"

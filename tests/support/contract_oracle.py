@@ -64,6 +64,7 @@ NOT_FOUND = Answer(b'{"error": "not found"}', 404)
 SAFE_DEPTH = 64
 REASONS = frozenset(metrics_reference.label_values("reason"))
 ENDPOINTS = frozenset(metrics_reference.label_values("endpoint"))
+PHASES = metrics_reference.label_values("phase")
 CONTRACT_STATUSES = metrics_reference.label_values("status")
 PERMISSIONS = metrics_reference.label_values("permission")
 
@@ -588,6 +589,7 @@ class _Oracle:
         self.exporter_series()
         for name, labels in self.setup.nodes:
             self.nodes[name] = self.node(name, dict(labels))
+            self.request_phases(name, {"node": name, **dict(labels)})
         self.consistency()
         self.network()
         self.compare()
@@ -645,6 +647,28 @@ class _Oracle:
         earlier = self.remembered_ids(name, self.cycles[:-1]) if unsure else []
         seen.node_ids = list(dict.fromkeys([*ids, *earlier])) or [None]
         return seen
+
+    def request_phases(self, name: str, base: dict[str, str]) -> None:
+        """libcurl's timings of each kind of request (not a field: the exporter's own
+        measure): only of an up node, only of kinds asked of it, every phase but ``tls`` over
+        plain http; once the node is timed at all, its /health (answered this cycle) is."""
+        family = "ledger_node_request_duration_seconds"
+        timed = any(key[0] == family and _node_of(key[1], base) for key in self.samples)
+        if self.sample("ledger_node_up", base) != 1.0 or not timed:
+            return
+        kinds = {
+            _endpoint_of(segments)
+            for cycle in self.cycles
+            for segments, _ in cycle.requests.get(name, ())
+        }
+        for kind in sorted(kinds | {"health"}):
+            for phase in PHASES:
+                if phase == "tls":
+                    continue  # never over plain http: any such sample is unexpected
+                labels = {**base, "endpoint": kind, "phase": phase}
+                value = self.sample(family, labels)
+                seconds = 0.0 if value is None else value  # any: _duration_seconds are >= 0
+                self.expect(family, labels, Expect((seconds,), kind == "health"))
 
     def remembered_ids(self, name: str, cycles: Sequence[Cycle]) -> list[str | None]:
         """The ``nodeId`` the exporter may remember for ``name`` from ``cycles``: that of the
@@ -1243,6 +1267,17 @@ def _show(key: Key) -> str:
 def _node_of(labels: Labels, base: Mapping[str, str]) -> bool:
     found = dict(labels)
     return all(found.get(k) == v for k, v in base.items())
+
+
+def _endpoint_of(segments: Sequence[str]) -> str:
+    """The ``endpoint`` label of a request to the API path ``segments`` (docs/metrics.md)."""
+    if segments[:1] == ("health",):
+        return "health"
+    if segments[:1] == ("wallets",):
+        return "wallet"
+    if len(segments) >= 4 and segments[2] == "contracts":
+        return "contract_state" if len(segments) >= 5 else "contract"
+    return "block" if len(segments) >= 3 else "blockchain"
 
 
 def _list_length(value: Any) -> Expect:
