@@ -97,6 +97,7 @@ ELSEWHERE = {
     ("blockchains", "poll/node.py"): "the URL path /blockchains/{id}",
     ("blockchains", "model/watch_readings.py"): "the URL path /blockchains/{id}/contracts",
     ("blockchains", "poll/state.py"): "a key of the state file",
+    ("blockchains", "config/exporter.py"): "the config path of an `expect`'s chains in an error",
     ("node_id", "poll/state.py"): "a key of the state file",
     ("vote_sessions", "poll/state.py"): "a key of the state file",
     # counts of values dropped, by kind of bound
@@ -129,6 +130,7 @@ ELSEWHERE = {
     ("state", "poll/state.py"): "Inspection.state: the exporter's state file",
     ("version", "poll/state.py"): "the state file's format version",
     ("version", "build.py"): "the exporter's own version",
+    ("version", "model/transport.py"): "the negotiated TLS version (ledger_node_tls_info's label)",
     ("version", "app.py"): "the exporter's own version in the start-up log line",
     ("status", "poll/engine.py"): "an HTTP status",
     ("status", "poll/results.py"): "an HTTP status",
