@@ -28,14 +28,12 @@ Prometheus's within seconds, as it follows within minutes at full scale.
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
@@ -43,7 +41,7 @@ import yaml
 
 from tests.support.http import fetch
 from tests.support.ports import free_port
-from tests.support.processes import stop_process
+from tests.support.processes import ServerProcess
 from tests.support.programs import require_program
 from tests.support.scaling import duration_ms, scaled
 from tests.support.waiting import wait_until
@@ -261,7 +259,7 @@ def _scaled_route(route: Mapping[str, Any], scale: int, min_wait_ms: int) -> dic
 # --- the server ---------------------------------------------------------------------------
 
 
-class AlertmanagerServer:
+class AlertmanagerServer(ServerProcess):
     """One ``prometheus-alertmanager`` process on 127.0.0.1 with ``config`` (a document),
     its storage in ``workdir``, no cluster."""
 
@@ -272,7 +270,6 @@ class AlertmanagerServer:
         self.config: dict[str, Any] = dict(config)
         self.config_file = workdir / "alertmanager.yml"
         self.log_file = workdir / "alertmanager.log"
-        self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> AlertmanagerServer:
         """Write the config, start the process and wait until ``/-/ready`` answers 200."""
@@ -286,51 +283,15 @@ class AlertmanagerServer:
             "--cluster.listen-address=",
             "--log.level=warn",
         ]
-        with self.log_file.open("wb") as log:
-            self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        process = self._process
 
         def ready() -> bool:
-            if process.poll() is not None:
-                raise AlertmanagerError(
-                    f"alertmanager exited with {process.returncode}: {self.log()}"
-                )
             try:
                 return fetch(self.url + "/-/ready", timeout=2).status == 200
             except OSError:
                 return False
 
-        try:
-            wait_until(ready, timeout=START_TIMEOUT_SECONDS, interval=POLL_SECONDS,
-                       message=lambda: f"alertmanager not ready: {self.log()}")  # fmt: skip
-        except AssertionError:
-            self.stop()
-            raise
+        self.launch(command, ready, AlertmanagerError, START_TIMEOUT_SECONDS)
         return self
-
-    def stop(self) -> None:
-        """Terminate, wait, kill when it does not end in time."""
-        process, self._process = self._process, None
-        if process is not None:
-            stop_process(process, STOP_TIMEOUT_SECONDS)
-
-    def __enter__(self) -> AlertmanagerServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def log(self) -> str:
-        """What the process wrote (warnings and errors), for failure messages."""
-        try:
-            return self.log_file.read_text(errors="replace")
-        except OSError:
-            return "<no log>"
 
     def alerting(self) -> dict[str, Any]:
         """A Prometheus config's ``alerting`` section sending its alerts here."""

@@ -14,8 +14,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 from tests.support.http import fetch
 from tests.support.testdata import REPO
@@ -35,6 +37,68 @@ def stop_process(process: subprocess.Popen[bytes], timeout: float = 10.0) -> Non
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+class ServerProcess:
+    """A test's server process (Prometheus, Alertmanager) with its output in ``log_file``:
+    started by the subclass's ``start`` through :meth:`launch`, stopped by :meth:`stop` or at
+    the end of a ``with`` block."""
+
+    log_file: Path
+    _process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def launch(
+        self,
+        command: Sequence[str],
+        ready: Callable[[], bool],
+        failure: type[AssertionError],
+        timeout: float = 30.0,
+    ) -> None:
+        """Start ``command`` and wait until ``ready``; ``failure`` (naming the log) when it
+        exits first or is not ready within ``timeout`` (the process is stopped then)."""
+        name = Path(command[0]).name
+        with self.log_file.open("wb") as log:
+            process = subprocess.Popen(list(command), stdout=log, stderr=subprocess.STDOUT)
+        self._process = process
+
+        def answered() -> bool:
+            if process.poll() is not None:
+                raise failure(f"{name} exited with {process.returncode}: {self.log()}")
+            return ready()
+
+        try:
+            wait_until(answered, timeout=timeout, interval=0.2,
+                       message=lambda: f"{name} not ready: {self.log()}")  # fmt: skip
+        except AssertionError:
+            self.stop()
+            raise
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Terminate, wait, kill when it does not end in time."""
+        process, self._process = self._process, None
+        if process is not None:
+            stop_process(process, timeout)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def log(self) -> str:
+        """What the process wrote (warnings and errors), for failure messages."""
+        try:
+            return self.log_file.read_text(errors="replace")
+        except OSError:
+            return "<no log>"
 
 
 def exporter_command(*args: str) -> list[str]:

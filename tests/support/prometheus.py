@@ -22,20 +22,18 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import yaml
 
 from tests.support.http import fetch
 from tests.support.ports import free_port
-from tests.support.processes import stop_process
+from tests.support.processes import ServerProcess
 from tests.support.programs import require_program
 from tests.support.testdata import REPO
 from tests.support.waiting import wait_until
 
 START_TIMEOUT_SECONDS = 30.0
-STOP_TIMEOUT_SECONDS = 10.0
 POLL_SECONDS = 0.2
 
 Sample = dict[str, Any]  # one element of an instant query's result: {"metric", "value"}
@@ -175,7 +173,7 @@ class PrometheusApi:
             raise PrometheusError(f"reload answered {answer.status}: {answer.text}")
 
 
-class PrometheusServer(PrometheusApi):
+class PrometheusServer(PrometheusApi, ServerProcess):
     """One Prometheus process scraping ``targets`` (job name -> ``host:port`` list)."""
 
     def __init__(
@@ -208,7 +206,6 @@ class PrometheusServer(PrometheusApi):
         if rule_files:
             self.config["rule_files"] = [str(Path(path).resolve()) for path in rule_files]
         self._extra_flags = list(extra_flags)
-        self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> PrometheusServer:
         """Write the config, start the process and wait until ``/-/ready`` answers 200."""
@@ -224,46 +221,8 @@ class PrometheusServer(PrometheusApi):
             "--log.level=warn",
             *self._extra_flags,
         ]
-        with self.log_file.open("wb") as log:
-            self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        process = self._process
-
-        def ready() -> bool:
-            if process.poll() is not None:
-                raise PrometheusError(f"prometheus exited with {process.returncode}: {self.log()}")
-            return self.ready()
-
-        try:
-            wait_until(ready, timeout=START_TIMEOUT_SECONDS, interval=POLL_SECONDS,
-                       message=lambda: f"prometheus not ready: {self.log()}")  # fmt: skip
-        except AssertionError:
-            self.stop()
-            raise
+        self.launch(command, self.ready, PrometheusError, START_TIMEOUT_SECONDS)
         return self
-
-    def stop(self) -> None:
-        """Terminate, wait, kill when it does not end in time."""
-        process, self._process = self._process, None
-        if process is not None:
-            stop_process(process, STOP_TIMEOUT_SECONDS)
-
-    def __enter__(self) -> PrometheusServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    def log(self) -> str:
-        """What the process wrote (warnings and errors), for failure messages."""
-        try:
-            return self.log_file.read_text(errors="replace")
-        except OSError:
-            return "<no log>"
 
     def wait_for_scrapes(self, timeout: float = 20.0) -> list[dict[str, Any]]:
         """Wait until every configured job's targets were scraped and are ``up``."""
