@@ -255,6 +255,16 @@ def consensus_problems(
     return [problem for problem in found if problem is not None]
 
 
+def _majority_council_sizes(chain: ChainAgreement, readers: Readers) -> list[int]:
+    """The council sizes the nodes of the chain's council majority report."""
+    majority = {node for node, agrees in chain.council_agrees if agrees}
+    return [
+        len(c.reading.council)
+        for n, c in readers
+        if n.name in majority and c.reading and c.reading.council
+    ]
+
+
 def _thin_quorum(
     chain: ChainAgreement, readers: Readers, now_mono: float, thresholds: Thresholds
 ) -> Problem | None:
@@ -262,12 +272,7 @@ def _thin_quorum(
     the votes required, where every member of the majority's council is polled (an unpolled
     member is unknown)."""
     up, polled = chain.council_members_up, chain.council_members_polled
-    majority = {node for node, agrees in chain.council_agrees if agrees}
-    sizes = [
-        len(c.reading.council)
-        for n, c in readers
-        if n.name in majority and c.reading and c.reading.council
-    ]
+    sizes = _majority_council_sizes(chain, readers)
     required = _required_votes(readers, now_mono, thresholds.required_votes_window_seconds)
     if up is None or polled is None or not sizes or polled < max(sizes) or required is None:
         return None
@@ -288,12 +293,7 @@ def _without_margin(
     """LedgerCouncilWithoutMargin's note: a council no larger than the votes a session needs
     has no margin by its own design (3 members, 3 votes): any member down stops the chain.
     Not an incident (nothing changed), so info, apart from a margin lost."""
-    majority = {node for node, agrees in chain.council_agrees if agrees}
-    sizes = [
-        len(c.reading.council)
-        for n, c in readers
-        if n.name in majority and c.reading and c.reading.council
-    ]
+    sizes = _majority_council_sizes(chain, readers)
     required = _required_votes(readers, now_mono, thresholds.required_votes_window_seconds)
     if not sizes or required is None or max(sizes) > required:
         return None
