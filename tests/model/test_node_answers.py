@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given
 from hypothesis import settings as hypothesis_settings
 
+from exporter import bounds
 from tests.support import generation, nodeapi
 from tests.support.answers import Answer, documents
 from tests.support.contract_oracle import Key, check, labels_of
@@ -52,6 +53,8 @@ SUPPRESSED = [
 
 #: A JSON integer of more digits than Python converts (4300): valid JSON all the same.
 LONG_INTEGER = b"1" * 5000
+#: A nodeId one character over the default label length.
+LONG_NODE_ID = b"k" * (bounds.DEFAULT_MAX_LABEL_VALUE_LENGTH + 1)
 WALLET = request_key(["wallets", WALLET_ADDRESS], (("blockchainId", "c1"),))
 #: Answers the properties found the exporter getting wrong: each is an explicit example of
 #: the property that found it, and a row of test_defects_found_stay_fixed.
@@ -76,6 +79,20 @@ FOUND = {
                 b'{"blockHeight": 1000, "voteSessions": {"s-1": {"round": 1e300,'
                 b' "currentLeader": "k2"}}, "councilMembers": ["k1", "k2", "k3", "k4"]}'
             )
+        }
+    ),
+    # the oracle's defect, not the exporter's: a nodeId over the label length is no label but
+    # still the node's council key (up to the text cap); the oracle read it as unreadable and
+    # expected the first cycle's id instead, failing a derandomized fleet only in CI
+    "long-node-id": fleet_of(
+        {
+            request_key(["health"]): Answer(
+                b'{"nodeVersion": "1.0.0", "nodeId": "' + LONG_NODE_ID + b'",'
+                b' "network": {"peerId": "peer-0", "peerCount": 0}, "blockchains": ["c1"]}'
+            ),
+            request_key(["blockchains", "c1"]): Answer(
+                b'{"blockHeight": 1000, "councilMembers": ["' + LONG_NODE_ID + b'", "k2", "k3"]}'
+            ),
         }
     ),
 }
@@ -118,6 +135,10 @@ FOUND_SAMPLES: dict[str, dict[Key, float | None]] = {
             leader="k2",
             node="alpha",
         ): 0.0,
+    },
+    "long-node-id": {
+        _key("ledger_network_blockchain_council_members_polled", blockchain="c1"): 1.0,
+        _key("ledger_network_blockchain_council_members_up", blockchain="c1"): 1.0,
     },
 }
 
@@ -198,6 +219,7 @@ def test_fleet_answers(metrics_check: MetricsCheck) -> None:
 
     @settings("fleet")
     @given(fleets(most_nodes=3, parts=frozenset({"health", "status", "block"})))
+    @example(FOUND["long-node-id"])
     def fleet(fleet: Fleet) -> None:
         assert_keeps_the_contract(fleet, metrics_check)
 

@@ -642,7 +642,7 @@ class _Oracle:
         if not self.judge(f"node {name} /health", up, reading, base, "health"):
             return NodeSeen(up=False, node_ids=self.remembered_ids(name, self.cycles[:-1]))
         seen = self.health(name, base, list(reading.documents))
-        ids = [i for i in _node_ids(reading.documents, self.setup.label_limit) if i is not None]
+        ids = [i for i in _node_ids(reading.documents) if i is not None]
         unsure = len(ids) != 1 or len(reading.documents) != 1
         earlier = self.remembered_ids(name, self.cycles[:-1]) if unsure else []
         seen.node_ids = list(dict.fromkeys([*ids, *earlier])) or [None]
@@ -676,7 +676,7 @@ class _Oracle:
         found: list[str | None] = []
         for cycle in reversed(cycles):
             reading = read_health(cycle.answer(name, ["health"]), self.setup.max_bytes)
-            found += _node_ids(reading.documents, self.setup.label_limit)
+            found += _node_ids(reading.documents)
             if reading.documents and not reading.refusals and len(reading.documents) == 1:
                 return list(dict.fromkeys(found))  # surely read: the search ends here
         return list(dict.fromkeys([*found, None]))
@@ -1519,11 +1519,12 @@ def _leader_keys(values: list[Any], label_limit: int) -> tuple[set[str], set[str
     return sure, set.union(*sets) - sure
 
 
-def _node_ids(documents: Sequence[Obj], label_limit: int) -> list[str | None]:
-    """The ``nodeId`` values /health answers may give (None: none readable)."""
+def _node_ids(documents: Sequence[Obj]) -> list[str | None]:
+    """The ``nodeId`` values /health answers may give as council keys (None: none readable):
+    a key is no label, so one over the label length still counts, up to the text cap."""
     found: list[str | None] = []
     for value in children(documents, "nodeId"):
-        kept = text(value, label_limit) if value is not ABSENT else None
+        kept = text(value, bounds.MAX_TEXT_CHARS) if value is not ABSENT else None
         found.append(kept or None)
     return list(dict.fromkeys(found))
 
