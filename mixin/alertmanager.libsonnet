@@ -37,7 +37,13 @@ local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.
           repeat_interval: '1m',
         },
         { receiver: 'ledger-page', matchers: ['severity="critical"'] },
-        { receiver: 'ledger-ticket', matchers: ['severity="warning"'] },
+        // A ticket waits 5 minutes before its first notification: long enough for the
+        // cause that pages to fire and hold it back. A chain halts: its leaders fail round
+        // after round, and with a council of 3 and a 30 s consensusTimeout
+        // LedgerLeaderFailingRounds fires (7 timeouts and its 1m: 4m30s) before
+        // LedgerBlockchainHalted (txMaxTimeTrigger + consensusTimeout + stallGrace + 1m:
+        // 4m45s at the least); a ticket needs no answer within the minute.
+        { receiver: 'ledger-ticket', matchers: ['severity="warning"'], group_wait: '5m' },
         // Info (maintenance, a council without margin, a contract upgraded) and none: shown
         // in Alertmanager's UI and used to inhibit, sent nowhere.
         { receiver: 'ledger-null', matchers: ['severity=~"info|none"'] },

@@ -2,8 +2,8 @@
 Prometheus with the shipped rules -> real Alertmanager with the shipped config -> a webhook
 receiver in the test.
 
-**The faults stack**: a ``SimulatedNetwork`` (8 nodes, 2 chains, a block every 0.5 s, seed 3:
-two councils of 4, and three nodes in neither) polled every second by ``python -m exporter``,
+**The faults stack**: a ``SimulatedNetwork`` (8 nodes, 2 chains, seed 3: two councils of 4,
+and three nodes in neither) polled every second by ``python -m exporter``,
 whose config puts one of the council-less nodes in maintenance for the whole module. One
 Prometheus scrapes it and evaluates every second the rule files the shipped
 ``deploy/prometheus/prometheus.yml`` loads, each shortened by ``SCALE = 60`` as
@@ -13,6 +13,11 @@ the webhook and its route timings divided by the same scale (``tests/support/ale
 but ``group_wait`` kept at the two evaluations it spans at full scale (30 s of Prometheus's
 15 s): the test's Prometheus evaluates every second, a minute of the rules' time, and half a
 second would notify apart what an incident raises an evaluation apart.
+The network's block interval (the time its chains' ``txMaxTimeTrigger`` takes) is the halted
+chain's ``txMaxTimeTrigger`` divided by the same scale: that chain's consensus runs at the
+rules' pace, so its rounds fail against the shortened rules as they would at full scale (at
+twice the pace, its leaders' failed rounds would fire ``LedgerLeaderFailingRounds`` before
+the halt could be told: an order the real clocks never see).
 The scenarios run one after the other on it, each waiting until the last one's alerts have
 cleared, and count the alerts of this exporter delivered firing to a receiver that sends
 somewhere (``ledger-null``, the info alerts' sink, aside; LedgerWatchdog aside). That the alerts
@@ -45,6 +50,7 @@ import yaml
 
 from ledger_simulator import SimulatedNetwork
 from ledger_simulator.demo import build_parser
+from ledger_simulator.settings import trigger_seconds
 from tests.support.alertmanager import (
     RESEND_FLAG,
     ROUTE_DEFAULTS,
@@ -85,6 +91,8 @@ UNCOUNTED = frozenset({WATCHDOG}) | BURN_RATE
 NODES, CHAINS, SEED = 8, 2, 3
 DOWN, IN_MAINTENANCE = "node-6", "node-7"
 HALTED = 1  # the chain halted on every node (by index): tracked by six nodes
+#: A block interval of the halted chain's txMaxTimeTrigger on the rules' clock (60 s: 1 s).
+BLOCK_INTERVAL = trigger_seconds(SEED, HALTED) / SCALE
 #: The demo's 15 minutes, in evaluations of the shortened rules (one a second).
 DEMO_SECONDS = 15 * 60 // SCALE
 Alert = dict[str, Any]
@@ -160,7 +168,7 @@ def demo_stack(workdir: Path, rules: list[Path]) -> Iterator[Demo]:
     """``make demo``'s network and exporter config, at the faults stack's pace, with its own
     Prometheus on the shortened rules."""
     flags = build_parser().parse_args([])
-    with SimulatedNetwork(nodes=flags.nodes, chains=flags.chains, block_interval=0.5,
+    with SimulatedNetwork(nodes=flags.nodes, chains=flags.chains, block_interval=BLOCK_INTERVAL,
                           seed=flags.seed, port=0) as net:  # fmt: skip
         nodes = [{"name": name, "url": url, "labels": {"env": "demo"}}
                  for name, url in net.node_urls.items()]  # fmt: skip
@@ -218,7 +226,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 for_tests(shipped, webhook, SCALE, min_group_wait=group_wait_floor(shipped)),
             )
         )
-        net = stop.enter_context(SimulatedNetwork(NODES, CHAINS, 0.5, SEED, port=0))
+        net = stop.enter_context(SimulatedNetwork(NODES, CHAINS, BLOCK_INTERVAL, SEED, port=0))
         until = (datetime.now(UTC) + timedelta(days=1)).isoformat(timespec="seconds")
         maintenance = [{"node": IN_MAINTENANCE, "until": until, "reason": "kernel upgrade"}]
         settings = {"nodes": node_entries(net), "maintenance": maintenance}
