@@ -100,8 +100,11 @@ def _days(text: str) -> float:
 def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None) -> int:
     """Run until SIGINT/SIGTERM (or ``stop`` is set); 0 on a clean stop, 2 on bad options,
     1 when the sockets cannot be bound."""
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
+        if not args.tls and (args.tls_dir is not None or args.tls_days != DEFAULT_DAYS):
+            parser.error("--tls.dir and --tls.days apply to https: add --tls")
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
     setup_logging(args.log_level, "logfmt")  # the exporter's logfmt output on stderr

@@ -75,6 +75,8 @@ def test_ports_layout_with_slow_fault() -> None:
         (["--fault", "node-1:melt"], "unknown fault"),
         (["--fault", "node-9:stall"], "unknown node"),
         (["--fault", "stall"], "NODE:FAULT"),
+        (["--tls.dir", "/nonexistent"], "add --tls"),  # never silently plain http
+        (["--tls.days", "3"], "add --tls"),
     ],
 )
 def test_bad_options_exit_2(
