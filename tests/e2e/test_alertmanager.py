@@ -55,7 +55,7 @@ def test_every_receiver_posts_to_the_webhook_on_a_scaled_clock(
     for receiver in short["receivers"]:
         assert receiver == {
             "name": receiver["name"],
-            "webhook_configs": [{"url": webhook.url + receiver["name"], "send_resolved": True}],
+            "webhook_configs": [{"url": webhook.url_for(receiver["name"]), "send_resolved": True}],
         }
     route = short["route"]  # Alertmanager's defaults made explicit, then scaled
     assert (route["group_wait"], route["group_interval"], route["repeat_interval"]) == (

@@ -28,11 +28,9 @@ Prometheus's within seconds, as it follows within minutes at full scale.
 from __future__ import annotations
 
 import json
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -43,11 +41,11 @@ from tests.support.http import fetch
 from tests.support.ports import free_port
 from tests.support.processes import ServerProcess
 from tests.support.programs import require_program
+from tests.support.receiving import PostReceiver
 from tests.support.scaling import duration_ms, scaled
 from tests.support.waiting import wait_until
 
 START_TIMEOUT_SECONDS = 30.0
-STOP_TIMEOUT_SECONDS = 10.0
 POLL_SECONDS = 0.2
 #: Prometheus's flag for sending a still-firing alert again every second (default 1m).
 RESEND_FLAG = "--rules.alert.resend-delay=1s"
@@ -77,51 +75,36 @@ class Delivered:
     fingerprint: str
 
 
-class WebhookReceiver:
+class WebhookReceiver(PostReceiver):
     """Alertmanager's webhook target on 127.0.0.1: keeps every notification posted to it
     (``POST`` of the webhook's JSON), in order of arrival."""
 
     def __init__(self) -> None:
         self.notifications: list[Notification] = []
-        self._lock = threading.Lock()
-        receiver = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                try:
-                    payload = json.loads(body)
-                except ValueError:
-                    self.send_response(400)
-                else:
-                    with receiver._lock:
-                        receiver.notifications.append(payload)
-                    self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return None
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+    def accept(self, path: str, body: bytes) -> int:
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            return 400
+        with self.lock:
+            self.notifications.append(payload)
+        return 200
 
     def url_for(self, receiver: str) -> str:
         """The URL a receiver's webhook posts to (the receiver's name in the path, for the
         failure messages; the payload names it too)."""
-        return self.url + quote(receiver, safe="")
+        return f"{self.url}/{quote(receiver, safe='')}"
 
     def received(self) -> list[Notification]:
         """Every notification so far, in order of arrival."""
-        with self._lock:
+        with self.lock:
             return list(self.notifications)
 
     def mark(self) -> int:
         """How many notifications arrived so far: a scenario's ``since``."""
-        with self._lock:
+        with self.lock:
             return len(self.notifications)
 
     def delivered(self, since: int = 0) -> list[Delivered]:
@@ -192,11 +175,6 @@ class WebhookReceiver:
             if item.alertname not in skipped
         ]
         return "\n".join(["delivered:", *lines])
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=STOP_TIMEOUT_SECONDS)
 
 
 # --- the config ---------------------------------------------------------------------------

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 from collections.abc import Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,7 @@ from tests.support.ports import free_port
 from tests.support.processes import stop_process
 from tests.support.programs import require_program
 from tests.support.prometheus import PrometheusApi, Sample
+from tests.support.receiving import PostReceiver
 from tests.support.waiting import wait_until
 
 START_TIMEOUT_SECONDS = 30.0
@@ -205,45 +204,25 @@ class VictoriaMetricsServer(_Service, PrometheusApi):
         return super().query(expr)
 
 
-class AlertReceiver:
+class AlertReceiver(PostReceiver):
     """Alertmanager's ``POST /api/v2/alerts`` on 127.0.0.1, keeping every alert posted (vmalert
     sends firing alerts with a future ``endsAt``, resolved ones with a past one)."""
 
     def __init__(self) -> None:
         self.received: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        receiver = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                if self.path == "/api/v2/alerts":
-                    with receiver._lock:
-                        receiver.received.extend(json.loads(body))
-                    self.send_response(200)
-                else:
-                    self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return None
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+    def accept(self, path: str, body: bytes) -> int:
+        if path != "/api/v2/alerts":
+            return 404
+        with self.lock:
+            self.received.extend(json.loads(body))
+        return 200
 
     def alerts(self, name: str) -> list[dict[str, Any]]:
         """The alerts named ``name`` received so far, in order."""
-        with self._lock:
+        with self.lock:
             return [a for a in self.received if a["labels"].get("alertname") == name]
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=STOP_TIMEOUT_SECONDS)
 
 
 class VmAlert(_Service, PrometheusApi):
