@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import _jsonnet
+import _gojsonnet
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,7 +128,7 @@ def _jsonnet_error(err: RuntimeError) -> str:
 
 def _run(snippet: str, overrides: str) -> str:
     try:
-        text: str = _jsonnet.evaluate_snippet(
+        text: str = _gojsonnet.evaluate_snippet(
             str(MIXIN_DIR / "render.jsonnet"), snippet, ext_codes={"overrides": overrides}
         )
     except RuntimeError as err:

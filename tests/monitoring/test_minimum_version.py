@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import _jsonnet
+import _gojsonnet
 import pytest
 import yaml
 
@@ -38,7 +38,7 @@ def alerts_with(overrides: str) -> dict[str, dict[str, Any]]:
 def below_regex(minimum: str) -> str:
     """The regex the mixin writes for ``minimum`` (lib/versions.libsonnet alone)."""
     snippet = "(import 'lib/versions.libsonnet').belowRegex(std.extVar('minimum'))"
-    text = _jsonnet.evaluate_snippet(
+    text = _gojsonnet.evaluate_snippet(
         "minimum", snippet, jpathdir=[str(render_mixin.MIXIN_DIR)], ext_vars={"minimum": minimum}
     )
     regex: str = json.loads(text)

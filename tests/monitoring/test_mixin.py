@@ -161,7 +161,7 @@ def test_config_file_overrides(tmp_path: Path) -> None:
 DURATION_DUE = "not a Prometheus duration such as '3m', '1h30m' or '14d'"
 #: An override the mixin cannot take, and the one line that answers it (after the file name).
 BAD_OVERRIDES = [
-    ("{ extraSelector: ", "the mixin does not evaluate: 1:18: unexpected end of file."),
+    ("{ extraSelector: ", "the mixin does not evaluate: 1:18 Unexpected end of file"),
     ("[1, 2]", "the mixin does not evaluate: the overrides must be a jsonnet object, such as"),
     ('{ exporterJobSelector: "" }', "the mixin does not evaluate: exporterJobSelector and"),
     ("{ stallGrace: 180 }", f"stallGrace is 180, {DURATION_DUE}"),
