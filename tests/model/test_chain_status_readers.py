@@ -240,7 +240,7 @@ def test_generated_chain_statuses_read_the_same_both_ways(
     assert_same(bodies, bounds)
 
 
-@hypothesis_settings(generation.settings(300), suppress_health_check=SUPPRESSED)
+@hypothesis_settings(generation.settings(100), suppress_health_check=SUPPRESSED)
 @given(st.lists(answers(documents("BlockchainStatus")), min_size=1, max_size=3))
 def test_the_suites_mutated_chain_statuses_read_the_same_both_ways(answers: list[Any]) -> None:
     """The node-answer suites' answers (tests/support/answers.py): valid per the document,

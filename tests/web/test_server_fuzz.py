@@ -50,7 +50,7 @@ from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.scenarios import Records, captured_logs
 from tests.support.waiting import wait_until
 
-EXAMPLES = {"pipelines": 600, "probes": 400, "every_byte": 16}
+EXAMPLES = {"pipelines": 250, "probes": 200, "every_byte": 16}
 TIMEOUT = 20.0
 
 
