@@ -37,5 +37,8 @@ local utils = import 'lib/utils.libsonnet';
     pendingMessagesThreshold: c.pendingMessagesThreshold,
     delayedMessagesThreshold: c.delayedMessagesThreshold,
     voteRoundThreshold: c.voteRoundThreshold,
+    // LedgerNodeCertificateExpiring: critical under the first, warning under the second
+    certExpiryCriticalSeconds: utils.durationSeconds(c.certExpiryCritical),
+    certExpiryWarningSeconds: utils.durationSeconds(c.certExpiryWarning),
   },
 }

@@ -56,6 +56,8 @@ class Thresholds:
     pending_messages_threshold: float  # LedgerPendingMessagesHigh: more queued than this
     delayed_messages_threshold: float  # LedgerDelayedMessagesHigh: more delayed than this
     vote_round_threshold: float  # LedgerVoteRoundsEscalating: a session past this round
+    cert_expiry_critical_seconds: float  # LedgerNodeCertificateExpiring, critical under it
+    cert_expiry_warning_seconds: float  # ... and warning under this
 
 
 @dataclass(frozen=True)

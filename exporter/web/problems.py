@@ -530,13 +530,38 @@ def peers_lost(peer_count: float | None) -> bool:
     return peer_count == 0
 
 
+def _certificate_expiring(
+    node: NodeStatus, now_wall: float, thresholds: Thresholds
+) -> Problem | None:
+    """LedgerNodeCertificateExpiring: the earliest notAfter of the chain the node presented at
+    its last handshake under certExpiryWarning away (critical under certExpiryCritical)."""
+    handshake = node.transport.handshake if node.transport is not None else None
+    if handshake is None or handshake.expiry is None:
+        return None
+    left = handshake.expiry - now_wall
+    if left >= thresholds.cert_expiry_warning_seconds:
+        return None
+    critical = left < thresholds.cert_expiry_critical_seconds
+    bound = (
+        thresholds.cert_expiry_critical_seconds
+        if critical
+        else (thresholds.cert_expiry_warning_seconds)
+    )
+    when = f"expires in {age(left)}" if left > 0 else f"expired {age(-left)} ago"
+    text = f"TLS certificate {when}, under {bound / 86400:g} days"
+    line = _alerting("LedgerNodeCertificateExpiring", Scope.NODE, text, node=node.name)
+    return replace(line, severity=Severity.CRITICAL if critical else Severity.WARNING)
+
+
 def node_problems(
     node: NodeStatus,
     now_mono: float,
     off: dict[tuple[str, str], list[Problem]] | None = None,
     thresholds: Thresholds = SHIPPED_THRESHOLDS,
+    wall_offset: float = 0.0,
 ) -> list[Problem]:
-    """What one node and its chains show, most severe first."""
+    """What one node and its chains show, most severe first (``wall_offset`` turns
+    ``now_mono`` into the Unix time a certificate's expiry is compared with)."""
     if not node.up:
         since = (
             "never up"
@@ -554,6 +579,9 @@ def node_problems(
         plural = "" if peers == 1 else "s"
         text = f"{peers:.0f} peer{plural}, fewer than {thresholds.peers_low_threshold:g}"
         found.append(_alerting("LedgerNodePeersLow", Scope.NODE, text, node=node.name))
+    expiring = _certificate_expiring(node, now_mono + wall_offset, thresholds)
+    if expiring is not None:
+        found.append(expiring)
     for chain in node.chains:
         off_majority = (off or {}).get((node.name, chain.blockchain), ())
         found += chain_problems(node.name, chain, now_mono, off_majority, thresholds)
@@ -834,7 +862,8 @@ def attention(
     network += network_problems(snapshot.network)
     network += consensus_problems(snapshot, now_mono, thresholds)
     off = _off_majority(snapshot.network)
-    per_node = [node_problems(node, now_mono, off, thresholds) for node in snapshot.nodes]
+    per_node = [node_problems(node, now_mono, off, thresholds, snapshot.wall_offset)
+                for node in snapshot.nodes]  # fmt: skip
     watch = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)
     identity = identity_problems(snapshot)
     sections = [identity, [p for p in network if p is not None], *per_node, watch]

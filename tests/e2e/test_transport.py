@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import calendar
 import hashlib
+import html
+import re
 import ssl
 import subprocess
 import time
@@ -115,6 +117,28 @@ def test_the_handshake_and_the_phases_are_exported(
     plain = _of(series, "ledger_node_request_duration_seconds", node="plain-1")
     assert {dict(key)["phase"] for key in plain} == {"resolve", "connect", "processing", "transfer"}
     assert all(value >= 0 for value in plain.values())
+
+
+def test_a_certificate_expiring_soon_is_on_the_status_page(
+    network: tuple[ExporterProcess, str, Path],
+) -> None:
+    """node-1 presents a certificate expiring in 10 days: the page's line of
+    LedgerNodeCertificateExpiring, a warning (under 14 days, not under 3), for secure-1."""
+    exporter, admin, tls_dir = network
+    context = ssl.create_default_context(cafile=str(tls_dir / "ca.pem"))
+    fault = {"node": "node-1", "fault": "cert_expiry", "enabled": True, "value": 10}
+    answer = fetch(admin + "faults", method="POST", json=fault, context=context)
+    assert answer.status == 200, answer.text
+
+    def flagged() -> list[str] | None:
+        page = fetch(exporter.base + "/", timeout=20).text
+        items = re.findall(r"<li[^>]*>(.*?)</li>", page, re.DOTALL)
+        lines = [html.unescape(re.sub(r"<[^>]+>", " ", item)) for item in items]
+        found = [line for line in lines if "LedgerNodeCertificateExpiring" in line]
+        return found or None
+
+    (line,) = wait_until(flagged, timeout=60, interval=0.5, message=exporter.log)
+    assert "secure-1" in line and "warning" in line and "expires in 9d" in line, line
 
 
 def test_an_expired_certificate_makes_the_node_down_with_its_reason(

@@ -18,6 +18,7 @@ from exporter.model.identity import Mismatch
 from exporter.model.network import Agreement, ChainAgreement, NetworkView
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, ConsensusStatus, LeaderCounts, NodeStatus, Snapshot
+from exporter.model.transport import Handshake, TransportStatus
 from exporter.model.watch_readings import (
     ContractReading,
     WalletReading,
@@ -26,12 +27,14 @@ from exporter.model.watch_readings import (
     WatchStatus,
 )
 from exporter.web import alert_thresholds
+from exporter.web.alert_thresholds import Severity
 from exporter.web.problems import attention
 from tests.support.documents import chain_doc, health_doc
 from tests.support.testdata import REPO
 from tests.support.webapp import landing_page
 
 NOW = 1_700_000_000.0
+DAY = 86400
 C1 = "c1"
 
 #: Alerts of warning or critical severity the page does not list, and why it cannot.
@@ -60,9 +63,6 @@ NOT_ON_THE_PAGE = {
     # a rise of the reorganisation counter within reorgWindow (15m): the page has the
     # counter's value, not when it rose
     "LedgerBlockchainReorganized": "a counter's rise within 15 minutes, a history not kept",
-    # not yet: the page does not carry the certificate thresholds (thresholds.json); the
-    # node dashboard's Transport row shows each node's time left
-    "LedgerNodeCertificateExpiring": "not on the page yet: the node dashboard's TLS panels",
 }
 
 
@@ -123,6 +123,13 @@ def watched(contract: str, enabled: float, on: str) -> tuple[WatchedObject, ...]
     )  # fmt: skip
 
 
+def presenting(name: str, expiry: float) -> NodeStatus:
+    """A node reading C1 over https whose last handshake showed a chain expiring at
+    ``expiry`` (Unix time: the fleet's wall offset is 0, so NOW is also the wall clock)."""
+    handshake = Handshake(expiry, "TLSv1.3", "TLS_AES_256_GCM_SHA384", "ca", name, "ab" * 32)
+    return replace(node(name, chain()), transport=TransportStatus(handshake, https=True))
+
+
 def halted() -> Snapshot:
     """Every node reading C1 at height 100 since 601 s, work waiting: stalled on all."""
     stalled = replace(chain(), height_changed_at=NOW - 601)
@@ -145,6 +152,7 @@ SCENARIOS: dict[str, Callable[[], Snapshot]] = {
     "LedgerNodeBehindTime": lambda: fleet(
         moving(), node("b", replace(chain(), blocks_behind=3, behind_seconds=3600.0))
     ),
+    "LedgerNodeCertificateExpiring": lambda: fleet(moving(), presenting("b", NOW + 2 * DAY)),
     "LedgerNodeIdentityMismatch": lambda: fleet(
         moving(), replace(node("b", up=False), identity=Mismatch("02ab", "03cd"))
     ),
@@ -244,11 +252,29 @@ def test_every_alert_that_pages_has_a_line_or_a_reason() -> None:
     assert not SCENARIOS.keys() & NOT_ON_THE_PAGE.keys()
 
 
+@pytest.mark.parametrize(
+    ("days_left", "severity"),
+    [(20, None), (14.01, None), (13.9, Severity.WARNING), (3.01, Severity.WARNING),
+     (2.9, Severity.CRITICAL), (-1, Severity.CRITICAL)],
+)  # fmt: skip
+def test_a_certificate_is_flagged_as_its_two_rules_say(
+    days_left: float, severity: Severity | None
+) -> None:
+    """Under certExpiryWarning (14d) a warning, under certExpiryCritical (3d) critical, one
+    line at a time, as the two rules of LedgerNodeCertificateExpiring; a node over plain
+    http has no line."""
+    snapshot = fleet(presenting("b", NOW + days_left * DAY), moving())
+    listed = [line for line in attention(snapshot, NOW).lines()
+              if line.alert == "LedgerNodeCertificateExpiring"]  # fmt: skip
+    assert [line.severity for line in listed] == ([] if severity is None else [severity])
+    assert all(line.node == "b" for line in listed)
+
+
 @pytest.mark.parametrize("alert", sorted(SCENARIOS))
 def test_the_page_lists_the_alert_linked_to_its_runbook(alert: str) -> None:
     snapshot = SCENARIOS[alert]()
     listed = [line for line in attention(snapshot, NOW).lines() if line.alert == alert]
-    severity = alert_thresholds.SHIPPED.severity(alert)
+    severity = alert_thresholds.SHIPPED.severity(alert)  # the first rule's, for two
     if alert != "LedgerExporterConfigReloadFailed":  # the banner, not a line
         assert listed, f"the page lists no {alert} line"
         assert {line.severity for line in listed} == {severity}
