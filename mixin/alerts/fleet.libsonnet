@@ -12,8 +12,10 @@ local utils = import '../lib/utils.libsonnet';
         rules: [
           // No node the exporter polls answers: the exporter's own network path (DNS, a
           // firewall, a proxy, its credentials) or the whole network is down, one cause for
-          // what would otherwise be a LedgerNodeDown per node. The same 2m as
-          // LedgerNodeDown, so both fire together and the per-node pages are inhibited.
+          // what would otherwise be a LedgerNodeDown per node. 1m, a minute less than
+          // LedgerNodeDown's 2m: the nodes of a failing path fall silent over a cycle or two,
+          // not at one instant, and the cause must fire no later than the first node's page
+          // for the inhibition to hold that page back.
           // Per exporter (exporterInstanceLabels): a second exporter that still reaches the
           // nodes tells the two causes apart. Probe mode has no ledger_node_up 0 (a failed
           // probe is ledger_probe_success 0), so this is the daemon's.
@@ -23,7 +25,7 @@ local utils = import '../lib/utils.libsonnet';
               count by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s})
               and on(%(exporterInstanceLabels)s) max by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s}) == 0
             ||| % $._config,
-            'for': '2m',
+            'for': '1m',
             labels: { severity: 'critical' },
             annotations: {
               summary: 'No ledger node answers the exporter.',
