@@ -10,28 +10,22 @@ by cycle on a hand-stepped clock, and compared by the network view.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
-from exporter.config.nodes import NodeConfig
-from exporter.model.network import network_view, observe
-from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import Snapshot
 from exporter.poll import consensus_history as consensus
-from exporter.poll.history import History
-from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from exporter.values import parse_go_duration
 from exporter.web import alert_thresholds, problems
 from exporter.web.problems import Problem, attention
-from tests.support.documents import chain_doc, health_doc
+from tests.support.documents import chain_doc
 from tests.support.monitoring import PROM_DIR
+from tests.support.polled_fleet import KEYS, PolledFleet
 from tests.support.webapp import landing_page
 from tools import render_mixin
 
 START = 1_700_000_000.0
-KEYS = {"n1": "key-1", "n2": "key-2", "n3": "key-3", "n4": "key-4"}
 COUNCIL = list(KEYS.values())
 #: settings: txMaxTimeTrigger 1m + consensusTimeout 30s + 180s grace: 270s
 SETTINGS = {
@@ -55,35 +49,9 @@ def session(round_: int, leader: str, required: int = 3) -> dict[str, Any]:
     return {"s1": entry | {"consensusRequired": required}}
 
 
-class Fleet:
+def polled() -> PolledFleet:
     """Nodes n1..n4 answering what the test says, polled cycle by cycle."""
-
-    def __init__(self) -> None:
-        self.history = History()
-        self.now = START
-
-    def cycle(self, answers: Mapping[str, dict[str, Any] | None], after: float = 15) -> Snapshot:
-        """One cycle ``after`` seconds on: each node's chain ``c1`` answer (None: down)."""
-        self.now += after
-        results = [self._result(name, answer) for name, answer in answers.items()]
-        nodes = self.history.record(results, self.now)
-        observed = [
-            observe(r.node.name, r.health, ((c.blockchain, c.reading, None) for c in r.chains))
-            for r in results
-            if r.health is not None
-        ]
-        view = network_view(observed, {}, 0, self.history.node_keys())
-        return Snapshot(nodes, 0.1, self.now, network=view)
-
-    @staticmethod
-    def _result(name: str, answer: dict[str, Any] | None) -> NodeResult:
-        node = NodeConfig(name, "http://x/")
-        if answer is None:
-            return NodeResult(node, None, FetchError(Reason.CONNECTION, "refused"), [], 0.1)
-        peers = [other for other in KEYS if other != name]  # every node linked to the others
-        network = {"peerCount": len(peers), "peerId": name, "networkPeers": peers}
-        health = read_health(health_doc(["c1"]) | {"nodeId": KEYS[name], "network": network})
-        return NodeResult(node, health, None, [ChainResult("c1", read_chain(answer))], 0.1)
+    return PolledFleet(START)
 
 
 def network_lines(snapshot: Snapshot) -> list[tuple[str, str | None, str]]:
@@ -106,7 +74,7 @@ def node_lines(snapshot: Snapshot, *alerts: str) -> list[str]:
 
 
 def test_an_idle_chain_is_never_stalled_and_a_busy_one_is_by_its_own_settings() -> None:
-    fleet = Fleet()
+    fleet = polled()
     idle = chain(pendingTransactions=0)
     busy = chain(pendingTransactions=4)
     unknown = chain(pendingTransactions=4, consensus={"consensusType": "x"})  # no settings
@@ -131,7 +99,7 @@ def test_an_idle_chain_is_never_stalled_and_a_busy_one_is_by_its_own_settings() 
 
 
 def test_an_idle_node_left_behind_is_behind_not_stalled() -> None:
-    fleet = Fleet()
+    fleet = polled()
     fleet.cycle({"n1": chain(10, pendingTransactions=0), "n2": chain(10)})
     later = fleet.cycle({"n1": chain(10, pendingTransactions=0), "n2": chain(40)}, after=900)
     assert [line.split(":")[0] for line in node_lines(later)] == ["n1 LedgerNodeBehind"]
@@ -141,7 +109,7 @@ def test_an_idle_node_left_behind_is_behind_not_stalled() -> None:
 
 
 def test_a_stuck_session_names_the_nodes_that_see_it() -> None:
-    fleet = Fleet()
+    fleet = polled()
     open_ = chain(voteSessions=session(1, "key-1"))
     fleet.cycle({"n1": open_, "n2": open_, "n3": chain()})
     assert (
@@ -161,7 +129,7 @@ def test_a_stuck_session_names_the_nodes_that_see_it() -> None:
 
 
 def test_a_failing_leader_is_listed_once_naming_its_node() -> None:
-    fleet = Fleet()
+    fleet = polled()
     everyone = ("n1", "n2", "n3", "n4")
     for round_ in (1, 2, 3):  # key-2 leads each round, and each fails
         snapshot = fleet.cycle({n: chain(voteSessions=session(round_, "key-2")) for n in everyone})
@@ -180,7 +148,7 @@ def test_a_failing_leader_is_listed_once_naming_its_node() -> None:
 
 
 def test_a_failing_leader_whose_node_is_down_is_named_by_its_remembered_node_id() -> None:
-    fleet = Fleet()
+    fleet = polled()
     others = ("n1", "n3", "n4")
     fleet.cycle({n: chain() for n in (*others, "n2")})  # n2's nodeId, key-2, is remembered
     for round_ in (1, 2, 3, 4):  # n2 is down, and its turns as leader fail
@@ -194,7 +162,7 @@ def test_a_failing_leader_whose_node_is_down_is_named_by_its_remembered_node_id(
 
 
 def test_consensus_drift_names_the_node_off_the_majority() -> None:
-    fleet = Fleet()
+    fleet = polled()
     drifted = chain(consensus=SETTINGS | {"consensusTimeout": "45s"})
     snapshot = fleet.cycle({"n1": chain(), "n2": chain(), "n3": drifted})
     assert network_lines(snapshot) == [
@@ -212,7 +180,7 @@ def test_consensus_drift_names_the_node_off_the_majority() -> None:
 
 
 def test_a_thin_quorum_only_where_every_member_is_polled() -> None:
-    fleet = Fleet()
+    fleet = polled()
     voting = chain(voteSessions=session(1, "key-1", required=3))
     everyone = {n: voting for n in ("n1", "n2", "n3", "n4")}
     assert lines_of(fleet.cycle(everyone), "LedgerCouncilQuorumThin") == []
@@ -228,7 +196,7 @@ def test_a_thin_quorum_only_where_every_member_is_polled() -> None:
     assert len(lines_of(closed, "LedgerCouncilQuorumThin")) == 1
     # a council with a member this exporter does not poll: unknown, so never thin
     outside = chain(councilMembers=[*COUNCIL, "key-unpolled"], voteSessions=session(1, "key-1", 4))
-    unknown = Fleet().cycle({"n1": outside, "n2": outside, "n3": outside})
+    unknown = polled().cycle({"n1": outside, "n2": outside, "n3": outside})
     assert lines_of(unknown, "LedgerCouncilQuorumThin") == []
 
 
@@ -236,7 +204,7 @@ def test_a_council_without_margin_by_design_is_a_note_and_a_margin_lost_is_criti
     """3 members needing 3 votes (the demo's council): the network never had a margin, so
     the page says so as info (LedgerCouncilWithoutMargin), never critical; a member down
     loses what margin there was not: LedgerCouncilQuorumThin, critical, beside the note."""
-    fleet = Fleet()
+    fleet = polled()
     three = chain(councilMembers=COUNCIL[:3], voteSessions=session(1, "key-1", required=3))
     healthy = fleet.cycle({n: three for n in ("n1", "n2", "n3")})
     assert network_lines(healthy) == [
@@ -258,12 +226,12 @@ def test_a_council_without_margin_by_design_is_a_note_and_a_margin_lost_is_criti
     )
     # 4 members, 3 votes: a margin of one, no note; one down is the margin lost
     four = chain(voteSessions=session(1, "key-1", required=3))
-    spare = Fleet().cycle({n: four for n in ("n1", "n2", "n3", "n4")})
+    spare = polled().cycle({n: four for n in ("n1", "n2", "n3", "n4")})
     assert network_lines(spare) == []
 
 
 def test_consensus_lines_come_first_on_the_page() -> None:
-    fleet = Fleet()
+    fleet = polled()
     voting = chain(voteSessions=session(1, "key-1", required=3))
     fleet.cycle({n: voting for n in ("n1", "n2", "n3", "n4")})
     snapshot = fleet.cycle({"n1": voting, "n2": voting, "n3": voting, "n4": None})

@@ -9,25 +9,19 @@ compared by the network view, on a hand-stepped clock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from exporter.config.maintenance import MaintenanceEntry
-from exporter.config.nodes import NodeConfig
-from exporter.model.network import network_view, observe
-from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import Snapshot
-from exporter.poll.history import History
-from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from exporter.web.problems import Attention, attention
-from tests.support.documents import chain_doc, health_doc
+from tests.support.documents import chain_doc
+from tests.support.polled_fleet import KEYS, PolledFleet
 from tests.support.webapp import landing_page
 
 START = 1000.0
 #: The wall clock minus the monotonic one: the snapshot's Unix times.
 WALL_OFFSET = 1_795_888_800.0 - 3600.0 - START  # START is an hour before 2026-11-28T18:00:00Z
 EVENING = 1_795_888_800.0
-KEYS = {"n1": "key-1", "n2": "key-2", "n3": "key-3", "n4": "key-4"}
 SETTINGS = {"txMaxTimeTrigger": "1m", "minMembers": 2, "consensusTimeout": "30s"}
 
 
@@ -44,46 +38,9 @@ def needing(votes: int) -> dict[str, Any]:
     return chain(voteSessions={"s1": entry})
 
 
-class Fleet:
+def polled() -> PolledFleet:
     """Nodes n1..n4 answering what the test says (None: down), polled cycle by cycle."""
-
-    def __init__(self) -> None:
-        self.history = History()
-        self.now = START
-
-    def cycle(
-        self,
-        answers: Mapping[str, dict[str, Any] | None],
-        maintenance: tuple[MaintenanceEntry, ...] = (),
-        after: float = 15,
-    ) -> Snapshot:
-        self.now += after
-        results = [self._result(name, answer) for name, answer in answers.items()]
-        nodes = self.history.record(results, self.now)
-        observed = [
-            observe(r.node.name, r.health, ((c.blockchain, c.reading, None) for c in r.chains))
-            for r in results
-            if r.health is not None
-        ]
-        view = network_view(observed, {}, 0, self.history.node_keys())
-        return Snapshot(
-            nodes,
-            0.1,
-            self.now,
-            network=view,
-            wall_offset=WALL_OFFSET,
-            maintenance=maintenance,
-        )
-
-    @staticmethod
-    def _result(name: str, answer: dict[str, Any] | None) -> NodeResult:
-        node = NodeConfig(name, "http://x/")
-        if answer is None:
-            return NodeResult(node, None, FetchError(Reason.CONNECTION, "refused"), [], 0.1)
-        peers = [other for other in KEYS if other != name]
-        network = {"peerCount": len(peers), "peerId": name, "networkPeers": peers}
-        health = read_health(health_doc(["c1"]) | {"nodeId": KEYS[name], "network": network})
-        return NodeResult(node, health, None, [ChainResult("c1", read_chain(answer))], 0.1)
+    return PolledFleet(START, wall_offset=WALL_OFFSET)
 
 
 def found(snapshot: Snapshot) -> Attention:
@@ -102,13 +59,13 @@ UPGRADE = MaintenanceEntry("n2", "", EVENING, "kernel upgrade")
 
 
 def test_a_node_down_in_maintenance_is_listed_apart_and_not_as_a_problem() -> None:
-    fleet = Fleet()
+    fleet = polled()
     everyone = {name: chain() for name in KEYS}
     fleet.cycle(everyone)
     down = fleet.cycle(everyone | {"n2": None})
     assert ("LedgerNodeDown", "n2", None) in listed(down)  # without its entry: a problem
 
-    snapshot = fleet.cycle(everyone | {"n2": None}, (UPGRADE,))
+    snapshot = fleet.cycle(everyone | {"n2": None}, maintenance=(UPGRADE,))
     assert listed(snapshot) == []
     line, council = found(snapshot).maintenance  # n2 is a member of c1's council
     assert (line.node, line.chain, line.alert, line.severity.label) == ("n2", None, None, "info")
@@ -128,8 +85,8 @@ def test_a_node_down_in_maintenance_is_listed_apart_and_not_as_a_problem() -> No
 
 
 def test_an_up_node_in_maintenance_says_it_holds_back_no_alert() -> None:
-    fleet = Fleet()
-    snapshot = fleet.cycle({name: chain() for name in KEYS}, (UPGRADE,))
+    fleet = polled()
+    snapshot = fleet.cycle({name: chain() for name in KEYS}, maintenance=(UPGRADE,))
     line, council = found(snapshot).maintenance
     assert line.text.endswith("; no alert now")
     assert council.text.endswith("4 members up among the polled nodes, a session needs 2 votes:"
@@ -139,7 +96,7 @@ def test_an_up_node_in_maintenance_says_it_holds_back_no_alert() -> None:
 def test_a_chain_in_maintenance_takes_its_problems_on_every_node_out_of_the_lists() -> None:
     """A chain stalled on every node while work waits, in maintenance: neither the stalls nor
     its thin quorum are problems; a node down stays one (its own, not the chain's)."""
-    fleet = Fleet()
+    fleet = polled()
     busy = needing(3) | {"pendingTransactions": 4}
     fleet.cycle({name: busy for name in KEYS})
     stalled = fleet.cycle({"n1": busy, "n2": busy, "n3": busy, "n4": None}, after=600)
@@ -147,7 +104,7 @@ def test_a_chain_in_maintenance_takes_its_problems_on_every_node_out_of_the_list
     assert {"LedgerBlockchainHalted", "LedgerCouncilQuorumThin", "LedgerNodeDown"} <= alerts
 
     upgrade = MaintenanceEntry("", "c1", EVENING, "chain upgrade")
-    snapshot = fleet.cycle({"n1": busy, "n2": busy, "n3": busy, "n4": None}, (upgrade,))
+    snapshot = fleet.cycle({"n1": busy, "n2": busy, "n3": busy, "n4": None}, maintenance=(upgrade,))
     assert listed(snapshot) == [("LedgerNodeDown", "n4", None)]
     (line,) = found(snapshot).maintenance
     assert (line.node, line.chain) == (None, "c1")
@@ -160,11 +117,11 @@ def test_the_quorum_line_says_how_many_council_members_are_in_maintenance() -> N
     """A council of 4 needing 3 votes, n4 down for good and n3 taken down for maintenance:
     the thin quorum is still a problem (no vote can pass), and says n3 is in maintenance;
     the maintenance section gives the margin."""
-    fleet = Fleet()
+    fleet = polled()
     fleet.cycle({name: needing(3) for name in KEYS})
     entry = MaintenanceEntry("n3", "", EVENING, "disk swap")
     answers = {"n1": needing(3), "n2": needing(3), "n3": None, "n4": None}
-    snapshot = fleet.cycle(answers, (entry,))
+    snapshot = fleet.cycle(answers, maintenance=(entry,))
     assert ("LedgerNodeDown", "n4", None) in listed(snapshot)
     assert ("LedgerNodeDown", "n3", None) not in listed(snapshot)
     (thin,) = [p for p in found(snapshot).network if p.alert == "LedgerCouncilQuorumThin"]
@@ -179,7 +136,7 @@ def test_the_quorum_line_says_how_many_council_members_are_in_maintenance() -> N
 
 
 def test_without_entries_the_page_has_no_maintenance_section() -> None:
-    fleet = Fleet()
+    fleet = polled()
     snapshot = fleet.cycle({name: chain() for name in KEYS})
     assert found(snapshot).maintenance == ()
     assert "In maintenance" not in landing_page(snapshot, fleet.now)
