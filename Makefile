@@ -118,7 +118,8 @@ test: lint typecheck unit
 # "campaign" profile; what it finds is replayed from .hypothesis/). make fuzz FUZZ_EXAMPLES=N.
 FUZZ_EXAMPLES ?= 5000
 FUZZ_SUITES := tests/model/test_node_answers.py tests/poll/test_node_answers_sockets.py \
-	tests/web/test_server_fuzz.py tests/simulator/test_openapi.py
+	tests/model/test_chain_status_readers.py tests/web/test_server_fuzz.py \
+	tests/simulator/test_openapi.py
 
 fuzz: $(STAMP) tools
 	LEDGER_TEST_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest $(FUZZ_SUITES)

@@ -72,10 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--tls.days",
         dest="tls_days",
         type=_days,
-        default=DEFAULT_DAYS,
+        default=None,
         metavar="DAYS",
-        help="days until the certificate expires (0 or less: served expired); the fault "
-        "cert_expiry=DAYS reissues it while running",
+        help=f"days until the certificate expires (default {DEFAULT_DAYS:g}; 0 or less: served "
+        "expired); the fault cert_expiry=DAYS reissues it while running",
     )
     add(
         "--tls.dir",
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None, stop: threading.Event | None = None)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        if not args.tls and (args.tls_dir is not None or args.tls_days != DEFAULT_DAYS):
+        if not args.tls and (args.tls_dir is not None or args.tls_days is not None):
             parser.error("--tls.dir and --tls.days apply to https: add --tls")
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
@@ -127,7 +127,8 @@ def _run(args: argparse.Namespace, stop: threading.Event, tls_dir: Path | None) 
     """Start the network with the faults asked for, print where it is, run until ``stop``."""
     host, port = args.listen_address
     try:
-        certificates = None if tls_dir is None else SimCertificates(tls_dir, args.tls_days)
+        days = DEFAULT_DAYS if args.tls_days is None else args.tls_days
+        certificates = None if tls_dir is None else SimCertificates(tls_dir, days)
     except CertificateError as error:
         print(f"ledger-exporter simulate: {error}", file=sys.stderr)
         return 1

@@ -37,12 +37,15 @@ local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.
           repeat_interval: '1m',
         },
         { receiver: 'ledger-page', matchers: ['severity="critical"'] },
-        // A ticket waits 5 minutes before its first notification: long enough for the
-        // cause that pages to fire and hold it back. A chain halts: its leaders fail round
-        // after round, and with a council of 3 and a 30 s consensusTimeout
-        // LedgerLeaderFailingRounds fires (7 timeouts and its 1m: 4m30s) before
-        // LedgerBlockchainHalted (txMaxTimeTrigger + consensusTimeout + stallGrace + 1m:
-        // 4m45s at the least); a ticket needs no answer within the minute.
+        // A ticket waits 5 minutes before its first notification, so that a cause firing
+        // after its symptoms still holds them back (an inhibition mutes only what is sent
+        // while its cause fires). A chain halts: LedgerBlockchainHalted fires
+        // txMaxTimeTrigger + consensusTimeout + stallGrace + 1m after its last block, while
+        // LedgerLeaderFailingRounds, counting failed rounds over 15 minutes, may fire a
+        // consensusTimeout and its 1m into the halt for a leader that had failed before:
+        // a gap of txMaxTimeTrigger + stallGrace at most, which 5 minutes covers for a
+        // trigger up to 2m (a longer trigger or stallGrace wants a longer wait). A ticket
+        // needs no answer within the minute.
         { receiver: 'ledger-ticket', matchers: ['severity="warning"'], group_wait: '5m' },
         // Info (maintenance, a council without margin, a contract upgraded) and none: shown
         // in Alertmanager's UI and used to inhibit, sent nowhere.

@@ -224,9 +224,9 @@ def halted_problems(
 
 
 def all_down(snapshot: Snapshot) -> Problem | None:
-    """LedgerAllNodesDown: no polled node answers (the exporter's own network path, or the
-    network itself); every node's own line goes under it."""
-    if not snapshot.nodes or any(node.up for node in snapshot.nodes):
+    """LedgerAllNodesDown: none of two or more polled nodes answers (the exporter's own
+    network path, or the network itself); every node's own line goes under it."""
+    if len(snapshot.nodes) < 2 or any(node.up for node in snapshot.nodes):
         return None
     text = (
         f"none of the {len(snapshot.nodes)} polled nodes answers: the exporter's own network "
@@ -556,9 +556,9 @@ def _certificate_expiring(
 def node_problems(
     node: NodeStatus,
     now_mono: float,
+    wall_offset: float,
     off: dict[tuple[str, str], list[Problem]] | None = None,
     thresholds: Thresholds = SHIPPED_THRESHOLDS,
-    wall_offset: float = 0.0,
 ) -> list[Problem]:
     """What one node and its chains show, most severe first (``wall_offset`` turns
     ``now_mono`` into the Unix time a certificate's expiry is compared with)."""
@@ -862,7 +862,7 @@ def attention(
     network += network_problems(snapshot.network)
     network += consensus_problems(snapshot, now_mono, thresholds)
     off = _off_majority(snapshot.network)
-    per_node = [node_problems(node, now_mono, off, thresholds, snapshot.wall_offset)
+    per_node = [node_problems(node, now_mono, snapshot.wall_offset, off, thresholds)
                 for node in snapshot.nodes]  # fmt: skip
     watch = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)
     identity = identity_problems(snapshot)

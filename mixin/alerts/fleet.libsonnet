@@ -15,14 +15,15 @@ local utils = import '../lib/utils.libsonnet';
           // what would otherwise be a LedgerNodeDown per node. 1m, a minute less than
           // LedgerNodeDown's 2m: the nodes of a failing path fall silent over a cycle or two,
           // not at one instant, and the cause must fire no later than the first node's page
-          // for the inhibition to hold that page back.
+          // for the inhibition to hold that page back. Two nodes or more: an exporter of
+          // one node has LedgerNodeDown say it, after its 2m.
           // Per exporter (exporterInstanceLabels): a second exporter that still reaches the
           // nodes tells the two causes apart. Probe mode has no ledger_node_up 0 (a failed
           // probe is ledger_probe_success 0), so this is the daemon's.
           {
             alert: 'LedgerAllNodesDown',
             expr: |||
-              count by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s})
+              count by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s}) > 1
               and on(%(exporterInstanceLabels)s) max by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s}) == 0
             ||| % $._config,
             'for': '1m',

@@ -16,8 +16,8 @@ second would notify apart what an incident raises an evaluation apart.
 The network's block interval (the time its chains' ``txMaxTimeTrigger`` takes) is the halted
 chain's ``txMaxTimeTrigger`` divided by the same scale: that chain's consensus runs at the
 rules' pace, so its rounds fail against the shortened rules as they would at full scale (at
-twice the pace, its leaders' failed rounds would fire ``LedgerLeaderFailingRounds`` before
-the halt could be told: an order the real clocks never see).
+twice the pace, its leaders' failed rounds fired ``LedgerLeaderFailingRounds`` well before the
+halt could be told, sooner than the chain's own settings would have them).
 The scenarios run one after the other on it, each waiting until the last one's alerts have
 cleared, and count the alerts of this exporter delivered firing to a receiver that sends
 somewhere (``ledger-null``, the info alerts' sink, aside; LedgerWatchdog aside). That the alerts
@@ -25,11 +25,12 @@ a scenario must not page for really fired, and were held back by the inhibition 
 asserted on Alertmanager's own view (``inhibitedBy``), so "one notification" cannot pass for
 want of the others.
 
-**The demo stack**: the network ``make demo`` runs (its topology and seed; the block interval
-and polling at the faults stack's pace so that the scaled rules see the chains' own settings
-as they would), with the demo's exporter config, and its own Prometheus with the same
-shortened rules, running beside the scenarios: in 15 s from its first scrape, the equivalent
-of 15 minutes, no alert of warning or critical severity goes even pending.
+**The demo stack**: the network ``make demo`` runs (its topology and seed; polled every
+second, and its chains at the rules' pace, a block interval of their txMaxTimeTrigger
+divided by the scale, so that the scaled rules see the chains' own settings as they would),
+with the demo's exporter config, and its own Prometheus with the same shortened rules,
+running beside the scenarios: in 15 s from its first scrape, the equivalent of 15 minutes,
+no alert of warning or critical severity goes even pending.
 """
 
 from __future__ import annotations
@@ -165,10 +166,11 @@ class Demo:
 
 @contextlib.contextmanager
 def demo_stack(workdir: Path, rules: list[Path]) -> Iterator[Demo]:
-    """``make demo``'s network and exporter config, at the faults stack's pace, with its own
-    Prometheus on the shortened rules."""
+    """``make demo``'s network and exporter config, its chains at the rules' pace, with its
+    own Prometheus on the shortened rules."""
     flags = build_parser().parse_args([])
-    with SimulatedNetwork(nodes=flags.nodes, chains=flags.chains, block_interval=BLOCK_INTERVAL,
+    pace = trigger_seconds(flags.seed, 0) / SCALE  # its chains' txMaxTimeTrigger: 30 s both
+    with SimulatedNetwork(nodes=flags.nodes, chains=flags.chains, block_interval=pace,
                           seed=flags.seed, port=0) as net:  # fmt: skip
         nodes = [{"name": name, "url": url, "labels": {"env": "demo"}}
                  for name, url in net.node_urls.items()]  # fmt: skip

@@ -6,6 +6,7 @@ chain or node only."""
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -314,3 +315,39 @@ def test_inhibition_tree(
             + str({k: (v, expected[k]) for k, v in last.items() if v != expected[k]})
         ),
     )
+
+
+#: The clock of the delivery test: the shipped 30 s for a page is 1.5 s, 5m for a ticket 15 s.
+DELIVERY_SCALE = 20
+
+
+def test_a_ticket_waits_for_a_cause_that_fires_after_it(tmp_path: Path) -> None:
+    """LedgerLeaderFailingRounds fires on chain c1, LedgerBlockchainHalted a while later (past
+    a page's group_wait, within a ticket's): the halt is paged and the ticket never sent,
+    while the same warning on chain c2, posted a second after c1's (so its group is flushed
+    after c1's), with no halt, is delivered as a ticket."""
+    servers = Alertmanagers(tmp_path)
+    try:
+        webhook = servers.webhook()
+        server = servers.start(for_tests(load_config(SHIPPED), webhook, DELIVERY_SCALE))
+        rounds = {"alertname": "LedgerLeaderFailingRounds", "leader": "k2"}
+        for chain in ("c1", "c2"):
+            server.post_alerts([posted(labelled("ticket", {**rounds, "blockchain": chain}))])
+            time.sleep(1)
+        time.sleep(3)  # c1's 4 s: past the page's 1.5 s, well within the ticket's 15 s
+        halted = {"alertname": "LedgerBlockchainHalted", "blockchain": "c1"}
+        server.post_alerts([posted(labelled("ticket", {**halted, "severity": "critical"}))])
+
+        def ticketed() -> bool:
+            return any(d.labels.get("blockchain") == "c2" for d in webhook.delivered())
+
+        webhook.wait_for(ticketed, timeout=60, what="the warning on c2 ticketed")
+        held = labelled("ticket", {**rounds, "blockchain": "c1"})
+        assert state_of(server, held) == "suppressed"
+        sent = {(d.alertname, d.labels["blockchain"], d.receiver) for d in webhook.delivered()}
+        assert sent == {
+            ("LedgerBlockchainHalted", "c1", "ledger-page"),
+            ("LedgerLeaderFailingRounds", "c2", "ledger-ticket"),
+        }
+    finally:
+        servers.stop_all()

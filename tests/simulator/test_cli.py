@@ -77,6 +77,7 @@ def test_ports_layout_with_slow_fault() -> None:
         (["--fault", "stall"], "NODE:FAULT"),
         (["--tls.dir", "/nonexistent"], "add --tls"),  # never silently plain http
         (["--tls.days", "3"], "add --tls"),
+        (["--tls.days", "90"], "add --tls"),  # the default's value too: it was given
     ],
 )
 def test_bad_options_exit_2(

@@ -254,20 +254,31 @@ def test_every_alert_that_pages_has_a_line_or_a_reason() -> None:
 
 @pytest.mark.parametrize(
     ("days_left", "severity"),
-    [(20, None), (14.01, None), (13.9, Severity.WARNING), (3.01, Severity.WARNING),
+    [(20, None), (14, None), (13.9, Severity.WARNING), (3, Severity.WARNING),
      (2.9, Severity.CRITICAL), (-1, Severity.CRITICAL)],
 )  # fmt: skip
 def test_a_certificate_is_flagged_as_its_two_rules_say(
     days_left: float, severity: Severity | None
 ) -> None:
     """Under certExpiryWarning (14d) a warning, under certExpiryCritical (3d) critical, one
-    line at a time, as the two rules of LedgerNodeCertificateExpiring; a node over plain
-    http has no line."""
-    snapshot = fleet(presenting("b", NOW + days_left * DAY), moving())
+    line at a time, as the two rules of LedgerNodeCertificateExpiring (``- time() < 14d``,
+    ``>= 3d``); times on the wall clock, the snapshot's monotonic one plus its offset."""
+    offset = 1_795_000_000.0 - NOW  # the wall clock, far from the monotonic one
+    node_b = presenting("b", NOW + offset + days_left * DAY)
+    snapshot = fleet(node_b, moving(), wall_offset=offset)
     listed = [line for line in attention(snapshot, NOW).lines()
               if line.alert == "LedgerNodeCertificateExpiring"]  # fmt: skip
     assert [line.severity for line in listed] == ([] if severity is None else [severity])
     assert all(line.node == "b" for line in listed)
+
+
+def test_no_certificate_line_without_a_date() -> None:
+    """Over plain http (no handshake), or a handshake whose chain had no readable date."""
+    unread = replace(presenting("b", NOW), transport=TransportStatus(
+        Handshake(None, "TLSv1.3", "", "", "", ""), https=True))  # fmt: skip
+    for snapshot in (fleet(moving("b"), moving()), fleet(unread, moving())):
+        assert not [line for line in attention(snapshot, NOW).lines()
+                    if line.alert == "LedgerNodeCertificateExpiring"]  # fmt: skip
 
 
 @pytest.mark.parametrize("alert", sorted(SCENARIOS))
