@@ -135,35 +135,29 @@ def start_demo(tmp_path: Path) -> Iterator[Callable[..., Demo]]:
         demo.stop()
 
 
-def node_up(metrics_url: str) -> dict[str, float]:
+def samples(metrics_url: str, name: str, by: str, **labels: str) -> dict[str, float]:
+    """The samples of ``name`` the exporter at ``metrics_url`` serves whose labels include
+    ``labels``, by the value of their label ``by``."""
     body = fetch(metrics_url).text
     return {
-        sample.labels["node"]: sample.value
+        sample.labels[by]: sample.value
         for family in text_string_to_metric_families(body)
         for sample in family.samples
-        if sample.name == "ledger_node_up"
+        if sample.name == name and labels.items() <= sample.labels.items()
     }
+
+
+def node_up(metrics_url: str) -> dict[str, float]:
+    return samples(metrics_url, "ledger_node_up", "node")
 
 
 def vote_rounds(metrics_url: str, chain: str) -> dict[str, float]:
-    body = fetch(metrics_url).text
-    return {
-        sample.labels["node"]: sample.value
-        for family in text_string_to_metric_families(body)
-        for sample in family.samples
-        if sample.name == "ledger_blockchain_vote_round" and sample.labels["blockchain"] == chain
-    }
+    return samples(metrics_url, "ledger_blockchain_vote_round", "node", blockchain=chain)
 
 
 def behind_seconds(metrics: str, node: str) -> dict[str, float]:
     """``ledger_blockchain_behind_seconds`` of ``node``, per chain."""
-    body = fetch(metrics).text
-    return {
-        sample.labels["blockchain"]: sample.value
-        for family in text_string_to_metric_families(body)
-        for sample in family.samples
-        if sample.name == "ledger_blockchain_behind_seconds" and sample.labels["node"] == node
-    }
+    return samples(metrics, "ledger_blockchain_behind_seconds", "blockchain", node=node)
 
 
 def test_demo_prints_working_urls_and_a_working_fault_example(
