@@ -539,14 +539,14 @@ def _certificate_expiring(
     if handshake is None or handshake.expiry is None:
         return None
     left = handshake.expiry - now_wall
-    if left >= thresholds.cert_expiry_warning_seconds:
-        return None
-    critical = left < thresholds.cert_expiry_critical_seconds
-    bound = (
-        thresholds.cert_expiry_critical_seconds
-        if critical
-        else (thresholds.cert_expiry_warning_seconds)
+    warning_at, critical_at = (
+        thresholds.cert_expiry_warning_seconds,
+        thresholds.cert_expiry_critical_seconds,
     )
+    if left >= warning_at:
+        return None
+    critical = left < critical_at
+    bound = critical_at if critical else warning_at
     when = f"expires in {age(left)}" if left > 0 else f"expired {age(-left)} ago"
     text = f"TLS certificate {when}, under {bound / 86400:g} days"
     line = _alerting("LedgerNodeCertificateExpiring", Scope.NODE, text, node=node.name)
