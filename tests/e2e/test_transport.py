@@ -119,31 +119,28 @@ def test_the_handshake_and_the_phases_are_exported(
     assert all(value >= 0 for value in plain.values())
 
 
-def test_a_certificate_expiring_soon_is_on_the_status_page(
-    network: tuple[ExporterProcess, str, Path],
-) -> None:
-    """node-1 presents a certificate expiring in 10 days: the page's line of
-    LedgerNodeCertificateExpiring, a warning (under 14 days, not under 3), for secure-1."""
-    exporter, admin, tls_dir = network
-    context = ssl.create_default_context(cafile=str(tls_dir / "ca.pem"))
-    fault = {"node": "node-1", "fault": "cert_expiry", "enabled": True, "value": 10}
-    answer = fetch(admin + "faults", method="POST", json=fault, context=context)
-    assert answer.status == 200, answer.text
+def test_a_certificate_expiring_soon_is_on_the_status_page(tmp_path: Path) -> None:
+    """A node presenting a certificate that expires in 10 days (its own simulator, started
+    with it): the page's line of LedgerNodeCertificateExpiring, a warning (under 14 days, not
+    under 3), for that node."""
+    flags = ("--tls", "--tls.dir", str(tmp_path / "sim-tls"), "--tls.days", "10", "--nodes", "1")
+    with simulate(*flags) as (_, secure):
+        config = tmp_path / "config.yml"
+        node = {"name": "soon", "url": secure["node-1"], "tls_config": {"ca_file": secure["ca"]}}
+        config.write_text(
+            yaml.safe_dump({"scrape_interval": "1s", "scrape_timeout": "1s", "nodes": [node]})
+        )
+        with ready_exporter(config) as exporter:
 
-    def flagged() -> list[str] | None:
-        page = fetch(exporter.base + "/", timeout=20).text
-        items = re.findall(r"<li[^>]*>(.*?)</li>", page, re.DOTALL)
-        lines = [html.unescape(re.sub(r"<[^>]+>", " ", item)) for item in items]
-        found = [line for line in lines if "LedgerNodeCertificateExpiring" in line]
-        return found or None
+            def flagged() -> list[str] | None:
+                page = fetch(exporter.base + "/", timeout=20).text
+                items = re.findall(r"<li[^>]*>(.*?)</li>", page, re.DOTALL)
+                lines = [html.unescape(re.sub(r"<[^>]+>", " ", item)) for item in items]
+                found = [line for line in lines if "LedgerNodeCertificateExpiring" in line]
+                return found or None
 
-    try:
-        (line,) = wait_until(flagged, timeout=60, interval=0.5, message=exporter.log)
-    finally:  # the next test finds node-1 as the module started it
-        off = fetch(admin + "faults", method="POST", json={**fault, "enabled": False},
-                    context=context)  # fmt: skip
-        assert off.status == 200, off.text
-    assert "secure-1" in line and "warning" in line and "expires in 9d" in line, line
+            (line,) = wait_until(flagged, timeout=60, interval=0.5, message=exporter.log)
+    assert "soon" in line and "warning" in line and "expires in 9d" in line, line
 
 
 def test_an_expired_certificate_makes_the_node_down_with_its_reason(
