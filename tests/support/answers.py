@@ -158,12 +158,16 @@ def _object(node: dict[str, Any], complete: bool) -> st.SearchStrategy[Any]:
     extra = node.get("additionalProperties", True)
     if extra is False:
         return base
+    # never a named property's key: one left out of a sparse draw would come back as an
+    # extra member holding any value, which the document does not allow it
+    names = frozenset(node.get("properties", {}))
+    keys = EXTRA_KEYS.filter(lambda key: key not in names)
     if extra is True:  # members no one documents: a few, of any JSON value
-        others = st.dictionaries(EXTRA_KEYS, ANY_JSON, max_size=2)
+        others = st.dictionaries(keys, ANY_JSON, max_size=2)
     else:  # a map whose values have a schema (vote sessions, flags, auth groups)
         least = int(complete and not named and not required)
         values = _strategy(extra, complete)
-        others = st.dictionaries(EXTRA_KEYS, values, min_size=least, max_size=3)
+        others = st.dictionaries(keys, values, min_size=least, max_size=3)
     return st.tuples(base, others).map(lambda parts: {**parts[1], **parts[0]})
 
 

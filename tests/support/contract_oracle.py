@@ -431,6 +431,8 @@ _ISO_LENIENT = re.compile(
 )
 _YEAR_1 = calendar.timegm((1, 1, 1, 0, 0, 0))
 _YEAR_9999_END = calendar.timegm((9999, 12, 31, 23, 59, 59))
+#: 400 years of the Gregorian calendar: 146097 days.
+_GREGORIAN_CYCLE_SECONDS = 146097 * 86400
 
 
 def timestamp(value: Any) -> Expect:
@@ -451,7 +453,10 @@ def timestamp(value: Any) -> Expect:
     if not 1 <= day <= calendar.monthrange(year if year else 2000, month)[1]:
         return NEVER
     offset = (offset_hours * 3600 + offset_minutes * 60) * (-1 if match.group(9) == "-" else 1)
-    whole = calendar.timegm((year, month, day, hour, minute, second)) - offset
+    # year 0, which the calendar module refuses: 400 Gregorian years later, less their days
+    shift = 0 if year >= 1 else 400
+    whole = calendar.timegm((year + shift, month, day, hour, minute, second)) - offset
+    whole -= shift // 400 * _GREGORIAN_CYCLE_SECONDS
     seconds = whole + float(Fraction(match.group(7) or "0"))
     sure = strict is not None and second < 60 and year >= 1
     sure = sure and _YEAR_1 <= whole <= _YEAR_9999_END
