@@ -131,6 +131,20 @@ class Size(Check):
 
 
 @dataclass(frozen=True)
+class Flag(Check):
+    """A YAML boolean (``"true"`` quoted, ``1`` or ``enabled`` is a mistake, not a yes)."""
+
+    def read(self, reader: Reader, value: Any, path: Path) -> Any:
+        if isinstance(value, bool):
+            return value
+        reader.problem(path, f"must be true or false{reader.instead(path, value)}")
+        return INVALID
+
+    def show(self, value: Any) -> str:
+        return "true" if value else "false"
+
+
+@dataclass(frozen=True)
 class Names(Check):
     """A non-empty list of distinct non-empty strings, read as a tuple."""
 

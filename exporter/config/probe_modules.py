@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.config.keytable import Whole, key_names, read_settings, setting
+from exporter.config.keytable import Flag, Whole, key_names, read_settings, setting
 from exporter.config.nodes import Expectation, NodeConfig, TlsConfig, read_node
 from exporter.config.schema import Reader
 from exporter.config.yamlsource import Path
@@ -65,6 +65,18 @@ class ProbeConfig:
         " password checks and reloads waiting too, at most 2 each, the default leaves 4 for"
         " `/metrics` and health checks, the ceiling none:"
         " [Connections](security.md#connections))",
+    )
+    #: ``&debug=true`` tells why a probe failed: which request got what (refused, timed out,
+    #: a status, a TLS error), which also tells an open port from a closed one. Off, it is a
+    #: 403 unsent, so an unauthenticated client learns no more than success 0 or 1.
+    debug: bool = setting(
+        False,
+        Flag(),
+        "whether `/probe?...&debug=true` answers the probe's log (each request, its status"
+        " or error, and why the probe failed); off, it is refused with 403 and nothing is"
+        " sent. Turn it on only where `/probe` is reachable by those allowed to see why a"
+        " node fails (basic auth or client certificates of the web config, or a network"
+        " policy): [Why a probe failed](probe-mode.md#why-a-probe-failed)",
     )
 
     def module(self, name: str) -> ProbeModule | None:

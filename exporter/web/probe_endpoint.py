@@ -7,7 +7,9 @@ cannot be used to reach arbitrary addresses. The probe's deadline is the scraper
 that cannot be read is a 200 with ``ledger_probe_success 0``, as in blackbox_exporter. With
 ``&debug=true``, as in blackbox_exporter, the answer is plain text: the probe's log (each
 request it made, by URL path, with its status or error and its time, then why the probe
-failed or that it succeeded), then the series it would have returned.
+failed or that it succeeded), then the series it would have returned. That log tells a
+refused connection from a listening port, so it is answered only when the config's
+``probe.debug`` is on; otherwise ``debug=true`` is a 403 and nothing is sent.
 """
 
 from __future__ import annotations
@@ -100,12 +102,23 @@ def probe_target(query: str, probe: ProbeConfig) -> NodeConfig:
     return module.node(params.get("node", [""])[0] or host, url)
 
 
-def debug_asked(query: str) -> bool:
+DEBUG_OFF = (
+    "debug=true is off in this exporter's config (probe.debug: false, the default): the"
+    " probe's log would tell an open port from a closed one to anyone who can reach /probe;"
+    " set probe.debug: true where /probe is reachable only by those who may see it, or run"
+    " the exporter with --log.level=debug to log why probes fail"
+)
+
+
+def debug_asked(query: str, probe: ProbeConfig) -> bool:
     """Whether ``&debug=true`` asks for the probe's log (``false`` or no parameter: not);
-    any other value is a ProbeRefusedError (400)."""
+    any other value is a ProbeRefusedError (400), and ``true`` is one (403) unless
+    ``probe.debug`` allows it."""
     value = parse_qs(query, keep_blank_values=True).get("debug", ["false"])[0]
     if value not in ("true", "false"):
         raise ProbeRefusedError(HTTPStatus.BAD_REQUEST, "debug must be true or false")
+    if value == "true" and not probe.debug:
+        raise ProbeRefusedError(HTTPStatus.FORBIDDEN, DEBUG_OFF)
     return value == "true"
 
 
@@ -225,7 +238,7 @@ class Prober:
         timeout = probe_timeout(timeout_header, self._scrape_timeout)
         try:
             node = probe_target(query, self.config)
-            debug = debug_asked(query)
+            debug = debug_asked(query, self.config)
         except ProbeRefusedError as refused:
             log.debug("probe refused", extra={"fields": {"reason": str(refused)}})
             return ProbeAnswer(refused.status, f"{refused}\n".encode())

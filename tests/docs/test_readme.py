@@ -488,6 +488,18 @@ def test_the_probe_example_against_the_simulator(scratch: Path) -> None:
     probes = of_kind("probe")
     assert len(probes) >= 2 and any("debug=true" in c.text for c in probes)
     ports = Ports()
+    # config/probe.yml admits the simulator on its default port only: here, on the test's
+    (scratch / "config").unlink()
+    (scratch / "config").mkdir()
+    for entry in (REPO / "config").iterdir():
+        (scratch / "config" / entry.name).symlink_to(entry)
+    shipped = (REPO / "config" / "probe.yml").read_text(encoding="utf-8")
+    assert r"127\.0\.0\.1:7740/" in shipped, "the shipped probe config admits no simulator"
+    (scratch / "config" / "probe.yml").unlink()
+    (scratch / "config" / "probe.yml").write_text(
+        shipped.replace(r"127\.0\.0\.1:7740/", rf"127\.0\.0\.1:{ports.simulator}/"),
+        encoding="utf-8",
+    )
     simulate = f"ledger-exporter simulate --listen-address 127.0.0.1:{ports.simulator}"
     exporter = ports.localise(exporter_command.flat)  # the listen address is the page's
     assert f"127.0.0.1:{ports.exporter}" in exporter

@@ -1,13 +1,19 @@
 """``/probe?...&debug=true`` as blackbox_exporter has it: the probe's log (each request, its
 URL path, status or error, and time; then why the probe failed, or that it succeeded) as
-plain text, then the series it would have returned. And the shipped ``config/probe.yml``
-admits ``ledger-exporter simulate``'s nodes, so the probe example of docs/probe-mode.md runs."""
+plain text, then the series it would have returned, once the config's ``probe.debug`` allows
+it (off: a 403, nothing sent). And the shipped ``config/probe.yml`` admits
+``ledger-exporter simulate``'s nodes on its default address and nothing else on loopback, so
+the probe example of docs/probe-mode.md runs and an unauthenticated client cannot tell an
+open loopback port from a closed one through it."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import socket
 from collections.abc import Iterator
 from http import HTTPStatus
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -17,6 +23,7 @@ from exporter.app import Exporter
 from exporter.config.exporter import load_config, parse_config
 from exporter.config.nodes import NodeConfig
 from exporter.config.probe_modules import ProbeConfig
+from exporter.errors import ConfigError
 from exporter.model.readings import read_chain, read_health
 from exporter.poll.results import (
     ChainResult,
@@ -26,15 +33,26 @@ from exporter.poll.results import (
     RequestTrace,
     TracedRequest,
 )
-from exporter.web.probe_endpoint import DEBUG_CONTENT_TYPE, Prober
+from exporter.web.probe_endpoint import DEBUG_CONTENT_TYPE, DEBUG_OFF, Prober
 from ledger_simulator import SimulatedNetwork
 from tests.support.documents import chain_doc, health_doc
 from tests.support.http import fetch
+from tests.support.ports import free_port, port_is_closed
+from tests.support.processes import ready_exporter
 from tests.support.testdata import REPO
 
-_PARSED = parse_config("probe:\n  allowed_targets: ['http://127\\.0\\.0\\.1:9/']\n", "<test>")
-assert _PARSED.probe is not None
-CONFIG: ProbeConfig = _PARSED.probe
+SHIPPED = REPO / "config" / "probe.yml"
+
+
+def _probe_config(debug: str | None) -> ProbeConfig:
+    """A probe section allowing http://127.0.0.1:9/, with ``debug: <debug>`` unless None."""
+    text = "probe:\n  allowed_targets: ['http://127\\.0\\.0\\.1:9/']\n"
+    parsed = parse_config(text + (f"  debug: {debug}\n" if debug else ""), "<test>")
+    assert parsed.probe is not None
+    return parsed.probe
+
+
+CONFIG = _probe_config("true")
 LOGFMT = re.compile(r'^ts=\S+ level=(info|warn|error) msg="[^"]+"( \w+=("[^"]*"|\S+))*$')
 
 
@@ -157,6 +175,94 @@ def test_a_refused_target_stays_refused_with_debug() -> None:
     assert answer.status == HTTPStatus.FORBIDDEN and engine.traces == []
 
 
+@pytest.mark.parametrize("debug", [None, "false"], ids=["left-out", "false"])
+def test_debug_is_off_unless_the_config_allows_it(debug: str | None) -> None:
+    """Without ``probe.debug: true``, ``debug=true`` is a 403 saying how to turn it on, and
+    the node is not asked; the same probe without it is answered as ever."""
+    config = _probe_config(debug)
+    assert config.debug is False
+    engine = Traced()
+    prober = Prober(config, 10.0, engine)
+    answer = prober.handle(_query(node="v1", debug="true"), "5", openmetrics_format=False)
+    assert (answer.status, answer.body) == (HTTPStatus.FORBIDDEN, f"{DEBUG_OFF}\n".encode())
+    assert "probe.debug: true" in DEBUG_OFF
+    assert engine.traces == [], "a refused debug probe sent a request"
+    assert prober.handle(_query(node="v1", debug="false"), "5", False).status == HTTPStatus.OK
+    assert prober.handle(_query(node="v1"), "5", False).status == HTTPStatus.OK
+    assert engine.traces == [None, None]
+
+
+@pytest.mark.parametrize("value", ["enabled", "1", "'true'", "null"])
+def test_probe_debug_takes_a_yaml_boolean_only(value: str) -> None:
+    with pytest.raises(ConfigError, match=r"probe\.debug.*must be true or false"):
+        _probe_config(value)
+
+
+def test_the_shipped_probe_config_leaves_debug_off() -> None:
+    probe = load_config(str(SHIPPED)).probe
+    assert probe is not None and probe.debug is False
+
+
+@pytest.fixture
+def listening() -> Iterator[tuple[int, list[socket.socket]]]:
+    """A loopback port that accepts connections (its port, and the connections it got)."""
+    accepted: list[socket.socket] = []
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        server.setblocking(False)
+        port = int(server.getsockname()[1])
+        yield port, accepted
+        while True:
+            try:
+                accepted.append(server.accept()[0])
+            except BlockingIOError:
+                break
+    for connection in accepted:
+        connection.close()
+
+
+def test_the_shipped_config_tells_no_open_loopback_port_from_a_closed_one(
+    tmp_path: Path, listening: tuple[int, list[socket.socket]]
+) -> None:
+    """The exporter as a process on the shipped config/probe.yml, no web config: for a
+    loopback port that listens and one that refuses, every probe an unauthenticated client
+    can send (debug or not, the simulator's path or another, 127.0.0.1 or localhost) gets
+    the same answer but for the port it names, and the listening port is never connected
+    to. The simulator's own address is allowed, but its debug log is refused as well."""
+    open_port, accepted = listening
+    closed_port = free_port()
+    assert port_is_closed(closed_port)
+    config = tmp_path / "probe.yml"
+    shutil.copy(SHIPPED, config)
+    shapes = [
+        "http://{host}:{port}/nodes/node-1/",
+        "http://{host}:{port}/",
+        "http://{host}:{port}/nodes/node-1/health",
+    ]
+    with ready_exporter(config) as exporter:
+
+        def answers(port: int) -> list[tuple[int, str]]:
+            seen = []
+            for shape in shapes:
+                for host in ("127.0.0.1", "localhost"):
+                    for extra in ({"debug": "true"}, {}):
+                        target = shape.format(host=host, port=port)
+                        query = urlencode({"target": target, **extra})
+                        answer = fetch(f"{exporter.base}/probe?{query}", timeout=30)
+                        seen.append((answer.status, answer.text.replace(str(port), "PORT")))
+            return seen
+
+        from_open, from_closed = answers(open_port), answers(closed_port)
+        assert from_open == from_closed
+        assert {status for status, _ in from_open} == {HTTPStatus.FORBIDDEN}
+        # the simulator's address: allowed for a probe, but not for its log
+        query = urlencode({"target": "http://127.0.0.1:7740/nodes/node-1/", "debug": "true"})
+        answer = fetch(f"{exporter.base}/probe?{query}", timeout=30)
+        assert (answer.status, answer.text) == (HTTPStatus.FORBIDDEN, f"{DEBUG_OFF}\n")
+    assert accepted == [], "the exporter connected to the listening port"
+
+
 # --- against the simulator, through the exporter's HTTP server -----------------------------
 
 
@@ -168,13 +274,20 @@ def network() -> Iterator[SimulatedNetwork]:
 
 @pytest.fixture
 def probing(network: SimulatedNetwork) -> Iterator[str]:
-    """A probe-only exporter on config/probe.yml's allow-list, with a module holding a
-    password (which the debug answer must never show); its base URL."""
-    shipped = load_config(str(REPO / "config" / "probe.yml"))
+    """A probe-only exporter on config/probe.yml's allow-list (the simulator's port in place
+    of its default 7740), debug allowed, with a module holding a password (which the debug
+    answer must never show); its base URL."""
+    shipped = load_config(str(SHIPPED))
     assert shipped.probe is not None
-    allowed = "\n".join(f"    - '{pattern.pattern}'" for pattern in shipped.probe.allowed_targets)
+    port = network.node_urls["node-1"].split("/")[2].split(":")[1]
+    allowed = "\n".join(
+        f"    - '{pattern.pattern.replace(':7740/nodes/', f':{port}/nodes/')}'"
+        for pattern in shipped.probe.allowed_targets
+    )
+    assert f":{port}/nodes/" in allowed, "the shipped config no longer admits the simulator"
     config = parse_config(
-        "probe:\n  allowed_targets:\n" + allowed + "\n  modules:\n    default: {}\n"
+        "probe:\n  debug: true\n  allowed_targets:\n" + allowed + "\n  modules:\n"
+        "    default: {}\n"
         "    secret:\n      basic_auth: {username: prober, password: s3cret-pass}\n"
         "      headers: {X-Tenant: tenant-token-123}\n",
         "<test>",
@@ -247,8 +360,11 @@ def test_debug_says_why_a_probe_of_a_down_node_failed(
     ("target", "allowed"),
     [
         ("http://127.0.0.1:7740/nodes/node-1/", True),
-        ("http://127.0.0.1:41234/nodes/node-12", True),
-        ("http://localhost:7740/nodes/node-3/", True),
+        ("http://127.0.0.1:7740/nodes/node-12", True),
+        ("http://127.0.0.1:41234/nodes/node-12", False),
+        ("http://127.0.0.1:7741/nodes/node-1/", False),
+        ("http://localhost:7740/nodes/node-3/", False),
+        ("http://[::1]:7740/nodes/node-3/", False),
         ("https://node-4.ledger.internal:7740/", True),
         ("http://127.0.0.1:7740/-/sim/faults", False),
         ("http://127.0.0.1:7741/", False),
@@ -258,5 +374,5 @@ def test_debug_says_why_a_probe_of_a_down_node_failed(
     ],
 )
 def test_the_shipped_probe_config_admits_the_simulator_only(target: str, allowed: bool) -> None:
-    probe = load_config(str(REPO / "config" / "probe.yml")).probe
+    probe = load_config(str(SHIPPED)).probe
     assert probe is not None and probe.allows(target) is allowed
