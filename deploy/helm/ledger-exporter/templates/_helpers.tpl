@@ -27,16 +27,16 @@
 
 {{/* Labels that select the pods. */}}
 {{- define "ledger-exporter.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "ledger-exporter.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "ledger-exporter.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end }}
 
 {{/* Labels of every object. */}}
 {{- define "ledger-exporter.labels" -}}
-helm.sh/chart: {{ include "ledger-exporter.chart" . }}
+helm.sh/chart: {{ include "ledger-exporter.chart" . | quote }}
 {{ include "ledger-exporter.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 app.kubernetes.io/component: exporter
 {{- with .Values.commonLabels }}
 {{ toYaml . }}
