@@ -33,6 +33,7 @@ demo: $(DEMO_STAMP)
 # fails when one of them differs from the rendering.
 mixin: $(STAMP)
 	$(BIN)/python tools/render_mixin.py
+	$(BIN)/python tools/render_key_folding.py
 
 # docs/metrics.md, the metric reference, from the catalogue (exporter/expose/metrics.py) and
 # the rendered mixin (run `make mixin` first when the mixin changed); tests/expose/test_metrics_reference.py

@@ -105,10 +105,14 @@ basicAuth:
 Refuses a node credential written into the values: the config is a ConfigMap, readable by
 anyone who may read ConfigMaps. The positions are the exporter's secret ones
 (exporter/config/nodes.py SECRET_KEYS, SECRET_BLOCKS): a URL's user-info, basic_auth's
-password, authorization's credentials and every header value. Keys are compared as
-"ledger-exporter.keyNormal" gives them (basicAuth, Password, "password " too: the exporter
-refuses such a key, but only once the ConfigMap is published), and inside basic_auth and
-authorization at any depth. Called with
+password, authorization's credentials and every header value; and what would carry one
+there anyway: a token after the scheme in authorization.type ("Bearer xyz"), a password
+after a colon in basic_auth.username, a key named as a credential (password, token,
+api_key, ...: "ledger-exporter.credentialKeys"). Keys are compared as
+"ledger-exporter.keyNormal" gives them (basicAuth, Password, "password ", a Cyrillic
+"pаssword" or a full-width one too: the exporter refuses such a key, but only once the
+ConfigMap is published), and inside basic_auth and authorization at any depth; a node key
+with a character outside ASCII that folds to none is refused as a look-alike. Called with
 (dict "where" "config.nodes[0] (validator-1)" "node" $node); no message shows a value.
 */}}
 {{- define "ledger-exporter.refuseInlineSecrets" -}}
@@ -121,7 +125,9 @@ authorization at any depth. Called with
 {{- range $key, $value := $node }}
 {{- $normal := include "ledger-exporter.keyNormal" $key }}
 {{- $shown := include "ledger-exporter.keyShown" $key }}
-{{- if and (eq $normal "url") (kindIs "string" $value) (contains "@" $value) }}
+{{- if not (include "ledger-exporter.keyAscii" $key) }}
+{{- fail (printf "%s: the key %s holds characters outside ASCII that are no known look-alike of a letter, as no key of the exporter does: write the key in ASCII (it may disguise a credential's, and %s; a password or token goes in a Secret, named by password_file or credentials_file %s)" $where $shown $stay $file) }}
+{{- else if and (eq $normal "url") (kindIs "string" $value) (contains "@" $value) }}
 {{- fail (printf "%s: %s has user-info (user:password@host), which would be written into the ConfigMap; %s: drop it from the url and set basic_auth with a username and password_file %s or password_env %s" $where $shown $stay $file $env) }}
 {{- else if and (eq $normal "basicauth") $value }}
 {{- if not (kindIs "map" $value) }}
@@ -130,12 +136,22 @@ authorization at any depth. Called with
 {{- with include "ledger-exporter.secretKeyIn" (dict "at" $shown "block" $value) }}
 {{- fail (printf "%s: %s would be written into the ConfigMap; %s: put the password in a Secret and use basic_auth.password_file %s or basic_auth.password_env %s" $where . $stay $file $env) }}
 {{- end }}
+{{- range $name, $user := $value }}
+{{- if and (eq (include "ledger-exporter.keyNormal" $name) "username") (kindIs "string" $user) (contains ":" $user) }}
+{{- fail (printf "%s: %s.%s holds a colon, which would carry a password (user:password) into the ConfigMap; %s: give the username alone, and the password as basic_auth.password_file %s or basic_auth.password_env %s" $where $shown (include "ledger-exporter.keyShown" $name) $stay $file $env) }}
+{{- end }}
+{{- end }}
 {{- else if and (eq $normal "authorization") $value }}
 {{- if not (kindIs "map" $value) }}
 {{- fail (printf "%s: %s must be a mapping, not a string that would write the token into the ConfigMap; %s: give credentials_file %s or credentials_env %s" $where $shown $stay $file $env) }}
 {{- end }}
 {{- with include "ledger-exporter.secretKeyIn" (dict "at" $shown "block" $value) }}
 {{- fail (printf "%s: %s would be written into the ConfigMap; %s: put the token in a Secret and use authorization.credentials_file %s or authorization.credentials_env %s" $where . $stay $file $env) }}
+{{- end }}
+{{- range $name, $type := $value }}
+{{- if and (eq (include "ledger-exporter.keyNormal" $name) "type") (not (and (kindIs "string" $type) (regexMatch "^[-!#$%&'*+.^_`|~0-9A-Za-z]{1,32}$" $type))) }}
+{{- fail (printf "%s: %s.%s must be the scheme alone (Bearer, a token of at most 32 characters), not the scheme and the token, which would be written into the ConfigMap; %s: put the token in a Secret and use authorization.credentials_file %s or authorization.credentials_env %s" $where $shown (include "ledger-exporter.keyShown" $name) $stay $file $env) }}
+{{- end }}
 {{- end }}
 {{- else if and (eq $normal "headers") $value }}
 {{- $at := $shown }}
@@ -145,17 +161,69 @@ authorization at any depth. Called with
 {{- end }}
 {{- end }}
 {{- fail (printf "%s: %s would be written into the ConfigMap, and the exporter keeps every header value secret (it may be an API key) with no *_file or *_env form for it; %s: send a token with authorization.credentials_file %s or authorization.credentials_env %s" $where $at $stay $file $env) }}
-{{- else if has $normal (list "password" "credentials") }}
+{{- else if has $normal (include "ledger-exporter.credentialKeys" "" | splitList " ") }}
 {{- fail (printf "%s: %s would be written into the ConfigMap; %s: put it in a Secret and use basic_auth.password_file or authorization.credentials_file %s, or basic_auth.password_env or authorization.credentials_env %s" $where $shown $stay $file $env) }}
 {{- end }}
 {{- end }}
 {{- end }}
 {{- end }}
 
-{{/* A values key as the credential check compares it: lower case, without "_", "-" and
-white space, so that basicAuth, Basic-Auth and "password " are basic_auth and password. */}}
+{{/* A values key as the credential check compares it: each character folded to the ASCII it
+normalises to or looks like ("ledger-exporter.keyFolding": NFKC, combining marks left out,
+Cyrillic and Greek look-alikes), lower case, and only its letters and digits kept, so that
+basicAuth, Basic-Auth, "password ", a Cyrillic "pаssword", a full-width "ｐａｓｓｗｏｒｄ"
+and "pass<zero-width space>word" are basic_auth and password. */}}
 {{- define "ledger-exporter.keyNormal" -}}
-{{- regexReplaceAll "[-_[:space:]]" (lower .) "" }}
+{{- regexReplaceAll "[^a-z0-9]" (include "ledger-exporter.keyFolded" .) "" }}
+{{- end }}
+
+{{/* A key folded ("ledger-exporter.keyFolding") and lower-cased, nothing left out. */}}
+{{- define "ledger-exporter.keyFolded" -}}
+{{- $folding := include "ledger-exporter.keyFolding" "" | fromJson }}
+{{- $folded := "" }}
+{{- range splitList "" (toString .) }}
+{{- $folded = print $folded (get $folding . | default .) }}
+{{- end }}
+{{- lower $folded }}
+{{- end }}
+
+{{/* "true" when a key, folded, is ASCII: a character left outside (a zero-width space, a
+look-alike the table lacks) disguises what the key is. */}}
+{{- define "ledger-exporter.keyAscii" -}}
+{{- if regexMatch "^[[:ascii:]]*$" (include "ledger-exporter.keyFolded" .) }}true{{ end }}
+{{- end }}
+
+{{/* Keys that name a credential, as "ledger-exporter.keyNormal" gives them: none is a key of
+the exporter's config (its are password_file, credentials_env, ...), so one in the values
+holds a secret that would be written into the ConfigMap. */}}
+{{- define "ledger-exporter.credentialKeys" -}}
+password passwd passphrase pass pwd credentials credential creds token bearertoken accesstoken authtoken apikey apitoken secret clientsecret secretkey privatekey
+{{- end }}
+
+{{/* Anywhere in the config (dict "at" "config" "node" $config): the path of the first key
+that names a credential ("ledger-exporter.credentialKeys"), or nothing. */}}
+{{- define "ledger-exporter.credentialKeyIn" -}}
+{{- $found := "" }}
+{{- $credentials := include "ledger-exporter.credentialKeys" "" | splitList " " }}
+{{- if kindIs "map" .node }}
+{{- range $key, $value := .node }}
+{{- if not $found }}
+{{- $at := printf "%s.%s" $.at (include "ledger-exporter.keyShown" $key) }}
+{{- if has (include "ledger-exporter.keyNormal" $key) $credentials }}
+{{- $found = $at }}
+{{- else }}
+{{- $found = include "ledger-exporter.credentialKeyIn" (dict "at" $at "node" $value) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- else if kindIs "slice" .node }}
+{{- range $index, $value := .node }}
+{{- if not $found }}
+{{- $found = include "ledger-exporter.credentialKeyIn" (dict "at" (printf "%s[%d]" $.at $index) "node" $value) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $found }}
 {{- end }}
 
 {{/* A values key in a message: as written, quoted when it holds more than a token's characters. */}}
@@ -172,7 +240,7 @@ of the first key that is a credential's (password, credentials) or another crede
 {{- range $key, $value := .block }}
 {{- if not $found }}
 {{- $at := printf "%s.%s" $.at (include "ledger-exporter.keyShown" $key) }}
-{{- if has (include "ledger-exporter.keyNormal" $key) (list "password" "credentials" "headers" "basicauth" "authorization") }}
+{{- if or (has (include "ledger-exporter.keyNormal" $key) (list "headers" "basicauth" "authorization")) (has (include "ledger-exporter.keyNormal" $key) (include "ledger-exporter.credentialKeys" "" | splitList " ")) (not (include "ledger-exporter.keyAscii" $key)) }}
 {{- $found = $at }}
 {{- else }}
 {{- $found = include "ledger-exporter.secretKeyIn" (dict "at" $at "block" $value) }}
@@ -220,9 +288,75 @@ of the first key that is a credential's (password, credentials) or another crede
 {{- if not $allowed }}
 {{- fail "probe.enabled: list probe.targets, or probe.allowedTargets for targets named elsewhere" }}
 {{- end }}
-{{- $_ := set $config "probe" (dict "allowed_targets" $allowed "modules" .Values.probe.modules "max_in_flight" .Values.probe.maxInFlight) }}
+{{- $_ := set $config "probe" (dict "allowed_targets" $allowed "modules" .Values.probe.modules "max_in_flight" .Values.probe.maxInFlight "debug" .Values.probe.debug) }}
 {{- else if not $config.nodes }}
 {{- fail "config.nodes is empty: list the nodes to poll, or set probe.enabled" }}
 {{- end }}
+{{- with include "ledger-exporter.credentialKeyIn" (dict "at" "config" "node" $config) }}
+{{- fail (printf "%s names a credential, whose value would be written into the ConfigMap; node credentials never go into the values or the ConfigMap: put it in a Secret and name its file (password_file, credentials_file: a key of the Secret mounted by existingSecret or extraSecretMounts) or its variable (password_env, credentials_env: an extraEnv variable with valueFrom.secretKeyRef)" .) }}
+{{- end }}
 {{- toYaml $config }}
+{{- end }}
+
+{{/* NOTES' warnings, each a paragraph: a pod that may run as root or privileged, no resource
+bounds, a hostPath volume. The chart's defaults raise none. */}}
+{{- define "ledger-exporter.warnings" -}}
+{{- $pod := .Values.podSecurityContext | default dict }}
+{{- $container := .Values.securityContext | default dict }}
+{{- $root := list }}
+{{- range $where, $context := dict "podSecurityContext" $pod "securityContext" $container }}
+{{- if and (hasKey $context "runAsUser") (not (kindIs "invalid" $context.runAsUser)) (eq (int $context.runAsUser) 0) }}
+{{- $root = append $root (printf "%s.runAsUser is 0" $where) }}
+{{- end }}
+{{- if and (hasKey $context "runAsNonRoot") (not $context.runAsNonRoot) (not (kindIs "invalid" $context.runAsNonRoot)) }}
+{{- $root = append $root (printf "%s.runAsNonRoot is false" $where) }}
+{{- end }}
+{{- end }}
+{{- if not (or $pod.runAsNonRoot $container.runAsNonRoot) }}
+{{- $root = append $root "neither security context sets runAsNonRoot: true" }}
+{{- end }}
+{{- if $root }}
+
+WARNING: the pod may run as root. The exporter needs no privilege: the chart's defaults run
+it as uid 65532 with runAsNonRoot: true.
+{{- range $root }}
+  - {{ . }}
+{{- end }}
+{{- end }}
+{{- $privileged := list }}
+{{- if $container.privileged }}
+{{- $privileged = append $privileged "securityContext.privileged is true" }}
+{{- end }}
+{{- if $container.allowPrivilegeEscalation }}
+{{- $privileged = append $privileged "securityContext.allowPrivilegeEscalation is true" }}
+{{- end }}
+{{- if and (kindIs "map" $container.capabilities) $container.capabilities.add }}
+{{- $privileged = append $privileged (printf "securityContext.capabilities.add gives %s" (join ", " $container.capabilities.add)) }}
+{{- end }}
+{{- if $privileged }}
+
+WARNING: the container is privileged. The exporter needs no capability and no escalation:
+the chart's defaults drop them all.
+{{- range $privileged }}
+  - {{ . }}
+{{- end }}
+{{- end }}
+{{- if not .Values.resources }}
+
+WARNING: resources is empty: the pod has no requests (the scheduler may put it where it
+starves) and no memory limit (a leak would take the node's memory, not restart the pod):
+keep the chart's default requests and limits (values.yaml), or set yours.
+{{- end }}
+{{- $hostPaths := list }}
+{{- range .Values.extraVolumes }}
+{{- if and (kindIs "map" .) (hasKey . "hostPath") }}
+{{- $hostPaths = append $hostPaths (toString .name) }}
+{{- end }}
+{{- end }}
+{{- if $hostPaths }}
+
+WARNING: extraVolumes mounts a hostPath ({{ join ", " $hostPaths }}): the pod reads (or writes)
+the node's own files, and is tied to what that node holds. Use a Secret, a ConfigMap or a
+PersistentVolumeClaim instead.
+{{- end }}
 {{- end }}
