@@ -47,7 +47,7 @@ from tests.support.processes import ExporterProcess, ready_exporter
 from tests.support.prometheus import Promtool
 from tests.support.testdata import REPO
 from tests.support.waiting import wait_until
-from tools import render_mixin
+from tools import render_key_folding, render_mixin
 
 CHART = REPO / "deploy" / "helm" / "ledger-exporter"
 #: "defaults", then the name of each ci/*-values.yaml.
@@ -517,6 +517,89 @@ FILE_OR_ENV = ("existingSecret", "extraSecretMounts", "extraEnv", "secretKeyRef"
             "basicauth.password",
             ("password_file", "password_env"),
         ),
+        # look-alikes: Unicode-normalised (NFKC) and folded before they are compared
+        (
+            {
+                "config": {
+                    "nodes": [{**NODE, "basic_auth": {"username": "u", "p\u0430ssword": SECRET}}]
+                }
+            },
+            "config.nodes[0] (validator-2)",
+            'basic_auth."p\u0430ssword"',
+            ("password_file", "password_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "authorization": {"credenti\u0430ls": SECRET}}]}},
+            "config.nodes[0] (validator-2)",
+            'authorization."credenti\u0430ls"',
+            ("credentials_file", "credentials_env"),
+        ),
+        (
+            {
+                "config": {
+                    "nodes": [{**NODE, "\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44": SECRET}]
+                }
+            },
+            "config.nodes[0] (validator-2)",
+            '"\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44" would be written',
+            ("password_file", "credentials_file"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "P\u0391SSW\u039fRD": SECRET}]}},
+            "config.nodes[0] (validator-2)",
+            '"P\u0391SSW\u039fRD" would be written',
+            ("password_file", "credentials_file"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "pa\u0301ssword": SECRET}]}},
+            "config.nodes[0] (validator-2)",
+            '"pa\u0301ssword" would be written',
+            ("password_file", "credentials_file"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "pass\u200bword": SECRET}]}},
+            "config.nodes[0] (validator-2)",
+            'the key "pass\\u200bword" holds characters outside ASCII',
+            ("password_file", "credentials_file"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "api_key": SECRET}]}},
+            "config.nodes[0] (validator-2)",
+            "api_key would be written",
+            ("password_file", "credentials_file"),
+        ),
+        # a secret where the exporter reads none: a token after the scheme, a password
+        # after the user name
+        (
+            {"config": {"nodes": [{**NODE, "authorization": {"type": f"Bearer {SECRET}"}}]}},
+            "config.nodes[0] (validator-2)",
+            "authorization.type must be the scheme alone",
+            ("Secret", "credentials_file", "credentials_env"),
+        ),
+        (
+            {
+                "probe": {
+                    "enabled": True,
+                    "targets": [{"name": "validator-2", "url": NODE["url"]}],
+                    "modules": {"default": {"authorization": {"t\u0443pe": f"Bearer\t{SECRET}"}}},
+                }
+            },
+            "probe.modules.default",
+            'authorization."t\u0443pe" must be the scheme alone',
+            ("credentials_file", "credentials_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "authorization": {"type": "Bearer" + "x" * 40}}]}},
+            "config.nodes[0] (validator-2)",
+            "authorization.type must be the scheme alone",
+            ("credentials_file", "credentials_env"),
+        ),
+        (
+            {"config": {"nodes": [{**NODE, "basic_auth": {"username": f"u:{SECRET}"}}]}},
+            "config.nodes[0] (validator-2)",
+            "basic_auth.username holds a colon",
+            ("password_file", "password_env"),
+        ),
     ],
     ids=[
         "password",
@@ -537,6 +620,17 @@ FILE_OR_ENV = ("existingSecret", "extraSecretMounts", "extraEnv", "secretKeyRef"
         "password-beside-the-blocks",
         "capitalised-url",
         "module-lower-case-block",
+        "cyrillic-a-in-password",
+        "cyrillic-a-in-credentials",
+        "full-width-password",
+        "greek-capitals-in-password",
+        "combining-accent",
+        "zero-width-space",
+        "api-key",
+        "bearer-token-in-type",
+        "module-token-in-look-alike-type",
+        "token-glued-to-the-scheme",
+        "password-in-username",
     ],
 )
 def test_an_inline_node_credential_fails_the_render(
@@ -555,6 +649,53 @@ def test_an_inline_node_credential_fails_the_render(
     for word in (*instead, *FILE_OR_ENV):
         assert word in message, f"{word} not in {message}"
     assert SECRET not in message
+
+
+@pytest.mark.parametrize(
+    ("config", "where"),
+    [
+        ({"watch": [{"blockchain": "c1", "api_key": SECRET}]}, "config.watch[0].api_key"),
+        ({"maintenance": [{"T\u043ek\u0435n": SECRET}]}, 'config.maintenance[0]."T\u043ek\u0435n"'),
+        ({"network_checks": {"secret": SECRET}}, "config.network_checks.secret"),
+    ],
+    ids=["api-key-in-watch", "cyrillic-token-in-maintenance", "secret-in-network-checks"],
+)
+def test_a_credential_key_anywhere_in_the_config_fails_the_render(
+    tmp_path: Path, config: dict[str, Any], where: str
+) -> None:
+    """Outside the nodes too: a key naming a credential, folded as the node keys are."""
+    path = tmp_path / "values.yaml"
+    values = {"config": {"nodes": [NODE], **config}}
+    path.write_text(yaml.safe_dump(values, allow_unicode=True), encoding="utf-8")
+    answer = run_tool("helm", "template", RELEASE, str(CHART), "-f", str(path))
+    assert answer.returncode != 0 and not answer.stdout
+    assert f"{where} names a credential" in answer.stderr, answer.stderr
+    for word in ("ConfigMap", "credentials_file", *FILE_OR_ENV):
+        assert word in answer.stderr
+    assert SECRET not in answer.stderr
+
+
+@pytest.mark.parametrize(
+    "key", ["namespaceOverride", "dashboards.namespace", "alertmanagerConfig.namespace"]
+)
+def test_a_namespace_cannot_add_a_cluster_role_binding(tmp_path: Path, key: str) -> None:
+    """A namespace written unquoted let a newline add objects (ClusterRoleBindings to
+    cluster-admin): the schema holds every namespace to a DNS label."""
+    binding = (
+        "monitoring\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n"
+        "metadata: {name: pwned}\nroleRef: {kind: ClusterRole, name: cluster-admin}\n"
+    )
+    for value in (binding, "x" * 64):
+        values: dict[str, Any] = {"alertmanagerConfig": {"enabled": True}}
+        *parents, last = key.split(".")
+        values.setdefault(parents[0], {}) if parents else None
+        (values[parents[0]] if parents else values)[last] = value
+        path = tmp_path / "values.yaml"
+        path.write_text(yaml.safe_dump(values), encoding="utf-8")
+        answer = run_tool("helm", "template", RELEASE, str(CHART), "-f", str(path))
+        assert answer.returncode != 0 and "ClusterRoleBinding" not in answer.stdout
+        assert "values don't meet the specifications of the schema" in answer.stderr
+        assert f"'/{key.replace('.', '/')}'" in answer.stderr, answer.stderr
 
 
 def test_credentials_from_files_and_variables_still_render(tmp_path: Path) -> None:
@@ -930,15 +1071,133 @@ def test_network_policy_and_disruption_budget(rendered: dict[str, list[Manifest]
     assert values["extraVolumes"][0] in pod_spec(objects)["volumes"]
 
 
-def test_notes_say_how_to_reach_the_status_page() -> None:
+def notes(*args: str) -> str:
+    """The NOTES `helm install` prints for ``args``."""
     answer = run_tool(
-        "helm", "install", "--dry-run=client", RELEASE, str(CHART), "--namespace", NAMESPACE
+        "helm", "install", "--dry-run=client", RELEASE, str(CHART), "--namespace", NAMESPACE, *args
     )
     assert answer.returncode == 0, answer.stderr
-    notes = answer.stdout.split("NOTES:", 1)[1]
-    assert f"kubectl -n {NAMESPACE} port-forward service/{RELEASE}-ledger-exporter 9877" in notes
-    assert "http://127.0.0.1:9877/" in notes
-    assert "emptyDir" in notes
+    return answer.stdout.split("NOTES:", 1)[1]
+
+
+def test_notes_say_how_to_reach_the_status_page() -> None:
+    text = notes()
+    assert f"kubectl -n {NAMESPACE} port-forward service/{RELEASE}-ledger-exporter 9877" in text
+    assert "http://127.0.0.1:9877/" in text
+    assert "emptyDir" in text
+    assert "WARNING" not in text, "the defaults raise a warning"
+
+
+def test_notes_say_how_to_check_a_new_config_before_it_rolls_out(tmp_path: Path) -> None:
+    """Not `--config.check` in the running pod (it reads the config it has): the rendered
+    ConfigMap's config.yml checked in a throwaway container of the same image, or the live
+    reload, which keeps the running config when it refuses a new one. The commands NOTES
+    give work: helm renders the config, and the exporter checks what they extract."""
+    text = notes()
+    assert "exec deploy/" not in text
+    assert "docker run --rm" in text and f"ledger-exporter:{__version__} --config.check" in text
+    assert "last_reload_successful 0" in text
+    render = re.search(r"helm template (\S+) <chart> -f <your values> (.*?) \\\n", text)
+    assert render, text
+    answer = run_tool("helm", "template", render[1], str(CHART), *render[2].split())
+    assert answer.returncode == 0, answer.stderr
+    (configmap,) = documents(answer.stdout)
+    assert "| yq -r '.data[\"config.yml\"]' > config.yml" in text
+    parse_config(configmap["data"]["config.yml"])  # what the throwaway container checks
+    mine = notes("--set", "existingConfigMap=my-config")
+    assert "config.yml you will put into my-config" in mine and "helm template" not in mine
+
+
+@pytest.mark.parametrize(
+    ("args", "warning", "reason"),
+    [
+        (
+            ["--set", "securityContext.runAsUser=0"],
+            "the pod may run as root",
+            "securityContext.runAsUser is 0",
+        ),
+        (
+            ["--set", "podSecurityContext.runAsUser=0", "--set", "securityContext.runAsUser=null"],
+            "the pod may run as root",
+            "podSecurityContext.runAsUser is 0",
+        ),
+        (
+            [
+                *("--set", "securityContext.runAsUser=null", "--set"),
+                *(
+                    "podSecurityContext.runAsUser=null",
+                    "--set",
+                    "securityContext.runAsNonRoot=null",
+                ),
+                *("--set", "podSecurityContext.runAsNonRoot=null"),
+            ],
+            "the pod may run as root",
+            "no runAsUser and no runAsNonRoot",
+        ),
+        (
+            ["--set", "securityContext.privileged=true"],
+            "the container is privileged",
+            "securityContext.privileged is true",
+        ),
+        (
+            ["--set", "securityContext.allowPrivilegeEscalation=true"],
+            "the container is privileged",
+            "securityContext.allowPrivilegeEscalation is true",
+        ),
+        (
+            ["--set", "securityContext.capabilities.add={NET_RAW}"],
+            "the container is privileged",
+            "capabilities.add gives NET_RAW",
+        ),
+        (["--set", "resources=null"], "resources is empty", "no memory limit"),
+        (
+            [
+                "--set",
+                "extraVolumes[0].name=logs",
+                "--set",
+                "extraVolumes[0].hostPath.path=/var/log",
+            ],
+            "extraVolumes mounts a hostPath (logs)",
+            "node's own files",
+        ),
+    ],
+    ids=[
+        "container-root",
+        "pod-root",
+        "nothing-says-non-root",
+        "privileged",
+        "privilege-escalation",
+        "added-capability",
+        "resources-null",
+        "host-path",
+    ],
+)
+def test_notes_warn_about_a_pod_that_can_hurt_its_node(
+    args: list[str], warning: str, reason: str
+) -> None:
+    """Each risky setting gets its warning, at the top of NOTES, and no other."""
+    text = notes(*args)
+    warnings = re.findall(r"^WARNING: (.*)$", text, re.MULTILINE)
+    assert len(warnings) == 1 and warnings[0].startswith(warning), warnings
+    assert reason in text
+    assert text.index("WARNING") < text.index("The status page")
+
+
+def test_the_key_folding_table_is_generated() -> None:
+    """templates/_keyfold.tpl is what tools/render_key_folding.py writes (`make mixin`), and
+    folds what it must: look-alikes and NFKC forms of every letter of "password"."""
+    assert (REPO / render_key_folding.TARGET).read_text(encoding="utf-8") == (
+        render_key_folding.render()
+    )
+    table = render_key_folding.folding()
+    for spelled in (
+        "p\u0430ssword",
+        "\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44",
+        "\U0001d429\U0001d41a\U0001d42c\U0001d42c\U0001d430\U0001d428\U0001d42b\U0001d41d",
+        "PA\u0405SW\u039fRD",
+        "pa\u0301ssword",
+    ):
+        assert "".join(table.get(c, c) for c in spelled).lower() == "password", spelled
 
 
 # --- the chart's README --------------------------------------------------------------------
@@ -1117,3 +1376,367 @@ def test_rendered_probe_mode_answers_the_operators_scrape(
         refused = fetch(f"{exporter.base}/probe?{urlencode({'target': outsider.url})}")
         assert refused.status == 403
         assert outsider.requests == []
+
+
+# --- values that try to write YAML -------------------------------------------------------------
+
+#: Everything on, with one entry in each list and map the schema describes, so that every
+#: string value of the chart is rendered somewhere. The string leaves of values.yaml merged
+#: with this are the values each injection test tries.
+EVERYTHING: dict[str, Any] = {
+    "commonLabels": {"team": "ledger"},
+    "imagePullSecrets": [{"name": "regcred"}],
+    "serviceAccount": {"annotations": {"example.com/role": "exporter"}},
+    "podAnnotations": {"example.com/owner": "ledger"},
+    "podLabels": {"tier": "monitoring"},
+    "nodeSelector": {"kubernetes.io/os": "linux"},
+    "config": {
+        "nodes": [
+            {
+                "name": "validator-1",
+                "url": "https://validator-1.ledger.svc.cluster.local:7740/",
+                "basic_auth": {
+                    "username": "monitoring",
+                    "password_file": "/etc/ledger-exporter/secrets/validator-1.password",
+                },
+            }
+        ]
+    },
+    "existingSecret": "ledger-node-credentials",
+    "extraSecretMounts": [
+        {"name": "node-ca", "secretName": "ledger-node-ca", "mountPath": "/etc/ledger/ca"}
+    ],
+    "webConfig": {
+        "enabled": True,
+        "tlsSecretName": "ledger-exporter-tls",
+        "config": {
+            "tls_server_config": {
+                "cert_file": "/etc/ledger-exporter/tls/tls.crt",
+                "key_file": "/etc/ledger-exporter/tls/tls.key",
+            },
+            "basic_auth_users": {
+                "prometheus": "$2b$10$4OJpN5HyqmgHkXrQO2v3o.Favsm1hjR2N0PIRoNdqukW1mAS8ZEn2"
+            },
+        },
+    },
+    "extraArgs": ["--log.level=debug"],
+    "service": {"annotations": {"example.com/a": "b"}, "labels": {"exposed": "yes"}},
+    "serviceMonitor": {
+        "labels": {"release": "kube-prometheus-stack"},
+        "basicAuth": {"username": {"name": "s", "key": "u"}, "password": {"name": "s", "key": "p"}},
+    },
+    "probe": {
+        "enabled": True,
+        "allowedTargets": ["https://validator-[0-9]+\\.ledger\\.internal:7740/"],
+        "targets": [
+            {
+                "name": "validator-9",
+                "url": "https://validator-9.ledger.internal:7740/",
+                "module": "default",
+                "labels": {"region": "eu"},
+                "interval": "1m",
+                "scrapeTimeout": "20s",
+            }
+        ],
+        "labels": {"release": "kube-prometheus-stack"},
+    },
+    "prometheusRule": {
+        "additionalLabels": {"release": "kube-prometheus-stack"},
+        "alertLabels": {"team": "ledger"},
+        "disabledGroups": ["ledger-watch"],
+    },
+    "alertmanagerConfig": {"enabled": True},
+    "persistence": {"enabled": True, "annotations": {"example.com/backup": "no"}},
+    "networkPolicy": {"enabled": True},
+    "podDisruptionBudget": {"enabled": True, "maxUnavailable": "25%"},
+}
+#: Values whose being set changes what is rendered (the ConfigMap, the claim, the PDB's
+#: field), each tried where it takes effect: the first dict of each pair is merged into
+#: EVERYTHING, and only the values under the listed paths are tried there.
+VARIANTS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
+    "everything": ({}, ()),
+    "probe-servicemonitors": ({"probe": {"kind": "ServiceMonitor"}}, ("probe.",)),
+    "existing-objects": (
+        {
+            "existingConfigMap": "my-config",
+            "persistence": {"existingClaim": "my-claim"},
+            "podDisruptionBudget": {"minAvailable": "50%"},
+        },
+        ("existingConfigMap", "persistence.existingClaim", "podDisruptionBudget.minAvailable"),
+    ),
+}
+#: Left at their value (the schema allows only these, or the chart looks them up), not
+#: given a marker: enums, bcrypt hashes, a module and a rule group that must exist.
+KEPT = re.compile(
+    r"image\.pullPolicy|service\.type|probe\.kind|persistence\.accessModes\[\d+\]"
+    r"|webConfig\.config\.basic_auth_users\..*|probe\.targets\[\d+\]\.module"
+    r"|prometheusRule\.disabledGroups\[\d+\]|(pod)?[sS]ecurityContext\..*"
+)
+
+
+def merged(base: Any, extra: Any) -> Any:
+    """``extra`` laid over ``base`` (maps merged, anything else replaced)."""
+    if isinstance(base, dict) and isinstance(extra, dict):
+        return {**base, **{k: merged(base.get(k), v) for k, v in extra.items()}}
+    return extra
+
+
+def string_leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """The paths of the string values in ``value`` (keys and list indices)."""
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            yield from string_leaves(sub, (*path, key))
+    elif isinstance(value, list):
+        for index, sub in enumerate(value):
+            yield from string_leaves(sub, (*path, index))
+    elif isinstance(value, str):
+        yield path
+
+
+def dotted(path: tuple[Any, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+def get_at(values: Any, path: tuple[Any, ...]) -> Any:
+    for part in path:
+        values = values[part]
+    return values
+
+
+def set_at(values: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """A copy of ``values`` with ``value`` at ``path``."""
+    copy = json.loads(json.dumps(values))
+    get_at(copy, path[:-1])[path[-1]] = value
+    return copy
+
+
+def marker(path: tuple[Any, ...], value: str, number: int) -> str:
+    """A value for ``path`` found nowhere else in the render and valid where it stands."""
+    name = dotted(path)
+    if KEPT.fullmatch(name):
+        return value
+    token = f"zqm{number}x"
+    last = str(path[-1])
+    if last in ("interval", "scrapeTimeout", "scrape_interval", "scrape_timeout"):
+        return f"{1000 + number}s"
+    if last == "digest":
+        return f"sha256:{number:064x}"
+    if last == "url":
+        return f"https://{token}.example:7740/"
+    if last == "mountPath" or "_file" in last:
+        return f"/etc/ledger/{token}"
+    if name == "persistence.size":
+        return f"{100 + number}Mi"
+    if name in ("podDisruptionBudget.maxUnavailable", "podDisruptionBudget.minAvailable"):
+        return f"{number % 100}%"
+    if name == "image.registry":
+        return f"{token}.example"
+    if name.startswith("extraArgs"):
+        return f"--{token}"
+    return token
+
+
+def variant_values(variant: str) -> dict[str, Any]:
+    """values.yaml with EVERYTHING and the variant's values, each string tried given its
+    marker."""
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))
+    values: dict[str, Any] = merged(merged(defaults, EVERYTHING), VARIANTS[variant][0])
+    for number, path in enumerate(tried(values, variant)):
+        values = set_at(values, path, marker(path, get_at(values, path), number))
+    return values
+
+
+def tried(values: dict[str, Any], variant: str) -> list[tuple[Any, ...]]:
+    """The string values of a variant tried there: those it lists, or (with none listed)
+    all but those another variant sets."""
+    only_these = VARIANTS[variant][1]
+    elsewhere = {name for _, names in VARIANTS.values() for name in names}
+    return [
+        path
+        for path in sorted(string_leaves(values), key=dotted)
+        if (dotted(path).startswith(only_these) if only_these else dotted(path) not in elsewhere)
+    ]
+
+
+INJECTIONS = [
+    (variant, path) for variant in VARIANTS for path in tried(variant_values(variant), variant)
+]
+
+
+def render_values(values: dict[str, Any], tmp_path: Path, name: str) -> tuple[int, str, str]:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    answer = run_tool("helm", "template", RELEASE, str(CHART), "-n", NAMESPACE, "-f", str(path))
+    return answer.returncode, answer.stdout, answer.stderr
+
+
+def shape(text: str) -> list[tuple[str, str, list[str]]]:
+    """Each object's kind, name and every key path it holds (list indices included)."""
+
+    def paths(value: Any, at: str = "") -> Iterator[str]:
+        if isinstance(value, dict):
+            for key, sub in value.items():
+                yield f"{at}/{key}"
+                yield from paths(sub, f"{at}/{key}")
+        elif isinstance(value, list):
+            for index, sub in enumerate(value):
+                yield f"{at}/{index}"
+                yield from paths(sub, f"{at}/{index}")
+
+    return sorted(
+        (doc["kind"], str(doc["metadata"]["name"]), sorted(paths(doc)))
+        for doc in yaml.safe_load_all(text)
+        if doc
+    )
+
+
+@pytest.fixture(scope="module")
+def marked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Each variant's render with every string at its marker."""
+    where = tmp_path_factory.mktemp("marked")
+    rendered = {}
+    for variant in VARIANTS:
+        code, out, err = render_values(variant_values(variant), where, variant)
+        assert code == 0, err
+        rendered[variant] = out
+    return rendered
+
+
+def payloads(text: str, value: str) -> list[str]:
+    """What to append to ``value`` to try each place it is written: under a key at that
+    line's indentation a sibling key, after a list's dash another item (and a key beside
+    it); where it shows nowhere, a key at the top and a new document."""
+    found: list[str] = []
+    for line in text.splitlines():
+        if value not in line or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if line.lstrip().startswith("- "):
+            found += ["\n" + " " * indent + "- injected", "\n" + " " * (indent + 2) + "injected: 1"]
+        else:
+            found.append("\n" + " " * indent + "injected: 1")
+    if not found:
+        found = ["\ninjected: 1", "\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: injected\n"]
+    return list(dict.fromkeys(found))[:4]
+
+
+def pointer(path: tuple[Any, ...]) -> str:
+    """The JSON pointer of a values path, as helm's schema errors name it."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+class Injector:
+    """Renders a variant with many values injected at once, and finds, by halving a group
+    whose render fails or changes, which value did it: the render stays cheap (a few dozen
+    `helm template` for ~80 values, not one or more each)."""
+
+    def __init__(self, variant: str, expected: str, tmp_path: Path) -> None:
+        self.values = variant_values(variant)
+        self.expected = shape(expected)
+        self.tmp_path = tmp_path
+        self.renders = 0
+        self.refused: set[tuple[Any, ...]] = set()  # by the schema or a template's check
+        self.problems: list[str] = []
+
+    def render(self, injected: dict[tuple[Any, ...], str]) -> tuple[int, str, str]:
+        values = self.values
+        for path, payload in injected.items():
+            values = set_at(values, path, get_at(self.values, path) + payload)
+        self.renders += 1
+        return render_values(values, self.tmp_path, f"render-{self.renders}")
+
+    def judge(self, injected: dict[tuple[Any, ...], str]) -> None:
+        """Each value of ``injected`` fails the render, or leaves the objects as they were."""
+        code, out, err = self.render(injected)
+        if code != 0 and "values don't meet the specifications of the schema" in err:
+            named = set(re.findall(r"at '([^']*)'", err))
+            by_schema = {path for path in injected if pointer(path) in named}
+            assert by_schema, err
+            self.refused |= by_schema
+            rest = {path: p for path, p in injected.items() if path not in by_schema}
+            if rest:
+                self.judge(rest)
+            return
+        raw = "YAML parse error" in err or "error converting YAML" in err
+        changed = code == 0 and (
+            shape(out) != self.expected
+            or any("injected" in doc for doc in yaml.safe_load_all(out) if doc)
+        )
+        if code == 0 and not changed:
+            return
+        if len(injected) > 1:
+            paths = list(injected)
+            half = len(paths) // 2
+            self.judge({path: injected[path] for path in paths[:half]})
+            self.judge({path: injected[path] for path in paths[half:]})
+            return
+        ((path, payload),) = injected.items()
+        if raw:
+            self.problems.append(f"{dotted(path)} + {payload!r} is written raw: {err.strip()}")
+        elif changed:
+            self.problems.append(f"{dotted(path)} + {payload!r} changed the rendered objects")
+        else:
+            assert "execution error" in err, err  # a template's own check refused it
+            self.refused.add(path)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_a_value_with_a_newline_adds_no_object_and_no_key(
+    marked: dict[str, str], tmp_path: Path, variant: str
+) -> None:
+    """Every string value of the chart (values.yaml's and the schema's: see the test
+    below), given a newline and YAML after it (a key where the value is written, at that
+    line's indentation; a list item; a document), either fails the render (the schema, or a
+    template's check) or renders exactly the objects, kinds, names and keys that the value
+    alone does. The values are tried together, then halved down to the one that fails."""
+    injector = Injector(variant, marked[variant], tmp_path)
+    paths = [path for v, path in INJECTIONS if v == variant]
+    tries = {path: payloads(marked[variant], get_at(injector.values, path)) for path in paths}
+    for round_ in range(max(len(t) for t in tries.values())):
+        injector.judge(
+            {
+                path: found[round_]
+                for path, found in tries.items()
+                if round_ < len(found) and path not in injector.refused
+            }
+        )
+    assert not injector.problems, "\n".join(injector.problems)
+    # the schema refuses a newline in every namespace and name
+    for name in ("namespaceOverride", "nameOverride", "fullnameOverride", "dashboards.namespace"):
+        assert variant != "everything" or any(dotted(p) == name for p in injector.refused), name
+
+
+def schema_strings(node: dict[str, Any], path: str = "") -> Iterator[str]:
+    """Dotted paths of the schema's string fields ([] an array's item, * a map's value)."""
+    types = node.get("type")
+    if (
+        types == "string"
+        or (isinstance(types, list) and "string" in types)
+        or ("enum" in node and all(isinstance(e, str) for e in node["enum"]))
+    ):
+        yield path
+    for key, sub in node.get("properties", {}).items():
+        yield from schema_strings(sub, f"{path}.{key}".lstrip("."))
+    if isinstance(node.get("items"), dict):
+        yield from schema_strings(node["items"], f"{path}[]")
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from schema_strings(node["additionalProperties"], f"{path}.*")
+
+
+def test_the_injections_try_every_string_of_values_and_schema() -> None:
+    """Every string of values.yaml, and every string field of values.schema.json, is among
+    the values the test above tries."""
+
+    def general(path: tuple[Any, ...]) -> str:
+        return "".join("[]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+    covered = {general(path) for _, path in INJECTIONS}
+    # a map's key stands for any: commonLabels.team is commonLabels.*
+    generic = {general(path[:-1]) + ".*" for _, path in INJECTIONS if isinstance(path[-1], str)}
+    schema = json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
+    missing = [p for p in schema_strings(schema) if p not in covered and p not in generic]
+    assert not missing, f"schema strings no injection tries: {missing}"
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))
+    untried = [dotted(p) for p in string_leaves(defaults) if general(p) not in covered]
+    assert not untried, f"values.yaml strings no injection tries: {untried}"
+    assert len(INJECTIONS) > 60

@@ -126,7 +126,7 @@ with a character outside ASCII that folds to none is refused as a look-alike. Ca
 {{- $normal := include "ledger-exporter.keyNormal" $key }}
 {{- $shown := include "ledger-exporter.keyShown" $key }}
 {{- if not (include "ledger-exporter.keyAscii" $key) }}
-{{- fail (printf "%s: the key %s holds characters outside ASCII that are no known look-alike of a letter, as no key of the exporter does: write the key in ASCII (it may disguise a credential's, and %s; a password or token goes in a Secret, named by password_file or credentials_file %s)" $where $shown $stay $file) }}
+{{- fail (printf "%s: the key %s holds characters outside ASCII that are no known look-alike of a letter, as no key of the exporter does: write the key in ASCII (it may disguise a credential's, and %s; a password or token goes in a Secret, named by password_file or credentials_file %s, or by password_env or credentials_env %s)" $where $shown $stay $file $env) }}
 {{- else if and (eq $normal "url") (kindIs "string" $value) (contains "@" $value) }}
 {{- fail (printf "%s: %s has user-info (user:password@host), which would be written into the ConfigMap; %s: drop it from the url and set basic_auth with a username and password_file %s or password_env %s" $where $shown $stay $file $env) }}
 {{- else if and (eq $normal "basicauth") $value }}
@@ -182,7 +182,7 @@ and "pass<zero-width space>word" are basic_auth and password. */}}
 {{- $folding := include "ledger-exporter.keyFolding" "" | fromJson }}
 {{- $folded := "" }}
 {{- range splitList "" (toString .) }}
-{{- $folded = print $folded (get $folding . | default .) }}
+{{- $folded = print $folded (ternary (get $folding .) . (hasKey $folding .)) }}
 {{- end }}
 {{- lower $folded }}
 {{- end }}
@@ -303,17 +303,29 @@ bounds, a hostPath volume. The chart's defaults raise none. */}}
 {{- define "ledger-exporter.warnings" -}}
 {{- $pod := .Values.podSecurityContext | default dict }}
 {{- $container := .Values.securityContext | default dict }}
-{{- $root := list }}
+{{- /* the container's settings win over the pod's */}}
+{{- $user := "" }}
+{{- $userFrom := "" }}
+{{- $nonRoot := "" }}
+{{- $nonRootFrom := "" }}
 {{- range $where, $context := dict "podSecurityContext" $pod "securityContext" $container }}
-{{- if and (hasKey $context "runAsUser") (not (kindIs "invalid" $context.runAsUser)) (eq (int $context.runAsUser) 0) }}
-{{- $root = append $root (printf "%s.runAsUser is 0" $where) }}
+{{- if and (hasKey $context "runAsUser") (not (kindIs "invalid" $context.runAsUser)) (or (not $userFrom) (eq $where "securityContext")) }}
+{{- $user = int $context.runAsUser | toString }}
+{{- $userFrom = $where }}
 {{- end }}
-{{- if and (hasKey $context "runAsNonRoot") (not $context.runAsNonRoot) (not (kindIs "invalid" $context.runAsNonRoot)) }}
-{{- $root = append $root (printf "%s.runAsNonRoot is false" $where) }}
+{{- if and (hasKey $context "runAsNonRoot") (not (kindIs "invalid" $context.runAsNonRoot)) (or (not $nonRootFrom) (eq $where "securityContext")) }}
+{{- $nonRoot = ternary "true" "false" (eq (toString $context.runAsNonRoot) "true") }}
+{{- $nonRootFrom = $where }}
 {{- end }}
 {{- end }}
-{{- if not (or $pod.runAsNonRoot $container.runAsNonRoot) }}
-{{- $root = append $root "neither security context sets runAsNonRoot: true" }}
+{{- $root := list }}
+{{- if eq $user "0" }}
+{{- $root = append $root (printf "%s.runAsUser is 0" $userFrom) }}
+{{- end }}
+{{- if and (not $user) (eq $nonRoot "false") }}
+{{- $root = append $root (printf "no runAsUser, and %s.runAsNonRoot is false: the image's user runs it, root for many" $nonRootFrom) }}
+{{- else if and (not $user) (not $nonRoot) }}
+{{- $root = append $root "no runAsUser and no runAsNonRoot: the image's user runs it, root for many" }}
 {{- end }}
 {{- if $root }}
 
