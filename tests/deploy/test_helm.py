@@ -1605,10 +1605,10 @@ def marked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def payloads(text: str, value: str) -> list[str]:
     """What to append to ``value`` to try each place it is written: under a key at that
     line's indentation a sibling key, after a list's dash another item (and a key beside
-    it); where it shows nowhere, a key at the top and a new document."""
+    it); where it shows nowhere, a key at the top; and everywhere a new document."""
     found: list[str] = []
     for line in text.splitlines():
-        if value not in line or line.lstrip().startswith("#"):
+        if value not in line:
             continue
         indent = len(line) - len(line.lstrip(" "))
         if line.lstrip().startswith("- "):
@@ -1616,8 +1616,9 @@ def payloads(text: str, value: str) -> list[str]:
         else:
             found.append("\n" + " " * indent + "injected: 1")
     if not found:
-        found = ["\ninjected: 1", "\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: injected\n"]
-    return list(dict.fromkeys(found))[:4]
+        found = ["\ninjected: 1"]
+    document = "\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: injected\n"
+    return [*list(dict.fromkeys(found))[:4], document]
 
 
 def pointer(path: tuple[Any, ...]) -> str:
