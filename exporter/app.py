@@ -95,9 +95,11 @@ class Exporter:
         build: BuildInfo | None = None,
         state_file: str | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        status_page: Held | None = None,
     ) -> None:
         """``clock`` is the wall clock, for the timestamps exported (the last good reload's,
-        and the poller's); every age is measured on ``monotonic``."""
+        and the poller's); every age is measured on ``monotonic``. ``status_page``: the
+        page's memory across cycles (by default one by the shipped alerts' thresholds)."""
         self._config_path = config_path
         self._allocator = allocator or Allocator(None)
         self._lock = threading.Lock()
@@ -109,7 +111,7 @@ class Exporter:
         self.telemetry_path = telemetry_path
         # one for the process: it keeps label strings across cycles
         self._renderer = Renderer(build or this_build())
-        self._held = Held()  # the status page's memory across cycles: pending, then firing
+        self._held = status_page or Held()  # the page's memory across cycles: pending, firing
         self._exposition = self._exposed(self._reload_state(Snapshot()))
         self._ready = threading.Event()
         state = StateFile(state_file) if state_file else None  # --state.file: kept across restarts

@@ -958,17 +958,20 @@ class Held:
     (LedgerLeaderFailingRounds leaves such a chain out for its window). Kept by the web
     server for the process; every time monotonic."""
 
-    def __init__(self) -> None:
+    def __init__(self, thresholds: Thresholds = SHIPPED_THRESHOLDS) -> None:
+        self.thresholds = thresholds
         self.since: dict[LineKey, float] = {}
         self.halt_fired: dict[str, float] = {}
+        self.latest: Attention | None = None  # the lines of the last snapshot observed
         self._lock = threading.Lock()
 
-    def observe(self, snapshot: Snapshot, thresholds: Thresholds = SHIPPED_THRESHOLDS) -> Attention:
+    def observe(self, snapshot: Snapshot) -> Attention:
         """The page's lines for ``snapshot`` (as of the end of its cycle), this memory
         updated with them; one snapshot at a time."""
         now = snapshot.completed_at if snapshot.completed_at is not None else time.monotonic()
         with self._lock:
-            return attention(snapshot, now, thresholds, self)
+            self.latest = attention(snapshot, now, self.thresholds, self)
+            return self.latest
 
 
 def _key(line: Problem) -> LineKey | None:

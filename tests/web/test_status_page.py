@@ -453,7 +453,7 @@ def test_the_status_page_at_3am_in_headless_chromium(
     # the network's worst problem leads: the fork behind the stalled node, node-3 named
     assert items[0].startswith("critical chain ") and "forked: " in items[0], items
     assert "off the majority: node-3" in items[0]
-    network, nodes, watched = shown.lists  # the three sections, in this order
+    network, _nodes, _watched = shown.lists  # the three sections, in this order
     assert network[0] == items[0]
     assert any("cut off alone: node-6" in item for item in network), network
     assert any("LedgerCouncilViewsDiverge" in item for item in network), network
