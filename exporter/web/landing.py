@@ -176,8 +176,9 @@ def _problem_list(
 
 
 def _counts(found: Attention, pending: bool = False, severities: tuple[Severity, ...] = ()) -> str:
-    """The top lines of ``severities`` (all by default), firing or ``pending``, counted."""
-    counts = found.counts(pending)
+    """The top lines of ``severities`` (all by default), firing or ``pending``, counted (a
+    likely cause's line apart: :func:`_likely`)."""
+    counts = found.counts(pending, foreseen=False)
     listed = [f"{counts[s]} {s.label}" for s in severities or tuple(Severity) if counts[s]]
     return ", ".join(listed)
 
@@ -186,19 +187,28 @@ _ALARMS = (Severity.CRITICAL, Severity.WARNING)
 
 
 def _heading(found: Attention) -> str:
-    """Red for a critical alert firing, amber for a warning one; calm otherwise: info lines
-    and pending ones are said below it, plainly (no alert has fired for them)."""
+    """Red for a critical alert firing, amber for a warning one, or for warnings and critical
+    ones pending (none has fired yet); calm otherwise. Info lines and pending ones are
+    counted below it, plainly."""
     alarms = _counts(found, severities=_ALARMS)
+    waiting = found.counts(pending=True)  # a likely cause's line too
+    coming = ", ".join(f"{waiting[s]} {s.label}" for s in _ALARMS if waiting[s])
     if alarms:
         firing = found.counts(pending=False)
         tone = "bad" if firing[Severity.CRITICAL] else "warn"
         heading = f'<h2 class="{tone}">Needs attention: {alarms}</h2>'
+    elif coming:  # nothing has fired: amber, not red
+        heading = f'<h2 class="warn">Needs attention soon: {coming} pending</h2>'
     else:
         heading = '<h2 class="ok">Nothing needs attention</h2>'
     notes = []
     info = _counts(found, severities=(Severity.INFO,))
     if info:
         notes.append(f"Also listed: {info} (no action needed).")
+    likely = found.counts(pending=True, foreseen=True)
+    if any(likely.values()):
+        shown = ", ".join(f"{likely[s]} {s.label}" for s in Severity if likely[s])
+        notes.append(f"Likely to come: {shown} (its lines are under it; no alert yet).")
     pending = _counts(found, pending=True)
     if pending:
         notes.append(
@@ -210,7 +220,7 @@ def _heading(found: Attention) -> str:
 
 def _title(found: Attention) -> str:
     firing = _counts(found, severities=_ALARMS)
-    pending = sum(found.counts(pending=True).values())
+    pending = sum(found.counts(pending=True, foreseen=False).values())
     parts = [firing] if firing else []
     return ", ".join([*parts, f"{pending} pending"] if pending else parts)
 
@@ -250,9 +260,9 @@ def _attention(snapshot: Snapshot, found: Attention) -> str:
         "alert's condition holds, marked pending until the alert's <code>for</code> has passed"
         " (as Prometheus lists it), except syncing, which is info until its alert fires. One "
         "line per incident: the lines its cause explains are under it, as the shipped "
-        "Alertmanager config inhibits their alerts, and are not counted; a chain whose "
-        "consensus fails while its height stands on most nodes has its halt's line from the "
-        "first cycle, marked as the likely cause, before that alert's condition holds."
+        "Alertmanager config inhibits their alerts, and are not counted; where most nodes of one "
+        "chain stand at one height while its consensus fails, that chain's halt is listed from "
+        "the first cycle, marked as the likely cause, before its alert's condition holds."
         "</small></p>"
     )
 

@@ -1011,10 +1011,18 @@ class Attention:
     def node_problems(self) -> list[Problem]:
         return _by_severity(problem for listed in (self.nodes or {}).values() for problem in listed)
 
-    def counts(self, pending: bool | None = None) -> dict[Severity, int]:
-        """The top lines by severity: every one, or the pending or firing ones alone."""
+    def counts(
+        self, pending: bool | None = None, foreseen: bool | None = None
+    ) -> dict[Severity, int]:
+        """The top lines by severity: every one, or the pending or firing ones alone, the
+        likely causes' lines (``foreseen``) or the others alone."""
         every = [*self.identity, *self.network, *self.node_problems, *self.watch]
-        listed = [p for p in every if pending is None or p.pending is pending]
+        listed = [
+            p
+            for p in every
+            if (pending is None or p.pending is pending)
+            and (foreseen is None or p.foreseen is foreseen)
+        ]
         return {severity: sum(p.severity is severity for p in listed) for severity in Severity}
 
     def lines(self) -> Iterator[Problem]:
