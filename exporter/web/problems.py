@@ -7,8 +7,13 @@ Three scopes, shown in this order: the network as a whole (no node answering, ch
 halted, forks, splits without a majority, partitions, council views, and consensus health: a
 thin quorum, consensus settings that drift, a vote session that does not close, a leader
 whose rounds keep failing), each node and chain, and the watched contracts and wallets. A
-problem is listed from the first cycle its alert's condition holds, before the alert's `for`
-has passed; syncing, whose alert waits long (its `for`), is listed as info until then.
+problem is listed from the first cycle its alert's condition holds, pending until the alert's
+`for` (the rules', in thresholds.json) has passed since the condition began: when, the
+snapshot's own times say where they can (a stall, a session's age), else the page's memory
+across cycles (:class:`Held`), which forgets a condition the first cycle it does not hold, as
+Prometheus forgets a pending alert. Syncing, whose alert waits long, is info until it fires.
+A chain whose consensus fails while most of its nodes stand still has its halt's line from
+the first cycle (:func:`likely_halts`), its symptoms under it.
 
 One line per incident: the page folds its lines as the shipped Alertmanager config's
 inhibition tree silences the alerts (:data:`INHIBITIONS`): a line whose cause has its own
