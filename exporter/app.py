@@ -37,6 +37,7 @@ from exporter.poll.state import StateFile
 from exporter.runtime import runtime_families
 from exporter.web.exposition import Exposition, Variant
 from exporter.web.probe_endpoint import ProbeAnswer, Prober, ProbeSlots
+from exporter.web.problems import Held
 from exporter.web.server import DEFAULT_TELEMETRY_PATH, ExporterServer, ServerLimits, bind_servers
 
 log = logging.getLogger("ledger_exporter")
@@ -94,9 +95,11 @@ class Exporter:
         build: BuildInfo | None = None,
         state_file: str | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        status_page: Held | None = None,
     ) -> None:
         """``clock`` is the wall clock, for the timestamps exported (the last good reload's,
-        and the poller's); every age is measured on ``monotonic``."""
+        and the poller's); every age is measured on ``monotonic``. ``status_page``: the
+        page's memory across cycles (by default one by the shipped alerts' thresholds)."""
         self._config_path = config_path
         self._allocator = allocator or Allocator(None)
         self._lock = threading.Lock()
@@ -108,6 +111,7 @@ class Exporter:
         self.telemetry_path = telemetry_path
         # one for the process: it keeps label strings across cycles
         self._renderer = Renderer(build or this_build())
+        self._held = status_page or Held()  # the page's memory across cycles: pending, firing
         self._exposition = self._exposed(self._reload_state(Snapshot()))
         self._ready = threading.Event()
         state = StateFile(state_file) if state_file else None  # --state.file: kept across restarts
@@ -126,7 +130,9 @@ class Exporter:
     def _exposed(self, snapshot: Snapshot, asked: tuple[Variant, ...] = ()) -> Exposition:
         """``snapshot`` as served, with the process's runtime families, rendered on demand
         (or ahead for the ``asked`` variants)."""
-        return Exposition(snapshot, asked, self._renderer, runtime_families, self.telemetry_path)
+        return Exposition(
+            snapshot, asked, self._renderer, runtime_families, self.telemetry_path, held=self._held
+        )
 
     def _reload_state(self, snapshot: Snapshot) -> Snapshot:
         """``snapshot`` with the reload state as it is now (call holding the lock)."""

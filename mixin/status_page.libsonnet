@@ -1,7 +1,8 @@
 // What the exporter's status page needs of the alerts it mirrors (exporter/web/problems.py
 // lists a problem by the same threshold as its alert): the settings of _config it applies,
 // and the few fixed values of the alerts' PromQL. tools/render_mixin.py writes them, with each
-// alert's severity taken from the rendered rules, to exporter/rules/thresholds.json.
+// alert's severity taken from the rendered rules, to exporter/rules/thresholds.json; and
+// each alert's `for` (statusPageFor), so the page says when a problem it lists will fire.
 //
 // Every value is a number. The rule for durations: a key ending in `Seconds` is in seconds;
 // each duration of _config (a Prometheus duration, '3m') is converted here, by
@@ -40,5 +41,21 @@ local utils = import 'lib/utils.libsonnet';
     // LedgerNodeCertificateExpiring: critical under the first, warning under the second
     certExpiryCriticalSeconds: utils.durationSeconds(c.certExpiryCritical),
     certExpiryWarningSeconds: utils.durationSeconds(c.certExpiryWarning),
+  },
+  // Each alert's `for` in seconds, read from the rules themselves (never restated): the
+  // status page lists a problem as pending until its condition has held this long. An alert
+  // of several rules (a burn rate's window pairs) fires with its shortest `for`.
+  statusPageFor:: local rules = [
+    rule
+    for group in $.prometheusAlerts.groups
+    for rule in group.rules
+    if std.objectHas(rule, 'alert')
+  ]; {
+    [name]: std.foldl(
+      std.min,
+      [utils.durationSeconds(std.get(rule, 'for', '0s')) for rule in rules if rule.alert == name],
+      std.pow(2, 53),
+    )
+    for name in std.set([rule.alert for rule in rules])
   },
 }

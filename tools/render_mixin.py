@@ -74,6 +74,7 @@ local mixin = (import 'mixin.libsonnet') + { _config+:: std.extVar('overrides') 
   rules: mixin.prometheusRules,
   dashboards: mixin.grafanaDashboards,
   statusPage: mixin.statusPageThresholds,
+  statusPageFor: mixin.statusPageFor,
   alertmanager: mixin.alertmanagerConfig,
 }
 """
@@ -294,7 +295,8 @@ def _status_page_thresholds(mixin: Document, alerts: list[Document]) -> str:
     the thresholds of mixin/status_page.libsonnet, and each alert's severity and runbook URL
     as the rendered rules carry them (so neither is stated twice, and a rendering with your
     own runbookURLPattern links the page to your runbooks). An alert of several rules (a burn
-    rate's window pairs) is as severe as its worst. Severity none is the dead man's switch:
+    rate's window pairs) is as severe as its worst; its `for` (statusPageFor, seconds) is its
+    shortest. Severity none is the dead man's switch:
     never a problem on the page, so not in the file."""
     rank = ("critical", "warning", "info")
     severities: dict[str, str] = {}
@@ -311,6 +313,7 @@ def _status_page_thresholds(mixin: Document, alerts: list[Document]) -> str:
         "thresholds": dict(sorted(mixin["statusPage"].items())),
         "severities": severities,
         "runbooks": runbooks,
+        "for": {alert: mixin["statusPageFor"][alert] for alert in severities},
     }
     return json.dumps(document, indent=2) + "\n"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 _FIX = "run `make mixin` (or reinstall the package): it renders this file from mixin/"
-_PARTS = ("thresholds", "severities", "runbooks")
+_PARTS = ("thresholds", "severities", "runbooks", "for")
 
 
 class Severity(IntEnum):
@@ -58,16 +58,25 @@ class Thresholds:
     vote_round_threshold: float  # LedgerVoteRoundsEscalating: a session past this round
     cert_expiry_critical_seconds: float  # LedgerNodeCertificateExpiring, critical under it
     cert_expiry_warning_seconds: float  # ... and warning under this
+    #: Not in the file: how many seconds of the rules' time pass in one second of the
+    #: monotonic clock. 1 but in a test that runs the rules shortened by the same factor
+    #: (tests/support/scaling.py), so the page's ages stay those the rules compute.
+    time_scale: float = 1.0
+
+    def held(self, start: float, now: float) -> float:
+        """Seconds from ``start`` to ``now`` (monotonic) on the rules' clock."""
+        return (now - start) * self.time_scale
 
 
 @dataclass(frozen=True)
 class AlertRules:
-    """What the page mirrors of the shipped alerts: its thresholds, each alert's severity and
-    each alert's runbook URL."""
+    """What the page mirrors of the shipped alerts: its thresholds, each alert's severity,
+    runbook URL and `for` (seconds its condition must hold before it fires)."""
 
     thresholds: Thresholds
     severities: Mapping[str, Severity]
     runbooks: Mapping[str, str]
+    fors: Mapping[str, float]
 
     def severity(self, alert: str) -> Severity:
         """``alert``'s severity; a name the rules lack is a bug of the page, said plainly."""
@@ -83,6 +92,13 @@ class AlertRules:
         except KeyError:
             raise KeyError(f"{alert} is not a shipped alert (rules/thresholds.json)") from None
 
+    def for_seconds(self, alert: str) -> float:
+        """``alert``'s `for` in seconds, as its rule says."""
+        try:
+            return self.fors[alert]
+        except KeyError:
+            raise KeyError(f"{alert} is not a shipped alert (rules/thresholds.json)") from None
+
 
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
@@ -93,14 +109,15 @@ def parse(document: Any, source: str) -> AlertRules:
     """The rules of a thresholds.json ``document`` read from ``source`` (named in errors)."""
     if not isinstance(document, dict):
         raise ValueError(f"{source}: not a JSON object; {_FIX}")
-    given, severities, runbooks = (document.get(part) for part in _PARTS)
-    if (
-        not isinstance(given, dict)
-        or not isinstance(severities, dict)
-        or not isinstance(runbooks, dict)
-    ):
+    parts: list[dict[str, Any]] = [
+        part for name in _PARTS if isinstance(part := document.get(name), dict)
+    ]
+    if len(parts) != len(_PARTS):
         raise ValueError(f"{source}: {', '.join(map(repr, _PARTS))} must be objects; {_FIX}")
-    expected = {_camel(field.name): field.name for field in fields(Thresholds)}
+    given, severities, runbooks, fors = parts
+    expected = {
+        _camel(field.name): field.name for field in fields(Thresholds) if field.name != "time_scale"
+    }
     missing, unknown = sorted(expected.keys() - given.keys()), sorted(given.keys() - expected)
     if missing or unknown:
         raise ValueError(f"{source}: thresholds missing {missing}, unknown {unknown}; {_FIX}")
@@ -119,7 +136,18 @@ def parse(document: Any, source: str) -> AlertRules:
             raise ValueError(f"{source}: alert {alert!r} has runbook {url!r}, not a URL; {_FIX}")
     thresholds = Thresholds(**{expected[key]: value for key, value in given.items()})
     listed = {alert: labels[label] for alert, label in severities.items()}
-    return AlertRules(thresholds, listed, dict(runbooks))
+    return AlertRules(thresholds, listed, dict(runbooks), _fors(fors, severities.keys(), source))
+
+
+def _fors(fors: dict[str, Any], alerts: Any, source: str) -> dict[str, float]:
+    """Each alert's `for` in seconds, for exactly the ``alerts`` the file names."""
+    if fors.keys() != alerts:
+        differ = sorted(fors.keys() ^ alerts)
+        raise ValueError(f"{source}: for and severities name other alerts {differ}; {_FIX}")
+    for alert, seconds in fors.items():
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+            raise ValueError(f"{source}: alert {alert!r} has for {seconds!r}, not seconds; {_FIX}")
+    return {alert: float(seconds) for alert, seconds in fors.items()}
 
 
 def load(path: Path | None = None) -> AlertRules:

@@ -21,6 +21,7 @@ from exporter.expose.metrics import MetricSpec
 from exporter.expose.render import Renderer
 from exporter.model.snapshot import Snapshot
 from exporter.web.landing import StatusPage
+from exporter.web.problems import Attention, Held
 
 
 def wants_openmetrics(accept: str | None) -> bool:
@@ -213,8 +214,14 @@ class Exposition:
         renderer: Renderer | None = None,
         runtime: RuntimeFamilies = no_runtime_families,
         telemetry_path: str = "/metrics",
+        *,
+        held: Held | None = None,
     ) -> None:
+        """``held``: the status page's memory across cycles (one for the process), so a
+        problem is pending or firing on the page as its alert is in Prometheus."""
         self.snapshot = snapshot
+        self._held = held
+        self._found: Attention | None = None  # the page's lines, once ``held`` has seen them
         self._telemetry_path = telemetry_path  # the status page links to it
         self._asked = asked  # variants asked of an earlier exposition, to render next time
         self._renderer = renderer or Renderer()  # shared across cycles: it caches label strings
@@ -236,9 +243,17 @@ class Exposition:
         with self._lock:
             missing = [variant for variant in dict.fromkeys(variants) if variant not in self._cache]
             self._cache.update(self._render(missing))
+        self._observed()  # every cycle, asked or not: pending lines count from their first
         if page:
             self._status_page()
         return self
+
+    def _observed(self) -> Attention | None:
+        """The page's lines of this snapshot as ``held`` sees them (once per snapshot)."""
+        with self._page_lock:
+            if self._found is None and self._held is not None:
+                self._found = self._held.observe(self.snapshot)
+            return self._found
 
     def page_asked(self) -> bool:
         """Whether the status page of this snapshot has been asked for (or prepared)."""
@@ -250,9 +265,10 @@ class Exposition:
         return self._status_page().at(now)
 
     def _status_page(self) -> StatusPage:
+        found = self._observed()
         with self._page_lock:
             if self._page is None:
-                self._page = StatusPage(self.snapshot, self._telemetry_path)
+                self._page = StatusPage(self.snapshot, self._telemetry_path, found)
             return self._page
 
     def body(self, openmetrics_format: bool, gzipped: bool) -> bytes:

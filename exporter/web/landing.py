@@ -65,6 +65,10 @@ _STYLE = (
     "font-weight:bold;border-radius:3px;padding:0 .3em;margin-right:.4em;color:#fff}"
     ".critical{background:#b00}.warning{background:#c70}.info{background:#57a}"
     "tr.problem{background:#fff3f3}code{font-size:90%}small.alert,small.alert a{color:#666}"
+    # a pending line: its alert has not fired; its badge outlined, its marker in italics
+    "li.pending>.sev{background:#fff;border:1px dashed currentColor}"
+    "li.pending>.critical{color:#b00}li.pending>.warning{color:#a60}li.pending>.info{color:#57a}"
+    ".state{font-style:italic;color:#555;margin-right:.3em}"
 )
 
 
@@ -133,6 +137,16 @@ def _alert(name: str) -> str:
     return f'<small class="alert"><a href="{link}" rel="noreferrer">{_shown(name)}</a></small>'
 
 
+def _state(problem: Problem) -> str:
+    """A pending line's marker: how long until its alert fires (nothing on a firing line)."""
+    if not problem.pending or problem.fires_in is None:
+        return ""
+    when = f"fires in {age(problem.fires_in)}"
+    if problem.foreseen:
+        return f'<span class="state">likely cause, no alert yet: {when}</span> '
+    return f'<span class="state">pending: {when}</span> '
+
+
 def _line(problem: Problem) -> str:
     severity = problem.severity.label
     alert = f" {_alert(problem.alert)}" if problem.alert else ""
@@ -140,8 +154,9 @@ def _line(problem: Problem) -> str:
     folded = ""
     if problem.folded:
         folded = '<ul class="folded">' + "".join(map(_line, problem.folded)) + "</ul>"
+    pending = ' class="pending"' if problem.pending else ""
     return (
-        f'<li><span class="sev {severity}">{severity}</span> '
+        f'<li{pending}><span class="sev {severity}">{severity}</span> {_state(problem)}'
         f"{where}{': ' if where else ''}<bdi>{_plain(problem.text)}</bdi>{alert}{folded}</li>"
     )
 
@@ -160,22 +175,61 @@ def _problem_list(
     return '<ul class="problems">' + "".join(_line(problem) for problem in problems) + "</ul>"
 
 
-def _counts(found: Attention) -> str:
-    counts = found.counts()
-    listed = [f"{counts[s]} {s.label}" for s in Severity if counts[s]]
+def _counts(found: Attention, pending: bool = False, severities: tuple[Severity, ...] = ()) -> str:
+    """The top lines of ``severities`` (all by default), firing or ``pending``, counted (a
+    likely cause's line apart: :func:`_likely`)."""
+    counts = found.counts(pending, foreseen=False)
+    listed = [f"{counts[s]} {s.label}" for s in severities or tuple(Severity) if counts[s]]
     return ", ".join(listed)
+
+
+_ALARMS = (Severity.CRITICAL, Severity.WARNING)
+
+
+def _heading(found: Attention) -> str:
+    """Red for a critical alert firing, amber for a warning one, or for warnings and critical
+    ones pending (none has fired yet); calm otherwise. Info lines and pending ones are
+    counted below it, plainly."""
+    alarms = _counts(found, severities=_ALARMS)
+    waiting = found.counts(pending=True)  # a likely cause's line too
+    coming = ", ".join(f"{waiting[s]} {s.label}" for s in _ALARMS if waiting[s])
+    if alarms:
+        firing = found.counts(pending=False)
+        tone = "bad" if firing[Severity.CRITICAL] else "warn"
+        heading = f'<h2 class="{tone}">Needs attention: {alarms}</h2>'
+    elif coming:  # nothing has fired: amber, not red
+        heading = f'<h2 class="warn">Needs attention soon: {coming} pending</h2>'
+    else:
+        heading = '<h2 class="ok">Nothing needs attention</h2>'
+    notes = []
+    info = _counts(found, severities=(Severity.INFO,))
+    if info:
+        notes.append(f"Also listed: {info} (no action needed).")
+    likely = found.counts(pending=True, foreseen=True)
+    if any(likely.values()):
+        shown = ", ".join(f"{likely[s]} {s.label}" for s in Severity if likely[s])
+        notes.append(f"Likely to come: {shown} (its lines are under it; no alert yet).")
+    pending = _counts(found, pending=True)
+    if pending:
+        notes.append(
+            f"Pending: {pending} (the condition holds; the alert fires if it lasts its"
+            " <code>for</code>)."
+        )
+    return heading + (f'<p class="muted">{" ".join(notes)}</p>' if notes else "")
+
+
+def _title(found: Attention) -> str:
+    firing = _counts(found, severities=_ALARMS)
+    pending = sum(found.counts(pending=True, foreseen=False).values())
+    parts = [firing] if firing else []
+    return ", ".join([*parts, f"{pending} pending"] if pending else parts)
 
 
 def _attention(snapshot: Snapshot, found: Attention) -> str:
     """The network section, then nodes and chains, then watched objects: most severe first."""
     if not snapshot.nodes:
         return _probe_only() if snapshot.probe_mode else ""
-    counts = _counts(found)
-    heading = (
-        f'<h2 class="bad">Needs attention: {counts}</h2>'
-        if counts
-        else '<h2 class="ok">Nothing needs attention</h2>'
-    )
+    heading = _heading(found)
     compared = sum(node.up for node in snapshot.nodes) >= 2
     network = _problem_list(
         found.network,
@@ -203,10 +257,13 @@ def _attention(snapshot: Snapshot, found: Attention) -> str:
         f"{heading}{first}<h3>Network</h3>{network}<h3>Nodes and chains</h3>{nodes}{watch}"
         '<p class="muted"><small>Severities are those of the shipped alerts named on each '
         "line, each name a link to its runbook; a problem is listed from the first cycle its "
-        "alert's condition holds, before the alert's <code>for</code> has passed, except "
-        "syncing, which is info until its alert's 30 minutes. One line per incident: the "
-        "lines its cause explains are under it, as the shipped Alertmanager config inhibits "
-        "their alerts, and are not counted.</small></p>"
+        "alert's condition holds, marked pending until the alert's <code>for</code> has passed"
+        " (as Prometheus lists it), except syncing, which is info until its alert fires. One "
+        "line per incident: the lines its cause explains are under it, as the shipped "
+        "Alertmanager config inhibits their alerts, and are not counted; where most nodes of one "
+        "chain stand at one height while its consensus fails, that chain's halt is listed from "
+        "the first cycle, marked as the likely cause, before its alert's condition holds."
+        "</small></p>"
     )
 
 
@@ -281,7 +338,7 @@ def _chain_row(node: NodeStatus, chain: ChainStatus, now: float, problems: list[
     numbers = (height, chain.blocks_behind)
     texts = (changed, _flag(_gauge(reading, SYNCING)), council)
     counts = (_gauge(reading, VOTE_ROUND), _gauge(reading, BLOCKCHAIN_PEERS))
-    worst = min((p.severity for p in problems), default=Severity.INFO)
+    worst = min((p.severity for p in problems if not p.pending), default=Severity.INFO)
     shown = "; ".join(f"<bdi>{_plain(p.text)}</bdi>" for p in problems)
     problem = f'<span class="{_TEXT_CLASS[worst]}">{shown}</span>' if problems else ""
     return (
@@ -358,10 +415,18 @@ class StatusPage:
     """The page for one snapshot, rendered once, as of the end of its cycle (its ages do not
     move until the next cycle's page); :meth:`at` adds the line saying how long ago that was."""
 
-    def __init__(self, snapshot: Snapshot, telemetry_path: str = "/metrics") -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        telemetry_path: str = "/metrics",
+        found: Attention | None = None,
+    ) -> None:
+        """``found``: the snapshot's lines as the web server's :class:`Held` saw them (each
+        pending or firing since earlier cycles); without it, computed from this snapshot
+        alone."""
         self.snapshot = snapshot
         as_of = snapshot.completed_at if snapshot.completed_at is not None else time.monotonic()
-        found = attention(snapshot, as_of)
+        found = found if found is not None else attention(snapshot, as_of)
         worst: dict[str | None, int] = {}
         for line in found.lines():  # folded lines too: a node's own problems, wherever listed
             worst[line.node] = min(worst.get(line.node, len(Severity)), line.severity)
@@ -370,7 +435,7 @@ class StatusPage:
             return worst.get(node.name, len(Severity)), node.up
 
         nodes = sorted(snapshot.nodes, key=order)
-        counts = _counts(found) if snapshot.completed_at is not None else ""
+        counts = _title(found) if snapshot.completed_at is not None else ""
         title = f"({counts}) ledger-exporter" if counts else "ledger-exporter"
         self._head = (
             "<!DOCTYPE html><html><head><meta charset='utf-8'>"

@@ -7,8 +7,13 @@ Three scopes, shown in this order: the network as a whole (no node answering, ch
 halted, forks, splits without a majority, partitions, council views, and consensus health: a
 thin quorum, consensus settings that drift, a vote session that does not close, a leader
 whose rounds keep failing), each node and chain, and the watched contracts and wallets. A
-problem is listed from the first cycle its alert's condition holds, before the alert's `for`
-has passed; syncing, whose alert waits long (its `for`), is listed as info until then.
+problem is listed from the first cycle its alert's condition holds, pending until the alert's
+`for` (the rules', in thresholds.json) has passed since the condition began: when, the
+snapshot's own times say where they can (a stall, a session's age), else the page's memory
+across cycles (:class:`Held`), which forgets a condition the first cycle it does not hold, as
+Prometheus forgets a pending alert. Syncing, whose alert waits long, is info until it fires.
+A chain whose consensus fails while most of its nodes stand still has its halt's line from
+the first cycle (:func:`likely_halts`), its symptoms under it.
 
 One line per incident: the page folds its lines as the shipped Alertmanager config's
 inhibition tree silences the alerts (:data:`INHIBITIONS`): a line whose cause has its own
@@ -20,6 +25,8 @@ raises nor hides a problem.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -73,6 +80,21 @@ class Problem:
     chain: str | None = None
     subject: str | None = None
     folded: tuple[Problem, ...] = ()
+    #: When the alert's condition began to hold (monotonic), where the snapshot's own times
+    #: say (a stall, a session's age), else set by :class:`Held` from the first cycle listed.
+    since: float | None = None
+    #: Seconds (on the rules' clock) until the alert fires: its `for` less how long the
+    #: condition has held; 0 once it fires. None for a line that mirrors no alert.
+    fires_in: float | None = None
+    #: The line of an alert whose condition does not hold yet, shown as the likely cause of
+    #: the lines under it (:func:`likely_halts`); Prometheus does not list it yet.
+    foreseen: bool = False
+
+    @property
+    def pending(self) -> bool:
+        """The condition holds but the alert's `for` has not passed: Prometheus lists it as
+        pending, Alertmanager has not been told."""
+        return self.fires_in is not None and self.fires_in > 0
 
     def lines(self) -> Iterator[Problem]:
         """This line, then every line folded under it, depth first."""
@@ -213,13 +235,80 @@ def halted_problems(
         ]
         if 2 * len(stalled) <= len(seen):
             continue
-        since = min(now_mono - (chain.height_changed_at or 0.0) for _, chain in stalled)
+        still = min(
+            thresholds.held(chain.height_changed_at or 0.0, now_mono) for _, chain in stalled
+        )
         nodes = ", ".join(node.name for node, _ in stalled)
         text = (
-            f"halted at height {head:.0f} for {age(since)}: {len(stalled)} of the"
+            f"halted at height {head:.0f} for {age(still)}: {len(stalled)} of the"
             f" {len(seen)} up nodes that read it ({nodes}) stand stalled there while work waits"
         )
-        found.append(_alerting("LedgerBlockchainHalted", Scope.NETWORK, text, chain=blockchain))
+        # the condition holds from the moment a strict majority had stalled
+        starts = sorted(_stall_start(chain, thresholds) for _, chain in stalled)
+        line = _alerting("LedgerBlockchainHalted", Scope.NETWORK, text, chain=blockchain)
+        found.append(replace(line, since=starts[len(seen) // 2]))
+    return found
+
+
+#: The consensus lines that say a chain may be halting before its halt alert's condition
+#: holds: a session that does not close, rounds that keep failing, a node's height stalled.
+HALT_SYMPTOMS = frozenset(
+    {
+        "LedgerVoteSessionStuck",
+        "LedgerVoteRoundsEscalating",
+        "LedgerLeaderFailingRounds",
+        "LedgerBlockHeightStalled",
+    }
+)
+
+
+def likely_halts(
+    snapshot: Snapshot,
+    now_mono: float,
+    lines: Iterable[Problem],
+    thresholds: Thresholds = SHIPPED_THRESHOLDS,
+) -> list[Problem]:
+    """The likely cause of a chain's consensus lines before LedgerBlockchainHalted's
+    condition holds: where ``lines`` hold a :data:`HALT_SYMPTOMS` line of a chain that has no
+    halt line yet and a strict majority of the up nodes that read it stand at its highest
+    height, unchanged while work waits for longer than a block takes
+    (:func:`block_due_within`), a line for the halt to come (``foreseen``: no alert
+    yet), so the symptoms fold under it from the first cycle instead of one line each until
+    the stall threshold has passed. Pending, firing in the time its condition and `for` need."""
+    alert = "LedgerBlockchainHalted"
+    symptomatic = {line.chain for line in lines if line.alert in HALT_SYMPTOMS and line.chain}
+    symptomatic -= {line.chain for line in lines if line.alert == alert}
+    found = []
+    for blockchain, readers in _readers(snapshot).items():
+        if blockchain not in symptomatic:
+            continue
+        at = {node.name: chain.reading.height for node, chain in readers if chain.reading}
+        seen = [(node, chain) for node, chain in readers if at[node.name] is not None]
+        head = max((at[node.name] or 0.0 for node, _ in seen), default=None)
+        still = [
+            (node, chain)
+            for node, chain in seen
+            if at[node.name] == head
+            and chain.reading is not None
+            and chain.height_changed_at is not None
+            and not is_idle(chain.reading)
+            and thresholds.held(chain.height_changed_at, now_mono)
+            > block_due_within(chain.reading, thresholds)
+        ]
+        if head is None or 2 * len(still) <= len(seen):
+            continue
+        starts = sorted(_stall_start(chain, thresholds) for _, chain in still)
+        due = starts[len(seen) // 2]  # a strict majority stalled then: the condition holds
+        unchanged = min(thresholds.held(c.height_changed_at or 0.0, now_mono) for _, c in still)
+        nodes = ", ".join(node.name for node, _ in still)
+        text = (
+            f"likely halting at height {head:.0f}: unchanged for {age(unchanged)} on"
+            f" {len(still)} of the {len(seen)} up nodes that read it ({nodes}) while work waits;"
+            f" the halt alert's condition holds in {age(thresholds.held(now_mono, due))}"
+        )
+        line = _alerting(alert, Scope.NETWORK, text, chain=blockchain)
+        left = thresholds.held(now_mono, due) + SHIPPED.for_seconds(alert)
+        found.append(replace(line, foreseen=True, fires_in=max(left, 0.0)))
     return found
 
 
@@ -236,11 +325,16 @@ def all_down(snapshot: Snapshot) -> Problem | None:
 
 
 def consensus_problems(
-    snapshot: Snapshot, now_mono: float, thresholds: Thresholds = SHIPPED_THRESHOLDS
+    snapshot: Snapshot,
+    now_mono: float,
+    thresholds: Thresholds = SHIPPED_THRESHOLDS,
+    after_halt: frozenset[str] = frozenset(),
 ) -> list[Problem]:
     """Per chain, the lines of the consensus alerts that compare or gather the polled nodes:
     a thin quorum, vote sessions that do not close (naming the nodes that see them), and
-    leaders whose rounds keep failing (once per leader, whichever nodes see it)."""
+    leaders whose rounds keep failing (once per leader, whichever nodes see it), but not on
+    the ``after_halt`` chains: LedgerLeaderFailingRounds leaves out a chain whose
+    LedgerBlockchainHalted fired within its window (those rounds failed because of the halt)."""
     readers = _readers(snapshot)
     members = {key: name for name, key in snapshot.network.node_keys}  # down ones too
     members |= {n.health.node_key: n.name for n in snapshot.nodes if n.health and n.health.node_key}
@@ -250,8 +344,9 @@ def consensus_problems(
         for check in (_thin_quorum, _without_margin)
     ]
     for blockchain, seen in readers.items():
-        found.append(_stuck_sessions(blockchain, seen, thresholds))
-        found += _failing_leaders(blockchain, seen, now_mono, members, thresholds)
+        found.append(_stuck_sessions(blockchain, seen, now_mono, thresholds))
+        if blockchain not in after_halt:  # the rule leaves out the rounds of a halt
+            found += _failing_leaders(blockchain, seen, now_mono, members, thresholds)
     return [problem for problem in found if problem is not None]
 
 
@@ -273,7 +368,7 @@ def _thin_quorum(
     member is unknown)."""
     up, polled = chain.council_members_up, chain.council_members_polled
     sizes = _majority_council_sizes(chain, readers)
-    required = _required_votes(readers, now_mono, thresholds.required_votes_window_seconds)
+    required = _required_votes(readers, now_mono, thresholds)
     if up is None or polled is None or not sizes or polled < max(sizes) or required is None:
         return None
     if up > required or up >= max(sizes):  # every member up: a margin zero by design
@@ -294,7 +389,7 @@ def _without_margin(
     has no margin by its own design (3 members, 3 votes): any member down stops the chain.
     Not an incident (nothing changed), so info, apart from a margin lost."""
     sizes = _majority_council_sizes(chain, readers)
-    required = _required_votes(readers, now_mono, thresholds.required_votes_window_seconds)
+    required = _required_votes(readers, now_mono, thresholds)
     if not sizes or required is None or max(sizes) > required:
         return None
     text = (
@@ -304,15 +399,16 @@ def _without_margin(
     return _alerting("LedgerCouncilWithoutMargin", Scope.NETWORK, text, chain=chain.blockchain)
 
 
-def _required_votes(readers: Readers, now_mono: float, window: float) -> float | None:
-    """The highest consensusRequired reported in the last ``window`` seconds, else
+def _required_votes(readers: Readers, now_mono: float, thresholds: Thresholds) -> float | None:
+    """The highest consensusRequired reported in the last requiredVotesWindow, else
     consensus.minMembers."""
+    window = thresholds.required_votes_window_seconds
     recent = [
         value
         for _, chain in readers
         if chain.consensus is not None and chain.consensus.last_required is not None
         for value, at in (chain.consensus.last_required,)
-        if now_mono - at <= window
+        if thresholds.held(at, now_mono) <= window
     ]
     minimum = [
         m for _, c in readers if c.reading and (m := c.reading.gauge(MIN_MEMBERS)) is not None
@@ -330,28 +426,35 @@ def session_stuck_after(
     return thresholds.vote_session_stuck_timeouts * timeout
 
 
-def _stuck_sessions(blockchain: str, readers: Readers, thresholds: Thresholds) -> Problem | None:
+def _stuck_sessions(
+    blockchain: str, readers: Readers, now_mono: float, thresholds: Thresholds
+) -> Problem | None:
     """LedgerVoteSessionStuck, one line per chain naming the nodes whose oldest session is
-    open longer than their chain's timeouts allow."""
+    open longer than their chain's timeouts allow; its condition holds since the first of
+    them passed its limit (the session's age says when)."""
+    scale = thresholds.time_scale
     stuck = [
-        (node.name, chain.consensus.session_age, session_stuck_after(chain.reading, thresholds))
+        (node.name, chain.consensus.session_age * scale, limit)
         for node, chain in readers
         if chain.reading is not None
         and chain.consensus is not None
         and chain.consensus.session_age is not None
-        and chain.consensus.session_age > session_stuck_after(chain.reading, thresholds)
+        and chain.consensus.session_age * scale
+        > (limit := session_stuck_after(chain.reading, thresholds))
     ]
     if not stuck:
         return None
     oldest = max(age_ for _, age_, _ in stuck)
     limit = min(limit for _, _, limit in stuck)
+    over = max(age_ - limit_ for _, age_, limit_ in stuck)
     nodes = ", ".join(name for name, _, _ in stuck)
     text = (
         f"a vote session open for {age(oldest)} on {nodes}, more than "
         f"{thresholds.vote_session_stuck_timeouts:g} consensus timeouts ({age(limit)}): "
         "it does not close"
     )
-    return _alerting("LedgerVoteSessionStuck", Scope.NETWORK, text, chain=blockchain)
+    line = _alerting("LedgerVoteSessionStuck", Scope.NETWORK, text, chain=blockchain)
+    return replace(line, since=now_mono - over / scale)
 
 
 def _failing_leaders(
@@ -364,7 +467,7 @@ def _failing_leaders(
     """LedgerLeaderFailingRounds, one line per leader (however many nodes see it fail)."""
     counts: dict[str, dict[str, int]] = defaultdict(dict)  # leader -> node -> failures
     window_seconds = thresholds.leader_failed_rounds_window_seconds
-    since = now_mono - window_seconds
+    since = now_mono - window_seconds / thresholds.time_scale
     for node, chain in readers:
         for leader, times in chain.consensus.recent_failures if chain.consensus else ():
             counts[leader][node.name] = sum(1 for at in times if at > since)
@@ -409,10 +512,11 @@ def _off_majority(view: NetworkView) -> dict[tuple[str, str], list[Problem]]:
 def _syncing(node: str, chain: ChainStatus, now_mono: float, thresholds: Thresholds) -> Problem:
     """Syncing is normal for a while: info until the alert's `for`, then its warning."""
     since = chain.syncing_since if chain.syncing_since is not None else now_mono
-    text = f"syncing for {age(now_mono - since)}"
-    if now_mono - since >= thresholds.syncing_too_long_seconds:
+    text = f"syncing for {age(thresholds.held(since, now_mono))}"
+    if thresholds.held(since, now_mono) >= thresholds.syncing_too_long_seconds:
         alert = "LedgerBlockchainSyncingTooLong"
-        return _alerting(alert, Scope.NODE, text, node=node, chain=chain.blockchain)
+        line = _alerting(alert, Scope.NODE, text, node=node, chain=chain.blockchain)
+        return replace(line, since=since)  # its condition, syncing, held from then
     text += f" (alerts after {age(thresholds.syncing_too_long_seconds).removesuffix(' 0s')})"
     return Problem(Scope.NODE, Severity.INFO, None, text, node, chain.blockchain)
 
@@ -437,6 +541,14 @@ def stall_threshold(reading: ChainReading, thresholds: Thresholds = SHIPPED_THRE
     return trigger + timeout + thresholds.stall_grace_seconds
 
 
+def block_due_within(reading: ChainReading, thresholds: Thresholds = SHIPPED_THRESHOLDS) -> float:
+    """Seconds within which a chain with work waiting mints its next block if its first
+    vote round succeeds: txMaxTimeTrigger + consensusTimeout, the stall threshold without its
+    grace (without them, the fallback less the grace). A chain unchanged longer has failed a
+    round at least: with consensus lines, the likely start of a halt."""
+    return stall_threshold(reading, thresholds) - thresholds.stall_grace_seconds
+
+
 def is_idle(reading: ChainReading) -> bool:
     """Nothing to mint: no pending transaction and no open vote session, both reported."""
     pending = reading.gauge(PENDING_TRANSACTIONS)
@@ -447,12 +559,21 @@ def _stalled(chain: ChainStatus, now_mono: float, thresholds: Thresholds) -> str
     """The stall line, as LedgerBlockHeightStalled and LedgerNodeBehind's guard see it."""
     if chain.reading is None or chain.height_changed_at is None or is_idle(chain.reading):
         return None
-    still = now_mono - chain.height_changed_at
+    still = thresholds.held(chain.height_changed_at, now_mono)
     threshold = stall_threshold(chain.reading, thresholds)
     if still <= threshold:
         return None
     due = f"a block was due within {age(threshold)}"
     return f"height unchanged for {age(still)} while work waits ({due})"
+
+
+def _stall_start(chain: ChainStatus, thresholds: Thresholds) -> float:
+    """When a stalled chain's stall condition began to hold (monotonic): its last height
+    change plus the stall threshold, on the rules' clock."""
+    assert chain.reading is not None
+    assert chain.height_changed_at is not None
+    threshold = stall_threshold(chain.reading, thresholds)
+    return chain.height_changed_at + threshold / thresholds.time_scale
 
 
 def chain_problems(
@@ -472,12 +593,13 @@ def chain_problems(
     stalled = _stalled(chain, now_mono, thresholds)
     behind = chain.blocks_behind
     if stalled is not None:
-        found.append(_alerting("LedgerBlockHeightStalled", Scope.NODE, stalled, **where))
+        line = _alerting("LedgerBlockHeightStalled", Scope.NODE, stalled, **where)
+        found.append(replace(line, since=_stall_start(chain, thresholds)))
     elif behind is not None and behind > thresholds.blocks_behind_threshold and not syncing:
         text = f"{behind:.0f} blocks behind"
         found.append(_alerting("LedgerNodeBehind", Scope.NODE, text, **where))
     elif _behind_in_time(chain, thresholds) and not syncing:
-        text = f"{age(chain.behind_seconds or 0.0)} behind the head"
+        text = f"{age((chain.behind_seconds or 0.0) * thresholds.time_scale)} behind the head"
         found.append(_alerting("LedgerNodeBehindTime", Scope.NODE, text, **where))
     if syncing:
         found.append(_syncing(node, chain, now_mono, thresholds))
@@ -522,7 +644,7 @@ def _behind_in_time(chain: ChainStatus, thresholds: Thresholds) -> bool:
     """LedgerNodeBehindTime's threshold: the head reached the block the node lacks more than
     behindTime ago."""
     late = chain.behind_seconds
-    return late is not None and late > thresholds.behind_time_seconds
+    return late is not None and late * thresholds.time_scale > thresholds.behind_time_seconds
 
 
 def peers_lost(peer_count: float | None) -> bool:
@@ -566,7 +688,7 @@ def node_problems(
         since = (
             "never up"
             if node.last_success is None
-            else f"down for {age(now_mono - node.last_success)}"
+            else f"down for {age(thresholds.held(node.last_success, now_mono))}"
         )
         text = f"{since}: {isolated(node.error) if node.error else 'no answer'}"
         down = _alerting("LedgerNodeDown", Scope.NODE, text, node=node.name)
@@ -824,7 +946,58 @@ def _with_folded(line: Problem, hidden: Iterable[Problem]) -> Problem:
 
 
 def _by_severity(lines: Iterable[Problem]) -> list[Problem]:
-    return sorted(lines, key=lambda problem: problem.severity)  # stable: the order found kept
+    """Firing lines first, then pending ones, each most severe first (stable: the order
+    found kept)."""
+    return sorted(lines, key=lambda problem: (problem.pending, problem.severity))
+
+
+#: A line's alert as Prometheus tells one from another: its name and labels.
+LineKey = tuple[str, str | None, str | None, str | None]
+
+
+class Held:
+    """What the page remembers from one cycle to the next, as Prometheus does from one
+    evaluation to the next: when each listed alert's condition began to hold (dropped the
+    first cycle it does not, as Prometheus forgets a pending alert), where the snapshot's own
+    times do not say; and when each chain's LedgerBlockchainHalted last fired
+    (LedgerLeaderFailingRounds leaves such a chain out for its window). Kept by the web
+    server for the process; every time monotonic."""
+
+    def __init__(self, thresholds: Thresholds = SHIPPED_THRESHOLDS) -> None:
+        self.thresholds = thresholds
+        self.since: dict[LineKey, float] = {}
+        self.halt_fired: dict[str, float] = {}
+        self.latest: Attention | None = None  # the lines of the last snapshot observed
+        self._lock = threading.Lock()
+
+    def observe(self, snapshot: Snapshot) -> Attention:
+        """The page's lines for ``snapshot`` (as of the end of its cycle), this memory
+        updated with them; one snapshot at a time."""
+        now = snapshot.completed_at if snapshot.completed_at is not None else time.monotonic()
+        with self._lock:
+            self.latest = attention(snapshot, now, self.thresholds, self)
+            return self.latest
+
+
+def _key(line: Problem) -> LineKey | None:
+    return None if line.alert is None else (line.alert, line.node, line.chain, line.subject)
+
+
+def _timed(
+    line: Problem, now: float, thresholds: Thresholds, held: Held, seen: dict[LineKey, float]
+) -> Problem:
+    """``line`` (and those folded under it) with when its condition began and how long until
+    its alert fires: from the snapshot's own times where they say, else from the first cycle
+    ``held`` saw it listed; recorded in ``seen``."""
+    folded = tuple(_timed(under, now, thresholds, held, seen) for under in line.folded)
+    key = _key(line)
+    if key is None or line.fires_in is not None:
+        return replace(line, folded=folded) if folded != line.folded else line
+    since = line.since if line.since is not None else held.since.get(key, now)
+    since = min(since, now)
+    seen[key] = min(since, seen.get(key, since))
+    left = SHIPPED.for_seconds(key[0]) - thresholds.held(since, now)
+    return replace(line, since=since, fires_in=max(left, 0.0), folded=folded)
 
 
 @dataclass(frozen=True)
@@ -843,9 +1016,19 @@ class Attention:
     def node_problems(self) -> list[Problem]:
         return _by_severity(problem for listed in (self.nodes or {}).values() for problem in listed)
 
-    def counts(self) -> dict[Severity, int]:
+    def counts(
+        self, pending: bool | None = None, foreseen: bool | None = None
+    ) -> dict[Severity, int]:
+        """The top lines by severity: every one, or the pending or firing ones alone, the
+        likely causes' lines (``foreseen``) or the others alone."""
         every = [*self.identity, *self.network, *self.node_problems, *self.watch]
-        return {severity: sum(p.severity is severity for p in every) for severity in Severity}
+        listed = [
+            p
+            for p in every
+            if (pending is None or p.pending is pending)
+            and (foreseen is None or p.foreseen is foreseen)
+        ]
+        return {severity: sum(p.severity is severity for p in listed) for severity in Severity}
 
     def lines(self) -> Iterator[Problem]:
         """Every line, folded ones included, each after the line it is folded under."""
@@ -854,19 +1037,41 @@ class Attention:
 
 
 def attention(
-    snapshot: Snapshot, now_mono: float, thresholds: Thresholds = SHIPPED_THRESHOLDS
+    snapshot: Snapshot,
+    now_mono: float,
+    thresholds: Thresholds = SHIPPED_THRESHOLDS,
+    held: Held | None = None,
 ) -> Attention:
     """What the page flags for ``snapshot``, as of ``now_mono`` (the end of its cycle), by the
-    shipped alerts' thresholds unless ``thresholds`` are given."""
-    network = [all_down(snapshot), *halted_problems(snapshot, now_mono, thresholds)]
-    network += network_problems(snapshot.network)
-    network += consensus_problems(snapshot, now_mono, thresholds)
+    shipped alerts' thresholds unless ``thresholds`` are given; each line pending or firing
+    as ``held`` (the page's memory of earlier cycles, updated here) and the snapshot's own
+    times say. Without ``held``, a line whose start no time of the snapshot gives is pending
+    from ``now_mono``."""
+    held = held if held is not None else Held()
+    seen: dict[LineKey, float] = {}
+    halted = [_timed(p, now_mono, thresholds, held, seen)
+              for p in halted_problems(snapshot, now_mono, thresholds)]  # fmt: skip
+    for line in halted:
+        if line.chain is not None and not line.pending:
+            held.halt_fired[line.chain] = now_mono
+    window = thresholds.leader_failed_rounds_window_seconds
+    held.halt_fired = {
+        chain: at
+        for chain, at in held.halt_fired.items()
+        if thresholds.held(at, now_mono) <= window
+    }
+    network = [all_down(snapshot), *halted, *network_problems(snapshot.network)]
+    network += consensus_problems(snapshot, now_mono, thresholds, frozenset(held.halt_fired))
     off = _off_majority(snapshot.network)
     per_node = [node_problems(node, now_mono, snapshot.wall_offset, off, thresholds)
                 for node in snapshot.nodes]  # fmt: skip
+    symptoms = [p for p in network if p is not None] + [p for own in per_node for p in own]
+    network += likely_halts(snapshot, now_mono, symptoms, thresholds)
     watch = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)
     identity = identity_problems(snapshot)
     sections = [identity, [p for p in network if p is not None], *per_node, watch]
+    sections = [[_timed(p, now_mono, thresholds, held, seen) for p in part] for part in sections]
+    held.since = seen
     folded = _fold(sections)  # first: a node's lines go aside with it, folded or not
     nodes = {node.name: folded[2 + i] for i, node in enumerate(snapshot.nodes)}
     listed = Attention(
@@ -976,8 +1181,7 @@ def _council_margins(
             continue
         names, size = away[chain.blockchain]
         text = f"{len(names)} of the council's {size} members in maintenance ({', '.join(names)})"
-        window = thresholds.required_votes_window_seconds
-        required = _required_votes(readers.get(chain.blockchain, []), now_mono, window)
+        required = _required_votes(readers.get(chain.blockchain, []), now_mono, thresholds)
         up = chain.council_members_up
         if up is not None and required is not None:
             text += (

@@ -154,7 +154,7 @@ def _document(**changes: Any) -> dict[str, Any]:
         ({"runbooks__LedgerNodeDown": None}, "name other alerts ['LedgerNodeDown']"),
         ({"runbooks__LedgerNodeDown": "javascript:x"}, "has runbook 'javascript:x', not a URL"),
         ({"runbooks__LedgerNodeDown": 3}, "has runbook 3, not a URL"),
-        ({"runbooks__": None}, "'thresholds', 'severities', 'runbooks' must be objects"),
+        ({"runbooks__": None}, "'thresholds', 'severities', 'runbooks', 'for' must be objects"),
     ],
 )
 def test_a_broken_file_is_refused_naming_what_and_how_to_fix(

@@ -18,7 +18,7 @@ from exporter.model.snapshot import Snapshot
 from exporter.poll import consensus_history as consensus
 from exporter.values import parse_go_duration
 from exporter.web import alert_thresholds, problems
-from exporter.web.problems import Problem, attention
+from exporter.web.problems import Problem, Scope, attention
 from tests.support.documents import chain_doc
 from tests.support.monitoring import PROM_DIR
 from tests.support.polled_fleet import KEYS, PolledFleet
@@ -55,14 +55,15 @@ def polled() -> PolledFleet:
 
 
 def network_lines(snapshot: Snapshot) -> list[tuple[str, str | None, str]]:
+    """The network section's lines, folded ones too, but a likely cause's (no alert yet)."""
     found = attention(snapshot, snapshot.completed_at or START).network
-    return [(p.severity.label, p.alert, p.text) for p in found]
+    listed = [line for top in found for line in top.lines() if line.scope is Scope.NETWORK]
+    return [(p.severity.label, p.alert, p.text) for p in listed if not p.foreseen]
 
 
 def lines_of(snapshot: Snapshot, alert: str) -> list[Problem]:
-    return [
-        p for p in attention(snapshot, snapshot.completed_at or START).network if p.alert == alert
-    ]
+    found = attention(snapshot, snapshot.completed_at or START).network
+    return [line for top in found for line in top.lines() if line.alert == alert]
 
 
 # --- the stall rule ---------------------------------------------------------------------
@@ -235,7 +236,7 @@ def test_consensus_lines_come_first_on_the_page() -> None:
     voting = chain(voteSessions=session(1, "key-1", required=3))
     fleet.cycle({n: voting for n in ("n1", "n2", "n3", "n4")})
     snapshot = fleet.cycle({"n1": voting, "n2": voting, "n3": voting, "n4": None})
-    page = " ".join(landing_page(snapshot, snapshot.completed_at).split())
+    page = " ".join(landing_page(snapshot, snapshot.completed_at, fired=True).split())
     network = page.index("<h3>Network</h3>")
     thin = page.index("LedgerCouncilQuorumThin")
     nodes = page.index("<h3>Nodes and chains</h3>")
