@@ -184,14 +184,18 @@ CHAIN_UP = _g(
 )
 CHAIN_BLOCKS_BEHIND = _g(
     "ledger_blockchain_blocks_behind",
-    "Highest height of this chain among the polled nodes minus this node's height.",
+    "The chain's head minus this node's height, 0 at or above it: the head is the highest "
+    "height a strict majority of the up, not-syncing nodes reading the chain reached (of "
+    "all its readers when every one is syncing), so one node reporting heights far too high "
+    "puts no other node behind.",
     *_CHAIN,
     unit="blocks",
 )
 CHAIN_BEHIND_SECONDS = _g(
     "ledger_blockchain_behind_seconds",
-    "How long ago the highest height among the polled nodes reading this chain first reached "
-    "one above this node's height, on the exporter's clock: 0 at the head.",
+    "How long ago the chain's head (as for ledger_blockchain_blocks_behind: the height a "
+    "strict majority of the up, not-syncing readers reached) first reached one above this "
+    "node's height, on the exporter's clock: 0 at or above the head.",
     *_CHAIN,
     missing=(
         "Only as precise as `scrape_interval` (a height is seen first by the cycle after it "

@@ -160,6 +160,24 @@ def council_members(
     return len(polled), len(polled & up)
 
 
+def majority_height(readings: Iterable[tuple[float | None, bool | None]]) -> float | None:
+    """The highest height a strict majority of the not-syncing readers have reached, from
+    (height, syncing) pairs; when every reader with a height is syncing, the same among
+    them all; None when no reader has a height. A majority, never the highest: one node
+    reporting heights far too high (a bug, or a hostile node) moves it only with the
+    others' agreement, so it can neither put the honest nodes behind nor hide a halt."""
+    steady: list[float] = []
+    syncing: list[float] = []
+    for height, is_syncing in readings:
+        if height is not None:
+            (syncing if is_syncing is True else steady).append(height)
+    heights = steady or syncing
+    if not heights:
+        return None
+    heights.sort(reverse=True)
+    return heights[len(heights) // 2]  # reached by len // 2 + 1 of them: a strict majority
+
+
 def next_checkpoint(chains: Iterable[ChainObservation], depth: int) -> int | None:
     """The highest height that a strict majority of the not-syncing readers have reached,
     ``depth`` blocks down (not below 0); None when block checks are off (depth 0) or no such
@@ -168,14 +186,9 @@ def next_checkpoint(chains: Iterable[ChainObservation], depth: int) -> int | Non
     and it is not asked for a block it cannot have)."""
     if depth <= 0:
         return None
-    heights = sorted(
-        (c.height for c in chains if c.height is not None and c.is_syncing is not True),
-        reverse=True,
-    )
-    if not heights:
-        return None
-    majority = len(heights) // 2 + 1  # reached by at least this many: a strict majority
-    return max(0, int(heights[majority - 1]) - depth)
+    steady = [(c.height, False) for c in chains if c.is_syncing is not True]
+    height = majority_height(steady)
+    return None if height is None else max(0, int(height) - depth)
 
 
 def chain_agreement(

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, fields, replace
 from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, SETTINGS, Bounds, DropKind, Dropped
 from exporter.model.fields import HealthReading
 from exporter.model.identity import Mismatch
+from exporter.model.network import majority_height
 from exporter.model.snapshot import (
     ChainStatus,
     ConsensusStatus,
@@ -208,7 +209,7 @@ class History:
         """Fold one cycle into the history and return the nodes' statuses for the snapshot;
         ``bounds`` caps the leader series of each chain."""
         self._nodes = {r.node.name: self._memory(r.node.name) for r in results}
-        highest = _highest_heights(results)
+        highest = _head_heights(results)
         self._heads.advance(highest, now_mono)
         statuses = tuple(self._node_status(result, now_mono, highest, bounds) for result in results)
         self._heads.keep(chain for memory in self._nodes.values() for chain in memory.heights)
@@ -370,7 +371,7 @@ def _chain_status(
         chain.reading,
         None,
         height_changed_at=seen[1],
-        blocks_behind=top - height,
+        blocks_behind=max(0.0, top - height),  # a node ahead of the majority: 0
         behind_seconds=heads.behind(chain.blockchain, height, top, now_mono),
         syncing_since=syncing_since,
         consensus=consensus,
@@ -541,12 +542,15 @@ def _log_change(before: bool | None, error: FetchError | None, what: str, node: 
     return up
 
 
-def _highest_heights(results: Sequence[NodeResult]) -> dict[str, float]:
-    """Highest height of each chain among the nodes read in this cycle."""
-    highest: dict[str, float] = {}
+def _head_heights(results: Sequence[NodeResult]) -> dict[str, float]:
+    """Each chain's head this cycle: the highest height a strict majority of the up,
+    not-syncing nodes reading it reached (:func:`majority_height`), so that one node
+    reporting heights far too high puts no honest node behind and moves no head clock."""
+    readings: dict[str, list[tuple[float | None, bool | None]]] = {}
     for result in results:
         for chain in result.chains:
-            height = chain.reading.height if chain.reading else None
-            if height is not None and height > highest.get(chain.blockchain, -1.0):
-                highest[chain.blockchain] = height
-    return highest
+            reading = chain.reading
+            if reading is not None and reading.height is not None:
+                readings.setdefault(chain.blockchain, []).append((reading.height, reading.syncing))
+    heads = {chain: majority_height(pairs) for chain, pairs in readings.items()}
+    return {chain: head for chain, head in heads.items() if head is not None}

@@ -71,14 +71,46 @@ def test_a_chain_no_longer_listed_is_forgotten() -> None:
     assert _chain(again, "a", "c").height_changed_at == 130.0
 
 
-def test_blocks_behind_is_measured_against_the_highest_node() -> None:
+def test_blocks_behind_is_measured_from_the_height_a_majority_reached() -> None:
+    """The head is the highest height a strict majority of the up, not-syncing readers
+    reached: a node ahead of it reads 0, never below; syncing readers do not count."""
     nodes = History().record(
-        [_up("a", {"c": 100, "d": 5}), _up("b", {"c": 97}), _up("e", {"c": None})], now_mono=1.0
+        [
+            _up("a", {"c": 100, "d": 5}),
+            _up("b", {"c": 97}),
+            _up("f", {"c": 99}),
+            _up("e", {"c": None}),
+        ],
+        now_mono=1.0,
     )
-    assert _chain(nodes, "a", "c").blocks_behind == 0
-    assert _chain(nodes, "b", "c").blocks_behind == 3
+    assert _chain(nodes, "a", "c").blocks_behind == 0  # ahead of the head (99): 0
+    assert _chain(nodes, "f", "c").blocks_behind == 0
+    assert _chain(nodes, "b", "c").blocks_behind == 2
     assert _chain(nodes, "a", "d").blocks_behind == 0
     assert _chain(nodes, "e", "c").blocks_behind is None  # no height, no sample
+
+
+def test_one_node_reporting_heights_far_too_high_puts_no_honest_node_behind() -> None:
+    honest = [_up(name, {"c": 1000}) for name in ("a", "b", "f")]
+    nodes = History().record([*honest, _up("x", {"c": 10**9 + 1000})], now_mono=1.0)
+    assert [_chain(nodes, n, "c").blocks_behind for n in ("a", "b", "f", "x")] == [0, 0, 0, 0]
+
+
+def test_syncing_readers_do_not_make_the_head_unless_all_are_syncing() -> None:
+    syncing = chain_doc(10**9)
+    syncing["syncing"] = True
+    lying = dataclasses.replace(_up("x", {}), chains=[ChainResult("c", read_chain(syncing))])
+    nodes = History().record([_up("a", {"c": 50}), lying], now_mono=1.0)
+    assert _chain(nodes, "a", "c").blocks_behind == 0
+    slow = chain_doc(40)
+    slow["syncing"] = True
+    y, z = (
+        dataclasses.replace(_up(name, {}), chains=[ChainResult("c", read_chain(slow))])
+        for name in ("y", "z")
+    )
+    nodes = History().record([lying, y, z], now_mono=2.0)
+    assert _chain(nodes, "x", "c").blocks_behind == 0
+    assert _chain(nodes, "y", "c").blocks_behind == 0  # 40 reached by 2 of 3 syncing readers
 
 
 def test_error_counters_accumulate_and_start_at_zero() -> None:

@@ -1062,8 +1062,8 @@ class _Oracle:
     # --- series computed from other series --------------------------------------------------
     def consistency(self) -> None:
         """Blocks behind, seconds behind and the height's last change, from the exported
-        heights: the highest height of the chain among the nodes minus the node's; 0 at the
-        head, else the time since one of the cycles; the clock of the cycle that first saw
+        heights: the chain's head (the highest height a strict majority of the not-syncing
+        readers reached) minus the node's, never below 0; 0 at or above the head, else the time since one of the cycles; the clock of the cycle that first saw
         the node's current height. Reorganisations: a count no higher than the cycles
         after the first."""
         heights: dict[Key, float] = {
@@ -1071,10 +1071,18 @@ class _Oracle:
             for key, value in self.samples.items()
             if key[0] == "ledger_blockchain_height"
         }
-        highest: dict[str, float] = {}
+        # the chain's head: the highest height a strict majority of the not-syncing readers
+        # reached (of all of them when every one is syncing)
+        readers: dict[str, tuple[list[float], list[float]]] = {}
         for (_, labels), value in heights.items():
             chain = dict(labels)["blockchain"]
-            highest[chain] = max(highest.get(chain, value), value)
+            steady, syncing = readers.setdefault(chain, ([], []))
+            is_syncing = self.samples.get(("ledger_blockchain_syncing", labels)) == 1.0
+            (syncing if is_syncing else steady).append(value)
+        highest: dict[str, float] = {}
+        for chain, (steady, syncing) in readers.items():
+            ranked = sorted(steady or syncing, reverse=True)
+            highest[chain] = ranked[len(ranked) // 2]
         # how long ago the head first passed a node's height: 0 at the head, else the time
         # since one of the cycles (which one, the heights of every cycle would say)
         since = tuple(dict.fromkeys(self.cycle.clock - cycle.clock for cycle in self.cycles))
@@ -1087,8 +1095,9 @@ class _Oracle:
         for (_, labels), value in heights.items():
             found = dict(labels)
             chain = found["blockchain"]
-            self.expect("ledger_blockchain_blocks_behind", found, must(highest[chain] - value))
-            behind = must(0.0) if value == highest[chain] else Expect(since, True)
+            lag = max(0.0, highest[chain] - value)
+            self.expect("ledger_blockchain_blocks_behind", found, must(lag))
+            behind = must(0.0) if value >= highest[chain] else Expect(since, True)
             self.expect("ledger_blockchain_behind_seconds", found, behind)
             self.expect(
                 "ledger_blockchain_height_last_change_timestamp_seconds",
