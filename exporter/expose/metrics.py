@@ -17,6 +17,7 @@ from exporter.model import fields as f
 from exporter.model.fields import CHAIN as _CHAIN
 from exporter.model.fields import FLAG, Field
 from exporter.model.fields import NODE as _NODE
+from exporter.model.snapshot import CycleStage
 from exporter.model.transport import ENDPOINT_KINDS, PHASES, TLS_INFO_LABELS
 from exporter.poll.results import Reason
 from exporter.values import (
@@ -105,6 +106,29 @@ STATE_FILE_WRITE_FAILURES = MetricSpec(
     "Writes of the state file (--state.file) that failed (the file, its temporary copy or "
     "its lock could not be written): the memory between cycles will not survive a restart.",
     (),
+)
+CYCLE_FAILURES = MetricSpec(
+    "ledger_exporter_cycle_failures_total",
+    Kind.COUNTER,
+    "Failures the exporter caught inside its polling cycles, by the stage the failure was "
+    "confined to: node (that node reads as down that cycle), network (the network series are "
+    "left out), watch (the watched objects are left out), maintenance (that entry does not "
+    "apply), cycle (the whole cycle: the last snapshot stays and grows older). Each distinct "
+    "failure is logged once while it recurs.",
+    ("stage",),
+    missing="A series at 0 for every stage from the first cycle.",
+)
+LAST_SUCCESSFUL_CYCLE = _g(
+    "ledger_exporter_last_successful_cycle_timestamp_seconds",
+    "Unix time when the polling cycle whose results /metrics shows ended; it stops moving "
+    "while cycles fail as a whole.",
+)
+STALE_AFTER = _g(
+    "ledger_exporter_stale_after_seconds",
+    "Age (since ledger_exporter_last_successful_cycle_timestamp_seconds) past which the "
+    "results shown are stale: 3 scrape_interval plus one scrape_timeout. Past it /-/ready "
+    "answers 503 and every node, chain, network and watch series is dropped until a cycle "
+    "ends again.",
 )
 DROPPED_VALUES = MetricSpec(
     "ledger_exporter_dropped_values_total",
@@ -487,6 +511,9 @@ EXPORTER_FAMILIES = (
     CONFIG_RELOAD_OK,
     CONFIG_RELOAD_SUCCESS_TIME,
     STATE_FILE_WRITE_FAILURES,
+    CYCLE_FAILURES,
+    LAST_SUCCESSFUL_CYCLE,
+    STALE_AFTER,
     DROPPED_VALUES,
 )
 #: Each node's poll and ``GET /health`` (labels ``node`` and the node's static labels).
@@ -620,6 +647,8 @@ LABELS = {
     "(empty without one)",
     "serial_fingerprint": "the SHA-256 fingerprint of the node's certificate (hex of its DER): "
     "it changes with every reissue",
+    "stage": "the step of the polling cycle a failure was confined to: "
+    + ", ".join(f"`{stage.value}`" for stage in CycleStage),
     "kind": "which bound dropped values: " + ", ".join(f"`{kind.value}`" for kind in DropKind),
     "version": "the exporter's version (`ledger_exporter_build_info`); the negotiated TLS "
     "version, such as `TLSv1.3` (`ledger_node_tls_info`)",
@@ -642,8 +671,10 @@ GROUPS = (
     Group(
         "Exporter",
         "The exporter's own state, on /metrics.",
-        "Always present, `ledger_exporter_cycle_duration_seconds` and "
-        "`ledger_exporter_cycle_timeout_seconds` once a cycle has ended; "
+        "Always present, `ledger_exporter_cycle_duration_seconds`, "
+        "`ledger_exporter_cycle_timeout_seconds`, "
+        "`ledger_exporter_last_successful_cycle_timestamp_seconds` and "
+        "`ledger_exporter_stale_after_seconds` once a cycle has ended; "
         "`ledger_exporter_state_file_write_failures_total` only with `--state.file` (at 0 "
         "until a write fails); "
         "`ledger_exporter_dropped_values_total` has a series for every configured node and "

@@ -21,10 +21,11 @@ from exporter.config.exporter import Config
 from exporter.config.maintenance import MaintenanceEntry
 from exporter.config.nodes import NodeConfig
 from exporter.model.network import NetworkView, network_view, observe
-from exporter.model.snapshot import NodeStatus, Snapshot, wall_offset
+from exporter.model.snapshot import CycleStage, NodeStatus, Snapshot, wall_offset
 from exporter.model.storage import Shared
 from exporter.model.watch_readings import UnmatchedEntry, WatchStatus, unmatched_entries
 from exporter.poll.client import NodeClient
+from exporter.poll.cycle_failures import CycleFailures
 from exporter.poll.engine import Engine
 from exporter.poll.history import History
 from exporter.poll.node import (
@@ -35,7 +36,7 @@ from exporter.poll.node import (
     failed_node,
     requests_per_node,
 )
-from exporter.poll.results import FetchError, NodeResult, Reason
+from exporter.poll.results import FetchError, NodeResult, Reason, exporter_failure
 from exporter.poll.state import StateFile
 from exporter.poll.watch_poll import watch_status
 
@@ -55,6 +56,19 @@ class _BackOff:
 
     until: float
     error: FetchError
+
+
+#: How many scrape intervals (plus one scrape_timeout) a snapshot may grow old before it is
+#: stale (/-/ready fails, its node series are dropped): a snapshot is normally replaced
+#: within one interval plus one timeout of its cycle's end (the next cycle starts an interval
+#: after this one did and ends by its deadline), so two cycles in a row may fail or run late
+#: without flapping readiness, and the third makes it stale.
+STALE_AFTER_INTERVALS = 3
+
+
+def stale_after(config: Config) -> float:
+    """Seconds after its cycle's end past which a snapshot of ``config``'s cycles is stale."""
+    return STALE_AFTER_INTERVALS * config.scrape_interval + config.scrape_timeout
 
 
 #: How far the wall clock may move against the monotonic clock before the exported
@@ -142,6 +156,8 @@ class Poller:
         self._maintenance: tuple[MaintenanceEntry, ...] = ()  # the entries applying, as logged
         self._backing_off: dict[str, _BackOff] = {}  # nodes whose Retry-After holds
         self._retry_afters: dict[str, int] = {}  # per node: Retry-After answers honoured
+        self._failures = CycleFailures()  # what the cycles caught, by stage
+        self._last: Snapshot | None = None  # the last snapshot published
         self._wake = threading.Event()
         self._stopped = threading.Event()
 
@@ -289,6 +305,7 @@ class Poller:
 
     def run_cycle(self) -> Snapshot:
         """Poll every node once, fold the results into the history, and return the snapshot."""
+        self._failures.new_cycle()
         resources = self._take_pending_config()
         state = self._unread_state
         if state is not None:
@@ -305,7 +322,7 @@ class Poller:
         countdown.wait(max(0.0, deadline + DEADLINE_GRACE_SECONDS - time.monotonic()))
         ended = time.monotonic()
         hung = FetchError(Reason.TIMEOUT, "the previous poll of this node has not ended yet")
-        results = [poll.result(ended) for poll in polls]
+        results = [self._result(poll, ended) for poll in polls]
         results += [failed_node(node, hung, ended - started) for node in stuck]
         self._back_off(polls, results, resources.config, ended)
         unasked = {node.name for node in stuck}
@@ -322,14 +339,24 @@ class Poller:
         # only polls still out are kept (to guard and count them); ended ones free their results
         self._running = {name: p for name, p in self._running.items() if not p.finished}
         now_mono, now_wall = self._monotonic(), self._wall()  # read together: one moment
-        nodes = self._history.record(results, now_mono, resources.config.bounds)
+        failures = self._failures
+        nodes = self._history.record(
+            results,
+            now_mono,
+            resources.config.bounds,
+            lambda name, error: failures.note(CycleStage.NODE, name, error),
+        )
         if self._retry_afters:  # few nodes, if any
             counts = self._retry_afters
             nodes = tuple(
                 replace(n, retry_afters=counts[n.name]) if n.name in counts else n for n in nodes
             )
-        network = self._network(results, nodes)
-        watch = self._watch_status(results, resources.config)
+        network = failures.guarded(
+            CycleStage.NETWORK, "", lambda: self._network(results, nodes), NetworkView
+        )
+        watch = failures.guarded(
+            CycleStage.WATCH, "", lambda: self._watch_status(results, resources.config), WatchStatus
+        )
         probing = resources.config.probe is not None
         maintenance = self._maintenance_at(resources.config, now_wall)
         return Snapshot(
@@ -343,13 +370,25 @@ class Poller:
             probe_mode=probing,
             wall_offset=self._rebase(wall_offset(now_wall, now_mono)),
             maintenance=maintenance,
+            cycle_failures=failures.counts(),
+            stale_after=stale_after(resources.config),
         )
+
+    def _result(self, poll: NodePoll, ended: float) -> NodeResult:
+        """The poll's result, or the node as down (not asked: no scrape error counted) when
+        reading it raises: one node's failure is that node's alone."""
+        try:
+            return poll.result(ended)
+        except Exception as error:
+            self._failures.note(CycleStage.NODE, poll.node.name, error)
+            failed = failed_node(poll.node, exporter_failure(type(error).__name__), 0.0)
+            return replace(failed, asked=False)
 
     def _maintenance_at(self, config: Config, wall: float) -> tuple[MaintenanceEntry, ...]:
         """The maintenance entries that apply at ``wall`` (the wall clock: ``until`` is a
         wall time), each start and end logged once: a reload adds or removes one, or its
         ``until`` passes."""
-        applying = tuple(entry for entry in config.maintenance if entry.applies_at(wall))
+        applying = tuple(entry for entry in config.maintenance if self._applies(entry, wall))
         if applying != self._maintenance:
             for entry in (entry for entry in self._maintenance if entry not in applying):
                 log.info("maintenance ended", extra={"fields": _logged(entry)})
@@ -358,6 +397,13 @@ class Poller:
                     log.info("maintenance applies", extra={"fields": _logged(entry)})
             self._maintenance = applying
         return applying
+
+    def _applies(self, entry: MaintenanceEntry, wall: float) -> bool:
+        """Whether ``entry`` applies at ``wall``; an entry that raises does not, this cycle."""
+        subject = entry.node or entry.blockchain
+        return self._failures.guarded(
+            CycleStage.MAINTENANCE, subject, lambda: entry.applies_at(wall), lambda: False
+        )
 
     def _watch_status(self, results: list[NodeResult], config: Config) -> WatchStatus:
         """The cycle's watched objects, and the watch entries whose chain no polled node
@@ -439,10 +485,12 @@ class Poller:
         while not self._stopped.is_set():
             self._wake.clear()
             try:
-                self._publish(self.run_cycle())
+                snapshot = self.run_cycle()
+                self._publish(snapshot)
+                self._last = snapshot
                 self.keep_state()
-            except Exception:  # a bug must not end polling; log it loudly and go on
-                log.exception("polling cycle failed")
+            except Exception as error:  # a bug must not end polling: counted, logged, go on
+                self._cycle_failed(error)
             interval = self._resources.config.scrape_interval
             next_start = max(next_start + interval, time.monotonic())
             self._wake.wait(max(0.0, next_start - time.monotonic()))
@@ -452,6 +500,19 @@ class Poller:
             self.keep_state()
         except Exception:
             log.exception("writing the state file on shutdown failed")
+
+    def _cycle_failed(self, error: Exception) -> None:
+        """A cycle failed as a whole: count it, and publish the last snapshot again with the
+        count (its series grow older, and stale past ``stale_after``: see exporter.app)."""
+        failures = self._failures
+        failures.note(CycleStage.CYCLE, "", error)
+        last = self._last
+        if last is None:
+            return  # not ready yet: nothing was ever published
+        try:
+            self._publish(replace(last, cycle_failures=failures.counts()))
+        except Exception as again:
+            failures.note(CycleStage.CYCLE, "publish", again)
 
     def connections_opened(self) -> int:
         """New connections to nodes made so far (kept-alive ones are reused across cycles)."""

@@ -18,7 +18,7 @@ the ``wall_offset`` of the moment (wall clock minus monotonic clock).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 
 from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, SETTINGS, Bounds, DropKind, Dropped
@@ -45,6 +45,7 @@ from exporter.poll.results import (
     Reason,
     WatchResult,
     describe,
+    exporter_failure,
 )
 from exporter.poll.state import ChainState, NodeState, State
 from exporter.values import LabelTexts
@@ -204,16 +205,55 @@ class History:
         return memory or _NodeMemory(_ErrorCounter(self._layout))
 
     def record(
-        self, results: Sequence[NodeResult], now_mono: float, bounds: Bounds = DEFAULT_BOUNDS
+        self,
+        results: Sequence[NodeResult],
+        now_mono: float,
+        bounds: Bounds = DEFAULT_BOUNDS,
+        failed: Callable[[str, Exception], None] | None = None,
     ) -> tuple[NodeStatus, ...]:
         """Fold one cycle into the history and return the nodes' statuses for the snapshot;
-        ``bounds`` caps the leader series of each chain."""
+        ``bounds`` caps the leader series of each chain. With ``failed``, a node whose status
+        raises is told to it (name, error) and reads as down: the other nodes go on."""
         self._nodes = {r.node.name: self._memory(r.node.name) for r in results}
         highest = _head_heights(results)
         self._heads.advance(highest, now_mono)
-        statuses = tuple(self._node_status(result, now_mono, highest, bounds) for result in results)
+        statuses = tuple(
+            self._guarded_status(result, now_mono, highest, bounds, failed) for result in results
+        )
         self._heads.keep(chain for memory in self._nodes.values() for chain in memory.heights)
         return statuses
+
+    def _guarded_status(
+        self,
+        result: NodeResult,
+        now_mono: float,
+        highest: dict[str, float],
+        bounds: Bounds,
+        failed: Callable[[str, Exception], None] | None,
+    ) -> NodeStatus:
+        """:meth:`_node_status`, or with ``failed`` the node as down when that raises."""
+        if failed is None:
+            return self._node_status(result, now_mono, highest, bounds)
+        try:
+            return self._node_status(result, now_mono, highest, bounds)
+        except Exception as error:  # this node's status is left out, never the cycle's
+            failed(result.node.name, error)
+            kind = type(error).__name__
+        name = result.node.name
+        memory = self._nodes[name]
+        return NodeStatus(
+            name=name,
+            labels=result.node.labels,
+            health=None,
+            error=describe(exporter_failure(kind)),
+            chains=(),
+            duration=result.duration,
+            last_success=memory.last_success,
+            error_counts=memory.errors.frozen(),
+            dropped=memory.dropped,
+            retry_afters=0,
+            last_chains=_last_chains(memory),
+        )
 
     def _node_status(
         self, result: NodeResult, now_mono: float, highest: dict[str, float], bounds: Bounds

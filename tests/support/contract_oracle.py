@@ -1063,8 +1063,9 @@ class _Oracle:
     def consistency(self) -> None:
         """Blocks behind, seconds behind and the height's last change, from the exported
         heights: the chain's head (the highest height a strict majority of the not-syncing
-        readers reached) minus the node's, never below 0; 0 at or above the head, else the time since one of the cycles; the clock of the cycle that first saw
-        the node's current height. Reorganisations: a count no higher than the cycles
+        readers reached) minus the node's, never below 0; 0 at or above the head, else the
+        time since one of the cycles; the clock of the cycle that first saw the node's
+        current height. Reorganisations: a count no higher than the cycles
         after the first."""
         heights: dict[Key, float] = {
             key: value

@@ -24,7 +24,7 @@ from exporter.expose.metrics import MetricSpec
 from exporter.expose.render import CHAIN_GAUGE_FAMILIES
 from exporter.expose.watch_samples import watch_samples
 from exporter.model.fields import BLOCKCHAINS, CHAIN_GAUGES, PEER_COUNT
-from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.model.snapshot import ChainStatus, CycleStage, NodeStatus, Snapshot
 from exporter.model.watch_readings import WatchStatus
 
 Labels = dict[str, str]
@@ -79,6 +79,9 @@ class ExporterCollector(Collector):
         m.CONFIG_RELOAD_OK,
         m.CONFIG_RELOAD_SUCCESS_TIME,
         m.STATE_FILE_WRITE_FAILURES,
+        m.CYCLE_FAILURES,
+        m.LAST_SUCCESSFUL_CYCLE,
+        m.STALE_AFTER,
         m.DROPPED_VALUES,
     )
 
@@ -93,7 +96,13 @@ class ExporterCollector(Collector):
         families.add(m.CONFIG_RELOAD_OK, {}, _flag(self._snapshot.config_reload_ok))
         at = self._snapshot.config_reload_success_at
         families.add(m.CONFIG_RELOAD_SUCCESS_TIME, {}, at)
-        families.add(m.STATE_FILE_WRITE_FAILURES, {}, self._snapshot.state_file_write_failures)
+        snapshot = self._snapshot
+        families.add(m.STATE_FILE_WRITE_FAILURES, {}, snapshot.state_file_write_failures)
+        for stage, count in zip(CycleStage, snapshot.cycle_failures, strict=False):
+            families.add(m.CYCLE_FAILURES, {"stage": stage.value}, count)
+        done = snapshot.completed_at
+        families.add(m.LAST_SUCCESSFUL_CYCLE, {}, _unix(done, snapshot.wall_offset))
+        families.add(m.STALE_AFTER, {}, snapshot.stale_after if done is not None else None)
         for node in self._snapshot.nodes:
             labels: Labels = {"node": node.name, **dict(node.labels)}
             for kind, count in zip(DropKind, node.dropped, strict=False):
