@@ -422,6 +422,24 @@ NETWORK_PEER_PARTITIONS = _g(
     "Connected components of the up polled nodes linked by networkPeers (1: all connected).",
     unit="groups of nodes",
 )
+NETWORK_PEER_LARGEST_PARTITION = _g(
+    "ledger_network_peer_largest_partition_nodes",
+    "Up polled nodes in the largest group linked by networkPeers: beside "
+    "ledger_network_peer_partitions, whether a partition cuts off many nodes or only one "
+    "(one node that lists no peers, or changes its peerId, is a group of one).",
+    unit="nodes",
+    missing="No sample while no polled node is up.",
+)
+NODE_UNEXPECTED_BLOCKCHAINS = _g(
+    "ledger_node_unexpected_blockchains",
+    "Chains this node's /health lists that the operator did not expect: outside its "
+    "expect.blockchains where that is set (such a chain is counted, never read), or listed "
+    "by no other up polled node when two or more up nodes listed chains this cycle. A chain "
+    "one node alone lists is that node's finding, never a chain-wide one.",
+    *_NODE,
+    unit="blockchains",
+    missing="Only while the node is up (0 when every chain it lists is expected).",
+)
 NODE_POLLED_PEERS = _g(
     "ledger_node_polled_peers",
     "Other up polled nodes this node is linked to by networkPeers (either side listing).",
@@ -556,7 +574,9 @@ NETWORK_FAMILIES = (
     NETWORK_COUNCIL_MEMBERS_POLLED,
     NETWORK_COUNCIL_MEMBERS_UP,
     NETWORK_PEER_PARTITIONS,
+    NETWORK_PEER_LARGEST_PARTITION,
     NODE_POLLED_PEERS,
+    NODE_UNEXPECTED_BLOCKCHAINS,
 )
 #: The watched contracts and wallets (labels ``node``, ``blockchain``, ``contract``/``wallet``).
 WATCH_FAMILIES = (

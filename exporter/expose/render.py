@@ -271,7 +271,9 @@ class _Render:
             m.CHAIN_COUNCIL_AGREES: lambda: self._agreement(lambda c: c.council_agrees),
             m.CHAIN_CONSENSUS_AGREES: lambda: self._agreement(lambda c: c.consensus_agrees),
             m.NETWORK_PEER_PARTITIONS: lambda: (("", snapshot.network.partitions),),
+            m.NETWORK_PEER_LARGEST_PARTITION: lambda: (("", snapshot.network.largest_partition),),
             m.NODE_POLLED_PEERS: self._polled_peers,
+            m.NODE_UNEXPECTED_BLOCKCHAINS: self._unexpected_chains,
             m.NODE_MAINTENANCE: self._node_maintenance,
             m.CHAIN_MAINTENANCE: self._chain_maintenance,
         }
@@ -449,6 +451,11 @@ class _Render:
         for name, linked in self.snapshot.network.polled_peers:
             if (labels := self.nodes.get(name)) is not None:
                 yield labels.labels, linked
+
+    def _unexpected_chains(self) -> Series:
+        for name, count in self.snapshot.network.unexpected_chains:
+            if (labels := self.nodes.get(name)) is not None:
+                yield labels.labels, float(count)
 
     def _node_maintenance(self) -> Series:
         """1 per node entry that applies (with the node's labels), for a polled node."""

@@ -20,7 +20,7 @@ from exporter import __version__
 from exporter.config.exporter import Config
 from exporter.config.maintenance import MaintenanceEntry
 from exporter.config.nodes import NodeConfig
-from exporter.model.network import NetworkView, network_view, observe
+from exporter.model.network import Listing, NetworkView, network_view, observe
 from exporter.model.snapshot import CycleStage, NodeStatus, Snapshot, wall_offset
 from exporter.model.storage import Shared
 from exporter.model.watch_readings import UnmatchedEntry, WatchStatus, unmatched_entries
@@ -104,6 +104,12 @@ def _hosts(config: Config) -> frozenset[Host]:
     """The node hosts connections go to: scheme, host and port (no credentials)."""
     urls = (urlsplit(node.url) for node in config.nodes)
     return frozenset((url.scheme, url.hostname, url.port) for url in urls)
+
+
+def _expected_chains(node: NodeConfig) -> frozenset[str] | None:
+    """The chains a node's ``expect.blockchains`` names; None when not set."""
+    expect = node.expect
+    return frozenset(expect.blockchains) if expect is not None and expect.blockchains else None
 
 
 def _logged(entry: MaintenanceEntry) -> dict[str, str]:
@@ -271,8 +277,14 @@ class Poller:
             for r in results
             if r.health is not None
         ]
+        listings = [
+            Listing(r.node.name, r.health.blockchain_ids, _expected_chains(r.node))
+            for r in results
+            if r.health is not None
+        ]
         depth = self._resources.config.network_checks.checkpoint_depth
-        view = network_view(observed, self._checkpoints, depth, self._history.node_keys())
+        keys = self._history.node_keys()
+        view = network_view(observed, self._checkpoints, depth, keys, listings)
         self._checkpoints = {
             c.blockchain: c.next_checkpoint for c in view.chains if c.next_checkpoint is not None
         }

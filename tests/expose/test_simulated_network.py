@@ -282,9 +282,20 @@ class Rig:
         if up:
             groups_seen = {frozenset(group) for group in groups.values()}
             expected[key("ledger_network_peer_partitions")] = len(groups_seen)
+            largest = max(len(group) for group in groups_seen)
+            expected[key("ledger_network_peer_largest_partition_nodes")] = largest
+        # chains one up node alone lists (when two or more list chains): none planned here
+        listed = {node: set(self.network.health(node)["blockchains"]) for node in up}
+        listers = [node for node in up if listed[node]]
         for node in up:
             peers = sum((node, other) in linked for other in up)
             expected[key("ledger_node_polled_peers", node=node)] = peers
+            alone = {
+                chain
+                for chain in listed[node]
+                if len(listers) >= 2 and not any(chain in listed[o] for o in up if o != node)
+            }
+            expected[key("ledger_node_unexpected_blockchains", node=node)] = len(alone)
         return expected
 
     def members_samples(self, chain: str, councils: Mapping[str, frozenset[str]]) -> Samples:

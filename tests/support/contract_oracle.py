@@ -555,6 +555,8 @@ class NodeSeen:
     peers: list[frozenset[str]] = field(default_factory=lambda: [frozenset()])
     chains: dict[str, ChainSeen] = field(default_factory=dict)
     node_ids: list[str | None] = field(default_factory=lambda: [None])  # remembered nodeId
+    listed: frozenset[str] | None = None  # the chain ids listed, when one reading is sure
+    listed_most: int = 0  # the most ids any reading of its listing holds
 
 
 class Problems(list[str]):
@@ -756,6 +758,12 @@ class _Oracle:
             "ledger_node_blockchains", base, field_expect(documents, "blockchains", _list_length)
         )
         seen = NodeSeen(up=True, peer_ids=peer_ids, peers=_peer_sets(networks))
+        lists = [listing for listing in listings if isinstance(listing, list)]
+        seen.listed_most = max(map(len, lists), default=0)
+        if len(listings) == 1 and len(lists) == 1:
+            entries = lists[0]
+            if all(isinstance(e, str) and e and text(e, limit) == e for e in entries):
+                seen.listed = frozenset(entries)
         sure, maybe = self.chain_ids(listings)
         self.chains(name, base, sure, maybe, seen)
         self.watch(name, base, sure, maybe)
@@ -1138,6 +1146,24 @@ class _Oracle:
             self.one_of(f"the councils of {chain!r}", self.councils(chain, readers))
             self.one_of(f"the configurations of {chain!r}", self.configurations(chain, readers))
         self.one_of("the peer partitions", self.partitions(up))
+        self.unexpected_chains(up)
+
+    def unexpected_chains(self, up: dict[str, NodeSeen]) -> None:
+        """The chains each up node alone lists (when two or more list chains; no fleet pins
+        expect.blockchains): exactly when every listing is sure, else at most all it lists."""
+        family = "ledger_node_unexpected_blockchains"
+        listed = {name: seen.listed for name, seen in up.items()}
+        if any(ids is None for ids in listed.values()):
+            for name, seen in up.items():
+                allowed = tuple(float(n) for n in range(seen.listed_most + 1))
+                self.expect(family, self.labels(name), Expect(allowed, True))
+            return
+        sure = {name: ids or frozenset() for name, ids in listed.items()}
+        listers = sum(1 for ids in sure.values() if ids)
+        for name, ids in sure.items():
+            others = [o for other, o in sure.items() if other != name]
+            alone = [c for c in ids if listers >= 2 and not any(c in o for o in others)]
+            self.expect(family, self.labels(name), must(float(len(alone))))
 
     def labels(self, node: str, **extra: str) -> dict[str, str]:
         return {"node": node, **dict(dict(self.setup.nodes)[node]), **extra}
@@ -1232,8 +1258,10 @@ class _Oracle:
                 n: {m for m in names if m != n and (ids[m] in lists[n] or ids[n] in lists[m])}
                 for n in names
             }
+            sizes = _components(links)
             found: Expectations = {
-                ("ledger_network_peer_partitions", ()): must(float(_components(links)))
+                ("ledger_network_peer_partitions", ()): must(float(len(sizes))),
+                ("ledger_network_peer_largest_partition_nodes", ()): must(float(max(sizes))),
             }
             for node in names:
                 labels = label_set(self.labels(node))
@@ -1389,20 +1417,22 @@ def _majority(values: list[Any]) -> tuple[set[Any], Any]:
     return distinct, winner
 
 
-def _components(links: dict[str, set[str]]) -> int:
+def _components(links: dict[str, set[str]]) -> list[int]:
+    """The sizes of the groups ``links`` make."""
     seen: set[str] = set()
-    components = 0
+    sizes = []
     for start in links:
         if start in seen:
             continue
-        components += 1
+        before = len(seen)
         stack = [start]
         while stack:
             node = stack.pop()
             if node not in seen:
                 seen.add(node)
                 stack += links[node] - seen
-    return components
+        sizes.append(len(seen) - before)
+    return sizes
 
 
 # --- consensus health: sessions and councils across cycles, configurations by value --------

@@ -304,7 +304,9 @@ class NetworkCollector(Collector):
     # TYPE ledger_network_blockchain_council_members_polled gauge  (label blockchain)
     # TYPE ledger_network_blockchain_council_members_up gauge  (label blockchain)
     # TYPE ledger_network_peer_partitions gauge
+    # TYPE ledger_network_peer_largest_partition_nodes gauge
     # TYPE ledger_node_polled_peers gauge  (label node)
+    # TYPE ledger_node_unexpected_blockchains gauge  (label node)
     """
 
     SPECS = m.NETWORK_FAMILIES
@@ -336,9 +338,13 @@ class NetworkCollector(Collector):
                     if node in nodes:
                         families.add(spec, {**nodes[node], **network}, _flag(agrees))
         families.add(m.NETWORK_PEER_PARTITIONS, {}, view.partitions)
+        families.add(m.NETWORK_PEER_LARGEST_PARTITION, {}, view.largest_partition)
         for node, linked in view.polled_peers:
             if node in nodes:
                 families.add(m.NODE_POLLED_PEERS, nodes[node], linked)
+        for node, count in view.unexpected_chains:
+            if node in nodes:
+                families.add(m.NODE_UNEXPECTED_BLOCKCHAINS, nodes[node], count)
         return iter(families)
 
 
