@@ -231,15 +231,15 @@ def chain_agreement(
 def partitions(nodes: Sequence[NodeObservation]) -> tuple[int | None, tuple[tuple[str, int], ...]]:
     """Connected components of the up nodes linked by ``networkPeers`` (a link counts when
     either side lists the other's peer id), and how many other up nodes each is linked to."""
-    count, _, polled = peer_groups(nodes)
-    return count, polled
+    groups, _, polled = peer_groups(nodes)
+    return groups, polled
 
 
 class PeerGroups(NamedTuple):
     """The up nodes' groups linked by peers: how many, the size of the largest (None when
     no node is up), and per node how many other up nodes it is linked to."""
 
-    count: int | None
+    groups: int | None
     largest: int | None
     polled_peers: tuple[tuple[str, int], ...]
 
@@ -339,7 +339,7 @@ def network_view(
     keys = tuple(sorted((node_keys or {}).items()))
     return NetworkView(
         chains=chains,
-        partitions=groups.count,
+        partitions=groups.groups,
         polled_peers=groups.polled_peers,
         node_keys=keys,
         largest_partition=groups.largest,

@@ -160,6 +160,11 @@ class Poller:
         self._listed: dict[str, frozenset[str]] = {}  # per node: the watched chains it lists
         self._unmatched: tuple[UnmatchedEntry, ...] = ()  # watch entries none of them lists
         self._maintenance: tuple[MaintenanceEntry, ...] = ()  # the entries applying, as logged
+        # each entry that has started applying: its end on the monotonic clock, fixed then,
+        # so a wall-clock step neither extends nor ends it (kept while the entry is configured)
+        self._windows: dict[MaintenanceEntry, float] = {}
+        self._chains_listed: dict[str, frozenset[str]] = {}  # per node: maintained chains listed
+        self._unmatched_maintenance: tuple[str, ...] = ()  # chain entries no node lists
         self._backing_off: dict[str, _BackOff] = {}  # nodes whose Retry-After holds
         self._retry_afters: dict[str, int] = {}  # per node: Retry-After answers honoured
         self._failures = CycleFailures()  # what the cycles caught, by stage
@@ -370,7 +375,13 @@ class Poller:
             CycleStage.WATCH, "", lambda: self._watch_status(results, resources.config), WatchStatus
         )
         probing = resources.config.probe is not None
-        maintenance = self._maintenance_at(resources.config, now_wall)
+        maintenance = self._maintenance_at(resources.config, now_wall, now_mono)
+        failures.guarded(
+            CycleStage.MAINTENANCE,
+            "",
+            lambda: self._check_maintained_chains(results, resources.config),
+            lambda: None,
+        )
         return Snapshot(
             nodes,
             ended - started,
@@ -396,11 +407,19 @@ class Poller:
             failed = failed_node(poll.node, exporter_failure(type(error).__name__), 0.0)
             return replace(failed, asked=False)
 
-    def _maintenance_at(self, config: Config, wall: float) -> tuple[MaintenanceEntry, ...]:
-        """The maintenance entries that apply at ``wall`` (the wall clock: ``until`` is a
-        wall time), each start and end logged once: a reload adds or removes one, or its
-        ``until`` passes."""
-        applying = tuple(entry for entry in config.maintenance if self._applies(entry, wall))
+    def _maintenance_at(
+        self, config: Config, wall: float, mono: float
+    ) -> tuple[MaintenanceEntry, ...]:
+        """The maintenance entries that apply at this cycle's end (``wall`` and ``mono``, read
+        together), each start and end logged once: a reload adds or removes one, or its
+        ``until`` passes. An entry starts when the wall clock is before its ``until``; from
+        then on its end is kept on the monotonic clock (``until`` less the wall time then),
+        so a wall-clock step (logged by :meth:`_rebase`) neither extends nor ends it."""
+        windows: dict[MaintenanceEntry, float] = {}
+        applying = tuple(
+            entry for entry in config.maintenance if self._applies(entry, wall, mono, windows)
+        )
+        self._windows = windows
         if applying != self._maintenance:
             for entry in (entry for entry in self._maintenance if entry not in applying):
                 log.info("maintenance ended", extra={"fields": _logged(entry)})
@@ -410,12 +429,52 @@ class Poller:
             self._maintenance = applying
         return applying
 
-    def _applies(self, entry: MaintenanceEntry, wall: float) -> bool:
-        """Whether ``entry`` applies at ``wall``; an entry that raises does not, this cycle."""
+    def _applies(
+        self,
+        entry: MaintenanceEntry,
+        wall: float,
+        mono: float,
+        windows: dict[MaintenanceEntry, float],
+    ) -> bool:
+        """Whether ``entry`` applies now, its window noted in ``windows`` once started; an
+        entry that raises does not apply, this cycle."""
+
+        def applies() -> bool:
+            end = self._windows.get(entry)
+            if end is None:
+                if not entry.applies_at(wall):
+                    return False
+                end = mono + (entry.until - wall)  # the window's end, on the monotonic clock
+            windows[entry] = end
+            return mono < end
+
         subject = entry.node or entry.blockchain
-        return self._failures.guarded(
-            CycleStage.MAINTENANCE, subject, lambda: entry.applies_at(wall), lambda: False
-        )
+        return self._failures.guarded(CycleStage.MAINTENANCE, subject, applies, lambda: False)
+
+    def _check_maintained_chains(self, results: list[NodeResult], config: Config) -> None:
+        """Warn of the chain entries of ``maintenance`` whose chain no polled node lists (each
+        node's last /health listing counts while it is down), as of unmatched watch entries:
+        once when found, and on every change after. Such an entry holds nothing back."""
+        wanted = frozenset(e.blockchain for e in config.maintenance if e.blockchain)
+        names = [node.name for node in config.nodes]
+        listed = {n: self._chains_listed[n] for n in names if n in self._chains_listed}
+        for result in results if wanted else ():
+            if result.health is not None:
+                listed[result.node.name] = wanted.intersection(result.health.blockchain_ids)
+        self._chains_listed = listed
+        seen = frozenset().union(*listed.values()) if listed else frozenset()
+        unmatched = tuple(sorted(wanted - seen)) if listed else ()
+        if unmatched == self._unmatched_maintenance:
+            return
+        if unmatched:
+            log.warning(
+                "maintenance entries on a blockchain no polled node lists: they hold nothing"
+                " back (check maintenance in the config)",
+                extra={"fields": {"count": len(unmatched), "blockchains": ", ".join(unmatched)}},
+            )
+        else:
+            log.info("every maintenance entry's blockchain is listed by a polled node now")
+        self._unmatched_maintenance = unmatched
 
     def _watch_status(self, results: list[NodeResult], config: Config) -> WatchStatus:
         """The cycle's watched objects, and the watch entries whose chain no polled node
