@@ -287,7 +287,10 @@ class History:
                     count + label_drops * (kind is DropKind.LABEL_VALUE)
                     for kind, count in zip(DropKind, drops, strict=True)
                 )
-            _note_dropped(memory, name, drops)
+            # a handshake whose info stays unwritten keeps the node over the label bound
+            # (counted once, at the handshake), so the log never says it is back within it
+            held = None if memory.handshake_fits else DropKind.LABEL_VALUE
+            _note_dropped(memory, name, drops, held)
         return NodeStatus(
             name=name,
             labels=result.node.labels,
@@ -518,16 +521,20 @@ def _any_dropped(dropped: Dropped) -> bool:
     return dropped is not NOTHING_DROPPED and bool(dropped)
 
 
-def _note_dropped(memory: _NodeMemory, node: str, drops: tuple[int, ...]) -> None:
+def _note_dropped(
+    memory: _NodeMemory, node: str, drops: tuple[int, ...], held: DropKind | None = None
+) -> None:
     """Add this cycle's ``drops`` to the node's counts, and log once per kind when the node
-    starts or stops exceeding its bound (blockchains: see _log_capped)."""
+    starts or stops exceeding its bound (blockchains: see _log_capped); ``held``: a kind
+    still over its bound though nothing new was dropped of it this cycle (a handshake's
+    label, counted once, whose series stays unwritten)."""
     if drops is _NO_DROPS and not memory.exceeding:  # the usual case: nothing to note
         return
     if drops is not _NO_DROPS:
         memory.dropped = tuple(map(sum, zip(memory.dropped, drops, strict=True)))
     for bit, (kind, count) in enumerate(zip(DropKind, drops, strict=True)):
         was = bool(memory.exceeding & (1 << bit))
-        if bool(count) == was:
+        if (bool(count) or kind is held) == was:
             continue
         memory.exceeding ^= 1 << bit
         if kind is DropKind.BLOCKCHAIN:
@@ -535,6 +542,8 @@ def _note_dropped(memory: _NodeMemory, node: str, drops: tuple[int, ...]) -> Non
         if count:
             fields = {"node": node, "kind": kind.value, "dropped": count}
             message = "node sends more than a bound allows; the excess is not exported"
+            if kind is DropKind.LABEL_VALUE and held is not None:
+                message += " (ledger_node_tls_info: a certificate name over the bound)"
             log.warning(message, extra={"fields": {**fields, "setting": SETTINGS[kind]}})
         else:
             fields = {"node": node, "kind": kind.value}

@@ -11,6 +11,7 @@ from exporter.bounds import Bounds, DropKind, Dropped
 from exporter.config.nodes import NodeConfig
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus
+from exporter.model.transport import Handshake, TransportStatus
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from tests.support.documents import chain_doc, health_doc
@@ -240,3 +241,32 @@ def test_exceeding_a_bound_is_logged_once_per_state_change(
         ("WARNING", 1),
         ("INFO", None),
     ]
+
+
+def test_a_certificate_name_over_the_bound_is_never_said_back_within_it_while_unwritten(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A 64 kB common name: its info series stays unwritten for as long as the node shows
+    that certificate, and the log says so once, never "back within the bound" meanwhile;
+    a certificate that fits writes it again, and the log says so then."""
+    huge = Handshake(2e9, "TLSv1.3", "TLS_AES_128_GCM_SHA256", "CA", "x" * 65536, "ab" * 32)
+    fitting = huge._replace(subject_cn="node-1")
+
+    def result(handshake: Handshake) -> NodeResult:
+        transport = TransportStatus(handshake=handshake, https=True)
+        return dataclasses.replace(_up("a", {"c": 1}), transport=transport)
+
+    history = History()
+    with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+        for _ in range(3):
+            (node,) = history.record([result(huge)], now_mono=1.0)
+            assert node.transport is not None and not node.transport.info_fits
+        messages = [r.getMessage() for r in caplog.records]
+        assert not any("back within the bound" in m for m in messages)
+        (warned,) = [m for m in messages if "more than a bound allows" in m]
+        assert "ledger_node_tls_info" in warned
+        label_drops = dict(zip(DropKind, node.dropped, strict=True))[DropKind.LABEL_VALUE]
+        assert label_drops == 1  # counted once, at the handshake
+        (node,) = history.record([result(fitting)], now_mono=2.0)
+    assert node.transport is not None and node.transport.info_fits
+    assert any("back within the bound" in r.getMessage() for r in caplog.records)
