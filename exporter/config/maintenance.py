@@ -4,9 +4,12 @@ Each entry puts one configured node, or one blockchain on every node, in mainten
 wall-clock time (RFC 3339 with an offset), for a short reason. The exporter keeps polling;
 while an entry applies it exports ``ledger_node_maintenance`` or
 ``ledger_blockchain_maintenance`` (which Alertmanager's inhibit rules use) and the status page
-lists the node or chain apart from the problems. ``until`` is compared with the wall clock at
-the end of each cycle, so an entry stops applying by itself within a ``scrape_interval`` of
-that time; an entry already past is kept, harmlessly (a file must not turn invalid with time).
+lists the node or chain apart from the problems. ``until`` is read against the wall clock when
+the entry starts applying, and the window's end kept on the monotonic clock from then on
+(exporter.poll.cycle), so an entry stops applying by itself within a ``scrape_interval`` of
+that time and a wall-clock step neither extends nor ends it; an entry already past is kept,
+harmlessly (a file must not turn invalid with time). ``until`` must lie in the years 1 to
+9999 once in UTC (what the log, the page and the cycle compute with).
 """
 
 from __future__ import annotations
