@@ -20,7 +20,7 @@ from tests.support.fakenode import FakeNodes
 from tests.support.faults import fault_env
 from tests.support.http import fetch
 from tests.support.monitoring import PROM_DIR
-from tests.support.processes import ExporterProcess, exporter_command, ready_exporter
+from tests.support.processes import exporter_command, ready_exporter
 from tests.support.prometheus import PrometheusServers
 from tests.support.scaling import write_shortened
 from tests.support.scenarios import samples
@@ -152,12 +152,3 @@ def test_ready_fails_and_node_series_go_once_no_cycle_completes_within_the_bound
         log = exporter.log()
     assert "no polling cycle has ended within the bound" in log
     assert sum("stage=cycle" in line for line in log.splitlines()) == 1, log
-
-
-def test_the_fault_switches_reach_only_a_process_started_with_them(tmp_path: Path) -> None:
-    """Without its environment, the exporter knows nothing of the faults."""
-    config = tmp_path / "config.yml"
-    config.write_text("nodes:\n  - {name: a, url: 'http://127.0.0.1:1/'}\n")
-    process = ExporterProcess(config)
-    code, log = process.stop()
-    assert code == 0 and "injected fault" not in log
