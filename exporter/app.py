@@ -111,6 +111,7 @@ class Exporter:
         self._reload_ok = True
         self._reload_success_at = clock()  # the config was loaded just before: at start
         self._reload_problems: tuple[str, ...] = ()  # of the last failed reload, for the page
+        self._cert_not_after: float | None = None  # the served certificate's, Unix time
         self._reloads = ReloadQueue()
         self.telemetry_path = telemetry_path
         # one for the process: it keeps label strings across cycles
@@ -128,7 +129,6 @@ class Exporter:
         self._config = config  # the running one: its files are the ones followed
         self._follower: Follower | None = None  # made by start(), when files are followed
         self._stopping = threading.Event()
-        self._cert_not_after: float | None = None  # the served certificate's, Unix time
 
     def watched_paths(self) -> list[str]:
         """Every file the running configuration depends on: the config file and the files
