@@ -54,6 +54,10 @@ NOT_ON_THE_PAGE = {
     "LedgerExporterCycleNearTimeout": "every cycle of the last 10 minutes near its deadline",
     "LedgerExporterValuesDropped": "values dropped in every 5-minute window for 15 minutes",
     "LedgerExporterStateFileWriteFailing": "failed writes in every 5-minute window for 10m",
+    # the exporter's own certificate: whoever reads the page over HTTPS was just shown it
+    # by the handshake (the browser's certificate viewer gives its expiry), and the page is
+    # about the nodes; ledger_exporter_tls_cert_expiry_timestamp_seconds has the date
+    "LedgerExporterCertificateExpiring": "the page is served over that very certificate",
     # more than one version for 12 hours: the page cannot tell a rolling upgrade under way
     # from one left half done (the nodes table shows each node's version)
     "LedgerNodeVersionDrift": "a mix of versions that lasts 12 hours, a history not kept",
