@@ -205,13 +205,16 @@ class Exporter:
             raise ConfigError("<none>", ["the exporter was started without --config.file"])
         follower = self._follower
         seen = follower.before_reading() if follower is not None else {}
+        changed = follower.differs(seen) if follower is not None else set()
         try:
-            self._reload_files()
+            self._reload_files(changed)
         finally:
             if follower is not None:  # this content is handled: not reloaded again
                 follower.after_reading(seen)
 
-    def _reload_files(self) -> None:
+    def _reload_files(self, changed: set[str]) -> None:
+        """Load and apply both files; ``changed``: the followed files whose content changed
+        since the last reload (empty when nothing is followed)."""
         assert self._config_path is not None  # checked by _reload
         try:
             config = load_config(self._config_path)
@@ -223,7 +226,10 @@ class Exporter:
                 extra={"fields": {"file": error.source, "problems": "; ".join(error.problems)}},
             )
             raise
-        self._poller.apply(config)
+        node_tls = {
+            path for node in (*config.nodes, *self._config.nodes) for path in node.tls.files()
+        }
+        self._poller.apply(config, new_tls_files=bool(changed & node_tls))
         self._config = config
         if web is not None:
             self._warn_of(web)

@@ -68,11 +68,17 @@ class Follower:
         """What the watched files hold now, just before a reload reads them."""
         return fingerprint(self._paths())
 
+    def differs(self, seen: Fingerprint) -> set[str]:
+        """The files of ``seen`` (from :meth:`before_reading`) whose content differs from
+        the last reload's."""
+        return {path for path, value in seen.items() if self._known.get(path) != value}
+
     def after_reading(self, seen: Fingerprint) -> None:
         """Remember ``seen`` (from :meth:`before_reading`) as the last reload's files; a
         file the reloaded config names for the first time is taken as read now."""
         known = dict(seen)
-        for path in dict.fromkeys(self._paths()):
+        paths = dict.fromkeys(self._paths())
+        for path in paths:
             if path not in known:
                 known[path] = digest(path)
-        self._known = {path: known[path] for path in dict.fromkeys(self._paths())}
+        self._known = {path: known[path] for path in paths}

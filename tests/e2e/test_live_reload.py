@@ -29,6 +29,7 @@ from tests.support.documents import health_doc
 from tests.support.fakenode import FakeNode
 from tests.support.http import fetch
 from tests.support.processes import ExporterProcess
+from tests.support.simulator import simulate
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -284,3 +285,25 @@ def test_a_rotated_certificate_is_served_and_a_bad_pair_keeps_the_old(
     finally:
         code, log = exporter.stop()
     assert code == 0, log
+
+
+def test_a_nodes_ca_file_rewritten_in_place_is_used(tmp_path: Path, pki: Pki) -> None:
+    """A node's ``tls_config.ca_file`` first holds a CA that did not sign the node's
+    certificate (the node reads as down), then the right one, written in place under the same
+    name: the node is up again with no signal (the connections and libcurl's cached CA store
+    made with the old file are dropped)."""
+    flags = ("--tls", "--tls.dir", str(tmp_path / "sim-tls"), "--tls.days", "30", "--nodes", "1")
+    with simulate(*flags) as (_, secure):
+        ca_file = tmp_path / "node-ca.pem"
+        ca_file.write_bytes(Path(pki.ca).read_bytes())  # not the simulator's CA
+        node = {"name": "secure", "url": secure["node-1"], "tls_config": {"ca_file": str(ca_file)}}
+        config = tmp_path / "config.yml"
+        config.write_text(config_text([node]))
+        exporter = ExporterProcess(config, FOLLOW)
+        try:
+            served(exporter, "refused", lambda s: value(s, "ledger_node_up", node="secure") == 0)
+            ca_file.write_bytes(Path(secure["ca"]).read_bytes())
+            served(exporter, "trusted", lambda s: value(s, "ledger_node_up", node="secure") == 1)
+        finally:
+            code, log = exporter.stop()
+        assert code == 0, log
