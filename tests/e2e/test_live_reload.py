@@ -82,6 +82,25 @@ def node_entries(net: SimulatedNetwork, names: list[str], rev: str) -> list[dict
     ]
 
 
+def replace(path: Path, data: bytes) -> None:
+    """Write ``data`` at ``path`` by a rename, so no read sees the file half written."""
+    staged = path.with_name(path.name + ".staged")
+    staged.write_bytes(data)
+    os.replace(staged, path)
+
+
+def failures_since(exporter: ExporterProcess, start: int) -> list[str]:
+    """The log's lines of failed reloads after its first ``start`` characters, once there is
+    one (the gauge is set just before the line is written)."""
+
+    def lines() -> list[str]:
+        text = exporter.log()[start:]
+        return [line for line in text.splitlines() if "config reload failed" in line]
+
+    found: list[str] = wait_until(lines, timeout=30, message=exporter.log)
+    return found
+
+
 def config_text(nodes: list[dict[str, Any]]) -> str:
     return yaml.safe_dump({"scrape_interval": "1s", "scrape_timeout": "1s", "nodes": nodes})
 
@@ -138,14 +157,14 @@ def test_config_and_credential_files_followed_without_a_signal(
                 message=exporter.log,
             )
 
-            config.write_text(write("3").replace("scrape_interval: 1s", "scrape_interval: fast"))
+            start = len(exporter.log())
+            bad = write("3").replace("scrape_interval: 1s", "scrape_interval: fast")
+            replace(config, bad.encode())  # whole: an in-place write may be read half done
             found = served(exporter, "a bad file refused", lambda s: value(s, RELOAD_OK) == 0)
             assert value(found, "ledger_node_up", node="node-1", rev="2") is not None  # kept
             assert clocks(found)["node-2"] == stalled
-            failed = [
-                line for line in exporter.log().splitlines() if "config reload failed" in line
-            ]
-            assert len(failed) == 1, exporter.log()
+            failed = failures_since(exporter, start)
+            assert len(failed) == 1, exporter.log()  # and not tried again while unchanged
             # the file and the line (logfmt may shorten a long path in the middle)
             assert "exporter.yml" in failed[0]
             assert re.search(r"line \d+: scrape_interval: must be a duration", failed[0])
@@ -274,9 +293,10 @@ def test_a_rotated_certificate_is_served_and_a_bad_pair_keeps_the_old(
         os.replace(staged_cert, cert)
         wait_until(state(renewed, 1), timeout=30, ignoring=(OSError,), message=exporter.log)
 
-        cert.write_bytes(Path(other.cert).read_bytes())  # the key is still the renewed one's
+        start = len(exporter.log())
+        replace(cert, Path(other.cert).read_bytes())  # the key is still the renewed one's
         wait_until(state(renewed, 0), timeout=30, ignoring=(OSError,), message=exporter.log)
-        failed = [line for line in exporter.log().splitlines() if "config reload failed" in line]
+        failed = failures_since(exporter, start)
         assert len(failed) == 1, exporter.log()
         assert "web.yml" in failed[0] and "line 2: tls_server_config" in failed[0]
 
