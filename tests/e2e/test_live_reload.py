@@ -36,6 +36,7 @@ pytestmark = pytest.mark.integration
 
 FOLLOW = "--config.auto-reload-interval=0.5s"
 CHANGED = "ledger_blockchain_height_last_change_timestamp_seconds"
+SESSION_AGE = "ledger_blockchain_vote_session_age_seconds"
 RELOAD_OK = "ledger_exporter_config_last_reload_successful"
 EXPIRY = "ledger_exporter_tls_cert_expiry_timestamp_seconds"
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -58,6 +59,11 @@ def value(found: Samples, name: str, **labels: str) -> float | None:
 def clocks(found: Samples) -> dict[str, float]:
     """Each node's height-change time of its (one) chain."""
     return {dict(labels)["node"]: v for (name, labels), v in found.items() if name == CHANGED}
+
+
+def ages(found: Samples) -> dict[str, float]:
+    """Each node's oldest open vote session's age."""
+    return {dict(labels)["node"]: v for (name, labels), v in found.items() if name == SESSION_AGE}
 
 
 def served(exporter: ExporterProcess, what: str, check: Callable[[Samples], Any]) -> Samples:
@@ -207,23 +213,32 @@ def test_a_configmap_swap_is_followed_and_a_node_put_back_is_remembered(tmp_path
     with SimulatedNetwork(nodes=3, chains=1, block_interval=0.5, seed=17, port=0) as net:
         net.set_fault("node-2", "stall")
         net.set_fault("node-3", "stall")
+        net.set_fault("*", "session_stuck", True, net.chain_ids[0])  # one session stays open
         every = ["node-1", "node-2", "node-3"]
         kubelet_write(mounted, config_text(node_entries(net, every, "0")), 1)
         exporter = ExporterProcess(mounted / "config.yml", FOLLOW)
         try:
+            # a session open long enough that an age counted afresh would be seen as younger
             first = served(
-                exporter, "stalled clocks", lambda s: {"node-2", "node-3"} <= set(clocks(s))
+                exporter,
+                "stalled clocks, a session 5s old",
+                lambda s: (
+                    {"node-2", "node-3"} <= set(clocks(s)) and min(ages(s).values(), default=0) >= 5
+                ),
             )
-            before = clocks(first)
+            before, aged = clocks(first), ages(first)
 
             kubelet_write(mounted, config_text(node_entries(net, ["node-1", "node-3"], "0")), 2)
             found = served(exporter, "node-2 taken out", lambda s: "node-2" not in clocks(s))
             assert clocks(found)["node-3"] == before["node-3"]  # stayed configured
+            assert ages(found)["node-3"] >= aged["node-3"]
 
             kubelet_write(mounted, config_text(node_entries(net, every, "0")), 3)
             found = served(exporter, "node-2 put back", lambda s: "node-2" in clocks(s))
             assert clocks(found)["node-2"] == before["node-2"]  # remembered
             assert clocks(found)["node-3"] == before["node-3"]
+            assert ages(found)["node-2"] >= aged["node-2"]  # its session's first sighting too
+            assert ages(found)["node-3"] >= aged["node-3"]
             assert value(found, RELOAD_OK) == 1
         finally:
             code, log = exporter.stop()
