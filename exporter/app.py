@@ -8,6 +8,12 @@ config reloads (``POST /-/reload`` or SIGHUP): a bad config keeps the old one ru
 ``ledger_exporter_config_last_reload_success_timestamp_seconds`` to now (both first set at
 start). Reloads are coalesced: one runs at a time, at most one waits, at most one starts a
 second. The same handlers serve on every ``--web.listen-address``, one server each.
+
+With ``--config.auto-reload-interval`` a thread also compares, every interval, what the
+config file, the web config file and every file they name hold with what they held at the
+last reload (:mod:`exporter.config.follow`), and reloads on a change exactly as SIGHUP does.
+The web config's TLS context is made anew at each reload, so a renewed certificate is
+served from the next connection on.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from types import FrameType
 
 from exporter.build import BuildInfo, this_build
 from exporter.config.exporter import Config, load_config
+from exporter.config.follow import Follower
 from exporter.config.web import WebConfig, load_web_config, reload_warnings
 from exporter.errors import BindError, ConfigError, ReloadPendingError
 from exporter.expose.render import Renderer
@@ -110,6 +117,7 @@ class Exporter:
         self._reload_ok = True
         self._reload_success_at = clock()  # the config was loaded just before: at start
         self._reload_problems: tuple[str, ...] = ()  # of the last failed reload, for the page
+        self._cert_not_after: float | None = None  # the served certificate's, Unix time
         self._reloads = ReloadQueue()
         self.telemetry_path = telemetry_path
         # one for the process: it keeps label strings across cycles
@@ -126,6 +134,20 @@ class Exporter:
         self._threads: list[threading.Thread] = []
         self.servers: list[ExporterServer] = []  # one per listen address, once started
         self._web_config_path: str | None = None
+        self._config = config  # the running one: its files are the ones followed
+        self._follower: Follower | None = None  # made by start(), when files are followed
+        self._stopping = threading.Event()
+
+    def watched_paths(self) -> list[str]:
+        """Every file the running configuration depends on: the config file and the files
+        it names, the web config file and the files it names (certificate, key, CA)."""
+        paths = [self._config_path] if self._config_path else []
+        paths += self._config.watched_paths()
+        if self._web_config_path:
+            paths.append(self._web_config_path)
+            if self.servers:
+                paths += self.servers[0].web.watched_paths()
+        return paths
 
     def exposition(self) -> Exposition:
         """What /metrics serves now: the last cycle's snapshot, or once it is older than its
@@ -171,6 +193,7 @@ class Exporter:
             config_reload_ok=self._reload_ok,
             config_reload_success_at=self._reload_success_at,
             config_reload_problems=self._reload_problems,
+            tls_cert_not_after=self._cert_not_after,
         )
 
     def ready(self) -> bool:
@@ -218,6 +241,19 @@ class Exporter:
     def _reload(self) -> None:
         if self._config_path is None:
             raise ConfigError("<none>", ["the exporter was started without --config.file"])
+        follower = self._follower
+        seen = follower.before_reading() if follower is not None else {}
+        changed = follower.differs(seen) if follower is not None else set()
+        try:
+            self._reload_files(changed)
+        finally:
+            if follower is not None:  # this content is handled: not reloaded again
+                follower.after_reading(seen)
+
+    def _reload_files(self, changed: set[str]) -> None:
+        """Load and apply both files; ``changed``: the followed files whose content changed
+        since the last reload (empty when nothing is followed)."""
+        assert self._config_path is not None  # checked by _reload
         try:
             config = load_config(self._config_path)
             web = load_web_config(self._web_config_path) if self._web_config_path else None
@@ -228,11 +264,17 @@ class Exporter:
                 extra={"fields": {"file": error.source, "problems": "; ".join(error.problems)}},
             )
             raise
-        self._poller.apply(config)
+        node_tls = {
+            path for node in (*config.nodes, *self._config.nodes) for path in node.tls.files()
+        }
+        self._poller.apply(config, new_tls_files=bool(changed & node_tls))
+        self._config = config
         if web is not None:
             self._warn_of(web)
             for server in self.servers:
                 server.use_web_config(web)
+            with self._lock:
+                self._cert_not_after = _not_after(web)
         self._prober = self._probing(config)
         self._set_reload_ok(True)
         log.info("config reloaded", extra={"fields": {"nodes": len(config.nodes)}})
@@ -267,6 +309,26 @@ class Exporter:
         probe_node = self._probe_engine.probe_node
         return Prober(config.probe, config.scrape_timeout, probe_node, slots=self._probe_slots)
 
+    def follow(self, interval: float) -> None:
+        """Every ``interval`` seconds, reload when a file of :meth:`watched_paths` holds
+        something else than at the last reload (a thread, until :meth:`stop`)."""
+        self._follower = Follower(self.watched_paths)
+        thread = threading.Thread(target=self._follow, args=(interval,), name="follow", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _follow(self, interval: float) -> None:
+        follower = self._follower
+        while follower is not None and not self._stopping.wait(interval):
+            changed = follower.changed()
+            if not changed:
+                continue
+            log.info(
+                "config files changed on disk; reloading",
+                extra={"fields": {"files": ",".join(changed)}},
+            )
+            _reload_quietly(self)
+
     def start(
         self,
         listen_address: str | Sequence[str],
@@ -281,6 +343,10 @@ class Exporter:
         addresses = [listen_address] if isinstance(listen_address, str) else list(listen_address)
         self._web_config_path = web_config_path
         self.servers = bind_servers(addresses, self, web, limits, self.telemetry_path)
+        if web is not None:
+            with self._lock:
+                self._cert_not_after = _not_after(web)
+                self._exposition = self._exposed(self._reload_state(self._exposition.snapshot))
         targets = [(server.serve_forever, "http") for server in self.servers]
         for target, name in (*targets, (self._poller.run, "poll")):
             thread = threading.Thread(target=target, name=name, daemon=True)
@@ -290,6 +356,7 @@ class Exporter:
 
     def stop(self) -> None:
         """Stop serving and polling; returns once the server socket is closed."""
+        self._stopping.set()
         self._poller.stop()
         self._prober = None
         if self._probe_engine is not None:
@@ -311,10 +378,12 @@ def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
     *,
     telemetry_path: str = DEFAULT_TELEMETRY_PATH,
     state_file: str | None = None,
+    auto_reload_interval: float = 0.0,
 ) -> int:
-    """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config). Returns
-    1 at once when an address cannot be bound. With ``state_file``, the memory between
-    cycles is read at start and kept there."""
+    """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config), and so
+    does a change of their files seen every ``auto_reload_interval`` seconds (0: never).
+    Returns 1 at once when an address cannot be bound. With ``state_file``, the memory
+    between cycles is read at start and kept there."""
     allocator = Allocator.of_this_process()
     allocator.tune()  # before the exporter's threads start: each may get an arena
     tune_collector()
@@ -334,6 +403,8 @@ def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
     except (OSError, ValueError) as error:  # the TLS context of a web config changed since
         log.error("cannot listen", extra={"fields": {"error": str(error)}})
         return 1
+    if auto_reload_interval > 0 and config_path is not None:
+        exporter.follow(auto_reload_interval)
     _log_started(exporter, config, web)
     stop = threading.Event()
 
@@ -375,6 +446,15 @@ def _log_started(exporter: Exporter, config: Config, web: WebConfig | None) -> N
         "nodes": len(config.nodes),
     }
     log.info("ledger-exporter started", extra={"fields": fields})
+
+
+def _not_after(web: WebConfig) -> float | None:
+    """The Unix time the served certificate expires (None without TLS, or unreadable)."""
+    try:
+        not_after = web.certificate_not_after()
+    except (OSError, ValueError):  # it was read when the context was made: seldom
+        return None
+    return None if not_after is None else not_after.timestamp()
 
 
 def _reload_quietly(exporter: Exporter) -> None:

@@ -103,6 +103,17 @@ class Config:
     #: top-level keys: max_features_per_chain, ...).
     bounds: Bounds = DEFAULT_BOUNDS
 
+    def watched_paths(self) -> tuple[str, ...]:
+        """Every file this config was read from besides the config file itself (the nodes'
+        and probe modules' credential, CA, certificate and key files), in the config's
+        order: what ``--config.auto-reload-interval`` follows on disk
+        (:mod:`exporter.config.follow`). A section that reads other files adds them here."""
+        modules = self.probe.modules if self.probe is not None else ()
+        return (
+            *(path for node in self.nodes for path in node.watched_paths()),
+            *(path for _, module in modules for path in module.watched_paths()),
+        )
+
 
 #: The sections of the file that are more than a value, read by their own code.
 _SECTIONS = ("network_checks", "nodes", "probe", "watch", "maintenance")

@@ -73,6 +73,10 @@ class TlsConfig:
     key_file: str | None = None
     insecure_skip_verify: bool = False
 
+    def files(self) -> tuple[str, ...]:
+        """The CA, certificate and key files it names."""
+        return tuple(name for name in (self.ca_file, self.cert_file, self.key_file) if name)
+
 
 @dataclass(frozen=True)
 class Expectation:
@@ -96,8 +100,15 @@ class NodeConfig:
     basic_auth: tuple[str, str] | None = field(default=None, repr=False)
     tls: TlsConfig = TlsConfig()
     expect: Expectation | None = None
+    #: The files its credentials were read from (``password_file``, ``credentials_file``),
+    #: followed on disk by ``--config.auto-reload-interval``.
+    secret_files: tuple[str, ...] = ()
     # A plain per-node key is a field declared with exporter.config.keytable.setting(...):
     # read by read_node, listed in NODE_KEYS and documented by `make docs` from here.
+
+    def watched_paths(self) -> tuple[str, ...]:
+        """Every file its settings were read from: credentials, CA, certificate and key."""
+        return (*self.secret_files, *self.tls.files())
 
 
 #: The keys of an entry of ``nodes``, in the order the docs list them: the settings read by
@@ -168,6 +179,7 @@ def read_node(reader: Reader, value: Any, path: Path, *, named: bool = True) -> 
         basic_auth=basic_auth or url_auth,
         tls=node.tls(data.get("tls_config"), (*path, "tls_config")),
         expect=node.expect(data.get("expect"), (*path, "expect")),
+        secret_files=tuple(node.files),
         **read_settings(reader, data, NodeConfig, path),
     )
 
@@ -214,6 +226,7 @@ class _NodeReader:
     def __init__(self, reader: Reader, path: Path) -> None:
         self.reader = reader
         self.path = path
+        self.files: list[str] = []  # the secrets' files, each as opened
 
     def secret(self, data: Mapping[str, Any], key: str, path: Path) -> str | None:
         given = [name for name in (key, f"{key}_file", f"{key}_env") if name in data]
@@ -229,6 +242,7 @@ class _NodeReader:
             if text not in os.environ:
                 self.reader.problem((*path, source), f"environment variable {text} is not set")
             return os.environ.get(text, "")
+        self.files.append(self.reader.resolve(text))
         try:
             with open(self.reader.resolve(text), encoding="utf-8") as handle:
                 return handle.read().rstrip("\r\n")

@@ -31,6 +31,11 @@ class ProbeModule:
     basic_auth: tuple[str, str] | None = field(default=None, repr=False)
     tls: TlsConfig = field(default_factory=TlsConfig)
     expect: Expectation | None = None  # who must answer at every target probed with it
+    secret_files: tuple[str, ...] = ()  # where its credentials were read from
+
+    def watched_paths(self) -> tuple[str, ...]:
+        """Every file its settings were read from: credentials, CA, certificate and key."""
+        return (*self.secret_files, *self.tls.files())
 
     def node(self, name: str, url: str) -> NodeConfig:
         """The node to poll for one probe: this module's settings at ``url``, labelled ``name``."""
@@ -42,6 +47,7 @@ class ProbeModule:
             basic_auth=self.basic_auth,
             tls=self.tls,
             expect=self.expect,
+            secret_files=self.secret_files,
         )
 
 
@@ -140,4 +146,6 @@ def _module(reader: Reader, value: Any, path: Path) -> ProbeModule:
             reader.problem((*path, key), "comes with each probe (parameters node and target)")
             value = {k: v for k, v in value.items() if k != key}
     node = read_node(reader, value, path, named=False)
-    return ProbeModule(node.blockchains, node.headers, node.basic_auth, node.tls, node.expect)
+    return ProbeModule(
+        node.blockchains, node.headers, node.basic_auth, node.tls, node.expect, node.secret_files
+    )

@@ -196,6 +196,28 @@ class WebConfig:
     _salt: bytes = field(default_factory=lambda: os.urandom(16), repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _bcrypt: _BcryptQueue = field(default_factory=_BcryptQueue, repr=False, compare=False)
+    #: The TLS context once made, so that the one checked by load_web_config is the one
+    #: served (the files may change on disk in between), and its certificate's notAfter.
+    _made: list[ssl.SSLContext] = field(default_factory=list, repr=False, compare=False)
+    _not_after: list[datetime.datetime] = field(default_factory=list, repr=False, compare=False)
+
+    def watched_paths(self) -> tuple[str, ...]:
+        """The files this web config names (certificate, key, client CA): what
+        ``--config.auto-reload-interval`` follows on disk beside the file itself."""
+        tls = self.tls
+        if tls is None:
+            return ()
+        return tuple(name for name in (tls.cert_file, tls.key_file, tls.client_ca_file) if name)
+
+    def certificate_not_after(self) -> datetime.datetime | None:
+        """The notAfter of the served certificate (the first of ``cert_file``, read when the
+        TLS context was made); None without TLS. Raises ValueError or OSError when it cannot
+        be read."""
+        if self.tls is None:
+            return None
+        if not self._not_after:
+            self._not_after.append(read_not_after(self.tls.cert_file))
+        return self._not_after[0]
 
     def answer_headers(self) -> dict[str, str]:
         """The headers of every answer: :data:`DEFAULT_HEADERS`, each replaced by the file's
@@ -208,6 +230,8 @@ class WebConfig:
         tls = self.tls
         if tls is None:
             return None
+        if self._made:
+            return self._made[0]
         context = ServerContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = _TLS_VERSIONS[tls.min_version]
         if tls.max_version:
@@ -227,6 +251,7 @@ class WebConfig:
         if tls.curve_preferences:
             set_curves(context, tls.curve_preferences)
         context.allowed_sans = frozenset(tls.client_allowed_sans)
+        self._made.append(context)
         return context
 
     def summary(self) -> str:
@@ -287,12 +312,19 @@ def load_web_config(path: str) -> WebConfig:
     if reader.problems:
         raise ConfigError(source, reader.problems)
     try:
+        config.certificate_not_after()  # first: a certificate renewed meanwhile is seen next
         config.ssl_context()
     except TlsSettingError as error:
         raise ConfigError(source, [f"tls_server_config.{error.key}: {error}"]) from None
-    except (OSError, ssl.SSLError) as error:
+    except (OSError, ssl.SSLError, ValueError) as error:
+        line = reader.located.line_of(("tls_server_config", "cert_file"))
+        where = f"line {line}: " if line is not None else ""
         raise ConfigError(
-            source, [f"tls_server_config: cannot load certificates: {error}"]
+            source,
+            [
+                f"{where}tls_server_config: cannot load the certificate and key (cert_file,"
+                f" key_file, client_ca_file): {error}"
+            ],
         ) from None
     return config
 
@@ -500,6 +532,16 @@ _PEM_CERTIFICATE = re.compile(
 )
 
 
+def read_not_after(cert_file: str) -> datetime.datetime:
+    """The notAfter of the first PEM certificate in ``cert_file`` (the one a TLS server
+    sends); ValueError or OSError when there is none to read."""
+    with open(cert_file, encoding="ascii", errors="replace") as pem:
+        found = _PEM_CERTIFICATE.search(pem.read(1 << 20))
+    if found is None:
+        raise ValueError("no PEM certificate")
+    return certificate_not_after(ssl.PEM_cert_to_DER_cert(found.group()))
+
+
 def reload_warnings(
     before: WebConfig | None, after: WebConfig, path: str, now: datetime.datetime
 ) -> list[tuple[str, dict[str, str]]]:
@@ -515,11 +557,7 @@ def reload_warnings(
         return warnings
     cert_file = after.tls.cert_file
     try:
-        with open(cert_file, encoding="ascii", errors="replace") as pem:
-            found = _PEM_CERTIFICATE.search(pem.read(1 << 20))
-        if found is None:
-            raise ValueError("no PEM certificate")
-        not_after = certificate_not_after(ssl.PEM_cert_to_DER_cert(found.group()))
+        not_after = after.certificate_not_after() or now
     except (OSError, ValueError) as error:  # the context was made from it: seldom
         message = "the web config's server certificate's expiry date cannot be read"
         warnings.append((message, {"file": cert_file, "error": str(error)}))

@@ -100,6 +100,13 @@ CONFIG_RELOAD_SUCCESS_TIME = _g(
     "Unix time of the last successful configuration load: at start, then at each successful "
     "reload.",
 )
+TLS_CERT_EXPIRY = _g(
+    "ledger_exporter_tls_cert_expiry_timestamp_seconds",
+    "notAfter of the certificate the exporter serves its own endpoints with (the web "
+    "config's cert_file, as loaded at start or at the last successful reload): when it "
+    "passes, Prometheus can no longer scrape the exporter.",
+    missing="Only with a web config that serves TLS.",
+)
 STATE_FILE_WRITE_FAILURES = MetricSpec(
     "ledger_exporter_state_file_write_failures_total",
     Kind.COUNTER,
@@ -528,6 +535,7 @@ EXPORTER_FAMILIES = (
     CYCLE_TIMEOUT,
     CONFIG_RELOAD_OK,
     CONFIG_RELOAD_SUCCESS_TIME,
+    TLS_CERT_EXPIRY,
     STATE_FILE_WRITE_FAILURES,
     CYCLE_FAILURES,
     LAST_SUCCESSFUL_CYCLE,

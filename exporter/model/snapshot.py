@@ -147,6 +147,7 @@ class Snapshot:
     network: NetworkView = field(default_factory=NetworkView)
     watch: WatchStatus = field(default_factory=WatchStatus)  # watched objects, node by node
     config_reload_problems: tuple[str, ...] = ()  # why the last reload failed (secret-free)
+    tls_cert_not_after: float | None = None  # Unix time the served certificate expires
     probe_mode: bool = False  # the config has a probe section: /probe is served
     wall_offset: float = 0.0  # time.time() - time.monotonic(), re-based when the clock steps
     #: The config's maintenance entries that applied at the end of the cycle (wall clock).

@@ -178,10 +178,15 @@ class Poller:
         with self._lock:
             return self._pending_config or self._resources.config
 
-    def apply(self, config: Config) -> None:
+    def apply(self, config: Config, *, new_tls_files: bool = False) -> None:
         """Use ``config`` from the next cycle on. The first reload in a ``scrape_interval``
         starts that cycle now; later ones wait for the regular cycle, so a burst of reloads
-        costs at most one extra cycle per interval (and the nodes one extra poll)."""
+        costs at most one extra cycle per interval (and the nodes one extra poll).
+        ``new_tls_files``: a node's CA, certificate or key file changed on disk under the
+        same name, so the kept-alive connections (and libcurl's cached CA store) made with
+        the old ones are closed and the next requests read the new ones."""
+        if new_tls_files:
+            self._engine.close_idle_connections()
         now = time.monotonic()
         with self._lock:
             self._pending_config = config

@@ -51,6 +51,13 @@ from exporter.poll.state import ChainState, NodeState, State
 from exporter.values import LabelTexts
 
 ENDPOINTS = ("health", "blockchain")
+#: How long the memory of a node taken out of the config (a reload, a node file, discovery)
+#: is kept should it come back under the same name: its stall clocks, vote sessions,
+#: reorganisation counts and node id go on as if it had never left. An hour covers an edit
+#: undone, a node file briefly emptied and a pod out of DNS while it restarts; at most
+#: REMOVED_NODES_KEPT such nodes are kept, the longest gone forgotten first.
+REMOVED_NODE_KEEP_SECONDS = 3600.0
+REMOVED_NODES_KEPT = 1000
 #: No value dropped yet: one tuple shared by every node within its bounds.
 _NO_DROPS = (0,) * len(DropKind)
 #: The counts of a Dropped, in DropKind's order after BLOCKCHAIN (which the poll counts):
@@ -154,6 +161,7 @@ class History:
         (``wall - wall_offset``, i.e. ``mono_now - (wall_now - wall)``)."""
         self._layout = _Layout(_ERROR_KEYS)  # every node starts with these counters
         self._nodes: dict[str, _NodeMemory] = {}
+        self._removed: dict[str, tuple[_NodeMemory, float]] = {}  # by name: memory, since
         restored = restored or State()
         self._heads = HeadClock(restored.heads, wall_offset)
         for name, node in restored.nodes.items():
@@ -202,7 +210,24 @@ class History:
 
     def _memory(self, name: str) -> _NodeMemory:
         memory = self._nodes.get(name)
+        if memory is None and name in self._removed:  # back within REMOVED_NODE_KEEP_SECONDS
+            memory = self._removed.pop(name)[0]
         return memory or _NodeMemory(_ErrorCounter(self._layout))
+
+    def _set_aside(self, polled: dict[str, _NodeMemory], now_mono: float) -> None:
+        """Keep the memory of the nodes no longer polled for REMOVED_NODE_KEEP_SECONDS."""
+        for name, memory in self._nodes.items():
+            if name not in polled:
+                self._removed[name] = (memory, now_mono)
+        kept = sorted(
+            (
+                item
+                for item in self._removed.items()
+                if now_mono - item[1][1] < REMOVED_NODE_KEEP_SECONDS
+            ),
+            key=lambda item: item[1][1],
+        )
+        self._removed = dict(kept[-REMOVED_NODES_KEPT:])
 
     def record(
         self,
@@ -214,7 +239,9 @@ class History:
         """Fold one cycle into the history and return the nodes' statuses for the snapshot;
         ``bounds`` caps the leader series of each chain. With ``failed``, a node whose status
         raises is told to it (name, error) and reads as down: the other nodes go on."""
-        self._nodes = {r.node.name: self._memory(r.node.name) for r in results}
+        polled = {r.node.name: self._memory(r.node.name) for r in results}
+        self._set_aside(polled, now_mono)
+        self._nodes = polled
         highest = _head_heights(results)
         self._heads.advance(highest, now_mono)
         statuses = tuple(

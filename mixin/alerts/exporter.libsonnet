@@ -1,4 +1,6 @@
 // The exporter itself: scraped, present, and running on the config it was given.
+local utils = import '../lib/utils.libsonnet';
+
 {
   prometheusAlerts+:: {
     groups+: [
@@ -58,6 +60,29 @@
                 The last configuration reload of the ledger exporter {{ $labels.instance }}
                 failed; it keeps using the previous configuration. Run
                 `ledger-exporter --config.check` on the file to see what to fix.
+              |||,
+            },
+          },
+          // The certificate the exporter serves its own endpoints with (web config's
+          // cert_file) expires within certExpiryWarning (14d, as for the nodes' own): once it
+          // passes Prometheus refuses the handshake and every Ledger alert goes blind. A
+          // renewed certificate is served within --config.auto-reload-interval, so this
+          // fires only when the renewal did not happen or its files were refused. Warning:
+          // two weeks leave time; LedgerExporterDown pages if it does expire. 10m: the value
+          // only changes at a reload.
+          {
+            alert: 'LedgerExporterCertificateExpiring',
+            expr: |||
+              ledger_exporter_tls_cert_expiry_timestamp_seconds{%(exporterSelector)s} - time() < %(warning)d
+            ||| % ($._config { warning: utils.durationSeconds($._config.certExpiryWarning) }),
+            'for': '10m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: "The ledger exporter's own TLS certificate expires soon.",
+              description: |||
+                The certificate the ledger exporter {{ $labels.instance }} serves its endpoints
+                with expires in {{ $value | humanizeDuration }}; renew its cert_file and
+                key_file (a renewed pair is served without a restart).
               |||,
             },
           },

@@ -174,7 +174,10 @@ def test_certificates_that_cannot_be_loaded(
     with pytest.raises(ConfigError) as caught:
         load_web_config(write(tmp_path, text))
     assert len(caught.value.problems) == 1
-    assert caught.value.problems[0].startswith("tls_server_config: cannot load certificates: ")
+    # the line of cert_file, so a log line of a failed reload says where to look
+    assert caught.value.problems[0].startswith(
+        "line 2: tls_server_config: cannot load the certificate and key"
+    )
 
 
 # --- basic auth ---

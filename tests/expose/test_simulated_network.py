@@ -540,6 +540,8 @@ def test_every_metric_appears_with_the_values_the_simulator_served(rig: Rig) -> 
         "ledger_node_tls_info",
         # only with --state.file, which the rig has not: tests/e2e/test_state_file_failures.py
         "ledger_exporter_state_file_write_failures_total",
+        # only with a TLS web config: tests/e2e/test_live_reload.py
+        "ledger_exporter_tls_cert_expiry_timestamp_seconds",
     } == {
         spec.name for spec in metrics.ALL if spec not in metrics.PROBE_ONLY
     } - WATCH_NAMES - MAINTENANCE_NAMES

@@ -12,7 +12,7 @@ from exporter.config.nodes import NodeConfig
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus
 from exporter.model.transport import Handshake, TransportStatus
-from exporter.poll.history import History
+from exporter.poll.history import REMOVED_NODE_KEEP_SECONDS, REMOVED_NODES_KEPT, History
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from tests.support.documents import chain_doc, health_doc
 
@@ -125,15 +125,33 @@ def test_error_counters_accumulate_and_start_at_zero() -> None:
     assert len(counts) == 2 * len(Reason)  # health and blockchain, every reason (7)
 
 
-def test_last_success_survives_failures_and_removal_forgets_everything() -> None:
+def test_last_success_survives_failures_and_a_removed_node_is_remembered_for_a_while() -> None:
     history = History()
     history.record([_up("a", {"c": 1})], now_mono=10.0)
     failed = history.record([_down("a")], now_mono=20.0)
     assert failed[0].last_success == 10.0
-    history.record([_up("b", {})], now_mono=30.0)
-    readded = history.record([_down("a")], now_mono=40.0)
-    assert readded[0].last_success is None
-    assert {(e, r): n for e, r, n in readded[0].error_counts}[("health", "timeout")] == 1
+    history.record([_up("b", {})], now_mono=30.0)  # a taken out of the config
+    readded = history.record([_down("a")], now_mono=40.0)  # and put back: remembered
+    assert readded[0].last_success == 10.0
+    assert readded[0].last_chains == (("c", 1.0),)
+    assert {(e, r): n for e, r, n in readded[0].error_counts}[("health", "timeout")] == 2
+    history.record([_up("b", {})], now_mono=50.0)
+    later = 50.0 + REMOVED_NODE_KEEP_SECONDS
+    history.record([_up("b", {})], now_mono=later)  # gone longer than the keep time
+    forgotten = history.record([_down("a")], now_mono=later + 1)
+    assert forgotten[0].last_success is None
+    assert {(e, r): n for e, r, n in forgotten[0].error_counts}[("health", "timeout")] == 1
+
+
+def test_removed_nodes_kept_are_bounded() -> None:
+    history = History()
+    for index in range(REMOVED_NODES_KEPT + 5):  # each cycle renames the one node
+        history.record([_up(f"n{index}", {"c": 1})], now_mono=float(index))
+    last = REMOVED_NODES_KEPT + 5
+    oldest = history.record([_down("n0")], now_mono=float(last))
+    assert oldest[0].last_success is None  # the longest gone were forgotten first
+    newest = history.record([_down(f"n{last - 2}")], now_mono=float(last + 1))
+    assert newest[0].last_success == float(last - 2)
 
 
 def test_state_changes_are_logged_once(caplog: pytest.LogCaptureFixture) -> None:

@@ -68,6 +68,7 @@ class ExporterCollector(Collector):
     # HELP ledger_exporter_config_last_reload_successful 1 when the last configuration load ...
     # TYPE ledger_exporter_config_last_reload_successful gauge
     # TYPE ledger_exporter_config_last_reload_success_timestamp_seconds gauge
+    # TYPE ledger_exporter_tls_cert_expiry_timestamp_seconds gauge  (with a TLS web config)
     # TYPE ledger_exporter_state_file_write_failures_total counter  (with --state.file)
     # TYPE ledger_exporter_dropped_values_total counter  (labels node, kind)
     """
@@ -78,6 +79,7 @@ class ExporterCollector(Collector):
         m.CYCLE_TIMEOUT,
         m.CONFIG_RELOAD_OK,
         m.CONFIG_RELOAD_SUCCESS_TIME,
+        m.TLS_CERT_EXPIRY,
         m.STATE_FILE_WRITE_FAILURES,
         m.CYCLE_FAILURES,
         m.LAST_SUCCESSFUL_CYCLE,
@@ -97,6 +99,7 @@ class ExporterCollector(Collector):
         at = self._snapshot.config_reload_success_at
         families.add(m.CONFIG_RELOAD_SUCCESS_TIME, {}, at)
         snapshot = self._snapshot
+        families.add(m.TLS_CERT_EXPIRY, {}, snapshot.tls_cert_not_after)
         families.add(m.STATE_FILE_WRITE_FAILURES, {}, snapshot.state_file_write_failures)
         for stage, count in zip(CycleStage, snapshot.cycle_failures, strict=False):
             families.add(m.CYCLE_FAILURES, {"stage": stage.value}, count)

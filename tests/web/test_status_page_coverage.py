@@ -57,6 +57,10 @@ NOT_ON_THE_PAGE = {
     # failures counted over a 5-minute window (the page shows one cycle), or no cycle ended
     # within the stale bound, when the page has no nodes left to show (its log says which)
     "LedgerExporterCycleFailing": "failures over 5 minutes, or no cycle to show at all",
+    # the exporter's own certificate: whoever reads the page over HTTPS was just shown it
+    # by the handshake (the browser's certificate viewer gives its expiry), and the page is
+    # about the nodes; ledger_exporter_tls_cert_expiry_timestamp_seconds has the date
+    "LedgerExporterCertificateExpiring": "the page is served over that very certificate",
     # more than one version for 12 hours: the page cannot tell a rolling upgrade under way
     # from one left half done (the nodes table shows each node's version)
     "LedgerNodeVersionDrift": "a mix of versions that lasts 12 hours, a history not kept",
