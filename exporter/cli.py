@@ -25,6 +25,7 @@ from exporter.flags import (
     Parser,
     add_log_flags,
     apply_environment,
+    duration_or_off,
     env_name,
     listen_address,
     positive_duration,
@@ -56,6 +57,9 @@ DEFAULTS: dict[str, str | float | list[str] | None] = {
     "idle_timeout": ServerLimits.idle_timeout,
     "max_connections": ServerLimits.max_connections,
     "state_file": None,
+    # As Prometheus 3's own: a renewed certificate or an edited node list is served within
+    # half a minute, and hashing a few small files that often costs next to nothing.
+    "auto_reload_interval": 30.0,
 }
 
 
@@ -102,6 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         default=False,
         help="check the flags, environment, config and web config; print every problem, exit",
+    )
+    add(
+        "--config.auto-reload-interval",
+        dest="auto_reload_interval",
+        type=duration_or_off,
+        metavar="DURATION",
+        help="how often the config file, the web config file and every file they name are"
+        " compared with what they held at the last reload; a change reloads them as SIGHUP"
+        " does (a bad file keeps the running config); 0 turns it off",
     )
     add(
         "--web.listen-address",
@@ -292,4 +305,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         _limits(args),
         telemetry_path=args.telemetry_path,
         state_file=args.state_file,
+        auto_reload_interval=args.auto_reload_interval,
     )

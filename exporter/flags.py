@@ -38,7 +38,7 @@ def shown_default(value: object, check: object) -> str:
         return "none"
     if isinstance(value, list | tuple):
         return ",".join(str(item) for item in value)
-    if check is positive_duration and isinstance(value, float):
+    if check in (positive_duration, duration_or_off) and isinstance(value, float):
         return format_go_duration(value)
     return str(value)
 
@@ -167,6 +167,23 @@ def positive_duration(text: str) -> float:
             f"duration {text!r} out of range: use one between 1ms and 24h, such as 2s or 1m"
         )
     return seconds
+
+
+def duration_or_off(text: str) -> float:
+    """A Go duration between 1ms and 24h, or ``0`` for off, in seconds
+    (``--config.auto-reload-interval``)."""
+    try:
+        if parse_go_duration(text) == 0:
+            return 0.0
+    except DurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    try:
+        return positive_duration(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"duration {text!r} out of range: use one between 1ms and 24h, such as 30s, or 0"
+            " to turn it off"
+        ) from None
 
 
 def listen_address(text: str) -> str:

@@ -218,6 +218,9 @@ class _Render:
             m.STATE_FILE_WRITE_FAILURES: lambda: (("", snapshot.state_file_write_failures),),
             m.CONFIG_RELOAD_OK: lambda: (("", _flag(snapshot.config_reload_ok)),),
             m.CONFIG_RELOAD_SUCCESS_TIME: lambda: (("", snapshot.config_reload_success_at),),
+            m.NODE_FILE_READ_OK: lambda: (
+                (label_string((("file", path),)), _flag(ok)) for path, ok in snapshot.node_files
+            ),
             m.DROPPED_VALUES: self._dropped,
             m.NODE_UP: lambda: self._per_node(lambda node: _flag(node.up)),
             m.NODE_SCRAPE_DURATION: lambda: self._per_node(lambda node: node.duration),

@@ -139,6 +139,8 @@ class Snapshot:
     wall_offset: float = 0.0  # time.time() - time.monotonic(), re-based when the clock steps
     #: The config's maintenance entries that applied at the end of the cycle (wall clock).
     maintenance: tuple[MaintenanceEntry, ...] = ()
+    #: Each node file matched (node_files), with whether its last read was used.
+    node_files: tuple[tuple[str, bool], ...] = ()
 
     def unix_time(self, mono: float | None) -> float | None:
         """A monotonic time of this snapshot as the Unix time exported (None stays None)."""

@@ -513,6 +513,8 @@ def test_every_metric_appears_with_the_values_the_simulator_served(rig: Rig) -> 
         "ledger_node_tls_info",
         # only with --state.file, which the rig has not: tests/e2e/test_state_file_failures.py
         "ledger_exporter_state_file_write_failures_total",
+        # only with node_files: tests/expose/test_metrics_reference.py, tests/e2e/test_node_files.py
+        "ledger_exporter_node_file_last_read_successful",
     } == {
         spec.name for spec in metrics.ALL if spec not in metrics.PROBE_ONLY
     } - WATCH_NAMES - MAINTENANCE_NAMES

@@ -68,6 +68,7 @@ class ExporterCollector(Collector):
     # HELP ledger_exporter_config_last_reload_successful 1 when the last configuration load ...
     # TYPE ledger_exporter_config_last_reload_successful gauge
     # TYPE ledger_exporter_config_last_reload_success_timestamp_seconds gauge
+    # TYPE ledger_exporter_node_file_last_read_successful gauge  (label file, with node_files)
     # TYPE ledger_exporter_state_file_write_failures_total counter  (with --state.file)
     # TYPE ledger_exporter_dropped_values_total counter  (labels node, kind)
     """
@@ -78,6 +79,7 @@ class ExporterCollector(Collector):
         m.CYCLE_TIMEOUT,
         m.CONFIG_RELOAD_OK,
         m.CONFIG_RELOAD_SUCCESS_TIME,
+        m.NODE_FILE_READ_OK,
         m.STATE_FILE_WRITE_FAILURES,
         m.DROPPED_VALUES,
     )
@@ -93,6 +95,8 @@ class ExporterCollector(Collector):
         families.add(m.CONFIG_RELOAD_OK, {}, _flag(self._snapshot.config_reload_ok))
         at = self._snapshot.config_reload_success_at
         families.add(m.CONFIG_RELOAD_SUCCESS_TIME, {}, at)
+        for path, ok in self._snapshot.node_files:
+            families.add(m.NODE_FILE_READ_OK, {"file": path}, _flag(ok))
         families.add(m.STATE_FILE_WRITE_FAILURES, {}, self._snapshot.state_file_write_failures)
         for node in self._snapshot.nodes:
             labels: Labels = {"node": node.name, **dict(node.labels)}
