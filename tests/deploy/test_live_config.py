@@ -39,7 +39,7 @@ def helm_template(*args: str) -> list[Manifest]:
     return documents(answer.stdout)
 
 
-def annotations(objects: list[Manifest]) -> dict[str, str]:
+def pod_annotations(objects: list[Manifest]) -> dict[str, str]:
     found: dict[str, str] = only(objects, "Deployment")["spec"]["template"]["metadata"].get(
         "annotations", {}
     )
@@ -63,7 +63,8 @@ def mounted(objects: list[Manifest], tmp_path: Path) -> Path:
         for item in items:
             (folder / item["path"]).write_text(data[item["key"]], encoding="utf-8")
     (config_flag,) = [a for a in container(objects)["args"] if a.startswith("--config.file=")]
-    return tmp_path / config_flag.split("=", 1)[1].lstrip("/")
+    config_file: str = config_flag.split("=", 1)[1]
+    return tmp_path / config_file.lstrip("/")
 
 
 def polled_names(config_path: Path, root: Path) -> list[str]:
@@ -95,20 +96,20 @@ def test_nothing_is_mounted_with_subpath() -> None:
 
 def test_a_config_change_rolls_no_pod_unless_asked() -> None:
     plain = helm_template()
-    assert not {"checksum/config", "checksum/web-config"} & annotations(plain).keys()
+    assert not {"checksum/config", "checksum/web-config"} & pod_annotations(plain).keys()
     changed = helm_template("--set", "config.scrape_interval=30s")
     assert (
         only(changed, "Deployment")["spec"]["template"]
         == only(plain, "Deployment")["spec"]["template"]
     )
-    asked = annotations(helm_template("--set", "rolloutOnConfigChange=true"))
+    asked = pod_annotations(helm_template("--set", "rolloutOnConfigChange=true"))
     assert re.fullmatch(r"[0-9a-f]{64}", asked["checksum/config"])
-    asked_too = annotations(
+    asked_too = pod_annotations(
         helm_template("--set", "rolloutOnConfigChange=true", "--set", "config.scrape_interval=30s")
     )
     assert asked_too["checksum/config"] != asked["checksum/config"]
     for objects in (kustomize(K8S_DIR), kustomize(K8S_DIR / "probe")):
-        assert not [k for k in annotations(objects) if k.startswith("checksum/")]
+        assert not [k for k in pod_annotations(objects) if k.startswith("checksum/")]
         # names without a generator's hash suffix: an edit changes the files, not the pod
         assert all(
             "configMap" not in v or not re.search(r"-[a-z0-9]{10}$", v["configMap"]["name"])
