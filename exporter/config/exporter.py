@@ -118,10 +118,9 @@ class Config:
     #: Nodes found in DNS, one per record, looked up at run time.
     dns_sd_configs: tuple[DnsSdConfig, ...] = ()
 
-    def watched_paths(self) -> tuple[str, ...]:
-        """The files whose change the exporter follows beside the config file: the node
-        files the ``node_files`` globs match now (listed afresh at each call, so a new file
-        is seen)."""
+    def node_file_paths(self) -> tuple[str, ...]:
+        """The node files the ``node_files`` globs match now, sorted (listed afresh at each
+        call, so a new file is seen and a removed one is not)."""
         return tuple(matching_files(self.node_files))
 
 

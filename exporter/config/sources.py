@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from exporter.config.dns_sd import DnsSdConfig, lookup, lookup_key, node_for
 from exporter.config.exporter import Config
-from exporter.config.node_files import matching_files, read_node_file
+from exporter.config.node_files import read_node_file
 from exporter.config.nodes import NodeConfig
 from exporter.errors import ConfigError, DnsLookupError
 
@@ -153,10 +153,6 @@ class NodeSources:
         with self._lock:
             return tuple((path, state.ok) for path, state in sorted(self._files.items()))
 
-    def watched_paths(self) -> tuple[str, ...]:
-        """The node files matched now."""
-        return self._config.watched_paths()
-
     # --- DNS -------------------------------------------------------------------------
 
     def _look_up(
@@ -202,7 +198,7 @@ class NodeSources:
     def _read_files(self) -> None:
         """Read every matching file whose fingerprint changed; forget vanished ones."""
         longest = self._config.bounds.label_value_length
-        paths = matching_files(self._config.node_files)
+        paths = self._config.node_file_paths()
         for gone in self._files.keys() - set(paths):
             log.info(
                 "node file gone, its nodes removed",

@@ -199,4 +199,4 @@ def test_a_node_file_that_fails_keeps_its_last_good_nodes(tmp_path: Path) -> Non
     assert polled is not None
     assert [node.name for node in polled.nodes] == ["b"]
     assert sources.file_status() == ((str(path), True),)
-    assert config.watched_paths() == (str(path),)
+    assert config.node_file_paths() == (str(path),)

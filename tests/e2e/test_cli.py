@@ -147,6 +147,31 @@ def test_config_check_prints_every_problem(tmp_path: Path) -> None:
     ]
 
 
+def test_config_check_reads_the_node_files(tmp_path: Path) -> None:
+    """Each node file the globs match is checked as the exporter would read it."""
+    (tmp_path / "nodes.d").mkdir()
+    good, bad = tmp_path / "nodes.d" / "good.yml", tmp_path / "nodes.d" / "bad.json"
+    good.write_text("- {name: a, url: 'http://127.0.0.1:1/'}\n")
+    bad.write_text('[{"name": "b", "url": "ftp://h"}]')
+    config = tmp_path / "config.yml"
+    config.write_text("node_files: [nodes.d/*.yml, nodes.d/*.json]\n")
+    result = subprocess.run(
+        exporter_command("--config.check", f"--config.file={config}"),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert f"{good}: OK, 1 node(s)" in result.stdout.splitlines()
+    assert result.stderr.splitlines() == [
+        f"{bad}: line 1: [0].url: must be an http:// or https:// URL with a host"
+    ]
+    bad.unlink()
+    result = subprocess.run(
+        exporter_command("--config.check", f"--config.file={config}"), capture_output=True
+    )
+    assert result.returncode == 0
+
+
 def test_version_and_env_overrides(tmp_path: Path) -> None:
     result = subprocess.run(exporter_command("--version"), capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("ledger-exporter, version ")
@@ -257,6 +282,9 @@ MISTAKES: list[tuple[tuple[str, ...], dict[str, str], int, str]] = [
     ((*CHECK, "--web.read-header-timeout", "0s"), {}, 2, "duration '0s' out of range"),
     ((*CHECK, "--web.idle-timeout", "5"), {}, 2, "--web.idle-timeout: invalid duration '5'"),
     ((*CHECK, "--web.max-connections", "0"), {}, 2, "expected a whole number from 1 to"),
+    ((*CHECK, "--config.auto-reload-interval", "30"), {}, 2, "invalid duration '30'"),
+    ((*CHECK, "--config.auto-reload-interval", "25h"), {}, 2, "or 0 to turn it off"),
+    (CHECK, {"LEDGER_EXPORTER_CONFIG_AUTO_RELOAD_INTERVAL": "-1s"}, 2, "AUTO_RELOAD_INTERVAL="),
     (CHECK, {"LEDGER_EXPORTER_WEB_READ_HEADER_TIMEOUT": "x"}, 2, "READ_HEADER_TIMEOUT='x'"),
     (CHECK, {"LEDGER_EXPORTER_WEB_IDLE_TIMEOUT": "-1s"}, 2, "LEDGER_EXPORTER_WEB_IDLE_TIMEOUT="),
     (CHECK, {"LEDGER_EXPORTER_WEB_MAX_CONNECTIONS": "many"}, 2, "WEB_MAX_CONNECTIONS='many'"),
