@@ -166,10 +166,10 @@ def test_config_check_reads_the_node_files(tmp_path: Path) -> None:
         f"{bad}: line 1: [0].url: must be an http:// or https:// URL with a host"
     ]
     bad.unlink()
-    result = subprocess.run(
+    again = subprocess.run(
         exporter_command("--config.check", f"--config.file={config}"), capture_output=True
     )
-    assert result.returncode == 0
+    assert again.returncode == 0
 
 
 def test_version_and_env_overrides(tmp_path: Path) -> None:
