@@ -194,13 +194,14 @@ def lookup(config: DnsSdConfig, name: str) -> tuple[tuple[str, ...], int]:
     in the answer's order, each once, and how many more there were. A name that does not
     exist, or has no record of the type, gives none; raises DnsLookupError when no answer
     came."""
-    resolver = dns.resolver.Resolver(configure=not config.nameservers)
-    if config.nameservers:
-        resolver.nameservers = [
-            dns.nameserver.Do53Nameserver(host, port) for host, port in config.nameservers
-        ]
-    resolver.lifetime = min(LOOKUP_SECONDS, config.refresh_interval)
     try:
+        # the system's resolver reads /etc/resolv.conf at each lookup: it may change too
+        resolver = dns.resolver.Resolver(configure=not config.nameservers)
+        if config.nameservers:
+            resolver.nameservers = [
+                dns.nameserver.Do53Nameserver(host, port) for host, port in config.nameservers
+            ]
+        resolver.lifetime = min(LOOKUP_SECONDS, config.refresh_interval)
         # a name without a final dot goes through the system's search list, as in Prometheus
         answer = resolver.resolve(name, config.type, search=True)
     except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
@@ -231,7 +232,7 @@ def _target(config: DnsSdConfig, record: Any) -> str | None:
     """``host:port`` of one record, or None for one whose host is no host name."""
     if config.type == "SRV":
         host = record.target.to_text(omit_final_dot=True)
-        if not _HOST.fullmatch(host) or host == ".":
+        if not _HOST.fullmatch(host) or record.port == 0:  # "." is "no such service"
             return None
         return f"{host}:{record.port}"
     address = record.address

@@ -200,3 +200,35 @@ def test_a_node_file_that_fails_keeps_its_last_good_nodes(tmp_path: Path) -> Non
     assert [node.name for node in polled.nodes] == ["b"]
     assert sources.file_status() == ((str(path), True),)
     assert config.node_file_paths() == (str(path),)
+
+
+def test_records_that_make_no_node_are_skipped(tmp_path: Path) -> None:
+    """A real lookup's answer, read by ``lookup`` (a loopback server is in
+    tests/e2e/test_dns_sd.py): an SRV target that is no host name, or port 0, makes no node;
+    more records than ``max_nodes`` are counted, not used."""
+    import dns.rdata
+    import dns.rdataclass
+    import dns.rdatatype
+
+    from exporter.config import dns_sd
+
+    config = parse_config("dns_sd_configs: [{names: [s.test], max_nodes: 2}]\n")
+    (entry,) = config.dns_sd_configs
+    texts = ["0 0 7740 a.test.", "0 0 0 b.test.", "0 0 7740 .", "0 0 7741 a.test.", "0 0 1 c."]
+    records = [dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.SRV, t) for t in texts]
+    targets = [dns_sd._target(entry, record) for record in records]
+    assert targets == ["a.test:7740", None, None, "a.test:7741", "c:1"]
+
+
+def test_no_resolver_configuration_is_a_failed_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dns.resolver
+
+    def missing(*args: object, **kwargs: object) -> None:
+        raise dns.resolver.NoResolverConfiguration("no /etc/resolv.conf")  # type: ignore[no-untyped-call]
+
+    monkeypatch.setattr(dns.resolver.Resolver, "__init__", missing)
+    from exporter.config.dns_sd import lookup
+
+    (entry,) = parse_config("dns_sd_configs: [{names: [s.test]}]\n").dns_sd_configs
+    with pytest.raises(DnsLookupError, match="no name server is configured"):
+        lookup(entry, "s.test")
