@@ -85,6 +85,10 @@ tools:
 	  echo "installing Debian's faketime (tests/e2e/test_wall_clock_step.py steps the exporter's wall clock)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    faketime >/dev/null; }
+	@command -v dnsmasq >/dev/null || { \
+	  echo "installing Debian's dnsmasq-base (tests/e2e/test_dns_sd.py serves SRV and A records from it on loopback)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    dnsmasq-base >/dev/null; }
 	@# Debian 12's nodejs is 18; make grafana-schema needs what the pinned lock's engines say
 	@$(PYTHON) tools/grafana_schema.py --check-node
 

@@ -33,6 +33,7 @@ from types import FrameType
 from exporter.build import BuildInfo, this_build
 from exporter.config.exporter import Config, load_config
 from exporter.config.follow import Follower
+from exporter.config.sources import NodeSources
 from exporter.config.web import WebConfig, load_web_config, reload_warnings
 from exporter.errors import BindError, ConfigError, ReloadPendingError
 from exporter.expose.render import Renderer
@@ -118,6 +119,7 @@ class Exporter:
         self._reload_success_at = clock()  # the config was loaded just before: at start
         self._reload_problems: tuple[str, ...] = ()  # of the last failed reload, for the page
         self._cert_not_after: float | None = None  # the served certificate's, Unix time
+        self._node_files: tuple[tuple[str, bool], ...] = ()  # each node file, read or not
         self._reloads = ReloadQueue()
         self.telemetry_path = telemetry_path
         # one for the process: it keeps label strings across cycles
@@ -126,17 +128,26 @@ class Exporter:
         self._exposition = self._exposed(self._reload_state(Snapshot()))
         self._stale: tuple[Exposition, Exposition] | None = None  # an exposition, its stale form
         self._ready = threading.Event()
+        # the nodes of node_files and dns_sd_configs beside the config's own, kept up to date
+        # by the "nodes" thread (start()); a reload hands it the new config
+        self._sources = NodeSources(config, config_path)
+        self._sources_lock = threading.Lock()  # one hand gives the poller its nodes at a time
+        self._sources_wake = threading.Event()
+        self._stopping = threading.Event()
+        self._nodes_interval = 0.0
+        polled = self._sources.first()
+        self._node_files = self._sources.file_status()
         state = StateFile(state_file) if state_file else None  # --state.file: kept across restarts
-        self._poller = Poller(config, self._publish, monotonic, state=state, wall=clock)
+        self._poller = Poller(polled, self._publish, monotonic, state=state, wall=clock)
         self._probe_engine: EngineProber | None = None  # made once probe mode is configured
         self._probe_slots = ProbeSlots()  # probes running, whichever config they started on
         self._prober: Prober | None = self._probing(config)
         self._threads: list[threading.Thread] = []
         self.servers: list[ExporterServer] = []  # one per listen address, once started
         self._web_config_path: str | None = None
-        self._config = config  # the running one: its files are the ones followed
+        # the running one, with the nodes of every source: its files are the ones followed
+        self._config = polled
         self._follower: Follower | None = None  # made by start(), when files are followed
-        self._stopping = threading.Event()
 
     def watched_paths(self) -> list[str]:
         """Every file the running configuration depends on: the config file and the files
@@ -194,6 +205,7 @@ class Exporter:
             config_reload_success_at=self._reload_success_at,
             config_reload_problems=self._reload_problems,
             tls_cert_not_after=self._cert_not_after,
+            node_files=self._node_files,
         )
 
     def ready(self) -> bool:
@@ -264,11 +276,15 @@ class Exporter:
                 extra={"fields": {"file": error.source, "problems": "; ".join(error.problems)}},
             )
             raise
-        node_tls = {
-            path for node in (*config.nodes, *self._config.nodes) for path in node.tls.files()
-        }
-        self._poller.apply(config, new_tls_files=bool(changed & node_tls))
-        self._config = config
+        with self._sources_lock:
+            polled = self._sources.configure(config)
+            node_tls = {
+                path for node in (*polled.nodes, *self._config.nodes) for path in node.tls.files()
+            }
+            self._poller.apply(polled, new_tls_files=bool(changed & node_tls))
+            self._config = polled  # the nodes of every source: their files are followed too
+        self._show_node_files()
+        self._sources_wake.set()  # the names new to DNS are looked up now
         if web is not None:
             self._warn_of(web)
             for server in self.servers:
@@ -277,7 +293,39 @@ class Exporter:
                 self._cert_not_after = _not_after(web)
         self._prober = self._probing(config)
         self._set_reload_ok(True)
-        log.info("config reloaded", extra={"fields": {"nodes": len(config.nodes)}})
+        log.info("config reloaded", extra={"fields": {"nodes": len(polled.nodes)}})
+
+    def _show_node_files(self) -> None:
+        """Publish each node file's state (``ledger_exporter_node_file_last_read_successful``)
+        at once when it changed."""
+        status = self._sources.file_status()
+        with self._lock:
+            if status == self._node_files:
+                return
+            self._node_files = status
+            snapshot = self._reload_state(self._exposition.snapshot)
+            self._exposition = self._exposed(snapshot, self._exposition.asked_for())
+
+    def _follow_nodes(self) -> None:
+        """The "nodes" thread: every ``--config.auto-reload-interval`` the node files that
+        changed are read again, and each DNS name is looked up when its refresh_interval has
+        passed; the poller gets the nodes when they changed (from its next cycle)."""
+        while not self._stopping.is_set():
+            interval = self._nodes_interval or None  # 0: node files are read on reload only
+            due = self._sources.next_due()
+            if due is not None:
+                until_due = max(due - time.monotonic(), 0.0)
+                interval = until_due if interval is None else min(interval, until_due)
+            self._sources_wake.wait(interval)
+            self._sources_wake.clear()
+            if self._stopping.is_set():
+                return
+            with self._sources_lock:
+                changed = self._sources.check()
+                if changed is not None:
+                    self._poller.apply(changed)
+                    self._config = changed
+            self._show_node_files()
 
     def _warn_of(self, web: WebConfig) -> None:
         """Log what a reload to ``web`` changes for the worse: TLS off, a certificate that
@@ -335,11 +383,14 @@ class Exporter:
         web: WebConfig | None = None,
         web_config_path: str | None = None,
         limits: ServerLimits | None = None,
+        nodes_interval: float = 0.0,
     ) -> ExporterServer:
         """Bind a server on each address (all or none: BindError, an OSError, names the one
         that failed), then start their threads and the poll thread; returns the first server
         (``servers`` has them all). A reload re-reads ``web_config_path`` too; a bad one keeps
-        the running web config."""
+        the running web config. Every ``nodes_interval`` seconds (0: never) the node files
+        that changed are read again (DNS names are looked up at their own intervals)."""
+        self._nodes_interval = nodes_interval
         addresses = [listen_address] if isinstance(listen_address, str) else list(listen_address)
         self._web_config_path = web_config_path
         self.servers = bind_servers(addresses, self, web, limits, self.telemetry_path)
@@ -348,7 +399,8 @@ class Exporter:
                 self._cert_not_after = _not_after(web)
                 self._exposition = self._exposed(self._reload_state(self._exposition.snapshot))
         targets = [(server.serve_forever, "http") for server in self.servers]
-        for target, name in (*targets, (self._poller.run, "poll")):
+        threads = (*targets, (self._poller.run, "poll"), (self._follow_nodes, "nodes"))
+        for target, name in threads:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -357,6 +409,7 @@ class Exporter:
     def stop(self) -> None:
         """Stop serving and polling; returns once the server socket is closed."""
         self._stopping.set()
+        self._sources_wake.set()
         self._poller.stop()
         self._prober = None
         if self._probe_engine is not None:
@@ -381,9 +434,10 @@ def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
     auto_reload_interval: float = 0.0,
 ) -> int:
     """Run until SIGTERM or SIGINT; SIGHUP reloads the config (and the web config), and so
-    does a change of their files seen every ``auto_reload_interval`` seconds (0: never).
-    Returns 1 at once when an address cannot be bound. With ``state_file``, the memory
-    between cycles is read at start and kept there."""
+    does a change of their files seen every ``auto_reload_interval`` seconds (0: never);
+    node files are compared with what they held as often (0: on reload only). Returns 1 at
+    once when an address cannot be bound. With ``state_file``, the memory between cycles is
+    read at start and kept there."""
     allocator = Allocator.of_this_process()
     allocator.tune()  # before the exporter's threads start: each may get an arena
     tune_collector()
@@ -395,7 +449,7 @@ def serve(  # noqa: PLR0917 (the last two added for the HTTP server)
         state_file=state_file,
     )
     try:
-        exporter.start(listen_addresses, web, web_config_path, limits)
+        exporter.start(listen_addresses, web, web_config_path, limits, auto_reload_interval)
     except BindError as error:
         fields = {"address": error.address, "error": error.strerror}
         log.error("cannot listen: --web.listen-address %s", error, extra={"fields": fields})

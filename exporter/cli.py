@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from exporter.build import this_build
 from exporter.config.exporter import Config, load_config
+from exporter.config.node_files import read_node_file
 from exporter.config.web import WebConfig, load_web_config
 from exporter.errors import ConfigError
 from exporter.flags import (
@@ -234,6 +235,22 @@ def _load(args: argparse.Namespace) -> tuple[Config, WebConfig | None] | None:
     return config, web
 
 
+def _check_node_files(config: Config) -> bool:
+    """Print each node file's summary or problems (as the exporter would read it now);
+    False when one fails."""
+    ok = True
+    for path in config.node_file_paths():
+        try:
+            nodes, _ = read_node_file(path, config.bounds.label_value_length)
+        except ConfigError as error:
+            ok = False
+            for problem in error.problems:
+                print(f"{path}: {problem}", file=sys.stderr)
+            continue
+        print(f"{path}: OK, {len(nodes)} node(s)")
+    return ok
+
+
 def _check_state_file(path: str, config: Config) -> bool:
     """Print what a start would do with the state file; False when it would not keep the
     memory there (another program's file, a newer version's, one it cannot read)."""
@@ -291,7 +308,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{args.config_file}: note: {note}")
         if web is not None:
             print(f"{args.web_config_file}: OK, {web.summary()}")
-        return 0 if args.state_file is None or _check_state_file(args.state_file, config) else 1
+        files_ok = _check_node_files(config)
+        state_ok = args.state_file is None or _check_state_file(args.state_file, config)
+        return 0 if files_ok and state_ok else 1
     setup_logging(args.log_level, args.log_format)
     # Only here: a sub-command (the simulator's) never loads the exporter proper (pycurl, ...).
     from exporter.app import serve  # noqa: PLC0415

@@ -10,6 +10,7 @@ kind too, written in brackets below. The whole hierarchy, by the layer that rais
   + TlsSettingError [SSLError]     this Python's ssl cannot apply a tls_server_config key
   + DurationError [ValueError]     not a Go duration (2s, 1m30s, 500ms) or out of range
   + InvalidListenAddressError [ValueError]   a listen address that is not host:port
+  + DnsLookupError                 a dns_sd_configs name could not be looked up (no answer)
   Node answers and the transport to the nodes
   + TransferError                  libcurl could not complete a transfer (its CURLE_* code)
   + FetchError                     a request to a node failed; its reason is the metric label
@@ -81,6 +82,11 @@ class DurationError(LedgerExporterError, ValueError):
 class InvalidListenAddressError(LedgerExporterError, ValueError):
     """A listen address that is not of the form host:port (or whose port is out of range);
     one that is, but cannot be bound, is a :class:`BindError`."""
+
+
+class DnsLookupError(LedgerExporterError):
+    """A name of ``dns_sd_configs`` could not be looked up (timeout, server failure, no
+    server): its last good records are kept. A name that does not exist is no error."""
 
 
 # Node answers and the transport to the nodes

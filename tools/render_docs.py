@@ -25,6 +25,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.cli import DEFAULTS, build_parser
+from exporter.config.dns_sd import DnsSdConfig
 from exporter.config.exporter import Config, NetworkChecks
 from exporter.config.keytable import Declared, bound_keys, declared
 from exporter.config.nodes import NodeConfig
@@ -217,12 +218,14 @@ _LINK = re.compile(r"\[([^\]]+)\]\(([^)#]+)(?:#[^)]*)?\)")
 
 def setting_sections() -> list[tuple[str, list[Declared]]]:
     """(key prefix, plain keys) of every section that declares some, in the docs' order:
-    the top level (with the cardinality bounds), network_checks, nodes[], probe."""
+    the top level (with the cardinality bounds), network_checks, nodes[], dns_sd_configs[],
+    probe."""
     top = [*declared(Config), *(item for _, item in bound_keys())]
     return [
         ("", top),
         ("network_checks.", list(declared(NetworkChecks))),
         ("nodes[].", list(declared(NodeConfig))),
+        ("dns_sd_configs[].", list(declared(DnsSdConfig))),
         ("probe.", list(declared(ProbeConfig))),
     ]
 

@@ -9,10 +9,12 @@ the problem helpers refuse to show them.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
+from exporter.config.dns_sd import DnsSdConfig, read_dns_sd_configs
 from exporter.config.keytable import (
     Duration,
     Names,
@@ -25,7 +27,15 @@ from exporter.config.keytable import (
     setting,
 )
 from exporter.config.maintenance import MaintenanceEntry, read_maintenance
-from exporter.config.nodes import Expectation, NodeConfig, is_secret, is_secret_key, read_node
+from exporter.config.node_files import matching_files, node_file_names
+from exporter.config.nodes import (
+    Expectation,
+    NodeConfig,
+    check_pinned_chains,
+    is_secret,
+    is_secret_key,
+    read_node_list,
+)
 from exporter.config.probe_modules import ProbeConfig, read_probe
 from exporter.config.schema import Reader, checking, locate, read_document
 from exporter.config.watchlist import WatchConfig, read_watch
@@ -102,6 +112,16 @@ class Config:
     #: The cardinality bounds the readers apply to every node's answers (their keys are
     #: top-level keys: max_features_per_chain, ...).
     bounds: Bounds = DEFAULT_BOUNDS
+    #: Globs of node files (absolute: relative ones are made so from the config's folder),
+    #: each a list of node entries; read and followed at run time, beside ``nodes``.
+    node_files: tuple[str, ...] = ()
+    #: Nodes found in DNS, one per record, looked up at run time.
+    dns_sd_configs: tuple[DnsSdConfig, ...] = ()
+
+    def node_file_paths(self) -> tuple[str, ...]:
+        """The node files the ``node_files`` globs match now, sorted (listed afresh at each
+        call, so a new file is seen and a removed one is not)."""
+        return tuple(matching_files(self.node_files))
 
     def watched_paths(self) -> tuple[str, ...]:
         """Every file this config was read from besides the config file itself (the nodes'
@@ -116,7 +136,15 @@ class Config:
 
 
 #: The sections of the file that are more than a value, read by their own code.
-_SECTIONS = ("network_checks", "nodes", "probe", "watch", "maintenance")
+_SECTIONS = (
+    "network_checks",
+    "nodes",
+    "node_files",
+    "dns_sd_configs",
+    "probe",
+    "watch",
+    "maintenance",
+)
 _TOP_KEYS = (
     *key_names(Config),
     *(item.name for _, item in bound_keys()),
@@ -155,7 +183,12 @@ class _Reader(Reader):
             self.problem((), "the config is empty; it needs at least a 'nodes' list")
             return None
         probing = isinstance(data, dict) and "probe" in data  # then `nodes` may be left out
-        top = self.mapping(data, (), _TOP_KEYS, required=() if probing else ("nodes",))
+        # nodes from files or DNS: `nodes` may be left out (or empty) too
+        discovering = isinstance(data, dict) and bool(
+            data.get("node_files") or data.get("dns_sd_configs")
+        )
+        optional = probing or discovering
+        top = self.mapping(data, (), _TOP_KEYS, required=() if optional else ("nodes",))
         refused: set[str] = set()
         plain = read_settings(self, top, Config, (), refused)
         if "scrape_timeout" not in top or refused & {"scrape_timeout", "scrape_interval"}:
@@ -164,11 +197,15 @@ class _Reader(Reader):
         if plain["scrape_timeout"] > plain["scrape_interval"]:
             self.problem(("scrape_timeout",), "must not be longer than scrape_interval")
         bounds = read_bounds(self, top, ())
-        nodes = self.nodes(top.get("nodes")) if top.get("nodes") or not probing else ()
+        nodes = self.nodes(top.get("nodes"), discovering) if top.get("nodes") or not probing else ()
+        node_files = self.node_files(top.get("node_files"))
+        dns_sd_configs = read_dns_sd_configs(self, top.get("dns_sd_configs"))
         checks = self.network_checks(top.get("network_checks"))
         probe = read_probe(self, top["probe"]) if "probe" in top else None
         self.expected_chains(nodes, probe, bounds)
+        # watch and maintenance may name the nodes of the node files readable now
         names = frozenset(node.name for node in nodes if node.name)
+        names |= node_file_names(node_files, bounds.label_value_length)
         watch = read_watch(self, top.get("watch"), names)
         longest = bounds.label_value_length
         maintenance = read_maintenance(self, top.get("maintenance"), names, longest)
@@ -179,29 +216,22 @@ class _Reader(Reader):
             watch=watch,
             maintenance=maintenance,
             bounds=bounds,
+            node_files=node_files,
+            dns_sd_configs=dns_sd_configs,
             **plain,
         )
 
     def expected_chains(
         self, nodes: tuple[NodeConfig, ...], probe: ProbeConfig | None, bounds: Bounds
     ) -> None:
-        """An expected chain id longer than max_label_value_length is never read from a
-        node's /health (such ids are skipped), so the node could never be trusted."""
+        """Expected chain ids the exporter could never read (:func:`check_pinned_chains`)."""
         pinned: list[tuple[Path, Expectation | None]] = [
             (("nodes", index, "expect", "blockchains"), node.expect)
             for index, node in enumerate(nodes)
         ]
         for name, module in probe.modules if probe is not None else ():
             pinned.append((("probe", "modules", name, "expect", "blockchains"), module.expect))
-        for path, expect in pinned:
-            for index, chain in enumerate(expect.blockchains if expect is not None else ()):
-                if len(chain) > bounds.label_value_length:
-                    self.problem(
-                        (*path, index),
-                        f"is longer than max_label_value_length ({bounds.label_value_length}):"
-                        " the exporter skips such a chain id in a node's listing, so the node"
-                        " could never be trusted",
-                    )
+        check_pinned_chains(self, pinned, bounds.label_value_length)
 
     def network_checks(self, value: Any) -> NetworkChecks:
         if value is None:
@@ -210,15 +240,27 @@ class _Reader(Reader):
         data = self.mapping(value, path, _NETWORK_CHECKS_KEYS)
         return NetworkChecks(**read_settings(self, data, NetworkChecks, path))
 
-    def nodes(self, value: Any) -> tuple[NodeConfig, ...]:
+    def node_files(self, value: Any) -> tuple[str, ...]:
+        """``node_files``: globs, made absolute from the config file's folder."""
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            self.problem(("node_files",), "must be a list of file names or globs (*.yml)")
+            return ()
+        patterns = []
+        for index, item in enumerate(value):
+            pattern = self.string(item, ("node_files", index))
+            if pattern:
+                patterns.append(os.path.abspath(self.resolve(pattern)))
+        if len(set(patterns)) != len(patterns):
+            self.problem(("node_files",), "lists a file or glob more than once")
+        return tuple(dict.fromkeys(patterns))
+
+    def nodes(self, value: Any, discovering: bool) -> tuple[NodeConfig, ...]:
+        """``nodes``: a non-empty list, or (when nodes are discovered too) empty or left out."""
+        if discovering and value in (None, []):
+            return ()
         if not isinstance(value, list) or not value:
             self.problem(("nodes",), "must be a non-empty list of nodes")
             return ()
-        nodes = tuple(read_node(self, item, ("nodes", index)) for index, item in enumerate(value))
-        seen: set[str] = set()
-        for index, node in enumerate(nodes):
-            if node.name and node.name in seen:
-                where = ("nodes", index, "name")
-                self.problem(where, f"duplicate node name {self.quote(where, node.name)}")
-            seen.add(node.name)
-        return nodes
+        return read_node_list(self, value, ("nodes",))

@@ -154,11 +154,24 @@ def is_secret_key(path: Path) -> bool:
     return is_secret(path[:-1])
 
 
-def read_node(reader: Reader, value: Any, path: Path, *, named: bool = True) -> NodeConfig:
+#: The keys of a node template (a ``dns_sd_configs`` entry's node settings): every key of a
+#: node but its name and URL, which each discovered record gives.
+TEMPLATE_KEYS = tuple(key for key in NODE_KEYS if key not in ("name", "url"))
+
+
+def read_node(
+    reader: Reader,
+    value: Any,
+    path: Path,
+    *,
+    named: bool = True,
+    keys: tuple[str, ...] | None = None,
+) -> NodeConfig:
     """The node described at ``path``; problems go to ``reader``. ``named``: an entry of
     ``nodes`` (``name`` and ``url`` required, ``labels`` allowed); else a probe module, whose
-    name and URL come with each probe (they are left empty)."""
-    keys, required = (NODE_KEYS, ("name", "url")) if named else (MODULE_KEYS, ())
+    name and URL come with each probe (they are left empty). ``keys``, for an unnamed node:
+    the keys allowed instead of a probe module's (:data:`TEMPLATE_KEYS` for a template)."""
+    keys, required = (NODE_KEYS, ("name", "url")) if named else (keys or MODULE_KEYS, ())
     data = reader.mapping(value, path, keys, required=required)
     node = _NodeReader(reader, path)
     name = reader.string(data["name"], (*path, "name")) if "name" in data else ""
@@ -182,6 +195,34 @@ def read_node(reader: Reader, value: Any, path: Path, *, named: bool = True) -> 
         secret_files=tuple(node.files),
         **read_settings(reader, data, NodeConfig, path),
     )
+
+
+def read_node_list(reader: Reader, value: list[Any], path: Path) -> tuple[NodeConfig, ...]:
+    """The nodes of a list of node entries (``nodes`` of the config, or a node file whose
+    ``path`` is ``()``), each read by :func:`read_node`; a name given twice is a problem."""
+    nodes = tuple(read_node(reader, item, (*path, index)) for index, item in enumerate(value))
+    seen: set[str] = set()
+    for index, node in enumerate(nodes):
+        if node.name and node.name in seen:
+            where = (*path, index, "name")
+            reader.problem(where, f"duplicate node name {reader.quote(where, node.name)}")
+        seen.add(node.name)
+    return nodes
+
+
+def check_pinned_chains(
+    reader: Reader, pinned: list[tuple[Path, Expectation | None]], longest: int
+) -> None:
+    """An expected chain id longer than max_label_value_length (``longest``) is never read
+    from a node's /health (such ids are skipped), so the node could never be trusted."""
+    for path, expect in pinned:
+        for index, chain in enumerate(expect.blockchains if expect is not None else ()):
+            if len(chain) > longest:
+                reader.problem(
+                    (*path, index),
+                    f"is longer than max_label_value_length ({longest}): the exporter skips"
+                    " such a chain id in a node's listing, so the node could never be trusted",
+                )
 
 
 def _split_url(text: str) -> SplitResult | str:

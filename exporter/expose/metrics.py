@@ -107,6 +107,13 @@ TLS_CERT_EXPIRY = _g(
     "passes, Prometheus can no longer scrape the exporter.",
     missing="Only with a web config that serves TLS.",
 )
+NODE_FILE_READ_OK = _g(
+    "ledger_exporter_node_file_last_read_successful",
+    "1 when the node file's last read was used, 0 when it failed (it does not parse, or "
+    "names a node another source defines) and its last good nodes are kept.",
+    "file",
+    unit=FLAG,
+)
 STATE_FILE_WRITE_FAILURES = MetricSpec(
     "ledger_exporter_state_file_write_failures_total",
     Kind.COUNTER,
@@ -536,6 +543,7 @@ EXPORTER_FAMILIES = (
     CONFIG_RELOAD_OK,
     CONFIG_RELOAD_SUCCESS_TIME,
     TLS_CERT_EXPIRY,
+    NODE_FILE_READ_OK,
     STATE_FILE_WRITE_FAILURES,
     CYCLE_FAILURES,
     LAST_SUCCESSFUL_CYCLE,
@@ -658,8 +666,10 @@ RULES = (
 
 #: What every label means (the same name means the same thing in every family).
 LABELS = {
-    "node": "the node's `name` in the configuration (never its URL, which may hold "
-    "credentials); on /probe the `node` parameter, else the target's host:port. A node's "
+    "file": "a node file's path (a file the config's `node_files` globs match)",
+    "node": "the node's `name` in the configuration or its node file (never its URL, which "
+    "may hold credentials), the record's host:port for a node found in DNS; on /probe the "
+    "`node` parameter, else the target's host:port. A node's "
     "configured static `labels` are added to every series of that node.",
     "blockchain": "the blockchain id exactly as the node reports it",
     "endpoint": "the kind of request (for the errors: the one that failed): "
@@ -703,6 +713,8 @@ GROUPS = (
         "`ledger_exporter_cycle_timeout_seconds`, "
         "`ledger_exporter_last_successful_cycle_timestamp_seconds` and "
         "`ledger_exporter_stale_after_seconds` once a cycle has ended; "
+        "`ledger_exporter_node_file_last_read_successful` has a series for each file the "
+        "config's `node_files` match; "
         "`ledger_exporter_state_file_write_failures_total` only with `--state.file` (at 0 "
         "until a write fails); "
         "`ledger_exporter_dropped_values_total` has a series for every configured node and "

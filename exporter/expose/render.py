@@ -230,6 +230,9 @@ class _Render:
             m.CONFIG_RELOAD_OK: lambda: (("", _flag(snapshot.config_reload_ok)),),
             m.CONFIG_RELOAD_SUCCESS_TIME: lambda: (("", snapshot.config_reload_success_at),),
             m.TLS_CERT_EXPIRY: lambda: (("", snapshot.tls_cert_not_after),),
+            m.NODE_FILE_READ_OK: lambda: (
+                (label_string((("file", path),)), _flag(ok)) for path, ok in snapshot.node_files
+            ),
             m.DROPPED_VALUES: self._dropped,
             m.NODE_UP: lambda: self._per_node(lambda node: _flag(node.up)),
             m.NODE_SCRAPE_DURATION: lambda: self._per_node(lambda node: node.duration),

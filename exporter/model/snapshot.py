@@ -167,6 +167,9 @@ class Snapshot:
             return False
         return mono - self.completed_at > self.stale_after
 
+    #: Each node file matched (node_files), with whether its last read was used.
+    node_files: tuple[tuple[str, bool], ...] = ()
+
     def unix_time(self, mono: float | None) -> float | None:
         """A monotonic time of this snapshot as the Unix time exported (None stays None)."""
         return None if mono is None else on_wall_clock(mono, self.wall_offset)

@@ -76,7 +76,15 @@ def test_the_allowed_key_lists_are_the_sections_and_the_declared_keys() -> None:
     """What the ``# error:`` lines' placeholders stand for: the keys read by their own code,
     in the docs' order, then the plain keys each section declares."""
     bounds = tuple(item.name for _, item in bound_keys())
-    sections = ("network_checks", "nodes", "probe", "watch", "maintenance")
+    sections = (
+        "network_checks",
+        "nodes",
+        "node_files",
+        "dns_sd_configs",
+        "probe",
+        "watch",
+        "maintenance",
+    )
     assert (*key_names(Config), *bounds, *sections) == _TOP_KEYS
     assert _TOP_KEYS[:5] == (
         "scrape_interval",

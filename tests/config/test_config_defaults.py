@@ -30,6 +30,7 @@ CONFIGURATION = REPO / "docs" / "configuration.md"
 BASE: dict[str, Any] = {
     "nodes": [{"name": "a", "url": "http://127.0.0.1:9/"}],
     "probe": {"allowed_targets": [r"http://127\.0\.0\.1:9/"]},
+    "dns_sd_configs": [{"names": ["nodes.example"]}],
     "watch": {
         "contracts": [{"blockchain": "c", "address": "0xc0"}],
         "wallets": [{"blockchain": "c", "address": "0xa0"}],

@@ -21,6 +21,7 @@ import pytest
 
 from exporter import cli, flags, logs
 from exporter.bounds import DEFAULT_BOUNDS, Bounds
+from exporter.config.dns_sd import DnsSdConfig
 from exporter.config.exporter import Config, NetworkChecks, parse_config
 from exporter.config.keytable import Declared, bound_keys, declared
 from exporter.config.nodes import NodeConfig
@@ -34,6 +35,7 @@ SECTIONS: dict[str, type[Any]] = {
     "": Config,
     "network_checks.": NetworkChecks,
     "nodes[].": NodeConfig,
+    "dns_sd_configs[].": DnsSdConfig,
     "probe.": ProbeConfig,
 }
 
@@ -98,7 +100,10 @@ def test_no_reader_restates_a_default() -> None:
     assert restated == []
 
 
-BASE = "nodes: [{name: a, url: 'http://127.0.0.1:9/'}]\nprobe: {allowed_targets: [x]}\n"
+BASE = (
+    "nodes: [{name: a, url: 'http://127.0.0.1:9/'}]\nprobe: {allowed_targets: [x]}\n"
+    "dns_sd_configs: [{names: [nodes.example]}]\n"
+)
 
 
 def _value(config: Config, prefix: str, name: str) -> Any:
@@ -106,6 +111,7 @@ def _value(config: Config, prefix: str, name: str) -> Any:
         "": config,
         "network_checks.": config.network_checks,
         "nodes[].": config.nodes[0],
+        "dns_sd_configs[].": config.dns_sd_configs[0],
         "probe.": config.probe,
     }[prefix]
     return getattr(holder, name)

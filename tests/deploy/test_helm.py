@@ -295,8 +295,8 @@ def test_config_is_mounted_and_the_exporter_accepts_it(
     checks the config."""
     objects = rendered[case]
     config_file = flag(objects, "--config.file")
-    config_mounts = [m for m, v in mounts(objects) if "configMap" in v]
-    (mount,) = config_mounts
+    config_mounts = [m for m, v in mounts(objects) if "configMap" in v and m["name"] == "config"]
+    (mount,) = config_mounts  # the node lists' (nodeFiles): tests/deploy/test_live_config.py
     (item,) = next(v for m, v in mounts(objects) if m is mount)["configMap"]["items"]
     assert mount["readOnly"] is True and mount["mountPath"] == CONFIG_DIR
     assert f"{mount['mountPath']}/{item['path']}" == config_file
@@ -1013,16 +1013,18 @@ def checksum(objects: list[Manifest]) -> str:
     return value
 
 
-def test_a_config_change_rolls_the_pod(rendered: dict[str, list[Manifest]]) -> None:
-    """checksum/config changes with the config and only with it."""
-    before = checksum(rendered["defaults"])
+def test_a_config_change_rolls_the_pod_when_asked(rendered: dict[str, list[Manifest]]) -> None:
+    """With rolloutOnConfigChange, checksum/config changes with the config and only with it
+    (without it the exporter follows the files live: tests/deploy/test_live_config.py)."""
+    asked = ("--set", "rolloutOnConfigChange=true")
+    before = checksum(helm_template(*asked))
     assert re.fullmatch(r"[0-9a-f]{64}", before)
-    assert checksum(helm_template("--set", "config.scrape_interval=30s")) != before
-    assert checksum(helm_template("--set", "service.annotations.a=b")) == before
-    web = rendered["web-config-values.yaml"]
+    assert checksum(helm_template(*asked, "--set", "config.scrape_interval=30s")) != before
+    assert checksum(helm_template(*asked, "--set", "service.annotations.a=b")) == before
+    web = helm_template(*case_args("web-config-values.yaml"), *asked)
     annotations = only(web, "Deployment")["spec"]["template"]["metadata"]["annotations"]
     assert re.fullmatch(r"[0-9a-f]{64}", annotations["checksum/web-config"])
-    mine = helm_template("--set", "existingConfigMap=my-config")
+    mine = helm_template(*asked, "--set", "existingConfigMap=my-config")
     assert "checksum/config" not in only(mine, "Deployment")["spec"]["template"]["metadata"].get(
         "annotations", {}
     )

@@ -121,7 +121,9 @@ def test_config_path_comes_from_the_configmap(built: list[Manifest]) -> None:
     mounts = {mount["name"]: mount for mount in container(built)["volumeMounts"]}
     volumes = {volume["name"]: volume for volume in pod_spec(built)["volumes"]}
     configmap = load(built, "ConfigMap")
-    (volume,) = [v for v in volumes.values() if "configMap" in v]
+    (volume,) = [
+        v for v in volumes.values() if v.get("configMap", {}).get("name") == "ledger-exporter"
+    ]
     assert volume["configMap"]["name"] == configmap["metadata"]["name"]
     (item,) = volume["configMap"]["items"]
     assert item["key"] in configmap["data"]
@@ -130,12 +132,18 @@ def test_config_path_comes_from_the_configmap(built: list[Manifest]) -> None:
 
 
 def test_configmap_config_uses_only_documented_keys(built: list[Manifest]) -> None:
-    """The full check is `ledger-exporter --config.check` in tests/deploy/test_wheel.py."""
+    """The full check is `ledger-exporter --config.check` in tests/deploy/test_wheel.py; the
+    nodes are in the node list ConfigMap (tests/deploy/test_live_config.py reads them)."""
     config = yaml.safe_load(load(built, "ConfigMap")["data"]["config.yml"])
-    assert set(config) <= {"scrape_interval", "scrape_timeout", "nodes"}
-    names = [node["name"] for node in config["nodes"]]
-    assert len(names) == len(set(names))
-    assert all(node["url"].startswith(("http://", "https://")) for node in config["nodes"])
+    assert set(config) <= {"scrape_interval", "scrape_timeout", "nodes", "node_files"}
+    nodes = [
+        node
+        for text in load(built, "ConfigMap", "ledger-exporter-nodes")["data"].values()
+        for node in yaml.safe_load(text)
+    ]
+    names = [node["name"] for node in config.get("nodes", []) + nodes]
+    assert names and len(names) == len(set(names))
+    assert all(node["url"].startswith(("http://", "https://")) for node in nodes)
 
 
 def test_service_account_exists_and_mounts_no_token(built: list[Manifest]) -> None:

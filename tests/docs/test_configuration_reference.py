@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from exporter.cli import DEFAULTS
+from exporter.config.dns_sd import DnsSdConfig
 from exporter.config.exporter import _TOP_KEYS, Config, NetworkChecks
 from exporter.config.keytable import Declared, bound_keys, declared
 from exporter.config.probe_modules import ProbeConfig
@@ -29,10 +30,12 @@ def test_every_plain_key_and_flag_is_in_the_generated_tables() -> None:
     text = render_docs.render_configuration()[render_docs.CONFIGURATION]
     keys = [item.name for item in declared(Config)] + [item.name for _, item in bound_keys()]
     keys += [f"probe.{item.name}" for item in declared(ProbeConfig)]
+    keys += [f"dns_sd_configs[].{item.name}" for item in declared(DnsSdConfig)]
     keys += ["network_checks.checkpoint_depth", "network_checks.block_hash_fields"]
     for key in keys:
         assert f"| `{key}` |" in text, key
     sections = {"network_checks", "nodes", "probe", "watch", "maintenance"}
+    sections |= {"node_files", "dns_sd_configs"}
     assert set(keys) >= set(_TOP_KEYS) - sections
     assert "| `--web.max-connections` | `LEDGER_EXPORTER_WEB_MAX_CONNECTIONS` | `512` |" in text
     assert DEFAULTS["max_connections"] == 512

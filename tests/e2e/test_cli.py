@@ -147,6 +147,31 @@ def test_config_check_prints_every_problem(tmp_path: Path) -> None:
     ]
 
 
+def test_config_check_reads_the_node_files(tmp_path: Path) -> None:
+    """Each node file the globs match is checked as the exporter would read it."""
+    (tmp_path / "nodes.d").mkdir()
+    good, bad = tmp_path / "nodes.d" / "good.yml", tmp_path / "nodes.d" / "bad.json"
+    good.write_text("- {name: a, url: 'http://127.0.0.1:1/'}\n")
+    bad.write_text('[{"name": "b", "url": "ftp://h"}]')
+    config = tmp_path / "config.yml"
+    config.write_text("node_files: [nodes.d/*.yml, nodes.d/*.json]\n")
+    result = subprocess.run(
+        exporter_command("--config.check", f"--config.file={config}"),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert f"{good}: OK, 1 node(s)" in result.stdout.splitlines()
+    assert result.stderr.splitlines() == [
+        f"{bad}: line 1: [0].url: must be an http:// or https:// URL with a host"
+    ]
+    bad.unlink()
+    again = subprocess.run(
+        exporter_command("--config.check", f"--config.file={config}"), capture_output=True
+    )
+    assert again.returncode == 0
+
+
 def test_version_and_env_overrides(tmp_path: Path) -> None:
     result = subprocess.run(exporter_command("--version"), capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("ledger-exporter, version ")

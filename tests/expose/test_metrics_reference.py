@@ -128,13 +128,17 @@ def served(text: str) -> dict[str, tuple[str, set[str]]]:
 @pytest.fixture
 def exporter(tmp_path: Path) -> Iterator[tuple[ExporterProcess, str]]:
     """The example config over a simulator process, plus a node that is down (and in
-    maintenance), a chain in maintenance, bounds low enough to drop values, a state file, and
-    /probe allowed on the simulator; with the simulator's ``node-1`` URL."""
+    maintenance) from a node file, a chain in maintenance, bounds low enough to drop values,
+    a state file, and /probe allowed on the simulator; with the simulator's ``node-1`` URL."""
     with simulate() as (_, urls):
         config = yaml.safe_load((REPO / "config" / "example.yml").read_text(encoding="utf-8"))
         for node in config["nodes"]:
             node["url"] = urls[node["url"].rstrip("/").rsplit("/", 1)[1]]
-        config["nodes"].append({"name": "down-1", "url": closed_port_url()})
+        # a node from a node file (maintenance names it): the file's own gauge is served
+        (tmp_path / "nodes.d").mkdir()
+        down = [{"name": "down-1", "url": closed_port_url()}]
+        (tmp_path / "nodes.d" / "down.yml").write_text(yaml.safe_dump(down), encoding="utf-8")
+        config["node_files"] = ["nodes.d/*.yml"]
         config |= {"scrape_interval": "1s", "scrape_timeout": "1s", "max_features_per_chain": 1}
         base = re.escape(urls["node-1"].split("/nodes/")[0])
         config["probe"] = {"allowed_targets": [base + "/.*"], "modules": {"default": {}}}

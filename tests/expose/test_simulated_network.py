@@ -542,6 +542,8 @@ def test_every_metric_appears_with_the_values_the_simulator_served(rig: Rig) -> 
         "ledger_exporter_state_file_write_failures_total",
         # only with a TLS web config: tests/e2e/test_live_reload.py
         "ledger_exporter_tls_cert_expiry_timestamp_seconds",
+        # only with node_files: tests/expose/test_metrics_reference.py, tests/e2e/test_node_files.py
+        "ledger_exporter_node_file_last_read_successful",
     } == {
         spec.name for spec in metrics.ALL if spec not in metrics.PROBE_ONLY
     } - WATCH_NAMES - MAINTENANCE_NAMES

@@ -69,6 +69,7 @@ class ExporterCollector(Collector):
     # TYPE ledger_exporter_config_last_reload_successful gauge
     # TYPE ledger_exporter_config_last_reload_success_timestamp_seconds gauge
     # TYPE ledger_exporter_tls_cert_expiry_timestamp_seconds gauge  (with a TLS web config)
+    # TYPE ledger_exporter_node_file_last_read_successful gauge  (label file, with node_files)
     # TYPE ledger_exporter_state_file_write_failures_total counter  (with --state.file)
     # TYPE ledger_exporter_dropped_values_total counter  (labels node, kind)
     """
@@ -80,6 +81,7 @@ class ExporterCollector(Collector):
         m.CONFIG_RELOAD_OK,
         m.CONFIG_RELOAD_SUCCESS_TIME,
         m.TLS_CERT_EXPIRY,
+        m.NODE_FILE_READ_OK,
         m.STATE_FILE_WRITE_FAILURES,
         m.CYCLE_FAILURES,
         m.LAST_SUCCESSFUL_CYCLE,
@@ -106,6 +108,8 @@ class ExporterCollector(Collector):
         done = snapshot.completed_at
         families.add(m.LAST_SUCCESSFUL_CYCLE, {}, _unix(done, snapshot.wall_offset))
         families.add(m.STALE_AFTER, {}, snapshot.stale_after if done is not None else None)
+        for path, ok in snapshot.node_files:
+            families.add(m.NODE_FILE_READ_OK, {"file": path}, _flag(ok))
         for node in self._snapshot.nodes:
             labels: Labels = {"node": node.name, **dict(node.labels)}
             for kind, count in zip(DropKind, node.dropped, strict=False):

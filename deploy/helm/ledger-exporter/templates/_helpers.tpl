@@ -275,6 +275,9 @@ of the first key that is a credential's (password, credentials) or another crede
 {{- range $name, $module := .Values.probe.modules }}
 {{- include "ledger-exporter.refuseInlineSecrets" (dict "where" (printf "probe.modules.%s" $name) "node" $module) }}
 {{- end }}
+{{- if .Values.nodeFiles }}
+{{- $_ := set $config "node_files" (append (default list $config.node_files) "/etc/ledger-exporter/nodes/*.yml") }}
+{{- end }}
 {{- if .Values.probe.enabled }}
 {{- if hasKey $config "probe" }}
 {{- fail "probe mode is set under probe: (allowedTargets, modules, maxInFlight), not config.probe" }}
@@ -289,8 +292,8 @@ of the first key that is a credential's (password, credentials) or another crede
 {{- fail "probe.enabled: list probe.targets, or probe.allowedTargets for targets named elsewhere" }}
 {{- end }}
 {{- $_ := set $config "probe" (dict "allowed_targets" $allowed "modules" .Values.probe.modules "max_in_flight" .Values.probe.maxInFlight "debug" .Values.probe.debug) }}
-{{- else if not $config.nodes }}
-{{- fail "config.nodes is empty: list the nodes to poll, or set probe.enabled" }}
+{{- else if not (or $config.nodes $config.node_files $config.dns_sd_configs) }}
+{{- fail "config.nodes is empty: list the nodes to poll (or nodeFiles, config.node_files, config.dns_sd_configs), or set probe.enabled" }}
 {{- end }}
 {{- with include "ledger-exporter.credentialKeyIn" (dict "at" "config" "node" $config) }}
 {{- fail (printf "%s names a credential, whose value would be written into the ConfigMap; node credentials never go into the values or the ConfigMap: put it in a Secret and name its file (password_file, credentials_file: a key of the Secret mounted by existingSecret or extraSecretMounts) or its variable (password_env, credentials_env: an extraEnv variable with valueFrom.secretKeyRef)" .) }}
