@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, fields, replace
 from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, SETTINGS, Bounds, DropKind, Dropped
 from exporter.model.fields import HealthReading
 from exporter.model.identity import Mismatch
+from exporter.model.reasons import Reason
 from exporter.model.snapshot import (
     ChainStatus,
     ConsensusStatus,
@@ -41,7 +42,6 @@ from exporter.poll.results import (
     ChainResult,
     FetchError,
     NodeResult,
-    Reason,
     WatchResult,
     describe,
 )

@@ -10,9 +10,10 @@ import pytest
 from exporter.bounds import Bounds, DropKind, Dropped
 from exporter.config.nodes import NodeConfig
 from exporter.model.readings import read_chain, read_health
+from exporter.model.reasons import Reason
 from exporter.model.snapshot import ChainStatus, NodeStatus
 from exporter.poll.history import History
-from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
+from exporter.poll.results import ChainResult, FetchError, NodeResult
 from tests.support.documents import chain_doc, health_doc
 
 

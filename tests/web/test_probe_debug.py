@@ -18,11 +18,11 @@ from exporter.config.exporter import load_config, parse_config
 from exporter.config.nodes import NodeConfig
 from exporter.config.probe_modules import ProbeConfig
 from exporter.model.readings import read_chain, read_health
+from exporter.model.reasons import Reason
 from exporter.poll.results import (
     ChainResult,
     FetchError,
     NodeResult,
-    Reason,
     RequestTrace,
     TracedRequest,
 )
