@@ -80,6 +80,13 @@ def test_the_parser_reads_go_logfmts_own_cases_back(value: str, written: str) ->
     assert logfmtkv.parse(f"k={written}", strict=True) == {"k": value}
 
 
+def test_a_lone_surrogate_is_escaped_and_reads_back_as_a_replacement() -> None:
+    """A lone surrogate (what surrogateescape makes of a byte that is not UTF-8) cannot be
+    written as UTF-8: it is escaped, and a reader takes it as U+FFFD, as go-logfmt does."""
+    assert logfmt_value("a\udcff") == '"a\\udcff"'
+    assert logfmtkv.parse(logfmt({"k": "a\udcff"}), strict=True) == {"k": "a\ufffd"}
+
+
 @hypothesis.settings(max_examples=examples(300), deadline=None)
 @hypothesis.given(st.text())
 def test_every_text_reads_back_as_written(text: str) -> None:
