@@ -62,7 +62,7 @@ grafana-schema: $(GRAFANA_SCHEMA)
 # whose package lists' lock that option does not cover, is tried again every 10 s as long.
 APT_GET = DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600
 APT_UPDATE = for try in $$(seq 60); do $(APT_GET) update -qq && break; \
-	  [ $$try -lt 60 ] || exit 1; echo "apt-get update: package lists locked? trying again in 10 s"; \
+	  [ $$try -lt 60 ] || exit 1; echo "package lists locked (another install running?): trying again in 10 s"; \
 	  sleep 10; done
 APT_INSTALL = $(APT_UPDATE) && $(APT_GET) install -y -qq --no-install-recommends
 
