@@ -57,6 +57,16 @@ $(GRAFANA_SCHEMA): tools/grafana_schema.py tools/grafana-schema/package.json too
 
 grafana-schema: $(GRAFANA_SCHEMA)
 
+# Debian's packages, installed so that another install running at the same time (another
+# checkout's make tools, unattended-upgrades) is waited for instead of failing the target:
+# apt-get waits up to 10 minutes for dpkg's lock (DPkg::Lock::Timeout), and `apt-get update`,
+# whose package lists' lock that option does not cover, is tried again every 10 s as long.
+APT_GET = DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600
+APT_UPDATE = for try in $$(seq 60); do $(APT_GET) update -qq && break; \
+	  [ $$try -lt 60 ] || exit 1; echo "package lists locked (another install running?): trying again in 10 s"; \
+	  sleep 10; done
+APT_INSTALL = $(APT_UPDATE) && $(APT_GET) install -y -qq --no-install-recommends
+
 # Debian's prometheus package ships the server and promtool used by the integration tests;
 # docker-compose (v1, `config` needs no engine) and amtool check the deployment files, and
 # prometheus-alertmanager delivers the alerts of tests/e2e/test_alertmanager*.py;
@@ -67,27 +77,27 @@ tools:
 	  && command -v docker-compose >/dev/null && command -v amtool >/dev/null \
 	  && command -v prometheus-alertmanager >/dev/null || { \
 	  echo "installing Debian's prometheus, prometheus-alertmanager (amtool and the server), docker-compose"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	  $(APT_INSTALL) \
 	    prometheus prometheus-alertmanager docker-compose >/dev/null; }
 	@command -v npm >/dev/null || { \
 	  echo "installing Debian's nodejs and npm (Grafana's schema comes from npm: make grafana-schema; it needs Node 20 or 22+)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	  $(APT_INSTALL) \
 	    nodejs npm >/dev/null; }
 	@command -v chromium >/dev/null || { \
 	  echo "installing Debian's chromium (the landing page is tested in a headless browser)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	  $(APT_INSTALL) \
 	    chromium >/dev/null; }
 	@command -v victoria-metrics >/dev/null && command -v vmalert >/dev/null || { \
 	  echo "installing Debian's victoria-metrics (VictoriaMetrics and vmalert)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	  $(APT_INSTALL) \
 	    victoria-metrics >/dev/null; }
 	@command -v faketime >/dev/null || { \
 	  echo "installing Debian's faketime (tests/e2e/test_wall_clock_step.py steps the exporter's wall clock)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	  $(APT_INSTALL) \
 	    faketime >/dev/null; }
 	@command -v dnsmasq >/dev/null || { \
 	  echo "installing Debian's dnsmasq-base (tests/e2e/test_dns_sd.py serves SRV and A records from it on loopback)"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	  $(APT_INSTALL) \
 	    dnsmasq-base >/dev/null; }
 	@# Debian 12's nodejs is 18; make grafana-schema needs what the pinned lock's engines say
 	@$(PYTHON) tools/grafana_schema.py --check-node

@@ -1,6 +1,6 @@
 """The state file on disk: what the exporter may open, lock, move aside and write there.
 
-The rules that keep ``--state.file`` from destroying what is not its own (issue 32): the
+The rules that keep ``--state.file`` from destroying what is not its own: the
 path's symlinks are resolved once and the target written (a symlinked persistent volume stays
 linked); what is not a regular file (a directory, a FIFO, a device such as ``/dev/null``, a
 socket) is refused from ``lstat`` alone, never opened (opening a FIFO blocks, opening some

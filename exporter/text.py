@@ -50,7 +50,7 @@ def _escape(found: re.Match[str]) -> str:
 
 
 @functools.cache
-def _piled_marks() -> re.Pattern[str]:
+def piled_marks() -> re.Pattern[str]:
     """A combining mark with MARKS_PER_CHARACTER marks before it (made once, when first
     needed: the class is read from ``unicodedata`` over the planes that hold marks)."""
     marks = "".join(
@@ -68,7 +68,7 @@ def visible(text: str) -> str:
     shown = UNSAFE.sub(_escape, text)
     if text.isascii():
         return shown
-    return _piled_marks().sub(_escape, shown)
+    return piled_marks().sub(_escape, shown)
 
 
 def isolated(text: str) -> str:

@@ -221,10 +221,14 @@ class FaultRegistry:
         """Switch a fault on or off; return whether anything changed. ``target``: the
         address an object fault applies to (None: every contract or wallet of the chain),
         the council member of ``leader_failing`` or ``council_change``, the setting of
-        ``consensus_drift``; ``value``: the value that setting takes."""
-        key = self.validate(node, fault, chain, target, value)
+        ``consensus_drift``, the node answering under ``identity_swap``; ``value``: the
+        value that setting takes. Off, a target left out matches every target, and delay,
+        height and value are not needed (:meth:`switch_off`)."""
         if delay_seconds < 0:
             raise FaultError(f"delay_seconds must be >= 0, got {delay_seconds}")
+        if not enabled:
+            return self.switch_off(node, fault, chain, target)
+        key = self.validate(node, fault, chain, target, value)
         if height is not None and (fault not in ("fork", "rewrite_hash") or height < 0):
             raise FaultError(
                 f"height is for fork and rewrite_hash only and must be >= 0, got {height}"
@@ -238,13 +242,34 @@ class FaultRegistry:
             delay = delay_seconds
         reported = self._drift_value(key, value) if fault == "consensus_drift" else None
         with self._lock:
-            if not enabled:
-                return self._faults.pop(key, None) is not None
             previous = self._faults.get(key)
             since = previous.since if previous is not None else now
             state = FaultState(since, delay, height, reported)
             self._faults[key] = state
             return previous != state
+
+    def switch_off(
+        self, node: str, fault: str, chain: str | None = None, target: str | None = None
+    ) -> bool:
+        """Switch ``fault`` off on ``node`` for ``chain`` (None: the node-wide switch; a
+        chain's own stays): every switch of it there for ``target`` (None: whatever its
+        target, the node answering under ``identity_swap`` whichever it is), and whatever
+        its delay, height or value, so that a fault switched on with its optional fields
+        goes off without them. Whether anything was on."""
+        key = self.validate(node, fault, chain, target, switching_off=True)
+
+        def matches(held: FaultKey) -> bool:
+            return (
+                (held.node, held.fault) == (node, fault)
+                and held.chain == key.chain
+                and (target is None or held.target == key.target)
+            )
+
+        with self._lock:
+            gone = [held for held in self._faults if matches(held)]
+            for held in gone:
+                del self._faults[held]
+        return bool(gone)
 
     def validate(
         self,
@@ -253,11 +278,14 @@ class FaultRegistry:
         chain: str | None,
         target: str | None = None,
         value: object = None,
+        *,
+        switching_off: bool = False,
     ) -> FaultKey:
-        """Check names against the topology; FaultError says what is accepted."""
+        """Check names against the topology; FaultError says what is accepted. Switching
+        off, a target the fault requires to go on may be left out."""
         if fault not in FAULTS:
             raise FaultError(f"unknown fault {fault!r}; choose one of: {', '.join(FAULTS)}")
-        check_scope(node, fault, target, value)
+        check_scope(node, fault, target, value, target_required=not switching_off)
         try:
             if node != ALL_NODES:
                 self._topology.node_index(node)
@@ -353,8 +381,11 @@ class FaultRegistry:
         ]
 
 
-def check_scope(node: str, fault: str, target: str | None, value: object) -> None:
-    """Refuse node ``*``, a target or a value for a fault that takes none."""
+def check_scope(
+    node: str, fault: str, target: str | None, value: object, target_required: bool = True
+) -> None:
+    """Refuse node ``*``, a target or a value for a fault that takes none, and (unless not
+    ``target_required``: switching off) a missing target a fault needs."""
     takes_target = OBJECT_FAULTS | MEMBER_FAULTS.keys() | {"consensus_drift", "identity_swap"}
     if (node == ALL_NODES and fault not in OBJECT_FAULTS | NETWORK_FAULTS | CERTIFICATE_FAULTS) or (
         target is not None and fault not in takes_target
@@ -366,7 +397,7 @@ def check_scope(node: str, fault: str, target: str | None, value: object) -> Non
             f"{network}; a target also for leader_failing and council_change (a council "
             "member), consensus_drift (a setting) and identity_swap (the node answering)"
         )
-    if fault in MEMBER_FAULTS and MEMBER_FAULTS[fault] and target is None:
+    if fault in MEMBER_FAULTS and MEMBER_FAULTS[fault] and target is None and target_required:
         raise FaultError(
             f"{fault} needs a target: the failing leader's node name or nodeId (a council member)"
         )

@@ -17,9 +17,9 @@ from exporter.model import fields as f
 from exporter.model.fields import CHAIN as _CHAIN
 from exporter.model.fields import FLAG, Field
 from exporter.model.fields import NODE as _NODE
+from exporter.model.reasons import Reason
 from exporter.model.snapshot import CycleStage
 from exporter.model.transport import ENDPOINT_KINDS, PHASES, TLS_INFO_LABELS
-from exporter.poll.results import Reason
 from exporter.values import (
     read_bool,
     read_count,

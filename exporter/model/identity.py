@@ -74,14 +74,15 @@ class Mismatch:
         return named + (f" and {more} more" if more > 0 else "")
 
     def fields(self) -> dict[str, str]:
-        """The log line's fields: expected and seen, quoted cut short."""
+        """The log line's fields: expected and seen, cut short and as they are (the log's
+        formatter quotes and escapes them)."""
         found = {}
         if self.expected_node_id is not None:
-            found["expected_node_id"] = quoted(shortened(self.expected_node_id))
+            found["expected_node_id"] = shortened(self.expected_node_id)
             seen = self.seen_node_id
-            found["seen_node_id"] = "none" if seen is None else quoted(shortened(seen))
+            found["seen_node_id"] = "none" if seen is None else shortened(seen)
         if self.missing_blockchains:
-            found["missing_blockchains"] = self._missing(lambda c: quoted(shortened(c)))
+            found["missing_blockchains"] = self._missing(shortened)
         return found
 
 

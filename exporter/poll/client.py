@@ -22,6 +22,7 @@ import pycurl
 from exporter.config.nodes import NodeConfig
 from exporter.errors import TransferError
 from exporter.model.answers import decode_json
+from exporter.model.reasons import Reason
 from exporter.model.transport import (
     NO_PHASES,
     PHASES,
@@ -30,7 +31,7 @@ from exporter.model.transport import (
     endpoint_kind,
 )
 from exporter.poll.engine import NOT_SENT, SHUT_DOWN, UNSENDABLE, Engine, Profile, Request, Response
-from exporter.poll.results import FetchError, Reason, RequestTrace, TracedRequest, describe
+from exporter.poll.results import FetchError, RequestTrace, TracedRequest, describe
 
 
 class ReadBudget:

@@ -21,6 +21,7 @@ from exporter.config.exporter import Config
 from exporter.config.maintenance import MaintenanceEntry
 from exporter.config.nodes import NodeConfig
 from exporter.model.network import Listing, NetworkView, network_view, observe
+from exporter.model.reasons import Reason
 from exporter.model.snapshot import CycleStage, NodeStatus, Snapshot, wall_offset
 from exporter.model.storage import Shared
 from exporter.model.watch_readings import UnmatchedEntry, WatchStatus, unmatched_entries
@@ -36,7 +37,7 @@ from exporter.poll.node import (
     failed_node,
     requests_per_node,
 )
-from exporter.poll.results import FetchError, NodeResult, Reason, exporter_failure
+from exporter.poll.results import FetchError, NodeResult, exporter_failure
 from exporter.poll.state import StateFile
 from exporter.poll.watch_poll import watch_status
 

@@ -25,6 +25,7 @@ from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, SETTINGS, Bounds, D
 from exporter.model.fields import HealthReading
 from exporter.model.identity import Mismatch
 from exporter.model.network import majority_height
+from exporter.model.reasons import Reason
 from exporter.model.snapshot import (
     ChainStatus,
     ConsensusStatus,
@@ -42,7 +43,6 @@ from exporter.poll.results import (
     ChainResult,
     FetchError,
     NodeResult,
-    Reason,
     WatchResult,
     describe,
     exporter_failure,

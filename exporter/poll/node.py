@@ -25,9 +25,10 @@ from exporter.model.answers import block_hash_decoder, decode_chain_status
 from exporter.model.fields import HealthReading
 from exporter.model.identity import Mismatch, check_identity
 from exporter.model.readings import read_block_hash, read_chain, read_health
+from exporter.model.reasons import Reason
 from exporter.model.storage import Shared
 from exporter.poll.client import FastDecode, NodeClient, NotSentError, Query, ReadBudget
-from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason, as_fetch_error
+from exporter.poll.results import ChainResult, FetchError, NodeResult, as_fetch_error
 from exporter.poll.watch_poll import WatchPoll
 
 log = logging.getLogger("ledger_exporter")

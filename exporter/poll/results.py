@@ -1,9 +1,10 @@
 """What one poll of a node produced: its readings, or the errors that stand in for them.
 
 Plain data, read by the history (the daemon's cycle) or straight into a status (a probe). A
-failure is a :class:`FetchError` whose :class:`Reason` is the ``reason`` label of
-``ledger_node_scrape_errors_total``; whatever goes wrong while reading an answer becomes one
-(:func:`as_fetch_error`), so a poll's every part ends with a reading or an error.
+failure is a :class:`FetchError` whose :class:`~exporter.model.reasons.Reason` (the model's)
+is the ``reason`` label of ``ledger_node_scrape_errors_total``; whatever goes wrong while
+reading an answer becomes one (:func:`as_fetch_error`), so a poll's every part ends with a
+reading or an error.
 """
 
 from __future__ import annotations
@@ -13,34 +14,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
 
 from exporter.config.nodes import NodeConfig
 from exporter.errors import LedgerExporterError
 from exporter.model.fields import ChainReading, HealthReading
 from exporter.model.identity import Mismatch
 from exporter.model.readings import InvalidResponseError
+from exporter.model.reasons import Reason
 from exporter.model.transport import TransportStatus
 from exporter.model.watch_readings import Reading, WatchRequest
 
 log = logging.getLogger("ledger_exporter")
-
-
-class Reason(Enum):
-    """Why a request failed: the ``reason`` label of ``ledger_node_scrape_errors_total``."""
-
-    TIMEOUT = "timeout"
-    CONNECTION = "connection"
-    HTTP_STATUS = "http_status"
-    INVALID_JSON = "invalid_json"
-    INVALID_RESPONSE = "invalid_response"
-    TOO_LARGE = "too_large"
-    TLS = "tls"  # the TLS handshake failed (the detail says why)
-    # the node's certificate failed verification (expired, not yet valid, unknown issuer,
-    # another host's): never retried without verification
-    CERTIFICATE = "certificate"
-    #: the node answered as another node than its ``expect`` pins: not trusted, read as down
-    IDENTITY_MISMATCH = "identity_mismatch"
 
 
 class FetchError(LedgerExporterError):

@@ -252,7 +252,7 @@ class ThreadedHTTPServer:
             if _FIELD_NAME.fullmatch(name) and FIELD_VALUE.fullmatch(value):
                 kept[name] = value
             else:
-                fields = {"header": ascii(name)}  # not the value: it may be anything
+                fields = {"header": name}  # not the value: it may be anything
                 log.error(
                     "header left out of every answer: cannot be sent as it is",
                     extra={"fields": fields},

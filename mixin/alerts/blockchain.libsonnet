@@ -125,7 +125,7 @@ local utils = import '../lib/utils.libsonnet';
               |||,
             },
           },
-          // LedgerNodeBehind in time (issue 37): blocks come at the chain's pace, so 10 blocks
+          // LedgerNodeBehind in time: blocks come at the chain's pace, so 10 blocks
           // is nothing on a busy chain and hours on a quiet one. ledger_blockchain_behind_seconds
           // is how long ago the chain's head first reached the block this node still lacks,
           // so it pages on what the node's clients feel: data more than behindTime (5m) old.

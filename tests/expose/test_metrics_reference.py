@@ -16,9 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.bounds import DropKind
 from exporter.model.fields import CONTRACT_STATUSES, PERMISSIONS
+from exporter.model.reasons import Reason
 from exporter.model.watch_readings import WatchKind
 from exporter.poll.history import ENDPOINTS
-from exporter.poll.results import Reason
 from tests.support import metrics_reference
 from tests.support.http import fetch
 from tests.support.ports import closed_port_url

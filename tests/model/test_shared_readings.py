@@ -12,10 +12,11 @@ from exporter.config.nodes import NodeConfig
 from exporter.model.consensus_reading import MAX_VIEW_KEY_ITEMS, MAX_VIEW_KEY_TEXT, view_key
 from exporter.model.fields import VoteSession
 from exporter.model.readings import read_chain, read_health
+from exporter.model.reasons import Reason
 from exporter.model.snapshot import LeaderCounts
 from exporter.model.storage import Shared
 from exporter.poll.history import History
-from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
+from exporter.poll.results import ChainResult, FetchError, NodeResult
 from tests.support.documents import chain_doc, health_doc
 
 SESSION = {"s7": {"round": 2, "currentLeader": "k3", "consensusRequired": 5}}

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from exporter.config.nodes import NodeConfig
 from exporter.model.readings import read_chain, read_health
+from exporter.model.reasons import Reason
 from exporter.poll.block_hashes import HASHES_PER_CHAIN, RECHECK_EVERY, BlockHashes
 from exporter.poll.history import History
-from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
+from exporter.poll.results import ChainResult, FetchError, NodeResult
 from tests.support.documents import chain_doc, health_doc
 
 

@@ -24,10 +24,11 @@ import pytest
 from exporter import __version__
 from exporter.config.nodes import NodeConfig, TlsConfig
 from exporter.errors import TransferError
+from exporter.model.reasons import Reason
 from exporter.poll.client import NodeClient, ReadBudget, classify
 from exporter.poll.engine import NOT_SENT, SHUT_DOWN, SPARE_HANDLES, Engine
 from exporter.poll.node import Countdown
-from exporter.poll.results import FetchError, Reason
+from exporter.poll.results import FetchError
 from tests.support.certs import Pki
 from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.inside import spare_handles

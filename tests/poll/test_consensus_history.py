@@ -20,9 +20,10 @@ from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.errors import StateFileError
 from exporter.model.readings import read_chain, read_health
+from exporter.model.reasons import Reason
 from exporter.model.snapshot import ChainStatus, ConsensusStatus
 from exporter.poll.history import History
-from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
+from exporter.poll.results import ChainResult, FetchError, NodeResult
 from exporter.poll.state import State, decode, encode, for_config
 from tests.support.documents import chain_doc, health_doc
 

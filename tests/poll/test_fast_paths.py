@@ -17,9 +17,10 @@ from exporter import __version__, values
 from exporter.config.nodes import NodeConfig
 from exporter.expose.labels import NodeLabels, Templates, escape, label_string
 from exporter.expose.render import CHUNK_LINES, sample_chunks
+from exporter.model.reasons import Reason
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
-from exporter.poll.results import FetchError, Reason
+from exporter.poll.results import FetchError
 from tests.support.fakenode import FakeNode
 from tests.support.node_get import get_document
 

@@ -16,11 +16,11 @@ import pytest
 from exporter import __version__
 from exporter.config.nodes import NodeConfig
 from exporter.errors import TransferError
+from exporter.model.reasons import Reason
 from exporter.model.storage import Shared
 from exporter.poll.client import NodeClient, ReadBudget
 from exporter.poll.engine import SHUT_DOWN, Done, Engine, Profile, Request, Response, _Handle
 from exporter.poll.node import BlockPlan, NodePoll
-from exporter.poll.results import Reason
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.waiting import wait_until

@@ -10,10 +10,11 @@ import pytest
 from exporter.bounds import Bounds, DropKind, Dropped
 from exporter.config.nodes import NodeConfig
 from exporter.model.readings import read_chain, read_health
+from exporter.model.reasons import Reason
 from exporter.model.snapshot import ChainStatus, NodeStatus
 from exporter.model.transport import Handshake, TransportStatus
 from exporter.poll.history import REMOVED_NODE_KEEP_SECONDS, REMOVED_NODES_KEPT, History
-from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
+from exporter.poll.results import ChainResult, FetchError, NodeResult
 from tests.support.documents import chain_doc, health_doc
 
 

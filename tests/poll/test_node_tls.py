@@ -18,9 +18,10 @@ import yaml
 
 from exporter.config.nodes import NodeConfig, TlsConfig
 from exporter.errors import TransferError
+from exporter.model.reasons import Reason
 from exporter.poll.client import NodeClient, classify
 from exporter.poll.engine import Engine
-from exporter.poll.results import FetchError, Reason
+from exporter.poll.results import FetchError
 from tests.support.certs import KeyPair, Pki
 from tests.support.documents import health_doc
 from tests.support.fakenode import FakeNode, FakeNodes

@@ -18,12 +18,13 @@ import pytest
 from exporter.config.nodes import NodeConfig
 from exporter.errors import TransferError
 from exporter.model.fields import BLOCK_HEIGHT, SYNCING, ChainReading
+from exporter.model.reasons import Reason
 from exporter.poll.client import NodeClient
 from exporter.poll.consensus_history import ChainConsensus
 from exporter.poll.engine import Engine, Profile, Request, Response
 from exporter.poll.history import History
 from exporter.poll.node import BlockPlan, NodePoll, _ended
-from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
+from exporter.poll.results import ChainResult, FetchError, NodeResult
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.gauges import gauges_packed

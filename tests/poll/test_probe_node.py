@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from exporter.config.nodes import NodeConfig
+from exporter.model.reasons import Reason
 from exporter.poll.probe_node import REQUESTS_PER_PROBE, EngineProber
-from exporter.poll.results import Reason
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.ports import closed_port_url

@@ -20,9 +20,10 @@ import pytest
 
 from exporter import __version__
 from exporter.config.nodes import NodeConfig
+from exporter.model.reasons import Reason
 from exporter.poll.client import NodeClient
 from exporter.poll.engine import Engine
-from exporter.poll.results import FetchError, Reason
+from exporter.poll.results import FetchError
 from tests.support.fakenode import FakeNode
 from tests.support.node_get import get_document
 

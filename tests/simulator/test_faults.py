@@ -14,6 +14,14 @@ from urllib.parse import urlsplit
 import pytest
 
 from ledger_simulator import FaultError, SimulatedNetwork
+from ledger_simulator.faults import (
+    ALL_NODES,
+    CERTIFICATE_FAULTS,
+    FAULTS,
+    NETWORK_FAULTS,
+    NODE_WIDE_ONLY,
+    OBJECT_FAULTS,
+)
 from tests.support.clock import Clock
 from tests.support.http import fetch, get_json
 from tests.support.waiting import wait_until
@@ -362,3 +370,97 @@ def test_stop_wakes_slow_answers_and_closes(clock: Clock) -> None:
     assert not waiting.is_alive()
     assert len(errors) == 1 and isinstance(errors[0], RemoteDisconnected), errors
     assert refused(net.admin_url)
+
+
+#: The optional fields each fault may be switched on with (besides ``chain``, which every
+#: fault but the node-wide ones takes): ``TARGET_*`` stand for an address or member of the
+#: network under test. ``cert_expiry`` needs a simulator serving https: test_certificates.py
+#: switches it off without its value.
+ON_WITH: dict[str, dict[str, Any]] = {
+    "slow": {"delay_seconds": 2.0},
+    "session_stuck": {"delay_seconds": 3.0},
+    "lag_time": {"delay_seconds": 20.0},
+    "fork": {"height": 1},
+    "rewrite_hash": {"height": 1},
+    "contract_paused": {"target": "TARGET_CONTRACT"},
+    "contract_upgraded": {"target": "TARGET_CONTRACT"},
+    "wallet_disabled": {"target": "TARGET_WALLET"},
+    "leader_failing": {"target": "node-2", "delay_seconds": 3.0},
+    "council_change": {"target": "node-2"},
+    "consensus_drift": {"target": "txMaxTimeTrigger", "value": "2m"},
+    "identity_swap": {"target": "node-3"},
+}
+SWITCHABLE = [fault for fault in FAULTS if fault not in CERTIFICATE_FAULTS]
+
+
+def _node_for(fault: str) -> str:
+    return ALL_NODES if fault in OBJECT_FAULTS | NETWORK_FAULTS else "node-1"
+
+
+def _with_targets(net: SimulatedNetwork, extra: dict[str, Any]) -> dict[str, Any]:
+    named = {
+        "TARGET_CONTRACT": net.ledger.contract_addresses(0)[0],
+        "TARGET_WALLET": net.ledger.wallet_addresses()[0],
+    }
+    return {key: named.get(value, value) for key, value in extra.items()}
+
+
+@pytest.mark.parametrize("fault", SWITCHABLE)
+def test_every_fault_goes_off_without_its_optional_fields(
+    net: SimulatedNetwork, fault: str
+) -> None:
+    """Switched on with its optional fields (and without them, where it may be), node-wide
+    and for a chain where it may be, a fault goes off with node, fault and, for the chain's
+    switch, the chain alone: nothing stays in force."""
+    node, switch = _node_for(fault), via_admin(net)
+    extra = _with_targets(net, ON_WITH.get(fault, {}))
+    scopes: list[dict[str, Any]] = [{}]
+    if fault not in NODE_WIDE_ONLY:
+        scopes.append({"chain": net.chain_ids[0]})
+    for scope in scopes:
+        switch(node, fault, **scope, **extra)
+        if fault != "leader_failing":  # the one whose target is required to go on
+            switch(node, fault, **scope)
+    assert get_json(net.admin_url + "faults")["faults"]
+    for scope in scopes:
+        switch(node, fault, False, **scope)
+    assert get_json(net.admin_url + "faults")["faults"] == []
+
+
+def test_identity_swap_goes_off_without_its_target(net: SimulatedNetwork, switch: Switch) -> None:
+    url = net.node_urls["node-2"]
+    own = get_json(url + "health")
+    switch("node-2", "identity_swap", target="node-4")
+    assert get_json(url + "health")["nodeId"] != own["nodeId"]
+    switch("node-2", "identity_swap", False)
+    assert get_json(url + "health")["nodeId"] == own["nodeId"]
+    assert get_json(net.admin_url + "faults")["faults"] == []
+
+
+def test_what_is_named_going_off_is_all_that_goes(net: SimulatedNetwork, switch: Switch) -> None:
+    """Going off, a chain names the chain's switch (none: the node-wide one) and a target
+    the switch for that target: the others stay."""
+    first, second = net.chain_ids
+    switch("node-1", "stall")
+    switch("node-1", "stall", chain=second)
+    switch("*", "leader_failing", chain=first, target="node-1")
+    switch("*", "leader_failing", chain=first, target="node-2")
+    switch("node-1", "stall", False)
+    switch("*", "leader_failing", False, chain=first, target="node-2")
+    left = [(f["node"], f["fault"], f["chain"], f["target"]) for f in net.faults.listing()]
+    assert left == [("*", "leader_failing", first, "node-1"), ("node-1", "stall", second, None)]
+
+
+@pytest.mark.parametrize(
+    ("fault", "extra", "message"),
+    [
+        ("stall", {"chain": "x"}, "unknown blockchain"),
+        ("identity_swap", {"target": "node-9"}, r"node-1 \.\. node-4"),
+        ("melt", {}, "choose one of"),
+    ],
+)
+def test_switching_off_still_refuses_unknown_names(
+    net: SimulatedNetwork, fault: str, extra: dict[str, str], message: str
+) -> None:
+    with pytest.raises(FaultError, match=message):
+        net.faults.switch_off("node-1", fault, **extra)

@@ -11,9 +11,10 @@ from typing import Any
 from exporter.config.nodes import NodeConfig
 from exporter.model.network import network_view, observe
 from exporter.model.readings import read_chain, read_health
+from exporter.model.reasons import Reason
 from exporter.model.snapshot import Snapshot
 from exporter.poll.history import History
-from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
+from exporter.poll.results import ChainResult, FetchError, NodeResult
 from tests.support.documents import health_doc
 
 #: The nodes' names and the nodeId each reports (council members are these keys).

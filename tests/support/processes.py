@@ -2,7 +2,8 @@
 
 ``ExporterProcess`` runs ``python -m exporter`` on ``127.0.0.1:0`` with its log in a file
 (a pipe nobody reads would block a chatty exporter), reads the port it bound from its
-"started" line, and stops it with SIGTERM. ``ready_exporter`` is the usual way to use it: a
+"started" line, and stops it with SIGTERM, checking that every line it logged parses as
+logfmt (or JSON). ``ready_exporter`` is the usual way to use it: a
 ready exporter for the ``with`` block, which must then exit with status 0.
 """
 
@@ -20,6 +21,7 @@ from types import TracebackType
 from typing import Self
 
 from tests.support.http import fetch
+from tests.support.loglines import parse_log
 from tests.support.testdata import REPO
 from tests.support.waiting import wait_until
 
@@ -143,7 +145,7 @@ class ExporterProcess:
                 message=lambda: f"exporter not started:\n{self.log()}",
             )
         except AssertionError:
-            self.stop()
+            self.stop(check_log=False)
             raise
         self.port = int(port)
         self.base = f"http://127.0.0.1:{self.port}"
@@ -171,9 +173,11 @@ class ExporterProcess:
     def signal(self, signum: signal.Signals) -> None:
         self.process.send_signal(signum)
 
-    def stop(self, timeout: float = 30.0) -> tuple[int, str]:
+    def stop(self, timeout: float = 30.0, check_log: bool = True) -> tuple[int, str]:
         """SIGTERM (unless it already ended), then its exit status and whole log; killed when
-        it does not end within ``timeout``."""
+        it does not end within ``timeout``. Every line of the log must parse as a log
+        collector reads it (:func:`~tests.support.loglines.parse_log`), unless ``check_log``
+        is false (an exporter that did not start: what it printed is the failure's message)."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         try:
@@ -181,7 +185,10 @@ class ExporterProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        return self.process.returncode, self.log()
+        log = self.log()
+        if check_log:
+            parse_log(log)
+        return self.process.returncode, log
 
 
 @contextlib.contextmanager

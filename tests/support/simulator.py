@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ledger_simulator import SimulatedNetwork
+from tests.support.loglines import parse_log
 
 #: The names ``watch_list`` gives the objects it watches.
 WATCHED_CONTRACT, WATCHED_WALLET = "karma-token", "treasury"
@@ -23,7 +24,8 @@ URL_LINE = re.compile(r"^(admin|node-\d+|ca): (https?://\S+|/\S+)$")
 def simulate(*args: str) -> Iterator[tuple[subprocess.Popen[str], dict[str, str]]]:
     """Start ``python -m ledger_simulator ARGS`` on a port of its choosing; yield it with the
     URLs it printed (``admin``, ``node-1``...; with ``--tls`` also ``ca``, its CA's file).
-    Killed at the end if still running."""
+    Killed at the end if still running; then each log line it wrote (a line starting
+    ``ts=``) must parse as logfmt (:func:`~tests.support.loglines.parse_log`)."""
     command = [sys.executable, "-m", "ledger_simulator", "--listen-address", "127.0.0.1:0"]
     process = subprocess.Popen(
         [*command, *args],
@@ -45,7 +47,9 @@ def simulate(*args: str) -> Iterator[tuple[subprocess.Popen[str], dict[str, str]
     finally:
         if process.poll() is None:
             process.kill()
-        process.communicate(timeout=30)
+        _, stderr = process.communicate(timeout=30)
+    complete = stderr.split("\n")[:-1]  # a line cut by the kill left out
+    parse_log("".join(f"{line}\n" for line in complete if line.startswith("ts=")))
 
 
 def tracked_pairs(network: SimulatedNetwork) -> set[tuple[str, str]]:

@@ -25,11 +25,11 @@ from exporter.config.nodes import NodeConfig
 from exporter.config.probe_modules import ProbeConfig
 from exporter.errors import ConfigError
 from exporter.model.readings import read_chain, read_health
+from exporter.model.reasons import Reason
 from exporter.poll.results import (
     ChainResult,
     FetchError,
     NodeResult,
-    Reason,
     RequestTrace,
     TracedRequest,
 )

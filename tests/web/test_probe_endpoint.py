@@ -17,7 +17,8 @@ from exporter.config.nodes import NodeConfig, TlsConfig
 from exporter.config.probe_modules import ProbeConfig, ProbeModule
 from exporter.errors import ProbeRefusedError
 from exporter.model.readings import read_chain, read_health
-from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason, RequestTrace
+from exporter.model.reasons import Reason
+from exporter.poll.results import ChainResult, FetchError, NodeResult, RequestTrace
 from exporter.web.probe_endpoint import (
     TIMEOUT_MARGIN_SECONDS,
     Prober,
