@@ -52,8 +52,8 @@ def _zizmor_run(*paths: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def load(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((WORKFLOWS / name).read_text(encoding="utf-8"))
+def load(name: str) -> dict[Any, Any]:
+    loaded: dict[Any, Any] = yaml.safe_load((WORKFLOWS / name).read_text(encoding="utf-8"))
     return loaded
 
 
