@@ -8,11 +8,17 @@
 # and `ledger-exporter --version`'s first line (the build context has no .git to ask):
 #   docker build --build-arg REVISION="$(git rev-parse HEAD)" \
 #     --build-arg BRANCH="$(git rev-parse --abbrev-ref HEAD)" -t ledger-exporter .
-# Left out, both are empty (unknown), as the metric contract says.
+# Left out, both are empty (unknown), as the metric contract says. VERSION is the version
+# the release workflow checked against exporter/__init__.py (the project's one version) and
+# only labels the image; the package inside carries its own.
+#
+# The base is pinned by tag and digest (the tag says what it is, the digest what it is
+# exactly); both stages use the same one so the venv's python symlink resolves.
+ARG BASE=python:3.11.11-slim-bookworm@sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5
 ARG REVISION=""
 ARG BRANCH=""
 
-FROM python:3.11.11-slim-bookworm AS builder
+FROM ${BASE} AS builder
 
 ARG REVISION
 ARG BRANCH
@@ -20,21 +26,27 @@ WORKDIR /src
 COPY pyproject.toml setup.py README.md LICENSE ./
 COPY exporter/ exporter/
 COPY ledger_simulator/ ledger_simulator/
-# setup.py writes exporter/BUILD_INFO into the wheel from these variables.
-# The venv has no pip of its own: the base image's pip installs into it from the
-# wheels just built, offline (--no-index), so only the wheel's contents land there.
-RUN LEDGER_EXPORTER_BUILD_REVISION="${REVISION}" LEDGER_EXPORTER_BUILD_BRANCH="${BRANCH}" \
-       pip wheel --no-cache-dir --wheel-dir /wheels . \
+# The release's recipe (tests/deploy/test_wheel.py builds the same way): `python -m build`
+# makes the sdist and the wheel from it, so the image holds what PyPI gets. setup.py writes
+# exporter/BUILD_INFO into the wheel from these variables. The venv has no pip of its own:
+# the base image's pip installs into it from the wheels just built and downloaded, offline
+# (--no-index), so only the wheel and its dependencies land there.
+RUN python -m pip install --no-cache-dir "build==1.2.2.post1" \
+    && LEDGER_EXPORTER_BUILD_REVISION="${REVISION}" LEDGER_EXPORTER_BUILD_BRANCH="${BRANCH}" \
+       python -m build --outdir /dist . \
+    && pip wheel --no-cache-dir --wheel-dir /wheels /dist/ledger_exporter-*.whl \
     && python -m venv --without-pip /opt/venv \
     && python -m pip --python /opt/venv/bin/python install --no-cache-dir --no-index \
        --find-links=/wheels /wheels/ledger_exporter-*.whl
 
-FROM python:3.11.11-slim-bookworm
+FROM ${BASE}
 
 ARG VERSION=dev
 ARG REVISION
 LABEL org.opencontainers.image.title="ledger-exporter" \
       org.opencontainers.image.description="Prometheus exporter for the nodes of a permissioned peer-to-peer ledger network" \
+      org.opencontainers.image.source="https://github.com/ledger-exporter/ledger-exporter" \
+      org.opencontainers.image.url="https://github.com/ledger-exporter/ledger-exporter" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \

@@ -110,6 +110,14 @@ tools: kube-tools
 kube-tools: $(STAMP)
 	@$(BIN)/python tools/kube_tools.py .tools/bin
 
+# The release's sdist and wheel (docs/development.md, "Cutting a release"), into dist/:
+# python -m build as the release workflow runs it, offline here (the dev venv's setuptools).
+.PHONY: dist
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	$(BIN)/python -m twine check --strict dist/*
+
 # lint-imports: the layers and contracts of pyproject.toml's [tool.importlinter].
 lint: $(STAMP)
 	$(BIN)/ruff check .

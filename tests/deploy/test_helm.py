@@ -226,10 +226,12 @@ def test_chart_version_follows_the_project() -> None:
 def test_image_tag_defaults_to_app_version_and_a_digest_wins(
     rendered: dict[str, list[Manifest]],
 ) -> None:
-    assert container(rendered["defaults"])["image"] == f"ledger-exporter:{__version__}"
+    assert container(rendered["defaults"])["image"] == (
+        f"ghcr.io/ledger-exporter/ledger-exporter:{__version__}"
+    )
     values = values_file("web-config-values.yaml")["image"]
     assert container(rendered["web-config-values.yaml"])["image"] == (
-        f"{values['registry']}/ledger-exporter@{values['digest']}"
+        f"{values['registry']}/ledger-exporter/ledger-exporter@{values['digest']}"
     )
 
 

@@ -1,11 +1,13 @@
-"""Smoke test of the install the Dockerfile performs, without Docker and offline.
+"""The release's Python artifacts, built as the release workflow builds them, and the install
+the Dockerfile performs, without Docker and offline.
 
-Builds the project's wheel from exactly the files the Dockerfile's builder copies,
-installs it into a fresh pip-less venv with `pip --python ... --no-index --find-links`
-as the Dockerfile does, and runs the installed console script. The wheelhouse's
-dependency wheels are repacked from the development venv's installed distributions, so
-no registry is contacted; what this does not prove is that PyPI resolves the same
-versions during `docker build`.
+`python -m build` makes the sdist and the wheel from it (once per module), from exactly the
+files the Dockerfile's builder copies, as the Dockerfile's builder does; `twine check` reads
+both as PyPI would. The wheel is installed into a fresh pip-less venv with `pip --python ...
+--no-index --find-links` as the Dockerfile does, and its console script runs from a temporary
+directory, far from the checkout. The wheelhouse's dependency wheels are repacked from the
+development venv's installed distributions, so no registry is contacted; what this does not
+prove is that PyPI resolves the same versions during `docker build`.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from packaging.requirements import Requirement
 
+from exporter import __version__
 from tests.support.ports import free_port
 from tests.support.processes import stop_process
 from tests.support.programs import require_program
@@ -85,8 +90,9 @@ def _run(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProc
 
 
 @pytest.fixture(scope="module")
-def project_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's wheel, built offline from exactly the files the Dockerfile copies."""
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist and the wheel built from it, by `python -m build` (offline: no build
+    isolation) from exactly the files the Dockerfile's builder copies."""
     work = tmp_path_factory.mktemp("image")
     context = work / "src"
     for source in builder_copy_sources():
@@ -96,23 +102,23 @@ def project_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copytree(REPO / source, target, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(REPO / source, target)
-    wheelhouse = work / "wheels"
-    built = _run(
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "--no-deps",
-        "--no-build-isolation",
-        "--no-index",
-        "--no-cache-dir",
-        "--wheel-dir",
-        wheelhouse,
-        context,
-    )
+    out = work / "wheels"
+    built = _run(sys.executable, "-m", "build", "--no-isolation", "--outdir", out, context)
     assert built.returncode == 0, built.stdout + built.stderr
-    (wheel,) = wheelhouse.glob("ledger_exporter-*.whl")
+    return out
+
+
+@pytest.fixture(scope="module")
+def project_wheel(dist: Path) -> Path:
+    """The project's wheel, as the image and PyPI get it."""
+    (wheel,) = dist.glob("ledger_exporter-*.whl")
     return wheel
+
+
+@pytest.fixture(scope="module")
+def sdist(dist: Path) -> Path:
+    (archive,) = dist.glob("ledger_exporter-*.tar.gz")
+    return archive
 
 
 @pytest.fixture(scope="module")
@@ -320,3 +326,128 @@ def test_the_wheel_holds_the_rules_the_demo_loads(venv: Path, tmp_path: Path) ->
         assert sorted(group["name"] for group in api.rules()) == expected
     finally:
         stop_process(process)
+
+
+# --- the release's artifacts ---------------------------------------------------------------
+
+
+def test_twine_check_passes_both_artifacts(dist: Path) -> None:
+    """What PyPI would refuse or render badly (the README as the long description)."""
+    checked = _run(
+        sys.executable, "-m", "twine", "check", "--strict", *sorted(dist.glob("ledger_exporter-*"))
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count("PASSED") == 2, checked.stdout
+
+
+def _package_files() -> set[str]:
+    """What the wheel must hold besides its dist-info: every module of both packages from the
+    checkout, the rendered rules and thresholds, the PEP 561 markers and the build's record."""
+    wanted = {"exporter/BUILD_INFO", "exporter/py.typed", "ledger_simulator/py.typed"}
+    for package in ("exporter", "ledger_simulator"):
+        wanted |= {
+            path.relative_to(REPO).as_posix()
+            for path in (REPO / package).rglob("*.py")
+            if "__pycache__" not in path.parts
+        }
+    wanted |= {p.relative_to(REPO).as_posix() for p in (REPO / "exporter/rules").glob("*.yml")}
+    wanted.add("exporter/rules/thresholds.json")
+    return wanted
+
+
+def test_the_wheel_holds_exactly_the_packages(project_wheel: Path) -> None:
+    """Every module, the demo's rules, the status page's thresholds, py.typed; nothing from
+    tests/ or the repository's other files (a file missing here would only show at a user's
+    `pip install`)."""
+    with zipfile.ZipFile(project_wheel) as archive:
+        names = set(archive.namelist())
+    dist_info = {name for name in names if name.split("/", 1)[0].endswith(".dist-info")}
+    assert names - dist_info == _package_files()
+    assert {"rules.yml", "alerts.yml"} <= {
+        Path(name).name for name in names if name.startswith("exporter/rules/")
+    }
+    assert not [name for name in names if name.startswith("tests/")]
+
+
+def test_the_sdist_rebuilds_the_wheel(sdist: Path) -> None:
+    """The wheel above was built from this sdist (python -m build's order), so it holds what
+    a rebuild from PyPI's source needs; and no test or checkout file rides along."""
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    for needed in ("pyproject.toml", "setup.py", "README.md", "LICENSE", "PKG-INFO"):
+        assert needed in names
+    assert _package_files() - {"exporter/BUILD_INFO"} <= names
+    assert not [name for name in names if name.startswith(("tests/", ".git", "deploy/"))]
+
+
+def test_the_installed_rules_and_thresholds_are_the_rendered_ones(venv: Path) -> None:
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    shipped = sorted(p.name for p in (REPO / "exporter/rules").iterdir() if p.suffix != ".py")
+    assert shipped, "no rendered rules in exporter/rules/"
+    for name in shipped:
+        assert (site / "exporter/rules" / name).read_bytes() == (
+            REPO / "exporter/rules" / name
+        ).read_bytes(), name
+
+
+def test_the_demo_command_is_installed(venv: Path, tmp_path: Path) -> None:
+    result = _run(venv / "bin" / "ledger-exporter", "demo", "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "--prometheus" in result.stdout
+
+
+def _release_workflow() -> dict[Any, Any]:
+    loaded: dict[Any, Any] = yaml.safe_load((REPO / ".github/workflows/release.yml").read_text())
+    return loaded
+
+
+def test_one_version_everywhere(
+    project_wheel: Path, sdist: Path, venv: Path, tmp_path: Path
+) -> None:
+    """exporter/__init__.py's __version__ is the project's one version: the wheel's and the
+    sdist's (pyproject.toml reads it), ledger_exporter_build_info's and --version's in the
+    installed package, the chart's version and appVersion (and so the image tag its
+    templates default to), and the release workflow refuses a tag that is not v<it>, from
+    which it names the image, the chart and the release."""
+    version = __version__
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version), "a release version is MAJOR.MINOR.PATCH"
+    assert project_wheel.name.startswith(f"ledger_exporter-{version}-")
+    assert sdist.name == f"ledger_exporter-{version}.tar.gz"
+    assert ("Version", version) in _wheel_metadata(project_wheel)
+    code = "from exporter.build import this_build; print(dict(this_build().labels())['version'])"
+    labelled = _run(venv / "bin" / "python", "-c", code, cwd=tmp_path)
+    assert labelled.returncode == 0, labelled.stderr
+    assert labelled.stdout.strip() == version
+    printed = _run(venv / "bin" / "ledger-exporter", "--version", cwd=tmp_path)
+    assert f"ledger-exporter, version {version} " in printed.stdout + printed.stderr
+    chart = yaml.safe_load((REPO / "deploy/helm/ledger-exporter/Chart.yaml").read_text())
+    assert (chart["version"], chart["appVersion"]) == (version, version)
+    # The workflow: the tag checked against the package, then the one VERSION everywhere.
+    workflow = _release_workflow()
+    assert workflow[True]["push"]["tags"] == ["v*"]  # PyYAML reads `on:` as True
+    steps = workflow["jobs"]["version"]["steps"]
+    check = next(step["run"] for step in steps if step.get("id") == "version")
+    assert "exporter/__init__.py" in check
+    assert '"${GITHUB_REF_NAME}" != "v${version}"' in check
+    assert "exit 1" in check
+    text = (REPO / ".github/workflows/release.yml").read_text()
+    assert "VERSION=${{ needs.version.outputs.version }}" in text
+    assert ":${{ needs.version.outputs.version }}" in text  # the image tag
+    # and a tag of another version fails that step
+    script = tmp_path / "check.sh"
+    script.write_text(check, encoding="utf-8")
+    for ref, expected in ((f"v{version}", 0), ("v9.9.9", 1)):
+        ran = subprocess.run(
+            ["bash", "-e", str(script)],
+            cwd=REPO,
+            env={
+                "GITHUB_REF_NAME": ref,
+                "GITHUB_OUTPUT": str(tmp_path / "out"),
+                "PATH": "/usr/bin:/bin",
+            },
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert ran.returncode == expected, (ref, ran.stdout + ran.stderr)
+    assert f"version={version}" in (tmp_path / "out").read_text()

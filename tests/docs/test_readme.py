@@ -76,6 +76,15 @@ SKIPPED: dict[str, str] = {
         "needs a Docker engine, which CI does not have; tests/deploy/test_docker.py and "
         "tests/deploy/test_compose.py check the Dockerfile and the compose stack offline"
     ),
+    r"helm install ledger-exporter oci://.*": (
+        "pulls the published chart and needs a cluster; tests/deploy/test_chart_package.py "
+        "packages and lints the chart the release pushes"
+    ),
+    r"pip install ledger-exporter.*": (
+        "installs the published package from PyPI; tests/deploy/test_wheel.py installs the "
+        "wheel the release builds, offline, into an empty venv"
+    ),
+    r"cosign verify .*": "asks the registry and the transparency log for the release's signature",
     r"kubectl .*": (
         "needs a Kubernetes cluster; tests/deploy/test_kubernetes*.py check the manifests offline"
     ),
