@@ -1129,10 +1129,7 @@ def _maintenance_line(
         left = end - now_mono
     else:
         left = entry.until - (snapshot.unix_time(now_mono) or 0.0)
-    text = (
-        f"in maintenance until {entry.until_text} ({age(left)} left):"
-        f" {isolated(entry.reason)}"
-    )
+    text = f"in maintenance until {entry.until_text} ({age(left)} left): {isolated(entry.reason)}"
     alerts = list(dict.fromkeys(problem.alert for problem in aside if problem.alert))
     text += f"; not listed as problems: {', '.join(alerts)}" if alerts else "; no alert now"
     scope = Scope.NODE if entry.node else Scope.NETWORK
