@@ -179,7 +179,8 @@ class Exporter:
             stale = replace(
                 snapshot, nodes=(), network=NetworkView(), watch=WatchStatus(), stale=True
             )
-            form = self._exposed(stale)
+            # its status page is the fresh snapshot's, with a banner saying how stale it is
+            form = self._exposed(stale, page_of=exposition)
             self._stale = (exposition, form)
         age = self._monotonic() - (snapshot.completed_at or 0.0)
         fields = {"age_seconds": round(age, 1), "stale_after_seconds": snapshot.stale_after}
@@ -190,11 +191,22 @@ class Exporter:
         )
         return form
 
-    def _exposed(self, snapshot: Snapshot, asked: tuple[Variant, ...] = ()) -> Exposition:
+    def _exposed(
+        self,
+        snapshot: Snapshot,
+        asked: tuple[Variant, ...] = (),
+        page_of: Exposition | None = None,
+    ) -> Exposition:
         """``snapshot`` as served, with the process's runtime families, rendered on demand
-        (or ahead for the ``asked`` variants)."""
+        (or ahead for the ``asked`` variants); ``page_of`` serves its status page instead."""
         return Exposition(
-            snapshot, asked, self._renderer, runtime_families, self.telemetry_path, held=self._held
+            snapshot,
+            asked,
+            self._renderer,
+            runtime_families,
+            self.telemetry_path,
+            held=self._held,
+            page_of=page_of,
         )
 
     def _reload_state(self, snapshot: Snapshot) -> Snapshot:

@@ -152,6 +152,10 @@ class Snapshot:
     wall_offset: float = 0.0  # time.time() - time.monotonic(), re-based when the clock steps
     #: The config's maintenance entries that applied at the end of the cycle (wall clock).
     maintenance: tuple[MaintenanceEntry, ...] = ()
+    #: Each of ``maintenance``'s ends on the monotonic clock, in its order, as the cycle
+    #: holds it (fixed when the entry started, so a wall-clock step moves no end); empty:
+    #: ``until`` on the wall clock, as in a snapshot built without a cycle
+    maintenance_ends: tuple[float, ...] = ()
     #: Failures caught inside cycles since start, per CycleStage in its order (empty: none
     #: counted here, as in a probe)
     cycle_failures: tuple[int, ...] = ()

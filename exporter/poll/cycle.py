@@ -399,6 +399,7 @@ class Poller:
             probe_mode=probing,
             wall_offset=self._rebase(wall_offset(now_wall, now_mono)),
             maintenance=maintenance,
+            maintenance_ends=tuple(self._windows[entry] for entry in maintenance),
             cycle_failures=failures.counts(),
             stale_after=stale_after(resources.config),
         )

@@ -216,11 +216,16 @@ class Exposition:
         telemetry_path: str = "/metrics",
         *,
         held: Held | None = None,
+        page_of: Exposition | None = None,
     ) -> None:
         """``held``: the status page's memory across cycles (one for the process), so a
-        problem is pending or firing on the page as its alert is in Prometheus."""
+        problem is pending or firing on the page as its alert is in Prometheus. ``page_of``:
+        the exposition whose status page this one serves (a stale form serves its fresh
+        snapshot's page, which then says how stale it is, and never shows ``held`` a
+        snapshot emptied of its nodes)."""
         self.snapshot = snapshot
         self._held = held
+        self._page_of = page_of
         self._found: Attention | None = None  # the page's lines, once ``held`` has seen them
         self._telemetry_path = telemetry_path  # the status page links to it
         self._asked = asked  # variants asked of an earlier exposition, to render next time
@@ -262,6 +267,8 @@ class Exposition:
     def landing(self, now: float) -> bytes:
         """The status page (``/``) at ``now`` (``time.monotonic()``, the snapshot's clock):
         rendered once for the snapshot, then copied."""
+        if self._page_of is not None:
+            return self._page_of.landing(now)
         return self._status_page().at(now)
 
     def _status_page(self) -> StatusPage:

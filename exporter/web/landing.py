@@ -391,20 +391,42 @@ def _tables(nodes: list[NodeStatus], found: Attention, now: float) -> str:
     )
 
 
+def _stale(snapshot: Snapshot, now: float) -> str:
+    """Past the snapshot's stale bound (no cycle has ended since: they fail or hang), a
+    banner saying so, how old the page's data is, and what to check; else nothing."""
+    if snapshot.completed_at is None or snapshot.stale_after is None:
+        return ""
+    if not snapshot.is_stale_at(now):
+        return ""
+    return (
+        '<div class="banner"><b class="bad">Stale: no polling cycle has ended for '
+        f"{age(now - snapshot.completed_at)}</b>, past this exporter's bound of "
+        f"{age(snapshot.stale_after)} (<code>ledger_exporter_stale_after_seconds</code>). "
+        "Everything below is as of the last cycle that ended and may no longer be true; "
+        "meanwhile <code>/metrics</code> leaves out every node, chain, network and watch "
+        "series and <code>/-/ready</code> answers 503. Check the exporter's log (errors "
+        "naming the cycle's stage) and <code>ledger_exporter_cycle_failures_total</code>; "
+        "if no cycle ends and nothing is logged, the exporter is stuck or starved of CPU: "
+        f"restart it. {_alert('LedgerExporterCycleFailing')}</div>"
+    )
+
+
 def _summary(snapshot: Snapshot, now: float) -> str:
-    """The one line that follows the clock: how long ago the cycle shown ended."""
+    """The one line that follows the clock: how long ago the cycle shown ended (after a
+    banner once that is past the stale bound)."""
     if snapshot.completed_at is None:
         return "<p>The first polling cycle has not finished yet.</p>"
+    stale = _stale(snapshot, now)
     if not snapshot.nodes:
         finished = _ago(snapshot.completed_at, now)
         return (
-            f"<p>Probe mode, no nodes polled. Last cycle finished {finished}; "
+            f"{stale}<p>Probe mode, no nodes polled. Last cycle finished {finished}; "
             f"this page refreshes every {REFRESH_SECONDS}s.</p>"
         )
     up = sum(node.up for node in snapshot.nodes)
     probe = " Probe mode is on too (<code>/probe</code>)." if snapshot.probe_mode else ""
     return (
-        f"<p>{up} of {len(snapshot.nodes)} nodes up. Last cycle finished "
+        f"{stale}<p>{up} of {len(snapshot.nodes)} nodes up. Last cycle finished "
         f"{_ago(snapshot.completed_at, now)} and took {snapshot.cycle_duration or 0:.2f}s; "
         f"ages on this page are as of its end; this page refreshes every {REFRESH_SECONDS}s."
         f"{probe}</p>"

@@ -1119,12 +1119,17 @@ def set_aside(
 def _maintenance_line(
     entry: MaintenanceEntry, aside: list[Problem], snapshot: Snapshot, now_mono: float
 ) -> Problem:
-    """An entry as the page lists it: until when, its reason, the alerts it holds back."""
-    now = snapshot.unix_time(now_mono) or 0.0
-    text = (
-        f"in maintenance until {entry.until_text} ({age(entry.until - now)} left):"
-        f" {isolated(entry.reason)}"
-    )
+    """An entry as the page lists it: until when, its reason, the alerts it holds back. The
+    time left runs to the end the cycle keeps on the monotonic clock, so after a wall-clock
+    step it is still the time the window has left (``until`` less the wall time would be off
+    by the step, negative after a step forward)."""
+    ends = dict(zip(snapshot.maintenance, snapshot.maintenance_ends, strict=False))
+    end = ends.get(entry)
+    if end is not None:
+        left = end - now_mono
+    else:
+        left = entry.until - (snapshot.unix_time(now_mono) or 0.0)
+    text = f"in maintenance until {entry.until_text} ({age(left)} left): {isolated(entry.reason)}"
     alerts = list(dict.fromkeys(problem.alert for problem in aside if problem.alert))
     text += f"; not listed as problems: {', '.join(alerts)}" if alerts else "; no alert now"
     scope = Scope.NODE if entry.node else Scope.NETWORK

@@ -49,6 +49,9 @@ DAEMON_ONLY = (
     "ledger_blockchain_council_agrees",
     "ledger_blockchain_consensus_agrees",
     "ledger_node_polled_peers",
+    # a chain listed by no other up node needs the other nodes (docs/probe-mode.md says what
+    # replaces it)
+    "ledger_node_unexpected_blockchains",
 )
 
 

@@ -119,11 +119,15 @@ def test_a_real_exporter_sends_them_and_its_page_renders_under_the_policy(
     with ready_exporter(config, f"--web.config.file={web_file}") as exporter:
         page = fetch(exporter.base + "/")
         assert _security(dict(page.headers)) == {**EXPECTED, "X-Frame-Options": "sameorigin"}
-        # the page's own inline style applies under its policy: the body's margin is 1.5em
-        style = "getComputedStyle(document.querySelector('.sev')).backgroundColor"
-        margin = "getComputedStyle(document.body).marginLeft"
-        assert in_page(exporter.base + "/", f"[{style}, {margin}].join(' ')") == (
-            "rgb(187, 0, 0) 24px"
+        # the page's own inline style applies under its policy: the body's margin is 1.5em, and
+        # the node never up is LedgerNodeDown pending (its `for` has not passed), so its badge
+        # is the pending critical one: white, red text, a dashed border (unstyled, a span is
+        # transparent, black and borderless)
+        sev = "getComputedStyle(document.querySelector('li.pending>.sev.critical'))"
+        probe = f"[{sev}.backgroundColor, {sev}.color, {sev}.borderTopStyle, "
+        probe += "getComputedStyle(document.body).marginLeft].join(' ')"
+        assert in_page(exporter.base + "/", probe) == (
+            "rgb(255, 255, 255) rgb(187, 0, 0) dashed 24px"
         )
 
 

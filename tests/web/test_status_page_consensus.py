@@ -100,10 +100,22 @@ def test_an_idle_chain_is_never_stalled_and_a_busy_one_is_by_its_own_settings() 
 
 
 def test_an_idle_node_left_behind_is_behind_not_stalled() -> None:
+    # the head is the height a strict majority of the readers reached: two of three here
     fleet = polled()
-    fleet.cycle({"n1": chain(10, pendingTransactions=0), "n2": chain(10)})
-    later = fleet.cycle({"n1": chain(10, pendingTransactions=0), "n2": chain(40)}, after=900)
+    idle = chain(10, pendingTransactions=0)
+    fleet.cycle({"n1": idle, "n2": chain(10), "n3": chain(10)})
+    later = fleet.cycle({"n1": idle, "n2": chain(40), "n3": chain(40)}, after=900)
     assert [line.split(":")[0] for line in node_lines(later)] == ["n1 LedgerNodeBehind"]
+
+
+def test_one_node_ahead_of_the_other_puts_neither_behind() -> None:
+    # two readers, one at 40: no strict majority reached 40, so the head is 10 and n1, idle
+    # there, is behind by nothing (ledger_blockchain_blocks_behind 0: LedgerNodeBehind silent)
+    fleet = polled()
+    idle = chain(10, pendingTransactions=0)
+    fleet.cycle({"n1": idle, "n2": chain(10)})
+    later = fleet.cycle({"n1": idle, "n2": chain(40)}, after=900)
+    assert node_lines(later) == []
 
 
 # --- consensus health in the network section ----------------------------------------------

@@ -11,10 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from exporter.config.exporter import Config
 from exporter.config.maintenance import MaintenanceEntry
+from exporter.config.nodes import NodeConfig
 from exporter.model.snapshot import Snapshot
+from exporter.poll.cycle import Poller
 from exporter.web.problems import Attention, attention
-from tests.support.documents import chain_doc
+from tests.support.clock import Clock
+from tests.support.documents import chain_doc, health_doc
+from tests.support.fakenode import FakeNode
 from tests.support.polled_fleet import KEYS, PolledFleet
 from tests.support.webapp import landing_page
 
@@ -140,3 +147,28 @@ def test_without_entries_the_page_has_no_maintenance_section() -> None:
     snapshot = fleet.cycle({name: chain() for name in KEYS})
     assert found(snapshot).maintenance == ()
     assert "In maintenance" not in landing_page(snapshot, fleet.now)
+
+
+@pytest.mark.parametrize("step", [-7200.0, +7200.0])
+def test_the_time_left_is_the_windows_own_after_a_wall_clock_step(
+    fake_node: FakeNode, step: float
+) -> None:
+    """A window of 30 s, 15 s in, the wall clock stepped 2 h back or on: the page says 15 s
+    left, the end the cycle keeps on the monotonic clock (``until`` less the stepped wall
+    time would say 2h 0m, or nothing left while the entry still applies)."""
+    fake_node.play(health_doc(["c1"]), {"c1": chain_doc(10)})
+    entry = MaintenanceEntry("n", "", EVENING + 30, "kernel upgrade")
+    config = Config(
+        nodes=(NodeConfig("n", fake_node.url),), scrape_timeout=2.0, maintenance=(entry,)
+    )
+    monotonic, wall = Clock(START), Clock(EVENING)
+    poller = Poller(config, lambda snapshot: None, monotonic, wall=wall)
+    try:
+        poller.run_cycle()
+        monotonic.advance(15)
+        wall.advance(15 + step)
+        snapshot = poller.run_cycle()
+    finally:
+        poller.stop()
+    (line,) = found(snapshot).maintenance
+    assert line.text.startswith("in maintenance until 2026-11-28T18:00:30Z (15s left): ")

@@ -86,7 +86,8 @@ def test_the_probe_debug_answer_carries_no_control_byte_a_node_sent(
     tmp_path: Path, fake_node: FakeNode
 ) -> None:
     _hostile(fake_node)
-    allowed = f"probe:\n  allowed_targets: ['{fake_node.url}']\n"
+    # debug=true answers only where the config turns it on (probe.debug, off by default)
+    allowed = f"probe:\n  debug: true\n  allowed_targets: ['{fake_node.url}']\n"
     with ready_exporter(_config(tmp_path, fake_node, allowed)) as exporter:
         query = urlencode({"target": fake_node.url, "debug": "true"})
         body = fetch(f"{exporter.base}/probe?{query}", timeout=30).body.decode()
