@@ -446,7 +446,7 @@ NETWORK_PEER_LARGEST_PARTITION = _g(
 )
 NODE_UNEXPECTED_BLOCKCHAINS = _g(
     "ledger_node_unexpected_blockchains",
-    "Chains this node's /health lists that the operator did not expect: outside its "
+    "Chains this node's /health lists that were not expected: outside its "
     "expect.blockchains where that is set (such a chain is counted, never read), or listed "
     "by no other up polled node when two or more up nodes listed chains this cycle. A chain "
     "one node alone lists is that node's finding, never a chain-wide one.",
