@@ -18,6 +18,7 @@ concerned need to fire, asserts what paged (the webhook) and what Alertmanager h
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,11 +27,13 @@ from typing import Any
 import pytest
 
 from ledger_simulator import SimulatedNetwork
+from ledger_simulator.settings import timeout_seconds, trigger_seconds
 from tests.support.fakenode import FakeNode
 from tests.support.hostile import Hostility, frozen_chain_ids
 from tests.support.incidents import (
     HISTORY_MINUTES,
     JOB,
+    SCALE,
     AlertingStack,
     alerting_stack,
     block_interval,
@@ -50,6 +53,12 @@ CHAIN = 0  # tracked by every node
 INFLATION = 10**9
 FROZEN_CHAINS = 30
 TIMEOUT = 60.0
+#: Left out of what the scenarios wait for and count (but for the frozen chains, which no
+#: notification may name at all): the real chains' budget-burn alerts, whose notifications
+#: tests/e2e/test_one_page_per_incident.py counts; the hidden halt lasts minutes of the
+#: rules' time, and a halt that failed to page lasts an hour, whose budget the chain then
+#: burns through the scenarios after it.
+BURN_RATE = ("LedgerNodeAvailabilityBudgetBurn", "LedgerBlockchainLivenessBudgetBurn")
 
 
 @dataclass
@@ -57,6 +66,7 @@ class Hostile:
     net: SimulatedNetwork
     stack: AlertingStack
     hostility: Hostility
+    stand_in: FakeNode
     watched: dict[str, Any]
 
     @property
@@ -65,18 +75,21 @@ class Hostile:
 
     def network_pages(self, since: int) -> list[tuple[str, str]]:
         """Pages delivered firing since ``since`` about no node in particular (the network's
-        or a chain's: no ``node`` label), as (alertname, blockchain)."""
+        or a chain's: no ``node`` label), as (alertname, blockchain); burn rates aside."""
         return sorted(
             (item.alertname, item.labels.get("blockchain", ""))
             for item in self.stack.webhook.delivered(since)
             if item.receiver == "ledger-page" and item.status == "firing"
             and item.labels.get("instance") == self.stack.instance
-            and "node" not in item.labels
+            and "node" not in item.labels and item.alertname not in BURN_RATE
         )  # fmt: skip
 
     def quiet(self) -> int:
         """Wait until the last scenario's alerts cleared; the notifications' mark."""
-        self.stack.wait_quiet("the previous scenario's alerts clear")
+        # no settling: what a scenario counts is firing, and a late resolved notification
+        # of the last one cannot pass for it
+        self.stack.wait_quiet("the previous scenario's alerts clear", ignore=BURN_RATE,
+                              settle=False)  # fmt: skip
         return self.stack.webhook.mark()
 
 
@@ -94,7 +107,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
             history = (net.node_names, net.chain_ids, HISTORY_MINUTES)
             settings = {"nodes": nodes, "watch": watched}
             with alerting_stack(workdir, settings, history=history) as stack:
-                yield Hostile(net, stack, hostility, watched)
+                yield Hostile(net, stack, hostility, stand_in, watched)
         finally:
             stand_in.stop()
 
@@ -229,30 +242,48 @@ def test_thirty_chains_of_one_node_page_nothing_and_warn_once(hostile: Hostile) 
     """The hostile node lists 30 frozen chains no other node has: no notification names any
     of them (no chain-wide page, no ticket each), and the node gets one warning,
     LedgerNodeUnexpectedBlockchains."""
-    net, stack = hostile.net, hostile.stack
+    net, stack, stand_in = hostile.net, hostile.stack, hostile.stand_in
     fakes = frozen_chain_ids(FROZEN_CHAINS)
     since = hostile.quiet()
-    template = net.blockchain(HOSTILE, hostile.chain)
-    hostile.hostility.freeze(fakes, template)
-    span = 2 * max(rule_span_seconds(name) for name in
-                   ("LedgerBlockchainHalted", "LedgerCouncilBelowMinMembers",
-                    "LedgerBlockHeightStalled")) + 10 + stack.group_wait  # fmt: skip
+    # the longest a frozen chain takes to notify: its stall's age (the chain's own
+    # txMaxTimeTrigger + consensusTimeout + the rules' 180 s of grace, scaled), then the
+    # slowest `for` of the alerts a frozen chain raises, then the ticket's group_wait
+    stall = (trigger_seconds(SEED, CHAIN) + timeout_seconds(SEED, CHAIN) + 180) / SCALE
+    slowest = max(rule_span_seconds(name) for name in
+                  ("LedgerBlockchainHalted", "LedgerCouncilBelowMinMembers",
+                   "LedgerBlockHeightStalled"))  # fmt: skip
+    span = stall + slowest + stack.group_wait + 2
+    warned = {"alertname": "LedgerNodeUnexpectedBlockchains", "node": HOSTILE}
+
+    def warned_once() -> bool:
+        return any(item.status == "firing" and warned.items() <= item.labels.items()
+                   and item.receiver == "ledger-ticket"
+                   for item in stack.webhook.delivered(since))  # fmt: skip
+
+    hostile.hostility.freeze(fakes, net.blockchain(HOSTILE, hostile.chain))
+    listed_at, asked = time.monotonic(), len(stand_in.requests)
+
+    def listed_long_enough() -> bool:
+        """The exporter read the listing with the frozen chains ``span`` seconds after it
+        began (whatever it then does with them: that is for it to decide)."""
+        return time.monotonic() - listed_at >= span and any(
+            request.path == "/health" for request in stand_in.requests[asked:]
+        )
+
     try:
-        listed = f'count(ledger_blockchain_up{{node="{HOSTILE}"}}) > {FROZEN_CHAINS}'
-        wait_until(stack.held_for(span, listed), timeout=TIMEOUT, interval=0.5,
-                   message=f"{HOSTILE}'s {FROZEN_CHAINS} chains not read for {span} s")  # fmt: skip
+        # both at once (the warning comes sooner than a frozen chain could notify); without
+        # the warning, still what was notified about the chains
+        try:
+            wait_until(lambda: listed_long_enough() and warned_once(), timeout=TIMEOUT,
+                       interval=0.5)  # fmt: skip
+        except AssertionError:
+            wait_until(listed_long_enough, timeout=TIMEOUT, interval=0.5,
+                       message=f"{HOSTILE}'s listing not read for {span} s")  # fmt: skip
         about = [(item.receiver, item.alertname, item.labels.get("node", "-"))
                  for item in stack.webhook.delivered(since)
                  if item.status == "firing" and item.labels.get("blockchain") in fakes]  # fmt: skip
         assert not [a for a in about if a[0] == "ledger-page"], about
         assert not about, about
-        warned = {"alertname": "LedgerNodeUnexpectedBlockchains", "node": HOSTILE}
-
-        def warned_once() -> bool:
-            return any(item.status == "firing" and warned.items() <= item.labels.items()
-                       and item.receiver == "ledger-ticket"
-                       for item in stack.webhook.delivered(since))  # fmt: skip
-
-        stack.webhook.wait_for(warned_once, timeout=TIMEOUT, what=f"{warned} delivered")
+        assert warned_once(), f"{warned} not delivered; {stack.summary(since)}"
     finally:
         hostile.hostility.frozen = {}

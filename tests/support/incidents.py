@@ -7,10 +7,10 @@ rules' ``for``, windows and ages, Alertmanager's waits (``for_tests``; ``group_w
 shorter than the two evaluations it spans at full scale), and the simulated chains' pace
 (a block interval of a chain's ``txMaxTimeTrigger`` divided by the scale: ``block_interval``).
 
-Prometheus can start with a healthy past (``history_minutes`` of the rules' time): the error
-ratios the budget-burn alerts read are averages over windows of up to three days, and a
-Prometheus started seconds ago would let a short outage fill its long windows, an artefact
-of the test that a long-running Prometheus never shows. ``promtool tsdb
+Prometheus can start with a healthy past (``history``: ``HISTORY_MINUTES`` of the rules'
+time, three days): the error ratios the budget-burn alerts read are averages over windows of
+up to three days, and a Prometheus started seconds ago would let a short outage fill its
+long windows, an artefact of the test that a long-running Prometheus never shows. ``promtool tsdb
 create-blocks-from openmetrics`` writes that past (each node up, each chain advancing, one
 sample a second as the test's evaluations) before Prometheus starts.
 """
@@ -109,16 +109,16 @@ def group_wait_floor(shipped: Mapping[str, Any]) -> str:
     return f"{wait * EVALUATION_MS // evaluation}ms"
 
 
-def longest_group_wait_seconds(config: Mapping[str, Any]) -> float:
-    """The longest ``group_wait`` of a (test) Alertmanager config's routes, in seconds."""
+def longest_seconds(config: Mapping[str, Any], *keys: str) -> float:
+    """The longest of ``keys`` (``group_wait``, ``group_interval``) over a (test)
+    Alertmanager config's routes, in seconds."""
 
-    def waits(route: Mapping[str, Any]) -> Iterator[int]:
-        if "group_wait" in route:
-            yield duration_ms(route["group_wait"])
+    def times(route: Mapping[str, Any]) -> Iterator[int]:
+        yield from (duration_ms(route[key]) for key in keys if key in route)
         for child in route.get("routes", []):
-            yield from waits(child)
+            yield from times(child)
 
-    return max(waits(config["route"])) / 1000
+    return max(times(config["route"])) / 1000
 
 
 def backfill_healthy(
@@ -169,8 +169,10 @@ def exporter_on(config: Path, settings: Mapping[str, Any]) -> Iterator[str]:
 @dataclass
 class AlertingStack:
     """The running stack: Prometheus, Alertmanager, the webhook, the exporter's ``instance``,
-    the receivers that send somewhere (``paging``: pages and tickets), the sink, and how
-    long Alertmanager's longest ``group_wait`` is."""
+    the receivers that send somewhere (``paging``: pages and tickets), the sink, and
+    Alertmanager's longest ``group_wait`` and longest wait (``group_wait`` or
+    ``group_interval``: when a group's last notification, resolved or not, is sent at the
+    latest), in seconds."""
 
     prom: PrometheusServer
     am: AlertmanagerServer
@@ -179,6 +181,7 @@ class AlertingStack:
     paging: frozenset[str]
     sink: str
     group_wait: float
+    longest_wait: float
 
     # --- what was delivered ---
 
@@ -237,10 +240,13 @@ class AlertingStack:
                 if a["labels"]["alertname"] not in skipped
                 and {r["name"] for r in a["receivers"]} != {self.sink}]  # fmt: skip
 
-    def wait_quiet(self, what: str, ignore: Iterable[str] = (), timeout: float = 90) -> None:
+    def wait_quiet(
+        self, what: str, ignore: Iterable[str] = (), *, settle: bool = True, timeout: float = 90
+    ) -> None:
         """Until nothing of this exporter is pending or firing in Prometheus nor held in
-        Alertmanager (names in ``ignore`` aside), then a ``group_wait`` more: no
-        notification of what came before can still arrive."""
+        Alertmanager (names in ``ignore`` aside); with ``settle``, then Alertmanager's
+        longest wait more (``group_wait`` or ``group_interval``), after which no
+        notification of what came before, resolved ones included, can still arrive."""
         skipped = list(ignore)
         wait_until(
             lambda: not self.alerts_here(ignore=skipped) and not self.held_here(skipped),
@@ -248,7 +254,8 @@ class AlertingStack:
             message=lambda: (f"{what}: in Prometheus {self.alerts_here(ignore=skipped)}, "
                              f"held {self.held_here(skipped)}"),
         )  # fmt: skip
-        time.sleep(self.group_wait)
+        if settle:
+            time.sleep(self.longest_wait)
 
     def inhibitors(self, **labels: str) -> dict[str, list[str]]:
         """For each alert Alertmanager holds with these labels (by its ``node`` or
@@ -312,5 +319,6 @@ def alerting_stack(
         receivers = {receiver["name"] for receiver in shipped["receivers"]}
         yield AlertingStack(
             prom, am, webhook, address, frozenset(receivers - sink_names),
-            next(iter(sink_names)), longest_group_wait_seconds(am_config),
+            next(iter(sink_names)), longest_seconds(am_config, "group_wait"),
+            longest_seconds(am_config, "group_wait", "group_interval"),
         )  # fmt: skip
