@@ -88,6 +88,10 @@ def test_durations_scale_down(text: str, expected: str) -> None:
             'x_age_seconds{n="1"} > 5 * t or 0 * x_age_seconds + 600',
             '(60 * (x_age_seconds{n="1"})) > 5 * t or 0 * (60 * (x_age_seconds)) + 600',
         ),
+        (  # the exporter's own cycle runs at its real pace: its age is not scaled
+            "time() - ledger_exporter_last_successful_cycle_timestamp_seconds > b",
+            "time() - ledger_exporter_last_successful_cycle_timestamp_seconds > b",
+        ),
         ("increase(a[5m]) >= 3 unless b[10m]", "increase(a[5s]) >= 3 unless b[10s]"),
         ("max_over_time(a[1h:1m]) > 600", "max_over_time(a[60s:1s]) > 600"),
         ("a > 600 and b_seconds < 120", "a > 600 and b_seconds < 120"),  # no age: unchanged
