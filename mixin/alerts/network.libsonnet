@@ -118,7 +118,7 @@ local majorityExists(metric, config) = q.majorityExists(metric, config.ledgerSel
           {
             alert: 'LedgerNetworkPartitioned',
             expr: |||
-              ledger_network_peer_partitions{%(ledgerSelector)s} > 1
+              max by (%(exporterInstanceLabels)s) (ledger_network_peer_partitions{%(ledgerSelector)s}) > 1
               and on(%(exporterInstanceLabels)s)
                 2 * ledger_network_peer_largest_partition_nodes{%(ledgerSelector)s}
                 <= on(%(exporterInstanceLabels)s) count by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s} == 1)

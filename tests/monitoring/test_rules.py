@@ -304,7 +304,7 @@ def alert_level(rule: dict[str, Any]) -> str:
         return (
             "network chain" if any("blockchain" in LABELS_BY_NAME[n] for n in names) else "exporter"
         )
-    outer = _OUTER_AGGREGATION.match(rule["expr"])
+    outer = _OUTER_AGGREGATION.match(rule["expr"].lstrip("( \n"))  # the same in parentheses
     kept = {label.strip() for label in outer[1].split(",")} if outer else {"node"}
     if "node" not in kept:
         return "network chain" if "blockchain" in kept else "exporter"
