@@ -30,7 +30,9 @@ from exporter.config.web import WebConfig, load_web_config, reload_warnings
 from exporter.errors import BindError, ConfigError, ReloadPendingError
 from exporter.expose.render import Renderer
 from exporter.memory import Allocator, tune_collector
+from exporter.model.network import NetworkView
 from exporter.model.snapshot import Snapshot
+from exporter.model.watch_readings import WatchStatus
 from exporter.poll.cycle import Poller
 from exporter.poll.probe_node import EngineProber
 from exporter.poll.state import StateFile
@@ -98,6 +100,7 @@ class Exporter:
         """``clock`` is the wall clock, for the timestamps exported (the last good reload's,
         and the poller's); every age is measured on ``monotonic``."""
         self._config_path = config_path
+        self._monotonic = monotonic
         self._allocator = allocator or Allocator(None)
         self._lock = threading.Lock()
         self._clock = clock
@@ -109,6 +112,7 @@ class Exporter:
         # one for the process: it keeps label strings across cycles
         self._renderer = Renderer(build or this_build())
         self._exposition = self._exposed(self._reload_state(Snapshot()))
+        self._stale: tuple[Exposition, Exposition] | None = None  # an exposition, its stale form
         self._ready = threading.Event()
         state = StateFile(state_file) if state_file else None  # --state.file: kept across restarts
         self._poller = Poller(config, self._publish, monotonic, state=state, wall=clock)
@@ -120,8 +124,34 @@ class Exporter:
         self._web_config_path: str | None = None
 
     def exposition(self) -> Exposition:
-        """What /metrics serves now."""
-        return self._exposition
+        """What /metrics serves now: the last cycle's snapshot, or once it is older than its
+        ``stale_after`` (no cycle ended since: they fail or hang), its stale form."""
+        exposition = self._exposition
+        if not exposition.snapshot.is_stale_at(self._monotonic()):
+            return exposition
+        return self._stale_form(exposition)
+
+    def _stale_form(self, exposition: Exposition) -> Exposition:
+        """``exposition`` with every node, chain, network and watch series dropped (the
+        exporter's own stay, saying how old it is), made and logged once per snapshot."""
+        with self._lock:
+            kept = self._stale
+            if kept is not None and kept[0] is exposition:
+                return kept[1]
+            snapshot = exposition.snapshot
+            stale = replace(
+                snapshot, nodes=(), network=NetworkView(), watch=WatchStatus(), stale=True
+            )
+            form = self._exposed(stale)
+            self._stale = (exposition, form)
+        age = self._monotonic() - (snapshot.completed_at or 0.0)
+        fields = {"age_seconds": round(age, 1), "stale_after_seconds": snapshot.stale_after}
+        log.error(
+            "no polling cycle has ended within the bound: /metrics drops the node series and"
+            " /-/ready fails until one does",
+            extra={"fields": fields},
+        )
+        return form
 
     def _exposed(self, snapshot: Snapshot, asked: tuple[Variant, ...] = ()) -> Exposition:
         """``snapshot`` as served, with the process's runtime families, rendered on demand
@@ -138,8 +168,10 @@ class Exporter:
         )
 
     def ready(self) -> bool:
-        """True once the first polling cycle has finished."""
-        return self._ready.is_set()
+        """True once the first polling cycle has finished, while the last one that did is
+        not older than its ``stale_after`` (a bound of a few scrape intervals)."""
+        stale = self._exposition.snapshot.is_stale_at(self._monotonic())
+        return self._ready.is_set() and not stale
 
     def _publish(self, snapshot: Snapshot) -> None:
         """Swap in the new snapshot, rendered first in the formats scrapers used last time."""

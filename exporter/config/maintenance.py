@@ -4,9 +4,12 @@ Each entry puts one configured node, or one blockchain on every node, in mainten
 wall-clock time (RFC 3339 with an offset), for a short reason. The exporter keeps polling;
 while an entry applies it exports ``ledger_node_maintenance`` or
 ``ledger_blockchain_maintenance`` (which Alertmanager's inhibit rules use) and the status page
-lists the node or chain apart from the problems. ``until`` is compared with the wall clock at
-the end of each cycle, so an entry stops applying by itself within a ``scrape_interval`` of
-that time; an entry already past is kept, harmlessly (a file must not turn invalid with time).
+lists the node or chain apart from the problems. ``until`` is read against the wall clock when
+the entry starts applying, and the window's end kept on the monotonic clock from then on
+(exporter.poll.cycle), so an entry stops applying by itself within a ``scrape_interval`` of
+that time and a wall-clock step neither extends nor ends it; an entry already past is kept,
+harmlessly (a file must not turn invalid with time). ``until`` must lie in the years 1 to
+9999 once in UTC (what the log, the page and the cycle compute with).
 """
 
 from __future__ import annotations
@@ -137,7 +140,30 @@ def _label_text(reader: Reader, data: dict[str, Any], key: str, path: Path, long
     return text
 
 
+#: The span of ``until`` the exporter computes with: a UTC date-time of years 1 to 9999 (what
+#: Python's datetime holds, as the log, the page and the state need it). An offset can carry a
+#: time written in 9999 past it (``9999-12-31T20:00:00-05:00`` is year 10000 in UTC), so the
+#: moment itself is checked, not the text.
+EARLIEST_UNTIL = datetime.datetime(1, 1, 2, tzinfo=datetime.UTC).timestamp()
+LATEST_UNTIL = datetime.datetime(9999, 12, 31, tzinfo=datetime.UTC).timestamp()
+
+
 def _until(reader: Reader, value: Any, path: Path) -> float | None:
+    """:func:`_moment`, refused outside EARLIEST_UNTIL..LATEST_UNTIL with the line."""
+    until = _moment(reader, value, path)
+    shown = value.isoformat() if isinstance(value, datetime.datetime) else value
+    if until is not None and not EARLIEST_UNTIL <= until <= LATEST_UNTIL:
+        reader.problem(
+            path,
+            "is outside the years 1 to 9999 once in UTC (its offset carries it across the"
+            " year's end); give a time from 0001-01-02T00:00:00Z to 9999-12-31T00:00:00Z"
+            f"{reader.instead(path, shown)}",
+        )
+        return None
+    return until
+
+
+def _moment(reader: Reader, value: Any, path: Path) -> float | None:
     """An RFC 3339 time with an offset (``2026-11-28T12:00:00Z``, ``...+01:00``) as Unix
     seconds. YAML reads such a time unquoted as a date-time: one without an offset, or a
     bare date, is refused, since it cannot be placed on the time line without guessing."""

@@ -17,6 +17,7 @@ from exporter.model import fields as f
 from exporter.model.fields import CHAIN as _CHAIN
 from exporter.model.fields import FLAG, Field
 from exporter.model.fields import NODE as _NODE
+from exporter.model.snapshot import CycleStage
 from exporter.model.transport import ENDPOINT_KINDS, PHASES, TLS_INFO_LABELS
 from exporter.poll.results import Reason
 from exporter.values import (
@@ -106,6 +107,29 @@ STATE_FILE_WRITE_FAILURES = MetricSpec(
     "its lock could not be written): the memory between cycles will not survive a restart.",
     (),
 )
+CYCLE_FAILURES = MetricSpec(
+    "ledger_exporter_cycle_failures_total",
+    Kind.COUNTER,
+    "Failures the exporter caught inside its polling cycles, by the stage the failure was "
+    "confined to: node (that node reads as down that cycle), network (the network series are "
+    "left out), watch (the watched objects are left out), maintenance (that entry does not "
+    "apply), cycle (the whole cycle: the last snapshot stays and grows older). Each distinct "
+    "failure is logged once while it recurs.",
+    ("stage",),
+    missing="A series at 0 for every stage from the first cycle.",
+)
+LAST_SUCCESSFUL_CYCLE = _g(
+    "ledger_exporter_last_successful_cycle_timestamp_seconds",
+    "Unix time when the polling cycle whose results /metrics shows ended; it stops moving "
+    "while cycles fail as a whole.",
+)
+STALE_AFTER = _g(
+    "ledger_exporter_stale_after_seconds",
+    "Age (since ledger_exporter_last_successful_cycle_timestamp_seconds) past which the "
+    "results shown are stale: 3 scrape_interval plus one scrape_timeout. Past it /-/ready "
+    "answers 503 and every node, chain, network and watch series is dropped until a cycle "
+    "ends again.",
+)
 DROPPED_VALUES = MetricSpec(
     "ledger_exporter_dropped_values_total",
     Kind.COUNTER,
@@ -184,14 +208,18 @@ CHAIN_UP = _g(
 )
 CHAIN_BLOCKS_BEHIND = _g(
     "ledger_blockchain_blocks_behind",
-    "Highest height of this chain among the polled nodes minus this node's height.",
+    "The chain's head minus this node's height, 0 at or above it: the head is the highest "
+    "height a strict majority of the up, not-syncing nodes reading the chain reached (of "
+    "all its readers when every one is syncing), so one node reporting heights far too high "
+    "puts no other node behind.",
     *_CHAIN,
     unit="blocks",
 )
 CHAIN_BEHIND_SECONDS = _g(
     "ledger_blockchain_behind_seconds",
-    "How long ago the highest height among the polled nodes reading this chain first reached "
-    "one above this node's height, on the exporter's clock: 0 at the head.",
+    "How long ago the chain's head (as for ledger_blockchain_blocks_behind: the height a "
+    "strict majority of the up, not-syncing readers reached) first reached one above this "
+    "node's height, on the exporter's clock: 0 at or above the head.",
     *_CHAIN,
     missing=(
         "Only as precise as `scrape_interval` (a height is seen first by the cycle after it "
@@ -394,6 +422,24 @@ NETWORK_PEER_PARTITIONS = _g(
     "Connected components of the up polled nodes linked by networkPeers (1: all connected).",
     unit="groups of nodes",
 )
+NETWORK_PEER_LARGEST_PARTITION = _g(
+    "ledger_network_peer_largest_partition_nodes",
+    "Up polled nodes in the largest group linked by networkPeers: beside "
+    "ledger_network_peer_partitions, whether a partition cuts off many nodes or only one "
+    "(one node that lists no peers, or changes its peerId, is a group of one).",
+    unit="nodes",
+    missing="No sample while no polled node is up.",
+)
+NODE_UNEXPECTED_BLOCKCHAINS = _g(
+    "ledger_node_unexpected_blockchains",
+    "Chains this node's /health lists that the operator did not expect: outside its "
+    "expect.blockchains where that is set (such a chain is counted, never read), or listed "
+    "by no other up polled node when two or more up nodes listed chains this cycle. A chain "
+    "one node alone lists is that node's finding, never a chain-wide one.",
+    *_NODE,
+    unit="blockchains",
+    missing="Only while the node is up (0 when every chain it lists is expected).",
+)
 NODE_POLLED_PEERS = _g(
     "ledger_node_polled_peers",
     "Other up polled nodes this node is linked to by networkPeers (either side listing).",
@@ -483,6 +529,9 @@ EXPORTER_FAMILIES = (
     CONFIG_RELOAD_OK,
     CONFIG_RELOAD_SUCCESS_TIME,
     STATE_FILE_WRITE_FAILURES,
+    CYCLE_FAILURES,
+    LAST_SUCCESSFUL_CYCLE,
+    STALE_AFTER,
     DROPPED_VALUES,
 )
 #: Each node's poll and ``GET /health`` (labels ``node`` and the node's static labels).
@@ -525,7 +574,9 @@ NETWORK_FAMILIES = (
     NETWORK_COUNCIL_MEMBERS_POLLED,
     NETWORK_COUNCIL_MEMBERS_UP,
     NETWORK_PEER_PARTITIONS,
+    NETWORK_PEER_LARGEST_PARTITION,
     NODE_POLLED_PEERS,
+    NODE_UNEXPECTED_BLOCKCHAINS,
 )
 #: The watched contracts and wallets (labels ``node``, ``blockchain``, ``contract``/``wallet``).
 WATCH_FAMILIES = (
@@ -616,6 +667,8 @@ LABELS = {
     "(empty without one)",
     "serial_fingerprint": "the SHA-256 fingerprint of the node's certificate (hex of its DER): "
     "it changes with every reissue",
+    "stage": "the step of the polling cycle a failure was confined to: "
+    + ", ".join(f"`{stage.value}`" for stage in CycleStage),
     "kind": "which bound dropped values: " + ", ".join(f"`{kind.value}`" for kind in DropKind),
     "version": "the exporter's version (`ledger_exporter_build_info`); the negotiated TLS "
     "version, such as `TLSv1.3` (`ledger_node_tls_info`)",
@@ -638,8 +691,10 @@ GROUPS = (
     Group(
         "Exporter",
         "The exporter's own state, on /metrics.",
-        "Always present, `ledger_exporter_cycle_duration_seconds` and "
-        "`ledger_exporter_cycle_timeout_seconds` once a cycle has ended; "
+        "Always present, `ledger_exporter_cycle_duration_seconds`, "
+        "`ledger_exporter_cycle_timeout_seconds`, "
+        "`ledger_exporter_last_successful_cycle_timestamp_seconds` and "
+        "`ledger_exporter_stale_after_seconds` once a cycle has ended; "
         "`ledger_exporter_state_file_write_failures_total` only with `--state.file` (at 0 "
         "until a write fails); "
         "`ledger_exporter_dropped_values_total` has a series for every configured node and "

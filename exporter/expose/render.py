@@ -42,7 +42,13 @@ from exporter.model.fields import (
     gauge_table,
 )
 from exporter.model.network import Agreement, ChainAgreement
-from exporter.model.snapshot import ChainStatus, ConsensusStatus, NodeStatus, Snapshot
+from exporter.model.snapshot import (
+    ChainStatus,
+    ConsensusStatus,
+    CycleStage,
+    NodeStatus,
+    Snapshot,
+)
 from exporter.model.storage import GaugeTable
 from exporter.model.transport import TLS_INFO_LABELS
 from exporter.model.watch_readings import WatchStatus
@@ -216,6 +222,11 @@ class _Render:
             m.CYCLE_DURATION: lambda: (("", snapshot.cycle_duration),),
             m.CYCLE_TIMEOUT: lambda: (("", snapshot.cycle_timeout),),
             m.STATE_FILE_WRITE_FAILURES: lambda: (("", snapshot.state_file_write_failures),),
+            m.CYCLE_FAILURES: self._cycle_failures,
+            m.LAST_SUCCESSFUL_CYCLE: lambda: (("", snapshot.unix_time(snapshot.completed_at)),),
+            m.STALE_AFTER: lambda: (
+                ("", snapshot.stale_after if snapshot.completed_at is not None else None),
+            ),
             m.CONFIG_RELOAD_OK: lambda: (("", _flag(snapshot.config_reload_ok)),),
             m.CONFIG_RELOAD_SUCCESS_TIME: lambda: (("", snapshot.config_reload_success_at),),
             m.DROPPED_VALUES: self._dropped,
@@ -260,7 +271,9 @@ class _Render:
             m.CHAIN_COUNCIL_AGREES: lambda: self._agreement(lambda c: c.council_agrees),
             m.CHAIN_CONSENSUS_AGREES: lambda: self._agreement(lambda c: c.consensus_agrees),
             m.NETWORK_PEER_PARTITIONS: lambda: (("", snapshot.network.partitions),),
+            m.NETWORK_PEER_LARGEST_PARTITION: lambda: (("", snapshot.network.largest_partition),),
             m.NODE_POLLED_PEERS: self._polled_peers,
+            m.NODE_UNEXPECTED_BLOCKCHAINS: self._unexpected_chains,
             m.NODE_MAINTENANCE: self._node_maintenance,
             m.CHAIN_MAINTENANCE: self._chain_maintenance,
         }
@@ -296,6 +309,14 @@ class _Render:
             fill = self.nodes[node.name].filler(self.templates, names)
             for endpoint, reason, count in node.error_counts:
                 yield fill(escapes[endpoint], escapes[reason]), count
+
+    def _cycle_failures(self) -> Series:
+        """Per stage, the failures caught (none before the first cycle, nor in a probe)."""
+        counts = self.snapshot.cycle_failures
+        if not counts:
+            return
+        for stage, count in zip(CycleStage, counts, strict=True):
+            yield label_string((("stage", stage.value),)), float(count)
 
     def _dropped(self) -> Series:
         names = ("kind",)
@@ -430,6 +451,11 @@ class _Render:
         for name, linked in self.snapshot.network.polled_peers:
             if (labels := self.nodes.get(name)) is not None:
                 yield labels.labels, linked
+
+    def _unexpected_chains(self) -> Series:
+        for name, count in self.snapshot.network.unexpected_chains:
+            if (labels := self.nodes.get(name)) is not None:
+                yield labels.labels, float(count)
 
     def _node_maintenance(self) -> Series:
         """1 per node entry that applies (with the node's labels), for a polled node."""

@@ -96,6 +96,11 @@ class NetworkView:
     chains: tuple[ChainAgreement, ...] = ()
     partitions: int | None = None
     polled_peers: tuple[tuple[str, int], ...] = ()
+    #: the up polled nodes in the largest group linked by peers (None when no node is up)
+    largest_partition: int | None = None
+    #: per up node, how many chains it lists that the operator did not expect
+    #: (:func:`unexpected_chains`)
+    unexpected_chains: tuple[tuple[str, int], ...] = ()
     #: (node, its remembered ``nodeId``) for every polled node, up or down: who a key is
     node_keys: tuple[tuple[str, str], ...] = ()
 
@@ -160,6 +165,24 @@ def council_members(
     return len(polled), len(polled & up)
 
 
+def majority_height(readings: Iterable[tuple[float | None, bool | None]]) -> float | None:
+    """The highest height a strict majority of the not-syncing readers have reached, from
+    (height, syncing) pairs; when every reader with a height is syncing, the same among
+    them all; None when no reader has a height. A majority, never the highest: one node
+    reporting heights far too high (a bug, or a hostile node) moves it only with the
+    others' agreement, so it can neither put the honest nodes behind nor hide a halt."""
+    steady: list[float] = []
+    syncing: list[float] = []
+    for height, is_syncing in readings:
+        if height is not None:
+            (syncing if is_syncing is True else steady).append(height)
+    heights = steady or syncing
+    if not heights:
+        return None
+    heights.sort(reverse=True)
+    return heights[len(heights) // 2]  # reached by len // 2 + 1 of them: a strict majority
+
+
 def next_checkpoint(chains: Iterable[ChainObservation], depth: int) -> int | None:
     """The highest height that a strict majority of the not-syncing readers have reached,
     ``depth`` blocks down (not below 0); None when block checks are off (depth 0) or no such
@@ -168,14 +191,9 @@ def next_checkpoint(chains: Iterable[ChainObservation], depth: int) -> int | Non
     and it is not asked for a block it cannot have)."""
     if depth <= 0:
         return None
-    heights = sorted(
-        (c.height for c in chains if c.height is not None and c.is_syncing is not True),
-        reverse=True,
-    )
-    if not heights:
-        return None
-    majority = len(heights) // 2 + 1  # reached by at least this many: a strict majority
-    return max(0, int(heights[majority - 1]) - depth)
+    steady = [(c.height, False) for c in chains if c.is_syncing is not True]
+    height = majority_height(steady)
+    return None if height is None else max(0, int(height) - depth)
 
 
 def chain_agreement(
@@ -212,10 +230,25 @@ def chain_agreement(
 
 def partitions(nodes: Sequence[NodeObservation]) -> tuple[int | None, tuple[tuple[str, int], ...]]:
     """Connected components of the up nodes linked by ``networkPeers`` (a link counts when
-    either side lists the other's peer id), and how many other up nodes each is linked to.
-    Linear in the peers listed, not quadratic in the nodes."""
+    either side lists the other's peer id), and how many other up nodes each is linked to."""
+    groups, _, polled = peer_groups(nodes)
+    return groups, polled
+
+
+class PeerGroups(NamedTuple):
+    """The up nodes' groups linked by peers: how many, the size of the largest (None when
+    no node is up), and per node how many other up nodes it is linked to."""
+
+    groups: int | None
+    largest: int | None
+    polled_peers: tuple[tuple[str, int], ...]
+
+
+def peer_groups(nodes: Sequence[NodeObservation]) -> PeerGroups:
+    """:func:`partitions` with the largest group's size. Linear in the peers listed, not
+    quadratic in the nodes."""
     if not nodes:
-        return None, ()
+        return PeerGroups(None, None, ())
     by_peer_id: dict[str, list[str]] = {}
     for node in nodes:
         if node.peer_identity is not None:
@@ -227,24 +260,59 @@ def partitions(nodes: Sequence[NodeObservation]) -> tuple[int | None, tuple[tupl
                 if b != a.node:
                     links[a.node].add(b)
                     links[b].add(a.node)
-    return _components(links), tuple(sorted((node, len(peers)) for node, peers in links.items()))
+    sizes = _components(links)
+    polled = tuple(sorted((node, len(peers)) for node, peers in links.items()))
+    return PeerGroups(len(sizes), max(sizes), polled)
 
 
-def _components(links: dict[str, set[str]]) -> int:
-    """How many connected components the undirected ``links`` make."""
+def _components(links: dict[str, set[str]]) -> list[int]:
+    """The sizes of the connected components the undirected ``links`` make."""
     seen: set[str] = set()
-    components = 0
+    sizes = []
     for start in links:
         if start in seen:
             continue
-        components += 1
+        before = len(seen)
         stack = [start]
         while stack:
             current = stack.pop()
             if current not in seen:
                 seen.add(current)
                 stack.extend(links[current] - seen)
-    return components
+        sizes.append(len(seen) - before)
+    return sizes
+
+
+class Listing(NamedTuple):
+    """What one up node's /health listed, and the chains its ``expect.blockchains`` names
+    (None: not set)."""
+
+    node: str
+    chains: Sequence[str]
+    expected: frozenset[str] | None = None
+
+
+def unexpected_chains(listings: Sequence[Listing]) -> tuple[tuple[str, int], ...]:
+    """Per up node, the chains it lists that the operator did not expect: outside its
+    ``expect.blockchains`` where set, or, when two or more up nodes listed chains, listed by
+    no other of them. One node listing chains of its own (a test chain, or a hostile node
+    inventing some) is then one node's finding, never a chain-wide one. Linear in the ids
+    listed."""
+    listers = sum(1 for listing in listings if listing.chains)
+    others: Counter[str] = Counter()
+    if listers >= 2:
+        for listing in listings:
+            others.update(frozenset(listing.chains))
+    found = []
+    for node, chains, expected in listings:
+        listed = frozenset(chains)
+        count = sum(
+            1
+            for chain in listed
+            if (expected is not None and chain not in expected) or others[chain] == 1
+        )
+        found.append((node, count))
+    return tuple(sorted(found))
 
 
 def network_view(
@@ -252,10 +320,11 @@ def network_view(
     compared_at: dict[str, int],
     depth: int,
     node_keys: Mapping[str, str] | None = None,
+    listings: Sequence[Listing] = (),
 ) -> NetworkView:
     """The view over the up ``nodes``; ``compared_at`` maps a chain to the checkpoint height
     its blocks were asked at this cycle, ``node_keys`` each polled node (up or not) to its
-    remembered ``nodeId``."""
+    remembered ``nodeId``, ``listings`` what each up node's /health listed."""
     readers: dict[str, list[tuple[str, ChainObservation]]] = {}
     for node in nodes:
         for chain in node.chains:
@@ -266,6 +335,13 @@ def network_view(
         )
         for blockchain in sorted(readers)
     )
-    count, polled = partitions(nodes)
+    groups = peer_groups(nodes)
     keys = tuple(sorted((node_keys or {}).items()))
-    return NetworkView(chains=chains, partitions=count, polled_peers=polled, node_keys=keys)
+    return NetworkView(
+        chains=chains,
+        partitions=groups.groups,
+        polled_peers=groups.polled_peers,
+        node_keys=keys,
+        largest_partition=groups.largest,
+        unexpected_chains=unexpected_chains(listings),
+    )

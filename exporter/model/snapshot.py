@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from enum import Enum
 
 from exporter.config.maintenance import MaintenanceEntry
 from exporter.model.fields import ChainReading, HealthReading
@@ -16,6 +17,17 @@ from exporter.model.network import NetworkView
 from exporter.model.storage import counts_of
 from exporter.model.transport import TransportStatus
 from exporter.model.watch_readings import WatchStatus
+
+
+class CycleStage(Enum):
+    """A step of the polling cycle that a failure is caught in, by the smallest part that can
+    be left out alone: the ``stage`` label of ``ledger_exporter_cycle_failures_total``."""
+
+    NODE = "node"  # one node's results read into its status: that node reads as down
+    NETWORK = "network"  # the cross-node view: its series are left out this cycle
+    WATCH = "watch"  # the watched contracts and wallets: left out this cycle
+    MAINTENANCE = "maintenance"  # one maintenance entry: it does not apply this cycle
+    CYCLE = "cycle"  # the cycle as a whole: the last snapshot stays, growing older
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +151,20 @@ class Snapshot:
     wall_offset: float = 0.0  # time.time() - time.monotonic(), re-based when the clock steps
     #: The config's maintenance entries that applied at the end of the cycle (wall clock).
     maintenance: tuple[MaintenanceEntry, ...] = ()
+    #: Failures caught inside cycles since start, per CycleStage in its order (empty: none
+    #: counted here, as in a probe)
+    cycle_failures: tuple[int, ...] = ()
+    #: How old (seconds since ``completed_at``) this snapshot may grow before it is stale:
+    #: /-/ready fails and its node series are dropped (None: never, as in a probe)
+    stale_after: float | None = None
+    #: True when this is a stale snapshot served with its node series dropped
+    stale: bool = False
+
+    def is_stale_at(self, mono: float) -> bool:
+        """Whether this snapshot is older than ``stale_after`` at ``mono`` (monotonic)."""
+        if self.completed_at is None or self.stale_after is None:
+            return False
+        return mono - self.completed_at > self.stale_after
 
     def unix_time(self, mono: float | None) -> float | None:
         """A monotonic time of this snapshot as the Unix time exported (None stays None)."""

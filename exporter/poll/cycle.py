@@ -20,11 +20,12 @@ from exporter import __version__
 from exporter.config.exporter import Config
 from exporter.config.maintenance import MaintenanceEntry
 from exporter.config.nodes import NodeConfig
-from exporter.model.network import NetworkView, network_view, observe
-from exporter.model.snapshot import NodeStatus, Snapshot, wall_offset
+from exporter.model.network import Listing, NetworkView, network_view, observe
+from exporter.model.snapshot import CycleStage, NodeStatus, Snapshot, wall_offset
 from exporter.model.storage import Shared
 from exporter.model.watch_readings import UnmatchedEntry, WatchStatus, unmatched_entries
 from exporter.poll.client import NodeClient
+from exporter.poll.cycle_failures import CycleFailures
 from exporter.poll.engine import Engine
 from exporter.poll.history import History
 from exporter.poll.node import (
@@ -35,7 +36,7 @@ from exporter.poll.node import (
     failed_node,
     requests_per_node,
 )
-from exporter.poll.results import FetchError, NodeResult, Reason
+from exporter.poll.results import FetchError, NodeResult, Reason, exporter_failure
 from exporter.poll.state import StateFile
 from exporter.poll.watch_poll import watch_status
 
@@ -55,6 +56,19 @@ class _BackOff:
 
     until: float
     error: FetchError
+
+
+#: How many scrape intervals (plus one scrape_timeout) a snapshot may grow old before it is
+#: stale (/-/ready fails, its node series are dropped): a snapshot is normally replaced
+#: within one interval plus one timeout of its cycle's end (the next cycle starts an interval
+#: after this one did and ends by its deadline), so two cycles in a row may fail or run late
+#: without flapping readiness, and the third makes it stale.
+STALE_AFTER_INTERVALS = 3
+
+
+def stale_after(config: Config) -> float:
+    """Seconds after its cycle's end past which a snapshot of ``config``'s cycles is stale."""
+    return STALE_AFTER_INTERVALS * config.scrape_interval + config.scrape_timeout
 
 
 #: How far the wall clock may move against the monotonic clock before the exported
@@ -90,6 +104,12 @@ def _hosts(config: Config) -> frozenset[Host]:
     """The node hosts connections go to: scheme, host and port (no credentials)."""
     urls = (urlsplit(node.url) for node in config.nodes)
     return frozenset((url.scheme, url.hostname, url.port) for url in urls)
+
+
+def _expected_chains(node: NodeConfig) -> frozenset[str] | None:
+    """The chains a node's ``expect.blockchains`` names; None when not set."""
+    expect = node.expect
+    return frozenset(expect.blockchains) if expect is not None and expect.blockchains else None
 
 
 def _logged(entry: MaintenanceEntry) -> dict[str, str]:
@@ -140,8 +160,15 @@ class Poller:
         self._listed: dict[str, frozenset[str]] = {}  # per node: the watched chains it lists
         self._unmatched: tuple[UnmatchedEntry, ...] = ()  # watch entries none of them lists
         self._maintenance: tuple[MaintenanceEntry, ...] = ()  # the entries applying, as logged
+        # each entry that has started applying: its end on the monotonic clock, fixed then,
+        # so a wall-clock step neither extends nor ends it (kept while the entry is configured)
+        self._windows: dict[MaintenanceEntry, float] = {}
+        self._chains_listed: dict[str, frozenset[str]] = {}  # per node: maintained chains listed
+        self._unmatched_maintenance: tuple[str, ...] = ()  # chain entries no node lists
         self._backing_off: dict[str, _BackOff] = {}  # nodes whose Retry-After holds
         self._retry_afters: dict[str, int] = {}  # per node: Retry-After answers honoured
+        self._failures = CycleFailures()  # what the cycles caught, by stage
+        self._last: Snapshot | None = None  # the last snapshot published
         self._wake = threading.Event()
         self._stopped = threading.Event()
 
@@ -255,8 +282,14 @@ class Poller:
             for r in results
             if r.health is not None
         ]
+        listings = [
+            Listing(r.node.name, r.health.blockchain_ids, _expected_chains(r.node))
+            for r in results
+            if r.health is not None
+        ]
         depth = self._resources.config.network_checks.checkpoint_depth
-        view = network_view(observed, self._checkpoints, depth, self._history.node_keys())
+        keys = self._history.node_keys()
+        view = network_view(observed, self._checkpoints, depth, keys, listings)
         self._checkpoints = {
             c.blockchain: c.next_checkpoint for c in view.chains if c.next_checkpoint is not None
         }
@@ -289,6 +322,7 @@ class Poller:
 
     def run_cycle(self) -> Snapshot:
         """Poll every node once, fold the results into the history, and return the snapshot."""
+        self._failures.new_cycle()
         resources = self._take_pending_config()
         state = self._unread_state
         if state is not None:
@@ -305,7 +339,7 @@ class Poller:
         countdown.wait(max(0.0, deadline + DEADLINE_GRACE_SECONDS - time.monotonic()))
         ended = time.monotonic()
         hung = FetchError(Reason.TIMEOUT, "the previous poll of this node has not ended yet")
-        results = [poll.result(ended) for poll in polls]
+        results = [self._result(poll, ended) for poll in polls]
         results += [failed_node(node, hung, ended - started) for node in stuck]
         self._back_off(polls, results, resources.config, ended)
         unasked = {node.name for node in stuck}
@@ -322,16 +356,32 @@ class Poller:
         # only polls still out are kept (to guard and count them); ended ones free their results
         self._running = {name: p for name, p in self._running.items() if not p.finished}
         now_mono, now_wall = self._monotonic(), self._wall()  # read together: one moment
-        nodes = self._history.record(results, now_mono, resources.config.bounds)
+        failures = self._failures
+        nodes = self._history.record(
+            results,
+            now_mono,
+            resources.config.bounds,
+            lambda name, error: failures.note(CycleStage.NODE, name, error),
+        )
         if self._retry_afters:  # few nodes, if any
             counts = self._retry_afters
             nodes = tuple(
                 replace(n, retry_afters=counts[n.name]) if n.name in counts else n for n in nodes
             )
-        network = self._network(results, nodes)
-        watch = self._watch_status(results, resources.config)
+        network = failures.guarded(
+            CycleStage.NETWORK, "", lambda: self._network(results, nodes), NetworkView
+        )
+        watch = failures.guarded(
+            CycleStage.WATCH, "", lambda: self._watch_status(results, resources.config), WatchStatus
+        )
         probing = resources.config.probe is not None
-        maintenance = self._maintenance_at(resources.config, now_wall)
+        maintenance = self._maintenance_at(resources.config, now_wall, now_mono)
+        failures.guarded(
+            CycleStage.MAINTENANCE,
+            "",
+            lambda: self._check_maintained_chains(results, resources.config),
+            lambda: None,
+        )
         return Snapshot(
             nodes,
             ended - started,
@@ -343,13 +393,33 @@ class Poller:
             probe_mode=probing,
             wall_offset=self._rebase(wall_offset(now_wall, now_mono)),
             maintenance=maintenance,
+            cycle_failures=failures.counts(),
+            stale_after=stale_after(resources.config),
         )
 
-    def _maintenance_at(self, config: Config, wall: float) -> tuple[MaintenanceEntry, ...]:
-        """The maintenance entries that apply at ``wall`` (the wall clock: ``until`` is a
-        wall time), each start and end logged once: a reload adds or removes one, or its
-        ``until`` passes."""
-        applying = tuple(entry for entry in config.maintenance if entry.applies_at(wall))
+    def _result(self, poll: NodePoll, ended: float) -> NodeResult:
+        """The poll's result, or the node as down (not asked: no scrape error counted) when
+        reading it raises: one node's failure is that node's alone."""
+        try:
+            return poll.result(ended)
+        except Exception as error:
+            self._failures.note(CycleStage.NODE, poll.node.name, error)
+            failed = failed_node(poll.node, exporter_failure(type(error).__name__), 0.0)
+            return replace(failed, asked=False)
+
+    def _maintenance_at(
+        self, config: Config, wall: float, mono: float
+    ) -> tuple[MaintenanceEntry, ...]:
+        """The maintenance entries that apply at this cycle's end (``wall`` and ``mono``, read
+        together), each start and end logged once: a reload adds or removes one, or its
+        ``until`` passes. An entry starts when the wall clock is before its ``until``; from
+        then on its end is kept on the monotonic clock (``until`` less the wall time then),
+        so a wall-clock step (logged by :meth:`_rebase`) neither extends nor ends it."""
+        windows: dict[MaintenanceEntry, float] = {}
+        applying = tuple(
+            entry for entry in config.maintenance if self._applies(entry, wall, mono, windows)
+        )
+        self._windows = windows
         if applying != self._maintenance:
             for entry in (entry for entry in self._maintenance if entry not in applying):
                 log.info("maintenance ended", extra={"fields": _logged(entry)})
@@ -358,6 +428,53 @@ class Poller:
                     log.info("maintenance applies", extra={"fields": _logged(entry)})
             self._maintenance = applying
         return applying
+
+    def _applies(
+        self,
+        entry: MaintenanceEntry,
+        wall: float,
+        mono: float,
+        windows: dict[MaintenanceEntry, float],
+    ) -> bool:
+        """Whether ``entry`` applies now, its window noted in ``windows`` once started; an
+        entry that raises does not apply, this cycle."""
+
+        def applies() -> bool:
+            end = self._windows.get(entry)
+            if end is None:
+                if not entry.applies_at(wall):
+                    return False
+                end = mono + (entry.until - wall)  # the window's end, on the monotonic clock
+            windows[entry] = end
+            return mono < end
+
+        subject = entry.node or entry.blockchain
+        return self._failures.guarded(CycleStage.MAINTENANCE, subject, applies, lambda: False)
+
+    def _check_maintained_chains(self, results: list[NodeResult], config: Config) -> None:
+        """Warn of the chain entries of ``maintenance`` whose chain no polled node lists (each
+        node's last /health listing counts while it is down), as of unmatched watch entries:
+        once when found, and on every change after. Such an entry holds nothing back."""
+        wanted = frozenset(e.blockchain for e in config.maintenance if e.blockchain)
+        names = [node.name for node in config.nodes]
+        listed = {n: self._chains_listed[n] for n in names if n in self._chains_listed}
+        for result in results if wanted else ():
+            if result.health is not None:
+                listed[result.node.name] = wanted.intersection(result.health.blockchain_ids)
+        self._chains_listed = listed
+        seen = frozenset().union(*listed.values()) if listed else frozenset()
+        unmatched = tuple(sorted(wanted - seen)) if listed else ()
+        if unmatched == self._unmatched_maintenance:
+            return
+        if unmatched:
+            log.warning(
+                "maintenance entries on a blockchain no polled node lists: they hold nothing"
+                " back (check maintenance in the config)",
+                extra={"fields": {"count": len(unmatched), "blockchains": ", ".join(unmatched)}},
+            )
+        else:
+            log.info("every maintenance entry's blockchain is listed by a polled node now")
+        self._unmatched_maintenance = unmatched
 
     def _watch_status(self, results: list[NodeResult], config: Config) -> WatchStatus:
         """The cycle's watched objects, and the watch entries whose chain no polled node
@@ -439,10 +556,12 @@ class Poller:
         while not self._stopped.is_set():
             self._wake.clear()
             try:
-                self._publish(self.run_cycle())
+                snapshot = self.run_cycle()
+                self._publish(snapshot)
+                self._last = snapshot
                 self.keep_state()
-            except Exception:  # a bug must not end polling; log it loudly and go on
-                log.exception("polling cycle failed")
+            except Exception as error:  # a bug must not end polling: counted, logged, go on
+                self._cycle_failed(error)
             interval = self._resources.config.scrape_interval
             next_start = max(next_start + interval, time.monotonic())
             self._wake.wait(max(0.0, next_start - time.monotonic()))
@@ -452,6 +571,19 @@ class Poller:
             self.keep_state()
         except Exception:
             log.exception("writing the state file on shutdown failed")
+
+    def _cycle_failed(self, error: Exception) -> None:
+        """A cycle failed as a whole: count it, and publish the last snapshot again with the
+        count (its series grow older, and stale past ``stale_after``: see exporter.app)."""
+        failures = self._failures
+        failures.note(CycleStage.CYCLE, "", error)
+        last = self._last
+        if last is None:
+            return  # not ready yet: nothing was ever published
+        try:
+            self._publish(replace(last, cycle_failures=failures.counts()))
+        except Exception as again:
+            failures.note(CycleStage.CYCLE, "publish", again)
 
     def connections_opened(self) -> int:
         """New connections to nodes made so far (kept-alive ones are reused across cycles)."""

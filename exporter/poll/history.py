@@ -18,12 +18,13 @@ the ``wall_offset`` of the moment (wall clock minus monotonic clock).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 
 from exporter.bounds import DEFAULT_BOUNDS, NOTHING_DROPPED, SETTINGS, Bounds, DropKind, Dropped
 from exporter.model.fields import HealthReading
 from exporter.model.identity import Mismatch
+from exporter.model.network import majority_height
 from exporter.model.snapshot import (
     ChainStatus,
     ConsensusStatus,
@@ -44,6 +45,7 @@ from exporter.poll.results import (
     Reason,
     WatchResult,
     describe,
+    exporter_failure,
 )
 from exporter.poll.state import ChainState, NodeState, State
 from exporter.values import LabelTexts
@@ -203,16 +205,55 @@ class History:
         return memory or _NodeMemory(_ErrorCounter(self._layout))
 
     def record(
-        self, results: Sequence[NodeResult], now_mono: float, bounds: Bounds = DEFAULT_BOUNDS
+        self,
+        results: Sequence[NodeResult],
+        now_mono: float,
+        bounds: Bounds = DEFAULT_BOUNDS,
+        failed: Callable[[str, Exception], None] | None = None,
     ) -> tuple[NodeStatus, ...]:
         """Fold one cycle into the history and return the nodes' statuses for the snapshot;
-        ``bounds`` caps the leader series of each chain."""
+        ``bounds`` caps the leader series of each chain. With ``failed``, a node whose status
+        raises is told to it (name, error) and reads as down: the other nodes go on."""
         self._nodes = {r.node.name: self._memory(r.node.name) for r in results}
-        highest = _highest_heights(results)
+        highest = _head_heights(results)
         self._heads.advance(highest, now_mono)
-        statuses = tuple(self._node_status(result, now_mono, highest, bounds) for result in results)
+        statuses = tuple(
+            self._guarded_status(result, now_mono, highest, bounds, failed) for result in results
+        )
         self._heads.keep(chain for memory in self._nodes.values() for chain in memory.heights)
         return statuses
+
+    def _guarded_status(
+        self,
+        result: NodeResult,
+        now_mono: float,
+        highest: dict[str, float],
+        bounds: Bounds,
+        failed: Callable[[str, Exception], None] | None,
+    ) -> NodeStatus:
+        """:meth:`_node_status`, or with ``failed`` the node as down when that raises."""
+        if failed is None:
+            return self._node_status(result, now_mono, highest, bounds)
+        try:
+            return self._node_status(result, now_mono, highest, bounds)
+        except Exception as error:  # this node's status is left out, never the cycle's
+            failed(result.node.name, error)
+            kind = type(error).__name__
+        name = result.node.name
+        memory = self._nodes[name]
+        return NodeStatus(
+            name=name,
+            labels=result.node.labels,
+            health=None,
+            error=describe(exporter_failure(kind)),
+            chains=(),
+            duration=result.duration,
+            last_success=memory.last_success,
+            error_counts=memory.errors.frozen(),
+            dropped=memory.dropped,
+            retry_afters=0,
+            last_chains=_last_chains(memory),
+        )
 
     def _node_status(
         self, result: NodeResult, now_mono: float, highest: dict[str, float], bounds: Bounds
@@ -246,7 +287,10 @@ class History:
                     count + label_drops * (kind is DropKind.LABEL_VALUE)
                     for kind, count in zip(DropKind, drops, strict=True)
                 )
-            _note_dropped(memory, name, drops)
+            # a handshake whose info stays unwritten keeps the node over the label bound
+            # (counted once, at the handshake), so the log never says it is back within it
+            held = None if memory.handshake_fits else DropKind.LABEL_VALUE
+            _note_dropped(memory, name, drops, held)
         return NodeStatus(
             name=name,
             labels=result.node.labels,
@@ -370,7 +414,7 @@ def _chain_status(
         chain.reading,
         None,
         height_changed_at=seen[1],
-        blocks_behind=top - height,
+        blocks_behind=max(0.0, top - height),  # a node ahead of the majority: 0
         behind_seconds=heads.behind(chain.blockchain, height, top, now_mono),
         syncing_since=syncing_since,
         consensus=consensus,
@@ -477,16 +521,20 @@ def _any_dropped(dropped: Dropped) -> bool:
     return dropped is not NOTHING_DROPPED and bool(dropped)
 
 
-def _note_dropped(memory: _NodeMemory, node: str, drops: tuple[int, ...]) -> None:
+def _note_dropped(
+    memory: _NodeMemory, node: str, drops: tuple[int, ...], held: DropKind | None = None
+) -> None:
     """Add this cycle's ``drops`` to the node's counts, and log once per kind when the node
-    starts or stops exceeding its bound (blockchains: see _log_capped)."""
+    starts or stops exceeding its bound (blockchains: see _log_capped); ``held``: a kind
+    still over its bound though nothing new was dropped of it this cycle (a handshake's
+    label, counted once, whose series stays unwritten)."""
     if drops is _NO_DROPS and not memory.exceeding:  # the usual case: nothing to note
         return
     if drops is not _NO_DROPS:
         memory.dropped = tuple(map(sum, zip(memory.dropped, drops, strict=True)))
     for bit, (kind, count) in enumerate(zip(DropKind, drops, strict=True)):
         was = bool(memory.exceeding & (1 << bit))
-        if bool(count) == was:
+        if (bool(count) or kind is held) == was:
             continue
         memory.exceeding ^= 1 << bit
         if kind is DropKind.BLOCKCHAIN:
@@ -494,6 +542,8 @@ def _note_dropped(memory: _NodeMemory, node: str, drops: tuple[int, ...]) -> Non
         if count:
             fields = {"node": node, "kind": kind.value, "dropped": count}
             message = "node sends more than a bound allows; the excess is not exported"
+            if kind is DropKind.LABEL_VALUE and held is not None:
+                message += " (ledger_node_tls_info: a certificate name over the bound)"
             log.warning(message, extra={"fields": {**fields, "setting": SETTINGS[kind]}})
         else:
             fields = {"node": node, "kind": kind.value}
@@ -541,12 +591,15 @@ def _log_change(before: bool | None, error: FetchError | None, what: str, node: 
     return up
 
 
-def _highest_heights(results: Sequence[NodeResult]) -> dict[str, float]:
-    """Highest height of each chain among the nodes read in this cycle."""
-    highest: dict[str, float] = {}
+def _head_heights(results: Sequence[NodeResult]) -> dict[str, float]:
+    """Each chain's head this cycle: the highest height a strict majority of the up,
+    not-syncing nodes reading it reached (:func:`majority_height`), so that one node
+    reporting heights far too high puts no honest node behind and moves no head clock."""
+    readings: dict[str, list[tuple[float | None, bool | None]]] = {}
     for result in results:
         for chain in result.chains:
-            height = chain.reading.height if chain.reading else None
-            if height is not None and height > highest.get(chain.blockchain, -1.0):
-                highest[chain.blockchain] = height
-    return highest
+            reading = chain.reading
+            if reading is not None and reading.height is not None:
+                readings.setdefault(chain.blockchain, []).append((reading.height, reading.syncing))
+    heads = {chain: majority_height(pairs) for chain, pairs in readings.items()}
+    return {chain: head for chain, head in heads.items() if head is not None}

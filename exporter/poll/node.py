@@ -246,14 +246,15 @@ class NodePoll:
             self.health_failed(FetchError(Reason.IDENTITY_MISMATCH, mismatch.text()))
             return
         try:
-            listed = self.node.blockchains or health.blockchain_ids[: self._max_chains]
+            offered = _expected(self.node, health.blockchain_ids)
+            listed = self.node.blockchains or offered[: self._max_chains]
             chains = tuple(dict.fromkeys(listed))  # a chain listed twice is asked once
             watch = self._watch.plan(health.blockchain_ids)
         except Exception as failure:
             self.health_failed(as_fetch_error(failure, "/health"))
             return
         if not self.node.blockchains:
-            self._unpolled = len(health.blockchain_ids) - len(chains)
+            self._unpolled = len(offered) - len(chains)
         heights, rechecks = self._blocks.heights, self._blocks.rechecks
         with self._lock:
             self._health = health
@@ -407,6 +408,18 @@ class NodePoll:
             watch,
             transport=self._client.transport.status(),
         )
+
+
+def _expected(node: NodeConfig, listed: tuple[str, ...]) -> tuple[str, ...]:
+    """The chains of ``listed`` the node is to be polled for: where its
+    ``expect.blockchains`` is set, only those (the others are counted in
+    ``ledger_node_unexpected_blockchains``, never read: a node listing chains of its own
+    costs no request for them)."""
+    expect = node.expect
+    if expect is None or not expect.blockchains:
+        return listed
+    expected = frozenset(expect.blockchains)
+    return tuple(chain for chain in listed if chain in expected)
 
 
 def _ended(chain: ChainResult, late: FetchError) -> ChainResult:

@@ -130,6 +130,17 @@ def as_fetch_error(error: Exception, what: str) -> FetchError:
     return FetchError(Reason.INVALID_RESPONSE, f"unexpected {type(error).__name__} reading {what}")
 
 
+def exporter_failure(kind: str) -> FetchError:
+    """What stands for a node's results when the exporter itself failed reading them (an
+    exception of type ``kind`` caught by the cycle): the node reads as down, not asked (so
+    no scrape error is counted against it), the failure counted as the exporter's own."""
+    return FetchError(
+        Reason.INVALID_RESPONSE,
+        f"the exporter failed reading this node's results ({kind}): see its log and"
+        " ledger_exporter_cycle_failures_total",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class TracedRequest:
     """One request a traced poll made: its URL path and query (never the scheme, host or

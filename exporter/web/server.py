@@ -211,7 +211,10 @@ class _Handler(HTTPRequestHandler):
         if self.server.app.ready():
             self._reply(HTTPStatus.OK, b"Ready.\n", send_body=send_body)
         else:
-            body = b"Not ready: the first polling cycle has not finished.\n"
+            body = (
+                b"Not ready: no polling cycle has finished yet, or none for longer than"
+                b" ledger_exporter_stale_after_seconds.\n"
+            )
             self._reply(HTTPStatus.SERVICE_UNAVAILABLE, body, send_body=send_body)
 
     def _authorized(self) -> bool:

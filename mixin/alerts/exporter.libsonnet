@@ -119,6 +119,34 @@
               |||,
             },
           },
+          // A polling cycle caught a failure it did not expect (a node's results, the
+          // network view, a maintenance entry, or the whole cycle: a bug, or a value the
+          // config checks let through), or no cycle has ended for longer than the exporter's
+          // own stale bound (ledger_exporter_stale_after_seconds: 3 scrape_interval plus one
+          // scrape_timeout), so /metrics serves no node series and /-/ready fails. One
+          // caught failure is reason to look: it keeps the alert up for the 5m window; 2m
+          // lets a bound crossed by one slow render pass before anyone is told.
+          {
+            alert: 'LedgerExporterCycleFailing',
+            expr: |||
+              sum by (job, instance) (increase(ledger_exporter_cycle_failures_total{%(exporterSelector)s}[5m])) > 0
+              or max by (job, instance) (
+                time() - ledger_exporter_last_successful_cycle_timestamp_seconds{%(exporterSelector)s}
+                > ledger_exporter_stale_after_seconds{%(exporterSelector)s}
+              )
+            ||| % $._config,
+            'for': '2m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'The ledger exporter polling cycles fail.',
+              description: |||
+                The ledger exporter {{ $labels.instance }} caught failures inside its polling
+                cycles in the last 5 minutes, or none of its cycles has ended within its stale
+                bound: part of what it exports is left out or stale. Its log names the stage
+                and the error.
+              |||,
+            },
+          },
           // Always firing, by design: the dead man's switch of the alerting pipeline
           // (kube-prometheus's Watchdog). Route it to a service that pages when it stops
           // arriving (deploy/alertmanager/alertmanager.yml sends it to its own receiver).

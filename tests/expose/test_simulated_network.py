@@ -27,6 +27,7 @@ from exporter.build import this_build
 from exporter.config.exporter import Config
 from exporter.config.nodes import NodeConfig
 from exporter.expose import metrics
+from exporter.model.snapshot import CycleStage
 from exporter.poll.cycle import Poller
 from exporter.web.exposition import Exposition
 from ledger_simulator import SimulatedNetwork
@@ -195,6 +196,13 @@ class Rig:
             key("ledger_exporter_build_info", **dict(this_build().labels())): 1.0,
             key("ledger_exporter_config_last_reload_successful"): 1.0,
             key("ledger_exporter_cycle_timeout_seconds"): TIMEOUT,  # the config's scrape_timeout
+            key("ledger_exporter_last_successful_cycle_timestamp_seconds"): now,
+            # 3 scrape_interval (2 TIMEOUT) plus one scrape_timeout
+            key("ledger_exporter_stale_after_seconds"): 3 * 2 * TIMEOUT + TIMEOUT,
+            **{
+                key("ledger_exporter_cycle_failures_total", stage=stage.value): 0.0
+                for stage in CycleStage
+            },
         }
         docs: dict[tuple[str, str], dict[str, Any]] = {}
         blocks: dict[tuple[str, str], str] = {}
@@ -274,9 +282,20 @@ class Rig:
         if up:
             groups_seen = {frozenset(group) for group in groups.values()}
             expected[key("ledger_network_peer_partitions")] = len(groups_seen)
+            largest = max(len(group) for group in groups_seen)
+            expected[key("ledger_network_peer_largest_partition_nodes")] = largest
+        # chains one up node alone lists (when two or more list chains): none planned here
+        listed = {node: set(self.network.health(node)["blockchains"]) for node in up}
+        listers = [node for node in up if listed[node]]
         for node in up:
             peers = sum((node, other) in linked for other in up)
             expected[key("ledger_node_polled_peers", node=node)] = peers
+            alone = {
+                chain
+                for chain in listed[node]
+                if len(listers) >= 2 and not any(chain in listed[o] for o in up if o != node)
+            }
+            expected[key("ledger_node_unexpected_blockchains", node=node)] = len(alone)
         return expected
 
     def members_samples(self, chain: str, councils: Mapping[str, frozenset[str]]) -> Samples:
@@ -380,9 +399,16 @@ class Rig:
         }
 
     def chain_samples(self, docs: dict[tuple[str, str], dict[str, Any]], now: float) -> Samples:
-        highest: dict[str, float] = {}
+        # the head: the highest height a strict majority of the not-syncing readers reached
+        # (of all of them when every one is syncing)
+        readers: dict[str, tuple[list[float], list[float]]] = {}
         for (_, chain), doc in docs.items():
-            highest[chain] = max(highest.get(chain, 0), doc["blockHeight"])
+            steady, syncing = readers.setdefault(chain, ([], []))
+            (syncing if doc["syncing"] is True else steady).append(doc["blockHeight"])
+        highest = {
+            chain: sorted(steady or syncing, reverse=True)[len(steady or syncing) // 2]
+            for chain, (steady, syncing) in readers.items()
+        }
         for chain, top in highest.items():  # the head's rises, the plain way
             rises = self.heads.setdefault(chain, [])
             if not rises or top > rises[-1][0]:
@@ -404,7 +430,8 @@ class Rig:
                 self.first_seen[node, chain] = (height, now)
             for name, number in chain_values(doc).items():
                 expected[key(name, **labels)] = number
-            expected[key("ledger_blockchain_blocks_behind", **labels)] = highest[chain] - height
+            lag = max(0.0, highest[chain] - height)
+            expected[key("ledger_blockchain_blocks_behind", **labels)] = lag
             changed = self.first_seen[node, chain][1]
             expected[key("ledger_blockchain_height_last_change_timestamp_seconds", **labels)] = (
                 changed

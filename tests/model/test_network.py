@@ -11,12 +11,16 @@ import pytest
 
 from exporter.model.network import (
     ChainObservation,
+    Listing,
     NodeObservation,
     majority_agreement,
+    majority_height,
     network_view,
     next_checkpoint,
     observe,
     partitions,
+    peer_groups,
+    unexpected_chains,
 )
 from exporter.model.readings import InvalidResponseError, read_block_hash, read_chain, read_health
 
@@ -152,6 +156,43 @@ def test_partitions(links: dict[str, set[str]], components: int, polled: dict[st
 
 def test_no_up_node_gives_no_partition_count() -> None:
     assert partitions([]) == (None, ())
+    assert peer_groups([]).largest is None
+
+
+@pytest.mark.parametrize(
+    ("links", "largest"),
+    [
+        ({"n1": {"n2"}, "n2": {"n3"}, "n3": set(), "n4": {"n1"}}, 4),  # all linked
+        ({"n1": {"n2"}, "n2": {"n3"}, "n3": set(), "n4": set()}, 3),  # one cut off alone
+        ({"n1": {"n2"}, "n2": set(), "n3": {"n4"}, "n4": set()}, 2),  # halves
+        ({"n1": set(), "n2": set()}, 1),
+    ],
+)
+def test_the_largest_group_counts_its_up_nodes(links: dict[str, set[str]], largest: int) -> None:
+    """One node that lists no peers (or changed its peerId) is a group of one: the largest
+    group still holds every other node."""
+    groups = peer_groups([node(name, peers) for name, peers in links.items()])
+    assert groups.largest == largest
+    view = network_view([node(name, peers) for name, peers in links.items()], {}, depth=0)
+    assert (view.partitions, view.largest_partition) == (groups.groups, largest)
+
+
+@pytest.mark.parametrize(
+    ("readings", "head"),
+    [
+        ([(100, False), (99, False), (10**9, False)], 100),  # one far too high: not the head
+        ([(100, False), (99, False), (98, False), (10**9, False)], 99),  # 3 of 4 reached 99
+        ([(100, False), (90, False)], 90),  # of two, both must have reached it
+        ([(100, False), (10**9, True), (10**9, True)], 100),  # syncing readers left out
+        ([(40, True), (10**9, True), (39, True)], 40),  # all syncing: a majority of them all
+        ([(None, False)], None),
+        ([], None),
+    ],
+)
+def test_the_head_is_the_height_a_strict_majority_reached(
+    readings: list[tuple[float | None, bool]], head: float | None
+) -> None:
+    assert majority_height(readings) == head
 
 
 def test_a_node_without_peer_id_can_still_list_others() -> None:
@@ -265,3 +306,28 @@ def test_observe_keeps_only_the_chains_read() -> None:
         ("p2",),
         (ChainObservation("c1", 12.0, True, frozenset({"a"}), "h"),),
     )
+
+
+def test_chains_only_one_node_lists_or_outside_its_expectation_are_unexpected() -> None:
+    listings = [
+        Listing("a", ("c1", "c2")),
+        Listing("b", ("c1", "c2")),
+        Listing("x", ("c1", *(f"own-{i}" for i in range(30)))),  # 30 chains of its own
+        Listing("e", ("c1", "c2", "c3"), expected=frozenset({"c1", "c3"})),  # c2 not expected
+    ]
+    assert unexpected_chains(listings) == (("a", 0), ("b", 0), ("e", 2), ("x", 30))
+
+
+def test_with_one_node_listing_chains_only_its_expectation_counts() -> None:
+    """No other node to compare with: its chains are not its own alone, by that measure."""
+    assert unexpected_chains([Listing("a", ("c1", "c2")), Listing("b", ())]) == (
+        ("a", 0),
+        ("b", 0),
+    )
+    only = [Listing("a", ("c1", "c2"), expected=frozenset({"c1"}))]
+    assert unexpected_chains(only) == (("a", 1),)
+
+
+def test_a_chain_listed_twice_by_one_node_is_not_listed_by_another() -> None:
+    listings = [Listing("a", ("c1", "c9", "c9")), Listing("b", ("c1",))]
+    assert unexpected_chains(listings) == (("a", 1), ("b", 0))

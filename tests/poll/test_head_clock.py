@@ -133,18 +133,38 @@ def test_the_history_reports_it_and_a_restart_keeps_it_through_the_state_file() 
     """The history hands the record to the state file on the wall clock; a history built
     from the file on another monotonic clock goes on with the same first sightings."""
     history = History(None, wall_offset=1_700_000_000.0)
-    history.record([_up("a", 100), _up("b", 100)], now_mono=10.0)
-    nodes = history.record([_up("a", 103), _up("b", 100)], now_mono=25.0)
+    history.record([_up("a", 100), _up("b", 100), _up("c", 100)], now_mono=10.0)
+    nodes = history.record([_up("a", 103), _up("b", 100), _up("c", 103)], now_mono=25.0)
     assert _behind(nodes, "a") == 0.0
     assert _behind(nodes, "b") == 0.0  # 101 first reached just now
-    nodes = history.record([_up("a", 105), _up("b", 101)], now_mono=40.0)
+    nodes = history.record([_up("a", 105), _up("b", 101), _up("c", 105)], now_mono=40.0)
     assert _behind(nodes, "b") == 15.0  # 102 first reached at 25
     kept = decode(encode(history.state(1_700_000_000.0)))
     # the next process: its monotonic clock reads 5000 when the wall clock reads +50
     restarted = History(kept, wall_offset=1_700_000_000.0 + 50.0 - 5000.0)
-    nodes = restarted.record([_up("a", 105), _up("b", 101)], now_mono=5000.0)
+    nodes = restarted.record([_up("a", 105), _up("b", 101), _up("c", 105)], now_mono=5000.0)
     assert _behind(nodes, "b") == 25.0  # 102 first reached 25 s before, on the wall clock
     assert _behind(nodes, "a") == 0.0
+
+
+def test_one_inflated_node_moves_neither_the_head_nor_its_clock() -> None:
+    """A node reporting heights 10**9 too high is ahead of the majority's head (0 behind),
+    puts no honest node behind, and records no rise of the head: once the honest nodes
+    stall, their lag grows from when the majority last moved, not from the liar's heights."""
+    history = History()
+    liar = 10**9
+    history.record([_up("a", 100), _up("b", 100), _up("c", 99), _up("x", liar)], now_mono=10.0)
+    nodes = history.record(
+        [_up("a", 101), _up("b", 101), _up("c", 100), _up("x", liar + 50)], now_mono=25.0
+    )
+    assert [c.blocks_behind for n in nodes for c in n.chains] == [0, 0, 1, 0]
+    assert _behind(nodes, "x") == 0.0
+    assert _behind(nodes, "c") == 0.0  # 101, the majority's, first reached just now
+    nodes = history.record(
+        [_up("a", 101), _up("b", 101), _up("c", 100), _up("x", liar + 99)], now_mono=40.0
+    )
+    assert _behind(nodes, "c") == 15.0  # the liar's rising heights did not move the head
+    assert [c.blocks_behind for n in nodes for c in n.chains] == [0, 0, 1, 0]
 
 
 def test_records_round_trip_through_the_file() -> None:

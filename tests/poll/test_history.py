@@ -11,6 +11,7 @@ from exporter.bounds import Bounds, DropKind, Dropped
 from exporter.config.nodes import NodeConfig
 from exporter.model.readings import read_chain, read_health
 from exporter.model.snapshot import ChainStatus, NodeStatus
+from exporter.model.transport import Handshake, TransportStatus
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, FetchError, NodeResult, Reason
 from tests.support.documents import chain_doc, health_doc
@@ -71,14 +72,46 @@ def test_a_chain_no_longer_listed_is_forgotten() -> None:
     assert _chain(again, "a", "c").height_changed_at == 130.0
 
 
-def test_blocks_behind_is_measured_against_the_highest_node() -> None:
+def test_blocks_behind_is_measured_from_the_height_a_majority_reached() -> None:
+    """The head is the highest height a strict majority of the up, not-syncing readers
+    reached: a node ahead of it reads 0, never below; syncing readers do not count."""
     nodes = History().record(
-        [_up("a", {"c": 100, "d": 5}), _up("b", {"c": 97}), _up("e", {"c": None})], now_mono=1.0
+        [
+            _up("a", {"c": 100, "d": 5}),
+            _up("b", {"c": 97}),
+            _up("f", {"c": 99}),
+            _up("e", {"c": None}),
+        ],
+        now_mono=1.0,
     )
-    assert _chain(nodes, "a", "c").blocks_behind == 0
-    assert _chain(nodes, "b", "c").blocks_behind == 3
+    assert _chain(nodes, "a", "c").blocks_behind == 0  # ahead of the head (99): 0
+    assert _chain(nodes, "f", "c").blocks_behind == 0
+    assert _chain(nodes, "b", "c").blocks_behind == 2
     assert _chain(nodes, "a", "d").blocks_behind == 0
     assert _chain(nodes, "e", "c").blocks_behind is None  # no height, no sample
+
+
+def test_one_node_reporting_heights_far_too_high_puts_no_honest_node_behind() -> None:
+    honest = [_up(name, {"c": 1000}) for name in ("a", "b", "f")]
+    nodes = History().record([*honest, _up("x", {"c": 10**9 + 1000})], now_mono=1.0)
+    assert [_chain(nodes, n, "c").blocks_behind for n in ("a", "b", "f", "x")] == [0, 0, 0, 0]
+
+
+def test_syncing_readers_do_not_make_the_head_unless_all_are_syncing() -> None:
+    syncing = chain_doc(10**9)
+    syncing["syncing"] = True
+    lying = dataclasses.replace(_up("x", {}), chains=[ChainResult("c", read_chain(syncing))])
+    nodes = History().record([_up("a", {"c": 50}), lying], now_mono=1.0)
+    assert _chain(nodes, "a", "c").blocks_behind == 0
+    slow = chain_doc(40)
+    slow["syncing"] = True
+    y, z = (
+        dataclasses.replace(_up(name, {}), chains=[ChainResult("c", read_chain(slow))])
+        for name in ("y", "z")
+    )
+    nodes = History().record([lying, y, z], now_mono=2.0)
+    assert _chain(nodes, "x", "c").blocks_behind == 0
+    assert _chain(nodes, "y", "c").blocks_behind == 0  # 40 reached by 2 of 3 syncing readers
 
 
 def test_error_counters_accumulate_and_start_at_zero() -> None:
@@ -208,3 +241,32 @@ def test_exceeding_a_bound_is_logged_once_per_state_change(
         ("WARNING", 1),
         ("INFO", None),
     ]
+
+
+def test_a_certificate_name_over_the_bound_is_never_said_back_within_it_while_unwritten(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A 64 kB common name: its info series stays unwritten for as long as the node shows
+    that certificate, and the log says so once, never "back within the bound" meanwhile;
+    a certificate that fits writes it again, and the log says so then."""
+    huge = Handshake(2e9, "TLSv1.3", "TLS_AES_128_GCM_SHA256", "CA", "x" * 65536, "ab" * 32)
+    fitting = huge._replace(subject_cn="node-1")
+
+    def result(handshake: Handshake) -> NodeResult:
+        transport = TransportStatus(handshake=handshake, https=True)
+        return dataclasses.replace(_up("a", {"c": 1}), transport=transport)
+
+    history = History()
+    with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+        for _ in range(3):
+            (node,) = history.record([result(huge)], now_mono=1.0)
+            assert node.transport is not None and not node.transport.info_fits
+        messages = [r.getMessage() for r in caplog.records]
+        assert not any("back within the bound" in m for m in messages)
+        (warned,) = [m for m in messages if "more than a bound allows" in m]
+        assert "ledger_node_tls_info" in warned
+        label_drops = dict(zip(DropKind, node.dropped, strict=True))[DropKind.LABEL_VALUE]
+        assert label_drops == 1  # counted once, at the handshake
+        (node,) = history.record([result(fitting)], now_mono=2.0)
+    assert node.transport is not None and node.transport.info_fits
+    assert any("back within the bound" in r.getMessage() for r in caplog.records)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from exporter.bounds import DropKind
 from exporter.config.exporter import Config
 from exporter.config.nodes import Expectation, NodeConfig
 from exporter.model.identity import SHOWN_CHARS
@@ -52,15 +53,22 @@ def pinned(fake_nodes: FakeNodes) -> tuple[FakeNode, NodeConfig]:
 
 
 def test_a_node_answering_as_itself_is_up(pinned: tuple[FakeNode, NodeConfig]) -> None:
-    _, config = pinned
+    """Up, its expected chain read; the chain it lists beyond its expect.blockchains is
+    counted as unexpected, never asked (what a node inventing chains costs stays bounded)."""
+    fake, config = pinned
     poller = _poller(config)
     try:
-        node = _node(poller.run_cycle(), "pinned")
+        snapshot = poller.run_cycle()
     finally:
         poller.stop()
+    node = _node(snapshot, "pinned")
     assert node.up and node.identity is None
-    assert [chain.blockchain for chain in node.chains if chain.up] == ["c1", "c2"]
+    assert [chain.blockchain for chain in node.chains if chain.up] == ["c1"]
+    assert not any("c2" in path for path in fake.paths)
+    assert snapshot.network.unexpected_chains == (("pinned", 1),)
     assert _count(node) == 0
+    dropped = dict(zip(DropKind, node.dropped, strict=True))
+    assert dropped[DropKind.BLOCKCHAIN] == 0  # not read by choice: no value dropped
 
 
 def test_another_node_is_down_unread_and_logged_once_per_change(
@@ -98,7 +106,7 @@ def test_another_node_is_down_unread_and_logged_once_per_change(
 
             _serve(fake, NODE_ID, ["c1", "c2"])
             node = _node(poller.run_cycle(), "pinned")
-            assert node.up and node.identity is None and len(node.chains) == 2
+            assert node.up and node.identity is None and len(node.chains) == 1  # c2: unexpected
             assert any("answers as expected again" in r.getMessage() for r in caplog.records)
             assert len(_mismatch_lines(caplog)) == 2
     finally:

@@ -113,3 +113,61 @@ def test_a_probe_only_exporter_exports_a_chains_entry() -> None:
         poller.stop()
     text = text_format(Renderer(), snapshot, metrics.MAINTENANCE_FAMILIES).decode()
     assert 'ledger_blockchain_maintenance{blockchain="c1",reason="upgrade"} 1.0' in text
+
+
+@pytest.mark.parametrize("step", [-7200.0, +7200.0])
+def test_once_started_a_window_keeps_its_length_whatever_the_wall_clock_does(
+    fake_node: FakeNode, caplog: pytest.LogCaptureFixture, step: float
+) -> None:
+    """A window of 30 s started: a wall-clock step back 2 h does not extend it, a step on 2 h
+    does not end it; the step itself is logged as always."""
+    fake_node.play(health_doc(["c1"]), {"c1": chain_doc(10)})
+    entry = MaintenanceEntry("n", "", NOW + 30, "kernel upgrade")
+    config = Config(
+        nodes=(NodeConfig("n", fake_node.url),), scrape_timeout=2.0, maintenance=(entry,)
+    )
+    monotonic, wall = Clock(1000.0), Clock(NOW)
+    poller = Poller(config, lambda snapshot: None, monotonic, wall=wall)
+    try:
+        with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+            assert poller.run_cycle().maintenance == (entry,)
+            monotonic.advance(15)
+            wall.advance(15 + step)
+            assert poller.run_cycle().maintenance == (entry,)  # 15 s of 30 left
+            monotonic.advance(20)
+            wall.advance(20)
+            assert poller.run_cycle().maintenance == ()  # 30 s passed on the monotonic clock
+            monotonic.advance(15)
+            wall.advance(15)
+            assert poller.run_cycle().maintenance == ()  # never starts again
+    finally:
+        poller.stop()
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("wall clock stepped" in message for message in messages)
+    assert messages.count("maintenance applies") == 1
+    assert messages.count("maintenance ended") == 1
+
+
+def test_an_entry_for_a_chain_no_node_lists_is_warned_of_once(
+    fake_node: FakeNode, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_node.play(health_doc(["c1"]), {"c1": chain_doc(10)})
+    listed = MaintenanceEntry("", "c1", NOW + 3600, "chain upgrade")
+    typo = MaintenanceEntry("", "c-one", NOW + 3600, "chain upgrade")
+    config = Config(
+        nodes=(NodeConfig("n", fake_node.url),), scrape_timeout=2.0, maintenance=(listed, typo)
+    )
+    poller = Poller(config, lambda snapshot: None, Clock(1000.0), wall=Clock(NOW))
+    try:
+        with caplog.at_level(logging.INFO, logger="ledger_exporter"):
+            poller.run_cycle()
+            poller.run_cycle()
+            warned = [r for r in caplog.records if "no polled node lists" in r.getMessage()]
+            assert len(warned) == 1
+            assert warned[0].levelname == "WARNING"
+            assert warned[0].__dict__["fields"] == {"count": 1, "blockchains": "c-one"}
+            fake_node.play(health_doc(["c1", "c-one"]), {"c1": chain_doc(10)})
+            poller.run_cycle()
+    finally:
+        poller.stop()
+    assert any("is listed by a polled node now" in r.getMessage() for r in caplog.records)

@@ -555,6 +555,8 @@ class NodeSeen:
     peers: list[frozenset[str]] = field(default_factory=lambda: [frozenset()])
     chains: dict[str, ChainSeen] = field(default_factory=dict)
     node_ids: list[str | None] = field(default_factory=lambda: [None])  # remembered nodeId
+    listed: frozenset[str] | None = None  # the chain ids listed, when one reading is sure
+    listed_most: int = 0  # the most ids any reading of its listing holds
 
 
 class Problems(list[str]):
@@ -756,6 +758,12 @@ class _Oracle:
             "ledger_node_blockchains", base, field_expect(documents, "blockchains", _list_length)
         )
         seen = NodeSeen(up=True, peer_ids=peer_ids, peers=_peer_sets(networks))
+        lists = [listing for listing in listings if isinstance(listing, list)]
+        seen.listed_most = max(map(len, lists), default=0)
+        if len(listings) == 1 and len(lists) == 1:
+            entries = lists[0]
+            if all(isinstance(e, str) and e and text(e, limit) == e for e in entries):
+                seen.listed = frozenset(entries)
         sure, maybe = self.chain_ids(listings)
         self.chains(name, base, sure, maybe, seen)
         self.watch(name, base, sure, maybe)
@@ -1062,19 +1070,28 @@ class _Oracle:
     # --- series computed from other series --------------------------------------------------
     def consistency(self) -> None:
         """Blocks behind, seconds behind and the height's last change, from the exported
-        heights: the highest height of the chain among the nodes minus the node's; 0 at the
-        head, else the time since one of the cycles; the clock of the cycle that first saw
-        the node's current height. Reorganisations: a count no higher than the cycles
+        heights: the chain's head (the highest height a strict majority of the not-syncing
+        readers reached) minus the node's, never below 0; 0 at or above the head, else the
+        time since one of the cycles; the clock of the cycle that first saw the node's
+        current height. Reorganisations: a count no higher than the cycles
         after the first."""
         heights: dict[Key, float] = {
             key: value
             for key, value in self.samples.items()
             if key[0] == "ledger_blockchain_height"
         }
-        highest: dict[str, float] = {}
+        # the chain's head: the highest height a strict majority of the not-syncing readers
+        # reached (of all of them when every one is syncing)
+        readers: dict[str, tuple[list[float], list[float]]] = {}
         for (_, labels), value in heights.items():
             chain = dict(labels)["blockchain"]
-            highest[chain] = max(highest.get(chain, value), value)
+            steady, syncing = readers.setdefault(chain, ([], []))
+            is_syncing = self.samples.get(("ledger_blockchain_syncing", labels)) == 1.0
+            (syncing if is_syncing else steady).append(value)
+        highest: dict[str, float] = {}
+        for chain, (steady, syncing) in readers.items():
+            ranked = sorted(steady or syncing, reverse=True)
+            highest[chain] = ranked[len(ranked) // 2]
         # how long ago the head first passed a node's height: 0 at the head, else the time
         # since one of the cycles (which one, the heights of every cycle would say)
         since = tuple(dict.fromkeys(self.cycle.clock - cycle.clock for cycle in self.cycles))
@@ -1087,8 +1104,9 @@ class _Oracle:
         for (_, labels), value in heights.items():
             found = dict(labels)
             chain = found["blockchain"]
-            self.expect("ledger_blockchain_blocks_behind", found, must(highest[chain] - value))
-            behind = must(0.0) if value == highest[chain] else Expect(since, True)
+            lag = max(0.0, highest[chain] - value)
+            self.expect("ledger_blockchain_blocks_behind", found, must(lag))
+            behind = must(0.0) if value >= highest[chain] else Expect(since, True)
             self.expect("ledger_blockchain_behind_seconds", found, behind)
             self.expect(
                 "ledger_blockchain_height_last_change_timestamp_seconds",
@@ -1128,6 +1146,24 @@ class _Oracle:
             self.one_of(f"the councils of {chain!r}", self.councils(chain, readers))
             self.one_of(f"the configurations of {chain!r}", self.configurations(chain, readers))
         self.one_of("the peer partitions", self.partitions(up))
+        self.unexpected_chains(up)
+
+    def unexpected_chains(self, up: dict[str, NodeSeen]) -> None:
+        """The chains each up node alone lists (when two or more list chains; no fleet pins
+        expect.blockchains): exactly when every listing is sure, else at most all it lists."""
+        family = "ledger_node_unexpected_blockchains"
+        listed = {name: seen.listed for name, seen in up.items()}
+        if any(ids is None for ids in listed.values()):
+            for name, seen in up.items():
+                allowed = tuple(float(n) for n in range(seen.listed_most + 1))
+                self.expect(family, self.labels(name), Expect(allowed, True))
+            return
+        sure = {name: ids or frozenset() for name, ids in listed.items()}
+        listers = sum(1 for ids in sure.values() if ids)
+        for name, ids in sure.items():
+            others = [o for other, o in sure.items() if other != name]
+            alone = [c for c in ids if listers >= 2 and not any(c in o for o in others)]
+            self.expect(family, self.labels(name), must(float(len(alone))))
 
     def labels(self, node: str, **extra: str) -> dict[str, str]:
         return {"node": node, **dict(dict(self.setup.nodes)[node]), **extra}
@@ -1222,8 +1258,10 @@ class _Oracle:
                 n: {m for m in names if m != n and (ids[m] in lists[n] or ids[n] in lists[m])}
                 for n in names
             }
+            sizes = _components(links)
             found: Expectations = {
-                ("ledger_network_peer_partitions", ()): must(float(_components(links)))
+                ("ledger_network_peer_partitions", ()): must(float(len(sizes))),
+                ("ledger_network_peer_largest_partition_nodes", ()): must(float(max(sizes))),
             }
             for node in names:
                 labels = label_set(self.labels(node))
@@ -1379,20 +1417,22 @@ def _majority(values: list[Any]) -> tuple[set[Any], Any]:
     return distinct, winner
 
 
-def _components(links: dict[str, set[str]]) -> int:
+def _components(links: dict[str, set[str]]) -> list[int]:
+    """The sizes of the groups ``links`` make."""
     seen: set[str] = set()
-    components = 0
+    sizes = []
     for start in links:
         if start in seen:
             continue
-        components += 1
+        before = len(seen)
         stack = [start]
         while stack:
             node = stack.pop()
             if node not in seen:
                 seen.add(node)
                 stack += links[node] - seen
-    return components
+        sizes.append(len(seen) - before)
+    return sizes
 
 
 # --- consensus health: sessions and councils across cycles, configurations by value --------

@@ -24,7 +24,7 @@ from exporter.expose.metrics import MetricSpec
 from exporter.expose.render import CHAIN_GAUGE_FAMILIES
 from exporter.expose.watch_samples import watch_samples
 from exporter.model.fields import BLOCKCHAINS, CHAIN_GAUGES, PEER_COUNT
-from exporter.model.snapshot import ChainStatus, NodeStatus, Snapshot
+from exporter.model.snapshot import ChainStatus, CycleStage, NodeStatus, Snapshot
 from exporter.model.watch_readings import WatchStatus
 
 Labels = dict[str, str]
@@ -79,6 +79,9 @@ class ExporterCollector(Collector):
         m.CONFIG_RELOAD_OK,
         m.CONFIG_RELOAD_SUCCESS_TIME,
         m.STATE_FILE_WRITE_FAILURES,
+        m.CYCLE_FAILURES,
+        m.LAST_SUCCESSFUL_CYCLE,
+        m.STALE_AFTER,
         m.DROPPED_VALUES,
     )
 
@@ -93,7 +96,13 @@ class ExporterCollector(Collector):
         families.add(m.CONFIG_RELOAD_OK, {}, _flag(self._snapshot.config_reload_ok))
         at = self._snapshot.config_reload_success_at
         families.add(m.CONFIG_RELOAD_SUCCESS_TIME, {}, at)
-        families.add(m.STATE_FILE_WRITE_FAILURES, {}, self._snapshot.state_file_write_failures)
+        snapshot = self._snapshot
+        families.add(m.STATE_FILE_WRITE_FAILURES, {}, snapshot.state_file_write_failures)
+        for stage, count in zip(CycleStage, snapshot.cycle_failures, strict=False):
+            families.add(m.CYCLE_FAILURES, {"stage": stage.value}, count)
+        done = snapshot.completed_at
+        families.add(m.LAST_SUCCESSFUL_CYCLE, {}, _unix(done, snapshot.wall_offset))
+        families.add(m.STALE_AFTER, {}, snapshot.stale_after if done is not None else None)
         for node in self._snapshot.nodes:
             labels: Labels = {"node": node.name, **dict(node.labels)}
             for kind, count in zip(DropKind, node.dropped, strict=False):
@@ -295,7 +304,9 @@ class NetworkCollector(Collector):
     # TYPE ledger_network_blockchain_council_members_polled gauge  (label blockchain)
     # TYPE ledger_network_blockchain_council_members_up gauge  (label blockchain)
     # TYPE ledger_network_peer_partitions gauge
+    # TYPE ledger_network_peer_largest_partition_nodes gauge
     # TYPE ledger_node_polled_peers gauge  (label node)
+    # TYPE ledger_node_unexpected_blockchains gauge  (label node)
     """
 
     SPECS = m.NETWORK_FAMILIES
@@ -327,9 +338,13 @@ class NetworkCollector(Collector):
                     if node in nodes:
                         families.add(spec, {**nodes[node], **network}, _flag(agrees))
         families.add(m.NETWORK_PEER_PARTITIONS, {}, view.partitions)
+        families.add(m.NETWORK_PEER_LARGEST_PARTITION, {}, view.largest_partition)
         for node, linked in view.polled_peers:
             if node in nodes:
                 families.add(m.NODE_POLLED_PEERS, nodes[node], linked)
+        for node, count in view.unexpected_chains:
+            if node in nodes:
+                families.add(m.NODE_UNEXPECTED_BLOCKCHAINS, nodes[node], count)
         return iter(families)
 
 

@@ -54,6 +54,9 @@ NOT_ON_THE_PAGE = {
     "LedgerExporterCycleNearTimeout": "every cycle of the last 10 minutes near its deadline",
     "LedgerExporterValuesDropped": "values dropped in every 5-minute window for 15 minutes",
     "LedgerExporterStateFileWriteFailing": "failed writes in every 5-minute window for 10m",
+    # failures counted over a 5-minute window (the page shows one cycle), or no cycle ended
+    # within the stale bound, when the page has no nodes left to show (its log says which)
+    "LedgerExporterCycleFailing": "failures over 5 minutes, or no cycle to show at all",
     # more than one version for 12 hours: the page cannot tell a rolling upgrade under way
     # from one left half done (the nodes table shows each node's version)
     "LedgerNodeVersionDrift": "a mix of versions that lasts 12 hours, a history not kept",
