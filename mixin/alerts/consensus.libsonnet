@@ -55,6 +55,8 @@ local quorumThin(c) =
               |||,
             },
           },
+          // The same once a strict majority of the chain's nodes have stalled: critical, and
+          // LedgerBlockchainHalted's incident (it fires first and holds this back).
           {
             alert: 'LedgerCouncilBelowMinMembers',
             expr: q.onlyExpected($._config, |||
@@ -218,6 +220,8 @@ local quorumThin(c) =
               |||,
             },
           },
+          // The same once a strict majority of the chain's nodes have stalled: critical, and
+          // LedgerBlockchainHalted's incident (it fires first and holds this back).
           {
             alert: 'LedgerCouncilQuorumThin',
             expr: q.onlyExpected($._config, |||
