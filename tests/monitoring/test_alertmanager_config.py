@@ -163,7 +163,11 @@ CASES: list[tuple[str, Labels, list[Labels], list[Labels]]] = [
                 "instance": "node-down-other",
             },
             {"alertname": "LedgerNodeAvailabilityBudgetBurn", "node": "n2"},
-            {"alertname": "LedgerCouncilQuorumThin", "instance": "node-down-other", "blockchain": "c1"},
+            {
+                "alertname": "LedgerCouncilQuorumThin",
+                "instance": "node-down-other",
+                "blockchain": "c1",
+            },
         ],
     ),
     (

@@ -299,6 +299,22 @@ def matches(matchers: list[str], labels: dict[str, str]) -> bool:
     return True
 
 
+def mirrors(
+    rule: Any, equal: set[str], chained: bool, targets: set[str], everything: set[str]
+) -> bool:
+    """Whether the page's ``rule`` folds as a shipped inhibition (its ``equal`` labels, a
+    ``blockchain`` target matcher or not, the ``targets`` it holds back) inhibits; one source
+    may have several inhibitions, each with its targets and equal labels."""
+    label = {"node": "node", "chain": "blockchain"}
+    page = everything if rule.targets is None else set(rule.targets)
+    return (
+        {label[field] for field in rule.equal} <= equal
+        and rule.of_a_chain is chained
+        and targets <= page
+        and (rule.targets is None or page == targets)
+    )
+
+
 def test_the_page_folds_as_the_shipped_alertmanager_config_inhibits() -> None:
     """For each rule of INHIBITIONS, the shipped config (deploy/alertmanager/alertmanager.yml)
     has inhibit_rules with that source, each target alert the page folds among their
@@ -306,7 +322,6 @@ def test_the_page_folds_as_the_shipped_alertmanager_config_inhibits() -> None:
     source the page lists has its rule here, folding the same alerts."""
     config = yaml.safe_load((REPO / "deploy" / "alertmanager" / "alertmanager.yml").read_text())
     shipped = alert_thresholds.SHIPPED.severities.keys()
-    label = {"node": "node", "chain": "blockchain"}
     by_source: dict[str, list[Any]] = {}
     for page_rule in INHIBITIONS:
         by_source.setdefault(page_rule.source, []).append(page_rule)
@@ -328,19 +343,11 @@ def test_the_page_folds_as_the_shipped_alertmanager_config_inhibits() -> None:
                 )
             }
             chained = any(m.startswith("blockchain=") for m in inhibit["target_matchers"])
-
-            def mirrors(rule: Any) -> bool:
-                """Whether the page's ``rule`` folds as this shipped inhibition inhibits (one
-                source may have several, each with its targets and equal labels)."""
-                page = set(shipped) - {source} if rule.targets is None else set(rule.targets)
-                return (
-                    {label[field] for field in rule.equal} <= set(inhibit["equal"])
-                    and rule.of_a_chain is chained
-                    and targets <= page
-                    and (rule.targets is None or page == targets)
-                )
-
-            assert any(mirrors(rule) for rule in by_source[source]), (source, inhibit)
+            everything = set(shipped) - {source}
+            assert any(
+                mirrors(rule, set(inhibit["equal"]), chained, targets, everything)
+                for rule in by_source[source]
+            ), (source, inhibit)
     sources = {
         alert
         for inhibit in config["inhibit_rules"]
