@@ -136,6 +136,10 @@ def test_shortened_alerts_differ_only_in_their_timings() -> None:
         "LedgerVoteSessionStuck",
         "LedgerLeaderFailingRounds",
         "LedgerCouncilQuorumThin",
+        "LedgerCouncilBelowMinMembers",  # its critical reads the halt, as the quorum's
+        "LedgerNodeAvailabilityBudgetBurn",  # its incident within the short window
+        "LedgerBlockchainLivenessBudgetBurn",  # the same
+        "LedgerExporterCycleFailing",  # failures counted over its window
         "LedgerBlockchainReorganized",  # reorganisations counted over its window
         "LedgerNodeIdentityMismatch",  # identity mismatches counted over its window
         "LedgerNodeBehindTime",  # unless stalled: LedgerBlockHeightStalled's age condition
