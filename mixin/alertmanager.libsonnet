@@ -67,8 +67,9 @@ local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.
         target_matchers: [ledger, notNames(['LedgerExporterDown', 'LedgerAllNodesDown', 'LedgerWatchdog'])],
         equal: exporter,
       },
-      // A chain halted on every node: its per-node stall, vote-session, vote-round,
-      // leader, queue and lag alerts are that one incident.
+      // A chain halted (a strict majority of its nodes stalled): its per-node stall,
+      // vote-session, vote-round, leader, queue and lag alerts, the quorum alerts of a chain
+      // that has stopped, and its liveness budget's burn are that one incident.
       {
         source_matchers: ['alertname="LedgerBlockchainHalted"'],
         target_matchers: [names([
@@ -79,14 +80,32 @@ local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.
           'LedgerPendingMessagesHigh',
           'LedgerDelayedMessagesHigh',
           'LedgerNodeBehind',
+          'LedgerCouncilQuorumThin',
+          'LedgerCouncilBelowMinMembers',
+          'LedgerBlockchainLivenessBudgetBurn',
         ])],
         equal: exporter + ['blockchain'],
       },
-      // A node down: the alerts of its chains (anything labelled with the node and a chain).
+      // A node down: the alerts of its chains (anything labelled with the node and a chain),
+      // and its availability budget's burn.
       {
         source_matchers: ['alertname="LedgerNodeDown"'],
         target_matchers: [ledger, 'blockchain=~".+"'],
         equal: exporter + ['node'],
+      },
+      {
+        source_matchers: ['alertname="LedgerNodeDown"'],
+        target_matchers: ['alertname="LedgerNodeAvailabilityBudgetBurn"'],
+        equal: exporter + ['node'],
+      },
+      // A node down explains a thin quorum margin, a chain-wide alert without a node label:
+      // every one of its exporter's (Alertmanager cannot tell which chains the node reads).
+      // A down node cannot hide a real loss this way: a chain that stops because of it
+      // pages as LedgerBlockchainHalted, which no node's alert holds back.
+      {
+        source_matchers: ['alertname="LedgerNodeDown"'],
+        target_matchers: ['alertname="LedgerCouncilQuorumThin"'],
+        equal: exporter,
       },
       // Another node answers at a node's URL: the node reads as down (its answers are not
       // trusted), one incident with the mismatch.
@@ -102,14 +121,16 @@ local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.
         target_matchers: ['alertname=~"LedgerNodeAvailabilityBudgetBurn|LedgerBlockchainLivenessBudgetBurn"', 'severity="warning"'],
         equal: exporter + ['alertname', 'node', 'blockchain'],
       },
-      // The network partitioned: a node with fewer peers is part of it.
+      // The network partitioned (no group holds a majority, at least two nodes outside the
+      // largest: never one node's doing): a node with fewer peers, or cut off alone, is part
+      // of it.
       {
         source_matchers: ['alertname="LedgerNetworkPartitioned"'],
-        target_matchers: ['alertname="LedgerNodePeersLow"'],
+        target_matchers: [names(['LedgerNodePeersLow', 'LedgerNodeIsolated'])],
         equal: exporter,
       },
-      // A fork: nodes on different histories disagree on the watched contracts and wallets
-      // as a consequence.
+      // A fork (no majority, or two nodes or more off it: never one node's doing): nodes on
+      // different histories disagree on the watched contracts and wallets as a consequence.
       {
         source_matchers: ['alertname="LedgerBlockchainForked"'],
         target_matchers: [names(['LedgerWatchedContractNodesDisagree', 'LedgerWatchedWalletNodesDisagree'])],

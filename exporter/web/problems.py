@@ -897,11 +897,16 @@ INHIBITIONS = (
                 "LedgerPendingMessagesHigh",
                 "LedgerDelayedMessagesHigh",
                 "LedgerNodeBehind",
+                "LedgerCouncilQuorumThin",
+                "LedgerCouncilBelowMinMembers",
+                "LedgerBlockchainLivenessBudgetBurn",
             }
         ),
         ("chain",),
     ),
-    Inhibition("LedgerNetworkPartitioned", frozenset({"LedgerNodePeersLow"})),
+    Inhibition("LedgerNodeDown", frozenset({"LedgerNodeAvailabilityBudgetBurn"}), ("node",)),
+    Inhibition("LedgerNodeDown", frozenset({"LedgerCouncilQuorumThin"})),
+    Inhibition("LedgerNetworkPartitioned", frozenset({"LedgerNodePeersLow", "LedgerNodeIsolated"})),
     Inhibition(
         "LedgerBlockchainForked",
         frozenset({"LedgerWatchedContractNodesDisagree", "LedgerWatchedWalletNodesDisagree"}),

@@ -12,7 +12,7 @@ local utils = import '../lib/utils.libsonnet';
           // fails once in a while is LedgerNodeScrapeErrors' business.
           {
             alert: 'LedgerBlockchainDown',
-            expr: 'ledger_blockchain_up{%(ledgerSelector)s} == 0 and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+            expr: q.onlyExpected($._config, 'ledger_blockchain_up{%(ledgerSelector)s} == 0 and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
@@ -38,10 +38,10 @@ local utils = import '../lib/utils.libsonnet';
           // timestamp; without it the timestamp restarts, delaying (not losing) the alert.
           {
             alert: 'LedgerBlockHeightStalled',
-            expr: |||
+            expr: q.onlyExpected($._config, |||
               %(stalled)s
               and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
-            ||| % ($._config { stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n') }),
+            ||| % ($._config { stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n') })),
             'for': '1m',
             labels: { severity: 'critical' },
             annotations: {
@@ -54,52 +54,37 @@ local utils = import '../lib/utils.libsonnet';
               |||,
             },
           },
-          // The chain has halted: its head (the highest height among the up nodes that read
-          // it) stands still while work waits. A strict majority of those nodes stand at the
-          // head and meet LedgerBlockHeightStalled's condition (lib/consensus.libsonnet
-          // `stalled`), per exporter (exporterInstanceLabels) and chain. A node still climbing
-          // to the head (a laggard catching up) neither delays it nor holds it back: waiting
-          // for every node to stall at one height let each node's own stall alert go out
-          // first. A single node stuck above the others (a fork) is no majority. One alert
-          // names the cause the per-node stall, vote-session and queue alerts each see a part
-          // of; Alertmanager's inhibit_rules (deploy/alertmanager/alertmanager.yml) hold those
+          // The chain has halted: a strict majority of the up nodes that read it meet
+          // LedgerBlockHeightStalled's condition (lib/consensus.libsonnet `halted`), per
+          // exporter (exporterInstanceLabels) and chain, whatever height each stands at. The
+          // majority, never the highest node: one node whose height keeps rising (a hostile or
+          // broken node) cannot hide a halt of the others, and one node stuck alone (its own
+          // LedgerBlockHeightStalled) is no halt. A laggard still climbing neither delays it
+          // nor holds it back. Only for a chain the exporter expected (two up nodes or more
+          // list it, or the exporter has one up node: lib/consensus.libsonnet `expected`), so
+          // chains one node makes up page nothing. One alert names the cause the per-node
+          // stall, vote-session, queue, quorum and budget alerts each see a part of;
+          // Alertmanager's inhibit_rules (deploy/alertmanager/alertmanager.yml) hold those
           // back while it fires. In this group with the same `for` (1m) as
-          // LedgerBlockHeightStalled, so it fires no later than the first node's stall.
+          // LedgerBlockHeightStalled: the honest nodes of a halted chain stall within a poll
+          // of one another, so it fires no later than the first node's stall alert.
           {
             alert: 'LedgerBlockchainHalted',
-            expr: |||
-              count by (%(exporterInstanceLabels)s, blockchain) (
-                (%(upStalled)s)
-                and on(%(exporterInstanceLabels)s, node, blockchain) (
-                  %(reading)s
-                  == on(%(exporterInstanceLabels)s, blockchain) group_left
-                  max by (%(exporterInstanceLabels)s, blockchain) (%(reading)s)
-                )
-              )
-              > on(%(exporterInstanceLabels)s, blockchain)
-              count by (%(exporterInstanceLabels)s, blockchain) (%(reading)s) / 2
-            ||| % ($._config {
-              reading: '(ledger_blockchain_height{%(ledgerSelector)s} and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1)' % $._config,
-              upStalled: '%s and on(%s, node) ledger_node_up{%s} == 1' % [
-                std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
-                $._config.exporterInstanceLabels,
-                $._config.ledgerSelector,
-              ],
-            }),
+            expr: q.onlyExpected($._config, q.halted($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels)),
             'for': '1m',
             labels: { severity: 'critical' },
             annotations: {
-              summary: 'A blockchain has halted: its head does not move while work waits.',
+              summary: 'A blockchain has halted: a majority of its nodes do not move while work waits.',
               description: |||
                 Blockchain {{ $labels.blockchain }} has halted: {{ $value }} of the up nodes
-                polled by {{ $labels.instance }} that read it stand at its highest height,
-                stalled there while work is waiting, a majority of them. The chain itself has
-                stopped, not one node.
+                polled by {{ $labels.instance }} that read it, a strict majority of them, have
+                stalled while work is waiting. The chain itself has stopped, not one node.
               |||,
             },
           },
-          // More than blocksBehindThreshold (10) blocks behind the highest node of the chain
-          // at every sample of the last 5m, then for 5m more: nodes polled a moment apart
+          // More than blocksBehindThreshold (10) blocks behind the majority's head (the height
+          // a strict majority of the up nodes reading the chain reached, so one node reporting
+          // an inflated height puts nobody behind) at every sample of the last 5m, then for 5m more: nodes polled a moment apart
           // differ by a block or two while heights move, and that must not flap. A frozen
           // node is LedgerBlockHeightStalled and a syncing one LedgerBlockchainSyncingTooLong,
           // so both are excluded here. The stall guard is LedgerBlockHeightStalled's own
@@ -108,26 +93,27 @@ local utils = import '../lib/utils.libsonnet';
           // (nothing pending on it: never "stalled") pages here.
           {
             alert: 'LedgerNodeBehind',
-            expr: |||
+            expr: q.onlyExpected($._config, |||
               min_over_time(ledger_blockchain_blocks_behind{%(ledgerSelector)s}[5m]) > %(blocksBehindThreshold)d
               and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
               unless on(%(exporterInstanceLabels)s, node, blockchain) ledger_blockchain_syncing{%(ledgerSelector)s} == 1
               unless on(%(exporterInstanceLabels)s, node, blockchain)
               %(stalled)s
-            ||| % ($._config { stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n') }),
+            ||| % ($._config { stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n') })),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: 'A ledger node is more than %s behind its blockchain.' % utils.plural($._config.blocksBehindThreshold, 'block'),
+              summary: "A ledger node is more than %s behind the majority's head." % utils.plural($._config.blocksBehindThreshold, 'block'),
               description: |||
                 Ledger node {{ $labels.node }} has stayed at least {{ $value }} blocks behind the
-                highest node of blockchain {{ $labels.blockchain }} for 10 minutes.
+                majority's head of blockchain {{ $labels.blockchain }} for 10 minutes.
               |||,
             },
           },
           // LedgerNodeBehind in time: blocks come at the chain's pace, so 10 blocks
           // is nothing on a busy chain and hours on a quiet one. ledger_blockchain_behind_seconds
-          // is how long ago the chain's head first reached the block this node still lacks,
+          // is how long ago the majority's head (the height a strict majority of the up nodes
+          // reading the chain reached) first reached the block this node still lacks,
           // so it pages on what the node's clients feel: data more than behindTime (5m) old.
           // A node that keeps up reads 0, or under a block interval plus the poll's interval
           // while a block spreads; `for: 5m` lets a lagging node that catches up in a burst
@@ -135,7 +121,7 @@ local utils = import '../lib/utils.libsonnet';
           // frozen one (LedgerBlockHeightStalled's business, paged first).
           {
             alert: 'LedgerNodeBehindTime',
-            expr: |||
+            expr: q.onlyExpected($._config, |||
               ledger_blockchain_behind_seconds{%(ledgerSelector)s} > %(behindTimeSeconds)d
               and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
               unless on(%(exporterInstanceLabels)s, node, blockchain) ledger_blockchain_syncing{%(ledgerSelector)s} == 1
@@ -144,14 +130,14 @@ local utils = import '../lib/utils.libsonnet';
             ||| % ($._config {
               behindTimeSeconds: utils.durationSeconds($._config.behindTime),
               stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
-            }),
+            })),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
-              summary: 'A ledger node is more than %s behind its blockchain in time.' % utils.durationText($._config.behindTime),
+              summary: "A ledger node is more than %s behind the majority's head in time." % utils.durationText($._config.behindTime),
               description: |||
                 Ledger node {{ $labels.node }} lacks a block of blockchain {{ $labels.blockchain }}
-                that the chain's highest node reached {{ $value | humanizeDuration }} ago.
+                that a majority of its up nodes reached {{ $value | humanizeDuration }} ago.
               |||,
             },
           },
@@ -163,7 +149,7 @@ local utils = import '../lib/utils.libsonnet';
           // accident (it starts at 0 with the chain's first block read).
           {
             alert: 'LedgerBlockchainReorganized',
-            expr: 'increase(ledger_blockchain_reorgs_total{%(ledgerSelector)s}[%(reorgWindow)s]) > 0' % $._config,
+            expr: q.onlyExpected($._config, 'increase(ledger_blockchain_reorgs_total{%(ledgerSelector)s}[%(reorgWindow)s]) > 0' % $._config),
             'for': '0m',
             labels: { severity: 'warning' },
             annotations: {
@@ -179,7 +165,7 @@ local utils = import '../lib/utils.libsonnet';
           // chains.
           {
             alert: 'LedgerBlockchainSyncingTooLong',
-            expr: 'ledger_blockchain_syncing{%(ledgerSelector)s} == 1 and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+            expr: q.onlyExpected($._config, 'ledger_blockchain_syncing{%(ledgerSelector)s} == 1 and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config),
             'for': $._config.syncingTooLongFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -195,7 +181,7 @@ local utils = import '../lib/utils.libsonnet';
           // threshold to your traffic.
           {
             alert: 'LedgerPendingMessagesHigh',
-            expr: 'ledger_blockchain_pending_messages{%(ledgerSelector)s} > %(pendingMessagesThreshold)d and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+            expr: q.onlyExpected($._config, 'ledger_blockchain_pending_messages{%(ledgerSelector)s} > %(pendingMessagesThreshold)d and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config),
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
@@ -211,7 +197,7 @@ local utils = import '../lib/utils.libsonnet';
           // something does not come.
           {
             alert: 'LedgerDelayedMessagesHigh',
-            expr: 'ledger_blockchain_delayed_messages{%(ledgerSelector)s} > %(delayedMessagesThreshold)d and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+            expr: q.onlyExpected($._config, 'ledger_blockchain_delayed_messages{%(ledgerSelector)s} > %(delayedMessagesThreshold)d and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config),
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {

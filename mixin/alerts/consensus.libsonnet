@@ -4,27 +4,74 @@
 local q = import '../lib/consensus.libsonnet';
 local utils = import '../lib/utils.libsonnet';
 
+// A chain halted (lib/consensus.libsonnet `halted`), one line.
+local halted(c) = std.rstripChars(q.halted(c, c.ledgerSelector, c.exporterInstanceLabels), '\n');
+
+// The council members up among the polled nodes are down to the votes a session requires,
+// fewer than the council has, and every member is polled (LedgerCouncilQuorumThin).
+local quorumThin(c) =
+  |||
+    ledger_network_blockchain_council_members_up{%(ledgerSelector)s}
+    <= on(%(exporterInstanceLabels)s, blockchain) %(required)s
+    and on(%(exporterInstanceLabels)s, blockchain)
+      ledger_network_blockchain_council_members_up{%(ledgerSelector)s}
+      < on(%(exporterInstanceLabels)s, blockchain) ledger_network_blockchain_council_members_polled{%(ledgerSelector)s}
+    and on(%(exporterInstanceLabels)s, blockchain) (
+      %(polled)s
+    )
+  ||| % (c {
+    required: std.rstripChars(q.requiredVotes(c.ledgerSelector, c.exporterInstanceLabels), '\n'),
+    polled: std.rstripChars(q.everyMemberPolled(c.ledgerSelector, c.exporterInstanceLabels), '\n'),
+  });
+
 {
   prometheusAlerts+:: {
     groups+: [
       {
         name: 'ledger-consensus',
         rules: [
-          // The node sees fewer council members than the chain's consensus needs: no block
-          // can be agreed on. 5m rides out a member rejoining after a restart.
+          // The node sees fewer council members than the chain's consensus needs
+          // (consensus.minMembers). While the chain still advances (no halt by
+          // lib/consensus.libsonnet `halted`), it has its quorum whatever this node reports: a
+          // warning about the node's view, as seen by this exporter. Once the chain has
+          // stopped too, critical; LedgerBlockchainHalted (1m) names that incident first and
+          // holds it back. 5m rides out a member rejoining after a restart.
           {
             alert: 'LedgerCouncilBelowMinMembers',
-            expr: |||
+            expr: q.onlyExpected($._config, |||
               ledger_blockchain_council_members{%(ledgerSelector)s} < ledger_blockchain_consensus_min_members{%(ledgerSelector)s}
-              and on(node) ledger_node_up{%(ledgerSelector)s} == 1
-            ||| % $._config,
+              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
+              unless on(%(exporterInstanceLabels)s, blockchain) %(halted)s
+            ||| % ($._config { halted: halted($._config) })),
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A ledger node sees a blockchain council below its consensus minimum, as seen by this exporter.',
+              description: |||
+                Ledger node {{ $labels.node }} reports {{ $value }} council members on blockchain
+                {{ $labels.blockchain }}, fewer than consensus.minMembers, as seen by the
+                exporter {{ $labels.instance }}; the chain still advances, so the council still
+                reaches its quorum.
+              |||,
+            },
+          },
+          // The same once a strict majority of the chain's nodes have stalled: critical, and
+          // LedgerBlockchainHalted's incident (it fires first and holds this back).
+          {
+            alert: 'LedgerCouncilBelowMinMembers',
+            expr: q.onlyExpected($._config, |||
+              ledger_blockchain_council_members{%(ledgerSelector)s} < ledger_blockchain_consensus_min_members{%(ledgerSelector)s}
+              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
+              and on(%(exporterInstanceLabels)s, blockchain) %(halted)s
+            ||| % ($._config { halted: halted($._config) })),
             'for': '5m',
             labels: { severity: 'critical' },
             annotations: {
-              summary: 'A blockchain council is below its consensus minimum.',
+              summary: 'A blockchain council is below its consensus minimum and the chain has stopped.',
               description: |||
-                Ledger node {{ $labels.node }} sees {{ $value }} council members on blockchain
-                {{ $labels.blockchain }}, fewer than consensus.minMembers; consensus cannot be
+                Ledger node {{ $labels.node }} reports {{ $value }} council members on blockchain
+                {{ $labels.blockchain }}, fewer than consensus.minMembers, and a majority of the
+                chain's nodes polled by {{ $labels.instance }} have stalled: consensus cannot be
                 reached.
               |||,
             },
@@ -34,7 +81,7 @@ local utils = import '../lib/utils.libsonnet';
           // mean consensus struggles.
           {
             alert: 'LedgerVoteRoundsEscalating',
-            expr: 'ledger_blockchain_vote_round{%(ledgerSelector)s} > %(voteRoundThreshold)d and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+            expr: q.onlyExpected($._config, 'ledger_blockchain_vote_round{%(ledgerSelector)s} > %(voteRoundThreshold)d and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
@@ -54,10 +101,10 @@ local utils = import '../lib/utils.libsonnet';
           // `for: 2m` rides out a session closing just after the threshold.
           {
             alert: 'LedgerVoteSessionStuck',
-            expr: |||
+            expr: q.onlyExpected($._config, |||
               %(stuck)s
               and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
-            ||| % ($._config { stuck: std.rstripChars(q.sessionStuck($._config, $._config.ledgerSelector), '\n') }),
+            ||| % ($._config { stuck: std.rstripChars(q.sessionStuck($._config, $._config.ledgerSelector), '\n') })),
             'for': '2m',
             labels: { severity: 'warning' },
             annotations: {
@@ -81,13 +128,13 @@ local utils = import '../lib/utils.libsonnet';
           // still holds the halt's failures and the inhibition is gone.
           {
             alert: 'LedgerLeaderFailingRounds',
-            expr: |||
+            expr: q.onlyExpected($._config, |||
               max by (%(exporterInstanceLabels)s, blockchain, leader) (
                 increase(ledger_blockchain_leader_failed_rounds_total{%(ledgerSelector)s}[%(leaderFailedRoundsWindow)s])
               ) >= %(leaderFailedRoundsThreshold)d
               unless on(%(exporterInstanceLabels)s, blockchain)
               max_over_time(ALERTS{alertname="LedgerBlockchainHalted", alertstate="firing"}[%(leaderFailedRoundsWindow)s])
-            ||| % $._config,
+            ||| % $._config),
             'for': '1m',
             labels: { severity: 'warning' },
             annotations: {
@@ -105,7 +152,7 @@ local utils = import '../lib/utils.libsonnet';
           // on it. 10m: a rolling configuration change straddles a few cycles per node.
           {
             alert: 'LedgerConsensusConfigDiverges',
-            expr: 'ledger_network_blockchain_consensus_views{%(ledgerSelector)s} > 1' % $._config,
+            expr: q.onlyExpected($._config, 'ledger_network_blockchain_consensus_views{%(ledgerSelector)s} > 1' % $._config),
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
@@ -123,11 +170,11 @@ local utils = import '../lib/utils.libsonnet';
           // it). 10m, as for LedgerConsensusConfigDiverges.
           {
             alert: 'LedgerNodeOffMajorityConsensus',
-            expr: |||
+            expr: q.onlyExpected($._config, |||
               ledger_blockchain_consensus_agrees{%(ledgerSelector)s} == 0
               and on(%(exporterInstanceLabels)s, blockchain) %(majority)s
               and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
-            ||| % ($._config { majority: q.majorityExists('ledger_blockchain_consensus_agrees', $._config.ledgerSelector, $._config.exporterInstanceLabels) }),
+            ||| % ($._config { majority: q.majorityExists('ledger_blockchain_consensus_agrees', $._config.ledgerSelector, $._config.exporterInstanceLabels) })),
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
@@ -139,40 +186,57 @@ local utils = import '../lib/utils.libsonnet';
               |||,
             },
           },
-          // A council margin lost: the council members up among the polled nodes are down
-          // to the votes a session requires (the highest consensusRequired seen in the last
-          // hour, else consensus.minMembers) because members are down: fewer are up than the
-          // council has. One more member lost and no vote can pass. A council that never had
-          // a margin (as many members as votes required, all up) is not this alert's:
-          // LedgerCouncilWithoutMargin (info) says so once, and nothing pages for a design.
-          // Only where every member of the majority's council is a polled node: an unpolled
-          // member is unknown, not down, so elsewhere this stays silent
-          // (docs/network-and-consensus.md says so). A member counts as up when its node is
-          // up and read the chain this cycle. 5m rides out a member's restart; below the
-          // required number the chain cannot mint, and LedgerBlockHeightStalled pages too.
+          // A council margin lost, as seen by this exporter: the council members up among the
+          // polled nodes are down to the votes a session requires (the highest
+          // consensusRequired seen in the last hour, else consensus.minMembers) because members
+          // are down or do not read the chain: fewer are up than the council has. A council
+          // that never had a margin (as many members as votes required, all up) is not this
+          // alert's: LedgerCouncilWithoutMargin (info) says so once, and nothing pages for a
+          // design. Only where every member of the majority's council is a polled node: an
+          // unpolled member is unknown, not down, so elsewhere this stays silent
+          // (docs/network-and-consensus.md says so). A member counts as up when its node is up
+          // and read the chain this cycle.
+          // A chain whose height still advances has its quorum, whatever the exporter sees (a
+          // member may only be unreachable from it): a warning, and a node down explains it
+          // (LedgerNodeDown holds it back, Alertmanager's inhibit_rules). The page needs the
+          // chain to stop as well (lib/consensus.libsonnet `halted`), and then it is
+          // LedgerBlockchainHalted's incident, which fires first (1m) and holds it back. 5m
+          // rides out a member's restart.
           {
             alert: 'LedgerCouncilQuorumThin',
-            expr: |||
-              ledger_network_blockchain_council_members_up{%(ledgerSelector)s}
-              <= on(%(exporterInstanceLabels)s, blockchain) %(required)s
-              and on(%(exporterInstanceLabels)s, blockchain)
-                ledger_network_blockchain_council_members_up{%(ledgerSelector)s}
-                < on(%(exporterInstanceLabels)s, blockchain) ledger_network_blockchain_council_members_polled{%(ledgerSelector)s}
-              and on(%(exporterInstanceLabels)s, blockchain) (
-                %(polled)s
-              )
-            ||| % ($._config {
-              required: std.rstripChars(q.requiredVotes($._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
-              polled: std.rstripChars(q.everyMemberPolled($._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
-            }),
+            expr: q.onlyExpected($._config, |||
+              %(thin)s
+              unless on(%(exporterInstanceLabels)s, blockchain) %(halted)s
+            ||| % ($._config { thin: quorumThin($._config), halted: halted($._config) })),
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A blockchain council is one member loss away from losing its quorum, as seen by this exporter.',
+              description: |||
+                Only {{ $value }} council members of blockchain {{ $labels.blockchain }} are up
+                among the nodes polled by {{ $labels.instance }}, as seen by this exporter, no
+                more than the votes a session requires. The chain still advances, so its quorum
+                holds; one more member lost and no vote can pass.
+              |||,
+            },
+          },
+          // The same once a strict majority of the chain's nodes have stalled: critical, and
+          // LedgerBlockchainHalted's incident (it fires first and holds this back).
+          {
+            alert: 'LedgerCouncilQuorumThin',
+            expr: q.onlyExpected($._config, |||
+              %(thin)s
+              and on(%(exporterInstanceLabels)s, blockchain) %(halted)s
+            ||| % ($._config { thin: quorumThin($._config), halted: halted($._config) })),
             'for': '5m',
             labels: { severity: 'critical' },
             annotations: {
-              summary: 'A blockchain council is one member loss away from losing its quorum.',
+              summary: 'A blockchain council has lost its margin and the chain has stopped.',
               description: |||
                 Only {{ $value }} council members of blockchain {{ $labels.blockchain }} are up
-                among the nodes polled by {{ $labels.instance }}, no more than the votes a
-                session requires: one more member lost and no vote can pass.
+                among the nodes polled by {{ $labels.instance }}, as seen by this exporter, no
+                more than the votes a session requires, and a majority of the chain's nodes
+                have stalled.
               |||,
             },
           },
@@ -185,13 +249,13 @@ local utils = import '../lib/utils.libsonnet';
           // it: no member needs to be polled.
           {
             alert: 'LedgerCouncilWithoutMargin',
-            expr: |||
+            expr: q.onlyExpected($._config, |||
               %(size)s
               <= on(%(exporterInstanceLabels)s, blockchain) %(required)s
             ||| % ($._config {
               size: std.rstripChars(q.councilSize($._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
               required: std.rstripChars(q.requiredVotes($._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
-            }),
+            })),
             'for': $._config.councilWithoutMarginFor,
             labels: { severity: 'info' },
             annotations: {

@@ -14,20 +14,32 @@ local majorityExists(metric, config) = q.majorityExists(metric, config.ledgerSel
         rules: [
           // Nodes hold different blocks at the checkpoint height, several blocks below the
           // height a strict majority of the polled nodes reached: blocks that deep are final,
-          // so two hashes there are a fork, not a race. It fires with or without a majority
-          // (a 1-1 or 2-2 split is a fork too, and no node is named then). 2m rides out a
-          // single odd answer; the chain-level alert pages once per chain.
+          // so two hashes there are a fork, not a race. The chain's page needs more than one
+          // node's word: no strict majority (a 1-1 or 2-2 split, no node named then), or at
+          // least two nodes off the majority. One node off a majority (a broken node, or one
+          // answering a new hash on every read) is that node's LedgerNodeOffMajorityBlock,
+          // not the chain's fork: it neither pages for the chain nor, through the inhibition
+          // of this alert, holds back the watched-value disagreements of the whole chain.
+          // 2m rides out a single odd answer; the chain-level alert pages once per chain.
           {
             alert: 'LedgerBlockchainForked',
-            expr: 'ledger_network_blockchain_checkpoint_hashes{%(ledgerSelector)s} > 1' % $._config,
+            expr: |||
+              ledger_network_blockchain_checkpoint_hashes{%(ledgerSelector)s} > 1
+              unless on(%(exporterInstanceLabels)s, blockchain) (
+                %(blockMajority)s
+                unless on(%(exporterInstanceLabels)s, blockchain)
+                count by (%(exporterInstanceLabels)s, blockchain) (ledger_blockchain_checkpoint_agrees{%(ledgerSelector)s} == 0) > 1
+              )
+            ||| % ($._config { blockMajority: majorityExists('ledger_blockchain_checkpoint_agrees', $._config) }),
             'for': '2m',
             labels: { severity: 'critical' },
             annotations: {
               summary: 'A blockchain has forked.',
               description: |||
                 The polled nodes hold {{ $value }} different blocks at the checkpoint height of
-                blockchain {{ $labels.blockchain }}; ledger_blockchain_checkpoint_agrees == 0
-                names the nodes off the majority.
+                blockchain {{ $labels.blockchain }}, with no strict majority or with more than
+                one node off it; ledger_blockchain_checkpoint_agrees == 0 names the nodes off
+                the majority.
               |||,
             },
           },
@@ -93,19 +105,86 @@ local majorityExists(metric, config) = q.majorityExists(metric, config.ledgerSel
               |||,
             },
           },
-          // The up polled nodes fall into several groups with no peer link between them. A
-          // node cut off from every polled node counts as its own group. 2m rides out a
+          // The up polled nodes fall into several groups with no peer link between them, and
+          // none of them holds a strict majority of the up polled nodes
+          // (ledger_network_peer_largest_partition_nodes, the largest group's size, at most
+          // half of them: a 2-2 split), with at least two nodes outside the largest group. One
+          // node cut off from the rest, or one that changes its peerId and lists no peers, is
+          // never the network's page: it is that node's LedgerNodeIsolated, and a partition
+          // that needs more than one node's word cannot be one node's doing, so its
+          // inhibition of the other nodes' LedgerNodePeersLow is not either. A network of two
+          // nodes cut apart pages through each node's LedgerNodePeersLost. 2m rides out a
           // reconnect.
           {
             alert: 'LedgerNetworkPartitioned',
-            expr: 'ledger_network_peer_partitions{%(ledgerSelector)s} > 1' % $._config,
+            expr: |||
+              max by (%(exporterInstanceLabels)s) (ledger_network_peer_partitions{%(ledgerSelector)s}) > 1
+              and on(%(exporterInstanceLabels)s)
+                2 * ledger_network_peer_largest_partition_nodes{%(ledgerSelector)s}
+                <= on(%(exporterInstanceLabels)s) count by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s} == 1)
+              and on(%(exporterInstanceLabels)s)
+                count by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s} == 1)
+                - on(%(exporterInstanceLabels)s) ledger_network_peer_largest_partition_nodes{%(ledgerSelector)s}
+                >= 2
+            ||| % $._config,
             'for': '2m',
             labels: { severity: 'critical' },
             annotations: {
-              summary: 'The ledger network is partitioned.',
+              summary: 'The ledger network is partitioned: no group of nodes holds a majority.',
               description: |||
                 The nodes polled by {{ $labels.instance }} form {{ $value }} groups with no peer
-                link between them; ledger_node_polled_peers == 0 names nodes cut off alone.
+                link between them, none with a strict majority of the up nodes;
+                ledger_node_polled_peers == 0 names nodes cut off alone.
+              |||,
+            },
+          },
+          // One up node linked to no other up polled node (neither lists the other in
+          // networkPeers) while other polled nodes are linked together (the largest group holds
+          // two or more): this node is cut off from the network, or answers with another
+          // peerId than its peers know. Its own alert, a warning: the rest of the network
+          // works, and one node must not page for the network. When no group holds a majority
+          // LedgerNetworkPartitioned pages and holds this back. 5m: longer than a peer
+          // reconnect and a restart, which LedgerNodePeersLost (2m) says when the node has no
+          // peer at all.
+          {
+            alert: 'LedgerNodeIsolated',
+            expr: |||
+              ledger_node_polled_peers{%(ledgerSelector)s} == 0
+              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
+              and on(%(exporterInstanceLabels)s) ledger_network_peer_largest_partition_nodes{%(ledgerSelector)s} >= 2
+            ||| % $._config,
+            'for': '5m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A ledger node is cut off from the other polled nodes.',
+              description: |||
+                Ledger node {{ $labels.node }} is linked by peers to none of the other up
+                nodes polled by {{ $labels.instance }}, while they are linked to one another:
+                it is cut off from the network, or it answers with another peerId than its
+                peers know.
+              |||,
+            },
+          },
+          // A node lists chains the exporter did not expect of it
+          // (ledger_node_unexpected_blockchains: chains no other up polled node lists, or
+          // outside the node's `expect.blockchains` where set). Nothing about such a chain
+          // pages (lib/consensus.libsonnet `expected`): a node that makes up chains, or a
+          // chain deployed on one node only, is this one warning, naming how many. 15m: a new
+          // chain rolled out node by node reaches the second node within minutes.
+          {
+            alert: 'LedgerNodeUnexpectedBlockchains',
+            expr: |||
+              ledger_node_unexpected_blockchains{%(ledgerSelector)s} > 0
+              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
+            ||| % $._config,
+            'for': '15m',
+            labels: { severity: 'warning' },
+            annotations: {
+              summary: 'A ledger node lists blockchains the other nodes do not.',
+              description: |||
+                Ledger node {{ $labels.node }} lists {{ $value }} blockchain(s) that no other
+                up node polled by {{ $labels.instance }} lists, or that its expect.blockchains
+                leaves out; no alert about those chains pages.
               |||,
             },
           },

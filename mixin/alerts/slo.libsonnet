@@ -2,7 +2,10 @@
 // ratios these read, so they need rules.yml loaded beside alerts.yml). Each alert is four
 // rules, the SRE workbook's two pages and two tickets, labelled with their window pair
 // (long_window, short_window) as pyrra labels them: a pair fires while both its windows spend
-// the error budget faster than its factor. The factors below are for the default sloPeriod
+// the error budget faster than its factor, unless the incident the burn belongs to (the node
+// down or in maintenance, the chain halted or in maintenance: lib/slo.libsonnet `incident`)
+// held within its short window. That incident pages once; without this, the short window's
+// tail would notify it again after its recovery, once its inhibition had ended. The factors below are for the default sloPeriod
 // (30d); another period keeps each pair's share of the budget.
 local slo = import '../lib/slo.libsonnet';
 
@@ -24,7 +27,8 @@ local rule(c, s, pair, what) =
         rules: [
           // Fast burn, page: 2 % of the 30-day budget spent in 1h (14.4 times the budget rate) and still
           // spent in the last 5m. A node down for about 5 minutes pages; `for: 2m` (pyrra's, half the
-          // short window) keeps one bad evaluation from paging. Clears about 5 minutes after the cause.
+          // short window) keeps one bad evaluation from paging. A node that flaps, never down for
+          // LedgerNodeDown's 2m, pages here.
           {
             alert: 'LedgerNodeAvailabilityBudgetBurn',
           } + rule($._config, slo.nodeAvailability($._config), 0, 'Ledger node {{ $labels.node }} (exporter {{ $labels.instance }}) has been down'),

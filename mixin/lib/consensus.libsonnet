@@ -33,6 +33,58 @@ local requiredVotesWindow = '1h';
       )
     ||| % { s: s, by: by, grace: utils.durationSeconds(c.stallGrace), fallback: utils.durationSeconds(c.heightStalled) },
 
+  // The up nodes of one exporter that read a chain (its height this cycle), per node and
+  // chain: the electorate of every majority below. In parentheses.
+  reading(s, by)::
+    '(ledger_blockchain_height{%(s)s} and on(%(by)s, node) ledger_node_up{%(s)s} == 1)' % { s: s, by: by },
+
+  // A chain halted, per exporter: a strict majority of the up nodes that read it meet
+  // `stalled`, whatever height each stands at. The value is how many. One node (stuck, or
+  // with a height that keeps rising, however high) is never a majority of a network of
+  // three or more, so it can neither cause a halt nor hide one; LedgerBlockHeightStalled
+  // names it alone. LedgerBlockchainHalted, the critical quorum alerts and the status page
+  // read this.
+  halted(c, s, by)::
+    |||
+      (
+        count by (%(by)s, blockchain) (
+          %(stalled)s
+          and on(%(by)s, node, blockchain) %(reading)s
+        )
+        > on(%(by)s, blockchain)
+        count by (%(by)s, blockchain) %(reading)s / 2
+      )
+    ||| % { by: by, reading: $.reading(s, by), stalled: std.rstripChars($.stalled(c, s, by), '\n') },
+
+  // The chains an exporter expected, per exporter and chain: those that at least two of its
+  // up nodes list (ledger_blockchain_up, read or not), and every chain of an exporter with
+  // fewer than two up nodes (a network of one node pages for its chains). A chain that only
+  // one node lists, beside other up nodes, is that node's doing: LedgerNodeUnexpectedBlockchains
+  // says so once (ledger_node_unexpected_blockchains), and nothing about such a chain pages,
+  // however many a hostile node makes up. Every alert about a chain takes `and on(by,
+  // blockchain)` this.
+  expected(s, by)::
+    local listing = '(ledger_blockchain_up{%(s)s} and on(%(by)s, node) ledger_node_up{%(s)s} == 1)' % { s: s, by: by };
+    |||
+      (
+        count by (%(by)s, blockchain) %(listing)s > 1
+        or on(%(by)s, blockchain)
+        (
+          count by (%(by)s, blockchain) %(listing)s
+          unless on(%(by)s) count by (%(by)s) (ledger_node_up{%(s)s} == 1) > 1
+        )
+      )
+    ||| % { by: by, s: s, listing: listing },
+
+  // `expr`, an alert's whole condition about a chain (labelled with the exporter's labels
+  // and `blockchain`), kept only for the chains the exporter expected (`expected`).
+  onlyExpected(c, expr)::
+    '(\n%s\n)\nand on(%s, blockchain) %s' % [
+      std.rstripChars(expr, '\n'),
+      c.exporterInstanceLabels,
+      std.rstripChars($.expected(c.ledgerSelector, c.exporterInstanceLabels), '\n'),
+    ],
+
   // A vote session open longer than voteSessionStuckTimeouts x the chain's consensusTimeout
   // (voteSessionStuck where the node reports no timeout). The value is its age.
   sessionStuck(c, s)::

@@ -66,6 +66,18 @@ local spanText(seconds) =
     level: 'node',
     metric: 'ledger_node_up',
     raw(window):: '1 - avg_over_time(ledger_node_up{%s}[%s])' % [c.ledgerSelector, window],
+    // The incidents this budget's burn belongs to, within `window` (the pair's short window):
+    // the node down (LedgerNodeDown firing) or in maintenance. The burn alert says nothing
+    // while one holds or held within its short window: the cause pages (or is planned), and
+    // once it has ended the short window's tail (still over the factor for as long as the
+    // window holds the outage) must not notify again for the same incident. A node that
+    // flaps, down too briefly for LedgerNodeDown, still burns and pages.
+    incident(window)::
+      local by = c.exporterInstanceLabels;
+      |||
+        unless on(%(by)s, node) max_over_time(ALERTS{alertname="LedgerNodeDown", alertstate="firing"}[%(w)s])
+        unless on(%(by)s, node) max_over_time(ledger_node_maintenance{%(s)s}[%(w)s]) == 1
+      ||| % { by: by, s: c.ledgerSelector, w: window },
   },
 
   blockchainLiveness(c):: {
@@ -75,6 +87,14 @@ local spanText(seconds) =
     level: 'blockchain',
     metric: 'ledger_blockchain_height',
     raw(window):: 'avg_over_time(%s{%s}[%s])' % [$.notAdvancingRecord, c.ledgerSelector, window],
+    // As for node availability: the chain halted (LedgerBlockchainHalted firing) or in
+    // maintenance within the pair's short window is the incident the burn belongs to.
+    incident(window)::
+      local by = c.exporterInstanceLabels;
+      |||
+        unless on(%(by)s, blockchain) max_over_time(ALERTS{alertname="LedgerBlockchainHalted", alertstate="firing"}[%(w)s])
+        unless on(%(by)s, blockchain) max_over_time(ledger_blockchain_maintenance{%(s)s}[%(w)s]) == 1
+      ||| % { by: by, s: c.ledgerSelector, w: window },
   },
 
   record(slo, window):: '%s:%s:error_ratio%s' % [slo.level, slo.metric, window],
@@ -84,23 +104,33 @@ local spanText(seconds) =
   // "Not advancing" on a node is LedgerBlockHeightStalled's own condition (lib/consensus
   // `stalled`), so the SLI and the stall alert cannot disagree; "its nodes" are the nodes
   // that are up and read the chain. Bad when the stalled ones are at least half of them.
+  // Only for the chains the exporter expected (lib/consensus.libsonnet `expected`): a chain
+  // one node makes up has no budget to burn.
   notAdvancingRecord:: 'blockchain:ledger_blockchain_height:not_advancing',
   notAdvancing(c)::
     local by = c.exporterInstanceLabels;
     local s = c.ledgerSelector;
     local reading = '(ledger_blockchain_up{%(s)s} == 1 and on(%(by)s, node) ledger_node_up{%(s)s} == 1)' % { s: s, by: by };
     |||
-      2 * (
-        count by (%(by)s, blockchain) (
-          %(stalled)s
-          and on(%(by)s, node, blockchain) %(reading)s
+      (
+        2 * (
+          count by (%(by)s, blockchain) (
+            %(stalled)s
+            and on(%(by)s, node, blockchain) %(reading)s
+          )
+          or
+          0 * count by (%(by)s, blockchain) %(reading)s
         )
-        or
-        0 * count by (%(by)s, blockchain) %(reading)s
+        >= bool on(%(by)s, blockchain)
+        count by (%(by)s, blockchain) %(reading)s
       )
-      >= bool on(%(by)s, blockchain)
-      count by (%(by)s, blockchain) %(reading)s
-    ||| % { by: by, reading: reading, stalled: std.rstripChars(q.stalled(c, s, by), '\n') },
+      and on(%(by)s, blockchain) %(expected)s
+    ||| % {
+      by: by,
+      reading: reading,
+      stalled: std.rstripChars(q.stalled(c, s, by), '\n'),
+      expected: std.rstripChars(q.expected(s, by), '\n'),
+    },
 
   // The rules of one SLO: its ratio over each window, then over the period.
   recordingRules(c, slo):: [
@@ -112,13 +142,14 @@ local spanText(seconds) =
   }],
 
   // One alert rule's expression and labels for `pair` (index into pairs): both windows
-  // burn faster than the pair's factor; its value is the long window's burn rate.
+  // burn faster than the pair's factor, and no incident the burn belongs to (the SLO's
+  // `incident`) held within its short window; its value is the long window's burn rate.
   burnAlert(c, slo, index)::
     local pair = pairs[index];
     local budget = '(1 - %s)' % std.toString(slo.objective);
     local burn(window) = '%s{%s} / %s > %s' % [$.record(slo, window), c.ledgerSelector, budget, std.toString($.factor(pair, c.sloPeriod))];
     {
-      expr: '%s\nand\n%s\n' % [burn(pair.long), burn(pair.short)],
+      expr: '%s\nand\n%s\n%s' % [burn(pair.long), burn(pair.short), slo.incident(pair.short)],
       'for': pair['for'],
       labels: { severity: pair.severity, long_window: pair.long, short_window: pair.short },
       // The pair in words, for the alert's description (after what was bad).

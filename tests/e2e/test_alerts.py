@@ -88,6 +88,10 @@ def test_durations_scale_down(text: str, expected: str) -> None:
             'x_age_seconds{n="1"} > 5 * t or 0 * x_age_seconds + 600',
             '(60 * (x_age_seconds{n="1"})) > 5 * t or 0 * (60 * (x_age_seconds)) + 600',
         ),
+        (  # the exporter's own cycle runs at its real pace: its age is not scaled
+            "time() - ledger_exporter_last_successful_cycle_timestamp_seconds > b",
+            "time() - ledger_exporter_last_successful_cycle_timestamp_seconds > b",
+        ),
         ("increase(a[5m]) >= 3 unless b[10m]", "increase(a[5s]) >= 3 unless b[10s]"),
         ("max_over_time(a[1h:1m]) > 600", "max_over_time(a[60s:1s]) > 600"),
         ("a > 600 and b_seconds < 120", "a > 600 and b_seconds < 120"),  # no age: unchanged
@@ -132,6 +136,10 @@ def test_shortened_alerts_differ_only_in_their_timings() -> None:
         "LedgerVoteSessionStuck",
         "LedgerLeaderFailingRounds",
         "LedgerCouncilQuorumThin",
+        "LedgerCouncilBelowMinMembers",  # its critical reads the halt, as the quorum's
+        "LedgerNodeAvailabilityBudgetBurn",  # its incident within the short window
+        "LedgerBlockchainLivenessBudgetBurn",  # the same
+        "LedgerExporterCycleFailing",  # failures counted over its window
         "LedgerBlockchainReorganized",  # reorganisations counted over its window
         "LedgerNodeIdentityMismatch",  # identity mismatches counted over its window
         "LedgerNodeBehindTime",  # unless stalled: LedgerBlockHeightStalled's age condition
@@ -392,7 +400,8 @@ FAULTS = [
     Fault(
         "stall", "node-1", "LedgerBlockHeightStalled", "critical", "firing", True, STALL_ALSO, 12
     ),
-    # A node with no peers is also cut off from every other polled node: a partition.
+    # A node with no peers is also cut off from every other polled node: isolated, its own
+    # warning (one node is never the network's partition).
     Fault(
         "peers_lost",
         "node-4",
@@ -400,7 +409,7 @@ FAULTS = [
         "critical",
         "firing",
         False,
-        (("LedgerNetworkPartitioned", "firing"),),
+        (("LedgerNodeIsolated", "firing"),),
     ),
     Fault("down", "node-5", "LedgerNodeDown", "critical", "firing", False, DOWN_ALSO),
     Fault("syncing", "node-2", "LedgerBlockchainSyncingTooLong", "warning", "pending", True),
@@ -505,10 +514,8 @@ NETWORK_FAULTS = [
     NetworkFault(
         "fork",
         "node-3",
-        (
-            ("LedgerBlockchainForked", "critical", False),
-            ("LedgerNodeOffMajorityBlock", "critical", True),
-        ),
+        # one node off a majority: that node's alert, not the chain's fork
+        (("LedgerNodeOffMajorityBlock", "critical", True),),
         True,
         (REORGANIZED,),
         rewrites=True,
@@ -522,11 +529,12 @@ NETWORK_FAULTS = [
         ),
         True,
     ),
-    # Partitioned alone, the node also has no peers at all.
+    # Partitioned alone (the others still linked: a majority), the node is isolated, its own
+    # warning, and also has no peers at all.
     NetworkFault(
         "partition",
         "node-2",
-        (("LedgerNetworkPartitioned", "critical", False),),
+        (("LedgerNodeIsolated", "warning", True),),
         False,
         (("LedgerNodePeersLost", "firing"), ("LedgerNodePeersLow", "pending")),
     ),
@@ -582,8 +590,8 @@ def admin_fault(net: SimulatedNetwork, body: dict[str, Any]) -> None:
 def test_a_fork_behind_a_stalled_node_still_pages(stack: Stack) -> None:
     """Issue 19: node-7 stalls, then node-3 forks the chain every node tracks. The
     checkpoint follows the height a majority reached, not the stalled node's, so the fork
-    pages (the chain-level alert and node-3 off the majority) while node-7 pages as stalled,
-    and node-7 is never named as off the majority."""
+    pages (node-3 off the majority: one node, its own alert, not the chain's fork) while
+    node-7 pages as stalled, and node-7 is never named as off the majority."""
     AlertLog(stack.prom).until(quiet, 30, "quiet before the fault")  # earlier tests' alerts
     log = AlertLog(stack.prom)
     chain = stack.net.chain_ids[0]
@@ -591,16 +599,10 @@ def test_a_fork_behind_a_stalled_node_still_pages(stack: Stack) -> None:
     fork = {"node": "node-3", "fault": "fork", "chain": chain, "enabled": True}
     base = {"job": JOB, "instance": stack.instance}
     expected = [
-        {
-            **base,
-            "alertname": "LedgerBlockchainForked",
-            "severity": "critical",
-            "blockchain": chain,
-        },
         {**base, "alertname": "LedgerNodeOffMajorityBlock", "severity": "critical"}
         | {"node": "node-3", "blockchain": chain},
     ]
-    names = {labels["alertname"] for labels in expected}
+    names = {labels["alertname"] for labels in expected} | {"LedgerBlockchainForked"}
 
     def fork_firing(alerts: list[Alert]) -> list[dict[str, str]]:
         hits = [a["labels"] for a in alerts if a["state"] == "firing"]

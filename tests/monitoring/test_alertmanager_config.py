@@ -59,7 +59,7 @@ def test_amtool_accepts_the_shipped_config_and_its_copies(tmp_path: Path) -> Non
     in_secret.write_text(secret["stringData"]["alertmanager.yaml"], encoding="utf-8")
     for path in (SHIPPED, in_secret, CHART_COPY):
         printed = amtool("check-config", str(path))
-        assert "SUCCESS" in printed and "10 inhibit rules" in printed, printed
+        assert "SUCCESS" in printed and "12 inhibit rules" in printed, printed
     assert load_config(in_secret) == load_config(SHIPPED) == load_config(CHART_COPY)
 
 
@@ -150,6 +150,9 @@ CASES: list[tuple[str, Labels, list[Labels], list[Labels]]] = [
                 "blockchain": "c1",
                 "contract": "token",
             },
+            # the quorum margin it explains (a chain-wide alert), its own availability burn
+            {"alertname": "LedgerCouncilQuorumThin", "severity": "warning", "blockchain": "c1"},
+            {"alertname": "LedgerNodeAvailabilityBudgetBurn", "node": "n1"},
         ],
         [
             {"alertname": "LedgerBlockHeightStalled", "node": "n2", "blockchain": "c1"},
@@ -159,13 +162,21 @@ CASES: list[tuple[str, Labels, list[Labels], list[Labels]]] = [
                 "blockchain": "c1",
                 "instance": "node-down-other",
             },
-            {"alertname": "LedgerCouncilQuorumThin", "blockchain": "c1"},
+            {"alertname": "LedgerNodeAvailabilityBudgetBurn", "node": "n2"},
+            {
+                "alertname": "LedgerCouncilQuorumThin",
+                "instance": "node-down-other",
+                "blockchain": "c1",
+            },
         ],
     ),
     (
         "partition",
         {"alertname": "LedgerNetworkPartitioned", "severity": "critical"},
-        [{"alertname": "LedgerNodePeersLow", "node": "n1"}],
+        [
+            {"alertname": "LedgerNodePeersLow", "node": "n1"},
+            {"alertname": "LedgerNodeIsolated", "node": "n1"},
+        ],
         [
             {"alertname": "LedgerNodePeersLow", "node": "n1", "instance": "partition-other"},
             {"alertname": "LedgerNodeDown", "node": "n1"},

@@ -304,12 +304,12 @@ def alert_level(rule: dict[str, Any]) -> str:
         return (
             "network chain" if any("blockchain" in LABELS_BY_NAME[n] for n in names) else "exporter"
         )
-    outer = _OUTER_AGGREGATION.match(rule["expr"])
+    outer = _OUTER_AGGREGATION.match(rule["expr"].lstrip("( \n"))  # the same in parentheses
     kept = {label.strip() for label in outer[1].split(",")} if outer else {"node"}
     if "node" not in kept:
         return "network chain" if "blockchain" in kept else "exporter"
-    if any(name.startswith("ledger_network_blockchain_") for name in names):
-        return "network chain"
+    if any(name.startswith(("ledger_network_blockchain_", "blockchain:")) for name in names):
+        return "network chain"  # a chain-level family, or a record at the chain's level
     if any(name.startswith("ledger_blockchain_") for name in names):
         return "chain"
     return "node" if any(name.startswith("ledger_node_") for name in names) else "exporter"

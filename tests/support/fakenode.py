@@ -3,7 +3,10 @@
 Each path answers its own way: a document (``set``: JSON-encoded unless bytes, with a status,
 content type, extra headers, with or without ``Content-Length``, late by ``delay``, or held
 until ``release()``), bytes written as they are (``raw``: broken framing, chunked bodies), or
-an answer dripped a byte at a time (``drip``). An unknown path is a 404.
+an answer dripped a byte at a time (``drip``). An unknown path is a 404, unless the node
+stands in for a real one (``stand_in``): then it is asked of that node and its answer, passed
+through a rewrite, is served (a hostile node in front of an honest simulated one:
+``tests/support/hostile.py``).
 
 What happened is recorded for the test to assert on: every request as received (path,
 headers, the client's port: one per TCP connection), the paths whose client hung up before
@@ -20,6 +23,8 @@ import select
 import socket
 import ssl
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +36,11 @@ DRIP_LIMIT_SECONDS = 10.0
 DRIP_EVERY_SECONDS = 0.05
 Drip = Literal["body", "chunked", "headers"]
 Serve = Callable[[BaseHTTPRequestHandler], None]
+#: A stand-in's rewrite: (path with its query, the upstream status, its JSON document or None
+#: when it sent none) -> the status and document to answer instead.
+Rewrite = Callable[[str, int, Any], tuple[int, Any]]
+#: How long a stand-in waits for the node it stands in for.
+UPSTREAM_TIMEOUT_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,7 @@ class FakeNode:
         self._routes: dict[str, Serve] = {}
         self._stopped = threading.Event()
         self._release = threading.Event()
+        self._fallback: Serve = self._not_found
         node = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -86,7 +97,7 @@ class FakeNode:
                 node.requests.append(
                     ReceivedRequest(self.path, dict(self.headers), self.client_address[1])
                 )
-                serve = node._routes.get(self.path, node._not_found)
+                serve = node._routes.get(self.path, node._fallback)
                 try:
                     serve(self)
                 except OSError:  # the client hung up while the answer was being written
@@ -225,10 +236,27 @@ class FakeNode:
 
         self._routes[path] = serve
 
+    def stand_in(self, upstream: str, rewrite: Rewrite) -> None:
+        """Answer every path not ``set`` by asking ``upstream`` (a base URL, no trailing
+        slash) for it and serving what ``rewrite`` makes of the answer, as JSON."""
+
+        def serve(handler: BaseHTTPRequestHandler) -> None:
+            status, document = _ask(upstream + handler.path)
+            status, document = rewrite(handler.path, status, document)
+            raw = json.dumps(document).encode()
+            handler.send_response(status)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(raw)))
+            handler.end_headers()
+            handler.wfile.write(raw)
+
+        self._fallback = serve
+
     def reset(self) -> None:
         """Forget every route and recorded request, as if just started: a generated test
         serves each example's answers from the same node."""
         self._routes.clear()
+        self._fallback = self._not_found
         self.requests.clear()
         self.hung_up.clear()
 
@@ -265,6 +293,22 @@ class FakeNode:
             if self._stopped.wait(DRIP_EVERY_SECONDS):
                 return
             yield index
+
+
+def _ask(url: str) -> tuple[int, Any]:
+    """``GET url``: its status and JSON document (None when the body is not JSON, or when the
+    node did not answer: status 502)."""
+    try:
+        with urllib.request.urlopen(url, timeout=UPSTREAM_TIMEOUT_SECONDS) as answer:
+            status, body = answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        status, body = error.code, error.read()
+    except OSError:
+        return 502, None
+    try:
+        return status, json.loads(body)
+    except ValueError:
+        return status, None
 
 
 def _peer_closed(connection: socket.socket) -> bool:

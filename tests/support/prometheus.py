@@ -185,7 +185,10 @@ class PrometheusServer(PrometheusApi, ServerProcess):
         scrape_interval: str = "1s",
         evaluation_interval: str = "1s",
         extra_flags: Sequence[str] = (),
+        retention: str = "1h",
     ) -> None:
+        """``retention``: how long its storage keeps samples (longer for a test that writes
+        a past into it first)."""
         self.port = free_port()
         super().__init__(f"http://127.0.0.1:{self.port}")
         self.workdir = workdir
@@ -206,6 +209,7 @@ class PrometheusServer(PrometheusApi, ServerProcess):
         if rule_files:
             self.config["rule_files"] = [str(Path(path).resolve()) for path in rule_files]
         self._extra_flags = list(extra_flags)
+        self._retention = retention
 
     def start(self) -> PrometheusServer:
         """Write the config, start the process and wait until ``/-/ready`` answers 200."""
@@ -217,7 +221,7 @@ class PrometheusServer(PrometheusApi, ServerProcess):
             f"--storage.tsdb.path={self.workdir / 'data'}",
             f"--web.listen-address=127.0.0.1:{self.port}",
             "--web.enable-lifecycle",
-            "--storage.tsdb.retention.time=1h",
+            f"--storage.tsdb.retention.time={self._retention}",
             "--log.level=warn",
             *self._extra_flags,
         ]

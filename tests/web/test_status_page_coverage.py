@@ -70,6 +70,11 @@ NOT_ON_THE_PAGE = {
     # a rise of the reorganisation counter within reorgWindow (15m): the page has the
     # counter's value, not when it rose
     "LedgerBlockchainReorganized": "a counter's rise within 15 minutes, a history not kept",
+    # warnings over the exporter's new partition and unexpected-chain gauges: the page shows
+    # the nodes cut off alone under its partition line and each node's chains in its table
+    # (a line of their own is for the page's next change)
+    "LedgerNodeIsolated": "a node cut off while others link: shown in the peers column",
+    "LedgerNodeUnexpectedBlockchains": "a count the exporter's gauge gives; chains table",
 }
 
 
