@@ -14,11 +14,6 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import dns.exception
-import dns.nameserver
-import dns.rdatatype
-import dns.resolver
-
 from exporter.config.keytable import Duration, Whole, key_names, read_settings, setting
 from exporter.config.nodes import TEMPLATE_KEYS, NodeConfig, read_node
 from exporter.config.schema import Reader
@@ -194,6 +189,12 @@ def lookup(config: DnsSdConfig, name: str) -> tuple[tuple[str, ...], int]:
     in the answer's order, each once, and how many more there were. A name that does not
     exist, or has no record of the type, gives none; raises DnsLookupError when no answer
     came."""
+    # dnspython loads importlib.metadata (~0.8 MiB): only an exporter that looks names up
+    # pays for it (tests/test_import_weight.py)
+    import dns.exception  # noqa: PLC0415
+    import dns.nameserver  # noqa: PLC0415
+    import dns.resolver  # noqa: PLC0415
+
     try:
         # the system's resolver reads /etc/resolv.conf at each lookup: it may change too
         resolver = dns.resolver.Resolver(configure=not config.nameservers)
@@ -241,6 +242,8 @@ def _target(config: DnsSdConfig, record: Any) -> str | None:
 
 def _why(error: Exception) -> str:
     """What went wrong in a lookup, in one line without the answer's text."""
+    import dns.resolver  # noqa: PLC0415 (as in lookup)
+
     if isinstance(error, dns.resolver.LifetimeTimeout):
         return "no answer in time (timeout)"
     if isinstance(error, dns.resolver.NoNameservers):

@@ -98,6 +98,10 @@ ELSEWHERE = {
     ("blockchains", "model/watch_readings.py"): "the URL path /blockchains/{id}/contracts",
     ("blockchains", "poll/state.py"): "a key of the state file",
     ("blockchains", "config/exporter.py"): "the config path of an `expect`'s chains in an error",
+    ("blockchains", "config/node_files.py"): "the config path of an `expect`'s chains in an error",
+    ("blockchains", "poll/cycle.py"): "a log field: the chains no node lists",
+    ("blockchains", "expose/metrics.py"): "the unit of ledger_node_unexpected_blockchains",
+    ("read", "config/sources.py"): "_FileState.read: a node file's last good nodes",
     ("node_id", "poll/state.py"): "a key of the state file",
     ("vote_sessions", "poll/state.py"): "a key of the state file",
     # counts of values dropped, by kind of bound

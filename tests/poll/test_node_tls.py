@@ -207,6 +207,7 @@ def test_the_log_status_page_metrics_and_probe_debug_say_which(
                 "probe": {
                     "allowed_targets": [r"https://127\.0\.0\.1:\d+/"],
                     "modules": {"default": {"tls_config": tls}},
+                    "debug": True,  # off by default: its log tells open ports from closed
                 },
             }
         )
