@@ -16,6 +16,7 @@ import yaml
 
 from exporter.bounds import DropKind
 from exporter.expose import metrics
+from exporter.model.snapshot import CycleStage
 from ledger_simulator import SimulatedNetwork
 from tests.support.processes import ExporterProcess, ready_exporter
 from tests.support.prometheus import PrometheusServer, PrometheusServers
@@ -67,6 +68,17 @@ SESSION_SERIES = (
 )
 
 
+#: Families this exporter never writes: the simulator here serves plain http (the node TLS
+#: families), it has no --state.file, no web config serving TLS and no node_files.
+ABSENT_HERE = (
+    metrics.NODE_TLS_CERT_EXPIRY,
+    metrics.NODE_TLS_INFO,
+    metrics.STATE_FILE_WRITE_FAILURES,
+    metrics.TLS_CERT_EXPIRY,
+    metrics.NODE_FILE_READ_OK,
+)
+
+
 def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
     """Series per metric name for a healthy network (vote_round comes and goes)."""
     nodes, pairs = len(network.node_names), tracked_pairs(network)
@@ -79,10 +91,8 @@ def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
             continue  # nor maintenance entries
         if spec in metrics.WATCH_FAMILIES:
             continue  # this exporter's config has no watch list
-        if spec in (metrics.NODE_TLS_CERT_EXPIRY, metrics.NODE_TLS_INFO):
-            continue  # the simulator here serves plain http
-        if spec is metrics.STATE_FILE_WRITE_FAILURES:
-            continue  # only with --state.file, which this exporter has not
+        if spec in ABSENT_HERE:
+            continue
         if spec.name.startswith("ledger_exporter_"):
             counts[spec.name] = 1
         elif spec.name.startswith("ledger_node_"):
@@ -91,6 +101,7 @@ def expected_series_counts(network: SimulatedNetwork) -> dict[str, int]:
             counts[spec.name] = len(pairs)
     counts["ledger_node_scrape_errors_total"] = nodes * ENDPOINTS * REASONS
     counts["ledger_exporter_dropped_values_total"] = nodes * len(DropKind)
+    counts["ledger_exporter_cycle_failures_total"] = len(CycleStage)  # each stage from 0
     chains = len({chain for _, chain in pairs})
     for spec in metrics.NETWORK_FAMILIES:  # per chain, once, or per node as their labels say
         if "node" not in spec.labels:
