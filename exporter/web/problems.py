@@ -951,9 +951,13 @@ def _with_folded(line: Problem, hidden: Iterable[Problem]) -> Problem:
 
 
 def _by_severity(lines: Iterable[Problem]) -> list[Problem]:
-    """Firing lines first, then pending ones, each most severe first (stable: the order
-    found kept)."""
-    return sorted(lines, key=lambda problem: (problem.pending, problem.severity))
+    """What needs attention first: firing warning and critical lines, then pending ones,
+    then the notes (info), each most severe first (stable: the order found kept). A critical
+    about to fire comes before a note that fired."""
+    return sorted(
+        lines,
+        key=lambda problem: (problem.severity is Severity.INFO, problem.pending, problem.severity),
+    )
 
 
 #: A line's alert as Prometheus tells one from another: its name and labels.
