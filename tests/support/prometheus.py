@@ -297,7 +297,9 @@ class Promtool:
         """``promtool ARGS`` in ``cwd``, whatever its exit status."""
         return subprocess.run(
             [self.path, *args], cwd=cwd, input=input, capture_output=True, text=True,
-            check=False, timeout=120,
+            # the SLO files evaluate every alert each minute over days: ~40 s of CPU each,
+            # twice that on two cores shared with the suite's servers
+            check=False, timeout=360,
         )  # fmt: skip
 
     def check(self, *args: str, cwd: Path = REPO, input: str | None = None) -> str:
