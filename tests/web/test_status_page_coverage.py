@@ -70,11 +70,6 @@ NOT_ON_THE_PAGE = {
     # a rise of the reorganisation counter within reorgWindow (15m): the page has the
     # counter's value, not when it rose
     "LedgerBlockchainReorganized": "a counter's rise within 15 minutes, a history not kept",
-    # warnings over the exporter's new partition and unexpected-chain gauges: the page shows
-    # the nodes cut off alone under its partition line and each node's chains in its table
-    # (a line of their own is for the page's next change)
-    "LedgerNodeIsolated": "a node cut off while others link: shown in the peers column",
-    "LedgerNodeUnexpectedBlockchains": "a count the exporter's gauge gives; chains table",
 }
 
 
@@ -105,6 +100,11 @@ def split(**changes: Any) -> NetworkView:
     """C1's view over nodes a, b, c with the given fields changed."""
     view = ChainAgreement(C1, 95, 1, Agreement(), 1, Agreement(), 100)
     return NetworkView((replace(view, **changes),), 1, (("a", 1), ("b", 1), ("c", 1)))
+
+
+def cut_off(alone: str) -> tuple[tuple[str, int], ...]:
+    """ledger_node_polled_peers of nodes a, b, c: those in ``alone`` linked to none."""
+    return tuple((name, 0 if name in alone else 1) for name in "abc")
 
 
 def three(**fields: object) -> Snapshot:
@@ -200,7 +200,7 @@ SCENARIOS: dict[str, Callable[[], Snapshot]] = {
     ),
     "LedgerCouncilQuorumThin": thin_quorum,
     "LedgerBlockchainForked": lambda: three(
-        network=split(checkpoint_hashes=2, block_agrees=agreeing(a=True, b=True, c=False))
+        network=split(checkpoint_hashes=2, block_agrees=agreeing(a=True, b=False, c=False))
     ),
     "LedgerNodeOffMajorityBlock": lambda: three(
         network=split(checkpoint_hashes=2, block_agrees=agreeing(a=True, b=True, c=False))
@@ -211,7 +211,17 @@ SCENARIOS: dict[str, Callable[[], Snapshot]] = {
     "LedgerNodeOffMajorityCouncil": lambda: three(
         network=split(council_views=2, council_agrees=agreeing(a=True, b=True, c=False))
     ),
-    "LedgerNetworkPartitioned": lambda: three(network=replace(split(), partitions=2)),
+    "LedgerNetworkPartitioned": lambda: three(
+        network=replace(split(), partitions=3, largest_partition=1, polled_peers=cut_off("abc"))
+    ),
+    "LedgerNodeIsolated": lambda: three(
+        network=replace(split(), partitions=2, largest_partition=2, polled_peers=cut_off("c"))
+    ),
+    "LedgerNodeUnexpectedBlockchains": lambda: fleet(
+        moving("a"),
+        node("b", chain(), chain("made-up")),
+        network=replace(split(), unexpected_chains=(("a", 0), ("b", 1))),
+    ),
     "LedgerWatchedContractNotActive": lambda: three(watch=WatchStatus(watched("PAUSED", 1.0, "a"))),
     "LedgerWatchedWalletDisabled": lambda: three(watch=WatchStatus(watched("ACTIVE", 0.0, "a"))),
     "LedgerWatchedContractNodesDisagree": lambda: three(
@@ -297,7 +307,8 @@ def test_no_certificate_line_without_a_date() -> None:
 def test_the_page_lists_the_alert_linked_to_its_runbook(alert: str) -> None:
     snapshot = SCENARIOS[alert]()
     listed = [line for line in attention(snapshot, NOW).lines() if line.alert == alert]
-    severity = alert_thresholds.SHIPPED.severity(alert)  # the first rule's, for two
+    halted = alert == "LedgerBlockchainHalted"  # every other scenario's chain advances
+    severity = alert_thresholds.SHIPPED.severity(alert, halted=halted)
     if alert != "LedgerExporterConfigReloadFailed":  # the banner, not a line
         assert listed, f"the page lists no {alert} line"
         assert {line.severity for line in listed} == {severity}
