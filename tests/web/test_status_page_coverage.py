@@ -28,7 +28,7 @@ from exporter.model.watch_readings import (
 )
 from exporter.web import alert_thresholds
 from exporter.web.alert_thresholds import Severity
-from exporter.web.problems import attention
+from exporter.web.problems import Held, attention
 from tests.support.documents import chain_doc, health_doc
 from tests.support.testdata import REPO
 from tests.support.webapp import landing_page
@@ -314,3 +314,55 @@ def test_the_page_lists_the_alert_linked_to_its_runbook(alert: str) -> None:
         assert {line.severity for line in listed} == {severity}
     links = Links(landing_page(snapshot, NOW, fired=True)).links
     assert (paging_alerts()[alert], alert) in links, links
+
+
+def test_a_node_cut_off_is_pending_for_its_alerts_for_then_fires() -> None:
+    """LedgerNodeIsolated's line is pending (its `for`, from thresholds.json) from the first
+    cycle the condition holds, firing once it has held that long; a partition without a
+    majority holds it back (folded under the network's line)."""
+    wait = alert_thresholds.SHIPPED.for_seconds("LedgerNodeIsolated")
+    memory = Held()
+    snapshot = SCENARIOS["LedgerNodeIsolated"]()
+    (first,) = [p for p in memory.observe(replace(snapshot, completed_at=NOW)).lines()
+                if p.alert == "LedgerNodeIsolated"]  # fmt: skip
+    assert (first.node, first.pending, first.fires_in) == ("c", True, wait)
+    later = memory.observe(replace(snapshot, completed_at=NOW + wait))
+    (fired,) = [p for p in later.lines() if p.alert == "LedgerNodeIsolated"]
+    assert not fired.pending and fired.severity is Severity.WARNING
+    # the same node alone among three groups of one: the partition's line, it under it
+    apart = SCENARIOS["LedgerNetworkPartitioned"]()
+    apart = replace(apart, network=replace(apart.network, largest_partition=2))
+    assert not [p for p in attention(apart, NOW).network if p.alert == "LedgerNetworkPartitioned"]
+
+
+def test_a_chain_only_one_node_lists_has_no_line_of_its_own() -> None:
+    """As the rules' onlyExpected: the chain one node lists beside other up nodes is that
+    node's LedgerNodeUnexpectedBlockchains line (naming how many), never a line about the
+    chain (its stall, its council), however bad it looks."""
+    stalled = replace(chain("made-up", councilMembers=["k1"]), height_changed_at=NOW - 9999)
+    snapshot = fleet(moving("a"), node("b", chain(), stalled),
+                     network=replace(split(), unexpected_chains=(("a", 0), ("b", 1))))  # fmt: skip
+    lines = list(attention(snapshot, NOW).lines())
+    assert not [p for p in lines if p.chain == "made-up"]
+    (own,) = [p for p in lines if p.alert == "LedgerNodeUnexpectedBlockchains"]
+    assert own.node == "b" and own.text.startswith("lists 1 blockchain that no other up")
+    # a network of one node: its chains are the ones expected
+    alone = fleet(node("b", chain(), stalled))
+    assert [p for p in attention(alone, NOW).lines() if p.chain == "made-up"]
+
+
+def test_the_councils_alerts_are_warnings_while_the_chain_advances_critical_once_halted() -> None:
+    """Each of the two rules: the warning (as seen by this exporter) while the chain moves;
+    once a majority of its nodes stalled, critical, folded under LedgerBlockchainHalted."""
+    thin = chain(councilMembers=["k1", "k2"])
+    moving_on = fleet(moving("a"), node("b", thin))
+    (warning,) = [p for p in attention(moving_on, NOW).lines()
+                  if p.alert == "LedgerCouncilBelowMinMembers"]  # fmt: skip
+    assert warning.severity is Severity.WARNING and "as seen by this exporter" in warning.text
+    stopped = replace(thin, height_changed_at=NOW - 601)
+    halted_ = fleet(node("a", replace(chain(), height_changed_at=NOW - 601)), node("b", stopped))
+    found = attention(halted_, NOW)
+    (halt,) = [p for p in found.network if p.alert == "LedgerBlockchainHalted"]
+    (critical,) = [p for p in halt.folded if p.alert == "LedgerCouncilBelowMinMembers"]
+    assert critical.severity is Severity.CRITICAL
+    assert not [p for p in found.node_problems if p.alert == "LedgerCouncilBelowMinMembers"]
