@@ -58,4 +58,28 @@ local utils = import 'lib/utils.libsonnet';
     )
     for name in std.set([rule.alert for rule in rules])
   },
+  // The alerts of two rules split by the halt (lib/consensus.libsonnet `halted`): one rule
+  // `unless` the chain is halted, one `and` it is, each of its own severity (the council
+  // alerts: a warning while the chain advances, critical once it has stopped). Read from the
+  // rules' own expressions, so the page shows the severity of the rule that holds; an alert
+  // whose rules do not split so is not listed (its one severity is in `severities`).
+  statusPageByHalt:: local c = $._config;
+    local halted = std.rstripChars(q.halted(c, c.ledgerSelector, c.exporterInstanceLabels), '\n');
+    local on = 'on(%s, blockchain) %s' % [c.exporterInstanceLabels, halted];
+    // std.strReplace is native (std.findSubstr is not, and too slow over every rule)
+    local has(expr, text) = std.strReplace(expr, text, '') != expr;
+    local split = [
+      { alert: rule.alert, severity: rule.labels.severity, side: side }
+      for group in $.prometheusAlerts.groups
+      for rule in group.rules
+      if std.objectHas(rule, 'alert') && has(rule.expr, halted)
+      for side in ['advancing', 'halted']
+      if has(rule.expr, (if side == 'halted' then 'and ' else 'unless ') + on)
+    ];
+    local of(name, side) = [rule.severity for rule in split if rule.alert == name && rule.side == side];
+    {
+      [name]: { advancing: of(name, 'advancing')[0], halted: of(name, 'halted')[0] }
+      for name in std.set([rule.alert for rule in split])
+      if std.length(of(name, 'advancing')) == 1 && std.length(of(name, 'halted')) == 1
+    },
 }

@@ -75,6 +75,7 @@ local mixin = (import 'mixin.libsonnet') + { _config+:: std.extVar('overrides') 
   dashboards: mixin.grafanaDashboards,
   statusPage: mixin.statusPageThresholds,
   statusPageFor: mixin.statusPageFor,
+  statusPageByHalt: mixin.statusPageByHalt,
   alertmanager: mixin.alertmanagerConfig,
 }
 """
@@ -296,7 +297,8 @@ def _status_page_thresholds(mixin: Document, alerts: list[Document]) -> str:
     as the rendered rules carry them (so neither is stated twice, and a rendering with your
     own runbookURLPattern links the page to your runbooks). An alert of several rules (a burn
     rate's window pairs) is as severe as its worst; its `for` (statusPageFor, seconds) is its
-    shortest. Severity none is the dead man's switch:
+    shortest; an alert of two rules split by the chain's halt (statusPageByHalt) has each
+    rule's severity under ``by_halt``. Severity none is the dead man's switch:
     never a problem on the page, so not in the file."""
     rank = ("critical", "warning", "info")
     severities: dict[str, str] = {}
@@ -314,6 +316,11 @@ def _status_page_thresholds(mixin: Document, alerts: list[Document]) -> str:
         "severities": severities,
         "runbooks": runbooks,
         "for": {alert: mixin["statusPageFor"][alert] for alert in severities},
+        "byHalt": {
+            alert: split
+            for alert, split in mixin["statusPageByHalt"].items()
+            if alert in severities
+        },
     }
     return json.dumps(document, indent=2) + "\n"
 

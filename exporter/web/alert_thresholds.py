@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from enum import IntEnum
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 _FIX = "run `make mixin` (or reinstall the package): it renders this file from mixin/"
-_PARTS = ("thresholds", "severities", "runbooks", "for")
+_PARTS = ("thresholds", "severities", "runbooks", "for", "byHalt")
 
 
 class Severity(IntEnum):
@@ -71,19 +71,32 @@ class Thresholds:
 @dataclass(frozen=True)
 class AlertRules:
     """What the page mirrors of the shipped alerts: its thresholds, each alert's severity,
-    runbook URL and `for` (seconds its condition must hold before it fires)."""
+    runbook URL and `for` (seconds its condition must hold before it fires); for an alert of
+    two rules split by its chain's halt, each rule's severity (``by_halt``: while the chain
+    advances, once it has halted)."""
 
     thresholds: Thresholds
     severities: Mapping[str, Severity]
     runbooks: Mapping[str, str]
     fors: Mapping[str, float]
+    by_halt: Mapping[str, tuple[Severity, Severity]] = field(default_factory=dict)
 
-    def severity(self, alert: str) -> Severity:
-        """``alert``'s severity; a name the rules lack is a bug of the page, said plainly."""
+    def severity(self, alert: str, halted: bool | None = None) -> Severity:
+        """``alert``'s severity: the most severe of its rules, or, given whether its chain
+        has ``halted``, the severity of the rule that then holds (an alert whose rules do not
+        split by the halt has one). A name the rules lack is a bug of the page, said plainly."""
         try:
-            return self.severities[alert]
+            worst = self.severities[alert]
         except KeyError:
             raise KeyError(f"{alert} is not a shipped alert (rules/thresholds.json)") from None
+        if halted is None or alert not in self.by_halt:
+            return worst
+        advancing, stopped = self.by_halt[alert]
+        return stopped if halted else advancing
+
+    def splits_by_halt(self, alert: str) -> bool:
+        """Whether ``alert`` is two rules, one while its chain advances, one once halted."""
+        return alert in self.by_halt
 
     def runbook(self, alert: str) -> str:
         """``alert``'s runbook URL, as its rule's ``runbook_url`` annotation says."""
@@ -114,9 +127,9 @@ def parse(document: Any, source: str) -> AlertRules:
     ]
     if len(parts) != len(_PARTS):
         raise ValueError(f"{source}: {', '.join(map(repr, _PARTS))} must be objects; {_FIX}")
-    given, severities, runbooks, fors = parts
+    given, severities, runbooks, fors, by_halt = parts
     expected = {
-        _camel(field.name): field.name for field in fields(Thresholds) if field.name != "time_scale"
+        _camel(item.name): item.name for item in fields(Thresholds) if item.name != "time_scale"
     }
     missing, unknown = sorted(expected.keys() - given.keys()), sorted(given.keys() - expected)
     if missing or unknown:
@@ -136,7 +149,30 @@ def parse(document: Any, source: str) -> AlertRules:
             raise ValueError(f"{source}: alert {alert!r} has runbook {url!r}, not a URL; {_FIX}")
     thresholds = Thresholds(**{expected[key]: value for key, value in given.items()})
     listed = {alert: labels[label] for alert, label in severities.items()}
-    return AlertRules(thresholds, listed, dict(runbooks), _fors(fors, severities.keys(), source))
+    fors_read = _fors(fors, severities.keys(), source)
+    split = _by_halt(by_halt, listed, labels, source)
+    return AlertRules(thresholds, listed, dict(runbooks), fors_read, split)
+
+
+def _by_halt(
+    by_halt: dict[str, Any],
+    listed: Mapping[str, Severity],
+    labels: Mapping[str, Severity],
+    source: str,
+) -> dict[str, tuple[Severity, Severity]]:
+    """Each alert split by its chain's halt: (its severity while the chain advances, once
+    halted), for alerts the file names."""
+    found = {}
+    for alert, split in by_halt.items():
+        if (
+            alert not in listed
+            or not isinstance(split, dict)
+            or split.keys() != {"advancing", "halted"}
+            or not all(label in labels for label in split.values())
+        ):
+            raise ValueError(f"{source}: alert {alert!r} has byHalt {split!r}; {_FIX}")
+        found[alert] = (labels[split["advancing"]], labels[split["halted"]])
+    return found
 
 
 def _fors(fors: dict[str, Any], alerts: Any, source: str) -> dict[str, float]:

@@ -138,12 +138,17 @@ def _outliers(agreement: Agreement) -> list[str]:
 
 
 def _fork(chain: ChainAgreement) -> Problem | None:
+    """LedgerBlockchainForked: two or more blocks at the checkpoint with no strict majority,
+    or with two or more nodes off it. One node off a majority is that node's
+    LedgerNodeOffMajorityBlock line, never the chain's."""
     if not chain.checkpoint_hashes or chain.checkpoint_hashes < 2:
         return None
     at = (
         f"{chain.checkpoint_hashes} different blocks at checkpoint height {chain.checkpoint_height}"
     )
     if majority_holds(chain.block_agrees):
+        if len(_outliers(chain.block_agrees)) < 2:
+            return None
         text = f"forked: {at}; off the majority: {', '.join(_outliers(chain.block_agrees))}"
     else:
         compared = ", ".join(node for node, _ in chain.block_agrees)
@@ -165,24 +170,87 @@ def _council_views(chain: ChainAgreement) -> Problem | None:
     return _alerting("LedgerCouncilViewsDiverge", Scope.NETWORK, text, chain=chain.blockchain)
 
 
-def _partition(view: NetworkView) -> Problem | None:
-    if view.partitions is None or view.partitions < 2:
+def _partition(view: NetworkView, up: int) -> Problem | None:
+    """LedgerNetworkPartitioned: the ``up`` polled nodes form several groups, none holding a
+    strict majority of them, and two or more outside the largest. One node cut off is its
+    LedgerNodeIsolated line (:func:`isolated_problems`), never the network's."""
+    largest = view.largest_partition
+    if view.partitions is None or view.partitions < 2 or largest is None:
         return None
-    text = f"the up polled nodes form {view.partitions} groups with no peer link between them"
+    if 2 * largest > up or up - largest < 2:
+        return None
+    text = (
+        f"the up polled nodes form {view.partitions} groups with no peer link between them,"
+        f" the largest {largest} of the {up} up nodes: no group holds a majority"
+    )
     alone = [node for node, linked in view.polled_peers if linked == 0]
     if alone:
         text += f"; cut off alone: {', '.join(alone)}"
     return _alerting("LedgerNetworkPartitioned", Scope.NETWORK, text)
 
 
-def network_problems(view: NetworkView) -> list[Problem]:
-    """The network-wide lines: forks (with or without a majority), partitions, council views
-    and consensus configurations (the consensus health of each chain is
-    :func:`consensus_problems`')."""
+def network_problems(view: NetworkView, up: int | None = None) -> list[Problem]:
+    """The network-wide lines: forks (with or without a majority), partitions of the ``up``
+    polled nodes (by default those the view names), council views and consensus
+    configurations (the consensus health of each chain is :func:`consensus_problems`')."""
+    up = len(view.polled_peers) if up is None else up
     found = [_fork(chain) for chain in view.chains]  # a fork first: the worst news
-    found += [_partition(view), *(_council_views(chain) for chain in view.chains)]
+    found += [_partition(view, up), *(_council_views(chain) for chain in view.chains)]
     found += [_consensus_views(chain) for chain in view.chains]
     return [problem for problem in found if problem is not None]
+
+
+def isolated_problems(snapshot: Snapshot) -> list[Problem]:
+    """LedgerNodeIsolated: an up node linked by peers to none of the other up polled nodes
+    while two or more of them are linked together (the largest group), a warning of its
+    own; a partition without a majority holds it back (:data:`INHIBITIONS`)."""
+    largest = snapshot.network.largest_partition
+    if largest is None or largest < 2:
+        return []
+    up = {node.name for node in snapshot.nodes if node.up}
+    text = (
+        f"linked by peers to none of the other up polled nodes, while {largest} of them are"
+        " linked together: cut off from the network, or it answers with another peerId than"
+        " its peers know"
+    )
+    return [
+        _alerting("LedgerNodeIsolated", Scope.NODE, text, node=name)
+        for name, linked in snapshot.network.polled_peers
+        if linked == 0 and name in up
+    ]
+
+
+def unexpected_problems(snapshot: Snapshot) -> list[Problem]:
+    """LedgerNodeUnexpectedBlockchains: an up node lists chains no other up polled node
+    lists, or that its ``expect.blockchains`` leaves out; naming how many. Nothing about
+    those chains is listed (:func:`expected_chains`)."""
+    up = {node.name for node in snapshot.nodes if node.up}
+    found = []
+    for name, count in snapshot.network.unexpected_chains:
+        if count <= 0 or name not in up:
+            continue
+        chains = "blockchain" if count == 1 else "blockchains"
+        text = (
+            f"lists {count} {chains} that no other up polled node lists, or that its"
+            " expect.blockchains leaves out: nothing about them is alerted on"
+        )
+        found.append(_alerting("LedgerNodeUnexpectedBlockchains", Scope.NODE, text, node=name))
+    return found
+
+
+def expected_chains(snapshot: Snapshot) -> frozenset[str]:
+    """The chains the alerts speak of (lib/consensus.libsonnet ``expected``): those two or
+    more up nodes list, or every chain where fewer than two nodes are up. A chain one node
+    lists beside other up nodes is that node's LedgerNodeUnexpectedBlockchains line, and no
+    line about the chain itself is listed."""
+    listed: dict[str, int] = defaultdict(int)
+    up = [node for node in snapshot.nodes if node.up]
+    for node in up:
+        for blockchain in {chain.blockchain for chain in node.chains}:
+            listed[blockchain] += 1
+    if len(up) < 2:
+        return frozenset(listed)
+    return frozenset(blockchain for blockchain, count in listed.items() if count > 1)
 
 
 def _consensus_views(chain: ChainAgreement) -> Problem | None:
@@ -217,37 +285,44 @@ def _readers(snapshot: Snapshot) -> dict[str, Readers]:
 def halted_problems(
     snapshot: Snapshot, now_mono: float, thresholds: Thresholds = SHIPPED_THRESHOLDS
 ) -> list[Problem]:
-    """LedgerBlockchainHalted: a strict majority of the up nodes that read a chain stand at
-    its highest height, stalled there while work waits (:func:`chain_problems`' stall line on
-    each); a laggard still climbing to that height neither delays nor prevents it. One line
-    per chain, the stalled nodes named, since the last of them reached that height."""
+    """LedgerBlockchainHalted: a strict majority of the up nodes that read a chain are
+    stalled while work waits (:func:`chain_problems`' stall line on each), whatever height
+    each stands at: one node, stuck or still rising, neither causes nor hides a halt of a
+    network of three or more. One line per chain, the stalled nodes named, its condition
+    holding since a strict majority had stalled."""
     found = []
     for blockchain, readers in _readers(snapshot).items():
-        at = {node.name: chain.reading.height for node, chain in readers if chain.reading}
-        seen = [(node, chain) for node, chain in readers if at[node.name] is not None]
-        if not seen:
-            continue
-        head = max(at[node.name] or 0.0 for node, _ in seen)
+        seen = [(node, chain) for node, chain in readers if chain.reading is not None]
         stalled = [
             (node, chain)
             for node, chain in seen
-            if at[node.name] == head and _stalled(chain, now_mono, thresholds) is not None
+            if _stalled(chain, now_mono, thresholds) is not None
         ]
-        if 2 * len(stalled) <= len(seen):
+        if not seen or 2 * len(stalled) <= len(seen):
             continue
         still = min(
             thresholds.held(chain.height_changed_at or 0.0, now_mono) for _, chain in stalled
         )
         nodes = ", ".join(node.name for node, _ in stalled)
         text = (
-            f"halted at height {head:.0f} for {age(still)}: {len(stalled)} of the"
-            f" {len(seen)} up nodes that read it ({nodes}) stand stalled there while work waits"
+            f"halted at {_heights(stalled)} for {age(still)}: {len(stalled)} of the"
+            f" {len(seen)} up nodes that read it ({nodes}) stand stalled while work waits"
         )
         # the condition holds from the moment a strict majority had stalled
         starts = sorted(_stall_start(chain, thresholds) for _, chain in stalled)
         line = _alerting("LedgerBlockchainHalted", Scope.NETWORK, text, chain=blockchain)
         found.append(replace(line, since=starts[len(seen) // 2]))
     return found
+
+
+def _heights(readers: Readers) -> str:
+    """``height 100``, or ``heights 99 to 101`` where the nodes stand at several."""
+    heights = sorted({c.reading.height for _, c in readers if c.reading and c.reading.height})
+    if not heights:
+        return "an unread height"
+    if len(heights) == 1:
+        return f"height {heights[0]:.0f}"
+    return f"heights {heights[0]:.0f} to {heights[-1]:.0f}"
 
 
 #: The consensus lines that say a chain may be halting before its halt alert's condition
@@ -274,7 +349,8 @@ def likely_halts(
     height, unchanged while work waits for longer than a block takes
     (:func:`block_due_within`), a line for the halt to come (``foreseen``: no alert
     yet), so the symptoms fold under it from the first cycle instead of one line each until
-    the stall threshold has passed. Pending, firing in the time its condition and `for` need."""
+    the stall threshold has passed. Pending, firing in the time its condition and `for` need.
+    As for the halt itself, whatever height each node stands at."""
     alert = "LedgerBlockchainHalted"
     symptomatic = {line.chain for line in lines if line.alert in HALT_SYMPTOMS and line.chain}
     symptomatic -= {line.chain for line in lines if line.alert == alert}
@@ -282,27 +358,24 @@ def likely_halts(
     for blockchain, readers in _readers(snapshot).items():
         if blockchain not in symptomatic:
             continue
-        at = {node.name: chain.reading.height for node, chain in readers if chain.reading}
-        seen = [(node, chain) for node, chain in readers if at[node.name] is not None]
-        head = max((at[node.name] or 0.0 for node, _ in seen), default=None)
+        seen = [(node, chain) for node, chain in readers if chain.reading is not None]
         still = [
             (node, chain)
             for node, chain in seen
-            if at[node.name] == head
-            and chain.reading is not None
+            if chain.reading is not None
             and chain.height_changed_at is not None
             and not is_idle(chain.reading)
             and thresholds.held(chain.height_changed_at, now_mono)
             > block_due_within(chain.reading, thresholds)
         ]
-        if head is None or 2 * len(still) <= len(seen):
+        if not seen or 2 * len(still) <= len(seen):
             continue
         starts = sorted(_stall_start(chain, thresholds) for _, chain in still)
         due = starts[len(seen) // 2]  # a strict majority stalled then: the condition holds
         unchanged = min(thresholds.held(c.height_changed_at or 0.0, now_mono) for _, c in still)
         nodes = ", ".join(node.name for node, _ in still)
         text = (
-            f"likely halting at height {head:.0f}: unchanged for {age(unchanged)} on"
+            f"likely halting at {_heights(still)}: unchanged for {age(unchanged)} on"
             f" {len(still)} of the {len(seen)} up nodes that read it ({nodes}) while work waits;"
             f" the halt alert's condition holds in {age(thresholds.held(now_mono, due))}"
         )
@@ -329,9 +402,11 @@ def consensus_problems(
     now_mono: float,
     thresholds: Thresholds = SHIPPED_THRESHOLDS,
     after_halt: frozenset[str] = frozenset(),
+    halted: frozenset[str] = frozenset(),
 ) -> list[Problem]:
     """Per chain, the lines of the consensus alerts that compare or gather the polled nodes:
-    a thin quorum, vote sessions that do not close (naming the nodes that see them), and
+    a thin quorum (a warning, critical on the ``halted`` chains), vote sessions that do not
+    close (naming the nodes that see them), and
     leaders whose rounds keep failing (once per leader, whichever nodes see it), but not on
     the ``after_halt`` chains: LedgerLeaderFailingRounds leaves out a chain whose
     LedgerBlockchainHalted fired within its window (those rounds failed because of the halt)."""
@@ -339,9 +414,12 @@ def consensus_problems(
     members = {key: name for name, key in snapshot.network.node_keys}  # down ones too
     members |= {n.health.node_key: n.name for n in snapshot.nodes if n.health and n.health.node_key}
     found = [
-        check(chain, readers.get(chain.blockchain, []), now_mono, thresholds)
+        _thin_quorum(chain, readers.get(chain.blockchain, []), now_mono, thresholds, halted)
         for chain in snapshot.network.chains
-        for check in (_thin_quorum, _without_margin)
+    ]
+    found += [
+        _without_margin(chain, readers.get(chain.blockchain, []), now_mono, thresholds)
+        for chain in snapshot.network.chains
     ]
     for blockchain, seen in readers.items():
         found.append(_stuck_sessions(blockchain, seen, now_mono, thresholds))
@@ -361,11 +439,17 @@ def _majority_council_sizes(chain: ChainAgreement, readers: Readers) -> list[int
 
 
 def _thin_quorum(
-    chain: ChainAgreement, readers: Readers, now_mono: float, thresholds: Thresholds
+    chain: ChainAgreement,
+    readers: Readers,
+    now_mono: float,
+    thresholds: Thresholds,
+    halted: frozenset[str] = frozenset(),
 ) -> Problem | None:
     """LedgerCouncilQuorumThin: a margin lost, members down until those up are no more than
     the votes required, where every member of the majority's council is polled (an unpolled
-    member is unknown)."""
+    member is unknown). As seen by this exporter: while the chain advances its quorum holds
+    (the warning rule); once the chain is among the ``halted`` it is the critical rule's,
+    folded under the halt."""
     up, polled = chain.council_members_up, chain.council_members_polled
     sizes = _majority_council_sizes(chain, readers)
     required = _required_votes(readers, now_mono, thresholds)
@@ -373,13 +457,32 @@ def _thin_quorum(
         return None
     if up > required or up >= max(sizes):  # every member up: a margin zero by design
         return None  # (LedgerCouncilWithoutMargin, info), not one lost
-    council = f"{up} of the council's {max(sizes)} members up among the polled nodes"
-    if up < required:
-        text = f"{council}, fewer than the {required:.0f} votes a session needs: no vote can pass"
+    council = (
+        f"{up} of the council's {max(sizes)} members up among the polled nodes, as seen by"
+        " this exporter"
+    )
+    stopped = chain.blockchain in halted
+    if stopped:
+        text = f"{council}, no more than the {required:.0f} votes a session needs, and the"
+        text += " chain has halted"
+    elif up < required:
+        text = f"{council}, fewer than the {required:.0f} votes a session needs; the chain"
+        text += " still advances, so its quorum holds"
     else:
         needs = f"a session needs {required:.0f} votes"
-        text = f"{council}, and {needs}: one more member lost and none can pass"
-    return _alerting("LedgerCouncilQuorumThin", Scope.NETWORK, text, chain=chain.blockchain)
+        text = f"{council}, and {needs}; the chain still advances: one more member lost and"
+        text += " none can pass"
+    return _by_halt("LedgerCouncilQuorumThin", Scope.NETWORK, text, stopped, chain.blockchain)
+
+
+def _by_halt(
+    alert: str, scope: Scope, text: str, halted: bool, chain: str, *, node: str | None = None
+) -> Problem:
+    """The line of an alert of two rules split by its chain's halt, with the severity of the
+    rule that holds (thresholds.json's byHalt): a warning while the chain advances, critical
+    once halted (then LedgerBlockchainHalted's line holds it, :data:`INHIBITIONS`)."""
+    line = _alerting(alert, scope, text, node=node, chain=chain)
+    return replace(line, severity=SHIPPED.severity(alert, halted=halted))
 
 
 def _without_margin(
@@ -521,14 +624,20 @@ def _syncing(node: str, chain: ChainStatus, now_mono: float, thresholds: Thresho
     return Problem(Scope.NODE, Severity.INFO, None, text, node, chain.blockchain)
 
 
-def _council_below_minimum(node: str, chain: ChainStatus) -> Problem | None:
+def _council_below_minimum(node: str, chain: ChainStatus, halted: bool) -> Problem | None:
+    """LedgerCouncilBelowMinMembers, as seen by this exporter: a warning while the chain
+    advances (its council still reaches a quorum), critical once it has ``halted``."""
     members = chain.reading.gauge(COUNCIL_MEMBERS) if chain.reading else None
     minimum = chain.reading.gauge(MIN_MEMBERS) if chain.reading else None
     if members is None or minimum is None or members >= minimum:
         return None
-    text = f"sees {members:.0f} council members, fewer than consensus.minMembers {minimum:.0f}"
+    text = (
+        f"sees {members:.0f} council members, fewer than consensus.minMembers {minimum:.0f},"
+        " as seen by this exporter; "
+    )
+    text += "the chain has halted" if halted else "the chain still advances, so its quorum holds"
     alert = "LedgerCouncilBelowMinMembers"
-    return _alerting(alert, Scope.NODE, text, node=node, chain=chain.blockchain)
+    return _by_halt(alert, Scope.NODE, text, halted, chain.blockchain, node=node)
 
 
 def stall_threshold(reading: ChainReading, thresholds: Thresholds = SHIPPED_THRESHOLDS) -> float:
@@ -582,8 +691,11 @@ def chain_problems(
     now_mono: float,
     off: Iterable[Problem] = (),
     thresholds: Thresholds = SHIPPED_THRESHOLDS,
+    *,
+    halted: frozenset[str] = frozenset(),
 ) -> list[Problem]:
-    """What one chain of an up node shows, by the alerts' thresholds."""
+    """What one chain of an up node shows, by the alerts' thresholds (the council's lines
+    by whether the chain is among the ``halted``)."""
     where = {"node": node, "chain": chain.blockchain}
     if chain.reading is None:
         text = f"chain down: {isolated(chain.error) if chain.error else 'no reading'}"
@@ -603,7 +715,7 @@ def chain_problems(
         found.append(_alerting("LedgerNodeBehindTime", Scope.NODE, text, **where))
     if syncing:
         found.append(_syncing(node, chain, now_mono, thresholds))
-    below = _council_below_minimum(node, chain)
+    below = _council_below_minimum(node, chain, chain.blockchain in halted)
     return found + ([below] if below else []) + _queues_and_rounds(chain, thresholds, where)
 
 
@@ -681,9 +793,12 @@ def node_problems(
     wall_offset: float,
     off: dict[tuple[str, str], list[Problem]] | None = None,
     thresholds: Thresholds = SHIPPED_THRESHOLDS,
+    *,
+    halted: frozenset[str] = frozenset(),
 ) -> list[Problem]:
     """What one node and its chains show, most severe first (``wall_offset`` turns
-    ``now_mono`` into the Unix time a certificate's expiry is compared with)."""
+    ``now_mono`` into the Unix time a certificate's expiry is compared with; ``halted``, the
+    chains whose halt's condition holds)."""
     if not node.up:
         since = (
             "never up"
@@ -706,7 +821,7 @@ def node_problems(
         found.append(expiring)
     for chain in node.chains:
         off_majority = (off or {}).get((node.name, chain.blockchain), ())
-        found += chain_problems(node.name, chain, now_mono, off_majority, thresholds)
+        found += chain_problems(node.name, chain, now_mono, off_majority, thresholds, halted=halted)
     return sorted(found, key=lambda problem: problem.severity)
 
 
@@ -960,8 +1075,9 @@ def _by_severity(lines: Iterable[Problem]) -> list[Problem]:
     )
 
 
-#: A line's alert as Prometheus tells one from another: its name and labels.
-LineKey = tuple[str, str | None, str | None, str | None]
+#: A line's alert as Prometheus tells one from another: its name and labels (its severity
+#: too: the two rules of an alert split by the halt are two alerts, each pending anew).
+LineKey = tuple[str, str | None, str | None, str | None, Severity]
 
 
 class Held:
@@ -989,7 +1105,9 @@ class Held:
 
 
 def _key(line: Problem) -> LineKey | None:
-    return None if line.alert is None else (line.alert, line.node, line.chain, line.subject)
+    if line.alert is None:
+        return None
+    return (line.alert, line.node, line.chain, line.subject, line.severity)
 
 
 def _timed(
@@ -1069,11 +1187,23 @@ def attention(
         for chain, at in held.halt_fired.items()
         if thresholds.held(at, now_mono) <= window
     }
-    network = [all_down(snapshot), *halted, *network_problems(snapshot.network)]
-    network += consensus_problems(snapshot, now_mono, thresholds, frozenset(held.halt_fired))
+    stopped = frozenset(line.chain for line in halted if line.chain is not None)
+    up = sum(1 for node in snapshot.nodes if node.up)
+    network = [all_down(snapshot), *halted, *network_problems(snapshot.network, up)]
+    network += consensus_problems(
+        snapshot, now_mono, thresholds, frozenset(held.halt_fired), stopped
+    )
     off = _off_majority(snapshot.network)
-    per_node = [node_problems(node, now_mono, snapshot.wall_offset, off, thresholds)
+    per_node = [node_problems(node, now_mono, snapshot.wall_offset, off, thresholds, halted=stopped)
                 for node in snapshot.nodes]  # fmt: skip
+    own = isolated_problems(snapshot) + unexpected_problems(snapshot)
+    for i, node in enumerate(snapshot.nodes):
+        mine = [line for line in own if line.node == node.name]
+        per_node[i] = sorted(per_node[i] + mine, key=lambda problem: problem.severity)
+    expected = expected_chains(snapshot)
+    network = [p for p in network if p is None or p.chain is None or p.chain in expected]
+    per_node = [[p for p in lines if p.chain is None or p.chain in expected]
+                for lines in per_node]  # fmt: skip
     symptoms = [p for p in network if p is not None] + [p for own in per_node for p in own]
     network += likely_halts(snapshot, now_mono, symptoms, thresholds)
     watch = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)

@@ -57,14 +57,15 @@ def node(name: str, *chains: ChainStatus) -> NodeStatus:
 
 
 def flagged(thresholds: Thresholds) -> dict[str, tuple[str, str | None]]:
-    """node -> (severity, alert) of each node's one problem, by ``thresholds``."""
-    syncing = replace(chain("c2"), reading=read_chain(chain_doc(100, syncing=True)))
+    """node -> (severity, alert) of each node's one problem, by ``thresholds``. One chain
+    every node lists (a chain one node lists beside others is no chain the alerts speak of)."""
+    syncing = replace(chain("c1"), reading=read_chain(chain_doc(100, syncing=True)))
     snapshot = Snapshot(
         (
             node("behind", chain("c1", blocks_behind=15)),
-            node("late", chain("c4", blocks_behind=3, behind_seconds=400)),
+            node("late", chain("c1", blocks_behind=3, behind_seconds=400)),
             node("syncing", replace(syncing, syncing_since=NOW - 900)),
-            node("stalled", chain("c3", height_changed_at=NOW - 400)),
+            node("stalled", chain("c1", height_changed_at=NOW - 400)),
         ),
         0.25,
         NOW,
@@ -154,7 +155,12 @@ def _document(**changes: Any) -> dict[str, Any]:
         ({"runbooks__LedgerNodeDown": None}, "name other alerts ['LedgerNodeDown']"),
         ({"runbooks__LedgerNodeDown": "javascript:x"}, "has runbook 'javascript:x', not a URL"),
         ({"runbooks__LedgerNodeDown": 3}, "has runbook 3, not a URL"),
-        ({"runbooks__": None}, "'thresholds', 'severities', 'runbooks', 'for' must be objects"),
+        ({"runbooks__": None}, "'severities', 'runbooks', 'for', 'byHalt' must be objects"),
+        ({"byHalt__LedgerNodeDown": {"advancing": "warning"}}, "'LedgerNodeDown' has byHalt"),
+        (
+            {"byHalt__LedgerNodeGone": {"advancing": "info", "halted": "critical"}},
+            "'LedgerNodeGone' has byHalt",
+        ),
     ],
 )
 def test_a_broken_file_is_refused_naming_what_and_how_to_fix(

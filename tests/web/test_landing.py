@@ -117,8 +117,8 @@ def test_a_healthy_fleet_says_nothing_needs_attention() -> None:
          "was due within 4m 32s) LedgerBlockHeightStalled"),
         (node("b", chains=(replace(chain(behind=30, syncing=True), syncing_since=NOW - 300),)),
          "info b chain abababab…: syncing for 5m 0s (alerts after 30m)"),
-        (node("b", chains=(ChainStatus("c1", None, "invalid_json: not JSON"),)),
-         "warning b chain c1: chain down: invalid_json: not JSON LedgerBlockchainDown"),
+        (node("b", chains=(ChainStatus(chain().blockchain, None, "invalid_json: not JSON"),)),
+         "warning b chain abababab…: chain down: invalid_json: not JSON LedgerBlockchainDown"),
     ],
 )  # fmt: skip
 def test_problems_come_first(bad: NodeStatus, listed: str) -> None:
@@ -133,12 +133,14 @@ def test_disagreement_with_the_other_polled_nodes_needs_attention() -> None:
         "c1", 95, 2, Agreement.of((("a", True), ("b", False), ("c", True))), 2,
         Agreement.of((("a", True), ("b", True), ("c", False))), 96,
     )  # fmt: skip
-    view = NetworkView((agreement,), 2, (("a", 1), ("b", 1), ("c", 0)))
+    view = NetworkView((agreement,), 2, (("a", 1), ("b", 1), ("c", 0)), largest_partition=2)
     nodes = tuple(node(name, chains=(chain("c1"),)) for name in "abc")
     page = Text(landing_page(replace(snapshot(*nodes), network=view), NOW, fired=True)).text
     attention = page[page.index("Needs attention") : page.index("Nodes Node State")]
     assert "b chain c1: block at checkpoint height 95 is not the majority's" in attention
-    assert "cut off alone: c" in attention
+    # one node off the majority, one node cut off: each its own line, never the network's
+    assert "forked" not in attention and "groups with no peer link" not in attention
+    assert "c: linked by peers to none of the other up polled nodes" in attention
     assert "c chain c1: council member set is not the majority's" in attention
     assert "a:" not in attention and "a chain" not in attention
 
@@ -146,8 +148,8 @@ def test_disagreement_with_the_other_polled_nodes_needs_attention() -> None:
 def test_a_node_answering_as_another_node_is_the_first_line_of_the_page() -> None:
     """Above a fork, and with the other node's text made visible and cut short."""
     fork = ChainAgreement(
-        "c1", 95, 2, Agreement.of((("a", True), ("b", False), ("c", True))), 1,
-        Agreement.of((("a", True), ("b", True), ("c", True))), 96,
+        "c1", 95, 2, Agreement.of((("a", False), ("c", False))), 1,
+        Agreement.of((("a", True), ("c", True))), 96,
     )  # fmt: skip
     seen = "\u202e" + "f" * 300
     impostor = replace(

@@ -36,6 +36,7 @@ from exporter.model.watch_readings import (
 from exporter.poll.history import History
 from exporter.poll.results import ChainResult, NodeResult
 from exporter.web import alert_thresholds, problems
+from exporter.web.alert_thresholds import Severity
 from ledger_simulator import SimulatedNetwork
 from tests.support.documents import chain_doc, health_doc
 from tests.support.http import fetch as fetch_answer
@@ -151,8 +152,20 @@ def test_each_problem_has_the_severity_of_the_alert_it_mirrors() -> None:
     alerts = shipped_alerts()
     listed = {name for name, rule in alerts.items() if rule["labels"]["severity"] != "none"}
     assert alert_thresholds.SHIPPED.severities.keys() == listed
+    rules = yaml.safe_load((REPO / "deploy" / "prometheus" / "alerts.yml").read_text())
+    each: dict[str, set[str]] = {}
+    for rule in (r for g in rules["groups"] for r in g["rules"] if "alert" in r):
+        each.setdefault(rule["alert"], set()).add(rule["labels"]["severity"])
     for name, severity in alert_thresholds.SHIPPED.severities.items():
-        assert alerts[name]["labels"]["severity"] == severity.label, name
+        worst = min(Severity[label.upper()] for label in each[name])
+        assert severity is worst, name
+        if alert_thresholds.SHIPPED.splits_by_halt(name):  # each rule's, by the chain's halt
+            both = {alert_thresholds.SHIPPED.severity(name, halted=h).label for h in (False, True)}
+            assert both == each[name], name
+    # the council's two alerts: a warning while the chain advances, critical once halted
+    for name in ("LedgerCouncilQuorumThin", "LedgerCouncilBelowMinMembers"):
+        assert alert_thresholds.SHIPPED.severity(name, halted=False) is Severity.WARNING
+        assert alert_thresholds.SHIPPED.severity(name, halted=True) is Severity.CRITICAL
     for name in listed:  # and each alert's runbook, its rule's
         runbook = alerts[name]["annotations"]["runbook_url"]
         assert alert_thresholds.SHIPPED.runbook(name) == runbook
@@ -202,11 +215,12 @@ def test_problems_are_ordered_by_severity_and_the_network_leads() -> None:
         node("c", chain(), up=False),  # critical
         node("d", chain(), peers=0),  # critical
     )
-    shot = snapshot(*nodes, network=view(partitions=2))
+    # three up nodes, each alone: no group holds a majority
+    shot = snapshot(*nodes, network=replace(view(partitions=3), largest_partition=1))
     items = page(shot).items
     severities = [item.split()[0] for item in items]
     assert severities == ["critical", "critical", "critical", "warning", "info"]
-    assert items[0].startswith("critical the up polled nodes form 2 groups")  # the network
+    assert items[0].startswith("critical the up polled nodes form 3 groups")  # the network
     assert [item.split()[1] for item in items[1:]] == ["c:", "d:", "b", "a"]
     text = page(shot).text
     assert "Needs attention: 3 critical, 1 warning Also listed: 1 info (no action" in text
@@ -219,9 +233,8 @@ def test_problems_are_ordered_by_severity_and_the_network_leads() -> None:
     ("flags", "named"),
     [
         ({"n1": False, "n2": False}, []),  # 1-1: no majority
-        ({"n1": True, "n2": True, "n3": False}, ["n3"]),  # 2-1
         ({"n1": False, "n2": False, "n3": False, "n4": False}, []),  # 2-2
-        ({"n1": True, "n2": True, "n3": True, "n4": False}, ["n4"]),  # 3-1
+        ({"n1": True, "n2": True, "n3": True, "n4": False, "n5": False}, ["n4", "n5"]),  # 3-2
     ],
 )
 def test_a_fork_names_a_node_only_when_a_majority_holds(
@@ -234,7 +247,7 @@ def test_a_fork_names_a_node_only_when_a_majority_holds(
     off = [item for item in shown.items if "LedgerNodeOffMajorityBlock" in item]
     assert [item.split()[1] for item in off] == named
     if named:
-        assert f"off the majority: {named[0]}" in fork
+        assert f"off the majority: {', '.join(named)}" in fork
     else:
         assert "no block has a majority of the nodes compared" in fork
         assert "no node is named" in fork
@@ -260,14 +273,44 @@ def test_council_views_name_a_node_only_when_a_majority_holds(
     assert [item.split()[1] for item in off] == named
 
 
-def test_a_council_below_its_minimum_is_critical() -> None:
+@pytest.mark.parametrize("flags", [{"n1": True, "n2": True, "n3": False},
+                                   {"n1": True, "n2": True, "n3": True, "n4": False}])  # fmt: skip
+def test_one_node_off_the_majoritys_block_is_its_own_line_never_a_fork(
+    flags: dict[str, bool],
+) -> None:
+    """As LedgerBlockchainForked: one node's word is that node's LedgerNodeOffMajorityBlock."""
+    nodes = [node(name, chain()) for name in flags]
+    shown = page(snapshot(*nodes, network=view(blocks=agreement(**flags))))
+    assert not [item for item in shown.items if "LedgerBlockchainForked" in item]
+    off = [item for item in shown.items if "LedgerNodeOffMajorityBlock" in item]
+    assert [item.split()[1] for item in off] == [max(flags)]
+
+
+def test_a_council_below_its_minimum_is_a_warning_while_the_chain_advances() -> None:
+    """As seen by this exporter: the chain still advances, so its council has its quorum
+    (the warning rule of LedgerCouncilBelowMinMembers)."""
     thin = chain(councilMembers=["k1", "k2"], consensus={"minMembers": 3})
     items = page(snapshot(node("a", thin))).items
     assert items == [
-        "critical a chain abababab…: sees 2 council members, fewer than consensus.minMembers "
-        "3 LedgerCouncilBelowMinMembers"
+        "warning a chain abababab…: sees 2 council members, fewer than consensus.minMembers "
+        "3, as seen by this exporter; the chain still advances, so its quorum holds "
+        "LedgerCouncilBelowMinMembers"
     ]
     assert not page(snapshot(node("a", chain(consensus={"minMembers": 4})))).items
+
+
+def test_a_council_below_its_minimum_on_a_halted_chain_is_critical_under_the_halt() -> None:
+    """The critical rule, once the chain has halted, held back by LedgerBlockchainHalted."""
+    thin = chain(councilMembers=["k1", "k2"], consensus={"minMembers": 3})
+    halted = replace(thin, height_changed_at=NOW - 601)
+    shown = page(snapshot(node("a", halted)))
+    (halt,) = shown.items
+    assert halt.startswith("critical chain abababab…: halted") and "LedgerBlockchainHalted" in halt
+    below = [line for line in shown.folded if "LedgerCouncilBelowMinMembers" in line]
+    assert below == [
+        "critical a chain abababab…: sees 2 council members, fewer than consensus.minMembers "
+        "3, as seen by this exporter; the chain has halted LedgerCouncilBelowMinMembers"
+    ]
 
 
 # --- watched contracts and wallets -------------------------------------------------------
@@ -417,7 +460,7 @@ def night(tmp_path: Path) -> Iterator[tuple[str, SimulatedNetwork]]:
             )
             net.set_fault("node-3", "fork", chain=chain0)  # a fork behind the stalled node
             wait_until(
-                lambda: "LedgerBlockchainForked" in fetch(base),
+                lambda: "LedgerNodeOffMajorityBlock" in fetch(base),
                 timeout=60,
                 message="the fork never showed",
             )
@@ -450,14 +493,15 @@ def test_the_status_page_at_3am_in_headless_chromium(
     shown.items = [re.sub(PENDING, " ", item) for item in shown.items]
     shown.lists = [[re.sub(PENDING, " ", item) for item in part] for part in shown.lists]
     items = [item for item in shown.items if item.split()[0] in ("critical", "warning", "info")]
-    # the network's worst problem leads: the fork behind the stalled node, node-3 named
-    assert items[0].startswith("critical chain ") and "forked: " in items[0], items
-    assert "off the majority: node-3" in items[0]
+    # one node off the majority's block, one node cut off: each that node's line, never
+    # the chain's fork nor the network's partition (the rules need more than one node)
+    assert not [item for item in items if "forked: " in item or "LedgerBlockchainForked" in item]
     network, _nodes, _watched = shown.lists  # the three sections, in this order
     assert network[0] == items[0]
-    assert any("cut off alone: node-6" in item for item in network), network
+    assert not any("LedgerNetworkPartitioned" in item for item in network), network
     assert any("LedgerCouncilViewsDiverge" in item for item in network), network
     text = re.sub(PENDING, " ", shown.text)
+    assert "node-6: linked by peers to none of the other up polled nodes" in text
     assert "node-2: never up: connection" in text
     assert "node-3 chain" in text and "is not the majority's LedgerNodeOffMajorityBlock" in text
     assert re.search(r"info node-4 chain \w{8}…: syncing for \d+s \(alerts after 30m\)", text)

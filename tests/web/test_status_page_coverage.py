@@ -28,7 +28,7 @@ from exporter.model.watch_readings import (
 )
 from exporter.web import alert_thresholds
 from exporter.web.alert_thresholds import Severity
-from exporter.web.problems import attention
+from exporter.web.problems import Held, attention
 from tests.support.documents import chain_doc, health_doc
 from tests.support.testdata import REPO
 from tests.support.webapp import landing_page
@@ -70,11 +70,6 @@ NOT_ON_THE_PAGE = {
     # a rise of the reorganisation counter within reorgWindow (15m): the page has the
     # counter's value, not when it rose
     "LedgerBlockchainReorganized": "a counter's rise within 15 minutes, a history not kept",
-    # warnings over the exporter's new partition and unexpected-chain gauges: the page shows
-    # the nodes cut off alone under its partition line and each node's chains in its table
-    # (a line of their own is for the page's next change)
-    "LedgerNodeIsolated": "a node cut off while others link: shown in the peers column",
-    "LedgerNodeUnexpectedBlockchains": "a count the exporter's gauge gives; chains table",
 }
 
 
@@ -105,6 +100,11 @@ def split(**changes: Any) -> NetworkView:
     """C1's view over nodes a, b, c with the given fields changed."""
     view = ChainAgreement(C1, 95, 1, Agreement(), 1, Agreement(), 100)
     return NetworkView((replace(view, **changes),), 1, (("a", 1), ("b", 1), ("c", 1)))
+
+
+def cut_off(alone: str) -> tuple[tuple[str, int], ...]:
+    """ledger_node_polled_peers of nodes a, b, c: those in ``alone`` linked to none."""
+    return tuple((name, 0 if name in alone else 1) for name in "abc")
 
 
 def three(**fields: object) -> Snapshot:
@@ -200,7 +200,7 @@ SCENARIOS: dict[str, Callable[[], Snapshot]] = {
     ),
     "LedgerCouncilQuorumThin": thin_quorum,
     "LedgerBlockchainForked": lambda: three(
-        network=split(checkpoint_hashes=2, block_agrees=agreeing(a=True, b=True, c=False))
+        network=split(checkpoint_hashes=2, block_agrees=agreeing(a=True, b=False, c=False))
     ),
     "LedgerNodeOffMajorityBlock": lambda: three(
         network=split(checkpoint_hashes=2, block_agrees=agreeing(a=True, b=True, c=False))
@@ -211,7 +211,17 @@ SCENARIOS: dict[str, Callable[[], Snapshot]] = {
     "LedgerNodeOffMajorityCouncil": lambda: three(
         network=split(council_views=2, council_agrees=agreeing(a=True, b=True, c=False))
     ),
-    "LedgerNetworkPartitioned": lambda: three(network=replace(split(), partitions=2)),
+    "LedgerNetworkPartitioned": lambda: three(
+        network=replace(split(), partitions=3, largest_partition=1, polled_peers=cut_off("abc"))
+    ),
+    "LedgerNodeIsolated": lambda: three(
+        network=replace(split(), partitions=2, largest_partition=2, polled_peers=cut_off("c"))
+    ),
+    "LedgerNodeUnexpectedBlockchains": lambda: fleet(
+        moving("a"),
+        node("b", chain(), chain("made-up")),
+        network=replace(split(), unexpected_chains=(("a", 0), ("b", 1))),
+    ),
     "LedgerWatchedContractNotActive": lambda: three(watch=WatchStatus(watched("PAUSED", 1.0, "a"))),
     "LedgerWatchedWalletDisabled": lambda: three(watch=WatchStatus(watched("ACTIVE", 0.0, "a"))),
     "LedgerWatchedContractNodesDisagree": lambda: three(
@@ -297,9 +307,62 @@ def test_no_certificate_line_without_a_date() -> None:
 def test_the_page_lists_the_alert_linked_to_its_runbook(alert: str) -> None:
     snapshot = SCENARIOS[alert]()
     listed = [line for line in attention(snapshot, NOW).lines() if line.alert == alert]
-    severity = alert_thresholds.SHIPPED.severity(alert)  # the first rule's, for two
+    halted = alert == "LedgerBlockchainHalted"  # every other scenario's chain advances
+    severity = alert_thresholds.SHIPPED.severity(alert, halted=halted)
     if alert != "LedgerExporterConfigReloadFailed":  # the banner, not a line
         assert listed, f"the page lists no {alert} line"
         assert {line.severity for line in listed} == {severity}
     links = Links(landing_page(snapshot, NOW, fired=True)).links
     assert (paging_alerts()[alert], alert) in links, links
+
+
+def test_a_node_cut_off_is_pending_for_its_alerts_for_then_fires() -> None:
+    """LedgerNodeIsolated's line is pending (its `for`, from thresholds.json) from the first
+    cycle the condition holds, firing once it has held that long; a partition without a
+    majority holds it back (folded under the network's line)."""
+    wait = alert_thresholds.SHIPPED.for_seconds("LedgerNodeIsolated")
+    memory = Held()
+    snapshot = SCENARIOS["LedgerNodeIsolated"]()
+    (first,) = [p for p in memory.observe(replace(snapshot, completed_at=NOW)).lines()
+                if p.alert == "LedgerNodeIsolated"]  # fmt: skip
+    assert (first.node, first.pending, first.fires_in) == ("c", True, wait)
+    later = memory.observe(replace(snapshot, completed_at=NOW + wait))
+    (fired,) = [p for p in later.lines() if p.alert == "LedgerNodeIsolated"]
+    assert not fired.pending and fired.severity is Severity.WARNING
+    # the same node alone among three groups of one: the partition's line, it under it
+    apart = SCENARIOS["LedgerNetworkPartitioned"]()
+    apart = replace(apart, network=replace(apart.network, largest_partition=2))
+    assert not [p for p in attention(apart, NOW).network if p.alert == "LedgerNetworkPartitioned"]
+
+
+def test_a_chain_only_one_node_lists_has_no_line_of_its_own() -> None:
+    """As the rules' onlyExpected: the chain one node lists beside other up nodes is that
+    node's LedgerNodeUnexpectedBlockchains line (naming how many), never a line about the
+    chain (its stall, its council), however bad it looks."""
+    stalled = replace(chain("made-up", councilMembers=["k1"]), height_changed_at=NOW - 9999)
+    snapshot = fleet(moving("a"), node("b", chain(), stalled),
+                     network=replace(split(), unexpected_chains=(("a", 0), ("b", 1))))  # fmt: skip
+    lines = list(attention(snapshot, NOW).lines())
+    assert not [p for p in lines if p.chain == "made-up"]
+    (own,) = [p for p in lines if p.alert == "LedgerNodeUnexpectedBlockchains"]
+    assert own.node == "b" and own.text.startswith("lists 1 blockchain that no other up")
+    # a network of one node: its chains are the ones expected
+    alone = fleet(node("b", chain(), stalled))
+    assert [p for p in attention(alone, NOW).lines() if p.chain == "made-up"]
+
+
+def test_the_councils_alerts_are_warnings_while_the_chain_advances_critical_once_halted() -> None:
+    """Each of the two rules: the warning (as seen by this exporter) while the chain moves;
+    once a majority of its nodes stalled, critical, folded under LedgerBlockchainHalted."""
+    thin = chain(councilMembers=["k1", "k2"])
+    moving_on = fleet(moving("a"), node("b", thin))
+    (warning,) = [p for p in attention(moving_on, NOW).lines()
+                  if p.alert == "LedgerCouncilBelowMinMembers"]  # fmt: skip
+    assert warning.severity is Severity.WARNING and "as seen by this exporter" in warning.text
+    stopped = replace(thin, height_changed_at=NOW - 601)
+    halted_ = fleet(node("a", replace(chain(), height_changed_at=NOW - 601)), node("b", stopped))
+    found = attention(halted_, NOW)
+    (halt,) = [p for p in found.network if p.alert == "LedgerBlockchainHalted"]
+    (critical,) = [p for p in halt.folded if p.alert == "LedgerCouncilBelowMinMembers"]
+    assert critical.severity is Severity.CRITICAL
+    assert not [p for p in found.node_problems if p.alert == "LedgerCouncilBelowMinMembers"]

@@ -129,7 +129,8 @@ def test_a_partition_hides_the_peers_low_lines() -> None:
         ("LedgerNodePeersLow", "b"),
         ("LedgerNodePeersLow", "c"),
     ]
-    split = fleet(*nodes, network=replace(view(), partitions=2))
+    # three groups of one: none holds a majority of the three up nodes
+    split = fleet(*nodes, network=replace(view(), partitions=3, largest_partition=1))
     low = (("LedgerNodePeersLow", "b", None, ()), ("LedgerNodePeersLow", "c", None, ()))
     assert top(split) == [("LedgerNetworkPartitioned", None, None, low)]
     html = flat(landing_page(split, NOW, fired=True))
@@ -159,8 +160,9 @@ def test_a_fork_hides_that_chains_watched_disagreements_only() -> None:
             ),
         )
     )
+    # three blocks, none held by a majority (one node off a majority is not a fork)
     forked = view(
-        checkpoint_hashes=2, block_agrees=Agreement.of((("a", True), ("b", True), ("c", False)))
+        checkpoint_hashes=3, block_agrees=Agreement.of((("a", False), ("b", False), ("c", False)))
     )
     found = top(fleet(*nodes, network=forked, watch=watch))
     disagree = "LedgerWatchedContractNodesDisagree"
@@ -217,7 +219,7 @@ def test_a_chain_halted_on_every_node_is_one_line_with_its_nodes_under_it() -> N
     )  # fmt: skip
     assert halted.text == (
         "halted at height 100 for 10m 1s: 3 of the 3 up nodes that read it (a, b, c) stand "
-        "stalled there while work waits"
+        "stalled while work waits"
     )
     under = sorted((line.alert or "", line.node or "") for line in halted.folded)
     assert under == sorted(
@@ -239,20 +241,29 @@ def test_a_laggard_climbing_to_the_halted_head_neither_delays_nor_prevents_the_h
     (halted,) = [line for line in found.network if line.alert == "LedgerBlockchainHalted"]
     assert halted.text == (
         "halted at height 100 for 10m 1s: 2 of the 3 up nodes that read it (a, b) stand "
-        "stalled there while work waits"
+        "stalled while work waits"
     )
 
 
-def test_a_chain_moving_on_one_node_or_split_across_heights_is_not_halted() -> None:
-    for snapshot in (
-        fleet(stuck("a"), stuck("b"), node("c", chain(height=101))),  # c's head moves on
-        fleet(stuck("a"), stuck("b", height=99)),  # two heights: not one halt
-    ):
+def test_one_node_moving_on_or_stalled_higher_neither_hides_nor_causes_a_halt() -> None:
+    """As LedgerBlockchainHalted (lib/consensus.libsonnet ``halted``): a strict majority of
+    the nodes that read the chain stalled, whatever height each stands at. One node whose
+    height rises, however high, does not hide the halt of the others; one node stalled
+    while the others move is its own LedgerBlockHeightStalled line, never the chain's."""
+    for snapshot, text in (
+        (fleet(stuck("a"), stuck("b"), node("c", chain(height=101))), "height 100"),
+        (fleet(stuck("a"), stuck("b", height=99), node("c", chain(height=130))),
+         "heights 99 to 100"),
+    ):  # fmt: skip
         found = attention(snapshot, NOW)
-        assert "LedgerBlockchainHalted" not in {line.alert for line in found.lines()}
-        stalled = [line.node for line in found.node_problems
-                   if line.alert == "LedgerBlockHeightStalled"]  # fmt: skip
-        assert stalled == ["a", "b"]
+        (halted,) = [line for line in found.network if line.alert == "LedgerBlockchainHalted"]
+        assert halted.text.startswith(f"halted at {text} for 10m 1s: 2 of the 3 up nodes")
+    alone = fleet(stuck("a"), node("b", chain(height=101)), node("c", chain(height=101)))
+    found = attention(alone, NOW)
+    assert "LedgerBlockchainHalted" not in {line.alert for line in found.lines()}
+    stalled = [line.node for line in found.node_problems
+               if line.alert == "LedgerBlockHeightStalled"]  # fmt: skip
+    assert stalled == ["a"]
 
 
 def test_no_node_answering_is_one_line_with_every_node_under_it() -> None:
@@ -395,7 +406,7 @@ def test_a_real_exporter_shows_a_halted_chain_as_one_line_and_a_down_nodes_chain
     assert network.count("</li></ul></li>") == 1  # one line, the others folded under it
     assert (
         "halted at height 50 for 1h 0m: 3 of the 3 up nodes that read it (n1, n2, n3) stand "
-        "stalled there while work waits" in network
+        "stalled while work waits" in network
     )
     assert network.count("LedgerBlockHeightStalled</bdi></a>") == 3  # folded under it
     runbook = alert_thresholds.SHIPPED.runbook("LedgerBlockchainHalted")
