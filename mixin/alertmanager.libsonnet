@@ -37,15 +37,18 @@ local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.
           repeat_interval: '1m',
         },
         { receiver: 'ledger-page', matchers: ['severity="critical"'] },
-        // A ticket waits 5 minutes before its first notification, so that a cause firing
-        // after its symptoms still holds them back (an inhibition mutes only what is sent
-        // while its cause fires). A chain halts: LedgerBlockchainHalted fires
-        // txMaxTimeTrigger + consensusTimeout + stallGrace + 1m after its last block, while
-        // LedgerLeaderFailingRounds, counting failed rounds over 15 minutes, may fire a
-        // consensusTimeout and its 1m into the halt for a leader that had failed before:
-        // a gap of txMaxTimeTrigger + stallGrace at most, which 5 minutes covers for a
-        // trigger up to 2m (a longer trigger or stallGrace wants a longer wait). A ticket
-        // needs no answer within the minute.
+        // A ticket waits 5 minutes before its first notification, so that a symptom firing
+        // before its cause is never sent on its own (an inhibition mutes only what is sent
+        // while its cause fires; an alert that resolves before its group's first
+        // notification is not sent at all). A chain halts: its symptoms (a failing leader,
+        // a thin quorum) stop firing as soon as the halt's condition holds (the stall
+        // condition on a majority, lib/consensus.libsonnet `haltIncident`), a minute before
+        // LedgerBlockchainHalted fires. LedgerLeaderFailingRounds may fire before that, for
+        // a leader that had failed before, no earlier than the first failed round plus its
+        // 1m: txMaxTimeTrigger + consensusTimeout + 1m after the last block, against
+        // txMaxTimeTrigger + consensusTimeout + stallGrace for the condition. A gap of
+        // stallGrace - 1m (2m), whatever the chain's settings, which 5 minutes covers for a
+        // stallGrace up to 6m. A ticket needs no answer within the minute.
         { receiver: 'ledger-ticket', matchers: ['severity="warning"'], group_wait: '5m' },
         // Info (maintenance, a council without margin, a contract upgraded) and none: shown
         // in Alertmanager's UI and used to inhibit, sent nowhere.

@@ -2,6 +2,10 @@
 local q = import '../lib/consensus.libsonnet';
 local utils = import '../lib/utils.libsonnet';
 
+// A chain halted (lib/consensus.libsonnet `halted`, the halt's condition without its `for`),
+// one line: the per-node stall and queue alerts take `unless` it, the halt's own symptoms.
+local halted(c) = q.haltIncident(c, c.ledgerSelector, c.exporterInstanceLabels);
+
 {
   prometheusAlerts+:: {
     groups+: [
@@ -41,7 +45,11 @@ local utils = import '../lib/utils.libsonnet';
             expr: q.onlyExpected($._config, |||
               %(stalled)s
               and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
-            ||| % ($._config { stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n') })),
+              unless on(%(exporterInstanceLabels)s, blockchain) %(halted)s
+            ||| % ($._config {
+              stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
+              halted: halted($._config),
+            })),
             'for': '1m',
             labels: { severity: 'critical' },
             annotations: {
@@ -181,7 +189,11 @@ local utils = import '../lib/utils.libsonnet';
           // threshold to your traffic.
           {
             alert: 'LedgerPendingMessagesHigh',
-            expr: q.onlyExpected($._config, 'ledger_blockchain_pending_messages{%(ledgerSelector)s} > %(pendingMessagesThreshold)d and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config),
+            expr: q.onlyExpected($._config, |||
+              ledger_blockchain_pending_messages{%(ledgerSelector)s} > %(pendingMessagesThreshold)d
+              and on(node) ledger_node_up{%(ledgerSelector)s} == 1
+              unless on(%(exporterInstanceLabels)s, blockchain) %(halted)s
+            ||| % ($._config { halted: halted($._config) })),
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
@@ -197,7 +209,11 @@ local utils = import '../lib/utils.libsonnet';
           // something does not come.
           {
             alert: 'LedgerDelayedMessagesHigh',
-            expr: q.onlyExpected($._config, 'ledger_blockchain_delayed_messages{%(ledgerSelector)s} > %(delayedMessagesThreshold)d and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config),
+            expr: q.onlyExpected($._config, |||
+              ledger_blockchain_delayed_messages{%(ledgerSelector)s} > %(delayedMessagesThreshold)d
+              and on(node) ledger_node_up{%(ledgerSelector)s} == 1
+              unless on(%(exporterInstanceLabels)s, blockchain) %(halted)s
+            ||| % ($._config { halted: halted($._config) })),
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {

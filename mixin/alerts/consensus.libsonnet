@@ -7,6 +7,12 @@ local utils = import '../lib/utils.libsonnet';
 // A chain halted (lib/consensus.libsonnet `halted`), one line.
 local halted(c) = std.rstripChars(q.halted(c, c.ledgerSelector, c.exporterInstanceLabels), '\n');
 
+// A halt and its tail (lib/consensus.libsonnet `haltIncident`): the chain halted now, or
+// LedgerBlockchainHalted fired within leaderFailedRoundsWindow (15m), the window over which
+// failed rounds are counted. The vote-session and leader alerts take `unless` this: what a
+// halt does to sessions, rounds and leaders is the halt's, before it fires and after it ends.
+local haltIncident(c) = q.haltIncident(c, c.ledgerSelector, c.exporterInstanceLabels, c.leaderFailedRoundsWindow);
+
 // The council members up among the polled nodes are down to the votes a session requires,
 // fewer than the council has, and every member is polled (LedgerCouncilQuorumThin).
 local quorumThin(c) =
@@ -81,7 +87,11 @@ local quorumThin(c) =
           // mean consensus struggles.
           {
             alert: 'LedgerVoteRoundsEscalating',
-            expr: q.onlyExpected($._config, 'ledger_blockchain_vote_round{%(ledgerSelector)s} > %(voteRoundThreshold)d and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config),
+            expr: q.onlyExpected($._config, |||
+              ledger_blockchain_vote_round{%(ledgerSelector)s} > %(voteRoundThreshold)d
+              and on(node) ledger_node_up{%(ledgerSelector)s} == 1
+              unless on(%(exporterInstanceLabels)s, blockchain) %(halt)s
+            ||| % ($._config { halt: haltIncident($._config) })),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
@@ -104,7 +114,11 @@ local quorumThin(c) =
             expr: q.onlyExpected($._config, |||
               %(stuck)s
               and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
-            ||| % ($._config { stuck: std.rstripChars(q.sessionStuck($._config, $._config.ledgerSelector), '\n') })),
+              unless on(%(exporterInstanceLabels)s, blockchain) %(halt)s
+            ||| % ($._config {
+              stuck: std.rstripChars(q.sessionStuck($._config, $._config.ledgerSelector), '\n'),
+              halt: haltIncident($._config),
+            })),
             'for': '2m',
             labels: { severity: 'warning' },
             annotations: {
@@ -132,9 +146,8 @@ local quorumThin(c) =
               max by (%(exporterInstanceLabels)s, blockchain, leader) (
                 increase(ledger_blockchain_leader_failed_rounds_total{%(ledgerSelector)s}[%(leaderFailedRoundsWindow)s])
               ) >= %(leaderFailedRoundsThreshold)d
-              unless on(%(exporterInstanceLabels)s, blockchain)
-              max_over_time(ALERTS{alertname="LedgerBlockchainHalted", alertstate="firing"}[%(leaderFailedRoundsWindow)s])
-            ||| % $._config),
+              unless on(%(exporterInstanceLabels)s, blockchain) %(halt)s
+            ||| % ($._config { halt: haltIncident($._config) })),
             'for': '1m',
             labels: { severity: 'warning' },
             annotations: {

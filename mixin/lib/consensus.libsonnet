@@ -56,6 +56,25 @@ local requiredVotesWindow = '1h';
       )
     ||| % { by: by, reading: $.reading(s, by), stalled: std.rstripChars($.stalled(c, s, by), '\n') },
 
+  // LedgerBlockchainHalted fired within `window`, per exporter and chain (its ALERTS series,
+  // which carries the exporter's labels and `blockchain`). In parentheses.
+  haltFiredWithin(window)::
+    '(max_over_time(ALERTS{alertname="LedgerBlockchainHalted", alertstate="firing"}[%s]))' % window,
+
+  // A halt as the one incident its symptoms belong to, per exporter and chain: the chain
+  // halted now (`halted`: the halt's condition without its `for`, so from before
+  // LedgerBlockchainHalted fires), or, given a `window`, LedgerBlockchainHalted fired within
+  // it (the halt's tail: a vote session opened, rounds counted or failed during the halt
+  // outlive it by a little). The chain-level symptoms of a halt (a stuck session, escalating
+  // rounds, a failing leader, a thin quorum's warning, a node's stall, its piling messages)
+  // take `unless on(exporterInstanceLabels, blockchain)` this: they never fire on their own
+  // while the chain is halted, so a symptom that fired before the halt's condition held
+  // resolves then, before Alertmanager's group_wait sends it, and none notifies after the
+  // recovery for the same incident. A chain that is not halted keeps them all. In parentheses.
+  haltIncident(c, s, by, window=null)::
+    if window == null then std.rstripChars($.halted(c, s, by), '\n')
+    else '(\n%s\nor on(%s, blockchain) %s\n)' % [std.rstripChars($.halted(c, s, by), '\n'), by, $.haltFiredWithin(window)],
+
   // The chains an exporter expected, per exporter and chain: those that at least two of its
   // up nodes list (ledger_blockchain_up, read or not), and every chain of an exporter with
   // fewer than two up nodes (a network of one node pages for its chains). A chain that only
