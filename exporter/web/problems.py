@@ -337,6 +337,34 @@ HALT_SYMPTOMS = frozenset(
 )
 
 
+#: The lines the rules leave out of a chain while its halt condition holds (the halt is the
+#: one incident), and those they leave out for the leader window after the halt fired.
+SILENT_WHILE_HALTED = frozenset(
+    {*HALT_SYMPTOMS, "LedgerPendingMessagesHigh", "LedgerDelayedMessagesHigh"}
+)
+SILENT_AFTER_HALT = frozenset(
+    {"LedgerVoteSessionStuck", "LedgerVoteRoundsEscalating", "LedgerLeaderFailingRounds"}
+)
+
+
+def _without_halt_symptoms(
+    lines: list[Problem | None], halting: frozenset[str], after_halt: frozenset[str]
+) -> list[Problem | None]:
+    """``lines`` less those of a chain whose halt condition holds (``halting``) that the
+    rules leave out then, and less a vote session's, rounds' and leader's lines of a chain
+    whose halt fired within the leader window (``after_halt``)."""
+    return [
+        line
+        for line in lines
+        if line is None
+        or line.chain is None
+        or not (
+            (line.chain in halting and line.alert in SILENT_WHILE_HALTED)
+            or (line.chain in after_halt and line.alert in SILENT_AFTER_HALT)
+        )
+    ]
+
+
 def likely_halts(
     snapshot: Snapshot,
     now_mono: float,
@@ -1066,13 +1094,9 @@ def _with_folded(line: Problem, hidden: Iterable[Problem]) -> Problem:
 
 
 def _by_severity(lines: Iterable[Problem]) -> list[Problem]:
-    """What needs attention first: firing warning and critical lines, then pending ones,
-    then the notes (info), each most severe first (stable: the order found kept). A critical
-    about to fire comes before a note that fired."""
-    return sorted(
-        lines,
-        key=lambda problem: (problem.severity is Severity.INFO, problem.pending, problem.severity),
-    )
+    """Firing lines first, then pending ones, each most severe first (stable: the order
+    found kept)."""
+    return sorted(lines, key=lambda problem: (problem.pending, problem.severity))
 
 
 #: A line's alert as Prometheus tells one from another: its name and labels (its severity
@@ -1204,6 +1228,14 @@ def attention(
     network = [p for p in network if p is None or p.chain is None or p.chain in expected]
     per_node = [[p for p in lines if p.chain is None or p.chain in expected]
                 for lines in per_node]  # fmt: skip
+    # the rules leave a halt's symptoms out while its condition holds, and the vote session's,
+    # rounds' and leader's for the leader window after it fired (lib/consensus.libsonnet)
+    after_halt = frozenset(held.halt_fired)
+    network = _without_halt_symptoms(network, stopped, after_halt)
+    per_node = [
+        [p for p in _without_halt_symptoms(list(lines), stopped, after_halt) if p is not None]
+        for lines in per_node
+    ]
     symptoms = [p for p in network if p is not None] + [p for own in per_node for p in own]
     network += likely_halts(snapshot, now_mono, symptoms, thresholds)
     watch = watch_problems(snapshot.watch) + unmatched_problems(snapshot.watch)

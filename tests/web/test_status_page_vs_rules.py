@@ -276,8 +276,9 @@ def test_the_page_lists_what_prometheus_lists_through_three_incidents(stack: Sta
     assert not lasting, f"differences that lasted:\n{lasting}"
     # the stuck session's symptoms went under its likely cause before the halt's condition held
     assert stuck in stack.likely
-    # each side saw the incidents: pending before firing, on both
+    # each side saw the incidents: pending before firing, on both (the stuck session's own
+    # alert stays silent on both: the rules leave a halt's symptoms out while it holds)
     for seen in (stack.seen_page, stack.seen_prometheus):
         names = {(key[0], state) for key, state in seen}
-        for name in ("LedgerBlockchainHalted", "LedgerNodeDown", "LedgerVoteSessionStuck"):
+        for name in ("LedgerBlockchainHalted", "LedgerNodeDown"):
             assert (name, "pending") in names and (name, "firing") in names, (name, names)
