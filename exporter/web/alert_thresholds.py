@@ -94,10 +94,6 @@ class AlertRules:
         advancing, stopped = self.by_halt[alert]
         return stopped if halted else advancing
 
-    def splits_by_halt(self, alert: str) -> bool:
-        """Whether ``alert`` is two rules, one while its chain advances, one once halted."""
-        return alert in self.by_halt
-
     def runbook(self, alert: str) -> str:
         """``alert``'s runbook URL, as its rule's ``runbook_url`` annotation says."""
         try:

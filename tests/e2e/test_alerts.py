@@ -143,6 +143,10 @@ def test_shortened_alerts_differ_only_in_their_timings() -> None:
         "LedgerBlockchainReorganized",  # reorganisations counted over its window
         "LedgerNodeIdentityMismatch",  # identity mismatches counted over its window
         "LedgerNodeBehindTime",  # unless stalled: LedgerBlockHeightStalled's age condition
+        # a halt's symptoms: unless the halt's condition (its stall age) holds
+        "LedgerVoteRoundsEscalating",
+        "LedgerPendingMessagesHigh",
+        "LedgerDelayedMessagesHigh",
     }
     for name in ("LedgerBlockHeightStalled", "LedgerNodeBehind"):  # the stall condition
         expr = " ".join(shortened[name]["expr"].split())

@@ -101,6 +101,7 @@ ELSEWHERE = {
     ("blockchains", "config/node_files.py"): "the config path of an `expect`'s chains in an error",
     ("blockchains", "poll/cycle.py"): "a log field: the chains no node lists",
     ("blockchains", "expose/metrics.py"): "the unit of ledger_node_unexpected_blockchains",
+    ("blockchains", "web/problems.py"): "the page's text: how many chains a node lists",
     ("read", "config/sources.py"): "_FileState.read: a node file's last good nodes",
     ("node_id", "poll/state.py"): "a key of the state file",
     ("vote_sessions", "poll/state.py"): "a key of the state file",

@@ -159,7 +159,7 @@ def test_each_problem_has_the_severity_of_the_alert_it_mirrors() -> None:
     for name, severity in alert_thresholds.SHIPPED.severities.items():
         worst = min(Severity[label.upper()] for label in each[name])
         assert severity is worst, name
-        if alert_thresholds.SHIPPED.splits_by_halt(name):  # each rule's, by the chain's halt
+        if name in alert_thresholds.SHIPPED.by_halt:  # each rule's, by the chain's halt
             both = {alert_thresholds.SHIPPED.severity(name, halted=h).label for h in (False, True)}
             assert both == each[name], name
     # the council's two alerts: a warning while the chain advances, critical once halted
