@@ -47,24 +47,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from ledger_simulator import SimulatedNetwork
 from ledger_simulator.demo import build_parser
 from ledger_simulator.settings import trigger_seconds
 from tests.support.alertmanager import (
     RESEND_FLAG,
-    ROUTE_DEFAULTS,
     AlertmanagerServer,
     WebhookReceiver,
     for_tests,
     load_config,
     sinks,
 )
-from tests.support.monitoring import PROM_DIR
-from tests.support.processes import ExporterProcess
+from tests.support.incidents import exporter_on, group_wait_floor, shipped_rule_files
 from tests.support.prometheus import PrometheusServer
-from tests.support.scaling import duration_ms, write_shortened
+from tests.support.scaling import write_shortened
 from tests.support.simulator import watch_list
 from tests.support.testdata import REPO
 from tests.support.waiting import wait_until
@@ -73,7 +70,6 @@ pytestmark = pytest.mark.integration
 
 SCALE = 60
 JOB = "ledger-exporter"
-EVALUATION_MS = 1000  # the test's Prometheus evaluates the rules every second
 SHIPPED_ALERTMANAGER = REPO / "deploy" / "alertmanager" / "alertmanager.yml"
 WATCHDOG = "LedgerWatchdog"
 MAINTENANCE_ALERT = "LedgerNodeInMaintenance"
@@ -99,21 +95,6 @@ DEMO_SECONDS = 15 * 60 // SCALE
 Alert = dict[str, Any]
 
 
-def group_wait_floor(shipped: dict[str, Any]) -> str:
-    """The shipped route's ``group_wait`` counted in the shipped Prometheus's evaluations
-    (30 s of 15 s: two), as many of the test's (one a second, whatever the scale)."""
-    prometheus = yaml.safe_load((PROM_DIR / "prometheus.yml").read_text(encoding="utf-8"))
-    evaluation = duration_ms(prometheus["global"]["evaluation_interval"])
-    wait = duration_ms({**ROUTE_DEFAULTS, **shipped["route"]}["group_wait"])
-    return f"{wait * EVALUATION_MS // evaluation}ms"
-
-
-def shipped_rule_files() -> list[Path]:
-    """The rule files the shipped Prometheus config loads (relative to it)."""
-    config = yaml.safe_load((PROM_DIR / "prometheus.yml").read_text(encoding="utf-8"))
-    return [PROM_DIR / name for name in config["rule_files"]]
-
-
 def shortened_rules(workdir: Path) -> list[Path]:
     """Each shipped rule file shortened by SCALE, into ``workdir``."""
     return [write_shortened(path, workdir / f"short-{path.name}", SCALE)
@@ -125,21 +106,6 @@ def node_entries(net: SimulatedNetwork, **extra: Any) -> list[dict[str, Any]]:
     listing = net.listing()["nodes"]
     return [{"name": name, "url": url, "blockchains": listing[name]["blockchains"], **extra}
             for name, url in net.node_urls.items()]  # fmt: skip
-
-
-@contextlib.contextmanager
-def exporter_on(config: Path, settings: dict[str, Any]) -> Iterator[str]:
-    """An exporter polling every second with ``settings``; its ``host:port``."""
-    # The whole interval as the deadline, as test_alerts.py: one late answer on two busy
-    # cores is otherwise a pending LedgerNodeDown.
-    config.write_text(yaml.safe_dump({"scrape_interval": "1s", "scrape_timeout": "1s",
-                                      **settings}))  # fmt: skip
-    exporter = ExporterProcess(config)
-    try:
-        exporter.wait_ready()
-        yield f"127.0.0.1:{exporter.port}"
-    finally:
-        exporter.stop()
 
 
 # --- the demo stack -------------------------------------------------------------------------
