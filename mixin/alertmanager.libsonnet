@@ -1,6 +1,6 @@
 // The Alertmanager configuration shipped with the alerts (deploy/alertmanager/alertmanager.yml,
 // rendered by tools/render_mixin.py): routes by severity, one group per exporter, chain and
-// node, and the inhibition tree that turns one incident into one page. The compose stack,
+// node (a ticket's per alert name too), and the inhibition tree that turns one incident into one page. The compose stack,
 // the Kubernetes manifests and the Helm chart use it; docs/alerts.md ("Routing and
 // inhibition") says how to merge it into an Alertmanager of your own.
 local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.stripChars(l, ' '), std.split(text, ',')));
@@ -49,7 +49,18 @@ local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.
         // txMaxTimeTrigger + consensusTimeout + stallGrace for the condition. A gap of
         // stallGrace - 1m (2m), whatever the chain's settings, which 5 minutes covers for a
         // stallGrace up to 6m. A ticket needs no answer within the minute.
-        { receiver: 'ledger-ticket', matchers: ['severity="warning"'], group_wait: '5m' },
+        // Tickets are grouped by alert name too: group_wait only delays a group's FIRST
+        // notification, and a chain's group may already be open (another warning of the chain
+        // firing, or one resolved in the last 15 minutes, which Prometheus keeps re-sending
+        // resolved): a symptom joining it would go out at its next group_interval, before its
+        // cause fires. In a group of its own it waits the full 5 minutes. One ticket per
+        // warning of a node or chain, as a ticket queue files them.
+        {
+          receiver: 'ledger-ticket',
+          matchers: ['severity="warning"'],
+          group_by: exporter + ['alertname', 'blockchain', 'node'],
+          group_wait: '5m',
+        },
         // Info (maintenance, a council without margin, a contract upgraded) and none: shown
         // in Alertmanager's UI and used to inhibit, sent nowhere.
         { receiver: 'ledger-null', matchers: ['severity=~"info|none"'] },
