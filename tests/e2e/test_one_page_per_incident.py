@@ -154,12 +154,6 @@ def test_one_node_down_is_one_notification_group(incidents: Incidents) -> None:
     assert not {n for n in names if n.endswith("BudgetBurn")}, stack.summary(since)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known race, still open: a warning of the chain (LedgerCouncilQuorumThin) can open "
-    "the chain's ticket group before the halt, so a LedgerLeaderFailingRounds that fires in "
-    "the minutes before the halt condition holds joins a group whose group_wait has passed",
-)
 def test_a_chain_halted_on_every_node_is_one_notification_group(incidents: Incidents) -> None:
     """Chain 0's vote session never closes on any node, then closes: its
     LedgerBlockchainHalted alone pages, in one group; no budget-burn page while halted nor
