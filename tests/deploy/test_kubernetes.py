@@ -441,3 +441,12 @@ def test_servicemonitor_makes_the_pods_one_logical_exporter(
         "endpoint": endpoint["port"],
     }
     assert labels == [{**common, "exporter_replica": pod} for pod in pods]
+
+
+def test_probe_replicas_are_one_logical_exporter_too(built: list[Manifest]) -> None:
+    """The probe kustomization's replicas' own /metrics (job ledger-exporter too) carry the
+    same relabelings: their `LedgerExporterDown` pages only when none is up."""
+    (daemon,) = load(built, "ServiceMonitor")["spec"]["endpoints"]
+    probe = only(kustomize(K8S_DIR / "probe"), "ServiceMonitor")
+    (endpoint,) = probe["spec"]["endpoints"]
+    assert endpoint["relabelings"] == daemon["relabelings"]
