@@ -82,8 +82,8 @@ def _systemd_ports() -> set[str]:
 PORTS: dict[str, Callable[[], set[str]]] = {
     "Dockerfile EXPOSE": _dockerfile_expose,
     "Dockerfile HEALTHCHECK": _dockerfile_healthcheck,
-    "deploy/kubernetes/deployment.yaml": lambda: _manifest_ports(
-        "deploy/kubernetes/deployment.yaml"
+    "deploy/kubernetes/statefulset.yaml": lambda: _manifest_ports(
+        "deploy/kubernetes/statefulset.yaml"
     ),
     "deploy/kubernetes/service.yaml": lambda: _manifest_ports("deploy/kubernetes/service.yaml"),
     "deploy/kubernetes/probe/deployment.yaml": lambda: _manifest_ports(

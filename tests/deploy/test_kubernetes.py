@@ -10,8 +10,10 @@ PrometheusRule) are not in those schemas, so their fields are checked explicitly
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+from typing import Any
 
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
@@ -29,10 +31,20 @@ from tests.support.deploy import (
     pod_spec,
     seconds,
 )
+from tests.support.ports import free_port
+from tests.support.prometheus import PrometheusServers
 from tests.support.testdata import REPO
+from tests.support.waiting import wait_until
 
 K8S_DIR = REPO / "deploy" / "kubernetes"
-CORE_KINDS = {"Deployment", "Service", "ConfigMap", "ServiceAccount", "Secret"}
+CORE_KINDS = {
+    "StatefulSet",
+    "PodDisruptionBudget",
+    "Service",
+    "ConfigMap",
+    "ServiceAccount",
+    "Secret",
+}
 CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
 
 
@@ -68,7 +80,7 @@ def test_every_built_object_validates(built: list[Manifest]) -> None:
 
 def test_strict_validation_rejects_unknown_fields_and_wrong_types(built: list[Manifest]) -> None:
     """The validator can fail: a misspelt field and a string port are both errors."""
-    document = only(built, "Deployment")
+    document = only(built, "StatefulSet")
     document["spec"]["template"]["spec"]["containers"][0]["livenesProbe"] = {}
     with pytest.raises(kubernetes_validate.ValidationError, match="livenesProbe"):
         kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
@@ -90,7 +102,7 @@ def test_build_holds_every_manifest_once_with_the_project_version(built: list[Ma
     assert container(built)["image"] == f"ghcr.io/ledger-exporter/ledger-exporter:{__version__}"
 
 
-def test_deployment_is_hardened(built: list[Manifest]) -> None:
+def test_pods_are_hardened(built: list[Manifest]) -> None:
     pod = pod_spec(built)
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] == 65532, "the image's fixed uid"
@@ -104,7 +116,7 @@ def test_deployment_is_hardened(built: list[Manifest]) -> None:
     assert security["seccompProfile"] == {"type": "RuntimeDefault"}
 
 
-def test_deployment_probes_and_resources(built: list[Manifest]) -> None:
+def test_pods_probes_and_resources(built: list[Manifest]) -> None:
     c = container(built)
     assert c["livenessProbe"]["httpGet"] == {"path": "/-/healthy", "port": "metrics"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/-/ready", "port": "metrics"}
@@ -154,10 +166,10 @@ def test_service_account_exists_and_mounts_no_token(built: list[Manifest]) -> No
 
 def test_service_selects_the_pods_and_names_the_port(built: list[Manifest]) -> None:
     service = load(built, "Service")
-    deployment = load(built, "Deployment")
-    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    pods = load(built, "StatefulSet")
+    pod_labels = pods["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= pod_labels.items()
-    assert deployment["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert pods["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
     (port,) = service["spec"]["ports"]
     assert port == {"name": "metrics", "port": 9877, "targetPort": "metrics", "protocol": "TCP"}
     assert port["targetPort"] in {p["name"] for p in container(built)["ports"]}
@@ -177,7 +189,14 @@ def test_servicemonitor_structure_and_references(built: list[Manifest]) -> None:
     port_names = {port["name"] for port in service["spec"]["ports"]}
     assert monitor["spec"]["endpoints"], "a ServiceMonitor without endpoints scrapes nothing"
     for endpoint in monitor["spec"]["endpoints"]:
-        assert set(endpoint) <= {"port", "path", "interval", "scrapeTimeout", "scheme"}
+        assert set(endpoint) <= {
+            "port",
+            "path",
+            "interval",
+            "scrapeTimeout",
+            "scheme",
+            "relabelings",
+        }
         assert endpoint["port"] in port_names
         assert endpoint["path"] == "/metrics"
         assert DURATION.match(endpoint["interval"])
@@ -225,3 +244,209 @@ def test_dashboards_configmap_is_for_grafanas_sidecar(built: list[Manifest]) -> 
     assert sorted(configmap["data"]) == shipped
     size = len((K8S_DIR / "grafana-dashboards.yaml").read_bytes())
     assert size < 256 * 1024, "kubectl apply keeps a copy in a 256 KiB annotation"
+
+
+# --- the pair: two replicas of one logical exporter -------------------------------------------
+
+PERSISTENT_STATE = K8S_DIR / "persistent-state"
+STATE_DIRECTORY = "/var/lib/ledger-exporter"
+
+
+def state_volume_name(built: list[Manifest]) -> str:
+    """The volume mounted where ``--state.file`` is written."""
+    (flag,) = [a for a in container(built)["args"] if a.startswith("--state.file=")]
+    assert flag.split("=", 1)[1].rpartition("/")[0] == STATE_DIRECTORY
+    (mount,) = [m for m in container(built)["volumeMounts"] if m["mountPath"] == STATE_DIRECTORY]
+    name: str = mount["name"]
+    return name
+
+
+def test_two_replicas_each_with_its_own_state(built: list[Manifest]) -> None:
+    """A StatefulSet of two: each pod its own emptyDir for the state file (no claim unless the
+    persistent-state component is added), both started and replaced without waiting for
+    each other, one at a time in a rollout."""
+    pods = load(built, "StatefulSet")
+    spec = pods["spec"]
+    assert spec["replicas"] == 2
+    assert spec["serviceName"] == load(built, "Service")["metadata"]["name"]
+    assert spec["podManagementPolicy"] == "Parallel"
+    assert spec["updateStrategy"] == {"type": "RollingUpdate"}  # one pod at a time
+    assert "volumeClaimTemplates" not in spec
+    volumes = {volume["name"]: volume for volume in pod_spec(built)["volumes"]}
+    assert "emptyDir" in volumes[state_volume_name(built)]
+
+
+def test_a_disruption_leaves_one_replica(built: list[Manifest]) -> None:
+    budget = load(built, "PodDisruptionBudget")
+    pods = load(built, "StatefulSet")
+    assert budget["spec"]["minAvailable"] == 1 < pods["spec"]["replicas"]
+    assert "maxUnavailable" not in budget["spec"]
+    pod_labels = pods["spec"]["template"]["metadata"]["labels"]
+    assert budget["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert budget["spec"]["selector"] == pods["spec"]["selector"]
+
+
+def test_replicas_are_spread_over_nodes_and_zones(built: list[Manifest]) -> None:
+    pod_labels = load(built, "StatefulSet")["spec"]["template"]["metadata"]["labels"]
+    constraints = {c["topologyKey"]: c for c in pod_spec(built)["topologySpreadConstraints"]}
+    assert set(constraints) == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}
+    for constraint in constraints.values():
+        assert constraint["maxSkew"] == 1
+        assert constraint["labelSelector"]["matchLabels"].items() <= pod_labels.items()
+
+
+def build_with_persistent_state(tmp_path: Path) -> list[Manifest]:
+    """An overlay of the kustomization with the persistent-state component, as a user's
+    would be (kustomize takes only relative paths)."""
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    base = os.path.relpath(K8S_DIR, overlay)
+    component = os.path.relpath(PERSISTENT_STATE, overlay)
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump({"resources": [base], "components": [component]}), encoding="utf-8"
+    )
+    return kustomize(overlay)
+
+
+def test_persistent_state_gives_each_pod_a_claim(tmp_path: Path) -> None:
+    """The component swaps the state emptyDir for a ReadWriteOnce claim per pod (a
+    volumeClaimTemplate under the same name, so the mount is unchanged), writable by the
+    exporter's group; nothing else changes."""
+    persistent = build_with_persistent_state(tmp_path)
+    for manifest in persistent:
+        check_manifest(manifest)
+    name = state_volume_name(persistent)
+    spec = load(persistent, "StatefulSet")["spec"]
+    (claim,) = spec["volumeClaimTemplates"]
+    assert claim["metadata"]["name"] == name
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert claim["spec"]["resources"]["requests"]["storage"]
+    pod = spec["template"]["spec"]
+    assert name not in {volume["name"] for volume in pod["volumes"]}
+    assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsGroup"]
+    # everything else as without it
+    plain_build = kustomize(K8S_DIR)  # not the module's `built`, which tests change
+    plain = load(plain_build, "StatefulSet")
+    del spec["volumeClaimTemplates"]
+    for security in (pod["securityContext"], plain["spec"]["template"]["spec"]["securityContext"]):
+        security.pop("fsGroup", None)
+        security.pop("fsGroupChangePolicy", None)
+    plain_pod = plain["spec"]["template"]["spec"]
+    plain_pod["volumes"] = [v for v in plain_pod["volumes"] if v["name"] != name]
+    assert spec == plain["spec"]
+    others = [o for o in persistent if o["kind"] != "StatefulSet"]
+    assert others == [o for o in plain_build if o["kind"] != "StatefulSet"]
+
+
+def snake(rule: dict[str, Any]) -> dict[str, Any]:
+    """An Operator relabeling (camelCase) as Prometheus writes it."""
+    names = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
+    return {names.get(key, key): value for key, value in rule.items()}
+
+
+def operator_scrape_config(
+    monitor: Manifest, service: Manifest, endpoint: dict[str, Any]
+) -> dict[str, Any]:
+    """The scrape job the Prometheus Operator generates for one ServiceMonitor endpoint, with
+    the discovery replaced by static targets: its own relabeling (its promcfg.go: keep the
+    selected Service and port; then namespace, service, pod, container, job and endpoint),
+    then the endpoint's ``relabelings``, in that order."""
+    rules: list[dict[str, Any]] = []
+    for key, value in monitor["spec"]["selector"]["matchLabels"].items():
+        label = re.sub(r"[^a-zA-Z0-9_]", "_", key)
+        rules.append(
+            {
+                "action": "keep",
+                "source_labels": [
+                    f"__meta_kubernetes_service_label_{label}",
+                    f"__meta_kubernetes_service_labelpresent_{label}",
+                ],
+                "regex": f"({value});true",
+            }
+        )
+    rules.append(
+        {
+            "action": "keep",
+            "source_labels": ["__meta_kubernetes_endpoint_port_name"],
+            "regex": endpoint["port"],
+        }
+    )
+    for meta, target in (
+        ("namespace", "namespace"),
+        ("service_name", "service"),
+        ("pod_name", "pod"),
+        ("pod_container_name", "container"),
+        ("service_name", "job"),
+    ):
+        rules.append({"source_labels": [f"__meta_kubernetes_{meta}"], "target_label": target})
+    rules.append({"target_label": "endpoint", "replacement": endpoint["port"]})
+    rules += [snake(rule) for rule in endpoint.get("relabelings", [])]
+    assert monitor["metadata"]["name"] == service["metadata"]["name"]
+    return {
+        "job_name": f"serviceMonitor/monitoring/{monitor['metadata']['name']}/0",
+        "metrics_path": endpoint["path"],
+        "scrape_interval": endpoint["interval"],
+        "scrape_timeout": endpoint["scrapeTimeout"],
+        "relabel_configs": rules,
+    }
+
+
+def discovered_pod(service: Manifest, pod: str, container_name: str) -> dict[str, str]:
+    """The meta labels Kubernetes service discovery (role endpoints) gives a pod behind
+    ``service`` in namespace ``monitoring``."""
+    labels = {
+        "__meta_kubernetes_namespace": "monitoring",
+        "__meta_kubernetes_service_name": service["metadata"]["name"],
+        "__meta_kubernetes_pod_name": pod,
+        "__meta_kubernetes_pod_container_name": container_name,
+        "__meta_kubernetes_endpoint_port_name": service["spec"]["ports"][0]["name"],
+    }
+    for key, value in service["metadata"]["labels"].items():
+        label = re.sub(r"[^a-zA-Z0-9_]", "_", key)
+        labels[f"__meta_kubernetes_service_label_{label}"] = value
+        labels[f"__meta_kubernetes_service_labelpresent_{label}"] = "true"
+    return labels
+
+
+@pytest.mark.integration
+def test_servicemonitor_makes_the_pods_one_logical_exporter(
+    built: list[Manifest], prometheus: PrometheusServers
+) -> None:
+    """In a real Prometheus, the Operator's scrape job for the ServiceMonitor gives both
+    pods the same `instance` (namespace/Service) and each its pod name as
+    `exporter_replica`, and no other label that differs between them (the Operator's
+    `pod` is dropped), so that folding `exporter_replica` leaves one series."""
+    monitor, service = load(built, "ServiceMonitor"), load(built, "Service")
+    (endpoint,) = monitor["spec"]["endpoints"]
+    job = operator_scrape_config(monitor, service, endpoint)
+    name = container(built)["name"]
+    pods = [f"{load(built, 'StatefulSet')['metadata']['name']}-{i}" for i in range(2)]
+    job["static_configs"] = [
+        {"targets": [f"127.0.0.1:{free_port()}"], "labels": discovered_pod(service, pod, name)}
+        for pod in pods
+    ]
+    server = prometheus.create()
+    server.config["scrape_configs"] = [job]
+    server.start()
+    wait_until(
+        lambda: len(server.targets()) == 2, timeout=30, message="the pods' targets never appeared"
+    )
+    labels = sorted((t["labels"] for t in server.targets()), key=lambda t: t["exporter_replica"])
+    common = {
+        "job": service["metadata"]["name"],
+        "instance": f"monitoring/{service['metadata']['name']}",
+        "namespace": "monitoring",
+        "service": service["metadata"]["name"],
+        "container": name,
+        "endpoint": endpoint["port"],
+    }
+    assert labels == [{**common, "exporter_replica": pod} for pod in pods]
+
+
+def test_probe_replicas_are_one_logical_exporter_too(built: list[Manifest]) -> None:
+    """The probe kustomization's replicas' own /metrics (job ledger-exporter too) carry the
+    same relabelings: their `LedgerExporterDown` pages only when none is up."""
+    (daemon,) = load(built, "ServiceMonitor")["spec"]["endpoints"]
+    probe = only(kustomize(K8S_DIR / "probe"), "ServiceMonitor")
+    (endpoint,) = probe["spec"]["endpoints"]
+    assert endpoint["relabelings"] == daemon["relabelings"]

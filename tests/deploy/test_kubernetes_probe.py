@@ -71,8 +71,14 @@ def load(name: str, directory: Path = PROBE_DIR) -> dict[str, Any]:
     return copy.deepcopy(found)  # the tests may change what they get
 
 
+def workload(directory: Path = PROBE_DIR) -> dict[str, Any]:
+    """The object that runs the pods: the probe replicas' Deployment, the daemon pair's
+    StatefulSet."""
+    return load("statefulset.yaml" if directory == DAEMON_DIR else "deployment.yaml", directory)
+
+
 def pod_spec(directory: Path = PROBE_DIR) -> dict[str, Any]:
-    spec: dict[str, Any] = load("deployment.yaml", directory)["spec"]["template"]["spec"]
+    spec: dict[str, Any] = workload(directory)["spec"]["template"]["spec"]
     return spec
 
 
@@ -137,9 +143,9 @@ def test_daemon_and_probe_objects_never_select_each_other() -> None:
     """Both setups can share a namespace: neither Service, Deployment nor ServiceMonitor
     picks up the other's pods or Service."""
     for one, other in ((PROBE_DIR, DAEMON_DIR), (DAEMON_DIR, PROBE_DIR)):
-        pods = load("deployment.yaml", other)["spec"]["template"]["metadata"]["labels"]
+        pods = workload(other)["spec"]["template"]["metadata"]["labels"]
         assert not load("service.yaml", one)["spec"]["selector"].items() <= pods.items()
-        selector = load("deployment.yaml", one)["spec"]["selector"]["matchLabels"]
+        selector = workload(one)["spec"]["selector"]["matchLabels"]
         assert not selector.items() <= pods.items()
         monitor = load("servicemonitor.yaml", one)["spec"]["selector"]["matchLabels"]
         assert not monitor.items() <= load("service.yaml", other)["metadata"]["labels"].items()

@@ -20,7 +20,7 @@ STATE_DIRECTORY = PurePosixPath("/var/lib/ledger-exporter")
 UNIT = REPO / "deploy" / "systemd" / "ledger-exporter.service"
 DOCKERFILE = REPO / "Dockerfile"
 COMPOSE_FILE = REPO / "deploy" / "compose" / "docker-compose.yml"
-DEPLOYMENT = REPO / "deploy" / "kubernetes" / "deployment.yaml"
+STATEFULSET = REPO / "deploy" / "kubernetes" / "statefulset.yaml"
 
 
 def state_flag(args: list[str]) -> PurePosixPath:
@@ -79,7 +79,7 @@ def test_compose_keeps_it_on_a_named_volume() -> None:
 
 
 def test_kubernetes_keeps_it_on_an_emptydir_that_outlives_container_restarts() -> None:
-    text = DEPLOYMENT.read_text(encoding="utf-8")
+    text = STATEFULSET.read_text(encoding="utf-8")
     pod = yaml.safe_load(text)["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     path = state_flag(container["args"])

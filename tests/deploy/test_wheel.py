@@ -425,15 +425,18 @@ def test_one_version_everywhere(
     chart = yaml.safe_load((REPO / "deploy/helm/ledger-exporter/Chart.yaml").read_text())
     assert (chart["version"], chart["appVersion"]) == (version, version)
     # Kustomize (both kustomizations) names the image the chart defaults to, at the version;
-    # the Deployments leave name and tag to it, so no other version is written there.
+    # the workloads leave name and tag to it, so no other version is written there.
     values = yaml.safe_load((REPO / "deploy/helm/ledger-exporter/values.yaml").read_text())
     published = f"{values['image']['registry']}/{values['image']['repository']}"
-    for kustomize_dir in (REPO / "deploy/kubernetes", REPO / "deploy/kubernetes/probe"):
+    for kustomize_dir, workload in (
+        (REPO / "deploy/kubernetes", "statefulset.yaml"),
+        (REPO / "deploy/kubernetes/probe", "deployment.yaml"),
+    ):
         kustomization = yaml.safe_load((kustomize_dir / "kustomization.yaml").read_text())
         assert kustomization["images"] == [
             {"name": "ledger-exporter", "newName": published, "newTag": version}
         ], kustomize_dir
-        deployment = yaml.safe_load((kustomize_dir / "deployment.yaml").read_text())
+        deployment = yaml.safe_load((kustomize_dir / workload).read_text())
         images = [c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]]
         assert images == ["ledger-exporter"], kustomize_dir
     # The workflow: the tag checked against the package, then the one VERSION everywhere.
