@@ -25,6 +25,7 @@ from tests.support.deploy import (
     only,
     pod_spec,
     run_tool,
+    workload,
 )
 from tests.support.testdata import REPO
 
@@ -40,9 +41,7 @@ def helm_template(*args: str) -> list[Manifest]:
 
 
 def pod_annotations(objects: list[Manifest]) -> dict[str, str]:
-    found: dict[str, str] = only(objects, "Deployment")["spec"]["template"]["metadata"].get(
-        "annotations", {}
-    )
+    found: dict[str, str] = workload(objects)["spec"]["template"]["metadata"].get("annotations", {})
     return found
 
 
@@ -98,10 +97,7 @@ def test_a_config_change_rolls_no_pod_unless_asked() -> None:
     plain = helm_template()
     assert not {"checksum/config", "checksum/web-config"} & pod_annotations(plain).keys()
     changed = helm_template("--set", "config.scrape_interval=30s")
-    assert (
-        only(changed, "Deployment")["spec"]["template"]
-        == only(plain, "Deployment")["spec"]["template"]
-    )
+    assert workload(changed)["spec"]["template"] == workload(plain)["spec"]["template"]
     asked = pod_annotations(helm_template("--set", "rolloutOnConfigChange=true"))
     assert re.fullmatch(r"[0-9a-f]{64}", asked["checksum/config"])
     asked_too = pod_annotations(

@@ -34,6 +34,7 @@ CORE_KINDS = frozenset(
         "Secret",
         "Service",
         "ServiceAccount",
+        "StatefulSet",
     }
 )
 OPERATOR_KINDS = frozenset({"Probe", "PrometheusRule", "ScrapeConfig", "ServiceMonitor"})
@@ -87,9 +88,20 @@ def only(objects: Iterable[Manifest], kind: str) -> Manifest:
     return found
 
 
+#: The kinds that run the exporter's pods: a Deployment, or a StatefulSet (daemon mode's HA
+#: pair, each replica with its own state).
+WORKLOAD_KINDS = ("Deployment", "StatefulSet")
+
+
+def workload(objects: Iterable[Manifest]) -> Manifest:
+    """The one Deployment or StatefulSet among ``objects``."""
+    (found,) = [obj for obj in objects if obj["kind"] in WORKLOAD_KINDS]
+    return found
+
+
 def pod_spec(objects: Iterable[Manifest]) -> dict[str, Any]:
-    """The pod template of the one Deployment among ``objects``."""
-    spec: dict[str, Any] = only(objects, "Deployment")["spec"]["template"]["spec"]
+    """The pod template of the one Deployment or StatefulSet among ``objects``."""
+    spec: dict[str, Any] = workload(objects)["spec"]["template"]["spec"]
     return spec
 
 
