@@ -46,7 +46,7 @@ from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.http import fetch
 from tests.support.processes import ExporterProcess, ready_exporter
-from tests.support.prometheus import Promtool
+from tests.support.prometheus import PrometheusServers, Promtool
 from tests.support.testdata import REPO
 from tests.support.waiting import wait_until
 from tools import render_key_folding, render_mixin
@@ -1295,6 +1295,59 @@ def test_both_replicas_scrape_as_one_exporter(rendered: dict[str, list[Manifest]
                          "--set", "serviceMonitor.relabelings[0].replacement=pair-a")  # fmt: skip
     (endpoint,) = only(mine, "ServiceMonitor")["spec"]["endpoints"]
     assert scraped_labels(endpoint, f"{FULLNAME}-0", "10.0.0.1:9877")["instance"] == "pair-a"
+
+
+def snake_case(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Operator's camelCase relabelings as Prometheus's relabel_configs."""
+    names = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
+    return [{names.get(key, key): value for key, value in rule.items()} for rule in rules]
+
+
+@pytest.mark.integration
+def test_a_real_prometheus_scrapes_the_pair_as_one_exporter(
+    tmp_path: Path, fake_node: FakeNode, prometheus: PrometheusServers
+) -> None:
+    """Two exporter processes stand for the StatefulSet's pods, scraped by a real Prometheus
+    with the labels the Operator gives a pod's target (pod, service, namespace, container,
+    endpoint, job) and then the ServiceMonitor's relabelings: the two replicas' series differ
+    in exporter_replica alone, carry the release's instance and no pod, and the mixin's fold
+    (max without exporter_replica) makes them one series per node."""
+    fake_node.set("/health", health_doc([]))
+    config = tmp_path / "config.yml"
+    config.write_text(
+        yaml.safe_dump({"nodes": [{"name": "validator-1", "url": fake_node.url}]}),
+        encoding="utf-8",
+    )
+    (endpoint,) = only(helm_template(), "ServiceMonitor")["spec"]["endpoints"]
+    with ready_exporter(config) as first, ready_exporter(config) as second:
+        targets = []
+        for number, exporter in enumerate((first, second)):
+            pod = f"{FULLNAME}-{number}"
+            labels = {"__meta_kubernetes_pod_name": pod, "pod": pod, "namespace": NAMESPACE,
+                      "service": FULLNAME, "container": "ledger-exporter",
+                      "endpoint": endpoint["port"], "job": FULLNAME}  # fmt: skip
+            targets.append({"targets": [f"127.0.0.1:{exporter.port}"], "labels": labels})
+        server = prometheus.create()
+        server.config["scrape_configs"] = [
+            {
+                "job_name": f"serviceMonitor/{NAMESPACE}/{FULLNAME}/0",
+                "static_configs": targets,
+                "relabel_configs": snake_case(endpoint["relabelings"]),
+            }
+        ]
+        server.start()
+        series = 'ledger_node_up{job="ledger-exporter", node="validator-1"}'
+        server.wait_for(series, lambda samples: len(samples) == 2, timeout=30)
+        replicas = {}
+        for sample in server.query(series):
+            labels = dict(sample["metric"])
+            replicas[labels.pop(REPLICA_LABEL)] = labels
+        assert set(replicas) == {f"{FULLNAME}-0", f"{FULLNAME}-1"}
+        first_labels, second_labels = replicas.values()
+        assert first_labels == second_labels
+        assert first_labels["instance"] == FULLNAME and "pod" not in first_labels
+        folded = server.query(f"max without({REPLICA_LABEL}) ({series})")
+        assert len(folded) == 1 and folded[0]["value"][1] == "1"
 
 
 PROBE_TARGET = ("--set", "probe.targets[0].name=n", "--set", "probe.targets[0].url=http://n/")
