@@ -1624,7 +1624,14 @@ def test_promtool_sees_the_changed_for_severity_and_the_disabled_alert(
     series = "{" + ", ".join(f'{k}="{v}"' for k, v in node.items()) + "}"
     node_down = {
         "interval": "1m",
-        "input_series": [{"series": f"ledger_node_up{series}", "values": f"0x{longer + 10}"}],
+        "input_series": [
+            {"series": f"ledger_node_up{series}", "values": f"0x{longer + 10}"},
+            # the exporter itself is up: only the node is down
+            {
+                "series": f'up{{job="ledger-exporter", instance="{FULLNAME}"}}',
+                "values": f"1x{longer + 10}",
+            },
+        ],
     }
     exporter_down = {
         "interval": "1m",
