@@ -39,12 +39,14 @@ from tests.support.deploy import (
     only,
     pod_spec,
     run_tool,
+    seconds,
+    workload,
 )
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.http import fetch
 from tests.support.processes import ExporterProcess, ready_exporter
-from tests.support.prometheus import Promtool
+from tests.support.prometheus import PrometheusServers, Promtool
 from tests.support.testdata import REPO
 from tests.support.waiting import wait_until
 from tools import render_key_folding, render_mixin
@@ -98,8 +100,13 @@ def exporter_config(objects: list[Manifest]) -> str:
 
 
 def mounts(objects: list[Manifest]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """Each volume mount of the container with the volume it mounts."""
+    """Each volume mount of the container with the volume it mounts: a volume of the pod, or
+    a claim template of the StatefulSet (as ``{"name", "volumeClaimTemplate"}``)."""
     volumes = {v["name"]: v for v in pod_spec(objects)["volumes"]}
+    for template in workload(objects)["spec"].get("volumeClaimTemplates", []):
+        name = template["metadata"]["name"]
+        assert name not in volumes, f"{name}: a volume and a claim template"
+        volumes[name] = {"name": name, "volumeClaimTemplate": template}
     for mount in container(objects)["volumeMounts"]:
         yield mount, volumes[mount["name"]]
 
@@ -115,6 +122,23 @@ def referenced(config: Any, suffix: str) -> Iterator[str]:
     elif isinstance(config, list):
         for item in config:
             yield from referenced(item, suffix)
+
+
+def selects(selector: dict[str, Any], obj: Manifest) -> bool:
+    """Whether a label selector (matchLabels, and matchExpressions' In, NotIn, Exists and
+    DoesNotExist) picks ``obj`` by its labels."""
+    labels = obj["metadata"].get("labels", {})
+    if not selector.get("matchLabels", {}).items() <= labels.items():
+        return False
+    for expression in selector.get("matchExpressions", []):
+        key, operator = expression["key"], expression["operator"]
+        if operator in ("In", "NotIn"):
+            held = (labels.get(key) in expression["values"]) == (operator == "In")
+        else:
+            held = (key in labels) == (operator == "Exists")
+        if not held:
+            return False
+    return True
 
 
 # --- the real tools ----------------------------------------------------------------------
@@ -143,10 +167,10 @@ def test_every_rendered_object_validates(rendered: dict[str, list[Manifest]], ca
 
 def test_the_validators_can_fail(rendered: dict[str, list[Manifest]]) -> None:
     """A misspelt field fails the Kubernetes schema; one in a ServiceMonitor fails too."""
-    deployment = only(rendered["defaults"], "Deployment")
-    deployment["spec"]["template"]["spec"]["containers"][0]["readOnlyRootFilesytem"] = True
+    statefulset = only(rendered["defaults"], "StatefulSet")
+    statefulset["spec"]["template"]["spec"]["containers"][0]["readOnlyRootFilesytem"] = True
     with pytest.raises(kubernetes_validate.ValidationError):
-        check_manifest(deployment)
+        check_manifest(statefulset)
     monitor = only(helm_template(), "ServiceMonitor")
     monitor["spec"]["endpoints"][0]["scrapeTimout"] = "10s"
     with pytest.raises(AssertionError, match="scrapeTimout"):
@@ -264,18 +288,18 @@ def test_service_and_selectors_reach_the_pods(
     rendered: dict[str, list[Manifest]], case: str
 ) -> None:
     objects = rendered[case]
-    pods = only(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
-    assert only(objects, "Deployment")["spec"]["selector"]["matchLabels"].items() <= pods.items()
-    service = only(objects, "Service")
-    assert service["spec"]["selector"].items() <= pods.items()
-    (port,) = service["spec"]["ports"]
-    assert port["targetPort"] == "metrics"
-    assert f":{port['port']}" == flag(objects, "--web.listen-address")
+    pods = workload(objects)["spec"]["template"]["metadata"]["labels"]
+    assert workload(objects)["spec"]["selector"]["matchLabels"].items() <= pods.items()
+    services = by_kind(objects, "Service")
+    (service,) = [s for s in services if s["spec"].get("clusterIP") != "None"]
+    for each in services:
+        assert each["spec"]["selector"].items() <= pods.items()
+        (port,) = each["spec"]["ports"]
+        assert port["targetPort"] == "metrics"
+        assert f":{port['port']}" == flag(objects, "--web.listen-address")
     for monitor in by_kind(objects, "ServiceMonitor"):
-        assert (
-            monitor["spec"]["selector"]["matchLabels"].items()
-            <= service["metadata"]["labels"].items()
-        )
+        # through the chart's Service only: the headless one would scrape each pod twice
+        assert [s for s in services if selects(monitor["spec"]["selector"], s)] == [service]
         assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
         assert {e["port"] for e in monitor["spec"]["endpoints"]} == {port["name"]}
     for kind in ("PodDisruptionBudget", "NetworkPolicy"):
@@ -787,7 +811,7 @@ def test_kubelet_probes_can_be_replaced() -> None:
     )
     for probe in ("livenessProbe", "readinessProbe"):
         assert container(objects)[probe] == {"tcpSocket": {"port": "metrics"}}
-    check_manifest(only(objects, "Deployment"))
+    check_manifest(workload(objects))
 
 
 def test_basic_auth_without_scrape_credentials_fails() -> None:
@@ -859,7 +883,11 @@ def test_probe_mode_one_object_per_target_each_allowed(
             (endpoint,) = obj["spec"]["endpoints"]
             assert endpoint["path"] == "/probe"
             params = {key: value for key, [value] in endpoint["params"].items()}
-            labels = {r["targetLabel"]: r["replacement"] for r in endpoint["relabelings"]}
+            labels = {
+                r["targetLabel"]: r["replacement"]
+                for r in endpoint["relabelings"]
+                if "replacement" in r
+            }
             assert labels["instance"] == target["url"]
             assert labels.items() >= target.get("labels", {}).items()
         node = probe_target(urlencode(params), config.probe)
@@ -1010,7 +1038,7 @@ def test_alertmanager_config_secret_is_the_mixins_when_enabled(
 
 
 def checksum(objects: list[Manifest]) -> str:
-    annotations = only(objects, "Deployment")["spec"]["template"]["metadata"]["annotations"]
+    annotations = workload(objects)["spec"]["template"]["metadata"]["annotations"]
     value: str = annotations["checksum/config"]
     return value
 
@@ -1024,10 +1052,10 @@ def test_a_config_change_rolls_the_pod_when_asked(rendered: dict[str, list[Manif
     assert checksum(helm_template(*asked, "--set", "config.scrape_interval=30s")) != before
     assert checksum(helm_template(*asked, "--set", "service.annotations.a=b")) == before
     web = helm_template(*case_args("web-config-values.yaml"), *asked)
-    annotations = only(web, "Deployment")["spec"]["template"]["metadata"]["annotations"]
+    annotations = workload(web)["spec"]["template"]["metadata"]["annotations"]
     assert re.fullmatch(r"[0-9a-f]{64}", annotations["checksum/web-config"])
     mine = helm_template(*asked, "--set", "existingConfigMap=my-config")
-    assert "checksum/config" not in only(mine, "Deployment")["spec"]["template"]["metadata"].get(
+    assert "checksum/config" not in workload(mine)["spec"]["template"]["metadata"].get(
         "annotations", {}
     )
     assert not [c for c in by_kind(mine, "ConfigMap") if "config.yml" in c["data"]]
@@ -1035,25 +1063,34 @@ def test_a_config_change_rolls_the_pod_when_asked(rendered: dict[str, list[Manif
     assert volume["configMap"]["name"] == "my-config"
 
 
-def test_state_file_on_an_emptydir_or_a_claim(rendered: dict[str, list[Manifest]]) -> None:
+def test_state_file_on_an_emptydir_or_a_claim_per_pod(rendered: dict[str, list[Manifest]]) -> None:
+    """Daemon mode: each pod's own claim (the StatefulSet's volumeClaimTemplates) with
+    persistence, an emptyDir without; never one claim the replicas would share."""
     for case, objects in rendered.items():
         state_dir = flag(objects, "--state.file").rsplit("/", 1)[0]  # type: ignore[union-attr]
         (volume,) = [v for m, v in mounts(objects) if m["mountPath"] == state_dir]
-        claims = by_kind(objects, "PersistentVolumeClaim")
+        assert not by_kind(objects, "PersistentVolumeClaim"), "one claim for every replica"
         if values_file(case).get("persistence", {}).get("enabled"):
-            (claim,) = claims
-            assert volume["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
-            assert only(objects, "Deployment")["spec"]["strategy"] == {"type": "Recreate"}
+            claim = volume["volumeClaimTemplate"]
+            assert workload(objects)["kind"] == "StatefulSet"
             size = values_file(case)["persistence"]["size"]
             assert claim["spec"]["resources"]["requests"]["storage"] == size
+            assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+            assert (
+                claim["spec"]["storageClassName"]
+                == values_file(case)["persistence"]["storageClassName"]
+            )
         else:
-            assert not claims and "emptyDir" in volume
+            assert "emptyDir" in volume
     mine = helm_template(
-        "--set", "persistence.enabled=true", "--set", "persistence.existingClaim=c"
+        *("--set", "persistence.enabled=true", "--set", "persistence.existingClaim=c"),
+        *("--set", "replicas=1"),
     )
     assert not by_kind(mine, "PersistentVolumeClaim")
+    assert "volumeClaimTemplates" not in only(mine, "StatefulSet")["spec"]
     (volume,) = [v for v in pod_spec(mine)["volumes"] if v["name"] == "state"]
     assert volume["persistentVolumeClaim"] == {"claimName": "c"}
+    assert flag(mine, "--state.file") == "/var/lib/ledger-exporter/state.json"
 
 
 def test_network_policy_and_disruption_budget(rendered: dict[str, list[Manifest]]) -> None:
@@ -1067,12 +1104,585 @@ def test_network_policy_and_disruption_budget(rendered: dict[str, list[Manifest]
     assert policy["spec"]["egress"] == values["networkPolicy"]["egress"]
     assert only(objects, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1
     assert not by_kind(rendered["defaults"], "NetworkPolicy")
-    assert not by_kind(rendered["defaults"], "PodDisruptionBudget")
     args = container(objects)["args"]
     assert args[-len(values["extraArgs"]) :] == values["extraArgs"]
     assert container(objects)["env"] == values["extraEnv"]
     assert values["extraVolumeMounts"][0] in container(objects)["volumeMounts"]
     assert values["extraVolumes"][0] in pod_spec(objects)["volumes"]
+
+
+# --- the HA pair: daemon mode's StatefulSet -------------------------------------------------
+
+#: The label that tells the replicas of one exporter apart: the mixin's `_config.replicaLabels`
+#: (mixin/config.libsonnet), which every rule folds.
+REPLICA_LABEL = "exporter_replica"
+FULLNAME = f"{RELEASE}-ledger-exporter"
+
+
+def relabel(labels: dict[str, str], rules: list[dict[str, Any]]) -> dict[str, str]:
+    """Prometheus's ``replace`` and ``labeldrop`` relabelings (anchored regexes, ``$1``
+    groups), in the Operator's camelCase."""
+    labels = dict(labels)
+    for rule in rules:
+        action = rule.get("action", "replace")
+        if action == "labeldrop":
+            labels = {k: v for k, v in labels.items() if not re.fullmatch(rule["regex"], k)}
+            continue
+        assert action == "replace", rule
+        value = rule.get("separator", ";").join(
+            labels.get(name, "") for name in rule.get("sourceLabels", [])
+        )
+        match = re.fullmatch(rule.get("regex", "(.*)"), value)
+        if match is not None:
+            replacement = re.sub(r"\$(\d)", r"\\\1", rule.get("replacement", "$1"))
+            labels[rule["targetLabel"]] = match.expand(replacement)
+    return labels
+
+
+def scraped_labels(endpoint: dict[str, Any], pod: str, address: str) -> dict[str, str]:
+    """The labels of a pod's target: what the Operator's own relabelings give it (namespace,
+    service, pod, container, endpoint, job: prometheus-operator's ServiceMonitor config),
+    then the endpoint's relabelings, then Prometheus's defaults (instance = address)."""
+    labels = {
+        "__address__": address,
+        "__meta_kubernetes_pod_name": pod,
+        "namespace": NAMESPACE,
+        "service": FULLNAME,
+        "pod": pod,
+        "container": "ledger-exporter",
+        "endpoint": endpoint["port"],
+        "job": FULLNAME,
+    }
+    labels = relabel(labels, endpoint.get("relabelings", []))
+    labels.setdefault("instance", labels["__address__"])
+    return {k: v for k, v in labels.items() if not k.startswith("__")}
+
+
+def test_daemon_mode_is_a_statefulset_pair_by_default(rendered: dict[str, list[Manifest]]) -> None:
+    """Two replicas, each its own pod name and state, a budget that lets a drain take one,
+    spread softly over nodes, and a headless Service governing them."""
+    objects = rendered["defaults"]
+    assert not by_kind(objects, "Deployment")
+    statefulset = only(objects, "StatefulSet")
+    spec = statefulset["spec"]
+    assert spec["replicas"] == 2
+    assert spec["podManagementPolicy"] == "Parallel"
+    (headless,) = [s for s in by_kind(objects, "Service") if s["spec"].get("clusterIP") == "None"]
+    assert spec["serviceName"] == headless["metadata"]["name"]
+    pods = {"metadata": spec["template"]["metadata"]}
+    assert selects({"matchLabels": headless["spec"]["selector"]}, pods)
+    budget = only(objects, "PodDisruptionBudget")["spec"]
+    assert budget["maxUnavailable"] == 1 and "minAvailable" not in budget
+    assert selects(budget["selector"], pods)
+    (spread,) = spec["template"]["spec"]["topologySpreadConstraints"]
+    assert (spread["topologyKey"], spread["whenUnsatisfiable"]) == (
+        "kubernetes.io/hostname",
+        "ScheduleAnyway",
+    )
+    assert spread["maxSkew"] == 1 and selects(spread["labelSelector"], pods)
+    assert flag(objects, "--state.file") == "/var/lib/ledger-exporter/state.json"
+    assert "env" not in container(objects)
+
+
+def test_persistence_gives_each_pod_its_claim() -> None:
+    objects = helm_template("--set", "persistence.enabled=true")
+    for manifest in objects:
+        check_manifest(manifest)
+    spec = only(objects, "StatefulSet")["spec"]
+    assert spec["replicas"] == 2
+    (template,) = spec["volumeClaimTemplates"]
+    assert template["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert template["spec"]["resources"]["requests"]["storage"] == "64Mi"
+    assert not [v for v in spec["template"]["spec"]["volumes"] if v["name"] == "state"]
+    (mount,) = [m for m in container(objects)["volumeMounts"] if m["name"] == "state"]
+    assert template["metadata"]["name"] == "state"
+    assert f"{mount['mountPath']}/state.json" == flag(objects, "--state.file")
+    assert not by_kind(objects, "PersistentVolumeClaim")
+
+
+def test_an_upgraded_chart_leaves_the_statefulsets_fixed_fields_alone(tmp_path: Path) -> None:
+    """Kubernetes refuses a change to a StatefulSet's selector, serviceName, pod management
+    or claim templates: another chart version and other common labels change none of them."""
+    copy = tmp_path / "ledger-exporter"
+    shutil.copytree(CHART, copy)
+    chart = yaml.safe_load((copy / "Chart.yaml").read_text(encoding="utf-8"))
+    chart["version"] = chart["appVersion"] = "99.1.0"
+    (copy / "Chart.yaml").write_text(yaml.safe_dump(chart), encoding="utf-8")
+    args = ("--set", "persistence.enabled=true", "--set", "persistence.annotations.a=b")
+    before = only(helm_template(*args), "StatefulSet")
+    answer = run_tool(
+        "helm", "template", RELEASE, str(copy), "-n", NAMESPACE, *args,
+        "--set", "commonLabels.team=ledger",
+    )  # fmt: skip
+    assert answer.returncode == 0, answer.stderr
+    after = only(documents(answer.stdout), "StatefulSet")
+    assert after["metadata"]["labels"] != before["metadata"]["labels"], "the test changes labels"
+    fixed = ("selector", "serviceName", "podManagementPolicy", "volumeClaimTemplates")
+    for field in fixed:
+        assert after["spec"][field] == before["spec"][field], field
+
+
+def test_probe_mode_stays_a_deployment(rendered: dict[str, list[Manifest]]) -> None:
+    for case in ("probe-values.yaml", "probe-servicemonitor-values.yaml"):
+        objects = rendered[case]
+        assert workload(objects)["kind"] == "Deployment"
+        assert [s["spec"].get("clusterIP") for s in by_kind(objects, "Service")] == [None]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--set", "replicas=1"], None),
+        (["--set", "podDisruptionBudget.enabled=false"], None),
+        (["--set", "podDisruptionBudget.minAvailable=1"], {"minAvailable": 1}),
+        (["--set", "replicas=3"], {"maxUnavailable": 1}),
+    ],
+    ids=["one-replica", "disabled", "min-available", "three"],
+)
+def test_a_disruption_budget_whenever_there_are_several_replicas(
+    args: list[str], expected: dict[str, int] | None
+) -> None:
+    budgets = by_kind(helm_template(*args), "PodDisruptionBudget")
+    if expected is None:
+        assert not budgets
+    else:
+        (budget,) = budgets
+        assert {k: v for k, v in budget["spec"].items() if k != "selector"} == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--set", "replicaSpread=hard"], "DoNotSchedule"),
+        (["--set", "replicaSpread=none"], None),
+        (["--set", "replicas=1"], None),
+        (["--set", "topologySpreadConstraints[0].maxSkew=2"], "mine"),
+    ],
+    ids=["hard", "none", "one-replica", "own-constraints"],
+)
+def test_the_replicas_spread_over_nodes_as_asked(args: list[str], expected: str | None) -> None:
+    spec = pod_spec(helm_template(*args))
+    if expected is None:
+        assert "topologySpreadConstraints" not in spec
+    elif expected == "mine":
+        assert spec["topologySpreadConstraints"] == [{"maxSkew": 2}]
+    else:
+        (spread,) = spec["topologySpreadConstraints"]
+        assert spread["whenUnsatisfiable"] == expected
+
+
+def test_both_replicas_scrape_as_one_exporter(rendered: dict[str, list[Manifest]]) -> None:
+    """The ServiceMonitor gives both pods' targets the same `instance` (the release's full
+    name) and the pod's name in exporter_replica, and drops the Operator's `pod`: the two
+    label sets differ in exporter_replica alone, the label the mixin's rules fold. Probe
+    mode's ServiceMonitor per target does the same for each target's replicas."""
+    for case in ("defaults", "probe-servicemonitor-values.yaml"):
+        for monitor in by_kind(rendered[case], "ServiceMonitor"):
+            (endpoint,) = monitor["spec"]["endpoints"]
+            pods = [f"{FULLNAME}-0", f"{FULLNAME}-1"]
+            first, second = (
+                scraped_labels(endpoint, pod, f"10.0.0.{n}:9877") for n, pod in enumerate(pods)
+            )
+            assert (first[REPLICA_LABEL], second[REPLICA_LABEL]) == tuple(pods)
+            assert "pod" not in first
+            del first[REPLICA_LABEL], second[REPLICA_LABEL]
+            assert first == second
+            if endpoint["path"] == "/metrics":
+                assert first["instance"] == FULLNAME
+                assert first["job"] == "ledger-exporter"
+    # the user's relabelings come after the chart's, so they can change these too
+    mine = helm_template("--set", "serviceMonitor.relabelings[0].targetLabel=instance",
+                         "--set", "serviceMonitor.relabelings[0].replacement=pair-a")  # fmt: skip
+    (endpoint,) = only(mine, "ServiceMonitor")["spec"]["endpoints"]
+    assert scraped_labels(endpoint, f"{FULLNAME}-0", "10.0.0.1:9877")["instance"] == "pair-a"
+
+
+def snake_case(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Operator's camelCase relabelings as Prometheus's relabel_configs."""
+    names = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
+    return [{names.get(key, key): value for key, value in rule.items()} for rule in rules]
+
+
+@pytest.mark.integration
+def test_a_real_prometheus_scrapes_the_pair_as_one_exporter(
+    tmp_path: Path, fake_node: FakeNode, prometheus: PrometheusServers
+) -> None:
+    """Two exporter processes stand for the StatefulSet's pods, scraped by a real Prometheus
+    with the labels the Operator gives a pod's target (pod, service, namespace, container,
+    endpoint, job) and then the ServiceMonitor's relabelings: the two replicas' series differ
+    in exporter_replica alone, carry the release's instance and no pod, and the mixin's fold
+    (max without exporter_replica) makes them one series per node."""
+    fake_node.set("/health", health_doc([]))
+    config = tmp_path / "config.yml"
+    config.write_text(
+        yaml.safe_dump({"nodes": [{"name": "validator-1", "url": fake_node.url}]}),
+        encoding="utf-8",
+    )
+    (endpoint,) = only(helm_template(), "ServiceMonitor")["spec"]["endpoints"]
+    with ready_exporter(config) as first, ready_exporter(config) as second:
+        targets = []
+        for number, exporter in enumerate((first, second)):
+            pod = f"{FULLNAME}-{number}"
+            labels = {"__meta_kubernetes_pod_name": pod, "pod": pod, "namespace": NAMESPACE,
+                      "service": FULLNAME, "container": "ledger-exporter",
+                      "endpoint": endpoint["port"], "job": FULLNAME}  # fmt: skip
+            targets.append({"targets": [f"127.0.0.1:{exporter.port}"], "labels": labels})
+        server = prometheus.create()
+        server.config["scrape_configs"] = [
+            {
+                "job_name": f"serviceMonitor/{NAMESPACE}/{FULLNAME}/0",
+                "static_configs": targets,
+                "relabel_configs": snake_case(endpoint["relabelings"]),
+            }
+        ]
+        server.start()
+        series = 'ledger_node_up{job="ledger-exporter", node="validator-1"}'
+        server.wait_for(series, lambda samples: len(samples) == 2, timeout=30)
+        replicas = {}
+        for sample in server.query(series):
+            labels = dict(sample["metric"])
+            replicas[labels.pop(REPLICA_LABEL)] = labels
+        assert set(replicas) == {f"{FULLNAME}-0", f"{FULLNAME}-1"}
+        first_labels, second_labels = replicas.values()
+        assert first_labels == second_labels
+        assert first_labels["instance"] == FULLNAME and "pod" not in first_labels
+        folded = server.query(f"max without({REPLICA_LABEL}) ({series})")
+        assert len(folded) == 1 and folded[0]["value"][1] == "1"
+
+
+PROBE_TARGET = ("--set", "probe.targets[0].name=n", "--set", "probe.targets[0].url=http://n/")
+
+
+@pytest.mark.parametrize(
+    ("args", "alternatives", "message"),
+    [
+        (
+            ["--set", "persistence.existingClaim=mine"],
+            ["/persistence/existingClaim", "/replicas", "/persistence/accessModes"],
+            [
+                "persistence.existingClaim mine would be one claim for all 2 replicas",
+                'persistence.existingClaim: ""',
+                "replicas: 1",
+                "persistence.accessModes: [ReadWriteMany]",
+            ],
+        ),
+        (
+            ["--set", "probe.enabled=true", *PROBE_TARGET],
+            ["/persistence/enabled", "/replicas", "/persistence/accessModes"],
+            [
+                "one claim for all 2 replicas of its Deployment",
+                "persistence.accessModes: [ReadWriteMany]",
+                "replicas: 1",
+                "persistence.enabled: false",
+            ],
+        ),
+    ],
+    ids=["existing-claim", "probe-mode-claim"],
+)
+def test_one_readwriteonce_claim_for_several_replicas_is_refused(
+    args: list[str], alternatives: list[str], message: list[str]
+) -> None:
+    """Refused by values.schema.json, which lists each way out (install, upgrade, lint,
+    template), and by the template's `fail` (what --skip-schema-validation shows), which
+    says what to set."""
+    base = ["template", RELEASE, str(CHART), "--set", "persistence.enabled=true", *args]
+    answer = run_tool("helm", *base)
+    assert answer.returncode != 0
+    assert "values don't meet the specifications of the schema" in answer.stderr
+    for where in alternatives:
+        assert f"at '{where}'" in answer.stderr, answer.stderr
+    assert "value must be 'ReadWriteMany'" in answer.stderr
+    assert run_tool("helm", "lint", "--strict", str(CHART), *base[3:]).returncode != 0
+    unchecked = run_tool("helm", *base, "--skip-schema-validation")
+    assert unchecked.returncode != 0
+    for part in message:
+        assert part in unchecked.stderr, unchecked.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--set", "persistence.existingClaim=shared"], ["--set", "probe.enabled=true", *PROBE_TARGET]],
+    ids=["existing-claim", "probe-mode-claim"],
+)
+def test_a_readwritemany_claim_is_shared_with_a_state_file_per_pod(args: list[str]) -> None:
+    """Every replica mounts the one claim and writes its own state-<pod name>.json in it."""
+    objects = helm_template(
+        "--set", "persistence.enabled=true", "--set", "persistence.accessModes={ReadWriteMany}",
+        *args,
+    )  # fmt: skip
+    for manifest in objects:
+        check_manifest(manifest)
+    assert workload(objects)["spec"]["replicas"] == 2
+    (volume,) = [v for m, v in mounts(objects) if m["name"] == "state"]
+    claims = by_kind(objects, "PersistentVolumeClaim")
+    name = claims[0]["metadata"]["name"] if claims else "shared"
+    assert volume["persistentVolumeClaim"] == {"claimName": name}
+    assert flag(objects, "--state.file") == "/var/lib/ledger-exporter/state-$(POD_NAME).json"
+    (variable,) = [e for e in container(objects)["env"] if e["name"] == "POD_NAME"]
+    assert variable["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert workload(objects)["spec"].get("strategy", {}).get("type") != "Recreate"
+
+
+def test_a_statefulset_name_too_long_for_its_pods_fails() -> None:
+    answer = run_tool(
+        "helm", "template", RELEASE, str(CHART), "--set", f"fullnameOverride={'a' * 53}"
+    )
+    assert answer.returncode != 0 and "set fullnameOverride" in answer.stderr
+    assert (
+        run_tool(
+            "helm", "template", RELEASE, str(CHART), "--set", f"fullnameOverride={'a' * 52}"
+        ).returncode
+        == 0
+    )
+
+
+def rendered_notes(tmp_path: Path, *args: str) -> str:
+    """NOTES as `helm template` renders them (``--is-upgrade`` included), through a copy of
+    the chart with a ConfigMap holding them."""
+    copy = tmp_path / "ledger-exporter"
+    if not copy.exists():
+        shutil.copytree(CHART, copy)
+        (copy / "templates" / "zz-notes.yaml").write_text(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  notes: "
+            '{{ include (print $.Template.BasePath "/NOTES.txt") . | toJson }}\n',
+            encoding="utf-8",
+        )
+    answer = run_tool("helm", "template", RELEASE, str(copy), "-n", NAMESPACE,
+                      "--show-only", "templates/zz-notes.yaml", *args)  # fmt: skip
+    assert answer.returncode == 0, answer.stderr
+    text: str = yaml.safe_load(answer.stdout)["data"]["notes"]
+    return text
+
+
+def test_notes_and_values_say_what_the_pair_changes(tmp_path: Path) -> None:
+    """The pair and its labels in NOTES; on an upgrade, what becomes of the Deployment and
+    its claim; one replica is called out; the old advice to keep one replica is gone."""
+    installed = rendered_notes(tmp_path)
+    assert f"the StatefulSet {FULLNAME} runs 2 replica(s)" in installed
+    assert f"instance {FULLNAME}" in installed and "exporter_replica=<its pod>" in installed
+    assert f"port-forward pod/{FULLNAME}-0 9877" in installed
+    assert "Deployment" not in installed
+    upgraded = rendered_notes(tmp_path, "--is-upgrade")
+    assert f"the claim {FULLNAME}-state, if any, is not reused" in upgraded
+    single = rendered_notes(tmp_path, "--set", "replicas=1")
+    assert "One replica: while its pod is rescheduled" in single
+    assert "rollout restart statefulset/" in rendered_notes(
+        tmp_path, "--set", "existingConfigMap=mine"
+    )
+    values = (CHART / "values.yaml").read_text(encoding="utf-8")
+    for text in (values, README):
+        assert "keep 1" not in text
+        assert "helm.sh/resource-policy=keep" in text, "how to keep the old claim"
+        assert "--cascade=orphan" in text, "how to change the claims of a StatefulSet"
+
+
+# --- alert changes without jsonnet ---------------------------------------------------------
+
+
+def shipped_rules() -> list[dict[str, Any]]:
+    """The mixin's rules as `make mixin` renders them into the chart."""
+    text = (CHART / "files" / "prometheus-rules.yaml").read_text(encoding="utf-8")
+    groups: list[dict[str, Any]] = yaml.safe_load(text)["groups"]
+    return groups
+
+
+def alert_rules(groups: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [rule for group in groups for rule in group["rules"] if rule.get("alert") == name]
+
+
+def changed_rules(values: dict[str, Any], tmp_path: Path) -> list[dict[str, Any]]:
+    path = tmp_path / "alerts-values.yaml"
+    path.write_text(yaml.safe_dump({"prometheusRule": values}), encoding="utf-8")
+    groups: list[dict[str, Any]] = only(helm_template("-f", str(path)), "PrometheusRule")["spec"][
+        "groups"
+    ]
+    return groups
+
+
+def test_alert_changes_apply_to_the_shipped_rules(tmp_path: Path) -> None:
+    """`enabled: false` leaves an alert out, `for` and `severity` replace the mixin's on
+    every rule of the alert (the budget burns have several), alertLabels still apply, and
+    nothing else changes."""
+    shipped = shipped_rules()
+    burns = [
+        n
+        for n in {r.get("alert") for g in shipped for r in g["rules"]}
+        if n and len(alert_rules(shipped, n)) > 1
+    ]
+    assert burns, "an alert of several rules"
+    groups = changed_rules(
+        {
+            "alertLabels": {"team": "ledger"},
+            "alerts": {
+                "LedgerNodeDown": {"enabled": False},
+                "LedgerNodeBehind": {"for": "10m", "severity": "critical"},
+                burns[0]: {"severity": "info"},
+                "LedgerWatchdog": {"enabled": True},
+            },
+        },
+        tmp_path,
+    )
+    assert alert_rules(shipped, "LedgerNodeDown") and not alert_rules(groups, "LedgerNodeDown")
+    (behind,) = alert_rules(groups, "LedgerNodeBehind")
+    assert behind["for"] == "10m"
+    assert behind["labels"] == {"severity": "critical", "team": "ledger"}
+    assert {r["labels"]["severity"] for r in alert_rules(groups, burns[0])} == {"info"}
+    assert [r["for"] for r in alert_rules(groups, burns[0])] == [
+        r["for"] for r in alert_rules(shipped, burns[0])
+    ]
+    assert alert_rules(groups, "LedgerWatchdog")
+    changed = {"LedgerNodeDown", "LedgerNodeBehind", burns[0]}
+    for group, source in zip(groups, shipped, strict=True):
+        assert group["name"] == source["name"]
+        kept = [r for r in source["rules"] if r.get("alert") not in changed]
+        assert [r for r in group["rules"] if r.get("alert") not in changed] == [
+            r | ({"labels": {"team": "ledger"} | r.get("labels", {})} if "alert" in r else {})
+            for r in kept
+        ]
+
+
+def test_a_group_whose_every_alert_is_off_is_left_out(tmp_path: Path) -> None:
+    shipped = shipped_rules()
+    group = min(
+        (g for g in shipped if all("alert" in r for r in g["rules"])),
+        key=lambda g: len(g["rules"]),
+    )
+    off = {rule["alert"]: {"enabled": False} for rule in group["rules"]}
+    names = [g["name"] for g in changed_rules({"alerts": off}, tmp_path)]
+    assert names == [g["name"] for g in shipped if g["name"] != group["name"]]
+
+
+def test_an_unknown_alert_name_fails_the_render() -> None:
+    """A typo must not silently change nothing."""
+    answer = run_tool("helm", "template", RELEASE, str(CHART),
+                      "--set", "prometheusRule.alerts.LedgerNodeDwn.enabled=false")  # fmt: skip
+    assert answer.returncode != 0
+    assert "prometheusRule.alerts: no alert LedgerNodeDwn" in answer.stderr
+    assert "LedgerNodeDown" in answer.stderr, "the message lists the alerts"
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "prometheusRule.alerts.LedgerNodeDown.severity=page",
+        "prometheusRule.alerts.LedgerNodeDown.for=soon",
+        "prometheusRule.alerts.LedgerNodeDown.sevrity=warning",
+    ],
+    ids=["severity", "for", "typo"],
+)
+def test_the_schema_holds_alert_changes_to_what_the_mixin_has(setting: str) -> None:
+    answer = run_tool("helm", "template", RELEASE, str(CHART), "--set", setting)
+    assert answer.returncode != 0
+    assert "values don't meet the specifications of the schema" in answer.stderr
+
+
+def test_the_schemas_severities_are_the_mixins() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
+    change = schema["properties"]["prometheusRule"]["properties"]["alerts"]
+    allowed = set(change["additionalProperties"]["properties"]["severity"]["enum"])
+    used = {r["labels"]["severity"] for g in shipped_rules() for r in g["rules"] if "alert" in r}
+    assert allowed == used
+
+
+def promtool_rules(groups: list[dict[str, Any]], path: Path) -> Path:
+    """A rule file of the PrometheusRule's groups, annotations left out (promtool's tests
+    compare them whole; what is tested here is each alert's `for` and labels)."""
+    bare = [
+        group
+        | {"rules": [{k: v for k, v in r.items() if k != "annotations"} for r in group["rules"]]}
+        for group in groups
+    ]
+    path.write_text(yaml.safe_dump({"groups": bare}), encoding="utf-8")
+    return path
+
+
+def test_promtool_sees_the_changed_for_severity_and_the_disabled_alert(
+    tmp_path: Path, promtool: Promtool
+) -> None:
+    """A node down long enough for the mixin's LedgerNodeDown: with its `for` 10m longer and
+    its severity changed it fires only then, with that severity; a down exporter fires no
+    LedgerExporterDown once it is off. The same cases on the shipped rules fail (the alerts
+    fire as shipped), so the test can fail."""
+    (down,) = alert_rules(shipped_rules(), "LedgerNodeDown")
+    shipped_for = int(seconds(down["for"]) // 60)
+    longer = shipped_for + 10
+    severity = "warning" if down["labels"]["severity"] != "warning" else "critical"
+    changed = changed_rules(
+        {
+            "alerts": {
+                "LedgerNodeDown": {"for": f"{longer}m", "severity": severity},
+                "LedgerExporterDown": {"enabled": False},
+            }
+        },
+        tmp_path,
+    )
+    promtool.check("check", "rules", str(promtool_rules(changed, tmp_path / "full.yml")))
+    promtool_rules(changed, tmp_path / "changed.yml")
+    defaults = only(helm_template(), "PrometheusRule")["spec"]["groups"]
+    promtool_rules(defaults, tmp_path / "shipped.yml")
+    node = {"job": "ledger-exporter", "instance": FULLNAME, "node": "validator-1"}
+    series = "{" + ", ".join(f'{k}="{v}"' for k, v in node.items()) + "}"
+    node_down = {
+        "interval": "1m",
+        "input_series": [
+            {"series": f"ledger_node_up{series}", "values": f"0x{longer + 10}"},
+            # the exporter itself is up: only the node is down
+            {
+                "series": f'up{{job="ledger-exporter", instance="{FULLNAME}"}}',
+                "values": f"1x{longer + 10}",
+            },
+        ],
+    }
+    exporter_down = {
+        "interval": "1m",
+        "input_series": [
+            {"series": f'up{{job="ledger-exporter", instance="{FULLNAME}"}}', "values": "0x30"}
+        ],
+        "alert_rule_test": [
+            {"eval_time": "20m", "alertname": "LedgerExporterDown", "exp_alerts": []}
+        ],
+    }
+
+    def tests_file(name: str, rules: str, firing: list[tuple[int, str | None]]) -> Path:
+        cases = [
+            {
+                "eval_time": f"{minute}m",
+                "alertname": "LedgerNodeDown",
+                "exp_alerts": [] if label is None else [{"exp_labels": node | {"severity": label}}],
+            }
+            for minute, label in firing
+        ]
+        path = tmp_path / name
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "rule_files": [rules],
+                    "evaluation_interval": "1m",
+                    "tests": [node_down | {"alert_rule_test": cases}, exporter_down],
+                }
+            ),
+            encoding="utf-8",
+        )
+        return path
+
+    expected = [(shipped_for + 1, None), (longer + 1, severity)]
+    promtool.check(
+        "test", "rules", str(tests_file("changed.test.yml", "changed.yml", expected)), cwd=tmp_path
+    )
+    failed = promtool.run(
+        "test", "rules", str(tests_file("shipped.test.yml", "shipped.yml", expected)), cwd=tmp_path
+    )
+    assert failed.returncode != 0
+    assert "LedgerNodeDown" in failed.stdout + failed.stderr
+    assert "LedgerExporterDown" in failed.stdout + failed.stderr
+    # and as shipped the node's alert fires after the mixin's own `for`, at its severity
+    shipped_case = tests_file(
+        "control.test.yml", "shipped.yml", [(shipped_for + 1, down["labels"]["severity"])]
+    )
+    control = yaml.safe_load(shipped_case.read_text(encoding="utf-8"))
+    control["tests"] = control["tests"][:1]
+    shipped_case.write_text(yaml.safe_dump(control), encoding="utf-8")
+    promtool.check("test", "rules", str(shipped_case), cwd=tmp_path)
 
 
 def notes(*args: str) -> str:
@@ -1448,9 +2058,14 @@ EVERYTHING: dict[str, Any] = {
         "additionalLabels": {"release": "kube-prometheus-stack"},
         "alertLabels": {"team": "ledger"},
         "disabledGroups": ["ledger-watch"],
+        "alerts": {"LedgerNodeDown": {"for": "10m", "severity": "warning"}},
     },
     "alertmanagerConfig": {"enabled": True},
-    "persistence": {"enabled": True, "annotations": {"example.com/backup": "no"}},
+    "persistence": {
+        "enabled": True,
+        "annotations": {"example.com/backup": "no"},
+        "accessModes": ["ReadWriteMany"],  # one claim the probe-mode replicas share
+    },
     "networkPolicy": {"enabled": True},
     "podDisruptionBudget": {"enabled": True, "maxUnavailable": "25%"},
 }
@@ -1468,6 +2083,11 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
         },
         ("existingConfigMap", "persistence.existingClaim", "podDisruptionBudget.minAvailable"),
     ),
+    # daemon mode: the StatefulSet's claim template, the headless Service
+    "daemon-claims": (
+        {"probe": {"enabled": False}, "persistence": {"accessModes": ["ReadWriteOnce"]}},
+        ("persistence.size", "persistence.storageClassName", "persistence.annotations", "service."),
+    ),
 }
 #: Left at their value (the schema allows only these, or the chart looks them up), not
 #: given a marker: enums, bcrypt hashes, a module and a rule group that must exist.
@@ -1475,6 +2095,7 @@ KEPT = re.compile(
     r"image\.pullPolicy|service\.type|probe\.kind|persistence\.accessModes\[\d+\]"
     r"|webConfig\.config\.basic_auth_users\..*|probe\.targets\[\d+\]\.module"
     r"|prometheusRule\.disabledGroups\[\d+\]|(pod)?[sS]ecurityContext\..*"
+    r"|replicaSpread|prometheusRule\.alerts\..*\.severity"
 )
 
 
@@ -1521,7 +2142,7 @@ def marker(path: tuple[Any, ...], value: str, number: int) -> str:
         return value
     token = f"zqm{number}x"
     last = str(path[-1])
-    if last in ("interval", "scrapeTimeout", "scrape_interval", "scrape_timeout"):
+    if last in ("interval", "scrapeTimeout", "scrape_interval", "scrape_timeout", "for"):
         return f"{1000 + number}s"
     if last == "digest":
         return f"sha256:{number:064x}"
@@ -1736,8 +2357,14 @@ def test_the_injections_try_every_string_of_values_and_schema() -> None:
         return "".join("[]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
 
     covered = {general(path) for _, path in INJECTIONS}
-    # a map's key stands for any: commonLabels.team is commonLabels.*
-    generic = {general(path[:-1]) + ".*" for _, path in INJECTIONS if isinstance(path[-1], str)}
+    # a map's key stands for any: commonLabels.team is commonLabels.*, and
+    # prometheusRule.alerts.LedgerNodeDown.for is prometheusRule.alerts.*.for
+    generic = {
+        general((*path[:at], "*", *path[at + 1 :]))
+        for _, path in INJECTIONS
+        for at in range(len(path))
+        if isinstance(path[at], str)
+    }
     schema = json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
     missing = [p for p in schema_strings(schema) if p not in covered and p not in generic]
     assert not missing, f"schema strings no injection tries: {missing}"

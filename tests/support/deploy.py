@@ -88,7 +88,8 @@ def only(objects: Iterable[Manifest], kind: str) -> Manifest:
     return found
 
 
-#: The kinds that run the exporter's pods (the daemon pair is a StatefulSet).
+#: The kinds that run the exporter's pods: a Deployment, or a StatefulSet (daemon mode's HA
+#: pair, each replica with its own state).
 WORKLOAD_KINDS = ("Deployment", "StatefulSet")
 
 

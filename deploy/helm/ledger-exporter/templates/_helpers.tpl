@@ -375,3 +375,96 @@ the node's own files, and is tied to what that node holds. Use a Secret, a Confi
 PersistentVolumeClaim instead.
 {{- end }}
 {{- end }}
+
+{{/* --- replicas: daemon mode's StatefulSet, each pod its own state ----------------------- */}}
+
+{{/* "true" in daemon mode: a StatefulSet, every replica polling every node with a state of
+its own. Probe mode's replicas are interchangeable: a Deployment. */}}
+{{- define "ledger-exporter.statefulSet" -}}
+{{- if not .Values.probe.enabled }}true{{ end }}
+{{- end }}
+
+{{/* "true" when each pod gets its own claim from the StatefulSet's volumeClaimTemplates. */}}
+{{- define "ledger-exporter.claimPerPod" -}}
+{{- if and (include "ledger-exporter.statefulSet" .) .Values.persistence.enabled (not .Values.persistence.existingClaim) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when one claim is mounted by every pod: persistence.existingClaim, or probe mode's
+claim (a Deployment's pods share their volumes). */}}
+{{- define "ledger-exporter.sharedClaim" -}}
+{{- if and .Values.persistence.enabled (not (include "ledger-exporter.claimPerPod" .)) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when several pods share one claim, which must then be ReadWriteMany: each keeps
+its state in a file named after the pod ($(POD_NAME)). Fails, saying what to set, when the
+claim is not ReadWriteMany (values.schema.json refuses the same first; this message is what
+--skip-schema-validation shows). */}}
+{{- define "ledger-exporter.statePerPod" -}}
+{{- if and (include "ledger-exporter.sharedClaim" .) (gt (int .Values.replicas) 1) }}
+{{- if not (has "ReadWriteMany" .Values.persistence.accessModes) }}
+{{- if .Values.persistence.existingClaim }}
+{{- fail (printf "persistence.existingClaim %s would be one claim for all %d replicas, and a ReadWriteOnce claim is mounted by one node's pods only: each replica keeps a state of its own. Set persistence.existingClaim: \"\" (each pod gets its own claim from the StatefulSet's volumeClaimTemplates), or replicas: 1 to keep that claim, or, when the claim is ReadWriteMany, persistence.accessModes: [ReadWriteMany] (each replica then writes state-<pod name>.json in it)" .Values.persistence.existingClaim (int .Values.replicas)) }}
+{{- else }}
+{{- fail (printf "probe mode's persistence makes one claim for all %d replicas of its Deployment, and a ReadWriteOnce claim is mounted by one node's pods only. Set persistence.accessModes: [ReadWriteMany] (a storage class that offers it; each replica then writes state-<pod name>.json in it), or replicas: 1, or persistence.enabled: false (probe mode keeps no state)" (int .Values.replicas)) }}
+{{- end }}
+{{- end -}}
+true
+{{- end }}
+{{- end }}
+
+{{/* The --state.file: state.json, or state-$(POD_NAME).json in a claim every pod shares. */}}
+{{- define "ledger-exporter.stateFile" -}}
+{{- if include "ledger-exporter.statePerPod" . -}}
+/var/lib/ledger-exporter/state-$(POD_NAME).json
+{{- else -}}
+/var/lib/ledger-exporter/state.json
+{{- end }}
+{{- end }}
+
+{{/* The pods' topologySpreadConstraints: the values', else, with several replicas, one on
+kubernetes.io/hostname as replicaSpread asks (soft: ScheduleAnyway; hard: DoNotSchedule). */}}
+{{- define "ledger-exporter.topologySpread" -}}
+{{- if .Values.topologySpreadConstraints }}
+{{- toYaml .Values.topologySpreadConstraints }}
+{{- else if and (gt (int .Values.replicas) 1) (ne .Values.replicaSpread "none") }}
+- maxSkew: 1
+  topologyKey: kubernetes.io/hostname
+  whenUnsatisfiable: {{ ternary "DoNotSchedule" "ScheduleAnyway" (eq .Values.replicaSpread "hard") }}
+  labelSelector:
+    matchLabels:
+      {{- include "ledger-exporter.selectorLabels" . | nindent 6 }}
+{{- end }}
+{{- end }}
+
+{{/* The Services a ServiceMonitor scrapes: the chart's Service, never the StatefulSet's
+headless one (its pods would be scraped twice). */}}
+{{- define "ledger-exporter.serviceSelector" -}}
+matchLabels:
+  {{- include "ledger-exporter.selectorLabels" . | nindent 2 }}
+matchExpressions:
+  - key: ledger-exporter/headless
+    operator: DoesNotExist
+{{- end }}
+
+{{/* The relabelings that make the replicas of this release one logical exporter, as the
+mixin's rules expect: the pod's name in `exporter_replica` (the mixin's replicaLabels, which
+every rule folds), and no `pod` label (the Operator sets it per pod, which would keep the
+replicas' series apart after the fold). Called with (dict "root" $ "instance" "<value>"):
+`instance`, when given, is set to it (the release's full name: the same on every replica). */}}
+{{- define "ledger-exporter.replicaRelabelings" -}}
+{{- with .instance }}
+- targetLabel: instance
+  replacement: {{ . | quote }}
+  action: replace
+{{- end }}
+- sourceLabels: [__meta_kubernetes_pod_name]
+  targetLabel: exporter_replica
+  action: replace
+- regex: pod
+  action: labeldrop
+{{- end }}
+
+{{/* The headless Service's name: the full name, cut to leave room for "-headless". */}}
+{{- define "ledger-exporter.headlessName" -}}
+{{- printf "%s-headless" (include "ledger-exporter.fullname" . | trunc 54 | trimSuffix "-") }}
+{{- end }}
