@@ -1117,6 +1117,8 @@ def test_network_policy_and_disruption_budget(rendered: dict[str, list[Manifest]
 #: (mixin/config.libsonnet), which every rule folds.
 REPLICA_LABEL = "exporter_replica"
 FULLNAME = f"{RELEASE}-ledger-exporter"
+#: The `instance` the ServiceMonitor gives every replica: namespace/full name.
+PAIR_INSTANCE = f"{NAMESPACE}/{FULLNAME}"
 
 
 def relabel(labels: dict[str, str], rules: list[dict[str, Any]]) -> dict[str, str]:
@@ -1272,8 +1274,8 @@ def test_the_replicas_spread_over_nodes_as_asked(args: list[str], expected: str 
 
 
 def test_both_replicas_scrape_as_one_exporter(rendered: dict[str, list[Manifest]]) -> None:
-    """The ServiceMonitor gives both pods' targets the same `instance` (the release's full
-    name) and the pod's name in exporter_replica, and drops the Operator's `pod`: the two
+    """The ServiceMonitor gives both pods' targets the same `instance` (namespace/the
+    release's full name) and the pod's name in exporter_replica, and drops the Operator's `pod`: the two
     label sets differ in exporter_replica alone, the label the mixin's rules fold. Probe
     mode's ServiceMonitor per target does the same for each target's replicas."""
     for case in ("defaults", "probe-servicemonitor-values.yaml"):
@@ -1288,7 +1290,7 @@ def test_both_replicas_scrape_as_one_exporter(rendered: dict[str, list[Manifest]
             del first[REPLICA_LABEL], second[REPLICA_LABEL]
             assert first == second
             if endpoint["path"] == "/metrics":
-                assert first["instance"] == FULLNAME
+                assert first["instance"] == PAIR_INSTANCE
                 assert first["job"] == "ledger-exporter"
     # the user's relabelings come after the chart's, so they can change these too
     mine = helm_template("--set", "serviceMonitor.relabelings[0].targetLabel=instance",
@@ -1345,7 +1347,7 @@ def test_a_real_prometheus_scrapes_the_pair_as_one_exporter(
         assert set(replicas) == {f"{FULLNAME}-0", f"{FULLNAME}-1"}
         first_labels, second_labels = replicas.values()
         assert first_labels == second_labels
-        assert first_labels["instance"] == FULLNAME and "pod" not in first_labels
+        assert first_labels["instance"] == PAIR_INSTANCE and "pod" not in first_labels
         folded = server.query(f"max without({REPLICA_LABEL}) ({series})")
         assert len(folded) == 1 and folded[0]["value"][1] == "1"
 
@@ -1459,7 +1461,7 @@ def test_notes_and_values_say_what_the_pair_changes(tmp_path: Path) -> None:
     its claim; one replica is called out; the old advice to keep one replica is gone."""
     installed = rendered_notes(tmp_path)
     assert f"the StatefulSet {FULLNAME} runs 2 replica(s)" in installed
-    assert f"instance {FULLNAME}" in installed and "exporter_replica=<its pod>" in installed
+    assert f"instance {PAIR_INSTANCE}" in installed and "exporter_replica=<its pod>" in installed
     assert f"port-forward pod/{FULLNAME}-0 9877" in installed
     assert "Deployment" not in installed
     upgraded = rendered_notes(tmp_path, "--is-upgrade")
@@ -1620,7 +1622,7 @@ def test_promtool_sees_the_changed_for_severity_and_the_disabled_alert(
     promtool_rules(changed, tmp_path / "changed.yml")
     defaults = only(helm_template(), "PrometheusRule")["spec"]["groups"]
     promtool_rules(defaults, tmp_path / "shipped.yml")
-    node = {"job": "ledger-exporter", "instance": FULLNAME, "node": "validator-1"}
+    node = {"job": "ledger-exporter", "instance": PAIR_INSTANCE, "node": "validator-1"}
     series = "{" + ", ".join(f'{k}="{v}"' for k, v in node.items()) + "}"
     node_down = {
         "interval": "1m",
@@ -1628,7 +1630,7 @@ def test_promtool_sees_the_changed_for_severity_and_the_disabled_alert(
             {"series": f"ledger_node_up{series}", "values": f"0x{longer + 10}"},
             # the exporter itself is up: only the node is down
             {
-                "series": f'up{{job="ledger-exporter", instance="{FULLNAME}"}}',
+                "series": f'up{{job="ledger-exporter", instance="{PAIR_INSTANCE}"}}',
                 "values": f"1x{longer + 10}",
             },
         ],
@@ -1636,7 +1638,7 @@ def test_promtool_sees_the_changed_for_severity_and_the_disabled_alert(
     exporter_down = {
         "interval": "1m",
         "input_series": [
-            {"series": f'up{{job="ledger-exporter", instance="{FULLNAME}"}}', "values": "0x30"}
+            {"series": f'up{{job="ledger-exporter", instance="{PAIR_INSTANCE}"}}', "values": "0x30"}
         ],
         "alert_rule_test": [
             {"eval_time": "20m", "alertname": "LedgerExporterDown", "exp_alerts": []}
