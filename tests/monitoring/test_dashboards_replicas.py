@@ -1,21 +1,21 @@
-"""Every dashboard query over one exporter and over an HA pair of two (issue: a pair's two
-replicas must draw one line per node and count each node once, and keep working when one
-replica is down).
+"""Every dashboard query over one exporter and over an HA pair of two: a pair's replicas
+must draw one line per node, count each node once, and keep working when one replica is down
+or cannot reach a node.
 
 One synthetic history of every series the dashboards read (the documented labels of each
 family, nodes, chains and the other label values the queries match on; counters, timestamps,
-heights, flags and gauges that change over time), written three times into three real
-Prometheus servers with promtool's backfill: as one exporter scrapes it (no replica label),
-as a pair scrapes it (every series twice, ``exporter_replica="a"`` and ``"b"``), and as a
-pair whose replica ``a`` died ten minutes ago (the series its scrapes brought end then;
-Prometheus' own ``up``, 0 since, ``scrape_duration_seconds``, the alerts and the records go
-on). Every panel target and every template
-variable of every shipped dashboard runs against the three, with Grafana's variables set to
-*All*, as a range query over the last 30 minutes and an instant query at the end: the pair
-and the pair with one replica down must give the same series (labels) with the same values
-as the one exporter. The exporter's own panels (targets, cycle, config, build, process) stay
-per replica and name the replica in their legend: there, each series of the one exporter
-comes once per replica.
+heights, flags and gauges that change over time) is written into real Prometheus servers with
+promtool's backfill, four ways: as one exporter scrapes it (no replica label); as a pair
+scrapes it (every series twice, ``exporter_replica="a"`` and ``"b"``); as a pair whose
+replica ``a`` died ten minutes ago (the series its scrapes brought end then; Prometheus' own
+``up``, 0 since, ``scrape_duration_seconds``, the alerts and the records go on); and as a pair
+whose replica ``a`` lost one node ten minutes ago while its twin still reaches it (``a`` reads
+it down). Every panel target and every template variable of every shipped dashboard runs
+against them with Grafana's variables set to *All*: the pair, as a range query over the last
+30 minutes and an instant query at the end, and the pair with a replica down or cut off, at
+the end, must give the same series (labels) with the same values as the one exporter. The
+exporter's own panels (targets, cycle, config, build, process) stay per replica and name the
+replica in their legend: there, each series of the one exporter comes once per replica.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ CHAINS = ("chain-a", "chain-b")
 STEP = 60  # seconds between two samples of the history (the scrape interval)
 HISTORY = 100 * 60  # seconds of history before the evaluation time
 RANGE = 30 * 60  # the range queries' span, ending at the evaluation time
-DOWN_FOR = 10 * 60  # replica a died this long before the evaluation time
+DOWN_FOR = 10 * 60  # replica a died (or lost CUT_NODE) this long before the evaluation time
+CUT_NODE = "node-2"  # the node replica a cannot reach while its twin does
 #: Grafana's variables as *All* selects them, and its macros for a STEP scrape interval.
 VARIABLES = {
     "__rate_interval": f"{4 * STEP}s",
@@ -256,9 +257,13 @@ def history(end: int) -> list[Series]:
     return found
 
 
-def as_pair(series: list[Series], down_since: int | None = None) -> list[Series]:
-    """The same series as a pair's two replicas scrape them; replica ``a`` down from
-    ``down_since`` on: its series end, Prometheus' own go on (``up`` 0)."""
+def as_pair(
+    series: list[Series], down_since: int | None = None, cut_off: int | None = None
+) -> list[Series]:
+    """The same series as a pair's two replicas scrape them. Replica ``a`` down from
+    ``down_since`` on: the series its scrapes bring end, Prometheus' own go on (``up`` 0).
+    Replica ``a`` cut off from CUT_NODE from ``cut_off`` on (its twin still reaches it): a
+    reads it down, its last success stays where it was, its other series of it end."""
     paired: list[Series] = []
     for one in series:
         for replica in REPLICAS:
@@ -268,6 +273,14 @@ def as_pair(series: list[Series], down_since: int | None = None) -> list[Series]
                     values = [(t, v) for t, v in values if t < down_since]
                 elif one.name == "up":
                     values = [(t, 0.0 if t >= down_since else v) for t, v in values]
+            if replica == "a" and cut_off is not None and one.labels.get("node") == CUT_NODE:
+                last = next(v for t, v in reversed(values) if t < cut_off)
+                if one.name == "ledger_node_up":
+                    values = [(t, 0.0 if t >= cut_off else v) for t, v in values]
+                elif one.name == "ledger_node_last_success_timestamp_seconds":
+                    values = [(t, last if t >= cut_off else v) for t, v in values]
+                elif scraped(one.name):
+                    values = [(t, v) for t, v in values if t < cut_off]
             paired.append(Series(one.name, {**one.labels, REPLICA: replica}, values))
     return paired
 
@@ -328,7 +341,12 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Evaluated]:
     promtool = require_program("promtool")
     end = int(time.time()) // STEP * STEP - 2 * STEP
     one = history(end)
-    datasets = {"one": one, "pair": as_pair(one), "pair, a down": as_pair(one, end - DOWN_FOR)}
+    datasets = {
+        "one": one,
+        "pair": as_pair(one),
+        "pair, a down": as_pair(one, down_since=end - DOWN_FOR),
+        "pair, a cut off": as_pair(one, cut_off=end - DOWN_FOR),
+    }
     servers: dict[str, PrometheusServer] = {}
     try:
         for index, (name, series) in enumerate(datasets.items()):
@@ -420,14 +438,16 @@ def test_a_pair_shows_what_one_exporter_shows(where: str, evaluated: Evaluated) 
 
 
 @pytest.mark.parametrize("where", sorted(QUERIES))
-def test_a_pair_with_one_replica_down_shows_what_one_exporter_shows(
-    where: str, evaluated: Evaluated
+@pytest.mark.parametrize("dataset", ["pair, a down", "pair, a cut off"])
+def test_a_pair_with_one_replica_down_or_cut_off_shows_what_one_exporter_shows(
+    where: str, dataset: str, evaluated: Evaluated
 ) -> None:
-    """Replica a down for ten minutes: every node panel as before, from replica b alone;
-    the exporter's own panels show replica b's series as before (and a's ``up`` 0)."""
+    """Replica a down for ten minutes, or cut off from one node its twin reaches: every node
+    panel as before, from replica b (a node is up when either replica reaches it); the
+    exporter's own panels show replica b's series as before (and a's own as it is)."""
     query = QUERIES[where]
     expected = evaluated.instant["one"][where]
-    found = evaluated.instant["pair, a down"][where]
+    found = evaluated.instant[dataset][where]
     assert isinstance(expected, dict) and isinstance(found, dict), f"{where}: {found}"
     if query.per_replica:
         found = {labels: values for labels, values in found.items() if replica_of(labels) != "a"}
