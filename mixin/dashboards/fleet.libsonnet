@@ -229,7 +229,7 @@ local utils = import '../lib/utils.libsonnet';
             35,
             'Chains with a thin quorum',
             'Chains whose council members up among the polled nodes are down to the votes a session requires (LedgerCouncilQuorumThin), counted only where every member of the council is polled.',
-            [g.target('count((%s <= on(job, instance, blockchain) %s) and on(job, instance, blockchain) (%s)) or vector(0)' % [f('ledger_network_blockchain_council_members_up', C), std.rstripChars(q.requiredVotes(C, 'job, instance'), '\n'), std.rstripChars(q.everyMemberPolled(C, 'job, instance'), '\n')], 'chains')],
+            [g.target('count((%s <= on(job, instance, blockchain) %s) and on(job, instance, blockchain) (%s)) or vector(0)' % [f('ledger_network_blockchain_council_members_up', C), std.rstripChars(q.requiredVotes(C, 'job, instance'), '\n'), std.rstripChars(q.everyMemberPolled(C, 'job, instance', c.replicaLabels), '\n')], 'chains')],
             steps=g.thresholds('green', [[1, 'red']]),
           ),
           g.stat(
