@@ -36,6 +36,7 @@ from tests.support import metrics_reference, promql
 from tests.support.monitoring import DASHBOARDS, variable_query, walk_panels
 from tests.support.programs import require_program
 from tests.support.prometheus import PrometheusError, PrometheusServer
+from tools import render_mixin
 
 pytestmark = pytest.mark.integration
 
@@ -453,3 +454,19 @@ def test_a_pair_with_one_replica_down_or_cut_off_shows_what_one_exporter_shows(
         found = {labels: values for labels, values in found.items() if replica_of(labels) != "a"}
         expected = per_replica(expected, ("b",))
     assert found == expected, f"{where}\n{query.expr}"
+
+
+def test_replica_labels_of_the_config_reach_every_fold_and_legend() -> None:
+    """A user's replicaLabels (here two labels) replace the default in every fold and every
+    per-replica legend and column: none is left with ``exporter_replica``."""
+    shipped = json.dumps(render_mixin.evaluate()["dashboards"])
+    overridden = json.dumps(
+        render_mixin.evaluate(json.dumps({"replicaLabels": "replica, shard"}))["dashboards"]
+    )
+    folds = shipped.count(f"without({REPLICA})")
+    assert folds >= 100
+    assert overridden.count("without(replica, shard)") == folds
+    assert REPLICA not in overridden
+    legends = shipped.count(f"{{{{{REPLICA}}}}}")
+    assert legends >= 10
+    assert overridden.count("{{replica}} {{shard}}") == legends
