@@ -2,12 +2,16 @@
 // (load rules.yml): each node's and chain's error budget left over the period, how fast it
 // burns, and the objectives.
 local g = import '../lib/grafana.libsonnet';
+local r = import '../lib/replicas.libsonnet';
 local slo = import '../lib/slo.libsonnet';
 
 {
   grafanaDashboards+:: {
     'ledger-slo.json':
       local c = $._config;
+      // A record folded over an HA pair's replicas (lib/replicas.libsonnet), should it carry
+      // them: one per node or chain.
+      local f(metric, s) = r.read(c, metric, s);
       local pick = 'job=~"$job", instance=~"$instance"';
       local L = '%s, %s' % [c.ledgerSelector, pick];
       local N = L + ', node=~"$node"';
@@ -16,8 +20,8 @@ local slo = import '../lib/slo.libsonnet';
       local chains = slo.blockchainLiveness(c);
       local budget(s) = '(1 - %s)' % std.toString(s.objective);
       // The share of the period's budget not yet spent: 1 at the period's start, 0 spent.
-      local left(s, sel) = '1 - %s{%s} / %s' % [slo.record(s, c.sloPeriod), sel, budget(s)];
-      local burn(s, sel, window) = '%s{%s} / %s' % [slo.record(s, window), sel, budget(s)];
+      local left(s, sel) = '1 - %s / %s' % [f(slo.record(s, c.sloPeriod), sel), budget(s)];
+      local burn(s, sel, window) = '%s / %s' % [f(slo.record(s, window), sel), budget(s)];
       local pages = slo.factor(slo.pairs[0], c.sloPeriod);
       local budgetSteps = g.thresholds('red', [[0, 'orange'], [0.25, 'green']]);
       local burnSteps = g.thresholds('green', [[1, 'orange'], [pages, 'red']]);
@@ -39,7 +43,7 @@ local slo = import '../lib/slo.libsonnet';
             2,
             'Least node availability (objective %s)' % slo.percentText(nodes.objective),
             'The lowest share of the last %s any selected node answered /health (ledger_node_up); green at or above nodeAvailabilityObjective, %s. The budget is the rest: %s of the period.' % [period, slo.percentText(nodes.objective), slo.percentText(1 - nodes.objective)],
-            [g.target('min(1 - %s{%s})' % [slo.record(nodes, c.sloPeriod), N], 'availability')],
+            [g.target('min(1 - %s)' % f(slo.record(nodes, c.sloPeriod), N), 'availability')],
             unit='percentunit',
             steps=g.thresholds('red', [[nodes.objective, 'green']]),
             size=[6, 4],
@@ -48,7 +52,7 @@ local slo = import '../lib/slo.libsonnet';
             3,
             'Least chain liveness (objective %s)' % slo.percentText(chains.objective),
             "The lowest share of the last %s any selected chain advanced on a majority of its nodes or had nothing to do (LedgerBlockHeightStalled's condition on fewer than half of them); green at or above blockchainLivenessObjective, %s." % [period, slo.percentText(chains.objective)],
-            [g.target('min(1 - %s{%s})' % [slo.record(chains, c.sloPeriod), C], 'liveness')],
+            [g.target('min(1 - %s)' % f(slo.record(chains, c.sloPeriod), C), 'liveness')],
             unit='percentunit',
             steps=g.thresholds('red', [[chains.objective, 'green']]),
             size=[6, 4],
@@ -77,7 +81,7 @@ local slo = import '../lib/slo.libsonnet';
             'Node budget left',
             'Per node: availability over the last %s (1 - the error ratio) and the share of the error budget left.' % period,
             [
-              g.tableTarget('1 - %s{%s}' % [slo.record(nodes, c.sloPeriod), N]),
+              g.tableTarget('1 - %s' % f(slo.record(nodes, c.sloPeriod), N)),
               g.tableTarget(left(nodes, N)),
             ],
             ['node', 'instance', 'Value #A', 'Value #B'],
@@ -106,7 +110,7 @@ local slo = import '../lib/slo.libsonnet';
             'Chain budget left',
             'Per chain (and exporter): the share of the last %s it advanced on a majority of its nodes or had nothing to do, and the share of the error budget left.' % period,
             [
-              g.tableTarget('1 - %s{%s}' % [slo.record(chains, c.sloPeriod), C]),
+              g.tableTarget('1 - %s' % f(slo.record(chains, c.sloPeriod), C)),
               g.tableTarget(left(chains, C)),
             ],
             ['blockchain', 'instance', 'Value #A', 'Value #B'],
@@ -126,7 +130,7 @@ local slo = import '../lib/slo.libsonnet';
             13,
             'Chain not advancing',
             'Per chain: 1 while it does not advance on a majority of its nodes with work waiting (the bad time the budget counts), 0 otherwise.',
-            [g.target('%s{%s}' % [slo.notAdvancingRecord, C], '{{blockchain}}')],
+            [g.target(f(slo.notAdvancingRecord, C), '{{blockchain}}')],
             size=[8, 8],
           ),
         ],

@@ -1,10 +1,13 @@
 // Ledger / Watched contracts and wallets: the objects of the exporter's watch list.
 local g = import '../lib/grafana.libsonnet';
+local r = import '../lib/replicas.libsonnet';
 
 {
   grafanaDashboards+:: {
     'ledger-watch.json':
       local c = $._config;
+      // A node series as an HA pair's replicas agree (lib/replicas.libsonnet): one per node.
+      local f(metric, s) = r.read(c, metric, s);
       local pick = 'job=~"$job", instance=~"$instance"';
       local L = '%s, %s' % [c.ledgerSelector, pick];
       local N = L + ', node=~"$node"';
@@ -32,7 +35,7 @@ local g = import '../lib/grafana.libsonnet';
             2,
             'Contracts not ACTIVE',
             'Watched contracts (per node) whose status is anything but ACTIVE.',
-            [g.target('count(ledger_contract_status{%s, status!="ACTIVE"} == 1) or vector(0)' % K, 'not active')],
+            [g.target('count(%s == 1) or vector(0)' % f('ledger_contract_status', K + ', status!="ACTIVE"'), 'not active')],
             steps=g.thresholds('green', [[1, 'orange']]),
           ),
           g.stat(
@@ -46,7 +49,7 @@ local g = import '../lib/grafana.libsonnet';
             4,
             'Wallets disabled',
             'Watched wallets (per node) that report enabled: false.',
-            [g.target('count(ledger_wallet_enabled{%s} == 0) or vector(0)' % W, 'disabled')],
+            [g.target('count(%s == 0) or vector(0)' % f('ledger_wallet_enabled', W), 'disabled')],
             steps=g.thresholds('green', [[1, 'orange']]),
           ),
           g.stat(
@@ -60,7 +63,7 @@ local g = import '../lib/grafana.libsonnet';
             6,
             'Contract read',
             "1 when the exporter read the contract's metadata from the node in that cycle (ledger_contract_up).",
-            [g.target('ledger_contract_up{%s}' % K, perContract)],
+            [g.target(f('ledger_contract_up', K), perContract)],
             g.boolMapping(['not read', 'red'], ['read', 'green']),
             size=[12, 6],
           ),
@@ -68,7 +71,7 @@ local g = import '../lib/grafana.libsonnet';
             7,
             'Contract ACTIVE',
             '1 while the node reports the contract ACTIVE; the status table says what else it reports.',
-            [g.target('ledger_contract_status{%s, status="ACTIVE"}' % K, perContract)],
+            [g.target(f('ledger_contract_status', K + ', status="ACTIVE"'), perContract)],
             g.boolMapping(['not ACTIVE', 'orange'], ['ACTIVE', 'green']),
             size=[12, 6],
           ),
@@ -76,7 +79,7 @@ local g = import '../lib/grafana.libsonnet';
             8,
             'Contract status now',
             'The status each node reports for each watched contract (ledger_contract_status == 1).',
-            [g.tableTarget('ledger_contract_status{%s} == 1' % K)],
+            [g.tableTarget('%s == 1' % f('ledger_contract_status', K))],
             ['node', 'blockchain', 'contract', 'status'],
             hide=['Value', 'instance', 'job'],
             size=[12, 7],
@@ -85,7 +88,7 @@ local g = import '../lib/grafana.libsonnet';
             9,
             'Contract identity',
             'Address, VM type and code hash each node reports (ledger_contract_info); a node with another code hash is out of step.',
-            [g.tableTarget('ledger_contract_info{%s}' % K)],
+            [g.tableTarget(f('ledger_contract_info', K))],
             ['node', 'blockchain', 'contract', 'address', 'vm_type', 'code_hash'],
             hide=['Value', 'instance', 'job'],
             renames={ code_hash: 'code hash', vm_type: 'VM' },
@@ -95,7 +98,7 @@ local g = import '../lib/grafana.libsonnet';
             10,
             'Contract version',
             "The contract's version per node (ledger_contract_version); a step is an upgrade.",
-            [g.target('ledger_contract_version{%s}' % K, perContract)],
+            [g.target(f('ledger_contract_version', K), perContract)],
             softMin=false,
             size=[24, 7],
           ),
@@ -104,7 +107,7 @@ local g = import '../lib/grafana.libsonnet';
             12,
             'State read',
             "1 when the exporter read the contract's state from the node in that cycle (ledger_contract_state_up).",
-            [g.target('ledger_contract_state_up{%s}' % K, perContract)],
+            [g.target(f('ledger_contract_state_up', K), perContract)],
             g.boolMapping(['not read', 'red'], ['read', 'green']),
             size=[12, 6],
           ),
@@ -112,7 +115,7 @@ local g = import '../lib/grafana.libsonnet';
             13,
             'State version',
             "Version of the contract's state per node (ledger_contract_state_version); it climbs as the contract is used.",
-            [g.target('ledger_contract_state_version{%s}' % K, perContract)],
+            [g.target(f('ledger_contract_state_version', K), perContract)],
             softMin=false,
             size=[12, 6],
           ),
@@ -120,7 +123,7 @@ local g = import '../lib/grafana.libsonnet';
             14,
             'State values',
             'The configured state_keys per node (ledger_contract_state_value; booleans as 0/1).',
-            [g.target('ledger_contract_state_value{%s}' % K, perContract + ' {{key}}')],
+            [g.target(f('ledger_contract_state_value', K), perContract + ' {{key}}')],
             softMin=false,
             size=[24, 8],
           ),
@@ -129,7 +132,7 @@ local g = import '../lib/grafana.libsonnet';
             16,
             'Wallet read',
             '1 when the exporter read the wallet from the node in that cycle (ledger_wallet_up).',
-            [g.target('ledger_wallet_up{%s}' % W, perWallet)],
+            [g.target(f('ledger_wallet_up', W), perWallet)],
             g.boolMapping(['not read', 'red'], ['read', 'green']),
             size=[12, 6],
           ),
@@ -137,7 +140,7 @@ local g = import '../lib/grafana.libsonnet';
             17,
             'Wallet enabled',
             "The wallet's enabled flag per node (ledger_wallet_enabled).",
-            [g.target('ledger_wallet_enabled{%s}' % W, perWallet)],
+            [g.target(f('ledger_wallet_enabled', W), perWallet)],
             g.boolMapping(['disabled', 'red'], ['enabled', 'green']),
             size=[12, 6],
           ),
@@ -145,7 +148,7 @@ local g = import '../lib/grafana.libsonnet';
             18,
             'Permissions',
             "Each auth group's create/read/update/delete flag per node (ledger_wallet_permission: 1 granted, 0 not).",
-            [g.tableTarget('ledger_wallet_permission{%s}' % W)],
+            [g.tableTarget(f('ledger_wallet_permission', W))],
             ['node', 'blockchain', 'wallet', 'group', 'permission', 'Value'],
             hide=['instance', 'job'],
             renames={ Value: 'granted' },
@@ -154,7 +157,7 @@ local g = import '../lib/grafana.libsonnet';
             19,
             'Wallet identity',
             'Address, key type and public key each node reports (ledger_wallet_info).',
-            [g.tableTarget('ledger_wallet_info{%s}' % W)],
+            [g.tableTarget(f('ledger_wallet_info', W))],
             ['node', 'blockchain', 'wallet', 'address', 'key_type', 'public_key'],
             hide=['Value', 'instance', 'job'],
             renames={ key_type: 'key type', public_key: 'public key' },
@@ -163,7 +166,7 @@ local g = import '../lib/grafana.libsonnet';
             20,
             'Satellite wallets',
             'Number of satellite wallets per node (ledger_wallet_satellite_wallets).',
-            [g.target('ledger_wallet_satellite_wallets{%s}' % W, perWallet)],
+            [g.target(f('ledger_wallet_satellite_wallets', W), perWallet)],
             softMin=false,
             size=[24, 6],
           ),
