@@ -88,6 +88,10 @@ def test_durations_scale_down(text: str, expected: str) -> None:
             'x_age_seconds{n="1"} > 5 * t or 0 * x_age_seconds + 600',
             '(60 * (x_age_seconds{n="1"})) > 5 * t or 0 * (60 * (x_age_seconds)) + 600',
         ),
+        (  # a timestamp folded over an HA pair's replicas first
+            'time() - max without(r) (a{b="c"}) > 600',
+            '(60 * (time() - max without(r) (a{b="c"}))) > 600',
+        ),
         (  # the exporter's own cycle runs at its real pace: its age is not scaled
             "time() - ledger_exporter_last_successful_cycle_timestamp_seconds > b",
             "time() - ledger_exporter_last_successful_cycle_timestamp_seconds > b",
