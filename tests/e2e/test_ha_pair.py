@@ -61,8 +61,13 @@ LOST_PROMETHEUS = 0
 #: each): four times the resend delay (RESEND_FLAG, 1s), Prometheus's own rule. An alert that
 #: only the lost Prometheus sent would resolve that much after the loss.
 ALERT_VALIDITY = 4
-#: The healthy time the pair must stay silent, in minutes of the rules' time.
-HEALTHY_MINUTES = 1
+#: How long a crashed Alertmanager's peer takes to find it dead (memberlist's default probes:
+#: one a second, a suspicion of four), in seconds.
+PEER_DEATH_SECONDS = 5
+#: The healthy time the pair must stay silent, in minutes of the rules' time (a second each):
+#: longer than any exporter or node alert's ``for`` and the warnings' ``group_wait`` (5m), so
+#: that whatever two replicas wrongly raise would have been notified.
+HEALTHY_MINUTES = 10
 REPLICA_DOWN = "LedgerExporterReplicaDown"
 TICKET = "ledger-ticket"
 PAGE = "ledger-page"
@@ -117,13 +122,22 @@ def replica_tickets_only(stack: AlertingStack, since: int) -> None:
                for item in sent), stack.summary(since)  # fmt: skip
 
 
-def hold_through_loss(stack: AlertingStack, what: str, firing: str) -> None:
+def assert_rules_evaluate(stack: AlertingStack) -> None:
+    """Every rule of every running Prometheus evaluates without error over two replicas (a
+    one-to-one match meeting both replicas' series fails, and its alert could never fire)."""
+    for prom in stack.proms:
+        if prom.running:
+            broken = [(rule["name"], rule["lastError"]) for group in prom.rules()
+                      for rule in group["rules"] if rule["health"] == "err"]  # fmt: skip
+            assert broken == [], broken
+
+
+def hold_through_loss(stack: AlertingStack, what: str, firing: str, raise_seconds: float) -> None:
     """After losing ``what``: until the running Prometheus has evaluated, since the loss,
     enough for everything the loss could raise or resolve to have been sent and notified
-    (LedgerExporterDown's ``for``, an alert's validity in Alertmanager, Alertmanager's longest
-    wait), with ``firing`` (an ALERTS selector) firing throughout, and Alertmanager still
-    holding it."""
-    seconds = rule_span_seconds("LedgerExporterDown") + ALERT_VALIDITY + stack.longest_wait
+    (``raise_seconds``: an alert's ``for`` or an alert's validity in Alertmanager, then
+    Alertmanager's longest wait), with ``firing`` (an ALERTS selector) firing throughout."""
+    seconds = raise_seconds + stack.longest_wait
     start = stack.now()
     held = stack.held_for(seconds, firing)
     wait_until(lambda: stack.now() >= start + seconds + 1 and held(), timeout=seconds + 60,
@@ -138,6 +152,7 @@ def through_losses(pair: Pair, switch: Callable[[bool], None], page: dict[str, s
     stack = pair.stack
     stack.restore()
     stack.wait_quiet("the pair is quiet before the incident")
+    assert_rules_evaluate(stack)
     since = stack.webhook.mark()
     selector = ",".join(f'{key}="{value}"' for key, value in page.items())
     firing = f'ALERTS{{{selector},alertstate="firing"}}'
@@ -158,14 +173,19 @@ def through_losses(pair: Pair, switch: Callable[[bool], None], page: dict[str, s
             [sender] = [i for i, am in enumerate(stack.ams) if am.position() == 0]
             stack.lose_alertmanager(sender)
 
-        losses: list[tuple[str, Callable[[], None]]] = [
-            (f"exporter replica {LOST_REPLICA}", lambda: stack.lose_exporter(LOST_REPLICA)),
-            (f"Prometheus {LOST_PROMETHEUS}", lambda: stack.lose_prometheus(LOST_PROMETHEUS)),
-            ("the Alertmanager that sent", lose_alertmanager),
-        ]
-        for what, lose in losses:
+        # each loss, and how long until what it could wrongly raise or resolve is sent: a
+        # replica's, LedgerExporterDown paging; a Prometheus's, the alerts only it sent
+        # expiring in Alertmanager; an Alertmanager's, its death found by its peer's probes
+        losses: list[tuple[str, Callable[[], None], float]] = [
+            (f"exporter replica {LOST_REPLICA}", lambda: stack.lose_exporter(LOST_REPLICA),
+             rule_span_seconds("LedgerExporterDown")),
+            (f"Prometheus {LOST_PROMETHEUS}", lambda: stack.lose_prometheus(LOST_PROMETHEUS),
+             ALERT_VALIDITY),
+            ("the Alertmanager that sent", lose_alertmanager, PEER_DEATH_SECONDS),
+        ]  # fmt: skip
+        for what, lose, raise_seconds in losses:
             lose()
-            hold_through_loss(stack, what, firing)
+            hold_through_loss(stack, what, firing, raise_seconds)
             why = f"after losing {what}:\n{stack.summary(since)}"
             assert page_states(stack, since, page) == ["firing"], why
             assert stack.pages(since, ignore=[REPLICA_DOWN]) == {page["alertname"]: 1}, why
@@ -201,8 +221,9 @@ def test_the_pair_runs_two_of_everything_and_is_quiet_when_healthy(pair: Pair) -
     stack.wait_quiet("the start-up is over")  # scrapes begin 5 s (5 scaled minutes) late
     since = stack.webhook.mark()
     up = f'count(up{{job="{JOB}",instance="{PAIR}"}} == 1) == {len(REPLICAS)}'
-    wait_until(stack.held_for(HEALTHY_MINUTES * 60, up), timeout=120, interval=0.5,
-               message="both replicas not up for a minute")  # fmt: skip
+    wait_until(stack.held_for(HEALTHY_MINUTES, up), timeout=60, interval=0.5,
+               message=f"both replicas not up for {HEALTHY_MINUTES} minutes")  # fmt: skip
+    assert_rules_evaluate(stack)
     stack.wait_quiet("healthy")
     assert stack.notified(since) == [], stack.summary(since)
     watchdog = stack.webhook.firing(receivers=["ledger-deadmansswitch"], since=since)
