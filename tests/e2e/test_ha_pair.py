@@ -164,10 +164,8 @@ def through_losses(pair: Pair, switch: Callable[[bool], None], page: dict[str, s
                        for item in stack.webhook.delivered(since))  # fmt: skip
 
         stack.webhook.wait_for(paged, timeout=PAGE_TIMEOUT, what=f"{page} paged")
-        # no second notification from the other Alertmanager: wait as long as it would
-        wait_until(stack.held_for(stack.longest_wait, firing), timeout=60, interval=0.5,
-                   message=f"{firing} did not hold")  # fmt: skip
-        assert page_states(stack, since, page) == ["firing"], stack.summary(since)
+        # the other Alertmanager's copy of the page, if it sent one, would arrive within its
+        # peer timeout: the first loss's hold is longer, and its assertions count it
 
         def lose_alertmanager() -> None:
             [sender] = [i for i, am in enumerate(stack.ams) if am.position() == 0]
@@ -216,8 +214,10 @@ def test_the_pair_runs_two_of_everything_and_is_quiet_when_healthy(pair: Pair) -
         labels = sorted((t["labels"]["instance"], t["labels"][REPLICA_LABEL])
                         for t in prom.targets() if t["labels"]["job"] == JOB)  # fmt: skip
         assert labels == [(PAIR, replica) for replica in REPLICAS], labels
-    sent = [alert["labels"] for alert in stack.am.alerts(alertname=WATCHDOG)]
-    assert sent and all(PROMETHEUS_REPLICA_LABEL not in labels for labels in sent), sent
+    # both Prometheus send the watchdog; without their replica label it is one alert
+    for am in stack.ams:
+        sent = [alert["labels"] for alert in am.alerts(alertname=WATCHDOG)]
+        assert len(sent) == 1 and PROMETHEUS_REPLICA_LABEL not in sent[0], sent
     stack.wait_quiet("the start-up is over")  # scrapes begin 5 s (5 scaled minutes) late
     since = stack.webhook.mark()
     up = f'count(up{{job="{JOB}",instance="{PAIR}"}} == 1) == {len(REPLICAS)}'
