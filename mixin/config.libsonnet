@@ -87,6 +87,19 @@
     // environments apart (e.g. 'job, instance, cluster') if they share job and instance names.
     exporterInstanceLabels: 'job, instance',
 
+    // The labels that tell the replicas of ONE logical exporter apart (an HA pair: two
+    // exporters polling the same nodes, docs/deployment.md "High availability"). Both
+    // replicas' targets carry the same exporterInstanceLabels (the pair's `instance`, set as
+    // a target label in static_configs or by the ServiceMonitor's relabeling) and a distinct
+    // `exporter_replica` (a/b, or the pod's name). Every alert, recording rule and dashboard
+    // query folds these labels away (max/min without them, lib/replicas.libsonnet), so the
+    // rest of each expression sees one series per logical exporter: a node is down only when
+    // no replica reaches it, a chain halted when the replicas agree it is. The exporter's own
+    // alerts (its cycles, reloads, state file, certificate) stay per replica and carry the
+    // label. A comma-separated list like exporterInstanceLabels. On a single exporter (no
+    // such label) the fold is a no-op.
+    replicaLabels: 'exporter_replica',
+
     // The full selectors the alerts, rules and dashboards use.
     exporterSelector: std.join(', ', std.filter(function(s) s != '', [self.exporterJobSelector, self.extraSelector])),
     ledgerSelector: std.join(', ', std.filter(function(s) s != '', [self.ledgerJobSelector, self.extraSelector])),

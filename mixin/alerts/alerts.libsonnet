@@ -13,6 +13,18 @@ local fold(text) = std.join(' ', std.filter(function(line) line != '', std.split
 (import 'watch.libsonnet') +
 (import 'slo.libsonnet') +
 {
+  // The alerts that stay per replica of an HA pair (their rules are marked `perReplica`,
+  // alerts/exporter.libsonnet): the exporter process's own, labelled with its replica
+  // (_config.replicaLabels). Every other alert folds the replicas away. Alertmanager's
+  // inhibition of a lost replica (alertmanager.libsonnet) holds back these only, and the
+  // two-replica tests (tests/monitoring/test_rules_two_replicas.py) expect them once per replica.
+  perReplicaAlerts:: std.set([
+    rule.alert
+    for group in $.prometheusAlerts.groups
+    for rule in group.rules
+    if std.objectHas(rule, 'alert') && std.get(rule, 'perReplica', false)
+  ]),
+
   prometheusAlerts+:: {
     groups: [
       group {

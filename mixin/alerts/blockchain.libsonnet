@@ -1,6 +1,15 @@
 // Each chain on each node: readable, moving, keeping up, draining its queues.
+// With an HA pair every series is read folded over the replicas (lib/replicas.libsonnet):
+// a chain's condition holds when the replicas agree on it (the lower of two readings for
+// "too high", the higher for "too low"), a node is up when any replica reaches it.
 local q = import '../lib/consensus.libsonnet';
+local replicas = import '../lib/replicas.libsonnet';
 local utils = import '../lib/utils.libsonnet';
+
+// The folded reads the rules below share: `up` (any replica reaches the node), `syncing`
+// (either replica read the chain syncing: an exclusion on either's word).
+local up(c) = replicas.read(c, 'ledger_node_up', c.ledgerSelector);
+local syncing(c) = replicas.read(c, 'ledger_blockchain_syncing', c.ledgerSelector);
 
 // A chain halted (lib/consensus.libsonnet `halted`, the halt's condition without its `for`),
 // one line: the per-node stall and queue alerts take `unless` it, the halt's own symptoms.
@@ -16,7 +25,8 @@ local halted(c) = q.haltIncident(c, c.ledgerSelector, c.exporterInstanceLabels);
           // fails once in a while is LedgerNodeScrapeErrors' business.
           {
             alert: 'LedgerBlockchainDown',
-            expr: q.onlyExpected($._config, 'ledger_blockchain_up{%(ledgerSelector)s} == 0 and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config),
+            // With an HA pair, no replica reads the chain (the highest ledger_blockchain_up is 0).
+            expr: q.onlyExpected($._config, '%s == 0 and on(node) %s == 1' % [replicas.read($._config, 'ledger_blockchain_up', $._config.ledgerSelector), up($._config)]),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
@@ -40,15 +50,18 @@ local halted(c) = q.haltIncident(c, c.ledgerSelector, c.exporterInstanceLabels);
           // exporter's own last-change timestamp: clears as soon as a new block arrives.
           // `for: 1m` only absorbs evaluation jitter. With --state.file a restart keeps the
           // timestamp; without it the timestamp restarts, delaying (not losing) the alert.
+          // With an HA pair, stalled when the replicas agree: the age of the most recent
+          // height change any replica saw, the work waiting both saw.
           {
             alert: 'LedgerBlockHeightStalled',
             expr: q.onlyExpected($._config, |||
               %(stalled)s
-              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
+              and on(%(exporterInstanceLabels)s, node) %(up)s == 1
               unless on(%(exporterInstanceLabels)s, blockchain) %(halted)s
             ||| % ($._config {
               stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
               halted: halted($._config),
+              up: up($._config),
             })),
             'for': '1m',
             labels: { severity: 'critical' },
@@ -75,7 +88,9 @@ local halted(c) = q.haltIncident(c, c.ledgerSelector, c.exporterInstanceLabels);
           // Alertmanager's inhibit_rules (deploy/alertmanager/alertmanager.yml) hold those
           // back while it fires. In this group with the same `for` (1m) as
           // LedgerBlockHeightStalled: the honest nodes of a halted chain stall within a poll
-          // of one another, so it fires no later than the first node's stall alert.
+          // of one another, so it fires no later than the first node's stall alert. With an HA
+          // pair, one alert for the pair, halted when the replicas agree: each node's stall
+          // by the most recent height change any replica saw, each node counted once.
           {
             alert: 'LedgerBlockchainHalted',
             expr: q.onlyExpected($._config, q.halted($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels)),
@@ -98,16 +113,22 @@ local halted(c) = q.haltIncident(c, c.ledgerSelector, c.exporterInstanceLabels);
           // so both are excluded here. The stall guard is LedgerBlockHeightStalled's own
           // condition (lib/consensus.libsonnet `stalled`), so a frozen node never pages as
           // "behind" before it pages as "stalled", and an idle node that others left behind
-          // (nothing pending on it: never "stalled") pages here.
+          // (nothing pending on it: never "stalled") pages here. With an HA pair, behind as
+          // both replicas read it (the lower of their 5m minimums).
           {
             alert: 'LedgerNodeBehind',
             expr: q.onlyExpected($._config, |||
-              min_over_time(ledger_blockchain_blocks_behind{%(ledgerSelector)s}[5m]) > %(blocksBehindThreshold)d
-              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
-              unless on(%(exporterInstanceLabels)s, node, blockchain) ledger_blockchain_syncing{%(ledgerSelector)s} == 1
+              %(behind)s > %(blocksBehindThreshold)d
+              and on(%(exporterInstanceLabels)s, node) %(up)s == 1
+              unless on(%(exporterInstanceLabels)s, node, blockchain) %(syncing)s == 1
               unless on(%(exporterInstanceLabels)s, node, blockchain)
               %(stalled)s
-            ||| % ($._config { stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n') })),
+            ||| % ($._config {
+              behind: replicas.range($._config, 'min_over_time', 'ledger_blockchain_blocks_behind', $._config.ledgerSelector, '5m', 'min'),
+              up: up($._config),
+              syncing: syncing($._config),
+              stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
+            })),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
@@ -126,16 +147,20 @@ local halted(c) = q.haltIncident(c, c.ledgerSelector, c.exporterInstanceLabels);
           // A node that keeps up reads 0, or under a block interval plus the poll's interval
           // while a block spreads; `for: 5m` lets a lagging node that catches up in a burst
           // clear on its own. The same exclusions as LedgerNodeBehind: a syncing node, and a
-          // frozen one (LedgerBlockHeightStalled's business, paged first).
+          // frozen one (LedgerBlockHeightStalled's business, paged first). With an HA pair,
+          // behind as both replicas read it (the lower of their ages).
           {
             alert: 'LedgerNodeBehindTime',
             expr: q.onlyExpected($._config, |||
-              ledger_blockchain_behind_seconds{%(ledgerSelector)s} > %(behindTimeSeconds)d
-              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
-              unless on(%(exporterInstanceLabels)s, node, blockchain) ledger_blockchain_syncing{%(ledgerSelector)s} == 1
+              %(behindSeconds)s > %(behindTimeSeconds)d
+              and on(%(exporterInstanceLabels)s, node) %(up)s == 1
+              unless on(%(exporterInstanceLabels)s, node, blockchain) %(syncing)s == 1
               unless on(%(exporterInstanceLabels)s, node, blockchain)
               %(stalled)s
             ||| % ($._config {
+              behindSeconds: replicas.read($._config, 'ledger_blockchain_behind_seconds', $._config.ledgerSelector, 'min'),
+              up: up($._config),
+              syncing: syncing($._config),
               behindTimeSeconds: utils.durationSeconds($._config.behindTime),
               stalled: std.rstripChars(q.stalled($._config, $._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
             })),
@@ -154,10 +179,12 @@ local halted(c) = q.haltIncident(c, c.ledgerSelector, c.exporterInstanceLabels);
           // BFT chain should never do. Any rise pages, within reorgWindow (15m) of it, and the
           // alert resolves once the window holds no rise: one rewrite, one notification.
           // `for: 0m`: a rewritten block is news at once, and the counter never rises by
-          // accident (it starts at 0 with the chain's first block read).
+          // accident (it starts at 0 with the chain's first block read). With an HA pair, any
+          // replica's count (the highest increase, folded outside it): a rewrite one replica
+          // read is a rewrite, and the pair notifies it once.
           {
             alert: 'LedgerBlockchainReorganized',
-            expr: q.onlyExpected($._config, 'increase(ledger_blockchain_reorgs_total{%(ledgerSelector)s}[%(reorgWindow)s]) > 0' % $._config),
+            expr: q.onlyExpected($._config, '%s > 0' % replicas.range($._config, 'increase', 'ledger_blockchain_reorgs_total', $._config.ledgerSelector, $._config.reorgWindow)),
             'for': '0m',
             labels: { severity: 'warning' },
             annotations: {
@@ -170,10 +197,10 @@ local halted(c) = q.haltIncident(c, c.ledgerSelector, c.exporterInstanceLabels);
           },
           // Syncing is normal after a restart or for a new node; syncingTooLongFor (30m) is
           // longer than a healthy catch-up should take. Raise it for nodes that replay long
-          // chains.
+          // chains. With an HA pair, syncing as both replicas read it.
           {
             alert: 'LedgerBlockchainSyncingTooLong',
-            expr: q.onlyExpected($._config, 'ledger_blockchain_syncing{%(ledgerSelector)s} == 1 and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config),
+            expr: q.onlyExpected($._config, '%s == 1 and on(node) %s == 1' % [replicas.read($._config, 'ledger_blockchain_syncing', $._config.ledgerSelector, 'min'), up($._config)]),
             'for': $._config.syncingTooLongFor,
             labels: { severity: 'warning' },
             annotations: {
@@ -186,14 +213,18 @@ local halted(c) = q.haltIncident(c, c.ledgerSelector, c.exporterInstanceLabels);
           },
           // More than pendingMessagesThreshold (1000) queued messages for 10m: the node does
           // not keep up with its input. Short bursts drain within minutes; tune the
-          // threshold to your traffic.
+          // threshold to your traffic. With an HA pair, the lower count the replicas read.
           {
             alert: 'LedgerPendingMessagesHigh',
             expr: q.onlyExpected($._config, |||
-              ledger_blockchain_pending_messages{%(ledgerSelector)s} > %(pendingMessagesThreshold)d
-              and on(node) ledger_node_up{%(ledgerSelector)s} == 1
+              %(pending)s > %(pendingMessagesThreshold)d
+              and on(node) %(up)s == 1
               unless on(%(exporterInstanceLabels)s, blockchain) %(halted)s
-            ||| % ($._config { halted: halted($._config) })),
+            ||| % ($._config {
+              pending: replicas.read($._config, 'ledger_blockchain_pending_messages', $._config.ledgerSelector, 'min'),
+              up: up($._config),
+              halted: halted($._config),
+            })),
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
@@ -206,14 +237,18 @@ local halted(c) = q.haltIncident(c, c.ledgerSelector, c.exporterInstanceLabels);
           },
           // More than delayedMessagesThreshold (100) delayed messages for 10m. Delayed
           // messages wait for something (a block, a vote); a growing backlog means that
-          // something does not come.
+          // something does not come. With an HA pair, the lower count the replicas read.
           {
             alert: 'LedgerDelayedMessagesHigh',
             expr: q.onlyExpected($._config, |||
-              ledger_blockchain_delayed_messages{%(ledgerSelector)s} > %(delayedMessagesThreshold)d
-              and on(node) ledger_node_up{%(ledgerSelector)s} == 1
+              %(delayed)s > %(delayedMessagesThreshold)d
+              and on(node) %(up)s == 1
               unless on(%(exporterInstanceLabels)s, blockchain) %(halted)s
-            ||| % ($._config { halted: halted($._config) })),
+            ||| % ($._config {
+              delayed: replicas.read($._config, 'ledger_blockchain_delayed_messages', $._config.ledgerSelector, 'min'),
+              up: up($._config),
+              halted: halted($._config),
+            })),
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {

@@ -1,5 +1,15 @@
 // The exporter itself: scraped, present, and running on the config it was given.
+//
+// An HA pair (two replicas, one logical exporter: _config.replicaLabels) pages only when
+// neither replica is scraped (LedgerExporterDown, folded); one replica lost is a ticket
+// (LedgerExporterReplicaDown). The alerts about an exporter process itself (its reloads,
+// certificate, cycles, state file, dropped values) stay per replica: they carry the replica
+// label, and are marked `perReplica` (mixin.perReplicaAlerts lists them for Alertmanager's
+// inhibition of a lost replica and for the two-replica tests).
+local replicas = import '../lib/replicas.libsonnet';
 local utils = import '../lib/utils.libsonnet';
+// The exporter's identity with the replica labels: a per-replica `by`.
+local perReplicaBy(c) = std.join(', ', std.filter(function(l) l != '', [c.exporterInstanceLabels, replicas.list(c)]));
 
 {
   prometheusAlerts+:: {
@@ -8,10 +18,12 @@ local utils = import '../lib/utils.libsonnet';
         name: 'ledger-exporter',
         rules: [
           // Prometheus could not scrape the exporter. 2m = 8 failed scrapes at the 15s
-          // interval: rides out one exporter restart.
+          // interval: rides out one exporter restart. With an HA pair, only when no replica
+          // is up (the highest `up` of the replicas is 0): then no node is watched. One
+          // replica down while its twin is up is LedgerExporterReplicaDown, a ticket.
           {
             alert: 'LedgerExporterDown',
-            expr: 'up{%(exporterSelector)s} == 0' % $._config,
+            expr: '%s == 0' % replicas.read($._config, 'up', $._config.exporterSelector),
             'for': '2m',
             labels: { severity: 'critical' },
             annotations: {
@@ -47,6 +59,62 @@ local utils = import '../lib/utils.libsonnet';
               ||| % $._config,
             },
           },
+          // One replica of an HA pair cannot be scraped while its twin is up: every node is
+          // still watched (by the twin), but the pair no longer survives another loss. A
+          // warning (ticket), labelled with the replica; the same 2m as LedgerExporterDown. It
+          // holds back the lost replica's own alerts (Alertmanager), never the pair's. Never
+          // fires on a single exporter (its own `up` is the highest).
+          {
+            alert: 'LedgerExporterReplicaDown',
+            expr: |||
+              up{%(exporterSelector)s} == 0
+              and ignoring(%(replicas)s) %(up)s == 1
+            ||| % ($._config {
+              replicas: replicas.list($._config),
+              up: replicas.read($._config, 'up', $._config.exporterSelector),
+            }),
+            'for': '2m',
+            labels: { severity: 'warning' },
+            perReplica:: true,
+            annotations: {
+              summary: 'One replica of the ledger exporter pair cannot be scraped; its twin still watches the nodes.',
+              description: |||
+                Prometheus cannot scrape replica {{ $labels.exporter_replica }} of the ledger
+                exporter {{ $labels.instance }} (job {{ $labels.job }}), while another replica
+                is up and polls the nodes. Nothing is unmonitored, but losing the other replica
+                too leaves every node unwatched: bring this one back.
+              |||,
+            },
+          },
+          // One replica of an HA pair cannot read /health of a node that its twin reads: the
+          // replica's own network path (DNS, a firewall, a network policy, its credentials),
+          // not the node. A warning about the replica, labelled with it and the node, never
+          // the node's page: LedgerNodeDown needs every replica to lose the node. 2m, as
+          // LedgerNodeDown: the replicas poll a moment apart, so a node that goes down reads
+          // 0 on one replica a poll before the other, for well under that. Never fires on a
+          // single exporter.
+          {
+            alert: 'LedgerExporterReplicaNodeUnreachable',
+            expr: |||
+              ledger_node_up{%(ledgerSelector)s} == 0
+              and ignoring(%(replicas)s) %(up)s == 1
+            ||| % ($._config {
+              replicas: replicas.list($._config),
+              up: replicas.read($._config, 'ledger_node_up', $._config.ledgerSelector),
+            }),
+            'for': '2m',
+            labels: { severity: 'warning' },
+            perReplica:: true,
+            annotations: {
+              summary: 'One replica of the ledger exporter pair cannot reach a node that its twin reaches.',
+              description: |||
+                Replica {{ $labels.exporter_replica }} of the ledger exporter {{ $labels.instance }}
+                cannot read /health of ledger node {{ $labels.node }}, which another replica
+                reads: the node is up, this replica's path to it fails. Its log names the
+                error.
+              |||,
+            },
+          },
           // The exporter refused a changed config file and keeps polling with the old one.
           // 5m leaves time to fix a typo and reload again before anyone is told.
           {
@@ -54,6 +122,7 @@ local utils = import '../lib/utils.libsonnet';
             expr: 'ledger_exporter_config_last_reload_successful{%(exporterSelector)s} == 0' % $._config,
             'for': '5m',
             labels: { severity: 'warning' },
+            perReplica:: true,
             annotations: {
               summary: 'The ledger exporter failed to reload its configuration.',
               description: |||
@@ -77,6 +146,7 @@ local utils = import '../lib/utils.libsonnet';
             ||| % ($._config { warning: utils.durationSeconds($._config.certExpiryWarning) }),
             'for': '10m',
             labels: { severity: 'warning' },
+            perReplica:: true,
             annotations: {
               summary: "The ledger exporter's own TLS certificate expires soon.",
               description: |||
@@ -99,6 +169,7 @@ local utils = import '../lib/utils.libsonnet';
             ||| % $._config,
             'for': '5m',
             labels: { severity: 'warning' },
+            perReplica:: true,
             annotations: {
               summary: 'The ledger exporter polling cycles come close to their timeout.',
               description: |||
@@ -117,6 +188,7 @@ local utils = import '../lib/utils.libsonnet';
             expr: 'increase(ledger_exporter_dropped_values_total{%(exporterSelector)s}[5m]) > 0' % $._config,
             'for': '15m',
             labels: { severity: 'warning' },
+            perReplica:: true,
             annotations: {
               summary: 'The ledger exporter drops values beyond a configured bound.',
               description: |||
@@ -135,6 +207,7 @@ local utils = import '../lib/utils.libsonnet';
             expr: 'increase(ledger_exporter_state_file_write_failures_total{%(exporterSelector)s}[5m]) > 0' % $._config,
             'for': '10m',
             labels: { severity: 'warning' },
+            perReplica:: true,
             annotations: {
               summary: 'The ledger exporter cannot write its state file.',
               description: |||
@@ -154,14 +227,15 @@ local utils = import '../lib/utils.libsonnet';
           {
             alert: 'LedgerExporterCycleFailing',
             expr: |||
-              sum by (job, instance) (increase(ledger_exporter_cycle_failures_total{%(exporterSelector)s}[5m])) > 0
-              or max by (job, instance) (
+              sum by (%(by)s) (increase(ledger_exporter_cycle_failures_total{%(exporterSelector)s}[5m])) > 0
+              or max by (%(by)s) (
                 time() - ledger_exporter_last_successful_cycle_timestamp_seconds{%(exporterSelector)s}
                 > ledger_exporter_stale_after_seconds{%(exporterSelector)s}
               )
-            ||| % $._config,
+            ||| % ($._config { by: perReplicaBy($._config) }),
             'for': '2m',
             labels: { severity: 'warning' },
+            perReplica:: true,
             annotations: {
               summary: 'The ledger exporter polling cycles fail.',
               description: |||

@@ -1,4 +1,5 @@
 // Each polled node: readable, answering, connected.
+local replicas = import '../lib/replicas.libsonnet';
 local utils = import '../lib/utils.libsonnet';
 // '14d' -> '14 days' (else as utils.durationText says it): the certificate thresholds.
 local daysText(duration) =
@@ -13,10 +14,12 @@ local daysText(duration) =
         rules: [
           // The node's /health could not be read or parsed. 2m = about 8 polls at the
           // exporter's default 15s interval, so one slow answer or a quick restart does not
-          // page.
+          // page. With an HA pair, down when NO replica reaches the node (the highest
+          // ledger_node_up of the replicas is 0): a replica that alone cannot reach it is
+          // LedgerExporterReplicaNodeUnreachable, a warning about that replica.
           {
             alert: 'LedgerNodeDown',
-            expr: 'ledger_node_up{%(ledgerSelector)s} == 0' % $._config,
+            expr: '%s == 0' % replicas.read($._config, 'ledger_node_up', $._config.ledgerSelector),
             'for': '2m',
             labels: { severity: 'critical' },
             annotations: {
@@ -34,11 +37,13 @@ local daysText(duration) =
           // A 5m window of the counter, not ledger_node_up: a balancer that alternates
           // between the right and the wrong node keeps it firing, and one exporter cycle's
           // count is enough. 1m: one Prometheus evaluation more than a transient answer.
+          // With an HA pair, any replica's count (the highest increase): an impostor answering
+          // one replica is as untrusted as one answering both.
           {
             alert: 'LedgerNodeIdentityMismatch',
             expr: |||
-              increase(ledger_node_scrape_errors_total{%(ledgerSelector)s, endpoint="health", reason="identity_mismatch"}[5m]) > 0
-            ||| % $._config,
+              %s > 0
+            ||| % replicas.range($._config, 'increase', 'ledger_node_scrape_errors_total', $._config.ledgerSelector + ', endpoint="health", reason="identity_mismatch"', '5m'),
             'for': '1m',
             labels: { severity: 'critical' },
             annotations: {
@@ -55,12 +60,18 @@ local daysText(duration) =
           // in 20 at the default 15s interval) for 15m: a node or endpoint failing now and
           // then. A node down for the whole last 10m is left to LedgerNodeDown; the 10m
           // window expires before the 15m `for`, so a plain outage never raises both.
+          // With an HA pair, the failures both replicas counted (the lower increase): a
+          // replica whose own path to the node fails is its own warning
+          // (LedgerExporterReplicaNodeUnreachable), not the node's.
           {
             alert: 'LedgerNodeScrapeErrors',
             expr: |||
-              increase(ledger_node_scrape_errors_total{%(ledgerSelector)s}[5m]) >= %(scrapeErrorsThreshold)d
-              unless on(node) (max_over_time(ledger_node_up{%(ledgerSelector)s}[10m]) == 0)
-            ||| % $._config,
+              %(errors)s >= %(scrapeErrorsThreshold)d
+              unless on(node) (%(upWindow)s == 0)
+            ||| % ($._config {
+              errors: replicas.range($._config, 'increase', 'ledger_node_scrape_errors_total', $._config.ledgerSelector, '5m', 'min'),
+              upWindow: replicas.range($._config, 'max_over_time', 'ledger_node_up', $._config.ledgerSelector, '10m'),
+            }),
             'for': '15m',
             labels: { severity: 'warning' },
             annotations: {
@@ -74,9 +85,13 @@ local daysText(duration) =
           },
           // The node answers zero peers: it is cut off from the network. 2m rides out a peer
           // reconnect. Drop this alert for a single-node network, which never has peers.
+          // With an HA pair, the replicas agree: the highest count either read is 0.
           {
             alert: 'LedgerNodePeersLost',
-            expr: 'ledger_node_peers{%(ledgerSelector)s} == 0 and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+            expr: '%(peers)s == 0 and on(node) %(up)s == 1' % ($._config {
+              peers: replicas.read($._config, 'ledger_node_peers', $._config.ledgerSelector),
+              up: replicas.read($._config, 'ledger_node_up', $._config.ledgerSelector),
+            }),
             'for': '2m',
             labels: { severity: 'critical' },
             annotations: {
@@ -89,13 +104,17 @@ local daysText(duration) =
           },
           // Fewer than peersLowThreshold (2) peers, but more than 0 (LedgerNodePeersLost),
           // for 10m. With 2, one node down in a 4-node network (3 -> 2 peers on the others)
-          // does not fire on every other node; raise it for larger networks.
+          // does not fire on every other node; raise it for larger networks. With an HA
+          // pair, the highest count either replica read.
           {
             alert: 'LedgerNodePeersLow',
             expr: |||
-              ledger_node_peers{%(ledgerSelector)s} < %(peersLowThreshold)d and ledger_node_peers{%(ledgerSelector)s} > 0
-              and on(node) ledger_node_up{%(ledgerSelector)s} == 1
-            ||| % $._config,
+              %(peers)s < %(peersLowThreshold)d and %(peers)s > 0
+              and on(node) %(up)s == 1
+            ||| % ($._config {
+              peers: replicas.read($._config, 'ledger_node_peers', $._config.ledgerSelector),
+              up: replicas.read($._config, 'ledger_node_up', $._config.ledgerSelector),
+            }),
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
@@ -110,12 +129,16 @@ local daysText(duration) =
           // is under certExpiryCritical (3d) away: renew now, clients refuse it once it
           // passes (and the exporter reads the node as down, reason certificate). 10m: the
           // value only changes at a handshake, so a short `for` is enough to skip one stale
-          // answer of a load balancer's old backend.
+          // answer of a load balancer's old backend. With an HA pair, the later expiry
+          // either replica saw (one that saw the renewed certificate is right).
           {
             alert: 'LedgerNodeCertificateExpiring',
             expr: |||
-              ledger_node_tls_cert_expiry_timestamp_seconds{%(ledgerSelector)s} - time() < %(critical)d
-            ||| % ($._config { critical: utils.durationSeconds($._config.certExpiryCritical) }),
+              %(expiry)s - time() < %(critical)d
+            ||| % ($._config {
+              expiry: replicas.read($._config, 'ledger_node_tls_cert_expiry_timestamp_seconds', $._config.ledgerSelector),
+              critical: utils.durationSeconds($._config.certExpiryCritical),
+            }),
             'for': '10m',
             labels: { severity: 'critical' },
             annotations: {
@@ -132,9 +155,10 @@ local daysText(duration) =
           {
             alert: 'LedgerNodeCertificateExpiring',
             expr: |||
-              ledger_node_tls_cert_expiry_timestamp_seconds{%(ledgerSelector)s} - time() < %(warning)d
-              and ledger_node_tls_cert_expiry_timestamp_seconds{%(ledgerSelector)s} - time() >= %(critical)d
+              %(expiry)s - time() < %(warning)d
+              and %(expiry)s - time() >= %(critical)d
             ||| % ($._config {
+                     expiry: replicas.read($._config, 'ledger_node_tls_cert_expiry_timestamp_seconds', $._config.ledgerSelector),
                      warning: utils.durationSeconds($._config.certExpiryWarning),
                      critical: utils.durationSeconds($._config.certExpiryCritical),
                    }),

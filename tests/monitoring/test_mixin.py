@@ -263,7 +263,8 @@ def test_thresholds_reach_expressions_summaries_and_dashboards() -> None:
         assert "+ 900" in alerts[name]["expr"] and "600" not in alerts[name]["expr"]
         assert "+ 240" in alerts[name]["expr"] and "+ 180" not in alerts[name]["expr"]
     stuck = alerts["LedgerVoteSessionStuck"]
-    assert "7 * ledger_blockchain_consensus_timeout_seconds" in stuck["expr"]
+    timeout = "max without(exporter_replica) (ledger_blockchain_consensus_timeout_seconds"
+    assert f"7 * {timeout}" in stuck["expr"]
     assert (
         "+ 1200" in stuck["expr"] and "7 consensus timeouts" in stuck["annotations"]["description"]
     )

@@ -42,6 +42,11 @@ NOT_ON_THE_PAGE = {
     # the exporter's own scrape failing or absent: a page it serves cannot say it is not served
     "LedgerExporterDown": "the exporter cannot show that it is down",
     "LedgerExporterAbsent": "the exporter cannot show that Prometheus lacks it",
+    # an HA pair: a replica's page shows what it polls, never its twin; the replica that is
+    # down serves no page, and the one cut off from a node lists that node as down (the
+    # node's own line), since it cannot know that its twin still reaches it
+    "LedgerExporterReplicaDown": "the replica that is down serves no page",
+    "LedgerExporterReplicaNodeUnreachable": "a replica cannot see what its twin reaches",
     # failed requests counted over 5-minute windows for 15 minutes: the page shows one cycle
     # (its nodes table has each node's last error and since when), not a rate over time
     "LedgerNodeScrapeErrors": "a rate over 15 minutes of history the page does not keep",
