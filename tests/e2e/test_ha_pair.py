@@ -215,6 +215,8 @@ def test_the_pair_runs_two_of_everything_and_is_quiet_when_healthy(pair: Pair) -
                         for t in prom.targets() if t["labels"]["job"] == JOB)  # fmt: skip
         assert labels == [(PAIR, replica) for replica in REPLICAS], labels
     # both Prometheus send the watchdog; without their replica label it is one alert
+    wait_until(lambda: all(am.alerts(alertname=WATCHDOG) for am in stack.ams),
+               message="the watchdog did not reach both Alertmanagers")  # fmt: skip
     for am in stack.ams:
         sent = [alert["labels"] for alert in am.alerts(alertname=WATCHDOG)]
         assert len(sent) == 1 and PROMETHEUS_REPLICA_LABEL not in sent[0], sent
