@@ -2,7 +2,10 @@
 
 Optionally (``--prometheus``) a Prometheus server too, with the project's alert and recording
 rules (package data, copies of deploy/prometheus/ kept equal by a test), when a ``prometheus``
-binary is on the PATH. Everything binds to 127.0.0.1 and stops on Ctrl-C.
+binary is on the PATH. With ``--ha``, two exporter replicas poll the network, a
+high-availability pair (each its own state file), scraped as one logical exporter: one
+``instance``, an ``exporter_replica`` label each, as deploy/prometheus/ha.yml does.
+Everything binds to 127.0.0.1 and stops on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import yaml
@@ -43,11 +46,18 @@ from ledger_simulator.stopping import stop_on_signals, wait_until_stopped
 
 #: The project's rule files, shipped in the package (exporter/rules/) for the demo.
 RULE_FILES = ("rules.yml", "alerts.yml")
+#: A pair's scrape labels, as deploy/prometheus/ha.yml sets them: both replicas' targets carry
+#: the pair's ``instance``; the label the rules fold (the mixin's ``replicaLabels``) tells
+#: them apart.
+PAIR_INSTANCE = "ledger-exporter"
+REPLICA_LABEL = "exporter_replica"
+#: The replicas of ``--ha``, each with the flag choosing its address.
+REPLICAS = (("a", "--web.listen-address"), ("b", "--ha.listen-address"))
 DESCRIPTION = (
     "Run a simulated ledger network and an exporter polling it, no config needed; with "
-    "--prometheus also a Prometheus server (the 'prometheus' binary on the PATH) loaded with "
-    "the project's alert and recording rules. All listen on 127.0.0.1 by default; Ctrl-C "
-    "stops them."
+    "--ha two exporter replicas, a high-availability pair; with --prometheus also a "
+    "Prometheus server (the 'prometheus' binary on the PATH) loaded with the project's alert "
+    "and recording rules. All listen on 127.0.0.1 by default; Ctrl-C stops them."
 )
 
 
@@ -66,7 +76,21 @@ def build_parser() -> argparse.ArgumentParser:
         type=listen_address,
         default=f"127.0.0.1:{DEFAULT_PORT}",
         metavar="ADDRESS",
-        help="exporter address",
+        help="exporter address (with --ha, replica a's)",
+    )
+    add(
+        "--ha",
+        action="store_true",
+        help="run two exporter replicas polling the network, a high-availability pair, each "
+        "with its own state file (scrape them as deploy/prometheus/ha.yml does)",
+    )
+    add(
+        "--ha.listen-address",
+        dest="ha_address",
+        type=listen_address,
+        default=f"127.0.0.1:{DEFAULT_PORT + 1}",
+        metavar="ADDRESS",
+        help="replica b's address, with --ha",
     )
     add(
         "--scrape-interval",
@@ -127,14 +151,23 @@ def rule_texts() -> dict[str, str]:
         ) from None
 
 
-def prometheus_config(exporter_address: str, rule_files: Sequence[str]) -> dict[str, object]:
-    """The project's scrape config pointed at this demo's exporter, with its rule files."""
+def prometheus_config(
+    exporter_address: str, rule_files: Sequence[str], pair: Mapping[str, str] | None = None
+) -> dict[str, object]:
+    """The project's scrape config pointed at this demo's exporter, with its rule files; or
+    at its ``pair`` of replicas (name -> address) scraped as one logical exporter."""
+    targets: list[dict[str, object]] = (
+        [{"targets": [exporter_address]}]
+        if pair is None
+        else [
+            {"targets": [address], "labels": {"instance": PAIR_INSTANCE, REPLICA_LABEL: name}}
+            for name, address in pair.items()
+        ]
+    )
     return {
         "global": {"scrape_interval": "5s", "evaluation_interval": "5s"},
         "rule_files": list(rule_files),
-        "scrape_configs": [
-            {"job_name": "ledger-exporter", "static_configs": [{"targets": [exporter_address]}]}
-        ],
+        "scrape_configs": [{"job_name": "ledger-exporter", "static_configs": targets}],
     }
 
 
@@ -207,13 +240,17 @@ def check_prometheus(listen: str, argv: Sequence[str] = ()) -> str:
     return binary
 
 
-def start_prometheus(exporter_address: str, listen: str, workdir: Path) -> subprocess.Popen[bytes]:
-    """Start Prometheus with the rules and wait until it is ready; DemoError if it fails."""
+def start_prometheus(
+    exporter_address: str, listen: str, workdir: Path, pair: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start Prometheus with the rules (scraping the exporter, or the ``pair``) and wait until
+    it is ready; DemoError if it fails."""
     binary = check_prometheus(listen)
     for name, text in rule_texts().items():
         (workdir / name).write_text(text, encoding="utf-8")
     config_file = workdir / "prometheus.yml"
-    config_file.write_text(yaml.safe_dump(prometheus_config(exporter_address, RULE_FILES)))
+    config = prometheus_config(exporter_address, RULE_FILES, pair)
+    config_file.write_text(yaml.safe_dump(config))
     log_file = (workdir / "prometheus.log").open("wb")
     process = subprocess.Popen(
         [
@@ -275,6 +312,8 @@ def _demo(args: argparse.Namespace, stop: threading.Event) -> int:
     """Start the network, then the exporter (and Prometheus); run until ``stop``."""
     try:
         check_free(args.listen_address, "--web.listen-address", args.argv)
+        if args.ha:
+            check_free(args.ha_address, "--ha.listen-address", args.argv)
         if args.prometheus:
             check_prometheus(args.prometheus_address, args.argv)
         network = SimulatedNetwork(
@@ -294,32 +333,51 @@ def _demo(args: argparse.Namespace, stop: threading.Event) -> int:
 
 
 def _run(args: argparse.Namespace, network: SimulatedNetwork, stop: threading.Event) -> int:
-    """Start the exporter (and Prometheus), print where they are, wait for Ctrl-C."""
-    exporter = Exporter(demo_config(network, args.scrape_interval))
-    try:
-        server = exporter.start(args.listen_address)
-    except OSError as error:  # taken since it was checked
-        flag = "--web.listen-address"
-        raise DemoError(taken_advice(args.listen_address, flag, error, args.argv)) from None
+    """Start the exporter, or the pair's two replicas (and Prometheus), print where they
+    are, wait for Ctrl-C."""
+    listen = {"a": args.listen_address, "b": args.ha_address}
+    started: list[Exporter] = []
+    addresses: dict[str, str] = {}  # replica name ("" alone) -> its host:port
     try:
         with tempfile.TemporaryDirectory(prefix="ledger-demo-") as workdir:
-            _serve(args, network, f"127.0.0.1:{server.port}", Path(workdir), stop)
+            for name, flag in REPLICAS if args.ha else (("", "--web.listen-address"),):
+                state = str(Path(workdir) / f"state-{name}.json") if args.ha else None
+                exporter = Exporter(demo_config(network, args.scrape_interval), state_file=state)
+                address = listen.get(name, args.listen_address)
+                try:
+                    server = exporter.start(address)
+                except OSError as error:  # taken since it was checked
+                    raise DemoError(taken_advice(address, flag, error, args.argv)) from None
+                started.append(exporter)
+                addresses[name] = f"127.0.0.1:{server.port}"
+            _serve(args, network, addresses, Path(workdir), stop)
     finally:
-        exporter.stop()
+        for exporter in started:
+            exporter.stop()
     return 0
 
 
 def _serve(
     args: argparse.Namespace,
     network: SimulatedNetwork,
-    address: str,
+    addresses: Mapping[str, str],
     workdir: Path,
     stop: threading.Event,
 ) -> None:
     """Print where everything is, start Prometheus if asked, and wait for Ctrl-C."""
     print(f"Simulated network: {len(network.node_urls)} nodes, admin {network.admin_url}")
-    print(f"Exporter landing page: http://{address}/")
-    print(f"Metrics:               http://{address}/metrics")
+    if not args.ha:
+        address = addresses[""]
+        print(f"Exporter landing page: http://{address}/")
+        print(f"Metrics:               http://{address}/metrics")
+    else:
+        for name, address in addresses.items():
+            print(f"Replica {name} landing page: http://{address}/")
+            print(f"Replica {name} metrics:      http://{address}/metrics")
+        print(
+            "Scrape as one pair:     deploy/prometheus/ha.yml "
+            f'(one job; instance="{PAIR_INSTANCE}", {REPLICA_LABEL}="a" or "b")'
+        )
     print(
         f"Switch a fault on:     curl -X POST {network.admin_url}faults "
         '-d \'{"node": "node-2", "fault": "stall", "enabled": true}\''
@@ -338,7 +396,9 @@ def _serve(
     )
     prometheus = None
     if args.prometheus:
-        prometheus = start_prometheus(address, args.prometheus_address, workdir)
+        pair = dict(addresses) if args.ha else None
+        first = next(iter(addresses.values()))
+        prometheus = start_prometheus(first, args.prometheus_address, workdir, pair)
         print(f"Prometheus:            http://{args.prometheus_address}/")
         print(f"Prometheus rules:      {', '.join(RULE_FILES)} (the project's)")
     print("Press Ctrl-C to stop.", flush=True)

@@ -11,6 +11,10 @@ local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.
     // The labels that tell one exporter's alerts from another's (default job, instance):
     // every inhibition requires them equal, so one exporter never silences another's.
     local exporter = labelList(c.exporterInstanceLabels),
+    // The labels that tell the replicas of an HA pair apart (replicaLabels): only the alerts
+    // that stay per replica carry them (mixin.perReplicaAlerts); every other alert is folded
+    // and lacks them, which Alertmanager's `equal` reads as an empty value.
+    local replica = labelList(c.replicaLabels),
     // Every alert of the mixin (severity none and the maintenance alerts excepted where said).
     local ledger = 'alertname=~"Ledger.+"',
     local names(list) = 'alertname=~"%s"' % std.join('|', list),
@@ -35,6 +39,13 @@ local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.
           group_wait: '0s',
           group_interval: '1m',
           repeat_interval: '1m',
+        },
+        // An HA pair's replica cut off from nodes its twin reaches: one ticket per replica
+        // (the nodes it lost listed in it), not one per node.
+        {
+          receiver: 'ledger-ticket',
+          matchers: ['alertname="LedgerExporterReplicaNodeUnreachable"'],
+          group_by: exporter + replica,
         },
         { receiver: 'ledger-page', matchers: ['severity="critical"'] },
         // A ticket waits 5 minutes before its first notification, so that a symptom firing
@@ -75,6 +86,15 @@ local labelList(text) = std.filter(function(l) l != '', std.map(function(l) std.
         source_matchers: ['alertname="LedgerExporterDown"'],
         target_matchers: [ledger, notNames(['LedgerExporterDown', 'LedgerWatchdog'])],
         equal: exporter,
+      },
+      // One replica of an HA pair down (its twin up: a ticket): only that replica's own
+      // alerts, those that stay per replica, labelled with it. The folded alerts carry no
+      // replica label, which never equals the down replica's, so the pair's alerts about
+      // nodes and chains, which the twin still raises, are never held back.
+      {
+        source_matchers: ['alertname="LedgerExporterReplicaDown"'],
+        target_matchers: [names(std.filter(function(name) name != 'LedgerExporterReplicaDown', $.perReplicaAlerts))],
+        equal: exporter + replica,
       },
       {
         source_matchers: ['alertname="LedgerAllNodesDown"'],

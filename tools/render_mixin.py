@@ -77,6 +77,7 @@ local mixin = (import 'mixin.libsonnet') + { _config+:: std.extVar('overrides') 
   statusPageFor: mixin.statusPageFor,
   statusPageByHalt: mixin.statusPageByHalt,
   alertmanager: mixin.alertmanagerConfig,
+  perReplicaAlerts: mixin.perReplicaAlerts,
 }
 """
 #: Key order in the rule files: what a reader looks for first.

@@ -1,8 +1,15 @@
 // Consensus: enough council members, votes that conclude, leaders that lead, settings the
 // nodes agree on (docs/network-and-consensus.md, "Consensus health"). The cross-cycle series come from the daemon's
 // memory; probe mode has none of them (docs/probe-mode.md, "What a probe answers").
+//
+// With an HA pair every series is read folded over the replicas (lib/replicas.libsonnet): a
+// count that is "too low" (council members, members up) is the higher of the two replicas'
+// and one that is "too high" (a vote round) the lower, so both must see it; a node is up when
+// either reaches it.
 local q = import '../lib/consensus.libsonnet';
+local replicas = import '../lib/replicas.libsonnet';
 local utils = import '../lib/utils.libsonnet';
+local read(c, metric, how='max') = replicas.read(c, metric, c.ledgerSelector, how);
 
 // A chain halted (lib/consensus.libsonnet `halted`), one line.
 local halted(c) = std.rstripChars(q.halted(c, c.ledgerSelector, c.exporterInstanceLabels), '\n');
@@ -17,18 +24,30 @@ local haltIncident(c) = q.haltIncident(c, c.ledgerSelector, c.exporterInstanceLa
 // fewer than the council has, and every member is polled (LedgerCouncilQuorumThin).
 local quorumThin(c) =
   |||
-    ledger_network_blockchain_council_members_up{%(ledgerSelector)s}
+    %(membersUp)s
     <= on(%(exporterInstanceLabels)s, blockchain) %(required)s
     and on(%(exporterInstanceLabels)s, blockchain)
-      ledger_network_blockchain_council_members_up{%(ledgerSelector)s}
-      < on(%(exporterInstanceLabels)s, blockchain) ledger_network_blockchain_council_members_polled{%(ledgerSelector)s}
+      %(membersUp)s
+      < on(%(exporterInstanceLabels)s, blockchain) %(membersPolled)s
     and on(%(exporterInstanceLabels)s, blockchain) (
       %(polled)s
     )
   ||| % (c {
+    membersUp: read(c, 'ledger_network_blockchain_council_members_up'),
+    membersPolled: read(c, 'ledger_network_blockchain_council_members_polled'),
     required: std.rstripChars(q.requiredVotes(c.ledgerSelector, c.exporterInstanceLabels), '\n'),
-    polled: std.rstripChars(q.everyMemberPolled(c.ledgerSelector, c.exporterInstanceLabels), '\n'),
+    polled: std.rstripChars(q.everyMemberPolled(c.ledgerSelector, c.exporterInstanceLabels, c.replicaLabels), '\n'),
   });
+
+// The node's council below the chain's consensus.minMembers, on an up node
+// (LedgerCouncilBelowMinMembers' two rules).
+local belowMin(c) =
+  '%s < %s\nand on(%s, node) %s == 1' % [
+    read(c, 'ledger_blockchain_council_members'),
+    read(c, 'ledger_blockchain_consensus_min_members'),
+    c.exporterInstanceLabels,
+    read(c, 'ledger_node_up'),
+  ];
 
 {
   prometheusAlerts+:: {
@@ -45,10 +64,9 @@ local quorumThin(c) =
           {
             alert: 'LedgerCouncilBelowMinMembers',
             expr: q.onlyExpected($._config, |||
-              ledger_blockchain_council_members{%(ledgerSelector)s} < ledger_blockchain_consensus_min_members{%(ledgerSelector)s}
-              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
+              %(below)s
               unless on(%(exporterInstanceLabels)s, blockchain) %(halted)s
-            ||| % ($._config { halted: halted($._config) })),
+            ||| % ($._config { below: belowMin($._config), halted: halted($._config) })),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
@@ -66,10 +84,9 @@ local quorumThin(c) =
           {
             alert: 'LedgerCouncilBelowMinMembers',
             expr: q.onlyExpected($._config, |||
-              ledger_blockchain_council_members{%(ledgerSelector)s} < ledger_blockchain_consensus_min_members{%(ledgerSelector)s}
-              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
+              %(below)s
               and on(%(exporterInstanceLabels)s, blockchain) %(halted)s
-            ||| % ($._config { halted: halted($._config) })),
+            ||| % ($._config { below: belowMin($._config), halted: halted($._config) })),
             'for': '5m',
             labels: { severity: 'critical' },
             annotations: {
@@ -88,10 +105,14 @@ local quorumThin(c) =
           {
             alert: 'LedgerVoteRoundsEscalating',
             expr: q.onlyExpected($._config, |||
-              ledger_blockchain_vote_round{%(ledgerSelector)s} > %(voteRoundThreshold)d
-              and on(node) ledger_node_up{%(ledgerSelector)s} == 1
+              %(round)s > %(voteRoundThreshold)d
+              and on(node) %(up)s == 1
               unless on(%(exporterInstanceLabels)s, blockchain) %(halt)s
-            ||| % ($._config { halt: haltIncident($._config) })),
+            ||| % ($._config {
+              round: read($._config, 'ledger_blockchain_vote_round', 'min'),
+              up: read($._config, 'ledger_node_up'),
+              halt: haltIncident($._config),
+            })),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
@@ -113,9 +134,10 @@ local quorumThin(c) =
             alert: 'LedgerVoteSessionStuck',
             expr: q.onlyExpected($._config, |||
               %(stuck)s
-              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
+              and on(%(exporterInstanceLabels)s, node) %(up)s == 1
               unless on(%(exporterInstanceLabels)s, blockchain) %(halt)s
             ||| % ($._config {
+              up: read($._config, 'ledger_node_up'),
               stuck: std.rstripChars(q.sessionStuck($._config, $._config.ledgerSelector), '\n'),
               halt: haltIncident($._config),
             })),
@@ -139,7 +161,9 @@ local quorumThin(c) =
           // the chain was halted are the halt's (LedgerBlockchainHalted names it; every leader
           // fails then): not counted while LedgerBlockchainHalted fired within the window, so
           // the alert neither fires during a halt nor after its recovery, when the window
-          // still holds the halt's failures and the inhibition is gone.
+          // still holds the halt's failures and the inhibition is gone. With an HA pair, the
+          // `max by` takes the higher of the two replicas' increases (each counted on its own
+          // counter, never summed).
           {
             alert: 'LedgerLeaderFailingRounds',
             expr: q.onlyExpected($._config, |||
@@ -165,7 +189,7 @@ local quorumThin(c) =
           // on it. 10m: a rolling configuration change straddles a few cycles per node.
           {
             alert: 'LedgerConsensusConfigDiverges',
-            expr: q.onlyExpected($._config, 'ledger_network_blockchain_consensus_views{%(ledgerSelector)s} > 1' % $._config),
+            expr: q.onlyExpected($._config, '%s > 1' % read($._config, 'ledger_network_blockchain_consensus_views')),
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {
@@ -184,10 +208,14 @@ local quorumThin(c) =
           {
             alert: 'LedgerNodeOffMajorityConsensus',
             expr: q.onlyExpected($._config, |||
-              ledger_blockchain_consensus_agrees{%(ledgerSelector)s} == 0
+              %(agrees)s == 0
               and on(%(exporterInstanceLabels)s, blockchain) %(majority)s
-              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
-            ||| % ($._config { majority: q.majorityExists('ledger_blockchain_consensus_agrees', $._config.ledgerSelector, $._config.exporterInstanceLabels) })),
+              and on(%(exporterInstanceLabels)s, node) %(up)s == 1
+            ||| % ($._config {
+              agrees: read($._config, 'ledger_blockchain_consensus_agrees'),
+              up: read($._config, 'ledger_node_up'),
+              majority: q.majorityExists('ledger_blockchain_consensus_agrees', $._config.ledgerSelector, $._config.exporterInstanceLabels, $._config.replicaLabels),
+            })),
             'for': '10m',
             labels: { severity: 'warning' },
             annotations: {

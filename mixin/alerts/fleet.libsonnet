@@ -1,6 +1,7 @@
 // The fleet as a whole: every node at once, the software the nodes run, planned maintenance.
 // These name a cause that per-node alerts each see a part of; the inhibit_rules of the
 // shipped Alertmanager config (alertmanager.libsonnet) hold those back while they fire.
+local replicas = import '../lib/replicas.libsonnet';
 local versions = import '../lib/versions.libsonnet';
 local utils = import '../lib/utils.libsonnet';
 
@@ -19,13 +20,15 @@ local utils = import '../lib/utils.libsonnet';
           // one node has LedgerNodeDown say it, after its 2m.
           // Per exporter (exporterInstanceLabels): a second exporter that still reaches the
           // nodes tells the two causes apart. Probe mode has no ledger_node_up 0 (a failed
-          // probe is ledger_probe_success 0), so this is the daemon's.
+          // probe is ledger_probe_success 0), so this is the daemon's. With an HA pair, no
+          // replica reaches any node, each node counted once; a replica alone cut off from
+          // every node is that replica's LedgerExporterReplicaNodeUnreachable, per node.
           {
             alert: 'LedgerAllNodesDown',
             expr: |||
-              count by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s}) > 1
-              and on(%(exporterInstanceLabels)s) max by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s}) == 0
-            ||| % $._config,
+              count by (%(exporterInstanceLabels)s) (%(up)s) > 1
+              and on(%(exporterInstanceLabels)s) max by (%(exporterInstanceLabels)s) (%(up)s) == 0
+            ||| % ($._config { up: replicas.read($._config, 'ledger_node_up', $._config.ledgerSelector) }),
             'for': '1m',
             labels: { severity: 'critical' },
             annotations: {
@@ -41,7 +44,8 @@ local utils = import '../lib/utils.libsonnet';
           // rolling upgrade, node by node, fits in a working day; longer, and a node was left
           // behind (or rolled back) and the fleet runs mixed software nobody tested together.
           // By job: the fleet as Prometheus sees it, probe mode included (each probe
-          // answers its node's ledger_node_info).
+          // answers its node's ledger_node_info). The inner `count by (job, node_version)`
+          // counts versions, so two replicas reading the same versions add none.
           {
             alert: 'LedgerNodeVersionDrift',
             expr: |||
@@ -65,12 +69,13 @@ local utils = import '../lib/utils.libsonnet';
             // release the network no longer supports (a security fix, a consensus change).
             // PromQL cannot compare versions, so the regex of every version below the
             // minimum is written here (lib/versions.libsonnet). 10m rides out a node's
-            // upgrade, during which it may answer with either version.
+            // upgrade, during which it may answer with either version. With an HA pair, one
+            // alert per node (the replicas folded).
             {
               alert: 'LedgerNodeVersionBelowMinimum',
-              expr: 'ledger_node_info{%(ledgerSelector)s, node_version=~"%(below)s"}' % ($._config {
+              expr: replicas.read($._config, 'ledger_node_info', '%(ledgerSelector)s, node_version=~"%(below)s"' % ($._config {
                 below: std.strReplace(versions.belowRegex($._config.minimumNodeVersion), '\\', '\\\\'),
-              }),
+              })),
               'for': '10m',
               labels: { severity: 'warning' },
               annotations: {
@@ -87,10 +92,11 @@ local utils = import '../lib/utils.libsonnet';
           // list; ledger_node_maintenance is 1 while an entry applies). Info, never a page:
           // it exists to inhibit every other alert of the node in Alertmanager, and to say
           // why they are quiet. `for: 0s`: an entry is planned, not a flapping reading, and
-          // it must inhibit from the first evaluation, before the node is taken down.
+          // it must inhibit from the first evaluation, before the node is taken down. With an
+          // HA pair, in maintenance as either replica's config says (one alert for the pair).
           {
             alert: 'LedgerNodeInMaintenance',
-            expr: 'ledger_node_maintenance{%(ledgerSelector)s} == 1' % $._config,
+            expr: '%s == 1' % replicas.read($._config, 'ledger_node_maintenance', $._config.ledgerSelector),
             'for': '0s',
             labels: { severity: 'info' },
             annotations: {
@@ -102,10 +108,10 @@ local utils = import '../lib/utils.libsonnet';
             },
           },
           // The same for a whole chain (a chain-wide maintenance entry): inhibits every
-          // alert of the chain. `for: 0s`, as above.
+          // alert of the chain. `for: 0s`, as above; folded as above.
           {
             alert: 'LedgerBlockchainInMaintenance',
-            expr: 'ledger_blockchain_maintenance{%(ledgerSelector)s} == 1' % $._config,
+            expr: '%s == 1' % replicas.read($._config, 'ledger_blockchain_maintenance', $._config.ledgerSelector),
             'for': '0s',
             labels: { severity: 'info' },
             annotations: {

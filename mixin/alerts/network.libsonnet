@@ -1,11 +1,20 @@
 // Cross-node checks: the exporter compares what the nodes it polls report in the same cycle
 // (docs/network-and-consensus.md). They see only the polled nodes.
 
+//
+// With an HA pair every series is read folded over the replicas (lib/replicas.libsonnet): a
+// node agrees with the majority when either replica read it agreeing (so a node is named off
+// the majority only when both replicas read it so), a count of distinct values (hashes,
+// council views) or of groups is the higher of the two (the replica that reads more nodes
+// sees more), each node counts once.
+
 local q = import '../lib/consensus.libsonnet';
+local replicas = import '../lib/replicas.libsonnet';
 
 // A strict majority exists for a chain, per exporter (lib/consensus.libsonnet): grouped by
 // _config.exporterInstanceLabels (default job and instance) and the chain.
-local majorityExists(metric, config) = q.majorityExists(metric, config.ledgerSelector, config.exporterInstanceLabels);
+local majorityExists(metric, config) = q.majorityExists(metric, config.ledgerSelector, config.exporterInstanceLabels, config.replicaLabels);
+local read(c, metric, how='max') = replicas.read(c, metric, c.ledgerSelector, how);
 {
   prometheusAlerts+:: {
     groups+: [
@@ -24,13 +33,17 @@ local majorityExists(metric, config) = q.majorityExists(metric, config.ledgerSel
           {
             alert: 'LedgerBlockchainForked',
             expr: |||
-              ledger_network_blockchain_checkpoint_hashes{%(ledgerSelector)s} > 1
+              %(hashes)s > 1
               unless on(%(exporterInstanceLabels)s, blockchain) (
                 %(blockMajority)s
                 unless on(%(exporterInstanceLabels)s, blockchain)
-                count by (%(exporterInstanceLabels)s, blockchain) (ledger_blockchain_checkpoint_agrees{%(ledgerSelector)s} == 0) > 1
+                count by (%(exporterInstanceLabels)s, blockchain) (%(agrees)s == 0) > 1
               )
-            ||| % ($._config { blockMajority: majorityExists('ledger_blockchain_checkpoint_agrees', $._config) }),
+            ||| % ($._config {
+              hashes: read($._config, 'ledger_network_blockchain_checkpoint_hashes'),
+              agrees: read($._config, 'ledger_blockchain_checkpoint_agrees'),
+              blockMajority: majorityExists('ledger_blockchain_checkpoint_agrees', $._config),
+            }),
             'for': '2m',
             labels: { severity: 'critical' },
             annotations: {
@@ -53,10 +66,14 @@ local majorityExists(metric, config) = q.majorityExists(metric, config.ledgerSel
           {
             alert: 'LedgerNodeOffMajorityBlock',
             expr: |||
-              ledger_blockchain_checkpoint_agrees{%(ledgerSelector)s} == 0
+              %(agrees)s == 0
               and on(%(exporterInstanceLabels)s, blockchain) %(blockMajority)s
-              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
-            ||| % ($._config { blockMajority: majorityExists('ledger_blockchain_checkpoint_agrees', $._config) }),
+              and on(%(exporterInstanceLabels)s, node) %(up)s == 1
+            ||| % ($._config {
+              agrees: read($._config, 'ledger_blockchain_checkpoint_agrees'),
+              up: read($._config, 'ledger_node_up'),
+              blockMajority: majorityExists('ledger_blockchain_checkpoint_agrees', $._config),
+            }),
             'for': '2m',
             labels: { severity: 'critical' },
             annotations: {
@@ -72,7 +89,7 @@ local majorityExists(metric, config) = q.majorityExists(metric, config.ledgerSel
           // two.
           {
             alert: 'LedgerCouncilViewsDiverge',
-            expr: 'ledger_network_blockchain_council_views{%(ledgerSelector)s} > 1' % $._config,
+            expr: '%s > 1' % read($._config, 'ledger_network_blockchain_council_views'),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
@@ -91,10 +108,14 @@ local majorityExists(metric, config) = q.majorityExists(metric, config.ledgerSel
           {
             alert: 'LedgerNodeOffMajorityCouncil',
             expr: |||
-              ledger_blockchain_council_agrees{%(ledgerSelector)s} == 0
+              %(agrees)s == 0
               and on(%(exporterInstanceLabels)s, blockchain) %(councilMajority)s
-              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
-            ||| % ($._config { councilMajority: majorityExists('ledger_blockchain_council_agrees', $._config) }),
+              and on(%(exporterInstanceLabels)s, node) %(up)s == 1
+            ||| % ($._config {
+              agrees: read($._config, 'ledger_blockchain_council_agrees'),
+              up: read($._config, 'ledger_node_up'),
+              councilMajority: majorityExists('ledger_blockchain_council_agrees', $._config),
+            }),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
@@ -114,19 +135,23 @@ local majorityExists(metric, config) = q.majorityExists(metric, config.ledgerSel
           // that needs more than one node's word cannot be one node's doing, so its
           // inhibition of the other nodes' LedgerNodePeersLow is not either. A network of two
           // nodes cut apart pages through each node's LedgerNodePeersLost. 2m rides out a
-          // reconnect.
+          // reconnect. With an HA pair, the largest group is the larger of the two replicas'
+          // (both must see no majority) and each up node counts once.
           {
             alert: 'LedgerNetworkPartitioned',
             expr: |||
               max by (%(exporterInstanceLabels)s) (ledger_network_peer_partitions{%(ledgerSelector)s}) > 1
               and on(%(exporterInstanceLabels)s)
-                2 * ledger_network_peer_largest_partition_nodes{%(ledgerSelector)s}
-                <= on(%(exporterInstanceLabels)s) count by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s} == 1)
+                2 * %(largest)s
+                <= on(%(exporterInstanceLabels)s) count by (%(exporterInstanceLabels)s) (%(up)s == 1)
               and on(%(exporterInstanceLabels)s)
-                count by (%(exporterInstanceLabels)s) (ledger_node_up{%(ledgerSelector)s} == 1)
-                - on(%(exporterInstanceLabels)s) ledger_network_peer_largest_partition_nodes{%(ledgerSelector)s}
+                count by (%(exporterInstanceLabels)s) (%(up)s == 1)
+                - on(%(exporterInstanceLabels)s) %(largest)s
                 >= 2
-            ||| % $._config,
+            ||| % ($._config {
+              largest: read($._config, 'ledger_network_peer_largest_partition_nodes'),
+              up: read($._config, 'ledger_node_up'),
+            }),
             'for': '2m',
             labels: { severity: 'critical' },
             annotations: {
@@ -145,14 +170,18 @@ local majorityExists(metric, config) = q.majorityExists(metric, config.ledgerSel
           // works, and one node must not page for the network. When no group holds a majority
           // LedgerNetworkPartitioned pages and holds this back. 5m: longer than a peer
           // reconnect and a restart, which LedgerNodePeersLost (2m) says when the node has no
-          // peer at all.
+          // peer at all. With an HA pair, isolated as both replicas read it.
           {
             alert: 'LedgerNodeIsolated',
             expr: |||
-              ledger_node_polled_peers{%(ledgerSelector)s} == 0
-              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
-              and on(%(exporterInstanceLabels)s) ledger_network_peer_largest_partition_nodes{%(ledgerSelector)s} >= 2
-            ||| % $._config,
+              %(peers)s == 0
+              and on(%(exporterInstanceLabels)s, node) %(up)s == 1
+              and on(%(exporterInstanceLabels)s) %(largest)s >= 2
+            ||| % ($._config {
+              peers: read($._config, 'ledger_node_polled_peers'),
+              up: read($._config, 'ledger_node_up'),
+              largest: read($._config, 'ledger_network_peer_largest_partition_nodes'),
+            }),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
@@ -170,13 +199,17 @@ local majorityExists(metric, config) = q.majorityExists(metric, config.ledgerSel
           // outside the node's `expect.blockchains` where set). Nothing about such a chain
           // pages (lib/consensus.libsonnet `expected`): a node that makes up chains, or a
           // chain deployed on one node only, is this one warning, naming how many. 15m: a new
-          // chain rolled out node by node reaches the second node within minutes.
+          // chain rolled out node by node reaches the second node within minutes. With an HA
+          // pair, the lower count the replicas read (both must see it).
           {
             alert: 'LedgerNodeUnexpectedBlockchains',
             expr: |||
-              ledger_node_unexpected_blockchains{%(ledgerSelector)s} > 0
-              and on(%(exporterInstanceLabels)s, node) ledger_node_up{%(ledgerSelector)s} == 1
-            ||| % $._config,
+              %(unexpected)s > 0
+              and on(%(exporterInstanceLabels)s, node) %(up)s == 1
+            ||| % ($._config {
+              unexpected: read($._config, 'ledger_node_unexpected_blockchains', 'min'),
+              up: read($._config, 'ledger_node_up'),
+            }),
             'for': '15m',
             labels: { severity: 'warning' },
             annotations: {

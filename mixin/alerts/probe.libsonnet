@@ -1,6 +1,11 @@
 // Probe mode (docs/probe-mode.md): the exporter answers /probe per node and keeps no
 // state, so a node that cannot be read has only ledger_probe_success 0 (no ledger_node_up 0),
 // and a stall is seen in Prometheus's history instead of the exporter's.
+//
+// Two probe exporters behind one job (an HA pair, told apart by _config.replicaLabels) are
+// folded as the daemon's pair: a node fails when no replica could probe it, a height is
+// stalled when neither saw it change.
+local replicas = import '../lib/replicas.libsonnet';
 local utils = import '../lib/utils.libsonnet';
 
 {
@@ -14,7 +19,7 @@ local utils = import '../lib/utils.libsonnet';
           // description says where the reason is: the probe's own log, &debug=true.
           {
             alert: 'LedgerProbeFailed',
-            expr: 'ledger_probe_success{%(ledgerSelector)s} == 0' % $._config,
+            expr: '%s == 0' % replicas.read($._config, 'ledger_probe_success', $._config.ledgerSelector),
             'for': '2m',
             labels: { severity: 'critical' },
             annotations: {
@@ -37,15 +42,21 @@ local utils = import '../lib/utils.libsonnet';
           {
             alert: 'LedgerProbeBlockHeightStalled',
             expr: |||
-              changes(ledger_blockchain_height{%(ledgerSelector)s}[%(probeStalledWindow)s]) == 0
-              and ledger_blockchain_height{%(ledgerSelector)s} offset %(probeStalledWindow)s
-              and ledger_blockchain_height{%(ledgerSelector)s}
+              %(changes)s == 0
+              and %(heightBefore)s
+              and %(height)s
               unless on(node, blockchain) ledger_blockchain_height_last_change_timestamp_seconds{%(ledgerSelector)s}
               unless on(%(exporterInstanceLabels)s, node, blockchain) (
-                ledger_blockchain_pending_transactions{%(ledgerSelector)s} == 0
-                and on(%(exporterInstanceLabels)s, node, blockchain) ledger_blockchain_vote_sessions{%(ledgerSelector)s} == 0
+                %(pending)s == 0
+                and on(%(exporterInstanceLabels)s, node, blockchain) %(sessions)s == 0
               )
-            ||| % $._config,
+            ||| % ($._config {
+              changes: replicas.range($._config, 'changes', 'ledger_blockchain_height', $._config.ledgerSelector, $._config.probeStalledWindow),
+              heightBefore: replicas.fold($._config, 'ledger_blockchain_height{%(ledgerSelector)s} offset %(probeStalledWindow)s' % $._config),
+              height: replicas.read($._config, 'ledger_blockchain_height', $._config.ledgerSelector),
+              pending: replicas.read($._config, 'ledger_blockchain_pending_transactions', $._config.ledgerSelector, 'min'),
+              sessions: replicas.read($._config, 'ledger_blockchain_vote_sessions', $._config.ledgerSelector, 'min'),
+            }),
             'for': '1m',
             labels: { severity: 'critical' },
             annotations: {

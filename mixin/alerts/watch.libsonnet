@@ -1,5 +1,11 @@
 // Contracts and wallets named in the exporter's `watch` list (docs/network-and-consensus.md, "Watch lists").
+//
+// With an HA pair every series is read folded over the replicas (lib/replicas.libsonnet), so
+// each node's reading counts once: a status or a disabled wallet as both replicas read it,
+// a changed version or code hash as either did.
+local replicas = import '../lib/replicas.libsonnet';
 local utils = import '../lib/utils.libsonnet';
+local read(c, metric, how='max', extra='') = replicas.read(c, metric, c.ledgerSelector + extra, how);
 
 {
   prometheusAlerts+:: {
@@ -12,7 +18,7 @@ local utils = import '../lib/utils.libsonnet';
           // runs on the contract must know. 2m rides out a single odd answer.
           {
             alert: 'LedgerWatchedContractNotActive',
-            expr: 'ledger_contract_status{%(ledgerSelector)s, status!="ACTIVE"} == 1 and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+            expr: '%s == 1 and on(node) %s == 1' % [read($._config, 'ledger_contract_status', 'min', ', status!="ACTIVE"'), read($._config, 'ledger_node_up')],
             'for': '2m',
             labels: { severity: 'warning' },
             annotations: {
@@ -34,10 +40,12 @@ local utils = import '../lib/utils.libsonnet';
               or
               max by (job, instance, blockchain, contract) (
                 count by (job, instance, node, blockchain, contract) (
-                  last_over_time(ledger_contract_info{%(ledgerSelector)s}[%(contractChangedWindow)s])
+                  %(info)s
                 )
               ) > 1
-            ||| % $._config,
+            ||| % ($._config {
+              info: replicas.range($._config, 'last_over_time', 'ledger_contract_info', $._config.ledgerSelector, $._config.contractChangedWindow),
+            }),
             'for': '1m',
             labels: { severity: 'info' },
             annotations: {
@@ -51,7 +59,7 @@ local utils = import '../lib/utils.libsonnet';
           // A watched wallet reports enabled: false. 2m rides out a single odd answer.
           {
             alert: 'LedgerWatchedWalletDisabled',
-            expr: 'ledger_wallet_enabled{%(ledgerSelector)s} == 0 and on(node) ledger_node_up{%(ledgerSelector)s} == 1' % $._config,
+            expr: '%s == 0 and on(node) %s == 1' % [read($._config, 'ledger_wallet_enabled'), read($._config, 'ledger_node_up')],
             'for': '2m',
             labels: { severity: 'warning' },
             annotations: {
@@ -70,16 +78,20 @@ local utils = import '../lib/utils.libsonnet';
             alert: 'LedgerWatchedContractNodesDisagree',
             expr: |||
               count by (job, instance, blockchain, contract) (
-                count by (job, instance, blockchain, contract, status) (ledger_contract_status{%(ledgerSelector)s} == 1)
+                count by (job, instance, blockchain, contract, status) (%(status)s == 1)
               ) > 1
               or
               count by (job, instance, blockchain, contract) (
-                count by (job, instance, blockchain, contract, code_hash) (ledger_contract_info{%(ledgerSelector)s})
+                count by (job, instance, blockchain, contract, code_hash) (%(info)s)
               ) > 1
               or
-              max by (job, instance, blockchain, contract) (ledger_contract_version{%(ledgerSelector)s})
-                != min by (job, instance, blockchain, contract) (ledger_contract_version{%(ledgerSelector)s})
-            ||| % $._config,
+              max by (job, instance, blockchain, contract) (%(version)s)
+                != min by (job, instance, blockchain, contract) (%(version)s)
+            ||| % ($._config {
+              status: read($._config, 'ledger_contract_status', 'min'),
+              info: read($._config, 'ledger_contract_info'),
+              version: read($._config, 'ledger_contract_version'),
+            }),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {
@@ -96,12 +108,15 @@ local utils = import '../lib/utils.libsonnet';
           {
             alert: 'LedgerWatchedWalletNodesDisagree',
             expr: |||
-              max by (job, instance, blockchain, wallet) (ledger_wallet_enabled{%(ledgerSelector)s})
-                != min by (job, instance, blockchain, wallet) (ledger_wallet_enabled{%(ledgerSelector)s})
+              max by (job, instance, blockchain, wallet) (%(enabled)s)
+                != min by (job, instance, blockchain, wallet) (%(enabled)s)
               or
-              max by (job, instance, blockchain, wallet, group, permission) (ledger_wallet_permission{%(ledgerSelector)s})
-                != min by (job, instance, blockchain, wallet, group, permission) (ledger_wallet_permission{%(ledgerSelector)s})
-            ||| % $._config,
+              max by (job, instance, blockchain, wallet, group, permission) (%(permission)s)
+                != min by (job, instance, blockchain, wallet, group, permission) (%(permission)s)
+            ||| % ($._config {
+              enabled: read($._config, 'ledger_wallet_enabled'),
+              permission: read($._config, 'ledger_wallet_permission'),
+            }),
             'for': '5m',
             labels: { severity: 'warning' },
             annotations: {

@@ -11,6 +11,7 @@
 // much was spent: no page for a blip) and its short window (still spending now: the alert
 // clears soon after the cause does) burn faster than its factor.
 local q = import 'consensus.libsonnet';
+local replicas = import 'replicas.libsonnet';
 local utils = import 'utils.libsonnet';
 
 // The period's budget share (in percent) each pair spends in its long window at its burn
@@ -65,7 +66,9 @@ local spanText(seconds) =
     objective: $.objective(c, self.key),
     level: 'node',
     metric: 'ledger_node_up',
-    raw(window):: '1 - avg_over_time(ledger_node_up{%s}[%s])' % [c.ledgerSelector, window],
+    // With an HA pair, the share of the better-placed replica (the highest availability
+    // either read): a replica cut off from the node spends no budget of the node's.
+    raw(window):: '1 - %s' % replicas.range(c, 'avg_over_time', 'ledger_node_up', c.ledgerSelector, window),
     // The incidents this budget's burn belongs to, within `window` (the pair's short window):
     // the node down (LedgerNodeDown firing) or in maintenance. The burn alert says nothing
     // while one holds or held within its short window: the cause pages (or is planned), and
@@ -105,12 +108,17 @@ local spanText(seconds) =
   // `stalled`), so the SLI and the stall alert cannot disagree; "its nodes" are the nodes
   // that are up and read the chain. Bad when the stalled ones are at least half of them.
   // Only for the chains the exporter expected (lib/consensus.libsonnet `expected`): a chain
-  // one node makes up has no budget to burn.
+  // one node makes up has no budget to burn. With an HA pair, per logical exporter: the
+  // replicas folded (lib/replicas.libsonnet), each node counted once.
   notAdvancingRecord:: 'blockchain:ledger_blockchain_height:not_advancing',
   notAdvancing(c)::
     local by = c.exporterInstanceLabels;
     local s = c.ledgerSelector;
-    local reading = '(ledger_blockchain_up{%(s)s} == 1 and on(%(by)s, node) ledger_node_up{%(s)s} == 1)' % { s: s, by: by };
+    local reading = '(%(listed)s == 1 and on(%(by)s, node) %(up)s == 1)' % {
+      by: by,
+      listed: replicas.read(c, 'ledger_blockchain_up', s),
+      up: replicas.read(c, 'ledger_node_up', s),
+    };
     |||
       (
         2 * (
@@ -129,7 +137,7 @@ local spanText(seconds) =
       by: by,
       reading: reading,
       stalled: std.rstripChars(q.stalled(c, s, by), '\n'),
-      expected: std.rstripChars(q.expected(s, by), '\n'),
+      expected: std.rstripChars(q.expected(s, by, c.replicaLabels), '\n'),
     },
 
   // The rules of one SLO: its ratio over each window, then over the period.

@@ -1,9 +1,16 @@
 // Recording rules, named level:metric:operations (https://prometheus.io/docs/practices/rules/).
 local q = import '../lib/consensus.libsonnet';
+local replicas = import '../lib/replicas.libsonnet';
 //
 // They precompute the fleet-wide views that are expensive or awkward to type: the alerts and
 // the Grafana dashboards use the raw exporter metrics, so neither depends on these rules being
 // loaded; use them for your own queries, federation and long-term storage.
+//
+// The replicas of an HA pair are folded (lib/replicas.libsonnet): every record has one series
+// per logical exporter, node and chain, without the replica label, and a count or sum counts
+// each node once.
+local read(c, metric, how='max') = replicas.read(c, metric, c.ledgerSelector, how);
+local range(c, f, metric, window, how='max') = replicas.range(c, f, metric, c.ledgerSelector, window, how);
 {
   prometheusRules+:: {
     groups+: [
@@ -23,15 +30,15 @@ local q = import '../lib/consensus.libsonnet';
             expr: |||
               max by (blockchain) (ledger_blockchain_height{%(ledgerSelector)s})
               - on(blockchain) group_right()
-              ledger_blockchain_height{%(ledgerSelector)s}
-            ||| % $._config,
+              %(height)s
+            ||| % ($._config { height: read($._config, 'ledger_blockchain_height') }),
           },
           // Blocks per second per node and chain over 5m. The height is a gauge that only
           // grows, so rate() reads it like a counter: unlike deriv(), it survives a chain
           // restarting from 0 (a deliberate choice; the name is part of the interface).
           {
             record: 'node_blockchain:ledger_blockchain_height:rate5m',
-            expr: 'rate(ledger_blockchain_height{%(ledgerSelector)s}[5m])' % $._config,
+            expr: range($._config, 'rate', 'ledger_blockchain_height', '5m'),
           },
           // Blocks per second per chain: the fastest node's rate, which is the chain's own
           // pace.
@@ -43,31 +50,32 @@ local q = import '../lib/consensus.libsonnet';
           // tests).
           {
             record: 'node_blockchain:ledger_blockchain_height_last_change_timestamp_seconds:age',
-            expr: 'time() - ledger_blockchain_height_last_change_timestamp_seconds{%(ledgerSelector)s}' % $._config,
+            expr: 'time() - %s' % read($._config, 'ledger_blockchain_height_last_change_timestamp_seconds'),
           },
           // Seconds since the node processed its last message on the chain.
           {
             record: 'node_blockchain:ledger_blockchain_last_message_timestamp_seconds:age',
-            expr: 'time() - ledger_blockchain_last_message_timestamp_seconds{%(ledgerSelector)s}' % $._config,
+            expr: 'time() - %s' % read($._config, 'ledger_blockchain_last_message_timestamp_seconds'),
           },
         ],
       },
       {
         name: 'ledger-node.rules',
         rules: [
-          // Failed requests per second by node, endpoint and reason over 5m.
+          // Failed requests per second by node, endpoint and reason over 5m (an HA pair's
+          // replicas each poll the node: the higher of their two rates, not their sum).
           {
             record: 'node_endpoint_reason:ledger_node_scrape_errors:rate5m',
-            expr: 'sum by (node, endpoint, reason) (rate(ledger_node_scrape_errors_total{%(ledgerSelector)s}[5m]))' % $._config,
+            expr: 'sum by (node, endpoint, reason) (%s)' % range($._config, 'rate', 'ledger_node_scrape_errors_total', '5m'),
           },
           // Nodes answering /health, and nodes polled, per exporter job.
           {
             record: 'job:ledger_node_up:sum',
-            expr: 'sum by (job) (ledger_node_up{%(ledgerSelector)s})' % $._config,
+            expr: 'sum by (job) (%s)' % read($._config, 'ledger_node_up'),
           },
           {
             record: 'job:ledger_node_up:count',
-            expr: 'count by (job) (ledger_node_up{%(ledgerSelector)s})' % $._config,
+            expr: 'count by (job) (%s)' % read($._config, 'ledger_node_up'),
           },
           // Distinct node versions per job: 1 on a fleet on one release, 2 or more while an
           // upgrade rolls out (or a node was left behind). Probe mode too: each probe
@@ -89,9 +97,12 @@ local q = import '../lib/consensus.libsonnet';
           {
             record: 'blockchain:ledger_network_blockchain_council_members_up:quorum_margin',
             expr: |||
-              ledger_network_blockchain_council_members_up{%(ledgerSelector)s}
+              %(membersUp)s
               - on(%(exporterInstanceLabels)s, blockchain) %(required)s
-            ||| % ($._config { required: std.rstripChars(q.requiredVotes($._config.ledgerSelector, $._config.exporterInstanceLabels), '\n') }),
+            ||| % ($._config {
+              membersUp: read($._config, 'ledger_network_blockchain_council_members_up'),
+              required: std.rstripChars(q.requiredVotes($._config.ledgerSelector, $._config.exporterInstanceLabels), '\n'),
+            }),
           },
           // Vote rounds that ended without agreement per chain and leader over 15m, the
           // highest count among an exporter's nodes (LedgerLeaderFailingRounds' value).
@@ -117,18 +128,18 @@ local q = import '../lib/consensus.libsonnet';
           // Probed nodes whose /health was read, and nodes probed, per job.
           {
             record: 'job:ledger_probe_success:sum',
-            expr: 'sum by (job) (ledger_probe_success{%(ledgerSelector)s})' % $._config,
+            expr: 'sum by (job) (%s)' % read($._config, 'ledger_probe_success'),
           },
           {
             record: 'job:ledger_probe_success:count',
-            expr: 'count by (job) (ledger_probe_success{%(ledgerSelector)s})' % $._config,
+            expr: 'count by (job) (%s)' % read($._config, 'ledger_probe_success'),
           },
           // Height changes over the last 10m: 0 for a stalled chain. It stands in for the
           // daemon's ledger_blockchain_height_last_change_timestamp_seconds, which needs
           // memory across polls that a stateless probe has not.
           {
             record: 'node_blockchain:ledger_blockchain_height:changes10m',
-            expr: 'changes(ledger_blockchain_height{%(ledgerSelector)s}[10m])' % $._config,
+            expr: range($._config, 'changes', 'ledger_blockchain_height', '10m'),
           },
         ],
       },

@@ -300,6 +300,8 @@ MISTAKES: list[tuple[tuple[str, ...], dict[str, str], int, str]] = [
     (("demo", "--scrape-interval", "9" * 20 + "h"), {}, 2, "longer than Go's limit"),
     (("demo", "--prometheus=yes"), {}, 2, "--prometheus: ignored explicit argument 'yes'"),
     (("demo", "--prometheus.listen-address", "x:y"), {}, 2, "--prometheus.listen-address: "),
+    (("demo", "--ha=yes"), {}, 2, "--ha: ignored explicit argument 'yes'"),
+    (("demo", "--ha.listen-address", "x:y"), {}, 2, "--ha.listen-address: "),
     (("demo", "--log.level", "bogus"), {}, 2, "--log.level: unknown log level 'bogus'"),
     (("demo", "--log.format", "xml"), {}, 2, "--log.format: unknown log format 'xml'"),
     (("simulate", "--nodes", "0"), {}, 2, "--nodes: expected a whole number from 1 to 100000"),

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -23,7 +24,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from ledger_simulator.demo import RULE_FILES, prometheus_config
+from ledger_simulator.demo import PAIR_INSTANCE, REPLICA_LABEL, RULE_FILES, prometheus_config
 from tests.support.http import fetch
 from tests.support.ports import free_port, port_is_closed
 from tests.support.programs import require_program
@@ -135,6 +136,11 @@ def start_demo(tmp_path: Path) -> Iterator[Callable[..., Demo]]:
         demo.stop()
 
 
+def ready(landing: str) -> bool:
+    """The exporter behind ``landing`` has published its first cycle."""
+    return fetch(landing + "-/ready").status == 200
+
+
 def samples(metrics_url: str, name: str, by: str, **labels: str) -> dict[str, float]:
     """The samples of ``name`` the exporter at ``metrics_url`` serves whose labels include
     ``labels``, by the value of their label ``by``."""
@@ -153,6 +159,11 @@ def node_up(metrics_url: str) -> dict[str, float]:
 
 def vote_rounds(metrics_url: str, chain: str) -> dict[str, float]:
     return samples(metrics_url, "ledger_blockchain_vote_round", "node", blockchain=chain)
+
+
+def reports(metrics_url: str, expected: dict[str, float]) -> bool:
+    """The exporter at ``metrics_url`` serves ``ledger_node_up`` as ``expected`` (by node)."""
+    return node_up(metrics_url) == expected
 
 
 def behind_seconds(metrics: str, node: str) -> dict[str, float]:
@@ -248,6 +259,70 @@ def test_demo_with_prometheus_scrapes_the_exporter_and_stops_both(
     assert port_is_closed(prometheus_port) and port_is_closed(port)
 
 
+def test_demo_ha_runs_a_pair_that_prometheus_scrapes_as_one_exporter(
+    start_demo: Callable[..., Demo],
+) -> None:
+    """``--ha``: two replicas, each serving every node and following a fault on its own;
+    with ``--prometheus`` both scraped in one job as one logical exporter (the pair's
+    ``instance``, an ``exporter_replica`` each, the label the shipped rules fold); Ctrl-C
+    stops the three."""
+    require_program("prometheus")
+    ports = {"a": free_port(), "b": free_port()}
+    prometheus_port = free_port()
+    demo = start_demo(
+        "--ha",
+        "--web.listen-address",
+        f"127.0.0.1:{ports['a']}",
+        "--ha.listen-address",
+        f"127.0.0.1:{ports['b']}",
+        "--prometheus",
+        "--prometheus.listen-address",
+        f"127.0.0.1:{prometheus_port}",
+    )
+    nodes = [f"node-{i}" for i in range(1, DEFAULT_NODES + 1)]
+    metrics = {}
+    for name, port in ports.items():
+        landing = demo.printed[f"Replica {name} landing page"]
+        assert landing == f"http://127.0.0.1:{port}/", demo.lines
+        metrics[name] = demo.printed[f"Replica {name} metrics"]
+        assert metrics[name] == f"{landing}metrics"
+        wait_until(partial(ready, landing), ignoring=(OSError,),
+                   message=f"replica {name} never got ready")  # fmt: skip
+        assert node_up(metrics[name]) == dict.fromkeys(nodes, 1.0)
+    pair = demo.printed["Scrape as one pair"]
+    assert pair.split()[0] == "deploy/prometheus/ha.yml", pair
+    assert f'instance="{PAIR_INSTANCE}"' in pair and REPLICA_LABEL in pair, pair
+    # the label the demo's pair carries is the one the shipped rules fold away
+    assert f"without({REPLICA_LABEL})" in (REPO / "deploy/prometheus/alerts.yml").read_text()
+
+    faults_url = demo.printed["Simulated network"].split("admin ")[1] + "faults"
+    switched = fetch(faults_url, method="POST", json={"node": "node-3", "fault": "down"})
+    assert switched.status == 200
+    down = {**dict.fromkeys(nodes, 1.0), "node-3": 0.0}
+    for name, url in metrics.items():
+        wait_until(partial(reports, url, down),
+                   message=f"node-3 not reported down by replica {name}")  # fmt: skip
+
+    api = PrometheusApi(demo.printed["Prometheus"])
+    wait_until(api.ready, message="the demo's Prometheus never got ready")
+    up = api.wait_for(
+        'up{job="ledger-exporter"} == 1', lambda result: len(result) == len(ports), timeout=20
+    )
+    assert sorted((s["metric"]["instance"], s["metric"][REPLICA_LABEL]) for s in up) == [
+        (PAIR_INSTANCE, name) for name in ports
+    ], up
+    assert demo.interrupt(timeout=15) == 0, demo.log()
+    assert all(port_is_closed(port) for port in [*ports.values(), prometheus_port])
+
+
+def test_the_demo_pair_scrape_config_labels_each_replica() -> None:
+    config = prometheus_config("127.0.0.1:1", RULE_FILES, {"a": "127.0.0.1:1", "b": "127.0.0.1:2"})
+    assert config["scrape_configs"] == [{"job_name": "ledger-exporter", "static_configs": [
+        {"targets": ["127.0.0.1:1"], "labels": {"instance": PAIR_INSTANCE, REPLICA_LABEL: "a"}},
+        {"targets": ["127.0.0.1:2"], "labels": {"instance": PAIR_INSTANCE, REPLICA_LABEL: "b"}},
+    ]}]  # fmt: skip
+
+
 @pytest.mark.parametrize("name", RULE_FILES)
 def test_the_packaged_rules_are_those_of_deploy_prometheus(name: str) -> None:
     """exporter/rules/ ships in the wheel for `demo --prometheus`; `make mixin` renders both
@@ -262,7 +337,9 @@ def test_prometheus_config_loads_the_rules_it_is_given() -> None:
     assert config["rule_files"] == ["rules.yml", "alerts.yml"]
 
 
-@pytest.mark.parametrize("flag", ["--web.listen-address", "--prometheus.listen-address"])
+@pytest.mark.parametrize(
+    "flag", ["--web.listen-address", "--ha.listen-address", "--prometheus.listen-address"]
+)
 def test_a_taken_port_is_one_line_naming_the_flag(flag: str) -> None:
     if flag.startswith("--prometheus"):
         require_program("prometheus")
@@ -270,7 +347,8 @@ def test_a_taken_port_is_one_line_naming_the_flag(flag: str) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         address = f"127.0.0.1:{taken.getsockname()[1]}"
-        others = ["--web.listen-address", f"127.0.0.1:{free_port()}", "--prometheus"]
+        others = ["--web.listen-address", f"127.0.0.1:{free_port()}", "--prometheus",
+                  "--ha", "--ha.listen-address", f"127.0.0.1:{free_port()}"]  # fmt: skip
         result = subprocess.run(
             [sys.executable, "-m", "exporter", "demo", *others, flag, address],
             capture_output=True,

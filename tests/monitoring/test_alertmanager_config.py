@@ -59,7 +59,7 @@ def test_amtool_accepts_the_shipped_config_and_its_copies(tmp_path: Path) -> Non
     in_secret.write_text(secret["stringData"]["alertmanager.yaml"], encoding="utf-8")
     for path in (SHIPPED, in_secret, CHART_COPY):
         printed = amtool("check-config", str(path))
-        assert "SUCCESS" in printed and "12 inhibit rules" in printed, printed
+        assert "SUCCESS" in printed and "13 inhibit rules" in printed, printed
     assert load_config(in_secret) == load_config(SHIPPED) == load_config(CHART_COPY)
 
 
@@ -98,6 +98,26 @@ CASES: list[tuple[str, Labels, list[Labels], list[Labels]]] = [
         ],
         [
             {"alertname": "LedgerNodeDown", "node": "n1", "instance": "exporter-down-other"},
+        ],
+    ),
+    (
+        # an HA pair's replica a down, its twin up: a's own alerts only (they carry its
+        # exporter_replica); the folded alerts (no such label: empty to `equal`) and b's go on
+        "replica-down",
+        {"alertname": "LedgerExporterReplicaDown", "exporter_replica": "a"},
+        [
+            {"alertname": "LedgerExporterConfigReloadFailed", "exporter_replica": "a"},
+            {
+                "alertname": "LedgerExporterReplicaNodeUnreachable",
+                "exporter_replica": "a",
+                "node": "n1",
+            },
+        ],
+        [
+            {"alertname": "LedgerExporterConfigReloadFailed", "exporter_replica": "b"},
+            {"alertname": "LedgerNodeDown", "severity": "critical", "node": "n2"},
+            {"alertname": "LedgerBlockchainHalted", "severity": "critical", "blockchain": "c1"},
+            {"alertname": "LedgerNodeBehind", "node": "n1", "blockchain": "c2"},
         ],
     ),
     (

@@ -3,7 +3,9 @@ config pointed at that receiver on a faster clock.
 
 ``AlertmanagerServer`` writes its config into its own directory and starts Debian's
 ``prometheus-alertmanager`` on 127.0.0.1 and a free port, with its own storage directory and
-no cluster gossip (``--cluster.listen-address=``); it stops it on exit. ``WebhookReceiver`` is
+no cluster gossip (``--cluster.listen-address=``); it stops it on exit. ``cluster(...)`` gives
+servers peered with each other by gossip over loopback instead (``Gossip``: an HA pair that
+notifies once; ``peers()``, ``position()``). ``WebhookReceiver`` is
 a small HTTP server on 127.0.0.1 that keeps every notification Alertmanager posts to it.
 ``for_tests`` rewrites an Alertmanager config (the shipped ``alertmanager.yml``) so that every
 receiver posts to the test's webhook, and divides its ``group_wait``, ``group_interval`` and
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -241,17 +243,64 @@ def _scaled_route(route: Mapping[str, Any], scale: int, min_wait_ms: int) -> dic
 # --- the server ---------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Gossip:
+    """A server's place in an Alertmanager cluster on loopback: the port it gossips on, its
+    peers' ports, and the cluster's timings.
+
+    The timings, for a test whose rules and routes run ``scale`` times faster
+    (:func:`gossip_for`): ``pushpull_interval``, the full state sync (anti-entropy, 1m), is
+    scaled, so a peer that missed a broadcast catches up within a minute of the rules' time.
+    ``gossip_interval`` (200ms) is how often broadcasts (a notification logged, a silence)
+    leave: a property of the network, not of the alerts' clock, and the cluster waits for
+    ten of them, four times, to settle at start; it is halved (100ms) to settle sooner.
+    ``peer_timeout`` (15s) is how long the second peer waits before it sends a group's
+    notification unless the first one's entry of the notification log reached it by gossip:
+    scaled it would be a quarter of a second, a gossip interval or two, and on two busy cores
+    the second peer would send again what the first had sent. It is kept at many gossip
+    intervals instead (2s: twenty), shorter than a group's interval so that the second
+    peer's check fits between two flushes. The failure detector's probes (1s, 500ms) keep
+    their defaults: faster, a peer busy for a moment would be declared dead, and both
+    would send."""
+
+    port: int
+    peers: tuple[int, ...]
+    pushpull_interval: str = "1m"
+    gossip_interval: str = "100ms"
+    peer_timeout: str = "2s"
+
+    def flags(self) -> list[str]:
+        """The command line's cluster flags."""
+        return [
+            f"--cluster.listen-address=127.0.0.1:{self.port}",
+            f"--cluster.advertise-address=127.0.0.1:{self.port}",
+            *(f"--cluster.peer=127.0.0.1:{port}" for port in self.peers),
+            f"--cluster.pushpull-interval={self.pushpull_interval}",
+            f"--cluster.gossip-interval={self.gossip_interval}",
+            f"--cluster.peer-timeout={self.peer_timeout}",
+        ]
+
+
+def gossip_for(port: int, peers: Iterable[int], scale: int) -> Gossip:
+    """The cluster place of a server gossiping on ``port`` with ``peers``, on a clock
+    ``scale`` times faster (see :class:`Gossip` for what is scaled and why)."""
+    return Gossip(port, tuple(peers), pushpull_interval=scaled("1m", scale))
+
+
 class AlertmanagerServer(ServerProcess):
     """One ``prometheus-alertmanager`` process on 127.0.0.1 with ``config`` (a document),
-    its storage in ``workdir``, no cluster."""
+    its storage in ``workdir``; alone, or a peer of a cluster (``gossip``)."""
 
-    def __init__(self, workdir: Path, config: Mapping[str, Any]) -> None:
+    def __init__(
+        self, workdir: Path, config: Mapping[str, Any], *, gossip: Gossip | None = None
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.workdir = workdir
         self.config: dict[str, Any] = dict(config)
         self.config_file = workdir / "alertmanager.yml"
         self.log_file = workdir / "alertmanager.log"
+        self.gossip = gossip
 
     def start(self) -> AlertmanagerServer:
         """Write the config, start the process and wait until ``/-/ready`` answers 200."""
@@ -262,7 +311,7 @@ class AlertmanagerServer(ServerProcess):
             f"--config.file={self.config_file}",
             f"--storage.path={self.workdir / 'data'}",
             f"--web.listen-address=127.0.0.1:{self.port}",
-            "--cluster.listen-address=",
+            *(["--cluster.listen-address="] if self.gossip is None else self.gossip.flags()),
             "--log.level=warn",
         ]
 
@@ -277,8 +326,27 @@ class AlertmanagerServer(ServerProcess):
 
     def alerting(self) -> dict[str, Any]:
         """A Prometheus config's ``alerting`` section sending its alerts here."""
-        target = {"targets": [f"127.0.0.1:{self.port}"]}
-        return {"alertmanagers": [{"api_version": "v2", "static_configs": [target]}]}
+        return alerting_to([self])
+
+    def status(self) -> dict[str, Any]:
+        """``GET /api/v2/status``: its config, version and ``cluster`` (``name``,
+        ``status``, ``peers``)."""
+        answer = fetch(self.url + "/api/v2/status")
+        if answer.status != 200:
+            raise AlertmanagerError(f"GET /api/v2/status: {answer.status} {answer.text}")
+        found: dict[str, Any] = answer.json()
+        return found
+
+    def peers(self) -> list[str]:
+        """The names of the cluster's members this server knows of (itself included)."""
+        return sorted(peer["name"] for peer in self.status()["cluster"].get("peers") or [])
+
+    def position(self) -> int:
+        """Its place in the cluster as it sees it (its name's among the members' names):
+        the first (0) sends a group's notifications, the next only when the first has not
+        after ``--cluster.peer-timeout``."""
+        cluster = self.status()["cluster"]
+        return sorted(peer["name"] for peer in cluster["peers"]).index(cluster["name"])
 
     def post_alerts(self, alerts: Iterable[Alert]) -> None:
         """``POST /api/v2/alerts``: as Prometheus sends them (``labels``, ``annotations``,
@@ -319,6 +387,44 @@ class AlertmanagerServer(ServerProcess):
             message=lambda: f"no {state} alert {labels}: {self.alerts()}",
         )  # fmt: skip
         return found
+
+
+def alerting_to(servers: Iterable[AlertmanagerServer]) -> dict[str, Any]:
+    """A Prometheus config's ``alerting`` section sending its alerts to every one of
+    ``servers`` (the peers of a cluster: each Prometheus sends to all of them)."""
+    target = {"targets": [f"127.0.0.1:{server.port}" for server in servers]}
+    return {"alertmanagers": [{"api_version": "v2", "static_configs": [target]}]}
+
+
+def cluster(
+    workdir: Path, config: Mapping[str, Any], scale: int, size: int = 2
+) -> list[AlertmanagerServer]:
+    """``size`` servers (not started) with ``config``, each in ``workdir/alertmanager-N``,
+    gossiping on loopback, each peered with every other (:func:`gossip_for`)."""
+    ports = [free_port() for _ in range(size)]
+    return [
+        AlertmanagerServer(
+            workdir / f"alertmanager-{index}",
+            config,
+            gossip=gossip_for(port, (p for p in ports if p != port), scale),
+        )
+        for index, port in enumerate(ports)
+    ]
+
+
+def wait_clustered(servers: Sequence[AlertmanagerServer], timeout: float = 30.0) -> None:
+    """Until every running one of ``servers`` counts all the running ones as its peers
+    (and no other): the cluster has (re)formed."""
+    running = [server for server in servers if server.running]
+
+    def formed() -> bool:
+        return all(len(server.peers()) == len(running) for server in running)
+
+    wait_until(
+        formed, timeout=timeout, interval=POLL_SECONDS, ignoring=(OSError, AlertmanagerError),
+        message=lambda: "cluster not formed: " + "; ".join(
+            f"{server.url} {server.status().get('cluster')}" for server in running),
+    )  # fmt: skip
 
 
 class Alertmanagers:

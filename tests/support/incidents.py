@@ -13,6 +13,14 @@ up to three days, and a Prometheus started seconds ago would let a short outage 
 long windows, an artefact of the test that a long-running Prometheus never shows. ``promtool tsdb
 create-blocks-from openmetrics`` writes that past (each node up, each chain advancing, one
 sample a second as the test's evaluations) before Prometheus starts.
+
+With ``pair=True`` the stack is the high-availability topology, two of everything: two
+exporter replicas polling the same nodes (each its own state file), scraped as one logical
+exporter (one ``instance``, ``PAIR``, and ``exporter_replica`` ``a``/``b``); two Prometheus,
+each with its ``prometheus_replica`` external label dropped from the alerts it sends
+(``PROMETHEUS_PAIR``), each sending to both Alertmanagers; two Alertmanagers clustered by
+gossip over loopback (``tests/support/alertmanager.py``'s ``cluster``). A test loses one
+part of each (``lose_*``: SIGKILL, a crash) and brings them back (``restore``).
 """
 
 from __future__ import annotations
@@ -36,14 +44,17 @@ from tests.support.alertmanager import (
     ROUTE_DEFAULTS,
     AlertmanagerServer,
     WebhookReceiver,
+    alerting_to,
+    cluster,
     for_tests,
     load_config,
     sinks,
+    wait_clustered,
 )
 from tests.support.monitoring import PROM_DIR
 from tests.support.processes import ExporterProcess
 from tests.support.programs import require_program
-from tests.support.prometheus import PrometheusServer
+from tests.support.prometheus import PrometheusServer, pair_member
 from tests.support.scaling import duration_ms, write_shortened
 from tests.support.testdata import REPO
 from tests.support.waiting import wait_until
@@ -64,6 +75,12 @@ HISTORY_MINUTES = 3 * 24 * 60
 #: How long the stack's Prometheus keeps samples: that past (72 minutes of wall time) and
 #: the module's own.
 HISTORY_RETENTION = "3h"
+#: The pair's ``instance`` (both replicas' targets carry it) and its replicas' names (their
+#: ``exporter_replica``); the names of the pair's Prometheus (their ``prometheus_replica``).
+PAIR = "ledger-exporter"
+REPLICA_LABEL = "exporter_replica"
+REPLICAS = ("a", "b")
+PROMETHEUS_PAIR = ("one", "two")
 _WINDOW = re.compile(r"\[(\w+)(?::\w*)?\]")
 Alert = dict[str, Any]
 
@@ -122,16 +139,26 @@ def longest_seconds(config: Mapping[str, Any], *keys: str) -> float:
 
 
 def backfill_healthy(
-    data: Path, instance: str, *, nodes: Iterable[str], chains: Iterable[str], minutes: int
+    data: Path,
+    instance: str,
+    *,
+    nodes: Iterable[str],
+    chains: Iterable[str],
+    minutes: int,
+    replicas: Iterable[str] = (),
 ) -> None:
     """Write into Prometheus's ``data`` directory ``minutes`` of the rules' time, ending now,
     in which every node was up and every chain advancing (what the budget-burn alerts'
-    error ratios are computed from), one sample a second."""
+    error ratios are computed from), one sample a second. The exporter's series once per
+    replica (``replicas``: a pair's, each its ``exporter_replica``; the series the scrapes go
+    on with, not others that Prometheus would still read for its five-minute lookback); the
+    recorded ones once, as the rules fold the replicas."""
     seconds = minutes * 60 // SCALE
     end = int(time.time()) - 1
     labels = f'job="{JOB}",instance="{instance}"'
+    scraped = [f'{labels},{REPLICA_LABEL}="{r}"' for r in replicas] or [labels]
     series = {
-        "ledger_node_up": ([f'{labels},node="{node}"' for node in nodes], 1),
+        "ledger_node_up": ([f'{each},node="{node}"' for each in scraped for node in nodes], 1),
         "blockchain:ledger_blockchain_height:not_advancing": (
             [f'{labels},blockchain="{chain}"' for chain in chains], 0),
     }  # fmt: skip
@@ -151,37 +178,113 @@ def backfill_healthy(
     )  # fmt: skip
 
 
+class ExporterReplica:
+    """An exporter process polling every second with ``settings`` (its config written to
+    ``config``), started with ``flags``; a test may crash it (``kill``) and start it again
+    (``restart``) on the same address, config and flags (its state file)."""
+
+    def __init__(self, config: Path, settings: Mapping[str, Any], *flags: str) -> None:
+        # The whole interval as the deadline, as test_alerts.py: one late answer on two busy
+        # cores is otherwise a pending LedgerNodeDown.
+        config.write_text(yaml.safe_dump({"scrape_interval": "1s", "scrape_timeout": "1s",
+                                          **settings}))  # fmt: skip
+        self.config, self.flags = config, flags
+        self.process = self._started()
+        self.address = f"127.0.0.1:{self.process.port}"
+
+    def _started(self, *more: str) -> ExporterProcess:
+        process = ExporterProcess(self.config, *self.flags, *more)
+        try:
+            process.wait_ready()
+        except AssertionError:
+            process.stop(check_log=False)
+            raise
+        return process
+
+    @property
+    def running(self) -> bool:
+        return self.process.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: the replica is lost."""
+        self.process.kill()
+
+    def restart(self) -> None:
+        """Start it again where it was (its address, config, state file), once lost."""
+        self.process.stop()
+        self.process = self._started(f"--web.listen-address={self.address}")
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
 @contextlib.contextmanager
 def exporter_on(config: Path, settings: Mapping[str, Any]) -> Iterator[str]:
     """An exporter polling every second with ``settings``; its ``host:port``."""
-    # The whole interval as the deadline, as test_alerts.py: one late answer on two busy
-    # cores is otherwise a pending LedgerNodeDown.
-    config.write_text(yaml.safe_dump({"scrape_interval": "1s", "scrape_timeout": "1s",
-                                      **settings}))  # fmt: skip
-    exporter = ExporterProcess(config)
+    exporter = ExporterReplica(config, settings)
     try:
-        exporter.wait_ready()
-        yield f"127.0.0.1:{exporter.port}"
+        yield exporter.address
     finally:
         exporter.stop()
 
 
 @dataclass
 class AlertingStack:
-    """The running stack: Prometheus, Alertmanager, the webhook, the exporter's ``instance``,
-    the receivers that send somewhere (``paging``: pages and tickets), the sink, and
-    Alertmanager's longest ``group_wait`` and longest wait (``group_wait`` or
-    ``group_interval``: when a group's last notification, resolved or not, is sent at the
-    latest), in seconds."""
+    """The running stack: the Prometheus servers (one, or a pair), the Alertmanagers (one,
+    or a cluster), the exporters (by replica name; ``""`` alone), the webhook, the
+    exporter's ``instance``, the receivers that send somewhere (``paging``: pages and
+    tickets), the sink, and Alertmanager's longest ``group_wait`` and longest wait
+    (``group_wait`` or ``group_interval``, and a cluster's ``peer_timeout``: when a group's
+    last notification, resolved or not, is sent at the latest), in seconds."""
 
-    prom: PrometheusServer
-    am: AlertmanagerServer
+    proms: list[PrometheusServer]
+    ams: list[AlertmanagerServer]
+    exporters: dict[str, ExporterReplica]
     webhook: WebhookReceiver
     instance: str
     paging: frozenset[str]
     sink: str
     group_wait: float
     longest_wait: float
+
+    @property
+    def prom(self) -> PrometheusServer:
+        """The first Prometheus still running: the one to ask."""
+        return next(server for server in self.proms if server.running)
+
+    @property
+    def am(self) -> AlertmanagerServer:
+        """The first Alertmanager still running: the one to ask."""
+        return next(server for server in self.ams if server.running)
+
+    # --- losing parts of a pair, and bringing them back ---
+
+    def lose_exporter(self, replica: str) -> None:
+        self.exporters[replica].kill()
+
+    def lose_prometheus(self, index: int) -> None:
+        self.proms[index].kill()
+
+    def lose_alertmanager(self, index: int) -> None:
+        self.ams[index].kill()
+
+    def now(self) -> float:
+        """The time of a running Prometheus's clock (its evaluations' timestamps)."""
+        return float(self.prom.query("vector(time())")[0]["value"][1])
+
+    def restore(self) -> None:
+        """Start again every part lost, each where it was; until the Alertmanagers form
+        their cluster again and every Prometheus scrapes every exporter."""
+        for exporter in self.exporters.values():
+            if not exporter.running:
+                exporter.restart()
+        for server in [*self.ams, *self.proms]:
+            if not server.running:
+                server.start()
+        if len(self.ams) > 1:
+            wait_clustered(self.ams)
+        for prom in self.proms:
+            prom.wait_for_scrapes(timeout=30)
 
     # --- what was delivered ---
 
@@ -287,10 +390,12 @@ def alerting_stack(
     settings: Mapping[str, Any],
     *,
     history: tuple[list[str], list[str], int] | None = None,
+    pair: bool = False,
 ) -> Iterator[AlertingStack]:
     """The exporter with ``settings`` (its ``nodes``, ``watch``...), Prometheus on the shipped
     rules shortened by ``SCALE``, Alertmanager on the shipped config pointed at the webhook.
-    ``history``: (nodes, chains, minutes of the rules' time) of healthy past to backfill."""
+    ``history``: (nodes, chains, minutes of the rules' time) of healthy past to backfill.
+    ``pair``: two of each (the module's docstring)."""
     rules = [write_shortened(path, workdir / f"short-{path.name}", SCALE)
              for path in shipped_rule_files()]  # fmt: skip
     shipped = load_config(SHIPPED_ALERTMANAGER)
@@ -300,25 +405,49 @@ def alerting_stack(
         webhook = WebhookReceiver()
         stop.callback(webhook.stop)
         am_config = for_tests(shipped, webhook, SCALE, min_group_wait=group_wait_floor(shipped))
-        am = stop.enter_context(AlertmanagerServer(workdir / "alertmanager", am_config))
-        address = stop.enter_context(exporter_on(workdir / "exporter.yml", settings))
-        server = PrometheusServer(
-            workdir / "prometheus",
-            {JOB: [address]},
-            rule_files=rules,
-            extra_flags=[RESEND_FLAG],
-            retention=HISTORY_RETENTION,
-        )
-        server.config["alerting"] = am.alerting()
-        if history is not None:
-            nodes, chains, minutes = history
-            backfill_healthy(server.workdir / "data", address, nodes=nodes, chains=chains,
-                             minutes=minutes)  # fmt: skip
-        prom = stop.enter_context(server)
-        prom.wait_for_scrapes(timeout=30)
+        ams = (cluster(workdir, am_config, SCALE) if pair
+               else [AlertmanagerServer(workdir / "alertmanager", am_config)])  # fmt: skip
+        for am in ams:
+            stop.enter_context(am)
+        if pair:
+            wait_clustered(ams)
+        names = REPLICAS if pair else ("",)
+        exporters = {}
+        for name in names:
+            flags = [f"--state.file={workdir / f'state-{name}.json'}"] if pair else []
+            config = workdir / (f"exporter-{name}.yml" if pair else "exporter.yml")
+            replica = ExporterReplica(config, settings, *flags)
+            stop.callback(replica.stop)
+            exporters[name] = replica
+        instance = PAIR if pair else exporters[""].address
+        proms = []
+        for name in PROMETHEUS_PAIR if pair else ("",):
+            server = PrometheusServer(
+                workdir / ("prometheus-" + name if pair else "prometheus"),
+                {JOB: [replica.address for replica in exporters.values()]},
+                rule_files=rules,
+                extra_flags=[RESEND_FLAG],
+                retention=HISTORY_RETENTION,
+            )
+            server.config["alerting"] = alerting_to(ams)
+            if pair:
+                pair_member(server, name, {
+                    replica.address: {"instance": PAIR, REPLICA_LABEL: replica_name}
+                    for replica_name, replica in exporters.items()})  # fmt: skip
+            if history is not None:
+                nodes, chains, minutes = history
+                backfill_healthy(server.workdir / "data", instance, nodes=nodes,
+                                 chains=chains, minutes=minutes,
+                                 replicas=REPLICAS if pair else ())  # fmt: skip
+            proms.append(stop.enter_context(server))
+        for prom in proms:
+            prom.wait_for_scrapes(timeout=30)
         receivers = {receiver["name"] for receiver in shipped["receivers"]}
+        peer_wait = max((duration_ms(am.gossip.peer_timeout) / 1000 for am in ams
+                         if am.gossip is not None), default=0.0)  # fmt: skip
         yield AlertingStack(
-            prom, am, webhook, address, frozenset(receivers - sink_names),
-            next(iter(sink_names)), longest_seconds(am_config, "group_wait"),
-            longest_seconds(am_config, "group_wait", "group_interval"),
+            proms=proms, ams=ams, exporters=exporters, webhook=webhook, instance=instance,
+            paging=frozenset(receivers - sink_names), sink=next(iter(sink_names)),
+            group_wait=longest_seconds(am_config, "group_wait"),
+            longest_wait=longest_seconds(am_config, "group_wait", "group_interval") + peer_wait,
         )  # fmt: skip

@@ -84,6 +84,18 @@ class ServerProcess:
         if process is not None:
             stop_process(process, timeout)
 
+    def kill(self) -> None:
+        """SIGKILL: the process crashes, with no chance to tell anyone (a lost replica)."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+
+    @property
+    def running(self) -> bool:
+        """Started and not ended (stopped, killed or crashed)."""
+        return self._process is not None and self._process.poll() is None
+
     def __enter__(self) -> Self:
         return self.start()
 
@@ -172,6 +184,13 @@ class ExporterProcess:
 
     def signal(self, signum: signal.Signals) -> None:
         self.process.send_signal(signum)
+
+    def kill(self) -> None:
+        """SIGKILL: the exporter crashes, its state file as its last cycle left it (a lost
+        replica); ``stop()`` afterwards still reads its log."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
 
     def stop(self, timeout: float = 30.0, check_log: bool = True) -> tuple[int, str]:
         """SIGTERM (unless it already ended), then its exit status and whole log; killed when

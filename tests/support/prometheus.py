@@ -14,7 +14,8 @@ the ``prometheus`` fixture (``PrometheusServers``), which stops them after it:
 first. Prometheus applies new scrape targets only every 5 s, so the first scrape comes 5 to
 6 s after start whatever the scrape interval; rules are evaluated every
 ``evaluation_interval`` from the start. ``PrometheusApi`` alone talks to a Prometheus started
-by someone else (the demo). ``Promtool`` (the ``promtool`` fixture) runs promtool.
+by someone else (the demo). ``pair_member`` makes a server one Prometheus of an HA pair.
+``Promtool`` (the ``promtool`` fixture) runs promtool.
 """
 
 from __future__ import annotations
@@ -231,6 +232,30 @@ class PrometheusServer(PrometheusApi, ServerProcess):
     def wait_for_scrapes(self, timeout: float = 20.0) -> list[dict[str, Any]]:
         """Wait until every configured job's targets were scraped and are ``up``."""
         return self.wait_for_targets_up(self.jobs, timeout)
+
+
+#: The external label naming each Prometheus of a pair, dropped from the alerts it sends.
+PROMETHEUS_REPLICA_LABEL = "prometheus_replica"
+
+
+def pair_member(
+    server: PrometheusServer, name: str, target_labels: Mapping[str, Mapping[str, str]]
+) -> None:
+    """Make ``server`` (not started yet) one Prometheus of an HA pair, as the Prometheus
+    Operator runs two: its ``prometheus_replica`` external label ``name``, dropped from the
+    alerts it sends (``alert_relabel_configs``) so that both send the same alerts and
+    Alertmanager deduplicates them; and each of its jobs' targets (``host:port``) with the
+    labels ``target_labels`` gives it (a pair of exporters: one ``instance``, a replica
+    label each)."""
+    server.config["global"]["external_labels"] = {PROMETHEUS_REPLICA_LABEL: name}
+    alerting = server.config.setdefault("alerting", {})
+    alerting["alert_relabel_configs"] = [{"action": "labeldrop", "regex": PROMETHEUS_REPLICA_LABEL}]
+    for job in server.config["scrape_configs"]:
+        job["static_configs"] = [
+            {"targets": [address], "labels": dict(target_labels.get(address, {}))}
+            for config in job["static_configs"]
+            for address in config["targets"]
+        ]
 
 
 class PrometheusServers:
