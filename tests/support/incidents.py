@@ -54,7 +54,7 @@ from tests.support.alertmanager import (
 from tests.support.monitoring import PROM_DIR
 from tests.support.processes import ExporterProcess
 from tests.support.programs import require_program
-from tests.support.prometheus import PrometheusServer, pair_member
+from tests.support.prometheus import PrometheusServer, pair_member, shipped_pair_targets
 from tests.support.scaling import duration_ms, write_shortened
 from tests.support.testdata import REPO
 from tests.support.waiting import wait_until
@@ -76,10 +76,12 @@ HISTORY_MINUTES = 3 * 24 * 60
 #: the module's own.
 HISTORY_RETENTION = "3h"
 #: The pair's ``instance`` (both replicas' targets carry it) and its replicas' names (their
-#: ``exporter_replica``); the names of the pair's Prometheus (their ``prometheus_replica``).
-PAIR = "ledger-exporter"
+#: ``exporter_replica``), as the shipped ``deploy/prometheus/ha.yml`` labels its targets;
+#: the names of the pair's Prometheus (their ``prometheus_replica``).
+_PAIR_TARGETS = shipped_pair_targets(JOB)
+(PAIR,) = {labels["instance"] for labels in _PAIR_TARGETS}
 REPLICA_LABEL = "exporter_replica"
-REPLICAS = ("a", "b")
+REPLICAS = tuple(labels[REPLICA_LABEL] for labels in _PAIR_TARGETS)
 PROMETHEUS_PAIR = ("one", "two")
 _WINDOW = re.compile(r"\[(\w+)(?::\w*)?\]")
 Alert = dict[str, Any]
@@ -431,9 +433,8 @@ def alerting_stack(
             )
             server.config["alerting"] = alerting_to(ams)
             if pair:
-                pair_member(server, name, {
-                    replica.address: {"instance": PAIR, REPLICA_LABEL: replica_name}
-                    for replica_name, replica in exporters.items()})  # fmt: skip
+                replicas = zip(exporters.values(), _PAIR_TARGETS, strict=True)
+                pair_member(server, name, {r.address: labels for r, labels in replicas})
             if history is not None:
                 nodes, chains, minutes = history
                 backfill_healthy(server.workdir / "data", instance, nodes=nodes,

@@ -234,22 +234,41 @@ class PrometheusServer(PrometheusApi, ServerProcess):
         return self.wait_for_targets_up(self.jobs, timeout)
 
 
+#: The shipped config of one Prometheus of a pair (``deploy/prometheus/ha.yml``): the pair's
+#: tests take its external label, its ``alert_relabel_configs`` and its targets' labels, so
+#: what they prove is what the file ships.
+SHIPPED_PAIR_CONFIG = REPO / "deploy" / "prometheus" / "ha.yml"
+
+
+def _shipped_pair() -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(SHIPPED_PAIR_CONFIG.read_text())
+    return document
+
+
 #: The external label naming each Prometheus of a pair, dropped from the alerts it sends.
-PROMETHEUS_REPLICA_LABEL = "prometheus_replica"
+(PROMETHEUS_REPLICA_LABEL,) = _shipped_pair()["global"]["external_labels"]
+
+
+def shipped_pair_targets(job: str) -> list[dict[str, str]]:
+    """The labels ``ha.yml`` gives each target of ``job``, in its order: one per exporter
+    replica of the pair (its ``instance`` and replica label)."""
+    (config,) = [c for c in _shipped_pair()["scrape_configs"] if c["job_name"] == job]
+    return [dict(static["labels"]) for static in config["static_configs"]
+            for _ in static["targets"]]  # fmt: skip
 
 
 def pair_member(
     server: PrometheusServer, name: str, target_labels: Mapping[str, Mapping[str, str]]
 ) -> None:
-    """Make ``server`` (not started yet) one Prometheus of an HA pair, as the Prometheus
-    Operator runs two: its ``prometheus_replica`` external label ``name``, dropped from the
-    alerts it sends (``alert_relabel_configs``) so that both send the same alerts and
-    Alertmanager deduplicates them; and each of its jobs' targets (``host:port``) with the
-    labels ``target_labels`` gives it (a pair of exporters: one ``instance``, a replica
-    label each)."""
+    """Make ``server`` (not started yet) one Prometheus of an HA pair as ``ha.yml`` makes it:
+    its ``prometheus_replica`` external label ``name``, dropped from the alerts it sends by
+    the file's ``alert_relabel_configs`` so that both send the same alerts and Alertmanager
+    deduplicates them; and each of its jobs' targets (``host:port``) with the labels
+    ``target_labels`` gives it (a pair of exporters: one ``instance``, a replica label each,
+    ``shipped_pair_targets``)."""
     server.config["global"]["external_labels"] = {PROMETHEUS_REPLICA_LABEL: name}
     alerting = server.config.setdefault("alerting", {})
-    alerting["alert_relabel_configs"] = [{"action": "labeldrop", "regex": PROMETHEUS_REPLICA_LABEL}]
+    alerting["alert_relabel_configs"] = _shipped_pair()["alerting"]["alert_relabel_configs"]
     for job in server.config["scrape_configs"]:
         job["static_configs"] = [
             {"targets": [address], "labels": dict(target_labels.get(address, {}))}
