@@ -28,9 +28,11 @@ _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w
 _PART = re.compile(r"(\d+)(ms|s|m|h|d|w)")
 _RANGE = re.compile(r"\[(\w+)(:\w*)?\]")
 _OFFSET = re.compile(r"\boffset\s+(\w+)")
-#: An age: seconds since a timestamp, or a gauge of one (``..._age_seconds{...}``).
+#: An age: seconds since a timestamp, or a gauge of one (``..._age_seconds{...}``). The
+#: timestamp may be read folded over an HA pair's replicas (``max without(r) (ts{...})``).
 _AGE = re.compile(
-    r"time\(\)\s*-\s*[a-zA-Z_:][\w:]*(?:\{[^}]*\})?"
+    r"time\(\)\s*-\s*(?P<fold>(?:max|min)\s+without\s*\([^)]*\)\s*\(\s*)?"
+    r"[a-zA-Z_:][\w:]*(?:\{[^}]*\})?(?(fold)\s*\))"
     r"|\b[a-zA-Z_:][\w:]*_age_seconds(?:\{[^}]*\})?(?![\w:])"
 )
 
