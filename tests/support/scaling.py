@@ -3,8 +3,7 @@
 :func:`shorten_rules` divides every time in a rule file by ``scale``, so that with
 ``scale = 60`` a minute becomes a second and the rules keep their proportions: every ``for``
 (2m -> 2s), every range window and subquery step (``[5m]`` -> ``[5s]``) and offset, and every
-age: ``time() - <timestamp>`` (the timestamp folded over an HA pair's replicas or not) and the
-``*_age_seconds`` gauges are multiplied by ``scale``, so
+age: ``time() - <timestamp>`` and the ``*_age_seconds`` gauges are multiplied by ``scale``, so
 each age threshold is reached ``scale`` times sooner whether it is a number (a fallback of
 600 s) or comes from the nodes' own settings (the stall rule's txMaxTimeTrigger +
 consensusTimeout + grace, the stuck session's consensus timeouts). The exporter's own ages
@@ -24,17 +23,16 @@ from typing import Any
 import yaml
 
 #: The exporter's own ages, left unscaled (see the module's docstring).
-_OWN_AGE = re.compile(r"\bledger_exporter_")
+_OWN_AGE = re.compile(r"(?:time\(\)\s*-\s*)?ledger_exporter_")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _PART = re.compile(r"(\d+)(ms|s|m|h|d|w)")
 _RANGE = re.compile(r"\[(\w+)(:\w*)?\]")
 _OFFSET = re.compile(r"\boffset\s+(\w+)")
 #: An age: seconds since a timestamp, or a gauge of one (``..._age_seconds{...}``). The
-#: timestamp may be folded over an HA pair's replicas first: ``time() - max without(r) (t)``.
+#: timestamp may be read folded over an HA pair's replicas (``max without(r) (ts{...})``).
 _AGE = re.compile(
-    r"time\(\)\s*-\s*"
-    r"(?:(?:max|min)\s*(?:without|by)\s*\([^)]*\)\s*\(\s*[a-zA-Z_:][\w:]*(?:\{[^}]*\})?\s*\)"
-    r"|[a-zA-Z_:][\w:]*(?:\{[^}]*\})?)"
+    r"time\(\)\s*-\s*(?P<fold>(?:max|min)\s+without\s*\([^)]*\)\s*\(\s*)?"
+    r"[a-zA-Z_:][\w:]*(?:\{[^}]*\})?(?(fold)\s*\))"
     r"|\b[a-zA-Z_:][\w:]*_age_seconds(?:\{[^}]*\})?(?![\w:])"
 )
 
@@ -64,7 +62,7 @@ def shorten_expr(expr: str, scale: int) -> str:
         return f"[{scaled(match[1], scale)}{inner}]"
 
     def age(match: re.Match[str]) -> str:
-        if _OWN_AGE.search(match[0]):
+        if _OWN_AGE.match(match[0]):
             return match[0]
         return f"({scale} * ({match[0]}))"
 

@@ -410,11 +410,12 @@ def test_the_status_page_flags_what_the_shipped_alerts_fire_on() -> None:
     expr = {r["alert"]: r["expr"] for g in rules["groups"] for r in g["rules"] if "alert" in r}
     selector = r"\{[^}]*\}"
     stalled = " ".join(expr["LedgerBlockHeightStalled"].split())
-    due = rf"consensus_timeout_seconds{selector} \+ {shipped.stall_grace_seconds:g} or "
-    fallback = rf"change_timestamp_seconds{selector} \+ {shipped.height_stalled_seconds:g} \)"
+    # each series read folded over an HA pair's replicas: `max without(...) (series)`
+    due = rf"consensus_timeout_seconds{selector}\)? \+ {shipped.stall_grace_seconds:g} or "
+    fallback = rf"change_timestamp_seconds{selector}\)? \+ {shipped.height_stalled_seconds:g} \)"
     assert re.search(due, stalled) and re.search(fallback, stalled), stalled
-    behind = rf"min_over_time\(ledger_blockchain_blocks_behind{selector}\[5m\]\) > "
+    behind = rf"min_over_time\(ledger_blockchain_blocks_behind{selector}\[5m\]\)\)? > "
     assert re.search(behind + rf"{shipped.blocks_behind_threshold:g}\b", expr["LedgerNodeBehind"])
     # LedgerNodePeersLost means no peer at all, and so does the page's red peer count
-    assert re.search(rf"ledger_node_peers{selector} == 0\b", expr["LedgerNodePeersLost"])
+    assert re.search(rf"ledger_node_peers{selector}\)? == 0\b", expr["LedgerNodePeersLost"])
     assert problems.peers_lost(0) and not problems.peers_lost(1)
