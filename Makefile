@@ -142,7 +142,8 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # Test files run in TEST_WORKERS processes, each file whole in one of them (--dist loadfile:
-# a module's fixtures are set up once); the suite mostly waits on servers, so 3 fit 2 cores.
+# a module's fixtures are set up once), the heaviest first and the promtool unit-test files
+# spread over them (tests/support/schedule.py); the suite mostly waits on servers, so 3 fit 2 cores.
 TEST_WORKERS ?= 3
 
 unit: $(STAMP) tools $(GRAFANA_SCHEMA) $(ACTIONLINT)

@@ -23,10 +23,20 @@ from tests.support.clock import Clock  # noqa: E402
 from tests.support.fakenode import FakeNode, FakeNodes  # noqa: E402
 from tests.support.programs import require_program  # noqa: E402
 from tests.support.prometheus import PrometheusServers, Promtool  # noqa: E402
+from tests.support.schedule import WeightedFileScheduling  # noqa: E402
 from tests.support.victoriametrics import VictoriaMetrics  # noqa: E402
 
 #: Hypothesis draws the same examples on every ``make test`` run; a campaign draws anew.
 generation.load_profile()
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown under -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadfile`` (``make test``) as tests/support/schedule.py has it: the heaviest
+    files first, the promtool unit-test files spread over the workers."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    return WeightedFileScheduling(config, log)
 
 
 @pytest.fixture

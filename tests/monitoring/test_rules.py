@@ -4,6 +4,7 @@ here)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -203,7 +204,10 @@ def test_promtool_unit_tests(promtool: Promtool, path: Path) -> None:
 # --- rules: coverage by unit tests, metadata, names ------------------------------------
 
 
+@functools.cache
 def load_yaml(path: Path) -> Any:
+    """The parsed file, read once per run: the coverage tests below read every unit-test file
+    for each alert and record (pure-Python YAML: seconds each time). Callers do not change it."""
     with path.open(encoding="utf-8") as stream:
         return yaml.safe_load(stream)
 
