@@ -45,6 +45,7 @@ from tests.support.deploy import (
 from tests.support.documents import chain_doc, health_doc
 from tests.support.fakenode import FakeNode, FakeNodes
 from tests.support.http import fetch
+from tests.support.monitoring import REPLICA_LABEL
 from tests.support.processes import ExporterProcess, ready_exporter
 from tests.support.prometheus import PrometheusServers, Promtool
 from tests.support.testdata import REPO
@@ -1113,9 +1114,6 @@ def test_network_policy_and_disruption_budget(rendered: dict[str, list[Manifest]
 
 # --- the HA pair: daemon mode's StatefulSet -------------------------------------------------
 
-#: The label that tells the replicas of one exporter apart: the mixin's `_config.replicaLabels`
-#: (mixin/config.libsonnet), which every rule folds.
-REPLICA_LABEL = "exporter_replica"
 FULLNAME = f"{RELEASE}-ledger-exporter"
 #: The `instance` the ServiceMonitor gives every replica: namespace/full name.
 PAIR_INSTANCE = f"{NAMESPACE}/{FULLNAME}"
@@ -1275,8 +1273,9 @@ def test_the_replicas_spread_over_nodes_as_asked(args: list[str], expected: str 
 
 def test_both_replicas_scrape_as_one_exporter(rendered: dict[str, list[Manifest]]) -> None:
     """The ServiceMonitor gives both pods' targets the same `instance` (namespace/the
-    release's full name) and the pod's name in exporter_replica, and drops the Operator's `pod`: the two
-    label sets differ in exporter_replica alone, the label the mixin's rules fold. Probe
+    release's full name) and the pod's name in exporter_replica, and drops the Operator's
+    `pod`: the two label sets differ in exporter_replica alone, the label the mixin's rules
+    fold. Probe
     mode's ServiceMonitor per target does the same for each target's replicas."""
     for case in ("defaults", "probe-servicemonitor-values.yaml"):
         for monitor in by_kind(rendered[case], "ServiceMonitor"):

@@ -51,7 +51,7 @@ from tests.support.alertmanager import (
     sinks,
     wait_clustered,
 )
-from tests.support.monitoring import PROM_DIR
+from tests.support.monitoring import PROM_DIR, REPLICA_LABEL
 from tests.support.processes import ExporterProcess
 from tests.support.programs import require_program
 from tests.support.prometheus import PrometheusServer, pair_member, shipped_pair_targets
@@ -80,7 +80,6 @@ HISTORY_RETENTION = "3h"
 #: the names of the pair's Prometheus (their ``prometheus_replica``).
 _PAIR_TARGETS = shipped_pair_targets(JOB)
 (PAIR,) = {labels["instance"] for labels in _PAIR_TARGETS}
-REPLICA_LABEL = "exporter_replica"
 REPLICAS = tuple(labels[REPLICA_LABEL] for labels in _PAIR_TARGETS)
 PROMETHEUS_PAIR = ("one", "two")
 _WINDOW = re.compile(r"\[(\w+)(?::\w*)?\]")

@@ -3,12 +3,25 @@ Grafana dashboard's panels and variables."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from tests.support.testdata import REPO
 
 PROM_DIR = REPO / "deploy" / "prometheus"
+
+
+def _mixin_replica_label() -> str:
+    text = (REPO / "mixin" / "config.libsonnet").read_text(encoding="utf-8")
+    match = re.search(r"^\s*replicaLabels:\s*'([a-z_]+)',", text, re.M)
+    assert match, "mixin/config.libsonnet sets no single replicaLabels"
+    return match[1]
+
+
+#: The mixin's default ``replicaLabels`` (mixin/config.libsonnet): the label the shipped
+#: deploy files give each replica of an exporter pair, and the rules fold.
+REPLICA_LABEL = _mixin_replica_label()
 RULE_FILES = (PROM_DIR / "alerts.yml", PROM_DIR / "rules.yml")
 DASHBOARDS = sorted((REPO / "grafana" / "dashboards").glob("*.json"))
 #: Mixin settings a user may override, all changed from their defaults: a rendering with these
