@@ -34,7 +34,6 @@ from tests.support.incidents import (
     HISTORY_MINUTES,
     JOB,
     PAIR,
-    REPLICA_LABEL,
     REPLICAS,
     WATCHDOG,
     AlertingStack,
@@ -42,6 +41,7 @@ from tests.support.incidents import (
     block_interval,
     rule_span_seconds,
 )
+from tests.support.monitoring import REPLICA_LABEL
 from tests.support.prometheus import PROMETHEUS_REPLICA_LABEL
 from tests.support.waiting import wait_until
 
