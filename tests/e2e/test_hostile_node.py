@@ -116,7 +116,7 @@ def behind_threshold() -> float:
     """The blocks behind over which LedgerNodeBehind fires (its rule's threshold)."""
     rules = [load_rules(path) for path in shipped_rule_files()]
     expr = next(r["LedgerNodeBehind"]["expr"] for r in rules if "LedgerNodeBehind" in r)
-    found = re.search(r"ledger_blockchain_blocks_behind\{[^}]*\}(?:\[\w+\])?\)?\s*>\s*(\d+)", expr)
+    found = re.search(r"ledger_blockchain_blocks_behind\{[^}]*\}(?:\[\w+\])?\)*\s*>\s*(\d+)", expr)
     assert found, f"no threshold in LedgerNodeBehind: {expr}"
     return float(found[1])
 

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.support.monitoring import PROM_DIR
-from tests.support.prometheus import Promtool
+from tests.support.prometheus import Promtool, promtool_env
 from tests.support.testdata import REPO
 from tools import render_mixin
 
@@ -129,6 +129,7 @@ def test_every_shipped_promtool_test_passes_for_two_replicas(
     result = subprocess.run(
         [promtool.path, "test", "rules", str(written)],
         cwd=tmp_path, capture_output=True, text=True, check=False, timeout=900,
+        env=promtool_env(),
     )  # fmt: skip
     assert result.returncode == 0, (
         f"promtool test rules (two replicas):\n{result.stdout}{result.stderr}"

@@ -132,7 +132,7 @@ def test_vote_sessions_open_close_and_rounds_climb(
 def escalating_threshold() -> int:
     """The round above which the shipped LedgerVoteRoundsEscalating goes pending."""
     expr = load_rules(PROM_DIR / "alerts.yml")["LedgerVoteRoundsEscalating"]["expr"]
-    found = re.search(r"ledger_blockchain_vote_round\{[^}]*\}\s*>\s*(\d+)", expr)
+    found = re.search(r"ledger_blockchain_vote_round\{[^}]*\}\)*\s*>\s*(\d+)", expr)
     assert found, expr
     return int(found[1])
 
