@@ -75,10 +75,14 @@ actionlint: $(ACTIONLINT)
 # checkout's make tools, unattended-upgrades) is waited for instead of failing the target:
 # apt-get waits up to 10 minutes for dpkg's lock (DPkg::Lock::Timeout), and `apt-get update`,
 # whose package lists' lock that option does not cover, is tried again every 10 s as long.
+# The lists are updated once, not before each package (a fresh machine installs them all):
+# an update less than 30 minutes old (.cache/apt-lists-updated, git-ignored) is used again.
 APT_GET = DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600
-APT_UPDATE = for try in $$(seq 60); do $(APT_GET) update -qq && break; \
+APT_UPDATED := .cache/apt-lists-updated
+APT_UPDATE = if [ -z "$$(find $(APT_UPDATED) -mmin -30 2>/dev/null)" ]; then \
+	  for try in $$(seq 60); do $(APT_GET) update -qq && break; \
 	  [ $$try -lt 60 ] || exit 1; echo "package lists locked (another install running?): trying again in 10 s"; \
-	  sleep 10; done
+	  sleep 10; done && mkdir -p .cache && touch $(APT_UPDATED); fi
 APT_INSTALL = $(APT_UPDATE) && $(APT_GET) install -y -qq --no-install-recommends
 
 # Debian's prometheus package ships the server and promtool used by the integration tests;
